@@ -1,0 +1,193 @@
+"""The in-memory model every assignor works on.
+
+Instances are immutable and validated (see :mod:`assignor.parse`), so the
+algorithms never re-check input.  Racks are opaque strings; for hot loops the
+cluster also exposes them as small integers and each partition's replica racks
+as a bit mask (bit ``i`` set when rack ``racks[i]`` holds a replica), so
+"is this partition local to that member" is one shift and one AND.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+TopicPartition = tuple[str, int]
+
+#: Kafka's ``DEFAULT_GENERATION``: a member that reports no generation.
+NO_GENERATION = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """Brokers with their racks and topics with their replica lists.
+
+    ``racks`` lists every broker rack, sorted; ``rack_bit[r]`` is the index of
+    rack ``r`` there.  ``masks[t][p]`` is the replica-rack mask of partition
+    ``p`` of topic ``t``: the racks of all its replicas, offline or not.
+    Rack-less brokers contribute nothing to a mask (their rack is unknown).
+    """
+
+    broker_racks: Mapping[int, str | None]
+    topics: Mapping[str, tuple[tuple[int, ...], ...]]
+    racks: tuple[str, ...] = field(init=False)
+    rack_bit: Mapping[str, int] = field(init=False)
+    masks: Mapping[str, tuple[int, ...]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        racks = tuple(sorted({r for r in self.broker_racks.values() if r is not None}))
+        rack_bit = {r: i for i, r in enumerate(racks)}
+        broker_bit = {b: (1 << rack_bit[r]) if r is not None else 0 for b, r in self.broker_racks.items()}
+        masks: dict[str, tuple[int, ...]] = {}
+        for topic, parts in self.topics.items():
+            out = []
+            for replicas in parts:
+                m = 0
+                for b in replicas:
+                    m |= broker_bit[b]
+                out.append(m)
+            masks[topic] = tuple(out)
+        object.__setattr__(self, "racks", racks)
+        object.__setattr__(self, "rack_bit", rack_bit)
+        object.__setattr__(self, "masks", masks)
+
+    def partition_count(self, topic: str) -> int:
+        return len(self.topics[topic])
+
+    def replica_racks(self, topic: str, partition: int) -> frozenset[str]:
+        """The set of racks holding a replica of ``topic-partition``."""
+        m = self.masks[topic][partition]
+        return frozenset(r for i, r in enumerate(self.racks) if m >> i & 1)
+
+    def member_bit(self, rack: str | None) -> int:
+        """The mask bit of a client rack; 0 when the rack is absent or holds no broker.
+
+        A member in a rack with no broker can be local to nothing, which a
+        zero bit expresses without special cases.
+        """
+        if rack is None:
+            return 0
+        i = self.rack_bit.get(rack)
+        return 0 if i is None else 1 << i
+
+
+def is_cross_rack(member_rack: str | None, member_bit: int, mask: int) -> bool:
+    """The contract's definition: the member has a rack and no replica is in it.
+
+    A partition whose replicas all sit on rack-less brokers has no known rack
+    and is not counted as cross-rack.
+    """
+    return member_rack is not None and mask != 0 and not (mask & member_bit)
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One consumer of a group, as its JoinGroup subscription describes it."""
+
+    member_id: str
+    rack: str | None
+    topics: tuple[str, ...]
+    owned: tuple[TopicPartition, ...] = ()
+    generation: int = NO_GENERATION
+    group_instance_id: str | None = None
+
+
+CONSUMER_ASSIGNORS = ("range", "cooperative-sticky", "rack-optimal")
+DEFAULT_CONSUMER_ASSIGNOR = "cooperative-sticky"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroup:
+    group_id: str
+    assignor: str
+    members: tuple[Member, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerPlan:
+    """An assignor's answer: partitions per member, and what cooperative rebalancing withholds.
+
+    ``revoked[m]`` lists partitions ``m`` owned that move to another member:
+    they are in nobody's ``assignment`` this round.
+    """
+
+    assignment: Mapping[str, Sequence[TopicPartition]]
+    revoked: Mapping[str, Sequence[TopicPartition]] = field(default_factory=dict)
+
+
+# ---- Kafka Streams --------------------------------------------------------
+
+STREAMS_ASSIGNORS = ("high-availability", "sticky")
+RACK_STRATEGIES = ("none", "min_traffic", "balance_subtopology")
+
+
+@dataclass(frozen=True, slots=True)
+class Subtopology:
+    id: str
+    source_topics: tuple[str, ...]
+    changelog_topics: tuple[str, ...]
+    stateful: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsClient:
+    process_id: str
+    rack: str | None
+    threads: int
+    tags: Mapping[str, str]
+    previous_active: tuple[str, ...] = ()
+    previous_standby: tuple[str, ...] = ()
+    task_lags: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RackAwareConfig:
+    """``rack.aware.assignment.*``: None for a cost means Kafka's default for the assignor."""
+
+    strategy: str = "none"
+    traffic_cost: int | None = None
+    non_overlap_cost: int | None = None
+    sticky_to_previous: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsApp:
+    application_id: str
+    subtopologies: tuple[Subtopology, ...]
+    clients: tuple[StreamsClient, ...]
+    num_standby_replicas: int = 0
+    acceptable_recovery_lag: int = 10_000
+    max_warmup_replicas: int = 2
+    rack_aware_assignment_tags: tuple[str, ...] = ()
+    rack_aware: RackAwareConfig = field(default_factory=RackAwareConfig)
+    assignor: str = "high-availability"
+    #: partitions per sub-topology (its source topics all have this many)
+    partitions: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTasks:
+    active: Sequence[str] = ()
+    standby: Sequence[str] = ()
+    warmup: Sequence[str] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsPlan:
+    assignment: Mapping[str, ClientTasks]
+    probing_rebalance_needed: bool = False
+
+
+def task_id(subtopology: str, partition: int) -> str:
+    return f"{subtopology}_{partition}"
+
+
+def task_key(task: str) -> tuple[tuple[int, int | str], int]:
+    """Sort key of a task id: sub-topology, then partition, numerically where ids are numbers."""
+    sub, _, part = task.rpartition("_")
+    return ((0, int(sub)) if sub.isdigit() else (1, sub), int(part))
+
+
+def sorted_tasks(tasks: Sequence[str]) -> list[str]:
+    """Tasks in the contract's order."""
+    return sorted(tasks, key=task_key)

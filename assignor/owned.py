@@ -1,0 +1,82 @@
+"""Who owned what before this rebalance, and what a cooperative round must withhold.
+
+Shared by every sticky-aware assignor so that they agree on the rules of the
+consumer protocol:
+
+* Only members of the group's highest generation are believed: a member that
+  reports an older generation missed a rebalance, so its claims are stale
+  (Kafka's ``AbstractStickyAssignor`` drops them the same way).  Members that
+  report no generation count as ``NO_GENERATION``; when nobody reports one,
+  every claim is believed.
+* A partition claimed by two members of that generation has no owner: neither
+  claim can be trusted.
+* A claim on a partition that no longer exists is ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+
+from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
+
+
+def previous_owners(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, str]:
+    """Map each partition to the member that validly owned it, per the module rules.
+
+    Claims are kept whether or not the member still subscribes to the topic:
+    the member holds the partition until it revokes it, which matters for
+    cooperative withholding.  Stickiness must check the subscription itself.
+    """
+    if not group.members:
+        return {}
+    top = max(m.generation for m in group.members)
+    owner: dict[TopicPartition, str] = {}
+    conflicted: set[TopicPartition] = set()
+    for m in group.members:
+        if m.generation != top:
+            continue
+        for tp in m.owned:
+            parts = cluster.topics.get(tp[0])
+            if parts is None or tp[1] >= len(parts):
+                continue
+            other = owner.get(tp)
+            if other is not None and other != m.member_id:
+                conflicted.add(tp)
+            owner[tp] = m.member_id
+    for tp in conflicted:
+        del owner[tp]
+    return owner
+
+
+def withhold_moving(
+    assignment: Mapping[str, Iterable[TopicPartition]], owners: Mapping[TopicPartition, str]
+) -> ConsumerPlan:
+    """Cooperative rebalancing: a partition that changes owner is given to nobody this round.
+
+    It is listed under ``revoked`` for its previous owner; the follow-up round
+    (after the owner confirms the release) hands it to its new member.  Lists
+    come out sorted.
+    """
+    kept: dict[str, list[TopicPartition]] = {}
+    revoked: dict[str, list[TopicPartition]] = {}
+    for mid, parts in assignment.items():
+        keep = kept.setdefault(mid, [])
+        for tp in parts:
+            prev = owners.get(tp)
+            if prev is None or prev == mid:
+                keep.append(tp)
+            else:
+                revoked.setdefault(prev, []).append(tp)
+    # A member that stays owner of nothing it claimed still lists what it lost.
+    return ConsumerPlan(
+        assignment={m: sorted(v) for m, v in kept.items()},
+        revoked={m: sorted(v) for m, v in sorted(revoked.items())},
+    )
+
+
+def count_moved(
+    plan: ConsumerPlan, owners: Mapping[TopicPartition, str], subscribed: Collection[TopicPartition]
+) -> int:
+    """Subscribed partitions whose valid previous owner no longer holds them (withheld included)."""
+    holder = {tp: m for m, parts in plan.assignment.items() for tp in parts}
+    return sum(1 for tp, prev in owners.items() if tp in subscribed and holder.get(tp) != prev)

@@ -1,0 +1,298 @@
+"""Contract input (decoded JSON) to the validated model, or an :class:`InputError`.
+
+Every rejection names the offending field with a JSON-path-like location
+(``consumer_group.members[2].topics[0]``) so an operator can fix the document
+without reading a traceback.  Unknown fields are ignored, as the contract says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .model import (
+    CONSUMER_ASSIGNORS,
+    DEFAULT_CONSUMER_ASSIGNOR,
+    NO_GENERATION,
+    RACK_STRATEGIES,
+    STREAMS_ASSIGNORS,
+    Cluster,
+    ConsumerGroup,
+    Member,
+    RackAwareConfig,
+    StreamsApp,
+    StreamsClient,
+    Subtopology,
+    TopicPartition,
+)
+
+
+class InputError(ValueError):
+    """Invalid input; ``field`` locates it in the document."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _type_name(v: object) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), type(v).__name__
+    )
+
+
+def _obj(v: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(v, dict):
+        raise InputError(path, f"expected an object, got {_type_name(v)}")
+    return v
+
+
+def _list(v: object, path: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise InputError(path, f"expected an array, got {_type_name(v)}")
+    return v
+
+
+def _str(v: object, path: str) -> str:
+    if not isinstance(v, str):
+        raise InputError(path, f"expected a string, got {_type_name(v)}")
+    return v
+
+
+def _opt_str(v: object, path: str) -> str | None:
+    return None if v is None else _str(v, path)
+
+
+def _int(v: object, path: str, minimum: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise InputError(path, f"expected an integer, got {_type_name(v)}")
+    if minimum is not None and v < minimum:
+        raise InputError(path, f"must be at least {minimum}, got {v}")
+    return v
+
+
+def _bool(v: object, path: str) -> bool:
+    if not isinstance(v, bool):
+        raise InputError(path, f"expected a boolean, got {_type_name(v)}")
+    return v
+
+
+def _required(o: Mapping[str, Any], key: str, path: str) -> Any:
+    if key not in o:
+        raise InputError(f"{path}.{key}" if path else key, "missing required field")
+    return o[key]
+
+
+def _choice(v: object, path: str, choices: tuple[str, ...]) -> str:
+    s = _str(v, path)
+    if s not in choices:
+        raise InputError(path, f"unknown value {s!r}; expected one of {', '.join(choices)}")
+    return s
+
+
+def parse_cluster(doc: object) -> Cluster:
+    c = _obj(doc, "cluster")
+    brokers: dict[int, str | None] = {}
+    for i, b in enumerate(_list(_required(c, "brokers", "cluster"), "cluster.brokers")):
+        path = f"cluster.brokers[{i}]"
+        b = _obj(b, path)
+        bid = _int(_required(b, "id", path), f"{path}.id")
+        if bid in brokers:
+            raise InputError(f"{path}.id", f"duplicate broker id {bid}")
+        brokers[bid] = _opt_str(b.get("rack"), f"{path}.rack")
+    topics: dict[str, tuple[tuple[int, ...], ...]] = {}
+    for name, parts in _obj(_required(c, "topics", "cluster"), "cluster.topics").items():
+        tpath = f"cluster.topics.{name}"
+        replica_lists = []
+        for p, replicas in enumerate(_list(parts, tpath)):
+            rpath = f"{tpath}[{p}]"
+            ids = []
+            for k, r in enumerate(_list(replicas, rpath)):
+                r = _int(r, f"{rpath}[{k}]")
+                if r not in brokers:
+                    raise InputError(f"{rpath}[{k}]", f"unknown broker id {r}")
+                ids.append(r)
+            replica_lists.append(tuple(ids))
+        topics[name] = tuple(replica_lists)
+    return Cluster(broker_racks=brokers, topics=topics)
+
+
+def _topic_partition(v: object, path: str) -> TopicPartition:
+    pair = _list(v, path)
+    if len(pair) != 2:
+        raise InputError(path, "expected [topic, partition]")
+    return _str(pair[0], f"{path}[0]"), _int(pair[1], f"{path}[1]", minimum=0)
+
+
+def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
+    g = _obj(doc, "consumer_group")
+    group_id = _str(_required(g, "group_id", "consumer_group"), "consumer_group.group_id")
+    assignor = g.get("assignor")
+    assignor = (
+        DEFAULT_CONSUMER_ASSIGNOR
+        if assignor is None
+        else _choice(assignor, "consumer_group.assignor", CONSUMER_ASSIGNORS)
+    )
+    members: list[Member] = []
+    seen: set[str] = set()
+    raw = _list(_required(g, "members", "consumer_group"), "consumer_group.members")
+    for i, m in enumerate(raw):
+        path = f"consumer_group.members[{i}]"
+        m = _obj(m, path)
+        mid = _str(_required(m, "member_id", path), f"{path}.member_id")
+        if mid in seen:
+            raise InputError(f"{path}.member_id", f"duplicate member id {mid!r}")
+        seen.add(mid)
+        topics: list[str] = []
+        for k, t in enumerate(_list(_required(m, "topics", path), f"{path}.topics")):
+            t = _str(t, f"{path}.topics[{k}]")
+            if t not in cluster.topics:
+                raise InputError(f"{path}.topics[{k}]", f"unknown topic {t!r}")
+            topics.append(t)
+        owned_raw = m.get("owned")
+        owned = tuple(
+            _topic_partition(tp, f"{path}.owned[{k}]")
+            for k, tp in enumerate([] if owned_raw is None else _list(owned_raw, f"{path}.owned"))
+        )
+        generation = m.get("generation")
+        members.append(
+            Member(
+                member_id=mid,
+                rack=_opt_str(m.get("rack"), f"{path}.rack"),
+                topics=tuple(sorted(set(topics))),
+                owned=owned,
+                generation=NO_GENERATION if generation is None else _int(generation, f"{path}.generation"),
+                group_instance_id=_opt_str(m.get("group_instance_id"), f"{path}.group_instance_id"),
+            )
+        )
+    return ConsumerGroup(group_id=group_id, assignor=assignor, members=tuple(members))
+
+
+def _opt_int(o: Mapping[str, Any], key: str, path: str, default: int, minimum: int = 0) -> int:
+    v = o.get(key)
+    return default if v is None else _int(v, f"{path}.{key}", minimum=minimum)
+
+
+def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
+    a = _obj(doc, "streams_app")
+    app_id = _str(_required(a, "application_id", "streams_app"), "streams_app.application_id")
+    subs: list[Subtopology] = []
+    partitions: dict[str, int] = {}
+    raw_subs = _list(_required(a, "subtopologies", "streams_app"), "streams_app.subtopologies")
+    for i, s in enumerate(raw_subs):
+        path = f"streams_app.subtopologies[{i}]"
+        s = _obj(s, path)
+        sid = s.get("id")
+        if isinstance(sid, int) and not isinstance(sid, bool):
+            sid = str(sid)
+        sid = _str(sid if "id" in s else _required(s, "id", path), f"{path}.id")
+        if sid in partitions:
+            raise InputError(f"{path}.id", f"duplicate sub-topology id {sid!r}")
+        sources = []
+        for k, t in enumerate(_list(_required(s, "source_topics", path), f"{path}.source_topics")):
+            t = _str(t, f"{path}.source_topics[{k}]")
+            if t not in cluster.topics:
+                raise InputError(f"{path}.source_topics[{k}]", f"unknown topic {t!r}")
+            sources.append(t)
+        if not sources:
+            raise InputError(f"{path}.source_topics", "a sub-topology needs at least one source topic")
+        counts = {len(cluster.topics[t]) for t in sources}
+        if len(counts) > 1:
+            detail = ", ".join(f"{t}={len(cluster.topics[t])}" for t in sources)
+            raise InputError(
+                f"{path}.source_topics", f"source topics must have equal partition counts ({detail})"
+            )
+        changelogs = tuple(
+            _str(t, f"{path}.changelog_topics[{k}]")
+            for k, t in enumerate(_list(s.get("changelog_topics", []), f"{path}.changelog_topics"))
+        )
+        stateful = _bool(s.get("stateful", bool(changelogs)), f"{path}.stateful")
+        partitions[sid] = counts.pop()
+        subs.append(Subtopology(sid, tuple(sources), changelogs, stateful))
+
+    clients: list[StreamsClient] = []
+    seen: set[str] = set()
+    for i, c in enumerate(_list(_required(a, "clients", "streams_app"), "streams_app.clients")):
+        path = f"streams_app.clients[{i}]"
+        c = _obj(c, path)
+        pid = _str(_required(c, "process_id", path), f"{path}.process_id")
+        if pid in seen:
+            raise InputError(f"{path}.process_id", f"duplicate process id {pid!r}")
+        seen.add(pid)
+        tags = {
+            _str(k, f"{path}.tags"): _str(v, f"{path}.tags.{k}")
+            for k, v in _obj(c.get("tags") or {}, f"{path}.tags").items()
+        }
+        lags = {
+            _str(k, f"{path}.task_lags"): _int(v, f"{path}.task_lags.{k}")
+            for k, v in _obj(c.get("task_lags") or {}, f"{path}.task_lags").items()
+        }
+        clients.append(
+            StreamsClient(
+                process_id=pid,
+                rack=_opt_str(c.get("rack"), f"{path}.rack"),
+                threads=_opt_int(c, "threads", path, 1, minimum=1),
+                tags=tags,
+                previous_active=_task_list(c.get("previous_active"), f"{path}.previous_active"),
+                previous_standby=_task_list(c.get("previous_standby"), f"{path}.previous_standby"),
+                task_lags=lags,
+            )
+        )
+
+    ra_raw = _obj(a.get("rack_aware") or {}, "streams_app.rack_aware")
+    strategy = ra_raw.get("strategy")
+    rack_aware = RackAwareConfig(
+        strategy="none"
+        if strategy is None
+        else _choice(strategy, "streams_app.rack_aware.strategy", RACK_STRATEGIES),
+        traffic_cost=None
+        if ra_raw.get("traffic_cost") is None
+        else _int(ra_raw["traffic_cost"], "streams_app.rack_aware.traffic_cost", minimum=0),
+        non_overlap_cost=None
+        if ra_raw.get("non_overlap_cost") is None
+        else _int(ra_raw["non_overlap_cost"], "streams_app.rack_aware.non_overlap_cost", minimum=0),
+        sticky_to_previous=_bool(
+            ra_raw.get("sticky_to_previous", False), "streams_app.rack_aware.sticky_to_previous"
+        ),
+    )
+    tags_raw = a.get("rack_aware_assignment_tags") or []
+    assignor = a.get("assignor")
+    return StreamsApp(
+        application_id=app_id,
+        subtopologies=tuple(subs),
+        clients=tuple(clients),
+        num_standby_replicas=_opt_int(a, "num_standby_replicas", "streams_app", 0),
+        acceptable_recovery_lag=_opt_int(a, "acceptable_recovery_lag", "streams_app", 10_000),
+        max_warmup_replicas=_opt_int(a, "max_warmup_replicas", "streams_app", 2, minimum=1),
+        rack_aware_assignment_tags=tuple(
+            _str(t, f"streams_app.rack_aware_assignment_tags[{k}]")
+            for k, t in enumerate(_list(tags_raw, "streams_app.rack_aware_assignment_tags"))
+        ),
+        rack_aware=rack_aware,
+        assignor="high-availability"
+        if assignor is None
+        else _choice(assignor, "streams_app.assignor", STREAMS_ASSIGNORS),
+        partitions=partitions,
+    )
+
+
+def _task_list(v: object, path: str) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    return tuple(_str(t, f"{path}[{k}]") for k, t in enumerate(_list(v, path)))
+
+
+def parse_instance(doc: object) -> tuple[Cluster, ConsumerGroup | StreamsApp]:
+    """Validate a whole contract input document."""
+    root = _obj(doc, "(document)")
+    cluster = parse_cluster(_required(root, "cluster", ""))
+    has_group, has_app = "consumer_group" in root, "streams_app" in root
+    if has_group == has_app:
+        raise InputError(
+            "consumer_group" if not has_group else "streams_app",
+            "exactly one of consumer_group or streams_app must be present",
+        )
+    if has_group:
+        return cluster, parse_consumer_group(root["consumer_group"], cluster)
+    return cluster, parse_streams_app(root["streams_app"], cluster)

@@ -1,0 +1,57 @@
+"""The contract's invariants as assertions on model objects, for every assignor's tests."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from assignor.consumer import subscribed_partitions
+from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
+
+
+def assert_valid(cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan) -> None:
+    """Invariant 1: every subscribed partition assigned once to a subscriber, or withheld."""
+    members = {m.member_id: m for m in group.members}
+    assert set(plan.assignment) == set(members), "every member must be listed"
+    owner: dict[TopicPartition, str] = {}
+    for mid, parts in plan.assignment.items():
+        assert list(parts) == sorted(parts), f"{mid}: partitions not sorted"
+        for tp in parts:
+            assert tp not in owner, f"{tp} assigned to {owner[tp]} and {mid}"
+            assert tp[0] in members[mid].topics, f"{tp} assigned to {mid}, not subscribed"
+            owner[tp] = mid
+    withheld = {tp for parts in plan.revoked.values() for tp in parts}
+    assert not (withheld & set(owner)), "a withheld partition is also assigned"
+    assert set(owner) | withheld == subscribed_partitions(cluster, group)
+
+
+def equal_subscriptions(group: ConsumerGroup) -> bool:
+    return len({m.topics for m in group.members}) <= 1
+
+
+def assert_balanced(group: ConsumerGroup, plan: ConsumerPlan) -> None:
+    """Invariant 2 for sticky and rack-optimal assignors (nothing withheld)."""
+    counts = {m: len(v) for m, v in plan.assignment.items()}
+    if equal_subscriptions(group):
+        assert max(counts.values()) - min(counts.values()) <= 1, counts
+        return
+    subscribers: dict[str, list[str]] = {}
+    for m in group.members:
+        for t in m.topics:
+            subscribers.setdefault(t, []).append(m.member_id)
+    for mid, parts in plan.assignment.items():
+        for t, p in parts:
+            for other in subscribers[t]:
+                assert counts[mid] - counts[other] < 2, (
+                    f"{t}-{p} on {mid} ({counts[mid]}) could move to {other} ({counts[other]})"
+                )
+
+
+def assert_range_balanced(group: ConsumerGroup, plan: ConsumerPlan) -> None:
+    """Invariant 2 for range: per topic, subscribers' counts differ by at most one."""
+    per_topic: dict[str, Counter[str]] = {}
+    for mid, parts in plan.assignment.items():
+        for t, _ in parts:
+            per_topic.setdefault(t, Counter())[mid] += 1
+    for t, cnt in per_topic.items():
+        vals = [cnt.get(m.member_id, 0) for m in group.members if t in m.topics]
+        assert max(vals) - min(vals) <= 1, (t, vals)
