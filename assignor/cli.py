@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -92,7 +93,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    code: int = args.func(args)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug, not bad input: one line, traceback on request
+        if os.environ.get("RACKPLAN_DEBUG"):
+            raise
+        print(
+            f"rackplan: internal error: {type(e).__name__}: {e} (set RACKPLAN_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
+        return 1
     return code
 
 

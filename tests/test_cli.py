@@ -1,0 +1,178 @@
+"""`rackplan assign` as outside tests drive it: exit codes, one-line errors, contract samples."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assignor.cli import main
+
+SAMPLES = sorted((Path(__file__).resolve().parents[2] / "shared" / "samples").glob("*.json"))
+GOOD = [p for p in SAMPLES if not p.name.startswith("bad-")]
+BAD = [p for p in SAMPLES if p.name.startswith("bad-")]
+
+
+def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "assignor.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def without_elapsed(text: str) -> str:
+    return re.sub(r'"elapsed_ms":[0-9.e+-]+', '"elapsed_ms":0', text)
+
+
+@pytest.mark.parametrize("sample", GOOD, ids=lambda p: p.name)
+def test_samples_pass_the_contract_checker(sample: Path, shared_dir: Path, tmp_path: Path) -> None:
+    first = run_cli("assign", str(sample))
+    assert first.returncode == 0, first.stderr
+    plan = tmp_path / "plan.json"
+    plan.write_text(first.stdout)
+    check = subprocess.run(
+        [sys.executable, str(shared_dir / "tools" / "check_plan.py"), str(sample), str(plan)],
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    # Same input, same bytes (elapsed_ms aside), and stdin gives the same answer.
+    again = run_cli("assign", "-", stdin=sample.read_text())
+    assert again.returncode == 0, again.stderr
+    assert without_elapsed(again.stdout) == without_elapsed(first.stdout)
+
+
+@pytest.mark.parametrize("sample", BAD, ids=lambda p: p.name)
+def test_bad_samples_exit_2_with_one_line(sample: Path) -> None:
+    r = run_cli("assign", str(sample))
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr
+
+
+BASE: dict[str, Any] = {
+    "cluster": {
+        "brokers": [{"id": 1, "rack": "az-a"}, {"id": 2, "rack": "az-b"}],
+        "topics": {"orders": [[1, 2], [2, 1]]},
+    },
+    "consumer_group": {
+        "group_id": "g",
+        "assignor": "rack-optimal",
+        "members": [{"member_id": "m-1", "rack": "az-a", "topics": ["orders"]}],
+    },
+}
+
+
+def mutate(path: str, value: Any) -> Any:
+    """BASE with the value at a dotted path (list indices as numbers) replaced; `...` deletes it."""
+    doc = json.loads(json.dumps(BASE))
+    *parents, last = path.split(".")
+    node = doc
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if value is ...:
+        del node[int(last) if isinstance(node, list) else last]
+    elif isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return doc
+
+
+BAD_DOCS = [
+    (mutate("cluster", ...), "cluster"),
+    (mutate("cluster.brokers", {"id": 1}), "cluster.brokers"),
+    (mutate("cluster.brokers.0.id", "1"), "cluster.brokers[0].id"),
+    (mutate("cluster.brokers.1.id", 1), "cluster.brokers[1].id"),
+    (mutate("cluster.brokers.0.rack", 7), "cluster.brokers[0].rack"),
+    (mutate("cluster.topics.orders", [[1, 9]]), "cluster.topics.orders[0][1]"),
+    (mutate("cluster.topics.orders", [[1, True]]), "cluster.topics.orders[0][1]"),
+    (mutate("consumer_group.group_id", ...), "consumer_group.group_id"),
+    (mutate("consumer_group.assignor", "sticky"), "consumer_group.assignor"),
+    (mutate("consumer_group.members", {}), "consumer_group.members"),
+    (mutate("consumer_group.members.0.topics", ["nope"]), "consumer_group.members[0].topics[0]"),
+    (mutate("consumer_group.members.0.topics", "orders"), "consumer_group.members[0].topics"),
+    (mutate("consumer_group.members.0.member_id", ...), "consumer_group.members[0].member_id"),
+    (mutate("consumer_group.members.0.owned", [["orders"]]), "consumer_group.members[0].owned[0]"),
+    (mutate("consumer_group.members.0.owned", [["orders", -1]]), "consumer_group.members[0].owned[0][1]"),
+    (mutate("consumer_group.members.0.generation", "3"), "consumer_group.members[0].generation"),
+    (
+        mutate(
+            "consumer_group.members",
+            [
+                {"member_id": "m-1", "rack": "az-a", "topics": ["orders"]},
+                {"member_id": "m-1", "rack": "az-b", "topics": ["orders"]},
+            ],
+        ),
+        "consumer_group.members[1].member_id",
+    ),
+    ({**BASE, "streams_app": {}}, "streams_app"),
+    ({"cluster": BASE["cluster"]}, "consumer_group"),
+    ([1, 2], "(document)"),
+]
+
+
+@pytest.mark.parametrize(("doc", "field"), BAD_DOCS, ids=[f for _, f in BAD_DOCS])
+def test_bad_input_names_the_field(
+    doc: Any, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(doc))
+    assert main(["assign", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert f"error: {field}:" in err, err
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "{", "not json", "[" * 100_000, '{"cluster": NaN'],
+    ids=["empty", "open", "word", "deep", "nan"],
+)
+def test_unparseable_documents_exit_2(text: str) -> None:
+    r = run_cli("assign", "-", stdin=text)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_file_exits_2(tmp_path: Path) -> None:
+    r = run_cli("assign", str(tmp_path / "absent.json"))
+    assert r.returncode == 2
+    assert "no such file" in r.stderr
+
+
+def test_unknown_fields_are_ignored(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = json.loads(json.dumps(BASE))
+    doc["extra"] = {"anything": 1}
+    doc["consumer_group"]["members"][0]["client_id"] = "c"
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(doc))
+    assert main(["assign", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["consumer_group"]["assignment"] == {"m-1": [["orders", 0], ["orders", 1]]}
+    assert out["stats"]["partitions"] == 2
+    assert out["stats"]["cross_rack"] == 0
+
+
+def test_default_assignor_is_cooperative_sticky(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = mutate("consumer_group.assignor", ...)
+    doc["consumer_group"]["members"][0]["owned"] = [["orders", 1]]
+    doc["consumer_group"]["members"].append({"member_id": "m-2", "rack": "az-b", "topics": ["orders"]})
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(doc))
+    assert main(["assign", str(path)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # Sticky: m-1 keeps what it owned; m-2 takes the other partition, nothing withheld.
+    assert out["consumer_group"]["assignment"] == {"m-1": [["orders", 1]], "m-2": [["orders", 0]]}
+    assert out["consumer_group"]["revoked"] == {}

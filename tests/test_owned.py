@@ -1,0 +1,52 @@
+"""Previous-owner rules of the consumer protocol, shared by the sticky-aware assignors."""
+
+from __future__ import annotations
+
+from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+from assignor.owned import count_moved, previous_owners, withhold_moving
+
+CLUSTER = Cluster(broker_racks={1: "a", 2: "b"}, topics={"t": ((1,), (2,), (1,)), "u": ((2,),)})
+
+
+def group(*members: Member) -> ConsumerGroup:
+    return ConsumerGroup("g", "cooperative-sticky", members)
+
+
+def test_older_generation_claims_are_dropped() -> None:
+    g = group(
+        Member("m1", "a", ("t",), owned=(("t", 0), ("t", 1)), generation=4),
+        Member("m2", "b", ("t",), owned=(("t", 1), ("t", 2)), generation=3),
+    )
+    assert previous_owners(CLUSTER, g) == {("t", 0): "m1", ("t", 1): "m1"}
+
+
+def test_same_generation_double_claim_has_no_owner() -> None:
+    g = group(
+        Member("m1", "a", ("t",), owned=(("t", 0), ("t", 1)), generation=2),
+        Member("m2", "b", ("t",), owned=(("t", 1),), generation=2),
+    )
+    assert previous_owners(CLUSTER, g) == {("t", 0): "m1"}
+
+
+def test_claims_without_generation_are_believed_and_vanished_partitions_ignored() -> None:
+    g = group(
+        Member("m1", "a", ("t",), owned=(("t", 0), ("t", 9), ("gone", 0))),
+        Member("m2", "b", ("u",), owned=(("t", 1),)),
+    )
+    # m2 no longer subscribes to t but still holds t-1 until it revokes it.
+    assert previous_owners(CLUSTER, g) == {("t", 0): "m1", ("t", 1): "m2"}
+
+
+def test_withhold_moving_lists_revocations_for_old_owner() -> None:
+    owners = {("t", 0): "m1", ("t", 1): "m2"}
+    plan = withhold_moving({"m1": [("t", 1), ("t", 0)], "m2": [("t", 2)]}, owners)
+    assert plan.assignment == {"m1": [("t", 0)], "m2": [("t", 2)]}
+    assert plan.revoked == {"m2": [("t", 1)]}
+
+
+def test_count_moved_counts_withheld_and_reassigned_only_for_subscribed() -> None:
+    owners = {("t", 0): "m1", ("t", 1): "m2", ("t", 2): "m1", ("u", 0): "m2"}
+    plan = ConsumerPlan(assignment={"m1": [("t", 0), ("t", 1)], "m2": []}, revoked={"m2": [("t", 1)]})
+    subscribed = {("t", 0), ("t", 1), ("t", 2)}
+    # t-1 went from m2 to m1, t-2 is no longer with m1; u-0 is not subscribed any more.
+    assert count_moved(plan, owners, subscribed) == 2
