@@ -1,0 +1,257 @@
+"""Kafka's ``range`` assignor, including its rack-aware variant (KIP-881, Kafka 3.5+).
+
+The result must equal what ``org.apache.kafka.clients.consumer.RangeAssignor``
+computes for the same group, so this module follows its rules exactly:
+
+* Members are ordered as Kafka's ``MemberInfo`` sorts them: members with a
+  ``group.instance.id`` first, by that id, then the others by member id
+  (Java string order, i.e. by UTF-16 code units).
+* Each topic is split on its own into contiguous ranges; the first
+  ``partitions % subscribers`` members get one partition more.
+* Rack awareness is used when some topic "needs" it: one of its subscribers
+  has a rack that holds a replica of the topic, and not every partition of the
+  topic has replicas on the same set of racks.  Then, before the plain ranges:
+  topics with identical subscribers and the same partition count are handled
+  together (partition ``p`` of all of them goes to the first member, in order,
+  whose rack holds a replica of ``p`` in every one of them and whose quota
+  allows it), and every other topic that needs it gives each member, in order,
+  the first partitions of its rack up to its quota.  Members without a rack
+  match every partition in those passes; members whose rack holds no broker
+  match none.  What is left is then filled in member order, partition order,
+  up to each quota.  Quotas are Kafka's: ``partitions // members`` plus one
+  while members that took an extra partition are fewer than
+  ``partitions % members``.
+
+Kafka scans every unassigned partition per member; here each rack keeps a
+cursor into the ordered list of its partitions (and each rack a cursor into its
+ordered members), so the cost is linear in partitions times racks.
+``owned`` partitions are ignored, as Kafka's range assignor ignores them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+
+
+def _java_order(s: str) -> bytes:
+    """A sort key that orders strings as Java's ``String.compareTo`` does (UTF-16 code units)."""
+    return s.encode("utf-16-be", "surrogatepass")
+
+
+def _member_key(m: Member) -> tuple[int, bytes, bytes]:
+    """Kafka's ``MemberInfo`` order: static members by instance id, then dynamic ones by member id.
+
+    Two static members with the same instance id compare equal in Kafka, where
+    their order then depends on hash iteration; the member id breaks that tie.
+    """
+    if m.group_instance_id is not None:
+        return (0, _java_order(m.group_instance_id), _java_order(m.member_id))
+    return (1, _java_order(m.member_id), b"")
+
+
+class _TopicState:
+    """One topic's progress: Kafka's ``TopicAssignmentState`` bookkeeping, with cursors for speed."""
+
+    __slots__ = ("assigned", "consumers", "counts", "extra", "masks", "n", "owner", "per_member", "topic")
+
+    def __init__(self, topic: str, masks: Sequence[int], consumers: list[int]) -> None:
+        self.topic = topic
+        self.masks = masks
+        self.n = len(masks)
+        #: member positions (in Kafka's member order) subscribed to the topic
+        self.consumers = consumers
+        self.per_member = self.n // len(consumers)
+        #: Kafka's ``remainingConsumersWithExtraPartition``
+        self.extra = self.n % len(consumers)
+        self.counts = dict.fromkeys(consumers, 0)
+        #: owner[p] = member position, -1 while unassigned
+        self.owner = [-1] * self.n
+        self.assigned = 0
+
+    def max_assignable(self, c: int) -> int:
+        return max(0, self.per_member + (1 if self.extra > 0 else 0) - self.counts[c])
+
+    def give(self, c: int, partitions: list[int]) -> None:
+        owner = self.owner
+        for p in partitions:
+            owner[p] = c
+        self.assigned += len(partitions)
+        n = self.counts[c] + len(partitions)
+        self.counts[c] = n
+        if n > self.per_member:
+            self.extra -= 1
+
+    def take_first(self, candidates: Sequence[int], cursor: int, limit: int) -> tuple[list[int], int]:
+        """The first ``limit`` unassigned partitions of ``candidates`` from ``cursor``, and the new cursor.
+
+        Everything before a cursor is already assigned, which stays true
+        because partitions are never unassigned.
+        """
+        owner = self.owner
+        out: list[int] = []
+        i = cursor
+        end = len(candidates)
+        while i < end and len(out) < limit:
+            p = candidates[i]
+            if owner[p] < 0:
+                out.append(p)
+            i += 1
+        while i < end and owner[candidates[i]] >= 0:
+            i += 1
+        return out, i
+
+
+def _rack_pass(state: _TopicState, bits: Sequence[int], has_rack: Sequence[bool]) -> None:
+    """Kafka's ``assignRanges`` with ``racksMatch``: each member, in order, takes the first
+    unassigned partitions with a replica in its rack, up to its quota."""
+    everything = range(state.n)
+    all_cursor = 0
+    by_bit: dict[int, tuple[list[int], int]] = {}
+    masks = state.masks
+    for c in state.consumers:
+        if state.assigned == state.n or (state.per_member == 0 and state.extra == 0):
+            break  # nothing left, or no quota left for anyone (quotas never grow)
+        limit = state.max_assignable(c)
+        if limit == 0:
+            continue
+        if not has_rack[c]:
+            parts, all_cursor = state.take_first(everything, all_cursor, limit)
+        else:
+            bit = bits[c]
+            if bit == 0:
+                continue  # a rack holding no broker matches no partition
+            entry = by_bit.get(bit)
+            if entry is None:
+                entry = ([p for p in everything if masks[p] & bit], 0)
+            parts, cursor = state.take_first(entry[0], entry[1], limit)
+            by_bit[bit] = (entry[0], cursor)
+        if parts:
+            state.give(c, parts)
+
+
+def _co_partitioned_pass(states: list[_TopicState], bits: Sequence[int], has_rack: Sequence[bool]) -> None:
+    """Kafka's ``assignCoPartitionedWithRackMatching``: partition ``p`` of every topic goes to the
+    first member (in order) with quota left whose rack holds a replica of ``p`` in all of them.
+
+    The topics share subscribers and partition count and receive the same
+    assignments, so their quotas move in lockstep; a member whose quota is
+    spent never regains one, which lets each rack's member cursor only advance.
+    """
+    first = states[0]
+    consumers = first.consumers
+    # Candidate lists: members without a rack (key 0) and members per rack bit, in member order.
+    queues: dict[int, list[int]] = {}
+    for c in consumers:
+        if not has_rack[c]:
+            queues.setdefault(0, []).append(c)
+        elif bits[c]:
+            queues.setdefault(bits[c], []).append(c)
+    heads = dict.fromkeys(queues, 0)
+    rank = {c: i for i, c in enumerate(consumers)}
+    all_masks = [s.masks for s in states]
+
+    def head(key: int) -> int:
+        """The first member of a queue that still has quota in every topic, or -1."""
+        q = queues[key]
+        i = heads[key]
+        while i < len(q) and not all(s.max_assignable(q[i]) > 0 for s in states):
+            i += 1
+        heads[key] = i
+        return q[i] if i < len(q) else -1
+
+    for p in range(first.n):
+        common = -1
+        for m in all_masks:
+            common &= m[p]
+        best = -1
+        for key in queues:
+            if key and not (key & common):
+                continue
+            c = head(key)
+            if c >= 0 and (best < 0 or rank[c] < rank[best]):
+                best = c
+        if best >= 0:
+            for s in states:
+                s.give(best, [p])
+
+
+def _needs_rack_aware(state: _TopicState, bits: Sequence[int], prefer_rack_aware: bool) -> bool:
+    """Kafka's ``useRackAwareAssignment`` for one topic (only called when a subscriber has a rack).
+
+    A member rack holding no broker has bit 0, so it overlaps no partition rack,
+    exactly as its rack string would be disjoint from the replica racks.
+    """
+    union = 0
+    for m in state.masks:
+        union |= m
+    member_racks = 0
+    for c in state.consumers:
+        member_racks |= bits[c]
+    if not (member_racks & union):
+        return False
+    return prefer_rack_aware or any(m != union for m in state.masks)
+
+
+def range_assignment(
+    cluster: Cluster, group: ConsumerGroup, *, prefer_rack_aware: bool = False
+) -> dict[str, list[TopicPartition]]:
+    """Every member's partitions, sorted, as Kafka's ``RangeAssignor`` would assign them.
+
+    ``prefer_rack_aware`` is Kafka's test-only ``preferRackAwareLogic``: it runs
+    the rack passes even when every partition has replicas on the same racks
+    (kept so Kafka's test cases that set it can be reproduced).
+    """
+    members = sorted(group.members, key=_member_key)
+    # Kafka drops an empty client.rack the same as an absent one.
+    has_rack = [bool(m.rack) for m in members]
+    bits = [cluster.member_bit(m.rack) if m.rack else 0 for m in members]
+
+    subscribers: dict[str, list[int]] = {}
+    for i, m in enumerate(members):
+        for t in m.topics:
+            subscribers.setdefault(t, []).append(i)
+    states: list[_TopicState] = []
+    for t in sorted(subscribers):
+        masks = cluster.masks.get(t)
+        if masks:  # topics without metadata or partitions are skipped, as in Kafka
+            states.append(_TopicState(t, masks, subscribers[t]))
+
+    racked = [s for s in states if any(has_rack[c] for c in s.consumers)]
+    if any(_needs_rack_aware(s, bits, prefer_rack_aware) for s in racked):
+        # Group by subscriber set, then by partition count.  Topics whose
+        # subscribers have no rack take no part (Kafka groups them under a
+        # partition count of 0, which assigns nothing).
+        groups: dict[tuple[tuple[int, ...], int], list[_TopicState]] = {}
+        for s in racked:
+            groups.setdefault((tuple(s.consumers), s.n), []).append(s)
+        for grouped in groups.values():
+            if len(grouped) > 1:
+                _co_partitioned_pass(grouped, bits, has_rack)
+            elif _needs_rack_aware(grouped[0], bits, prefer_rack_aware):
+                _rack_pass(grouped[0], bits, has_rack)
+
+    result: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
+    for s in states:
+        everything = range(s.n)
+        cursor = 0
+        for c in s.consumers:
+            if s.assigned == s.n:
+                break
+            limit = s.max_assignable(c)
+            if limit:
+                parts, cursor = s.take_first(everything, cursor, limit)
+                if parts:
+                    s.give(c, parts)
+        t = s.topic
+        for p, c in enumerate(s.owner):
+            result[members[c].member_id].append((t, p))
+    for member_parts in result.values():
+        member_parts.sort()
+    return result
+
+
+def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
+    """The range assignment; not cooperative, so nothing is revoked and owned partitions are ignored."""
+    return ConsumerPlan(assignment=range_assignment(cluster, group), revoked={})
