@@ -1,0 +1,66 @@
+"""``rackplan agent run`` and ``rackplan demo``: registered by assignor/cli.py when importable."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+from pydantic import ValidationError
+
+
+def register(sub: Any) -> None:
+    """Add the agent's subcommands to the ``rackplan`` parser."""
+    agent = sub.add_parser("agent", help="the sidecar agent")
+    agent_sub = agent.add_subparsers(dest="agent_command", required=True)
+    run = agent_sub.add_parser("run", help="run until SIGTERM / SIGINT")
+    run.add_argument("--config", required=True, help="settings YAML file")
+    run.set_defaults(func=cmd_agent_run)
+
+    demo = sub.add_parser("demo", help="embedded 3-rack cluster: detect a change, republish plans, alert")
+    demo.add_argument("--keep-running", action="store_true", help="keep the agent running after the summary")
+    demo.add_argument("--poll-interval", type=float, default=0.5, help="seconds between polls (default 0.5)")
+    demo.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    demo.set_defaults(func=cmd_demo)
+
+
+def install_stop_handlers(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT end the loop after its current cycle (exit code 0)."""
+
+    def handler(_signum: int, _frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def cmd_agent_run(args: argparse.Namespace) -> int:
+    from .logging import configure, get_logger
+    from .loop import Agent, AgentError
+    from .settings import Settings
+
+    try:
+        settings = Settings.load(args.config)
+    except (OSError, ValueError, ValidationError) as e:
+        print(f"rackplan: error: settings: {e}", file=sys.stderr)
+        return 2
+    configure(settings.log.format, settings.log.level)
+    log = get_logger("rackplan.agent")
+    log.info("agent starting", settings=settings.redacted())
+    agent = Agent(settings, serve_http=True)
+    install_stop_handlers(agent.stop)
+    try:
+        return agent.run()
+    except AgentError as e:
+        log.error("agent cannot run", error=str(e))
+        return 1
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(
+        poll_interval_s=args.poll_interval, keep_running=args.keep_running, log_level=args.log_level
+    )

@@ -1,0 +1,208 @@
+"""What changed between two snapshots, in the terms plans care about: racks.
+
+Pure functions.  A partition changes when the *set of racks* of its replicas
+changes (offline and out-of-sync replicas count: they are still replicas), or
+its leader's rack does; a reassignment inside one rack changes nothing.
+Topics whose replica lists and leaders are identical (equal fingerprints) and
+whose brokers kept their racks are skipped without looking at partitions, so a
+poll that finds nothing new costs one comparison per topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from .metadata import NO_LEADER, Snapshot, TopicState
+
+REPLICA_RACKS = "replica_racks"
+LEADER_RACK = "leader_rack"
+TOPIC_ADDED = "topic_added"
+TOPIC_REMOVED = "topic_removed"
+PARTITIONS_ADDED = "partitions_added"
+PARTITIONS_REMOVED = "partitions_removed"
+BROKER_RACK = "broker_rack"
+
+_TITLES = {
+    REPLICA_RACKS: "replica racks changed",
+    LEADER_RACK: "leader rack changed",
+    TOPIC_ADDED: "topics added",
+    TOPIC_REMOVED: "topics removed",
+    PARTITIONS_ADDED: "partitions added",
+    PARTITIONS_REMOVED: "partitions removed",
+    BROKER_RACK: "broker racks changed",
+}
+_ORDER = tuple(_TITLES)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    kind: str
+    #: topic, or None for a broker change
+    topic: str | None = None
+    #: partition, or None for whole-topic and broker changes
+    partition: int | None = None
+    broker: int | None = None
+    before: str = ""
+    after: str = ""
+
+    def label(self) -> str:
+        if self.kind == BROKER_RACK:
+            return f"broker {self.broker}"
+        if self.partition is None:
+            return str(self.topic)
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotDiff:
+    changes: tuple[Change, ...] = ()
+    #: topics with any change; a broker rack change touches every topic it holds replicas of
+    touched_topics: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.changes:
+            out[c.kind] = out.get(c.kind, 0) + 1
+        return {k: out[k] for k in _ORDER if k in out}
+
+    def reason(self, topics: Collection[str] | None = None, limit: int = 8, leaders: bool = True) -> str:
+        """``replica racks changed: orders-3, orders-7; topics added: x`` restricted to ``topics``."""
+        parts = []
+        for kind in _ORDER:
+            if kind == LEADER_RACK and not leaders:
+                continue
+            labels = [
+                c.label()
+                for c in self.changes
+                if c.kind == kind and (topics is None or c.topic is None or c.topic in topics)
+            ]
+            if labels:
+                more = f" (+{len(labels) - limit} more)" if len(labels) > limit else ""
+                parts.append(f"{_TITLES[kind]}: {', '.join(labels[:limit])}{more}")
+        return "; ".join(parts)
+
+
+def _rack_set(replicas: tuple[int, ...], racks: Mapping[int, str | None]) -> frozenset[str]:
+    return frozenset(r for r in (racks.get(b) for b in replicas) if r is not None)
+
+
+def _fmt(racks: frozenset[str]) -> str:
+    return ",".join(sorted(racks)) or "-"
+
+
+def _leader_rack(leader: int, racks: Mapping[int, str | None]) -> str | None:
+    return None if leader == NO_LEADER else racks.get(leader)
+
+
+def _diff_topic(
+    topic: str,
+    old: TopicState,
+    new: TopicState,
+    old_racks: Mapping[int, str | None],
+    new_racks: Mapping[int, str | None],
+    out: list[Change],
+) -> None:
+    n_old, n_new = len(old.replicas), len(new.replicas)
+    for p in range(min(n_old, n_new)):
+        a, b = old.replicas[p], new.replicas[p]
+        if a != b or old_racks is not new_racks:
+            ra, rb = _rack_set(a, old_racks), _rack_set(b, new_racks)
+            if ra != rb:
+                out.append(Change(REPLICA_RACKS, topic, p, before=_fmt(ra), after=_fmt(rb)))
+        la, lb = old.leaders[p], new.leaders[p]
+        if la != lb or old_racks is not new_racks:
+            ra_l, rb_l = _leader_rack(la, old_racks), _leader_rack(lb, new_racks)
+            if ra_l != rb_l:
+                out.append(Change(LEADER_RACK, topic, p, before=ra_l or "-", after=rb_l or "-"))
+    if n_new > n_old:
+        out.append(Change(PARTITIONS_ADDED, topic, before=str(n_old), after=str(n_new)))
+    elif n_new < n_old:
+        out.append(Change(PARTITIONS_REMOVED, topic, before=str(n_old), after=str(n_new)))
+
+
+def diff(
+    old: Snapshot,
+    new: Snapshot,
+    old_racks: Mapping[int, str | None],
+    new_racks: Mapping[int, str | None],
+) -> SnapshotDiff:
+    """Rack-relevant changes from ``old`` to ``new``, each with racks already resolved.
+
+    Pass racks from :meth:`Snapshot.resolve_racks` so a broker that briefly
+    reports no rack keeps its known one.  Output order is deterministic.
+    """
+    changes: list[Change] = []
+    moved_brokers = sorted(
+        b
+        for b in set(old_racks).intersection(new_racks)
+        if old_racks[b] != new_racks[b] and new_racks[b] is not None
+    )
+    for b in moved_brokers:
+        changes.append(Change(BROKER_RACK, broker=b, before=old_racks[b] or "-", after=new_racks[b] or "-"))
+    racks_same = not moved_brokers and all(old_racks.get(b) == new_racks.get(b) for b in new.replica_brokers)
+    # With identical rack maps, one shared map lets _diff_topic skip rack lookups of unchanged lists.
+    nr = old_racks if racks_same else new_racks
+    touched: set[str] = set()
+    for topic in sorted(set(old.topics).union(new.topics)):
+        ta, tb = old.topics.get(topic), new.topics.get(topic)
+        if ta is None:
+            changes.append(Change(TOPIC_ADDED, topic, after=str(len(tb.replicas) if tb else 0)))
+            touched.add(topic)
+            continue
+        if tb is None:
+            changes.append(Change(TOPIC_REMOVED, topic, before=str(len(ta.replicas))))
+            touched.add(topic)
+            continue
+        if racks_same and ta.fingerprint == tb.fingerprint and ta == tb:
+            continue
+        before = len(changes)
+        _diff_topic(topic, ta, tb, old_racks, nr, changes)
+        if len(changes) > before:
+            touched.add(topic)
+    return SnapshotDiff(changes=tuple(changes), touched_topics=frozenset(touched))
+
+
+T = TypeVar("T")
+
+
+class Debounce(Generic[T]):
+    """Confirm a change only after it was seen in ``polls`` consecutive polls.
+
+    Feed every poll: ``observe(changed, state)``.  ``changed`` says whether the
+    poll differs from the state last acted on; ``same(a, b)`` whether two
+    pending states are the same change.  A flap back to the acted-on state, or
+    a different change, restarts the count.  Returns the state to act on once
+    confirmed, else None.
+    """
+
+    def __init__(self, polls: int, same: Callable[[T, T], bool]) -> None:
+        if polls < 1:
+            raise ValueError("polls must be at least 1")
+        self.polls = polls
+        self._same = same
+        self._pending: T | None = None
+        self._count = 0
+
+    @property
+    def pending_polls(self) -> int:
+        return self._count
+
+    def observe(self, changed: bool, state: T) -> T | None:
+        if not changed:
+            self._pending, self._count = None, 0
+            return None
+        if self._pending is not None and self._same(self._pending, state):
+            self._count += 1
+        else:
+            self._count = 1
+        self._pending = state
+        if self._count >= self.polls:
+            self._pending, self._count = None, 0
+            return state
+        return None

@@ -1,0 +1,185 @@
+"""Cluster metadata: one complete, immutable snapshot per poll, or an error.
+
+A snapshot holds only what plans depend on: brokers with racks, and per
+topic the replica list and leader of every partition.  It is built from
+DescribeCluster (racks) and DescribeTopics (replicas, leaders; batched so a
+cluster of 100k partitions is several bounded requests, not one huge one).
+Any failure makes the whole poll fail: a plan computed from half the topics
+would move partitions for no reason, so a partial snapshot never exists.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from assignor.model import Cluster
+
+from .settings import MetadataSettings
+
+NO_LEADER = -1
+
+
+class MetadataError(RuntimeError):
+    """The cluster could not be described completely this time."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicState:
+    """Replica lists and leaders of one topic's partitions, in partition order."""
+
+    replicas: tuple[tuple[int, ...], ...]
+    leaders: tuple[int, ...]
+    #: equal states have equal fingerprints: the cheap first test of a diff
+    fingerprint: int = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if len(self.replicas) != len(self.leaders):
+            raise ValueError("replicas and leaders must have one entry per partition")
+        # Hashes of tuples of ints do not depend on PYTHONHASHSEED.
+        object.__setattr__(self, "fingerprint", hash((self.replicas, self.leaders)))
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Brokers (id -> rack, None when the broker reports none) and topics, at one instant."""
+
+    brokers: Mapping[int, str | None]
+    topics: Mapping[str, TopicState]
+    taken_at: float = 0.0
+    #: every broker id some replica names, live or not
+    replica_brokers: frozenset[int] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        ids: set[int] = set()
+        for state in self.topics.values():
+            for replicas in state.replicas:
+                ids.update(replicas)
+        object.__setattr__(self, "replica_brokers", frozenset(ids))
+
+    def partition_count(self) -> int:
+        return sum(len(s.replicas) for s in self.topics.values())
+
+    def resolve_racks(self, known: Mapping[int, str]) -> dict[int, str | None]:
+        """Rack of every broker named here; a broker reporting no rack keeps its last known one.
+
+        A broker that restarts, or is offline while still holding replicas,
+        reports no rack for a while: that is unknown, not a change.
+        """
+        out: dict[int, str | None] = {}
+        for b in sorted(self.replica_brokers.union(self.brokers)):
+            rack = self.brokers.get(b)
+            out[b] = rack if rack is not None else known.get(b)
+        return out
+
+    def to_cluster(self, racks: Mapping[int, str | None], topics: Iterable[str] | None = None) -> Cluster:
+        """The assignor's model of this snapshot, restricted to ``topics`` when given."""
+        names = sorted(self.topics) if topics is None else sorted(t for t in set(topics) if t in self.topics)
+        return Cluster(
+            broker_racks={b: racks.get(b) for b in sorted(self.replica_brokers.union(self.brokers))},
+            topics={t: self.topics[t].replicas for t in names},
+        )
+
+
+def known_racks(previous: Mapping[int, str], snapshot: Snapshot) -> dict[int, str]:
+    """Last known rack of every broker, updated with what this snapshot reports."""
+    out = dict(previous)
+    for b, rack in snapshot.brokers.items():
+        if rack is not None:
+            out[b] = rack
+    return out
+
+
+def _batches(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _is_unknown_topic(exc: BaseException) -> bool:
+    err = exc.args[0] if exc.args else None
+    name = getattr(err, "name", None)
+    return callable(name) and name() == "UNKNOWN_TOPIC_OR_PART"
+
+
+def fetch_snapshot(
+    admin: Any,
+    settings: MetadataSettings,
+    exclude: frozenset[str] = frozenset(),
+    now: Callable[[], float] = time.time,
+) -> Snapshot:
+    """One attempt at a complete snapshot through a confluent-kafka AdminClient; ``exclude``: topics not watched."""
+    from confluent_kafka import TopicCollection
+
+    timeout = settings.request_timeout_s
+    try:
+        described = admin.describe_cluster(include_authorized_operations=False, request_timeout=timeout)
+        cluster = described.result(timeout=timeout + 5)
+        names = sorted(
+            t
+            for t in admin.list_topics(timeout=timeout).topics
+            if t not in exclude and not any(t.startswith(p) for p in settings.exclude_prefixes)
+        )
+    except Exception as e:
+        raise MetadataError(f"describe cluster / list topics failed: {e}") from e
+    brokers: dict[int, str | None] = {n.id: (n.rack or None) for n in cluster.nodes}
+    if not brokers:
+        raise MetadataError("the cluster reported no brokers")
+    topics: dict[str, TopicState] = {}
+    for batch in _batches(names, settings.describe_batch_size):
+        try:
+            futures = admin.describe_topics(
+                TopicCollection(list(batch)), include_authorized_operations=False, request_timeout=timeout
+            )
+        except Exception as e:
+            raise MetadataError(f"describe topics failed: {e}") from e
+        for name in batch:
+            try:
+                desc = futures[name].result(timeout=timeout + 5)
+            except Exception as e:
+                if _is_unknown_topic(e):
+                    continue  # deleted since the listing: gone, not missing
+                raise MetadataError(f"describe topic {name!r} failed: {e}") from e
+            parts = sorted(desc.partitions, key=lambda p: p.id)
+            if [p.id for p in parts] != list(range(len(parts))):
+                raise MetadataError(f"topic {name!r}: partition ids are not 0..n-1")
+            topics[name] = TopicState(
+                replicas=tuple(tuple(r.id for r in p.replicas) for p in parts),
+                leaders=tuple(p.leader.id if p.leader is not None else NO_LEADER for p in parts),
+            )
+    return Snapshot(brokers=brokers, topics=topics, taken_at=now())
+
+
+def backoff_delays(settings: MetadataSettings, rng: Callable[[], float] = random.random) -> list[float]:
+    """Sleep before each retry: exponential, capped, with full jitter (no thundering herd)."""
+    out = []
+    for attempt in range(settings.max_attempts - 1):
+        cap = min(settings.backoff_max_s, settings.backoff_initial_s * (2**attempt))
+        out.append(cap * (0.5 + 0.5 * rng()))
+    return out
+
+
+def poll_snapshot(
+    admin: Any,
+    settings: MetadataSettings,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: Callable[[], float] = random.random,
+    on_retry: Callable[[int, float, MetadataError], None] | None = None,
+    exclude: frozenset[str] = frozenset(),
+    fetch: Callable[[Any, MetadataSettings, frozenset[str]], Snapshot] = fetch_snapshot,
+) -> Snapshot:
+    """A complete snapshot, retrying with backoff and jitter; raises the last error when all fail."""
+    delays = backoff_delays(settings, rng)
+    for attempt in range(settings.max_attempts):
+        try:
+            return fetch(admin, settings, exclude)
+        except MetadataError as e:
+            if attempt == len(delays):
+                raise
+            if on_retry is not None:
+                on_retry(attempt + 1, delays[attempt], e)
+            sleep(delays[attempt])
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -1,0 +1,297 @@
+"""From a snapshot and a registration to a plan: the bridge between the agent and ``assignor``.
+
+Plans are sticky to the last published plan of the same key: every member
+claims what the last plan gave it (and what it was asked to revoke, which it
+still holds until it does), so a change moves only what it must.  Locality
+is judged in the group's fetch mode: ``nearest-replica`` (KIP-392 follower
+fetching; the contract's definition) or ``leader`` (local only when the
+leader is in the member's rack).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assignor.model import Cluster, is_cross_rack
+from assignor.parse import InputError, parse_consumer_group, parse_streams_app
+
+from .metadata import NO_LEADER, Snapshot
+from .plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
+from .settings import Settings
+
+
+class PlanSkipped(Exception):
+    """This registration cannot be planned now (bad registration, missing topic, assignor absent)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    key: str
+    kind: str
+    name: str
+    #: the contract's ``consumer_group`` / ``streams_app`` object, as registered
+    spec: Mapping[str, Any]
+    fetch_mode: str
+    topics: frozenset[str]
+    fingerprint: str
+
+
+def registrations(settings: Settings) -> list[Registration]:
+    """Registrations from the settings file, sorted by key."""
+    out = []
+    for g in settings.consumer_groups:
+        topics = frozenset(t for m in g.get("members") or [] for t in m.get("topics") or [])
+        out.append(
+            Registration(
+                key=plan_key(CONSUMER, g["group_id"]),
+                kind=CONSUMER,
+                name=g["group_id"],
+                spec=g,
+                fetch_mode=settings.group_fetch_mode(g),
+                topics=topics,
+                fingerprint=fingerprint(g),
+            )
+        )
+    for a in settings.streams_apps:
+        topics = frozenset(
+            t
+            for s in a.get("subtopologies") or []
+            for t in [*(s.get("source_topics") or []), *(s.get("changelog_topics") or [])]
+        )
+        out.append(
+            Registration(
+                key=plan_key(STREAMS, a["application_id"]),
+                kind=STREAMS,
+                name=a["application_id"],
+                spec=a,
+                fetch_mode=settings.group_fetch_mode(a),
+                topics=topics,
+                fingerprint=fingerprint(a),
+            )
+        )
+    return sorted(out, key=lambda r: r.key)
+
+
+def scope_fingerprint(
+    snapshot: Snapshot, racks: Mapping[int, str | None], topics: Iterable[str], fetch_mode: str
+) -> str:
+    """Fingerprint of exactly what a plan depends on: its topics' replica rack sets (and leader racks).
+
+    A reassignment inside a rack, or a leader move in nearest-replica mode,
+    leaves it unchanged, so a restarted agent does not republish for it.
+    """
+    doc: dict[str, Any] = {}
+    for t in sorted(set(topics)):
+        state = snapshot.topics.get(t)
+        if state is None:
+            doc[t] = None
+            continue
+        rows: list[Any] = []
+        for p, replicas in enumerate(state.replicas):
+            rs = sorted({r for r in (racks.get(b) for b in replicas) if r is not None})
+            if fetch_mode == "leader":
+                leader = state.leaders[p]
+                rows.append([rs, None if leader == NO_LEADER else racks.get(leader)])
+            else:
+                rows.append(rs)
+        doc[t] = rows
+    return fingerprint(doc)
+
+
+class LocalityJudge:
+    """Counts cross-rack partitions of an assignment under one snapshot, in one fetch mode."""
+
+    def __init__(self, cluster: Cluster, snapshot: Snapshot, racks: Mapping[int, str | None], mode: str):
+        self.cluster = cluster
+        self.mode = mode
+        self._snapshot = snapshot
+        self._racks = racks
+
+    def cross(self, rack: str | None, topic: str, partition: int) -> bool | None:
+        """True/False, or None when the partition does not exist (any more)."""
+        masks = self.cluster.masks.get(topic)
+        if masks is None or partition >= len(masks):
+            return None
+        if self.mode == "leader":
+            leader = self._snapshot.topics[topic].leaders[partition]
+            lrack = None if leader == NO_LEADER else self._racks.get(leader)
+            return rack is not None and lrack is not None and lrack != rack
+        return is_cross_rack(rack, self.cluster.member_bit(rack), masks[partition])
+
+    def count(self, pairs: Iterable[tuple[str | None, str, int]]) -> Locality:
+        cross = total = 0
+        for rack, t, p in pairs:
+            c = self.cross(rack, t, p)
+            if c is None:
+                continue
+            total += 1
+            cross += c
+        return Locality(cross, total)
+
+
+# ---- consumer groups ----------------------------------------------------------
+
+
+def _consumer_pairs(
+    assignment: Mapping[str, Sequence[Sequence[Any]]], racks: Mapping[str, str | None]
+) -> Iterable[tuple[str | None, str, int]]:
+    for mid in sorted(assignment):
+        rack = racks.get(mid)
+        for t, p in assignment[mid]:
+            yield rack, t, p
+
+
+def _sticky_consumer_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> dict[str, Any]:
+    out = copy.deepcopy(dict(spec))
+    if last is None:
+        return out
+    assignment = last.body.get("assignment") or {}
+    revoked = last.body.get("revoked") or {}
+    for m in out.get("members") or []:
+        mid = m.get("member_id")
+        m["owned"] = [list(tp) for tp in [*assignment.get(mid, []), *revoked.get(mid, [])]]
+        m["generation"] = last.generation  # one generation: every claim is believed
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class PlanResult:
+    document: dict[str, Any]
+    moved: int
+    before: Locality | None
+    after: Locality
+
+
+def plan_consumer(
+    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
+) -> PlanResult:
+    from assignor.consumer import plan_document
+
+    cluster = snapshot.to_cluster(racks, reg.topics)
+    try:
+        group = parse_consumer_group(_sticky_consumer_spec(reg.spec, last), cluster)
+    except InputError as e:
+        raise PlanSkipped(f"registration {reg.key}: {e}") from None
+    try:
+        doc = plan_document(cluster, group)
+    except (ImportError, KeyError) as e:
+        raise PlanSkipped(f"assignor {group.assignor!r} is not available: {e}") from None
+    judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
+    member_racks = {m.member_id: m.rack for m in group.members}
+    after = judge.count(_consumer_pairs(doc["consumer_group"]["assignment"], member_racks))
+    before = None
+    if last is not None:
+        before = judge.count(_consumer_pairs(last.body.get("assignment") or {}, member_racks))
+    return PlanResult(doc, int(doc["stats"].get("moved", 0)), before, after)
+
+
+# ---- Streams apps -------------------------------------------------------------
+
+
+def _task_partitions(cluster: Cluster, subs: Mapping[str, Any], task: str) -> list[tuple[str, int]]:
+    sub, _, part = task.rpartition("_")
+    s = subs.get(sub)
+    if s is None or not part.isdigit():
+        return []
+    p = int(part)
+    topics = list(s.get("source_topics") or [])
+    if s.get("stateful", bool(s.get("changelog_topics"))):
+        topics += [t for t in s.get("changelog_topics") or [] if t in cluster.topics]
+    return [(t, p) for t in topics]
+
+
+def _streams_pairs(
+    cluster: Cluster, spec: Mapping[str, Any], assignment: Mapping[str, Any]
+) -> Iterable[tuple[str | None, str, int]]:
+    subs = {str(s.get("id")): s for s in spec.get("subtopologies") or []}
+    racks = {c.get("process_id"): c.get("rack") for c in spec.get("clients") or []}
+    for pid in sorted(assignment):
+        tasks = assignment[pid].get("active") or [] if isinstance(assignment[pid], dict) else []
+        for task in tasks:
+            for t, p in _task_partitions(cluster, subs, task):
+                yield racks.get(pid), t, p
+
+
+def _sticky_streams_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> dict[str, Any]:
+    out = copy.deepcopy(dict(spec))
+    if last is None:
+        return out
+    assignment = last.body.get("assignment") or {}
+    for c in out.get("clients") or []:
+        prev = assignment.get(c.get("process_id")) or {}
+        c["previous_active"] = list(prev.get("active") or [])
+        c["previous_standby"] = list(prev.get("standby") or [])
+    return out
+
+
+def plan_streams(
+    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
+) -> PlanResult:
+    from assignor.streams import plan_document
+
+    cluster = snapshot.to_cluster(racks, reg.topics)
+    try:
+        app = parse_streams_app(_sticky_streams_spec(reg.spec, last), cluster)
+    except InputError as e:
+        raise PlanSkipped(f"registration {reg.key}: {e}") from None
+    try:
+        doc = plan_document(cluster, app)
+    except NotImplementedError as e:
+        raise PlanSkipped(f"Streams assignment not available yet: {e}") from None
+    judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
+    new_assignment = doc["streams_app"]["assignment"]
+    after = judge.count(_streams_pairs(cluster, reg.spec, new_assignment))
+    before = None
+    moved = 0
+    if last is not None:
+        old_assignment = last.body.get("assignment") or {}
+        before = judge.count(_streams_pairs(cluster, reg.spec, old_assignment))
+        old_owner = {t: pid for pid, a in old_assignment.items() for t in a.get("active") or []}
+        moved = sum(
+            1
+            for pid, a in new_assignment.items()
+            for t in a.get("active") or []
+            if t in old_owner and old_owner[t] != pid
+        )
+    return PlanResult(doc, moved, before, after)
+
+
+def plan_for(
+    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
+) -> PlanResult:
+    if reg.kind == CONSUMER:
+        return plan_consumer(snapshot, racks, reg, last)
+    return plan_streams(snapshot, racks, reg, last)
+
+
+def instance_document(
+    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
+) -> dict[str, Any]:
+    """The contract input a plan of ``reg`` is computed from, so it can be checked like ``rackplan assign``."""
+    cluster = snapshot.to_cluster(racks, reg.topics)
+    doc: dict[str, Any] = {
+        "cluster": {
+            "brokers": [{"id": b, "rack": r} for b, r in sorted(cluster.broker_racks.items())],
+            "topics": {t: [list(r) for r in parts] for t, parts in cluster.topics.items()},
+        }
+    }
+    if reg.kind == CONSUMER:
+        doc["consumer_group"] = _sticky_consumer_spec(reg.spec, last)
+    else:
+        doc["streams_app"] = _sticky_streams_spec(reg.spec, last)
+    return doc
+
+
+def current_locality(
+    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord
+) -> Locality:
+    """Locality of the last plan (the group's assignment as far as the agent knows) under a snapshot."""
+    cluster = snapshot.to_cluster(racks, reg.topics)
+    judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
+    if reg.kind == CONSUMER:
+        member_racks = {m.get("member_id"): m.get("rack") for m in reg.spec.get("members") or []}
+        return judge.count(_consumer_pairs(last.body.get("assignment") or {}, member_racks))
+    return judge.count(_streams_pairs(cluster, reg.spec, last.body.get("assignment") or {}))

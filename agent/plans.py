@@ -1,0 +1,203 @@
+"""Plan records on the plan topic: keys, values, and the generation of each key.
+
+Pure encoding; the Kafka I/O is in :mod:`agent.kafka_io`.  A value is the
+contract's output document (``consumer_group`` or ``streams_app`` plus
+``stats``) with the fields of "The agent's interfaces" around it; the JSON
+Schema is docs/plan-schema.json.  Values are canonical JSON (compact, keys in
+a fixed order) so the same plan always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMA_VERSION = 1
+CONSUMER = "consumer"
+STREAMS = "streams"
+STATE_PROPOSED = "proposed"
+_BODY = {CONSUMER: "consumer_group", STREAMS: "streams_app"}
+
+
+class PlanDecodeError(ValueError):
+    """A record on the plan topic that is not a plan this agent can read."""
+
+
+def plan_key(kind: str, name: str) -> str:
+    """``consumer/<group_id>`` or ``streams/<application_id>``."""
+    if kind not in _BODY:
+        raise ValueError(f"unknown plan kind {kind!r}")
+    return f"{kind}/{name}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    kind, sep, name = key.partition("/")
+    if not sep or kind not in _BODY or not name:
+        raise PlanDecodeError(f"bad plan key {key!r}: expected consumer/<group> or streams/<app>")
+    return kind, name
+
+
+def utc_now_iso(now: float) -> str:
+    """RFC 3339 UTC with second precision, as in the contract's example."""
+    t = dt.datetime.fromtimestamp(now, tz=dt.UTC).replace(microsecond=0)
+    return t.isoformat().replace("+00:00", "Z")
+
+
+def fingerprint(doc: Any) -> str:
+    """sha256 of canonical JSON: equal inputs, equal fingerprints, across processes."""
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Locality:
+    """Cross-rack partitions (or task partitions) of an assignment under some metadata."""
+
+    cross_rack: int
+    total: int
+
+    @property
+    def fraction(self) -> float:
+        return self.cross_rack / self.total if self.total else 0.0
+
+    def as_json(self) -> dict[str, Any]:
+        return {"cross_rack": self.cross_rack, "total": self.total, "fraction": round(self.fraction, 6)}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRecord:
+    key: str
+    generation: int
+    cluster_fingerprint: str
+    registration_fingerprint: str
+    reason: str
+    created_at: str
+    #: the contract's output document: {"consumer_group": ..., "stats": ...} or streams
+    document: Mapping[str, Any]
+    moved: int
+    fetch_mode: str
+    locality_before: Locality | None
+    locality_after: Locality
+    state: str = STATE_PROPOSED
+
+    @property
+    def kind(self) -> str:
+        return split_key(self.key)[0]
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        """The ``consumer_group`` or ``streams_app`` object."""
+        body: Mapping[str, Any] = self.document[_BODY[self.kind]]
+        return body
+
+    def value(self) -> dict[str, Any]:
+        body_key = _BODY[self.kind]
+        return {
+            "schema": SCHEMA_VERSION,
+            "generation": self.generation,
+            "state": self.state,
+            "cluster_fingerprint": self.cluster_fingerprint,
+            "registration_fingerprint": self.registration_fingerprint,
+            "reason": self.reason,
+            "created_at": self.created_at,
+            "moved": self.moved,
+            "locality": {
+                "fetch_mode": self.fetch_mode,
+                "before": None if self.locality_before is None else self.locality_before.as_json(),
+                "after": self.locality_after.as_json(),
+            },
+            body_key: self.document[body_key],
+            "stats": self.document["stats"],
+        }
+
+
+def encode_value(record: PlanRecord) -> bytes:
+    return json.dumps(record.value(), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _locality(v: Any, where: str) -> Locality | None:
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise PlanDecodeError(f"{where}: expected an object")
+    cr, total = v.get("cross_rack"), v.get("total")
+    if not isinstance(cr, int) or not isinstance(total, int):
+        raise PlanDecodeError(f"{where}: cross_rack and total must be integers")
+    return Locality(cr, total)
+
+
+def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
+    """A plan record, or None for a tombstone; :class:`PlanDecodeError` when malformed."""
+    k = key.decode("utf-8", errors="strict") if isinstance(key, bytes) else key
+    kind, _ = split_key(k)
+    if value is None:
+        return None
+    try:
+        v = json.loads(value)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise PlanDecodeError(f"{k}: value is not JSON: {e}") from None
+    if not isinstance(v, dict):
+        raise PlanDecodeError(f"{k}: value must be a JSON object")
+    if v.get("schema") != SCHEMA_VERSION:
+        raise PlanDecodeError(f"{k}: unsupported schema {v.get('schema')!r}")
+    gen = v.get("generation")
+    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 1:
+        raise PlanDecodeError(f"{k}: generation must be a positive integer")
+    body_key = _BODY[kind]
+    if not isinstance(v.get(body_key), dict) or not isinstance(v.get("stats"), dict):
+        raise PlanDecodeError(f"{k}: missing {body_key} or stats")
+    raw_loc = v.get("locality")
+    loc: dict[str, Any] = raw_loc if isinstance(raw_loc, dict) else {}
+    after = _locality(loc.get("after"), f"{k}: locality.after") or Locality(0, 0)
+    moved = v.get("moved")
+    return PlanRecord(
+        key=k,
+        generation=gen,
+        cluster_fingerprint=str(v.get("cluster_fingerprint", "")),
+        registration_fingerprint=str(v.get("registration_fingerprint", "")),
+        reason=str(v.get("reason", "")),
+        created_at=str(v.get("created_at", "")),
+        document={body_key: v[body_key], "stats": v["stats"]},
+        moved=moved if isinstance(moved, int) else 0,
+        fetch_mode=str(loc.get("fetch_mode", "nearest-replica")),
+        locality_before=_locality(loc.get("before"), f"{k}: locality.before"),
+        locality_after=after,
+        state=str(v.get("state", STATE_PROPOSED)),
+    )
+
+
+class PlanBook:
+    """The latest plan of every key and the highest generation ever seen, tombstones included.
+
+    Replaying the plan topic into a book before publishing is what makes
+    generations resume across restarts: the next plan of a key is one more
+    than the highest generation read back, even if the key was tombstoned.
+    """
+
+    def __init__(self) -> None:
+        self._latest: dict[str, PlanRecord | None] = {}
+        self._max_generation: dict[str, int] = {}
+
+    def apply(self, key: str, record: PlanRecord | None) -> None:
+        """Record a plan (or a tombstone) read back or just published."""
+        self._latest[key] = record
+        if record is not None:
+            self._max_generation[key] = max(self._max_generation.get(key, 0), record.generation)
+
+    def replay(self, records: Iterable[tuple[str, PlanRecord | None]]) -> None:
+        for key, record in records:
+            self.apply(key, record)
+
+    def latest(self, key: str) -> PlanRecord | None:
+        return self._latest.get(key)
+
+    def next_generation(self, key: str) -> int:
+        return self._max_generation.get(key, 0) + 1
+
+    def live_keys(self) -> list[str]:
+        """Keys whose latest record is a plan, not a tombstone; sorted."""
+        return sorted(k for k, r in self._latest.items() if r is not None)

@@ -1,0 +1,248 @@
+"""The agent's settings: one YAML file, every key overridable by environment.
+
+The keys of ../shared/CONTRACT.md ("The agent's interfaces") are fixed; the
+rest have defaults documented in docs/settings.md.  The environment wins over
+the file (``RACKPLAN_`` prefix, ``__`` between levels), and nested objects are
+merged key by key, so ``RACKPLAN_KAFKA__BOOTSTRAP_SERVERS`` keeps the file's
+``kafka.config``.  Secrets (SASL passwords, SSL keys) never reach a log: the
+settings' repr and :meth:`Settings.redacted` mask them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from assignor.model import Cluster
+from assignor.parse import InputError, parse_consumer_group, parse_streams_app
+
+ENV_PREFIX = "RACKPLAN_"
+MASK = "***"
+_SECRET_KEY = re.compile(r"(password|secret|token|jaas|credential|\.key$|key\.pem|keystore|private)", re.I)
+
+FetchMode = Literal["nearest-replica", "leader"]
+
+
+def is_secret_key(key: str) -> bool:
+    """librdkafka properties whose values must never be logged."""
+    return bool(_SECRET_KEY.search(key)) and not key.endswith(".location")
+
+
+def mask_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a client config with secret values replaced by ``***``."""
+    return {k: (MASK if is_secret_key(k) else v) for k, v in sorted(config.items())}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class KafkaSettings(_Section):
+    bootstrap_servers: str = "127.0.0.1:9092"
+    #: any librdkafka property, passed through to every client the agent makes
+    config: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    #: librdkafka property -> file whose content is its value (e.g. a mounted secret)
+    secret_files: dict[str, Path] = Field(default_factory=dict)
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _env_keys(cls, v: Any) -> Any:
+        # Environment variable names cannot hold dots: RACKPLAN_KAFKA__CONFIG__SASL_MECHANISM
+        # arrives as "sasl_mechanism".  librdkafka property names never contain "_".
+        if isinstance(v, dict):
+            return {str(k).replace("_", "."): val for k, val in v.items()}
+        return v
+
+    def client_config(self) -> dict[str, Any]:
+        """The full librdkafka config: bootstrap servers, passthrough, secrets read from files."""
+        out: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
+        out.update(self.config)
+        for key, path in sorted(self.secret_files.items()):
+            out[key] = path.read_text(encoding="utf-8").strip()
+        return out
+
+    def __repr_args__(self) -> Any:
+        yield "bootstrap_servers", self.bootstrap_servers
+        yield "config", mask_config(self.config)
+        yield "secret_files", {k: str(p) for k, p in sorted(self.secret_files.items())}
+
+
+class HttpSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = Field(default=9464, ge=0, le=65535)
+
+
+class AlertSettings(_Section):
+    #: fire when a group's cross-rack fraction exceeds this (0..1) ...
+    cross_rack_threshold: float = Field(default=0.25, ge=0.0, le=1.0)
+    #: ... or when a change worsens it by at least this much
+    worsen_delta: float = Field(default=0.10, ge=0.0, le=1.0)
+    #: no new firing alert for a group within this many seconds of its last one
+    cooldown_s: float = Field(default=300.0, ge=0.0)
+    #: fnmatch patterns on group ids / application ids; deny wins
+    allow: tuple[str, ...] = ("*",)
+    deny: tuple[str, ...] = ()
+
+
+class MetadataSettings(_Section):
+    request_timeout_s: float = Field(default=15.0, gt=0)
+    #: topics per DescribeTopics request
+    describe_batch_size: int = Field(default=500, ge=1)
+    #: attempts per poll before the poll counts as failed (the last good snapshot is kept)
+    max_attempts: int = Field(default=4, ge=1)
+    backoff_initial_s: float = Field(default=0.5, gt=0)
+    backoff_max_s: float = Field(default=30.0, gt=0)
+    #: topics whose names start with these are not watched
+    exclude_prefixes: tuple[str, ...] = ("__",)
+
+
+class LogSettings(_Section):
+    #: auto: console on a TTY, JSON otherwise
+    format: Literal["auto", "json", "console"] = "auto"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class Settings(BaseSettings):
+    """All settings; build with :meth:`load`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True, case_sensitive=False
+    )
+
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    poll_interval_s: float = Field(default=30.0, gt=0)
+    plan_topic: str = "_rackplan.plans"
+    alerts_topic: str = "_rackplan.alerts"
+    registrations_topic: str = "_rackplan.registrations"
+    http: HttpSettings = Field(default_factory=HttpSettings)
+    #: each entry: a ``consumer_group`` object of the contract (``fetch_mode`` may be added)
+    consumer_groups: tuple[dict[str, Any], ...] = ()
+    #: each entry: a ``streams_app`` object of the contract
+    streams_apps: tuple[dict[str, Any], ...] = ()
+    #: a metadata change must be seen in this many consecutive polls before plans change
+    change_persist_polls: int = Field(default=2, ge=1)
+    #: how locality is judged when a group does not say: KIP-392 follower fetching, or leader only
+    fetch_mode: FetchMode = "nearest-replica"
+    #: max.message.bytes of a plan topic the agent creates (plans are never split)
+    plan_max_message_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    #: seconds to wait for a publish (delivery confirmed) or the plan-topic replay
+    io_timeout_s: float = Field(default=30.0, gt=0)
+    alerts: AlertSettings = Field(default_factory=AlertSettings)
+    metadata: MetadataSettings = Field(default_factory=MetadataSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # First wins: environment over the file's values (passed as init arguments).
+        return env_settings, init_settings
+
+    @field_validator("consumer_groups", "streams_apps", mode="before")
+    @classmethod
+    def _json_list(cls, v: Any) -> Any:
+        # From the environment a list arrives as JSON text.
+        if isinstance(v, str):
+            return json.loads(v)
+        return v
+
+    @model_validator(mode="after")
+    def _check_registrations(self) -> Settings:
+        seen: set[str] = set()
+        for i, g in enumerate(self.consumer_groups):
+            check_consumer_group(g, f"consumer_groups[{i}]")
+            key = f"consumer/{g['group_id']}"
+            if key in seen:
+                raise ValueError(f"consumer_groups[{i}].group_id: duplicate group {g['group_id']!r}")
+            seen.add(key)
+        for i, a in enumerate(self.streams_apps):
+            check_streams_app(a, f"streams_apps[{i}]")
+            key = f"streams/{a['application_id']}"
+            if key in seen:
+                raise ValueError(f"streams_apps[{i}].application_id: duplicate app {a['application_id']!r}")
+            seen.add(key)
+        return self
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Settings:
+        """Settings from a YAML file (optional), overridden by the environment."""
+        data: dict[str, Any] = {}
+        if path is not None:
+            text = Path(path).read_text(encoding="utf-8")
+            loaded = yaml.safe_load(text)
+            if loaded is None:
+                loaded = {}
+            if not isinstance(loaded, dict):
+                raise ValueError(
+                    f"{path}: the settings file must hold a mapping, got {type(loaded).__name__}"
+                )
+            data = loaded
+        return cls(**data)
+
+    def redacted(self) -> dict[str, Any]:
+        """Settings as a dict safe to log: secrets masked."""
+        d = self.model_dump(mode="json")
+        d["kafka"]["config"] = mask_config(self.kafka.config)
+        return d
+
+    def group_fetch_mode(self, group: Mapping[str, Any]) -> FetchMode:
+        mode = group.get("fetch_mode", self.fetch_mode)
+        return "leader" if mode == "leader" else "nearest-replica"
+
+
+def _topics_of(entry: Mapping[str, Any], kind: str) -> set[str]:
+    out: set[str] = set()
+    if kind == "consumer_group":
+        for m in entry.get("members") or []:
+            if isinstance(m, dict):
+                out.update(t for t in m.get("topics") or [] if isinstance(t, str))
+    else:
+        for s in entry.get("subtopologies") or []:
+            if isinstance(s, dict):
+                out.update(t for t in s.get("source_topics") or [] if isinstance(t, str))
+    return out
+
+
+def _placeholder_cluster(topics: set[str]) -> Cluster:
+    # Registrations are checked before any metadata is known: every named topic
+    # exists with no partitions, so the contract parser checks everything else.
+    return Cluster(broker_racks={}, topics={t: () for t in sorted(topics)})
+
+
+def _reraise(e: InputError, where: str, kind: str) -> ValueError:
+    field = e.field.removeprefix(kind)
+    return ValueError(f"{where}{field}: {e.message}")
+
+
+def check_consumer_group(entry: Any, where: str) -> None:
+    """Reject a registration the contract parser would reject (topic existence aside)."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected an object")
+    try:
+        parse_consumer_group(entry, _placeholder_cluster(_topics_of(entry, "consumer_group")))
+    except InputError as e:
+        raise _reraise(e, where, "consumer_group") from None
+    mode = entry.get("fetch_mode")
+    if mode is not None and mode not in ("nearest-replica", "leader"):
+        raise ValueError(f"{where}.fetch_mode: expected nearest-replica or leader, got {mode!r}")
+
+
+def check_streams_app(entry: Any, where: str) -> None:
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where}: expected an object")
+    try:
+        parse_streams_app(entry, _placeholder_cluster(_topics_of(entry, "streams_app")))
+    except InputError as e:
+        raise _reraise(e, where, "streams_app") from None

@@ -1,0 +1,73 @@
+"""The embedded cluster looks like a real multi-rack cluster to an AdminClient."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import TopicCollection
+from confluent_kafka.admin import AdminClient
+
+from agent.embedded import EmbeddedCluster, EmbeddedClusterError, rack_names
+
+
+def test_brokers_report_their_racks(embedded_cluster: EmbeddedCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": embedded_cluster.bootstrap_servers})
+    desc = admin.describe_cluster(request_timeout=5).result(timeout=10)
+    assert {n.id: n.rack for n in desc.nodes} == {
+        1: "az-a",
+        2: "az-a",
+        3: "az-b",
+        4: "az-b",
+        5: "az-c",
+        6: "az-c",
+    }
+    assert all(n.host == "127.0.0.1" for n in desc.nodes)
+    assert desc.controller is not None
+
+
+def test_topics_have_replicas(embedded_cluster: EmbeddedCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": embedded_cluster.bootstrap_servers})
+    desc = admin.describe_topics(TopicCollection(["orders"]), request_timeout=5)["orders"].result(timeout=10)
+    assert len(desc.partitions) == 12
+    assert all(len(p.replicas) == 2 and p.leader is not None for p in desc.partitions)
+
+
+def test_decommission_reassigns_replicas(make_cluster: Callable[..., EmbeddedCluster]) -> None:
+    cluster = make_cluster()
+    cluster.create_topic("t", 6, 1)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+
+    def replicas() -> list[list[int]]:
+        d = admin.describe_topics(TopicCollection(["t"]), request_timeout=5)["t"].result(timeout=10)
+        return [[r.id for r in p.replicas] for p in sorted(d.partitions, key=lambda p: p.id)]
+
+    before = replicas()
+    assert [3] in before
+    cluster.decommission(3)
+    deadline = time.monotonic() + 5
+    while [3] in (after := replicas()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(3 not in r for r in after) and after != before
+    assert 3 not in cluster.broker_racks
+    nodes = admin.describe_cluster(request_timeout=5).result(timeout=10).nodes
+    assert sorted(n.id for n in nodes) == [1, 2, 4, 5, 6]
+
+
+def test_errors_are_clear(make_cluster: Callable[..., EmbeddedCluster]) -> None:
+    cluster = make_cluster(brokers_per_rack=1, racks=2)
+    with pytest.raises(EmbeddedClusterError, match="replication factor 3"):
+        cluster.create_topic("t", 1, 3)
+    with pytest.raises(EmbeddedClusterError, match="no live broker 9"):
+        cluster.decommission(9)
+    cluster.close()
+    cluster.close()  # idempotent
+    with pytest.raises(EmbeddedClusterError, match="closed"):
+        cluster.create_topic("t", 1, 1)
+
+
+def test_rack_names() -> None:
+    assert rack_names(3) == ("az-a", "az-b", "az-c")
+    with pytest.raises(ValueError):
+        rack_names(0)
