@@ -1,0 +1,68 @@
+"""Kafka's High-Availability task assignor (the default), rack-aware as in KIP-925.
+
+Order, as in Kafka: stateful actives round-robin over sorted tasks and
+clients, balanced by load; rack optimisation of those actives; standbys
+(spread over tags, or racks when no tags are set), balanced, then improved by
+rack-aware swaps; movements to caught-up clients with warm-ups; stateless
+actives to the least active-loaded clients, rack-optimised last.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from .model import StreamsApp
+from .streams_balance import balance
+from .streams_movement import Lags, move_tasks
+from .streams_rack import optimise_active
+from .streams_standby import allowed_movement, assign_standbys, optimise_standbys, spread_values
+from .streams_tasks import State, TaskModel
+
+#: Kafka's HighAvailabilityTaskAssignor defaults (traffic, non-overlap)
+STATEFUL_COSTS = (10, 1)
+#: Kafka's RackAwareTaskAssignor constants for stateless tasks
+STATELESS_COSTS = (1, 0)
+
+
+def previous_owners(model: TaskModel) -> list[list[int]]:
+    """Clients that ran each task as active last time (for ``sticky_to_previous``)."""
+    out: list[list[int]] = [[] for _ in model.tasks]
+    for c, client in enumerate(model.clients):
+        for tid in client.previous_active:
+            t = model.index.get(tid)
+            if t is not None:
+                out[t].append(c)
+    return out
+
+
+def assign(model: TaskModel, app: StreamsApp, rack_aware: bool) -> tuple[State, bool]:
+    """Run the assignor; returns the final state and whether a probing rebalance is needed."""
+    state = State(model)
+    ra = app.rack_aware
+    traffic = ra.traffic_cost if ra.traffic_cost is not None else STATEFUL_COSTS[0]
+    non_overlap = ra.non_overlap_cost if ra.non_overlap_cost is not None else STATEFUL_COSTS[1]
+    previous = previous_owners(model) if ra.sticky_to_previous else None
+    stateful = [t for t in range(model.num_tasks) if model.stateful[t]]
+    stateless = [t for t in range(model.num_tasks) if not model.stateful[t]]
+    n = model.num_clients
+    for k, t in enumerate(stateful):
+        state.active[k % n].add(t)
+    balance(state, "active")
+    if rack_aware:
+        optimise_active(model, state, stateful, ra.strategy, traffic, non_overlap, previous)
+    values = spread_values(model, app)
+    if app.num_standby_replicas > 0:
+        assign_standbys(model, state, app.num_standby_replicas, values, stateful)
+        balance(state, "standby", lambda s, d: allowed_movement(values, s, d))
+        if rack_aware:
+            optimise_standbys(model, state, traffic, non_overlap, values)
+    moves = move_tasks(model, state, Lags(model, app), app.max_warmup_replicas)
+    heap = [(state.active_load(c), c) for c in range(n)]
+    heapq.heapify(heap)
+    for t in stateless:
+        _, c = heapq.heappop(heap)
+        state.active[c].add(t)
+        heapq.heappush(heap, (state.active_load(c), c))
+    if rack_aware:
+        optimise_active(model, state, stateless, ra.strategy, *STATELESS_COSTS, previous)
+    return state, moves > 0

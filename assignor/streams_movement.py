@@ -1,0 +1,109 @@
+"""High-availability task movements: keep tasks on caught-up clients and warm up their targets.
+
+As Kafka's ``TaskMovement``: an active (then a standby) whose desired client
+is not caught up, while another client is more caught up, moves to a
+caught-up client (one holding a standby first), and the desired client gets a
+warm-up replica while ``max_warmup_replicas`` allow.  Any movement asks for a
+probing rebalance.
+"""
+
+from __future__ import annotations
+
+from .model import StreamsApp
+from .streams_tasks import State, TaskModel
+
+UNKNOWN = float("inf")
+
+
+class Lags:
+    """Per-task lag views: caught-up clients and the smallest lag."""
+
+    def __init__(self, model: TaskModel, app: StreamsApp) -> None:
+        self.lag: dict[tuple[int, int], int] = {}
+        self.caught_up: dict[int, list[int]] = {}
+        self.best: dict[int, tuple[float, int]] = {}
+        for c, client in enumerate(model.clients):
+            for tid, lag in client.task_lags.items():
+                t = model.index.get(tid)
+                if t is None or not model.stateful[t]:
+                    continue
+                self.lag[(c, t)] = lag
+                if lag <= app.acceptable_recovery_lag:
+                    self.caught_up.setdefault(t, []).append(c)
+                if (lag, c) < self.best.get(t, (UNKNOWN, -1)):
+                    self.best[t] = (lag, c)
+
+    def of(self, c: int, t: int) -> float:
+        return self.lag.get((c, t), UNKNOWN)
+
+    def should_move(self, c: int, t: int) -> bool:
+        """Kafka's "not caught up here, and another client is more caught up"."""
+        if c in self.caught_up.get(t, ()):
+            return False
+        best = self.best.get(t)
+        return best is not None and best[0] < self.of(c, t)
+
+    def most_caught_up(self, t: int, exclude: int) -> int | None:
+        ranked = sorted((lag, c) for (c, tt), lag in self.lag.items() if tt == t and c != exclude)
+        return ranked[0][1] if ranked else None
+
+
+def _least_loaded(state: State, clients: list[int]) -> int | None:
+    return min(clients, key=lambda c: (state.load(c), c)) if clients else None
+
+
+def move_tasks(model: TaskModel, state: State, lags: Lags, max_warmups: int) -> int:
+    """Apply active then standby movements; returns how many were needed."""
+    remaining = max_warmups
+    active_moves = sorted(
+        (len(lags.caught_up.get(t, ())), t, c)
+        for c in range(model.num_clients)
+        for t in state.active[c]
+        if model.stateful[t] and lags.should_move(c, t)
+    )
+    for _n, t, dest in active_moves:
+        caught = lags.caught_up.get(t, [])
+        src = _least_loaded(state, [c for c in caught if t in state.standby[c]])
+        if src is not None:
+            _swap(state, t, src, dest)
+            continue
+        src = _least_loaded(state, [c for c in caught if not state.holds(c, t)])
+        if src is None:
+            src = lags.most_caught_up(t, dest)
+            if src is None:
+                continue
+            if t in state.standby[src]:
+                _swap(state, t, src, dest)
+                continue
+        state.active[dest].discard(t)
+        state.active[src].add(t)
+        state.warmup[src].discard(t)
+        if remaining > 0:
+            remaining -= 1
+            state.warmup[dest].add(t)
+    standby_moves = sorted(
+        (len(lags.caught_up.get(t, ())), t, c)
+        for c in range(model.num_clients)
+        for t in state.standby[c]
+        if lags.should_move(c, t)
+    )
+    needed = 0
+    for _n, t, dest in standby_moves:
+        src = _least_loaded(state, [c for c in lags.caught_up.get(t, []) if not state.holds(c, t)])
+        if src is None:
+            continue  # nowhere caught up to move it
+        state.standby[dest].discard(t)
+        state.standby[src].add(t)
+        if remaining > 0:
+            remaining -= 1
+            state.warmup[dest].add(t)
+        needed += 1
+    return len(active_moves) + needed
+
+
+def _swap(state: State, t: int, src: int, dest: int) -> None:
+    """The caught-up standby on ``src`` becomes the active; ``dest`` keeps a standby."""
+    state.standby[src].discard(t)
+    state.active[src].add(t)
+    state.active[dest].discard(t)
+    state.standby[dest].add(t)

@@ -1,0 +1,240 @@
+"""Standby replicas: placement (default and client-tag aware, KIP-708) and rack-aware swaps.
+
+Spreading uses ``rack_aware_assignment_tags`` when set.  When no tags are set
+and clients have racks, the client rack is used as the one tag, so standbys
+land on other racks than their active where possible (Kafka's docs promise
+this; its default path does not do it).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+
+from .model import StreamsApp
+from .streams_tasks import State, TaskModel
+
+#: one tuple of spread values per client (None: the client has no value for that key)
+Values = list[tuple[str | None, ...]]
+
+
+def spread_values(model: TaskModel, app: StreamsApp) -> Values:
+    """The values standbys are spread over, per client; empty tuples when nothing spreads them."""
+    if app.rack_aware_assignment_tags:
+        keys = app.rack_aware_assignment_tags
+        return [tuple(c.tags.get(k) for k in keys) for c in model.clients]
+    if len({c.rack for c in model.clients if c.rack is not None}) > 1:
+        return [(c.rack,) for c in model.clients]
+    return [() for _ in model.clients]
+
+
+def _distinct(values: Values, clients: Sequence[int], k: int) -> int:
+    return len({values[c][k] for c in clients if values[c][k] is not None})
+
+
+def spread_kept(values: Values, task_holders: Sequence[int], src: int, dst: int) -> bool:
+    """Moving a copy from ``src`` to ``dst`` keeps the number of distinct values of every key."""
+    if not values or not values[0]:
+        return True
+    after = [dst if c == src else c for c in task_holders]
+    return all(
+        _distinct(values, after, k) >= _distinct(values, task_holders, k) for k in range(len(values[0]))
+    )
+
+
+def assign_standbys(model: TaskModel, state: State, num: int, values: Values, tasks: Sequence[int]) -> None:
+    """Give each task ``num`` standbys on the least-loaded clients that do not hold it.
+
+    With spread values, a client qualifies only when each of its values is not
+    yet used by the task's holders, for every key that still has unused values
+    (KIP-708); when none qualifies, the least-loaded client not holding the
+    task takes it.  Fewer clients than replicas leave the rest unassigned, as
+    Kafka does (with a warning).
+    """
+    if num <= 0 or not tasks:
+        return
+    n_keys = len(values[0]) if values else 0
+    all_values = [{v[k] for v in values if v[k] is not None} for k in range(n_keys)]
+    heap = [(state.load(c), c) for c in range(model.num_clients)]
+    heapq.heapify(heap)
+    owner = state.active_owner()
+    for t in tasks:
+        used = [{values[owner[t]][k]} for k in range(n_keys)]
+        for _ in range(num):
+            binding = [k for k in range(n_keys) if not all_values[k] <= used[k]]
+            chosen = _poll(state, heap, t, values, used, binding)
+            if chosen is None and binding:
+                chosen = _poll(state, heap, t, values, used, [])
+            if chosen is None:
+                break
+            state.standby[chosen].add(t)
+            heapq.heappush(heap, (state.load(chosen), chosen))
+            for k in range(n_keys):
+                used[k].add(values[chosen][k])
+
+
+def _poll(
+    state: State,
+    heap: list[tuple[float, int]],
+    t: int,
+    values: Values,
+    used: list[set[str | None]],
+    binding: list[int],
+) -> int | None:
+    """Pop the least-loaded client that does not hold ``t`` and has no used value on a binding key."""
+    skipped: list[tuple[float, int]] = []
+    chosen = None
+    while heap:
+        load, c = heapq.heappop(heap)
+        if load != state.load(c):
+            continue  # stale entry
+        skipped.append((load, c))
+        if state.holds(c, t):
+            continue
+        if any(values[c][k] is None or values[c][k] in used[k] for k in binding):
+            continue
+        chosen = c
+        skipped.pop()
+        break
+    for item in skipped:
+        heapq.heappush(heap, item)
+    return chosen
+
+
+def allowed_movement(values: Values, src: int, dst: int) -> bool:
+    """Kafka's balancing predicate for tag-aware standbys: only between clients with the same values."""
+    return not values or values[src] == values[dst]
+
+
+def optimise_standbys(
+    model: TaskModel,
+    state: State,
+    traffic: int,
+    non_overlap: int,
+    values: Values,
+    max_scan: int = 16,
+    max_passes: int = 4,
+) -> int:
+    """Swap standbys between clients of different racks while a swap lowers the total cost.
+
+    A swap keeps every client's standby count (so the balance), never puts a
+    copy on a client that already holds the task, and, unlike Kafka, checks
+    spreading for both tasks against all their holders.  Returns the swaps made.
+    """
+    original = [set(s) for s in state.standby]
+    groups = sorted(set(model.group_of))
+    members: dict[int, list[int]] = {g: [] for g in groups}
+    for c in range(model.num_clients):
+        members[model.group_of[c]].append(c)
+    owner = state.active_owner()
+    standby_of: dict[int, list[int]] = {}
+    for c in range(model.num_clients):
+        for t in state.standby[c]:
+            standby_of.setdefault(t, []).append(c)
+
+    def cost(t: int, c: int) -> int:
+        return traffic * model.standby_cross[t][model.group_of[c]] + (0 if t in original[c] else non_overlap)
+
+    swaps = 0
+    for _ in range(max_passes):
+        made = 0
+        for gi, g1 in enumerate(groups):
+            for g2 in groups[gi + 1 :]:
+                made += _swap_between(
+                    model,
+                    state,
+                    members[g1],
+                    members[g2],
+                    g1,
+                    g2,
+                    cost,
+                    traffic,
+                    non_overlap,
+                    values,
+                    owner,
+                    standby_of,
+                    max_scan,
+                )
+        swaps += made
+        if not made:
+            break
+    return swaps
+
+
+def _swap_between(
+    model: TaskModel,
+    state: State,
+    side_a: list[int],
+    side_b: list[int],
+    g1: int,
+    g2: int,
+    cost: Callable[[int, int], int],
+    traffic: int,
+    non_overlap: int,
+    values: Values,
+    owner: list[int],
+    standby_of: dict[int, list[int]],
+    max_scan: int,
+) -> int:
+    rep = {g1: side_a[0], g2: side_b[0]}
+    # With rack-derived spread values every client of a rack has the same values,
+    # so the spreading check depends on the rack only: filter candidates once.
+    group_values = not values or (
+        all(values[c] == values[rep[g1]] for c in side_a)
+        and all(values[c] == values[rep[g2]] for c in side_b)
+    )
+
+    def candidates(side: list[int], other: int) -> list[tuple[int, int, int]]:
+        out = []
+        for c in side:
+            for t in state.standby[c]:
+                gain = cost(t, c) - traffic * model.standby_cross[t][other] - non_overlap
+                if group_values and not spread_kept(values, [owner[t], *standby_of[t]], c, rep[other]):
+                    continue
+                out.append((-gain, t, c))
+        out.sort()
+        return out
+
+    a_list = candidates(side_a, g2)
+    b_list = candidates(side_b, g1)
+    if not a_list or not b_list:
+        return 0
+    used_b = [False] * len(b_list)
+    best_b = -b_list[0][0]
+    first = 0
+    made = 0
+    for neg_ga, t1, a in a_list:
+        ga = -neg_ga
+        if ga + best_b <= 0:
+            break
+        if t1 not in state.standby[a]:
+            continue
+        while first < len(used_b) and used_b[first]:
+            first += 1
+        scanned = 0
+        for bi in range(first, len(b_list)):
+            neg_gb, t2, b = b_list[bi]
+            if ga - neg_gb <= 0 or scanned >= max_scan:
+                break
+            if used_b[bi]:
+                continue
+            scanned += 1
+            if t1 == t2 or t2 not in state.standby[b] or state.holds(b, t1) or state.holds(a, t2):
+                continue
+            gain = cost(t1, a) + cost(t2, b) - cost(t1, b) - cost(t2, a)
+            if gain <= 0:
+                continue
+            h1 = [owner[t1], *standby_of[t1]]
+            h2 = [owner[t2], *standby_of[t2]]
+            if not (spread_kept(values, h1, a, b) and spread_kept(values, h2, b, a)):
+                continue
+            state.standby[a].discard(t1)
+            state.standby[b].discard(t2)
+            state.standby[b].add(t1)
+            state.standby[a].add(t2)
+            standby_of[t1] = [b if c == a else c for c in standby_of[t1]]
+            standby_of[t2] = [a if c == b else c for c in standby_of[t2]]
+            used_b[bi] = True
+            made += 1
+            break
+    return made

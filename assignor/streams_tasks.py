@@ -1,0 +1,120 @@
+"""The task model of a Streams app: tasks, clients and what each task costs on each rack.
+
+Tasks and clients become small integers (tasks in the contract's order,
+clients sorted by process id, as Kafka sorts its process UUIDs), and clients
+are grouped by rack: every cost that depends on locality is the same for all
+clients of one rack, which is what lets the rack optimiser aggregate its graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import Cluster, StreamsApp, StreamsClient, is_cross_rack, task_id, task_key
+
+
+@dataclass(frozen=True, slots=True)
+class TaskModel:
+    """Immutable, index-based view of one app on one cluster.
+
+    ``active_cross[t][g]`` counts the topic partitions of task ``t`` (sources,
+    plus changelogs when stateful) with no replica in rack group ``g``;
+    ``standby_cross`` counts only its changelog partitions.  Group ``g`` is
+    ``group_racks[g]``; a client without a rack is in a group whose counts are
+    all zero (the contract never counts its partitions as cross-rack).
+    """
+
+    tasks: tuple[str, ...]
+    sub_of: tuple[int, ...]
+    sub_sizes: tuple[int, ...]
+    stateful: tuple[bool, ...]
+    clients: tuple[StreamsClient, ...]
+    threads: tuple[int, ...]
+    group_of: tuple[int, ...]
+    group_racks: tuple[str | None, ...]
+    active_cross: tuple[tuple[int, ...], ...]
+    standby_cross: tuple[tuple[int, ...], ...]
+    index: dict[str, int]
+    client_index: dict[str, int]
+
+    @property
+    def num_tasks(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.clients)
+
+
+def _cross_counts(cluster: Cluster, masks: list[int], racks: tuple[str | None, ...]) -> tuple[int, ...]:
+    out = []
+    for rack in racks:
+        bit = cluster.member_bit(rack)
+        out.append(sum(1 for m in masks if is_cross_rack(rack, bit, m)))
+    return tuple(out)
+
+
+def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
+    """Index the app's tasks and clients and precompute their per-rack costs."""
+    subs = sorted(app.subtopologies, key=lambda s: task_key(f"{s.id}_0")[0])
+    entries: list[tuple[str, int, bool, list[int], list[int]]] = []
+    sub_sizes = []
+    for j, sub in enumerate(subs):
+        n = app.partitions[sub.id]
+        sub_sizes.append(n)
+        changelogs = [t for t in sub.changelog_topics if t in cluster.masks] if sub.stateful else []
+        for p in range(n):
+            source_masks = [cluster.masks[t][p] for t in sub.source_topics]
+            log_masks = [cluster.masks[t][p] for t in changelogs if p < len(cluster.masks[t])]
+            entries.append((task_id(sub.id, p), j, sub.stateful, source_masks + log_masks, log_masks))
+    entries.sort(key=lambda e: task_key(e[0]))
+    clients = tuple(sorted(app.clients, key=lambda c: c.process_id))
+    racks = sorted({c.rack for c in clients if c.rack is not None})
+    group_racks: tuple[str | None, ...] = (
+        (*racks, None) if any(c.rack is None for c in clients) else tuple(racks)
+    )
+    gindex = {r: g for g, r in enumerate(group_racks)}
+    return TaskModel(
+        tasks=tuple(e[0] for e in entries),
+        sub_of=tuple(e[1] for e in entries),
+        sub_sizes=tuple(sub_sizes),
+        stateful=tuple(e[2] for e in entries),
+        clients=clients,
+        threads=tuple(c.threads for c in clients),
+        group_of=tuple(gindex[c.rack] for c in clients),
+        group_racks=group_racks,
+        active_cross=tuple(_cross_counts(cluster, e[3], group_racks) for e in entries),
+        standby_cross=tuple(_cross_counts(cluster, e[4], group_racks) for e in entries),
+        index={e[0]: i for i, e in enumerate(entries)},
+        client_index={c.process_id: i for i, c in enumerate(clients)},
+    )
+
+
+class State:
+    """Mutable assignment during one run: Kafka's ``ClientState`` for every client at once."""
+
+    __slots__ = ("active", "model", "standby", "warmup")
+
+    def __init__(self, model: TaskModel) -> None:
+        self.model = model
+        self.active: list[set[int]] = [set() for _ in model.clients]
+        self.standby: list[set[int]] = [set() for _ in model.clients]
+        self.warmup: list[set[int]] = [set() for _ in model.clients]
+
+    def holds(self, c: int, t: int) -> bool:
+        """Kafka's ``hasAssignedTask``: active, standby or warm-up."""
+        return t in self.active[c] or t in self.standby[c] or t in self.warmup[c]
+
+    def load(self, c: int) -> float:
+        """Kafka's ``assignedTaskLoad``: every assigned task per thread."""
+        return (len(self.active[c]) + len(self.standby[c]) + len(self.warmup[c])) / self.model.threads[c]
+
+    def active_load(self, c: int) -> float:
+        return len(self.active[c]) / self.model.threads[c]
+
+    def active_owner(self) -> list[int]:
+        owner = [-1] * self.model.num_tasks
+        for c, tasks in enumerate(self.active):
+            for t in tasks:
+                owner[t] = c
+        return owner

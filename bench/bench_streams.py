@@ -1,0 +1,172 @@
+"""Benchmark of the Streams assignor (KIP-925) against a full-graph min-cost-flow reference.
+
+    .venv/bin/python bench/bench_streams.py [--quick] [--repeat N]
+
+Apps: 3 racks, 6 brokers (2 per rack), replication 2, sub-topologies of 100
+tasks (2 source topics and, for 3 of 4 sub-topologies, 1 changelog), one
+standby, ``balance_subtopology``, clients with 1-4 threads spread over the
+racks.  Reports the median wall time of ``plan_document`` (parse excluded),
+the peak traced memory, and, in the same run, the time networkx needs to
+solve the *same* stateful-active flow (same baseline loads, same caps) on
+the full task x client graph, plus the ratio.  The reference runs in a
+child process with a timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+sys.path.insert(0, ".")
+
+from assignor.parse import parse_instance
+from assignor.streams import plan_document
+
+RACKS = ("az-a", "az-b", "az-c")
+
+
+def make_instance(
+    tasks: int, clients: int, seed: int = 1, strategy: str = "balance_subtopology"
+) -> dict[str, Any]:
+    rng = random.Random(seed)
+    brokers = [{"id": b, "rack": RACKS[(b - 1) // 2]} for b in range(1, 7)]
+    per_sub = 100 if tasks >= 100 else tasks
+    n_subs = max(1, tasks // per_sub)
+    topics: dict[str, list[list[int]]] = {}
+    subs = []
+    for s in range(n_subs):
+        src = [f"s{s}-a", f"s{s}-b"]
+        logs = [f"s{s}-changelog"] if s % 4 != 3 else []
+        for t in src + logs:
+            topics[t] = [rng.sample(range(1, 7), 2) for _ in range(per_sub)]
+        subs.append({"id": str(s), "source_topics": src, "changelog_topics": logs, "stateful": bool(logs)})
+    app_clients = [
+        {"process_id": f"p-{i:05d}", "rack": RACKS[i % 3], "threads": rng.randint(1, 4)}
+        for i in range(clients)
+    ]
+    return {
+        "cluster": {"brokers": brokers, "topics": topics},
+        "streams_app": {
+            "application_id": "bench",
+            "subtopologies": subs,
+            "clients": app_clients,
+            "num_standby_replicas": 1,
+            "rack_aware": {"strategy": strategy},
+        },
+    }
+
+
+def reference_flow(doc: dict[str, Any]) -> float:
+    """Seconds networkx takes on the full task x client graph of the stateful-active optimisation."""
+    import networkx as nx
+
+    from assignor.streams_balance import balance
+    from assignor.streams_rack import subtopology_caps
+    from assignor.streams_tasks import State, build_model
+
+    cluster, app = parse_instance(doc)
+    model = build_model(cluster, app)  # type: ignore[arg-type]
+    state = State(model)
+    stateful = [t for t in range(model.num_tasks) if model.stateful[t]]
+    for k, t in enumerate(stateful):
+        state.active[k % model.num_clients].add(t)
+    balance(state, "active")
+    owner = state.active_owner()
+    counts = [len(a) for a in state.active]
+    caps = subtopology_caps(model, counts, stateful)
+    start = time.perf_counter()
+    g = nx.DiGraph()
+    for t in stateful:
+        g.add_node(("t", t), demand=-1)
+        for c in range(model.num_clients):
+            cap = caps.get((c, model.sub_of[t]), 0)
+            if cap:
+                w = 10 * model.active_cross[t][model.group_of[c]] + (0 if owner[t] == c else 1)
+                g.add_edge(("t", t), ("cj", c, model.sub_of[t]), capacity=1, weight=w)
+    for (c, j), cap in caps.items():
+        g.add_edge(("cj", c, j), ("c", c), capacity=cap, weight=0)
+    for c in range(model.num_clients):
+        g.add_node(("c", c), demand=counts[c])
+    nx.network_simplex(g)
+    return time.perf_counter() - start
+
+
+def _ref_child(doc: dict[str, Any], q: Any) -> None:
+    q.put(reference_flow(doc))
+
+
+def reference_with_timeout(doc: dict[str, Any], timeout: float) -> float | None:
+    q: Any = mp.Queue()
+    p = mp.Process(target=_ref_child, args=(doc, q))
+    p.start()
+    p.join(timeout)
+    if p.is_alive():
+        p.terminate()
+        p.join()
+        return None
+    return float(q.get())
+
+
+def measure(tasks: int, clients: int, repeat: int) -> dict[str, Any]:
+    doc = make_instance(tasks, clients)
+    cluster, app = parse_instance(doc)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = plan_document(cluster, app)  # type: ignore[arg-type]
+        times.append(time.perf_counter() - start)
+    tracemalloc.start()
+    plan_document(cluster, app)  # type: ignore[arg-type]
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {
+        "tasks": tasks,
+        "clients": clients,
+        "median_s": round(statistics.median(times), 4),
+        "peak_mib": round(peak / 2**20, 1),
+        "active_cross_rack": out["stats"]["active_cross_rack"],
+        "doc": doc,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--ref-timeout", type=float, default=120.0)
+    ap.add_argument(
+        "--ref-max-pairs", type=int, default=700_000, help="skip the reference above tasks x clients"
+    )
+    args = ap.parse_args()
+    sizes = [(100, 10), (250, 25), (500, 50), (1000, 100), (2500, 250), (5000, 500), (10000, 1000)]
+    if args.quick:
+        sizes = sizes[:4]
+    print("| tasks x clients | ours median s | peak MiB | networkx full graph s | ratio |")
+    print("|---|---|---|---|---|")
+    for tasks, clients in sizes:
+        r = measure(tasks, clients, args.repeat if tasks < 10000 else max(3, args.repeat // 2))
+        if tasks * clients > args.ref_max_pairs:
+            print(
+                f"| {tasks} x {clients} | {r['median_s']:.3f} | {r['peak_mib']} | not run (full graph too big) | - |"
+            )
+            continue
+        ref = reference_with_timeout(r["doc"], args.ref_timeout)
+        ref_s = f"{ref:.3f}" if ref is not None else f"> {args.ref_timeout:.0f} (timeout)"
+        ratio = (
+            f"{ref / r['median_s']:.1f}x" if ref is not None else f"> {args.ref_timeout / r['median_s']:.0f}x"
+        )
+        print(
+            f"| {tasks} x {clients} | {r['median_s']:.3f} | {r['peak_mib']} | {ref_s} | {ratio} |", flush=True
+        )
+    print(json.dumps({"python": sys.version.split()[0]}))
+
+
+if __name__ == "__main__":
+    main()
