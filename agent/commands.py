@@ -22,8 +22,23 @@ def register(sub: Any) -> None:
     demo = sub.add_parser("demo", help="embedded 3-rack cluster: detect a change, republish plans, alert")
     demo.add_argument("--keep-running", action="store_true", help="keep the agent running after the summary")
     demo.add_argument("--poll-interval", type=float, default=0.5, help="seconds between polls (default 0.5)")
-    demo.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    demo.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    demo.add_argument(
+        "--log-file",
+        default=None,
+        help="where the agent's log goes (JSON lines); '-' for stderr. Default: a file in the temp directory",
+    )
     demo.set_defaults(func=cmd_demo)
+
+    try:  # the fleet subcommands live in an optional subpackage
+        from agent.fleet.commands import (  # type: ignore[import-not-found, unused-ignore]
+            register as register_fleet,
+        )
+    except ImportError as e:
+        if e.name not in (None, "agent.fleet", "agent.fleet.commands"):
+            raise  # the subpackage exists but is broken: say so
+    else:
+        register_fleet(sub)
 
 
 def install_stop_handlers(stop: threading.Event) -> None:
@@ -37,6 +52,7 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
 
 def cmd_agent_run(args: argparse.Namespace) -> int:
+    from .kafka_io import PublishError
     from .logging import configure, get_logger
     from .loop import Agent, AgentError
     from .settings import Settings
@@ -53,7 +69,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     install_stop_handlers(agent.stop)
     try:
         return agent.run()
-    except AgentError as e:
+    except (AgentError, PublishError) as e:  # no plan topic, or it cannot be read back
         log.error("agent cannot run", error=str(e))
         return 1
 
@@ -62,5 +78,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
     return run_demo(
-        poll_interval_s=args.poll_interval, keep_running=args.keep_running, log_level=args.log_level
+        poll_interval_s=args.poll_interval,
+        keep_running=args.keep_running,
+        log_level=args.log_level,
+        log_file=args.log_file,
     )

@@ -1,28 +1,49 @@
 """``rackplan demo``: the agent against an embedded 3-rack cluster, end to end, in under a minute.
 
-It creates topics, registers two consumer groups and one Streams app, lets
-the agent publish initial plans, decommissions a broker (the mock reassigns
-replicas, changing rack sets), and prints what the agent saw and did.
+It creates topics, registers two consumer groups (one in the settings, one
+by its members on the registrations topic) and one Streams app, starts a
+local Alertmanager-style webhook receiver, lets the agent publish initial
+plans (and alert on a group that is already cross-rack), decommissions a
+broker (the mock reassigns replicas, changing rack sets), and prints what the
+agent saw and did.
+
+The terminal gets the story only: plain text, no colours or cursor tricks,
+flushed section by section, so it reads the same in a terminal, a pipe or a
+CI log.  The agent's own log (JSON lines, librdkafka's included) goes to a
+file named at the start (``--log-file -`` sends it to stderr instead).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
+import json
+import os
 import queue
 import sys
+import tempfile
+import textwrap
 import threading
 import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
+from .alerts import FIRING, AlertEvent
+from .diff import change_title
 from .embedded import EmbeddedCluster
-from .kafka_io import TopicSpec
+from .kafka_io import Publisher, TopicSpec
 from .logging import configure, get_logger
-from .loop import Agent, CycleReport
+from .loop import Agent, CycleReport, topic_specs
 from .plans import PlanRecord
+from .registry import REGISTRATION_SCHEMA, registration_key
 from .settings import Settings
 
 DECOMMISSIONED_BROKER = 3  # in az-b
 DEADLINE_S = 50.0
+WIDTH = 100
+TOPICS = (("orders", 12, 2), ("payments", 6, 1), ("clicks", 6, 2), ("clicks-store-changelog", 6, 2))
 
 
 def _has_module(name: str) -> bool:
@@ -33,7 +54,7 @@ def _has_module(name: str) -> bool:
 
 
 def _streams_available() -> bool:
-    """assignor/streams.py is being written elsewhere; until it plans, the demo leaves Streams out."""
+    """Until assignor/streams.py plans, the demo leaves Streams out."""
     from assignor.model import Cluster, StreamsApp
     from assignor.streams import plan_document
 
@@ -46,10 +67,33 @@ def _streams_available() -> bool:
     return True
 
 
+def audit_registrations() -> list[tuple[str, dict[str, Any]]]:
+    """Group 'audit' registers itself: one record per member on the registrations topic."""
+    now_ms = int(time.time() * 1000)
+    out = []
+    for r in "ac":
+        member = f"audit-{r}"
+        value = {
+            "schema": REGISTRATION_SCHEMA,
+            "group_id": "audit",
+            "member_id": member,
+            "rack": f"az-{r}",
+            "topics": ["orders"],
+            "assignor": "range",
+            "timestamp_ms": now_ms,
+        }
+        out.append((registration_key("consumer", "audit", member), value))
+    return out
+
+
 def demo_settings(
-    bootstrap: str, poll_interval_s: float, log_level: str, http_port: int = 0
+    bootstrap: str,
+    poll_interval_s: float,
+    log_level: str,
+    http_port: int = 0,
+    webhook_url: str | None = None,
 ) -> tuple[Settings, list[str]]:
-    """The demo's registrations; notes say what had to be left out."""
+    """The demo's settings-file registrations; notes say what had to be left out."""
     notes: list[str] = []
     optimal = "rack-optimal" if _has_module("assignor.rack_optimal") else "range"
     if optimal != "rack-optimal":
@@ -61,11 +105,6 @@ def demo_settings(
             "members": [
                 {"member_id": f"pay-{r}", "rack": f"az-{r}", "topics": ["orders", "payments"]} for r in "abc"
             ],
-        },
-        {
-            "group_id": "audit",
-            "assignor": "range",
-            "members": [{"member_id": f"audit-{r}", "rack": f"az-{r}", "topics": ["orders"]} for r in "ac"],
         },
     ]
     apps: list[dict[str, Any]] = []
@@ -92,23 +131,28 @@ def demo_settings(
             "streams_apps": apps,
             "change_persist_polls": 2,
             "alerts": {"cross_rack_threshold": 0.25, "worsen_delta": 0.05, "cooldown_s": 0},
+            "webhook": {
+                "url": webhook_url,
+                "timeout_s": 2,
+                "backoff_initial_s": 0.1,
+                "backoff_max_s": 0.5,
+                "labels": {"cluster": "demo"},
+            },
             "metadata": {"request_timeout_s": 5, "backoff_initial_s": 0.2, "backoff_max_s": 1},
             "io_timeout_s": 10,
             "http": {"host": "127.0.0.1", "port": http_port},
-            "log": {"format": "auto", "level": log_level},
+            "log": {"format": "json", "level": log_level},
         }
     )
     return settings, notes
 
 
 def create_demo_topics(cluster: EmbeddedCluster) -> None:
-    cluster.create_topic("orders", 12, 2)
-    cluster.create_topic("payments", 6, 1)
-    cluster.create_topic("clicks", 6, 2)
-    cluster.create_topic("clicks-store-changelog", 6, 2)
+    for name, partitions, rf in TOPICS:
+        cluster.create_topic(name, partitions, rf)
 
 
-def topic_creator(cluster: EmbeddedCluster) -> Any:
+def topic_creator(cluster: EmbeddedCluster) -> Callable[[list[TopicSpec]], None]:
     """The mock has no CreateTopics: the agent's missing topics are created through the mock API."""
 
     def create(specs: list[TopicSpec]) -> None:
@@ -118,19 +162,119 @@ def topic_creator(cluster: EmbeddedCluster) -> Any:
     return create
 
 
-def _fmt_plan(p: PlanRecord) -> str:
-    before = p.locality_before
-    b = "-" if before is None else f"{before.cross_rack}/{before.total} ({before.fraction:.0%})"
-    a = p.locality_after
-    return (
-        f"  {p.key:<18} generation {p.generation:<2} moved {p.moved:<3} "
-        f"cross-rack: previous plan now {b}, new plan {a.cross_rack}/{a.total} ({a.fraction:.0%})\n"
-        f"  {'':<18} reason: {p.reason}"
-    )
+class WebhookReceiver:
+    """A stand-in for Alertmanager: records every alert POSTed to ``/api/v2/alerts``."""
+
+    def __init__(self) -> None:
+        self.posts: list[list[dict[str, Any]]] = []
+        #: (status when received, alert key) of every alert received
+        self.received: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                ok = self.path == "/api/v2/alerts" and self.headers.get("Content-Type") == "application/json"
+                if ok:
+                    alerts = json.loads(body)
+                    now = dt.datetime.now(dt.UTC)
+                    with receiver._lock:
+                        receiver.posts.append(alerts)
+                        for a in alerts:
+                            ends = dt.datetime.fromisoformat(a["endsAt"])
+                            key = f"{a['labels']['kind']}/{a['labels']['group']}"
+                            receiver.received.append(("resolved" if ends <= now else "firing", key))
+                self.send_response(200 if ok else 400)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.1,), name="demo-webhook", daemon=True
+        )
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/api/v2/alerts"
+
+    def statuses(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self.received)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+# ---- the terminal summary ----------------------------------------------------------
+
+
+class Summary:
+    """Plain-text sections, flushed as they are written."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def line(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def wrapped(self, text: str, indent: str) -> None:
+        for row in textwrap.wrap(
+            text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
+        ):
+            self.line(row)
+
+    def section(self, title: str) -> None:
+        self.line()
+        self.line(title)
+
+
+def _pct(cross: int, total: int) -> str:
+    return f"{cross}/{total} ({cross / total:.0%})" if total else "0/0"
+
+
+def _plan_rows(s: Summary, plans: list[PlanRecord], with_before: bool) -> None:
+    head = "cross-rack: old plan now -> new plan" if with_before else "cross-rack"
+    s.line(f"  {'key':<20} {'gen':>3} {'moved':>5}  {head}")
+    for p in sorted(plans, key=lambda p: p.key):
+        a = _pct(p.locality_after.cross_rack, p.locality_after.total)
+        if with_before:
+            b = (
+                "-"
+                if p.locality_before is None
+                else _pct(p.locality_before.cross_rack, p.locality_before.total)
+            )
+            a = f"{b} -> {a}"
+        s.line(f"  {p.key:<20} {p.generation:>3} {p.moved:>5}  {a}")
+        if with_before:
+            s.wrapped(f"reason: {p.reason}", " " * 4)
+
+
+def _alert_rows(s: Summary, alerts: list[AlertEvent]) -> None:
+    if not alerts:
+        s.line("  (none)")
+    for a in alerts:
+        if a.status == FIRING and a.reason.startswith("initial state"):
+            what = f"{a.current:.0%} cross-rack already at start"
+        elif a.status == FIRING:
+            what = f"{a.previous:.0%} -> {a.current:.0%} cross-rack after the change"
+        else:
+            what = f"back to {a.current:.0%} cross-rack"
+        planned = "" if a.planned is None or a.status != FIRING else f"; new plan {a.planned:.0%}"
+        s.line(f"  {a.status.upper():<8} {a.key:<20} {what}{planned} (threshold {a.threshold:.0%})")
 
 
 def _wait(
-    reports: queue.Queue[CycleReport], until: Any, deadline: float, thread: threading.Thread
+    reports: queue.Queue[CycleReport],
+    until: Callable[[CycleReport], bool],
+    deadline: float,
+    thread: threading.Thread,
 ) -> list[CycleReport]:
     seen: list[CycleReport] = []
     while time.monotonic() < deadline:
@@ -146,21 +290,68 @@ def _wait(
     raise TimeoutError("the demo did not see the expected agent cycle in time")
 
 
+def _open_log(log_file: str | None, stack: ExitStack) -> tuple[TextIO, str]:
+    if log_file == "-":
+        return sys.stderr, "stderr"
+    if log_file is None:
+        fd, path = tempfile.mkstemp(prefix="rackplan-demo-", suffix=".log")
+        stream = stack.enter_context(os.fdopen(fd, "w", encoding="utf-8"))
+        return stream, path
+    return stack.enter_context(open(log_file, "w", encoding="utf-8")), log_file
+
+
+def _register_audit(settings: Settings, cluster: EmbeddedCluster) -> None:
+    """Publish the 'audit' members' own registrations, as their clients would."""
+    specs = [t for t in topic_specs(settings) if t.name == settings.registrations_topic]
+    topic_creator(cluster)(specs)
+    publisher = Publisher(settings.kafka.client_config(), settings.plan_max_message_bytes)
+    publisher.publish_many(
+        settings.registrations_topic,
+        [(k, json.dumps(v).encode()) for k, v in audit_registrations()],
+        settings.io_timeout_s,
+    )
+    publisher.flush(settings.io_timeout_s)
+
+
 def run_demo(
     poll_interval_s: float = 0.5,
     keep_running: bool = False,
-    log_level: str = "warning",
+    log_level: str = "info",
     out: TextIO | None = None,
+    log_file: str | None = None,
 ) -> int:
-    w = out if out is not None else sys.stdout
-    configure("auto", log_level, stream=sys.stderr)
-    log = get_logger("rackplan.demo")
+    s = Summary(out if out is not None else sys.stdout)
     deadline = time.monotonic() + DEADLINE_S
-    with EmbeddedCluster(brokers_per_rack=2, racks=3) as cluster:
+    with ExitStack() as stack:
+        log_stream, log_where = _open_log(log_file, stack)
+        configure("json" if log_file != "-" else "auto", log_level, stream=log_stream)
+        # Before the log file closes, whatever still logs goes back to stderr.
+        stack.callback(configure, "json", "warning", sys.stderr)
+        log = get_logger("rackplan.demo")
+        cluster = stack.enter_context(EmbeddedCluster(brokers_per_rack=2, racks=3))
         create_demo_topics(cluster)
-        settings, notes = demo_settings(cluster.bootstrap_servers, poll_interval_s, log_level)
+        receiver = WebhookReceiver()
+        stack.callback(receiver.close)
+        settings, notes = demo_settings(
+            cluster.bootstrap_servers, poll_interval_s, log_level, webhook_url=receiver.url
+        )
         for n in notes:
             log.warning("demo note", note=n)
+        _register_audit(settings, cluster)
+
+        by_rack: dict[str, list[int]] = {}
+        for b, r in sorted(cluster.broker_racks.items()):
+            by_rack.setdefault(r, []).append(b)
+        s.line("rackplan demo: the agent beside an embedded 3-rack Kafka cluster (librdkafka's mock)")
+        s.line("  brokers      " + " | ".join(f"{r}: {' '.join(map(str, bs))}" for r, bs in by_rack.items()))
+        s.line("  topics       " + ", ".join(f"{n} {p}x rf{rf}" for n, p, rf in TOPICS))
+        s.line("  registered   consumer/payments and streams/clicks in the settings;")
+        s.line(f"               consumer/audit by its 2 members on {settings.registrations_topic}")
+        s.line(f"  webhook      Alertmanager API v2 stand-in at {receiver.url}")
+        s.line(f"  agent log    {log_where} (JSON lines)")
+        for n in notes:
+            s.line(f"  note         {n}")
+
         reports: queue.Queue[CycleReport] = queue.Queue()
         agent = Agent(
             settings,
@@ -168,65 +359,71 @@ def run_demo(
             on_cycle=reports.put,
             serve_http=keep_running,
         )
-        print(f"Embedded cluster: {cluster.bootstrap_servers}", file=w)
-        print(
-            "Brokers: " + ", ".join(f"{b}@{r}" for b, r in sorted(cluster.broker_racks.items())),
-            file=w,
-        )
-        for n in notes:
-            print(f"Note: {n}", file=w)
         thread = threading.Thread(target=agent.run, name="rackplan-agent", daemon=True)
         thread.start()
-        try:
-            first = _wait(reports, lambda r: r.ok, deadline, thread)
-            initial = [p for r in first for p in r.published]
-            print("\nInitial plans:", file=w)
-            for p in initial:
-                print(_fmt_plan(p), file=w)
-            print(f"\nDecommissioning broker {DECOMMISSIONED_BROKER} ({cluster.broker_racks[3]}) ...", file=w)
-            cluster.decommission(DECOMMISSIONED_BROKER)
-            t_change = time.monotonic()
-            confirmed = _wait(reports, lambda r: r.confirmed, deadline, thread)[-1]
-            assert confirmed.change is not None
-            print(
-                f"\nChange confirmed {time.monotonic() - t_change:.1f}s later "
-                f"(seen in {settings.change_persist_polls} consecutive polls, every {poll_interval_s}s):",
-                file=w,
-            )
-            for kind, count in confirmed.change.counts().items():
-                print(f"  {kind:<20} {count}", file=w)
-            print(f"  {confirmed.change.reason(limit=6)}", file=w)
-            print("\nRepublished plans:", file=w)
-            for p in confirmed.published:
-                print(_fmt_plan(p), file=w)
-            if not confirmed.published:
-                print("  (none: no registered group's rack sets changed)", file=w)
-            alerts = list(confirmed.alerts)
-            if any(a.status == "firing" for a in alerts):
-                later = _wait(reports, lambda r: r.ok, deadline, thread)
-                alerts += [a for r in later for a in r.alerts]
-            print("\nLocality alerts:", file=w)
-            for a in alerts:
-                planned = "" if a.planned is None else f", new plan {a.planned:.0%}"
-                print(
-                    f"  {a.status.upper():<8} {a.key:<20} cross-rack {a.previous:.0%} -> {a.current:.0%}"
-                    f"{planned} (threshold {a.threshold:.0%})",
-                    file=w,
-                )
-            if not alerts:
-                print("  (none)", file=w)
-            print(f"\nPlans are on topic {settings.plan_topic}, alerts on {settings.alerts_topic}.", file=w)
-            if keep_running:
-                from .commands import install_stop_handlers
 
-                if agent.http is not None:
-                    base = f"http://127.0.0.1:{agent.http.port}"
-                    print(f"HTTP: {base}/metrics {base}/v1/plans {base}/v1/groups {base}/readyz", file=w)
-                print("Keeping the agent running; Ctrl-C to stop.", file=w)
-                install_stop_handlers(agent.stop)
-                while thread.is_alive():
-                    thread.join(0.5)
-        finally:
+        def stop_agent() -> None:
             agent.stop.set()
             thread.join(30)
+
+        stack.callback(stop_agent)
+        first = _wait(reports, lambda r: r.ok, deadline, thread)
+        s.section(f"1. Initial plans (the agent polls every {poll_interval_s:g} s)")
+        _plan_rows(s, [p for r in first for p in r.published], with_before=False)
+        s.line("  alerts on the initial state:")
+        _alert_rows(s, [a for r in first for a in r.alerts])
+
+        s.section(
+            f"2. Decommissioning broker {DECOMMISSIONED_BROKER} ({cluster.broker_racks[DECOMMISSIONED_BROKER]}):"
+            " the mock moves its replicas to the other brokers"
+        )
+        cluster.decommission(DECOMMISSIONED_BROKER)
+        t_change = time.monotonic()
+        confirmed = _wait(reports, lambda r: r.confirmed, deadline, thread)[-1]
+        assert confirmed.change is not None
+        s.line(
+            f"  change confirmed {time.monotonic() - t_change:.1f} s later, "
+            f"after {settings.change_persist_polls} consecutive polls saw it:"
+        )
+        for kind, count in confirmed.change.counts().items():
+            s.line(f"  {count:>5}  {change_title(kind)}")
+
+        s.section("3. Republished plans (sticky to the previous plan)")
+        if confirmed.published:
+            _plan_rows(s, confirmed.published, with_before=True)
+        else:
+            s.line("  (none: no registered group's rack sets changed)")
+
+        alerts = list(confirmed.alerts)
+        if any(a.status == FIRING for a in [*alerts, *agent.alerts.firing_events()]):
+            later = _wait(reports, lambda r: r.ok and bool(r.alerts), deadline, thread)
+            alerts += [a for r in later for a in r.alerts]
+        s.section("4. Locality alerts after the change")
+        _alert_rows(s, alerts)
+
+        if agent.webhook is not None:
+            agent.webhook.wait_idle(max(0.0, min(5.0, deadline - time.monotonic())))
+        received = receiver.statuses()
+        resolved = sum(1 for status, _ in received if status == "resolved")
+        s.section("5. Webhook (Alertmanager API v2)")
+        s.line(
+            f"  received {len(received)} alerts in {len(receiver.posts)} POSTs: "
+            f"{len(received) - resolved} firing, {resolved} resolved"
+        )
+
+        s.line()
+        s.line(
+            f"Plans are on topic {settings.plan_topic}, alerts on {settings.alerts_topic}, "
+            f"registrations on {settings.registrations_topic}."
+        )
+        if keep_running:
+            from .commands import install_stop_handlers
+
+            if agent.http is not None:
+                base = f"http://127.0.0.1:{agent.http.port}"
+                s.line(f"HTTP: {base}/metrics {base}/v1/plans {base}/v1/groups {base}/readyz")
+            s.line("Keeping the agent running; Ctrl-C to stop.")
+            install_stop_handlers(agent.stop)
+            while thread.is_alive():
+                thread.join(0.5)
     return 0

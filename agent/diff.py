@@ -11,7 +11,7 @@ poll that finds nothing new costs one comparison per topic.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from .metadata import NO_LEADER, Snapshot, TopicState
@@ -34,6 +34,11 @@ _TITLES = {
     BROKER_RACK: "broker racks changed",
 }
 _ORDER = tuple(_TITLES)
+
+
+def change_title(kind: str) -> str:
+    """``replica_racks`` -> ``replica racks changed``: how a change kind reads in a sentence."""
+    return _TITLES.get(kind, kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,8 @@ class SnapshotDiff:
     changes: tuple[Change, ...] = ()
     #: topics with any change; a broker rack change touches every topic it holds replicas of
     touched_topics: frozenset[str] = frozenset()
+    #: topic (None: broker changes) -> positions in ``changes``; built on first use
+    _index: dict[str | None, list[int]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def empty(self) -> bool:
@@ -71,17 +78,36 @@ class SnapshotDiff:
             out[c.kind] = out.get(c.kind, 0) + 1
         return {k: out[k] for k in _ORDER if k in out}
 
+    def _positions(self, topics: Collection[str] | None) -> list[int]:
+        """Positions of the changes about ``topics`` (and of every broker change), in order."""
+        if topics is None:
+            return list(range(len(self.changes)))
+        index = self._index
+        if index is None:
+            index = {}
+            for i, c in enumerate(self.changes):
+                index.setdefault(c.topic, []).append(i)
+            object.__setattr__(self, "_index", index)
+        out = list(index.get(None, ()))
+        for t in set(topics):
+            out.extend(index.get(t, ()))
+        return sorted(out)
+
     def reason(self, topics: Collection[str] | None = None, limit: int = 8, leaders: bool = True) -> str:
-        """``replica racks changed: orders-3, orders-7; topics added: x`` restricted to ``topics``."""
+        """``replica racks changed: orders-3, orders-7; topics added: x`` restricted to ``topics``.
+
+        Costs the changes about ``topics``, not all changes: a large change
+        explains itself to hundreds of groups.
+        """
+        by_kind: dict[str, list[str]] = {}
+        for i in self._positions(topics):
+            c = self.changes[i]
+            if c.kind == LEADER_RACK and not leaders:
+                continue
+            by_kind.setdefault(c.kind, []).append(c.label())
         parts = []
         for kind in _ORDER:
-            if kind == LEADER_RACK and not leaders:
-                continue
-            labels = [
-                c.label()
-                for c in self.changes
-                if c.kind == kind and (topics is None or c.topic is None or c.topic in topics)
-            ]
+            labels = by_kind.get(kind)
             if labels:
                 more = f" (+{len(labels) - limit} more)" if len(labels) > limit else ""
                 parts.append(f"{_TITLES[kind]}: {', '.join(labels[:limit])}{more}")

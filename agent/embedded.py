@@ -11,22 +11,61 @@ change of replica rack sets, which is what the agent must detect.
 The mock API is experimental in librdkafka (no ABI promise), so every symbol
 is bound with an explicit signature and looked up once; a missing symbol fails
 with a clear :class:`EmbeddedClusterError` instead of a crash.
+
+The handle hosting the mock logs through a ctypes log callback into the
+agent's structlog pipeline (``client="embedded-cluster"``), like every other
+librdkafka client.  librdkafka calls it from its own threads, so the
+callback never raises, and clusters still open at interpreter exit are
+closed by an ``atexit`` hook before Python tears down.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
 import glob
+import logging
 import os
 import string
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from ctypes.util import find_library
 from types import TracebackType
 from typing import Any
 
+from .logging import kafka_logger, log_librdkafka
+
 _RD_KAFKA_PRODUCER = 0
 _ERRSTR_SIZE = 512
+CLIENT_NAME = "embedded-cluster"
+GROUP_INITIAL_REBALANCE_DELAY_MS = 100
+
+#: void log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+_LOG_CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_char_p)
+
+
+def _on_log(_rk: int | None, level: int, fac: bytes | None, buf: bytes | None) -> None:
+    # Never let an exception cross into librdkafka's thread.
+    with contextlib.suppress(BaseException):
+        log_librdkafka(
+            level,
+            (fac or b"").decode(errors="replace"),
+            CLIENT_NAME,
+            (buf or b"").decode(errors="replace"),
+        )
+
+
+#: one callback object for the process, alive as long as the module (librdkafka keeps a raw pointer)
+_log_cb = _LOG_CB(_on_log)
+_open: weakref.WeakSet[EmbeddedCluster] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_clusters() -> None:
+    for cluster in list(_open):
+        cluster.close()
 
 
 class EmbeddedClusterError(RuntimeError):
@@ -69,6 +108,7 @@ def load_librdkafka() -> Any:
         signatures: dict[str, tuple[Any, list[Any]]] = {
             "rd_kafka_conf_new": (vp, []),
             "rd_kafka_conf_set": (ctypes.c_int, [vp, cp, cp, cp, ctypes.c_size_t]),
+            "rd_kafka_conf_set_log_cb": (None, [vp, _LOG_CB]),
             "rd_kafka_new": (vp, [ctypes.c_int, vp, cp, ctypes.c_size_t]),
             "rd_kafka_destroy": (None, [vp]),
             "rd_kafka_mock_cluster_new": (vp, [vp, ctypes.c_int]),
@@ -89,6 +129,11 @@ def load_librdkafka() -> Any:
                 raise EmbeddedClusterError(f"{candidates[0]} lacks {name}; librdkafka too old?") from e
             fn.restype = restype
             fn.argtypes = argtypes
+        # Optional: older librdkafka lacks it, and the cluster works without it (groups just form slower).
+        delay = getattr(lib, "rd_kafka_mock_group_initial_rebalance_delay_ms", None)
+        if delay is not None:
+            delay.restype = None
+            delay.argtypes = [vp, i32]
         _lib = lib
         return lib
 
@@ -118,8 +163,13 @@ class EmbeddedCluster:
         self._lock = threading.Lock()
         errstr = ctypes.create_string_buffer(_ERRSTR_SIZE)
         conf = self._lib.rd_kafka_conf_new()
-        # The handle only hosts the mock cluster; keep its own chatter to errors.
-        self._lib.rd_kafka_conf_set(conf, b"log_level", b"3", errstr, _ERRSTR_SIZE)
+        # The handle only hosts the mock cluster: its lines go through structlog, warnings and up,
+        # or with the mock's own debug lines when the librdkafka logger is at debug.
+        debug = kafka_logger().isEnabledFor(logging.DEBUG)
+        self._lib.rd_kafka_conf_set(conf, b"log_level", b"7" if debug else b"4", errstr, _ERRSTR_SIZE)
+        if debug:
+            self._lib.rd_kafka_conf_set(conf, b"debug", b"mock", errstr, _ERRSTR_SIZE)
+        self._lib.rd_kafka_conf_set_log_cb(conf, _log_cb)
         rk = self._lib.rd_kafka_new(_RD_KAFKA_PRODUCER, conf, errstr, _ERRSTR_SIZE)
         if not rk:
             raise EmbeddedClusterError(f"rd_kafka_new failed: {errstr.value.decode(errors='replace')}")
@@ -140,6 +190,11 @@ class EmbeddedCluster:
             self._racks[broker_id] = rack
         # DescribeCluster and DescribeTopics need a controller to answer.
         self._lib.rd_kafka_mock_set_controller_id(mc, 1)
+        # Consumer groups form in a fraction of a second instead of the broker default of 3 s.
+        delay = getattr(self._lib, "rd_kafka_mock_group_initial_rebalance_delay_ms", None)
+        if delay is not None and delay.argtypes:
+            delay(mc, GROUP_INITIAL_REBALANCE_DELAY_MS)
+        _open.add(self)
 
     @property
     def broker_racks(self) -> Mapping[int, str]:

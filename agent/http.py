@@ -20,15 +20,18 @@ def _plans(agent: Agent) -> dict[str, Any]:
 
 
 def _groups(agent: Agent) -> list[dict[str, Any]]:
+    """Registrations (with where they came from) and, last, those that cannot be used and why."""
     firing = set(agent.alerts.firing())
     out = []
-    for reg in agent.regs:
+    for reg in list(agent.regs):
         rec = agent.book.latest(reg.key)
         out.append(
             {
                 "key": reg.key,
                 "kind": reg.kind,
                 "name": reg.name,
+                "source": reg.source,
+                "members": reg.members,
                 "fetch_mode": reg.fetch_mode,
                 "topics": sorted(reg.topics),
                 "generation": None if rec is None else rec.generation,
@@ -36,6 +39,9 @@ def _groups(agent: Agent) -> list[dict[str, Any]]:
                 "alert_firing": reg.key in firing,
             }
         )
+    for key, reason in sorted(dict(agent.problems).items()):
+        kind, _, name = key.partition("/")
+        out.append({"key": key, "kind": kind, "name": name, "problem": reason})
     return out
 
 
@@ -62,7 +68,8 @@ class AgentHttpServer:
                 if path == "/healthz":
                     self._send(200, b"ok\n", "text/plain")
                 elif path == "/readyz":
-                    ready = agent_ref.ready and agent_ref.last_good is not None
+                    # Ready once the plan topic was replayed and a first complete snapshot taken.
+                    ready = agent_ref.ready
                     self._send(200 if ready else 503, b"ready\n" if ready else b"not ready\n", "text/plain")
                 elif path == "/metrics":
                     body = agent_ref.metrics.render().encode()
@@ -76,7 +83,10 @@ class AgentHttpServer:
 
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="rackplan-http", daemon=True)
+        # A short poll interval: shutting down (SIGTERM) waits at most this long for the server thread.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.1,), name="rackplan-http", daemon=True
+        )
 
     @property
     def port(self) -> int:

@@ -1,4 +1,8 @@
-"""Kafka I/O around the plan and alert topics: create, read back, publish with confirmation."""
+"""Kafka I/O around the agent's topics: create, read (replay and tail), publish with confirmation.
+
+Every client made here routes librdkafka's logs through structlog
+(:func:`agent.logging.with_kafka_logger`); their poll calls serve the logs.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .logging import kafka_logger
+from .logging import with_kafka_logger
 from .plans import PlanDecodeError, PlanRecord, decode_record
 
 _UNSUPPORTED = {
@@ -33,6 +37,10 @@ class PlanTooLargeError(PublishError):
     """A plan exceeds the producer's or topic's maximum message size even compressed."""
 
 
+class TopicReadError(PublishError):
+    """A topic could not be read (missing, unavailable, or not to its end in time)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TopicSpec:
     name: str
@@ -49,11 +57,13 @@ class TopicSpec:
 
 
 def ensure_topics(
-    admin: Any, specs: list[TopicSpec], timeout_s: float, log: Any, fallback: bool = False
+    admin: Any, specs: list[TopicSpec], timeout_s: float, log: Any, fallback: str | None = None
 ) -> list[TopicSpec]:
-    """Create missing topics with CreateTopics; returns those still missing (logged with how to create them).
+    """Create missing topics with CreateTopics; returns those still missing.
 
-    ``fallback``: the caller can create them another way (the embedded cluster), so a failure is a warning.
+    ``fallback`` names another way the caller will create them (the embedded
+    cluster's mock API): a refusal is then routine and logged at info, without
+    the by-hand command.  Otherwise it is logged with the exact command to run.
     """
     from confluent_kafka.cimpl import NewTopic
 
@@ -75,7 +85,14 @@ def ensure_topics(
             if name == "TOPIC_ALREADY_EXISTS":
                 continue
             still.append(s)
-            (log.warning if fallback else log.error)(
+            if fallback is not None:
+                log.info(
+                    f"topic missing and the brokers do not create it; creating it through {fallback}",
+                    topic=s.name,
+                    broker_error=name or str(e),
+                )
+                continue
+            log.error(
                 "cannot create topic; create it by hand",
                 topic=s.name,
                 error=str(e),
@@ -85,6 +102,124 @@ def ensure_topics(
     return still
 
 
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    #: the record's timestamp (create or log-append time), None when it has none
+    timestamp_ms: int | None
+
+
+class TopicTail:
+    """Reads a topic from its beginning, then on each call whatever was added since; no consumer group.
+
+    Used for the plan-topic replay (read once to the end) and the
+    registrations topic (read to the end every cycle).  Partitions are those
+    the topic has when the tail is opened.
+    """
+
+    def __init__(self, config: Mapping[str, Any], topic: str, timeout_s: float) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        self.topic = topic
+        self._consumer = Consumer(
+            with_kafka_logger(
+                {
+                    **config,
+                    "group.id": "rackplan-reader",  # required by the client; nothing is committed
+                    "enable.auto.commit": False,
+                    "enable.partition.eof": True,
+                    "auto.offset.reset": "earliest",
+                }
+            )
+        )
+        try:
+            md = self._consumer.list_topics(topic, timeout=timeout_s)
+            tmd = md.topics.get(topic)
+            if tmd is None or tmd.error is not None:
+                raise TopicReadError(f"topic {topic!r} unavailable: {None if tmd is None else tmd.error}")
+            self._partitions = sorted(tmd.partitions)
+            self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self._partitions])
+        except BaseException:
+            self._consumer.close()
+            raise
+        #: next offset to read per partition, as far as records seen tell
+        self._next = {p: 0 for p in self._partitions}
+
+    def read_available(self, timeout_s: float) -> tuple[list[RawRecord], bool]:
+        """Records up to the end offsets as of this call; False when the deadline cut the read short.
+
+        Records returned are never returned again, complete or not.
+        """
+        from confluent_kafka import KafkaError, TopicPartition
+
+        deadline = time.monotonic() + timeout_s
+        targets: dict[int, int] = {}
+        for p in self._partitions:
+            try:
+                low, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(self.topic, p), timeout=timeout_s, cached=False
+                )
+            except Exception as e:  # KafkaException: partition leader unreachable, moving, ...
+                raise TopicReadError(f"topic {self.topic!r} partition {p}: end offset unknown: {e}") from e
+            if high > max(low, self._next[p]):
+                targets[p] = high
+        out: list[RawRecord] = []
+        while targets:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return out, False
+            msg = self._consumer.poll(min(left, 0.5))
+            if msg is None:
+                continue
+            p = msg.partition() or 0
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    # An end-of-partition event left over from an earlier read says nothing new.
+                    if (msg.offset() or 0) >= targets.get(p, 0):
+                        targets.pop(p, None)
+                    continue
+                raise TopicReadError(f"topic {self.topic!r}: {error}")
+            offset = msg.offset() or 0
+            self._next[p] = max(self._next[p], offset + 1)
+            if self._next[p] >= targets.get(p, 0):
+                targets.pop(p, None)
+            ts_type, ts = msg.timestamp()
+            out.append(RawRecord(p, offset, msg.key(), msg.value(), ts if ts_type != 0 else None))
+        return out, True
+
+    def read_new(self, max_records: int = 100_000) -> tuple[list[RawRecord], list[str]]:
+        """Records already fetched, without waiting or asking for end offsets; and transient errors seen.
+
+        The cheap per-cycle read once the topic was read to its end: a record
+        produced meanwhile arrives in this call or a later one.
+        """
+        from confluent_kafka import KafkaError
+
+        out: list[RawRecord] = []
+        errors: list[str] = []
+        while len(out) < max_records:
+            msg = self._consumer.poll(0)
+            if msg is None:
+                break
+            error = msg.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    errors.append(str(error))
+                continue
+            p, offset = msg.partition() or 0, msg.offset() or 0
+            self._next[p] = max(self._next[p], offset + 1)
+            ts_type, ts = msg.timestamp()
+            out.append(RawRecord(p, offset, msg.key(), msg.value(), ts if ts_type != 0 else None))
+        return out, errors
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
 def read_back(
     config: Mapping[str, Any], topic: str, timeout_s: float, log: Any
 ) -> list[tuple[str, PlanRecord | None]]:
@@ -92,71 +227,30 @@ def read_back(
 
     Malformed records are skipped with a logged reason; they never stop the agent.
     """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer(
-        {
-            **config,
-            "group.id": "rackplan-replay",  # required by the client; no offsets are committed
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "earliest",
-            "logger": kafka_logger(),
-        }
-    )
-    out: list[tuple[str, PlanRecord | None]] = []
+    tail = TopicTail(config, topic, timeout_s)
     try:
-        md = consumer.list_topics(topic, timeout=timeout_s)
-        tmd = md.topics.get(topic)
-        if tmd is None or tmd.error is not None:
-            raise PublishError(f"plan topic {topic!r} unavailable: {None if tmd is None else tmd.error}")
-        pending: dict[int, int] = {}
-        assign = []
-        for p in sorted(tmd.partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout_s)
-            if high > low:
-                pending[p] = high
-                assign.append(TopicPartition(topic, p, OFFSET_BEGINNING))
-        if not assign:
-            return out
-        consumer.assign(assign)
-        deadline = time.monotonic() + timeout_s
-        while pending:
-            if time.monotonic() > deadline:
-                raise PublishError(
-                    f"plan topic {topic!r}: replay timed out with partitions {sorted(pending)}"
-                )
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            p = msg.partition() or 0
-            error = msg.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    pending.pop(p, None)
-                    continue
-                raise PublishError(f"plan topic {topic!r}: {error}")
-            offset = msg.offset() or 0
-            if offset + 1 >= pending.get(p, 0):
-                pending.pop(p, None)
-            raw_key = msg.key()
-            if raw_key is None:
-                log.warning("plan record skipped", reason="no key", partition=p, offset=offset)
-                continue
-            try:
-                key = raw_key.decode("utf-8")
-                out.append((key, decode_record(key, msg.value())))
-            except (PlanDecodeError, UnicodeDecodeError) as e:
-                log.warning("plan record skipped", reason=str(e), partition=p, offset=offset)
+        raw, complete = tail.read_available(timeout_s)
     finally:
-        consumer.close()
+        tail.close()
+    if not complete:
+        raise TopicReadError(f"plan topic {topic!r}: replay timed out after {timeout_s}s")
+    out: list[tuple[str, PlanRecord | None]] = []
+    for r in raw:
+        if r.key is None:
+            log.warning("plan record skipped", reason="no key", partition=r.partition, offset=r.offset)
+            continue
+        try:
+            key = r.key.decode("utf-8")
+            out.append((key, decode_record(key, r.value)))
+        except (PlanDecodeError, UnicodeDecodeError) as e:
+            log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
     return out
 
 
 class Publisher:
     """Idempotent, acks=all, zstd producer; :meth:`publish` returns once the broker confirmed."""
 
-    def __init__(self, config: Mapping[str, Any], max_message_bytes: int, logger: Any = None) -> None:
+    def __init__(self, config: Mapping[str, Any], max_message_bytes: int) -> None:
         from confluent_kafka import Producer
 
         conf: dict[str, Any] = {
@@ -167,9 +261,7 @@ class Publisher:
             "message.max.bytes": max_message_bytes,
             "linger.ms": 5,
         }
-        if logger is not None:
-            conf["logger"] = logger
-        self._producer = Producer(conf)
+        self._producer = Producer(with_kafka_logger(conf))
         self.max_message_bytes = max_message_bytes
 
     def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None:
@@ -214,6 +306,10 @@ class Publisher:
             if getattr(first, "name", lambda: "")() in ("MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"):
                 raise PlanTooLargeError(f"{first_key}: plan exceeds the topic's max.message.bytes: {first}")
             raise PublishError(f"{len(failed)} record(s) to {topic} failed, first {first_key}: {first}")
+
+    def poll(self) -> None:
+        """Serve delivery reports and librdkafka's logs without waiting."""
+        self._producer.poll(0)
 
     def flush(self, timeout_s: float) -> int:
         remaining: int = self._producer.flush(timeout_s)

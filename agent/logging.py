@@ -1,18 +1,60 @@
 """structlog setup: JSON lines in production, readable console output on a terminal.
 
 librdkafka's own log lines are routed through the same pipeline (see
-:func:`kafka_logger`), so an operator reads one stream in one format.
+:func:`kafka_logger`), so an operator reads one stream in one format: every
+client the agent makes gets that logger, and the embedded mock cluster's
+handle logs through :func:`log_librdkafka`.  A librdkafka line becomes an event
+whose text is the message, with ``facility`` and ``client`` fields.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
+from collections.abc import MutableMapping
 from typing import Any, TextIO
 
 import structlog
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+KAFKA_LOGGER = "rackplan.librdkafka"
+#: how confluent-kafka formats a librdkafka line: facility, client name, message
+_RDKAFKA_FORMAT = "%s [%s] %s"
+#: librdkafka prefixes a line with the thread that wrote it
+_THREAD = re.compile(r"\[thrd:([^\]]*)\]: ")
+
+
+def syslog_level(level: int) -> int:
+    """librdkafka's syslog level (0 emergency .. 7 debug) as a stdlib level, as confluent-kafka maps it."""
+    if level <= 2:
+        return logging.CRITICAL
+    return {3: logging.ERROR, 4: logging.WARNING, 5: logging.INFO, 6: logging.INFO}.get(level, logging.DEBUG)
+
+
+def _librdkafka_fields(
+    _logger: Any, _name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Split a librdkafka line into message, ``facility`` and ``client`` instead of one opaque string."""
+    args = event_dict.pop("positional_args", None)
+    record = event_dict.get("_record")
+    if (
+        isinstance(record, logging.LogRecord)
+        and record.name == KAFKA_LOGGER
+        and record.msg == _RDKAFKA_FORMAT
+        and isinstance(args, tuple)
+        and len(args) == 3
+    ):
+        facility, client, message = args
+        text = str(message)
+        thread = _THREAD.match(text)
+        if thread is not None:
+            event_dict["thread"] = thread.group(1)
+            text = text[thread.end() :]
+        event_dict["event"] = text
+        event_dict["facility"] = str(facility)
+        event_dict["client"] = str(client)
+    return event_dict
 
 
 def use_json(fmt: str, stream: TextIO) -> bool:
@@ -50,7 +92,8 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
-            foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, _librdkafka_fields, *shared],
+            pass_foreign_args=True,
         )
     )
     root = logging.getLogger("rackplan")
@@ -61,7 +104,17 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
 
 def kafka_logger() -> logging.Logger:
     """The stdlib logger to pass as confluent-kafka's ``logger`` config."""
-    return logging.getLogger("rackplan.librdkafka")
+    return logging.getLogger(KAFKA_LOGGER)
+
+
+def with_kafka_logger(config: dict[str, Any]) -> dict[str, Any]:
+    """A client config whose librdkafka logs go through structlog (served by the client's poll calls)."""
+    return {**config, "logger": kafka_logger()}
+
+
+def log_librdkafka(level: int, facility: str, client: str, message: str) -> None:
+    """One librdkafka line (syslog ``level``) from a handle confluent-kafka does not own (the mock cluster)."""
+    kafka_logger().log(syslog_level(level), _RDKAFKA_FORMAT, facility, client, message)
 
 
 def get_logger(name: str) -> Any:

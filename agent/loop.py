@@ -1,11 +1,22 @@
 """The agent's loop: poll, diff, debounce, re-plan what a change touched, publish, alert.
 
-One cycle per ``poll_interval_s``.  A failed poll keeps the last good
-snapshot and publishes nothing; a change must be seen in
-``change_persist_polls`` consecutive polls before any plan changes; a plan
-counts as published only once the brokers confirmed it.  ``stop`` (set by
-SIGTERM/SIGINT) ends the loop after the current cycle, and :meth:`Agent.close`
-flushes the producer.
+One cycle per ``poll_interval_s``:
+
+1. read new records of the registrations topic (and expire stale entries);
+2. poll a complete metadata snapshot (a failed poll keeps the last good
+   snapshot and publishes nothing);
+3. diff it against the snapshot the plans were made from; a change must be
+   seen in ``change_persist_polls`` consecutive polls before it counts;
+4. describe the consumer groups that need their real membership this cycle
+   (groups without registered members, groups touched by the change, groups
+   whose alert fires, groups not yet evaluated), and merge the registrations;
+5. re-plan the registrations the change touched or whose definition changed,
+   publish each plan and wait for its confirmation; tombstone unregistered ones;
+6. evaluate locality alerts (change, initial state, recovery) and send them to
+   structlog, the alerts topic, metrics and the webhook (queued, never waited for).
+
+``stop`` (set by SIGTERM/SIGINT) ends the loop after the current cycle, and
+:meth:`Agent.close` flushes the producer and the webhook queue.
 """
 
 from __future__ import annotations
@@ -13,23 +24,45 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .alerts import AlertEvent, AlertState
-from .diff import Debounce, SnapshotDiff, diff
+from .diff import REPLICA_RACKS, Debounce, SnapshotDiff, diff
 from .http import AgentHttpServer
-from .kafka_io import PlanTooLargeError, Publisher, PublishError, TopicSpec, ensure_topics, read_back
-from .logging import get_logger, kafka_logger
+from .kafka_io import (
+    PlanTooLargeError,
+    Publisher,
+    PublishError,
+    TopicSpec,
+    TopicTail,
+    ensure_topics,
+    read_back,
+)
+from .logging import get_logger, with_kafka_logger
+from .membership import GroupDescriber, RealGroup, member_racks
 from .metadata import MetadataError, Snapshot, known_racks, poll_snapshot
 from .metrics import Metrics
-from .planner import PlanSkipped, Registration, current_locality, plan_for, registrations, scope_fingerprint
-from .plans import PlanBook, PlanRecord, encode_value, utc_now_iso
+from .planner import (
+    PlanSkipped,
+    Registration,
+    assignment_locality,
+    current_locality,
+    current_locality_by_rack,
+    plan_for,
+    registrations,
+    scope_fingerprint,
+    total_locality,
+)
+from .plans import CONSUMER, Locality, PlanBook, PlanRecord, encode_value, utc_now_iso
+from .registry import RegistrationRecordError, RegistrationStore, decode_registration, merge_registrations
 from .settings import Settings
+from .webhook import Post, WebhookNotifier, urllib_post
 
 PLAN_TOPIC_PARTITIONS = 1
 ALERT_TOPIC_PARTITIONS = 1
+EMBEDDED_FALLBACK = "the embedded cluster's mock API"
 
 Racks = dict[int, str | None]
 
@@ -51,6 +84,10 @@ class CycleReport:
     tombstoned: list[str] = field(default_factory=list)
     alerts: list[AlertEvent] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    #: registration keys added, changed (definition) and removed this cycle
+    registered: list[str] = field(default_factory=list)
+    reregistered: list[str] = field(default_factory=list)
+    unregistered: list[str] = field(default_factory=list)
     error: str = ""
     duration_s: float = 0.0
 
@@ -60,7 +97,15 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     return [
         TopicSpec(settings.plan_topic, PLAN_TOPIC_PARTITIONS, compact),
         TopicSpec(settings.alerts_topic, ALERT_TOPIC_PARTITIONS, {"cleanup.policy": "delete"}),
+        TopicSpec(
+            settings.registrations_topic, settings.registrations.partitions, {"cleanup.policy": "compact"}
+        ),
     ]
+
+
+def _labels(key: str) -> dict[str, str]:
+    kind, _, name = key.partition("/")
+    return {"kind": kind, "group": name}
 
 
 class Agent:
@@ -72,40 +117,84 @@ class Agent:
         clock: Callable[[], float] = time.time,
         on_cycle: Callable[[CycleReport], None] | None = None,
         serve_http: bool = False,
+        admin: Any = None,
+        publisher: Publisher | None = None,
+        webhook_post: Post = urllib_post,
     ) -> None:
         """``create_missing_topics`` creates topics the brokers would not (the embedded cluster).
 
         ``serve_http``: run the HTTP server of ``settings.http`` while :meth:`run` runs.
+        ``admin``, ``publisher`` and ``webhook_post`` replace the real clients (benchmarks, tests).
         """
-        from confluent_kafka.admin import AdminClient
-
         self.settings = settings
         self.log = get_logger("rackplan.agent")
         self.client_config = settings.kafka.client_config()
-        admin_config: dict[str, Any] = {**self.client_config, "logger": kafka_logger()}
-        self.admin = AdminClient(admin_config)
+        if admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            admin = AdminClient(with_kafka_logger(self.client_config))
+        self.admin = admin
         self.create_missing_topics = create_missing_topics
         self.clock = clock
         self.on_cycle = on_cycle
         self.stop = threading.Event()
         self.book = PlanBook()
-        self.regs: list[Registration] = registrations(settings)
+        self.metrics = Metrics()
+        self.file_regs: list[Registration] = registrations(settings)
+        self.regs: list[Registration] = list(self.file_regs)
+        #: registrations that cannot be used now: key -> reason
+        self.problems: dict[str, str] = {}
+        self.store = RegistrationStore(settings.registrations.ttl_s)
+        self._reg_tail: TopicTail | None = None
+        #: the registrations topic was read to its end at least once (else nothing is tombstoned)
+        self._reg_synced = False
+        self.describer = GroupDescriber(
+            self.admin,
+            settings.membership,
+            self.metrics,
+            self.log,
+            request_timeout_s=settings.metadata.request_timeout_s,
+        )
+        #: real membership described this cycle, by group id
+        self.real_groups: dict[str, RealGroup] = {}
+        self._discovery = sorted(g["group_id"] for g in settings.consumer_groups if not g.get("members"))
+        self._merge_key: Any = None
         self.alerts = AlertState(settings.alerts)
-        self.publisher: Publisher | None = None
+        self._webhook_post = webhook_post
+        self.webhook: WebhookNotifier | None = None
+        self._alerts_topic_ok = True
+        self.publisher: Publisher | None = publisher
+        self._own_publisher = publisher is None
         self.known: dict[int, str] = {}
         self.acted: tuple[Snapshot, Racks] | None = None
         self.last_good: Snapshot | None = None
         self.debounce: Debounce[tuple[Snapshot, Racks]] = Debounce(
             settings.change_persist_polls, lambda a, b: diff(a[0], b[0], a[1], b[1]).empty
         )
-        #: keys that must be (re)considered next cycle: failed publishes, skipped registrations
+        #: keys that must be (re)considered next cycle: new or changed registrations, failures
         self._retry: set[str] = set()
+        #: keys whose initial state has not been evaluated for alerts yet
+        self._initial_pending: set[str] = set()
+        #: keys whose per-rack metrics must be computed (replayed and new plans)
+        self._metrics_pending: set[str] = set()
+        #: per-rack locality of plans just computed, so metrics need no second count
+        self._planned_by_rack: dict[str, Mapping[str | None, Locality]] = {}
+        #: scope fingerprint of every registration at the acted snapshot (see :meth:`_plan`)
+        self._fp: dict[str, str] = {}
         self._skip_logged: dict[str, str] = {}
+        self._problem_logged: dict[str, str] = {}
         #: reasons of plans whose publish failed, reused when they are retried
         self._unpublished_reason: dict[str, str] = {}
-        self._pending_tombstones: list[str] = []
+        #: unregistered keys whose tombstone is still to be published
+        self._tombstone_pending: set[str] = set()
+        self._tombstoned_at_start: list[str] = []
+        self._replayed = False
         self.ready = False
-        self.metrics = Metrics()
+        self.metrics.set("rackplan_ready", 0)
+        self.metrics.set_function(
+            "rackplan_snapshot_age_seconds",
+            lambda: None if self.last_good is None else max(0.0, self.clock() - self.last_good.taken_at),
+        )
         self.serve_http = serve_http
         self.http: AgentHttpServer | None = None
         #: the agent's own topics are not watched: its writes move their leaders and offsets
@@ -116,51 +205,224 @@ class Agent:
     # ---- start-up ---------------------------------------------------------------
 
     def start(self) -> None:
-        """Make sure the topics exist, replay the plan topic, open the producer, tombstone the unregistered."""
+        """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
         s = self.settings
         timeout = s.metadata.request_timeout_s
         fallback = self.create_missing_topics
-        missing = ensure_topics(self.admin, topic_specs(s), timeout, self.log, fallback=fallback is not None)
+        missing = ensure_topics(
+            self.admin, topic_specs(s), timeout, self.log, fallback=EMBEDDED_FALLBACK if fallback else None
+        )
         if missing and fallback is not None:
             fallback(missing)
             self.log.info("topics created through the embedded cluster", topics=[m.name for m in missing])
-            missing = [
-                m for m in missing if m.name not in set(self.admin.list_topics(timeout=timeout).topics)
-            ]
-        if any(m.name == s.plan_topic for m in missing):
+            existing = set(self.admin.list_topics(timeout=timeout).topics)
+            missing = [m for m in missing if m.name not in existing]
+        names = {m.name for m in missing}
+        if s.plan_topic in names:
             raise AgentError(
                 f"plan topic {s.plan_topic!r} does not exist; see the logged command to create it"
             )
+        if s.alerts_topic in names:
+            self._alerts_topic_ok = False
+            self.log.warning(
+                "no alerts topic: alerts go to the log, metrics and webhook only", topic=s.alerts_topic
+            )
         records = read_back(self.client_config, s.plan_topic, s.io_timeout_s, self.log)
-        self.book.replay(records)
+        if s.registrations_topic in names:
+            self.log.warning(
+                "no registrations topic: registrations come from the settings file only",
+                topic=s.registrations_topic,
+            )
+        else:
+            self._reg_tail = TopicTail(self.client_config, s.registrations_topic, s.io_timeout_s)
+            self._read_registrations(s.io_timeout_s)
+            self.log.info(
+                "registrations topic replayed",
+                topic=s.registrations_topic,
+                entries=len(self.store),
+                complete=self._reg_synced,
+            )
+        if self.publisher is None:
+            self.publisher = Publisher(self.client_config, s.plan_max_message_bytes)
+        self.begin(records)
+
+    def begin(self, plan_records: list[tuple[str, PlanRecord | None]]) -> None:
+        """Start-up after the Kafka part: replayed plans in, registrations merged, the unregistered tombstoned.
+
+        :meth:`start` calls it; benchmarks and tests with fake clients call it directly.
+        """
+        s = self.settings
+        self.book.replay(plan_records)
         self.log.info(
             "plan topic replayed",
             topic=s.plan_topic,
-            records=len(records),
+            records=len(plan_records),
             live_plans=len(self.book.live_keys()),
         )
-        self.publisher = Publisher(self.client_config, s.plan_max_message_bytes, kafka_logger())
-        registered = {r.key for r in self.regs}
-        stale = [k for k in self.book.live_keys() if k not in registered]
-        if stale:
-            self.publisher.publish_many(s.plan_topic, [(k, None) for k in stale], s.io_timeout_s)
-            for k in stale:
-                self.book.apply(k, None)
-            self.log.info("tombstoned plans of unregistered groups", keys=stale)
-        self._pending_tombstones = stale
-        self._retry = {r.key for r in self.regs}
+        if self._reg_tail is None:
+            self._reg_synced = True  # nothing to wait for: the file is all there is
+        if s.webhook.url is not None and self.webhook is None:
+            self.webhook = WebhookNotifier(
+                s.webhook,
+                self.metrics,
+                get_logger("rackplan.webhook"),
+                firing_ttl_s=4 * max(s.webhook.resend_interval_s, s.poll_interval_s),
+                post=self._webhook_post,
+            )
+        self._refresh_registrations(CycleReport(ok=True), self._discovery)
+        if self._reg_synced:
+            stale = sorted(k for k in self.book.live_keys() if k not in {r.key for r in self.regs})
+            if stale:
+                self._tombstone_pending.update(stale)
+                self._tombstoned_at_start = self._publish_tombstones()
+                if self._tombstoned_at_start:
+                    self.log.info("tombstoned plans of unregistered groups", keys=self._tombstoned_at_start)
+        keys = {r.key for r in self.regs}
+        self._retry = set(keys)
+        self._initial_pending = set(keys)
         for key in self.book.live_keys():
             rec = self.book.latest(key)
             if rec is not None:
-                kind, name = key.split("/", 1)
-                labels = {"kind": kind, "group": name}
-                self.metrics.set("rackplan_cross_rack_partitions", rec.locality_after.cross_rack, labels)
-                self.metrics.set("rackplan_cross_rack_ratio", rec.locality_after.fraction, labels)
-        self.ready = True
-        self.metrics.set("rackplan_ready", 1)
+                self.metrics.set("rackplan_plan_generation", rec.generation, _labels(key))
+                self._metrics_pending.add(key)
+        self._replayed = True
 
     def _sleep(self, seconds: float) -> None:
         self.stop.wait(seconds)  # a stop request cuts a retry backoff short
+
+    # ---- registrations ----------------------------------------------------------
+
+    def _read_registrations(self, timeout_s: float) -> None:
+        """Apply new records of the registrations topic, then expire stale entries."""
+        if self._reg_tail is not None:
+            self._apply_registration_records(timeout_s)
+        expired = self.store.expire(int(self.clock() * 1000))
+        if expired:
+            self.metrics.inc("rackplan_registrations_expired_total", by=len(expired))
+            self.log.info("registrations expired", keys=expired, ttl_s=self.settings.registrations.ttl_s)
+
+    def _apply_registration_records(self, timeout_s: float) -> None:
+        assert self._reg_tail is not None
+        m = self.metrics
+        complete = True
+        try:
+            if self._reg_synced:  # the cheap read: what the consumer already fetched
+                raw, errors = self._reg_tail.read_new()
+                for err in errors:
+                    self.log.info("registrations consumer", error=err)
+            else:  # read to the end offsets, so that nothing is tombstoned for a record not read yet
+                raw, complete = self._reg_tail.read_available(timeout_s)
+        except PublishError as e:
+            m.inc("rackplan_registration_read_failures_total")
+            self.log.warning("registrations topic not readable this cycle", error=str(e))
+            return
+        now_ms = int(self.clock() * 1000)
+        for r in raw:
+            try:
+                entry = decode_registration(r.key, r.value, r.timestamp_ms)
+                key = r.key.decode("utf-8") if r.key is not None else ""
+            except RegistrationRecordError as e:
+                m.inc("rackplan_registration_records_total", {"result": "skipped"})
+                m.inc("rackplan_registration_records_skipped_total", {"reason": e.reason})
+                self.log.warning(
+                    "registration record skipped", reason=str(e), partition=r.partition, offset=r.offset
+                )
+                continue
+            self.store.apply(key, entry, now_ms)
+            m.inc(
+                "rackplan_registration_records_total", {"result": "tombstone" if entry is None else "applied"}
+            )
+        if complete:
+            self._reg_synced = True
+        else:
+            m.inc("rackplan_registration_read_failures_total")
+            self.log.warning(
+                "registrations topic not read to its end in time; the rest follows next cycle",
+                timeout_s=timeout_s,
+            )
+
+    def _refresh_registrations(self, report: CycleReport, describe: Iterable[str]) -> None:
+        """Describe ``describe`` groups, merge file + topic + discovered; note what was added, changed, removed."""
+        wanted = sorted(set(describe))
+        self.real_groups = self.describer.describe(wanted) if wanted and self.describer.enabled else {}
+        discovered = {g: self.real_groups[g] for g in self._discovery if g in self.real_groups}
+        merge_key = (self.store.version, tuple(sorted(discovered.items())))
+        if merge_key == self._merge_key:
+            return
+        self._merge_key = merge_key
+        merged = merge_registrations(self.settings, self.store.entries(), discovered)
+        for key, reason in sorted(merged.problems.items()):
+            if self._problem_logged.get(key) != reason:
+                self._problem_logged[key] = reason
+                self.log.warning("registration not usable", key=key, reason=reason)
+        for key in [k for k in self._problem_logged if k not in merged.problems]:
+            del self._problem_logged[key]
+        self.problems = merged.problems
+        old = {r.key: r for r in self.regs}
+        new = {r.key: r for r in merged.registrations}
+        report.registered = sorted(k for k in new if k not in old)
+        report.reregistered = sorted(k for k in new if k in old and old[k].fingerprint != new[k].fingerprint)
+        report.unregistered = sorted(k for k in old if k not in new)
+        self.regs = merged.registrations
+        self._retry.update(report.registered, report.reregistered)
+        self._initial_pending.update(report.registered)
+        now = self.clock()
+        for key in report.unregistered:
+            self._retry.discard(key)
+            self._initial_pending.discard(key)
+            ev = self.alerts.drop(key, "group unregistered", now)
+            if ev is not None:
+                report.alerts.append(ev)
+            if self.book.latest(key) is not None:
+                self._tombstone_pending.add(key)
+            self._forget_metrics(key)
+            self._fp.pop(key, None)
+        if report.registered or report.reregistered or report.unregistered:
+            self.log.info(
+                "registrations changed",
+                added=report.registered,
+                changed=report.reregistered,
+                removed=report.unregistered,
+            )
+        counts: dict[tuple[tuple[str, str], ...], float] = {}
+        for r in self.regs:
+            lab = (("kind", r.kind), ("source", r.source))
+            counts[lab] = counts.get(lab, 0) + 1
+        self.metrics.replace("rackplan_registrations", {}, counts)
+
+    def _forget_metrics(self, key: str) -> None:
+        labels = _labels(key)
+        for name in (
+            "rackplan_cross_rack_partitions",
+            "rackplan_cross_rack_ratio",
+            "rackplan_assigned_partitions",
+            "rackplan_plan_generation",
+            "rackplan_alerts_firing",
+        ):
+            self.metrics.remove(name, labels)
+
+    def _publish_tombstones(self) -> list[str]:
+        """Tombstones of unregistered keys (a key registered again meanwhile keeps its plan)."""
+        if not self._tombstone_pending:
+            return []
+        live = {r.key for r in self.regs}
+        keys = sorted(k for k in self._tombstone_pending if k not in live and self.book.latest(k) is not None)
+        self._tombstone_pending = set(keys)
+        if not keys or self.publisher is None:
+            return []
+        s = self.settings
+        try:
+            self.publisher.publish_many(s.plan_topic, [(k, None) for k in keys], s.io_timeout_s)
+        except PublishError as e:
+            self.metrics.inc("rackplan_publish_failures_total", {"record": "tombstone"})
+            self.log.error("tombstones not confirmed; will retry", keys=keys, error=str(e))
+            return []
+        for k in keys:
+            self.book.apply(k, None)
+            self.metrics.inc("rackplan_tombstones_published_total", {"kind": _labels(k)["kind"]})
+        self._tombstone_pending = set()
+        self.log.info("plans tombstoned", keys=keys)
+        return keys
 
     # ---- one cycle --------------------------------------------------------------
 
@@ -171,28 +433,29 @@ class Agent:
         m = self.metrics
         m.inc("rackplan_polls_total", {"result": "ok" if report.ok else "failed"})
         m.set("rackplan_poll_duration_seconds", report.duration_s)
-        if report.snapshot is not None:
-            m.set("rackplan_snapshot_timestamp_seconds", report.snapshot.taken_at)
-        if report.confirmed:
-            m.inc("rackplan_changes_confirmed_total")
-        for rec in report.published:
-            kind, name = rec.key.split("/", 1)
-            m.inc("rackplan_plans_published_total", {"kind": kind})
-            m.set(
-                "rackplan_cross_rack_partitions", rec.locality_after.cross_rack, {"kind": kind, "group": name}
-            )
-            m.set("rackplan_cross_rack_ratio", rec.locality_after.fraction, {"kind": kind, "group": name})
-        for ev in report.alerts:
-            m.inc("rackplan_alerts_total", {"status": ev.status})
-        m.set("rackplan_alerts_firing", len(self.alerts.firing()))
-        if self._pending_tombstones:
-            report.tombstoned, self._pending_tombstones = self._pending_tombstones, []
+        if self._tombstoned_at_start:
+            report.tombstoned = self._tombstoned_at_start + report.tombstoned
+            self._tombstoned_at_start = []
+        if report.ok and self._replayed and not self.ready:
+            self.ready = True
+            m.set("rackplan_ready", 1)
+            self.log.info("ready", registrations=len(self.regs), plans=len(self.book.live_keys()))
         if self.on_cycle is not None:
             self.on_cycle(report)
         return report
 
+    def _serve_logs(self) -> None:
+        """librdkafka's log lines of the admin client and producer arrive through their poll calls."""
+        poll = getattr(self.admin, "poll", None)
+        if callable(poll):
+            poll(0)
+        if self.publisher is not None:
+            self.publisher.poll()
+
     def _cycle(self) -> CycleReport:
         s = self.settings
+        self._serve_logs()
+        self._read_registrations(s.registrations.read_timeout_s)
 
         def retrying(attempt: int, delay: float, err: MetadataError) -> None:
             self.log.warning(
@@ -212,6 +475,7 @@ class Agent:
         self.known = known_racks(self.known, snap)
         racks = snap.resolve_racks(self.known)
         self.last_good = snap
+        self._snapshot_metrics(snap, racks)
         report = CycleReport(ok=True, snapshot=snap)
         change: SnapshotDiff | None = None
         previous: tuple[Snapshot, Racks] | None = None
@@ -232,6 +496,7 @@ class Agent:
                 previous, self.acted = self.acted, confirmed
                 change = d
                 report.confirmed = True
+                self._change_metrics(d)
                 self.log.info("metadata change confirmed", changes=d.counts(), reason=d.reason(limit=5))
             elif not d.empty:
                 self.log.info(
@@ -240,6 +505,7 @@ class Agent:
                     seen_polls=self.debounce.pending_polls,
                     required_polls=self.debounce.polls,
                 )
+        self._refresh_registrations(report, self._describe_wanted(change))
         candidates = [
             r
             for r in self.regs
@@ -247,14 +513,34 @@ class Agent:
         ]
         self._retry = set()
         acted_snap, acted_racks = self.acted
+        previous_fp = dict(self._fp) if change is not None else {}
         records: list[tuple[PlanRecord, Registration]] = []
         for reg in candidates:
             rec = self._plan(reg, acted_snap, acted_racks, change, report)
             if rec is not None:
                 records.append((rec, reg))
         replaced = self._publish(records, report)
-        self._evaluate_alerts(records, replaced, change, previous, acted_snap, acted_racks, report)
+        report.tombstoned += self._publish_tombstones()
+        self._group_metrics(acted_snap, acted_racks)
+        self._evaluate_alerts(
+            records, replaced, change, previous, previous_fp, acted_snap, acted_racks, report
+        )
         return report
+
+    def _describe_wanted(self, change: SnapshotDiff | None) -> list[str]:
+        """Consumer groups whose real membership this cycle needs."""
+        want = set(self._discovery)
+        for reg in self.regs:
+            if reg.kind != CONSUMER:
+                continue
+            if (
+                reg.key in self._initial_pending
+                or reg.key in self._retry
+                or (change is not None and not change.touched_topics.isdisjoint(reg.topics))
+            ):
+                want.add(reg.name)
+        want.update(k.partition("/")[2] for k in self.alerts.firing() if k.startswith(f"{CONSUMER}/"))
+        return sorted(want)
 
     def _plan(
         self,
@@ -266,6 +552,7 @@ class Agent:
     ) -> PlanRecord | None:
         last = self.book.latest(reg.key)
         fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
+        self._fp[reg.key] = fp
         if (
             last is not None
             and last.cluster_fingerprint == fp
@@ -276,7 +563,7 @@ class Agent:
             result = plan_for(snap, racks, reg, last)
         except Exception as e:  # an assignor bug must not stop the plans of other groups
             report.skipped[reg.key] = str(e) or repr(e)
-            self.metrics.inc("rackplan_plan_failures_total")
+            self.metrics.inc("rackplan_plan_failures_total", {"kind": reg.kind})
             if self._skip_logged.get(reg.key) != report.skipped[reg.key]:  # once per distinct reason
                 if isinstance(e, PlanSkipped):
                     self.log.warning("plan skipped", key=reg.key, reason=str(e))
@@ -286,6 +573,7 @@ class Agent:
             self._retry.add(reg.key)
             return None
         self._skip_logged.pop(reg.key, None)
+        self._planned_by_rack[reg.key] = result.after_by_rack
         if last is None:
             reason = "initial plan"
         elif last.registration_fingerprint != reg.fingerprint:
@@ -324,18 +612,23 @@ class Agent:
                 self.publisher.publish(s.plan_topic, rec.key, encode_value(rec), s.io_timeout_s)
             except PlanTooLargeError as e:
                 self.log.error("plan too large to publish", key=rec.key, error=str(e))
+                self.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
                 report.skipped[rec.key] = str(e)
                 continue
             except PublishError as e:
                 self.log.error("plan not confirmed; will retry", key=rec.key, error=str(e))
-                self.metrics.inc("rackplan_publish_failures_total")
+                self.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
                 self._retry.add(rec.key)
                 self._unpublished_reason[rec.key] = rec.reason
                 continue
             self._unpublished_reason.pop(rec.key, None)
             replaced[rec.key] = self.book.latest(rec.key)
             self.book.apply(rec.key, rec)
+            self._tombstone_pending.discard(rec.key)
             report.published.append(rec)
+            self.metrics.inc("rackplan_plans_published_total", {"kind": rec.kind})
+            self.metrics.set("rackplan_plan_generation", rec.generation, _labels(rec.key))
+            self._metrics_pending.add(rec.key)
             before = rec.locality_before
             self.log.info(
                 "plan published",
@@ -350,21 +643,102 @@ class Agent:
             )
         return replaced
 
+    # ---- metrics ----------------------------------------------------------------
+
+    def _snapshot_metrics(self, snap: Snapshot, racks: Racks) -> None:
+        m = self.metrics
+        m.set("rackplan_snapshot_timestamp_seconds", snap.taken_at)
+        m.set("rackplan_snapshot_partitions", snap.partition_count())
+        m.set("rackplan_snapshot_topics", len(snap.topics))
+        per_rack: dict[tuple[tuple[str, str], ...], float] = {}
+        for b in snap.brokers:
+            lab = (("rack", racks.get(b) or ""),)
+            per_rack[lab] = per_rack.get(lab, 0) + 1
+        m.replace("rackplan_brokers", {}, per_rack)
+
+    def _change_metrics(self, d: SnapshotDiff) -> None:
+        m = self.metrics
+        m.inc("rackplan_changes_confirmed_total")
+        for kind, count in d.counts().items():
+            m.inc("rackplan_metadata_changes_total", {"change": kind}, by=count)
+        per_topic: dict[str, int] = {}
+        for c in d.changes:
+            if c.kind == REPLICA_RACKS and c.topic is not None:
+                per_topic[c.topic] = per_topic.get(c.topic, 0) + 1
+        for topic, count in sorted(per_topic.items()):
+            m.inc("rackplan_topic_rack_changes_total", {"topic": topic}, by=count)
+
+    def _group_metrics(self, snap: Snapshot, racks: Racks) -> None:
+        """Per-rack locality of plans of record that are new or replayed.
+
+        A plan of record not republished after a change kept its scope
+        fingerprint, hence its locality: nothing to recount.
+        """
+        keys, self._metrics_pending = self._metrics_pending, set()
+        planned, self._planned_by_rack = self._planned_by_rack, {}
+        regs = {r.key: r for r in self.regs}
+        for key in sorted(keys):
+            rec, reg = self.book.latest(key), regs.get(key)
+            if rec is None or reg is None:
+                continue
+            by_rack = planned.get(key)
+            if by_rack is None or rec.cluster_fingerprint != self._fp.get(key):
+                by_rack = current_locality_by_rack(snap, racks, reg, rec)
+            labels = _labels(key)
+            series: dict[tuple[tuple[str, str], ...], float] = {}
+            for rack, loc in by_rack.items():
+                for locality, value in (
+                    ("local", loc.total - loc.cross_rack),
+                    ("cross_rack", loc.cross_rack),
+                ):
+                    lab = {**labels, "rack": rack or "", "locality": locality}
+                    series[tuple(sorted(lab.items()))] = value
+            self.metrics.replace("rackplan_assigned_partitions", labels, series)
+            total = total_locality(by_rack)
+            self.metrics.set("rackplan_cross_rack_partitions", total.cross_rack, labels)
+            self.metrics.set("rackplan_cross_rack_ratio", total.fraction, labels)
+
+    # ---- alerts -----------------------------------------------------------------
+
+    def _assignment_locality(
+        self, reg: Registration, rec: PlanRecord | None, snap: Snapshot, racks: Racks, fp: str | None = None
+    ) -> Locality | None:
+        """The group's current assignment under ``snap``: the real one where described, else the plan of record.
+
+        ``fp``: the registration's scope fingerprint at ``snap`` when known; a
+        plan made at that same scope already knows its locality.
+        """
+        real = self.real_groups.get(reg.name) if reg.kind == CONSUMER else None
+        if real is not None and any(m.assignment for m in real.members):
+            mr = member_racks(real, reg.spec.get("members") or [], self.settings.rack_mapping)
+            return assignment_locality(snap, racks, reg, real.assignment(), mr)
+        if rec is None:
+            return None
+        if (
+            fp is not None
+            and rec.cluster_fingerprint == fp
+            and rec.registration_fingerprint == reg.fingerprint
+        ):
+            return rec.locality_after
+        return current_locality(snap, racks, reg, rec)
+
     def _evaluate_alerts(
         self,
         records: list[tuple[PlanRecord, Registration]],
         replaced: dict[str, PlanRecord | None],
         change: SnapshotDiff | None,
         previous: tuple[Snapshot, Racks] | None,
+        previous_fp: Mapping[str, str],
         snap: Snapshot,
         racks: Racks,
         report: CycleReport,
     ) -> None:
         now = self.clock()
         published = {r.key for r in report.published}
-        events: list[AlertEvent] = []
+        events: list[AlertEvent] = list(report.alerts)  # resolutions of unregistered groups
+        evaluated: set[str] = set()
         regs = {r.key: r for r in self.regs}
-        # A confirmed change: the group's assignment (its plan before this cycle) under old vs new metadata.
+        # A confirmed change: the group's assignment (real, or its plan before this cycle) under old vs new.
         if change is not None and previous is not None:
             new_plans = {rec.key: rec for rec, _ in records if rec.key in published}
             for reg in self.regs:
@@ -372,10 +746,19 @@ class Agent:
                     continue
                 rec = new_plans.get(reg.key)
                 old = replaced.get(reg.key) if rec is not None else self.book.latest(reg.key)
-                if old is None:
+                fp_before, fp_now = previous_fp.get(reg.key), self._fp.get(reg.key)
+                before = self._assignment_locality(reg, old, previous[0], previous[1], fp_before)
+                if reg.name in self.real_groups and reg.kind == CONSUMER:
+                    now_loc = self._assignment_locality(reg, old, snap, racks)
+                elif rec is not None and rec.locality_before is not None:
+                    now_loc = rec.locality_before  # the planner counted the old plan under the new metadata
+                elif fp_before is not None and fp_before == fp_now:
+                    now_loc = before  # same rack sets for this group: same locality
+                else:
+                    now_loc = self._assignment_locality(reg, old, snap, racks, fp_now)
+                if before is None or now_loc is None:
                     continue
-                before = current_locality(previous[0], previous[1], reg, old)
-                now_loc = current_locality(snap, racks, reg, old)
+                evaluated.add(reg.key)
                 ev = self.alerts.evaluate(
                     reg.key,
                     before,
@@ -386,21 +769,52 @@ class Agent:
                 )
                 if ev is not None:
                     events.append(ev)
-        # Firing alerts resolve once the group's plan of record is local enough again.
-        for key in self.alerts.firing():
-            if key in published or key not in regs:
+        # The initial state: a group already bad when the agent starts (or when it is registered) alerts once.
+        for key in sorted(self._initial_pending):
+            initial, latest = regs.get(key), self.book.latest(key)
+            if initial is None or latest is None:
+                continue  # not planned yet: evaluated once it is
+            self._initial_pending.discard(key)
+            if key in evaluated:
                 continue
-            latest = self.book.latest(key)
-            if latest is None:
+            loc = self._assignment_locality(initial, latest, snap, racks, self._fp.get(key))
+            if loc is None:
                 continue
-            loc = current_locality(snap, racks, regs[key], latest)
-            ev = self.alerts.evaluate(key, loc, loc, loc, "", now)
+            evaluated.add(key)
+            ev = self.alerts.evaluate(
+                key, loc, loc, latest.locality_after,
+                f"initial state: {loc.cross_rack} of {loc.total} partitions read cross-rack", now,
+            )  # fmt: skip
             if ev is not None:
                 events.append(ev)
+        # Firing alerts resolve once the group's assignment is local enough again.
+        for key in self.alerts.firing():
+            if key in evaluated or key not in regs:
+                continue
+            latest = self.book.latest(key)
+            loc = self._assignment_locality(regs[key], latest, snap, racks, self._fp.get(key))
+            if loc is None:
+                continue
+            ev = self.alerts.evaluate(
+                key, loc, loc, None if latest is None else latest.locality_after, "", now
+            )
+            if ev is not None:
+                events.append(ev)
+        report.alerts = events
+        self._emit_alerts(events, now)
+
+    def _emit_alerts(self, events: list[AlertEvent], now: float) -> None:
+        m = self.metrics
         for ev in events:
-            report.alerts.append(ev)
             self.log.warning("locality alert", **ev.as_json())
-        if events and self.publisher is not None:
+            m.inc("rackplan_alerts_total", {"status": ev.status})
+            if ev.status == "firing":
+                m.set("rackplan_alerts_firing", 1, _labels(ev.key))
+            elif any(r.key == ev.key for r in self.regs):
+                m.set("rackplan_alerts_firing", 0, _labels(ev.key))
+        if self.webhook is not None:
+            self.webhook.notify(events, self.alerts.firing_events(), now)
+        if events and self.publisher is not None and self._alerts_topic_ok:
             try:
                 self.publisher.publish_many(
                     self.settings.alerts_topic,
@@ -409,7 +823,7 @@ class Agent:
                 )
             except PublishError as e:
                 self.log.error("alerts not published", error=str(e))
-                self.metrics.inc("rackplan_publish_failures_total")
+                m.inc("rackplan_publish_failures_total", {"record": "alert"})
 
     # ---- running ----------------------------------------------------------------
 
@@ -436,8 +850,14 @@ class Agent:
         if self.http is not None:
             self.http.close()
             self.http = None
+        if self.webhook is not None:
+            self.webhook.close(min(self.settings.io_timeout_s, 2 * self.settings.webhook.timeout_s))
+            self.webhook = None
+        if self._reg_tail is not None:
+            self._reg_tail.close()
+            self._reg_tail = None
         if self.publisher is not None:
-            left = self.publisher.flush(self.settings.io_timeout_s)
+            left = self.publisher.flush(self.settings.io_timeout_s) if self._own_publisher else 0
             if left:
                 self.log.error("records left unconfirmed at shutdown", count=left)
             self.publisher = None

@@ -142,23 +142,38 @@ def fetch_snapshot(
                 if _is_unknown_topic(e):
                     continue  # deleted since the listing: gone, not missing
                 raise MetadataError(f"describe topic {name!r} failed: {e}") from e
-            parts = sorted(desc.partitions, key=lambda p: p.id)
-            if [p.id for p in parts] != list(range(len(parts))):
-                raise MetadataError(f"topic {name!r}: partition ids are not 0..n-1")
+            parts = desc.partitions
+            ids = [p.id for p in parts]
+            if ids != list(range(len(ids))):  # brokers usually answer in order: sort only when not
+                parts = sorted(parts, key=lambda p: p.id)
+                if sorted(ids) != list(range(len(ids))):
+                    raise MetadataError(f"topic {name!r}: partition ids are not 0..n-1")
+            # List comprehensions, not generators: this runs for every partition of every poll.
             topics[name] = TopicState(
-                replicas=tuple(tuple(r.id for r in p.replicas) for p in parts),
-                leaders=tuple(p.leader.id if p.leader is not None else NO_LEADER for p in parts),
+                replicas=tuple([tuple([r.id for r in p.replicas]) for p in parts]),
+                leaders=tuple([p.leader.id if p.leader is not None else NO_LEADER for p in parts]),
             )
     return Snapshot(brokers=brokers, topics=topics, taken_at=now())
 
 
-def backoff_delays(settings: MetadataSettings, rng: Callable[[], float] = random.random) -> list[float]:
-    """Sleep before each retry: exponential, capped, with full jitter (no thundering herd)."""
+def jittered_delays(
+    attempts: int, initial_s: float, max_s: float, rng: Callable[[], float] = random.random
+) -> list[float]:
+    """Sleep before each of ``attempts - 1`` retries: exponential, capped, jittered to 50-100 % of the cap.
+
+    Shared by every retry loop of the agent (metadata polls, the webhook), so
+    clients restarted together do not retry in lockstep.
+    """
     out = []
-    for attempt in range(settings.max_attempts - 1):
-        cap = min(settings.backoff_max_s, settings.backoff_initial_s * (2**attempt))
+    for attempt in range(attempts - 1):
+        cap = min(max_s, initial_s * (2**attempt))
         out.append(cap * (0.5 + 0.5 * rng()))
     return out
+
+
+def backoff_delays(settings: MetadataSettings, rng: Callable[[], float] = random.random) -> list[float]:
+    """Sleep before each retry of a metadata poll."""
+    return jittered_delays(settings.max_attempts, settings.backoff_initial_s, settings.backoff_max_s, rng)
 
 
 def poll_snapshot(

@@ -37,41 +37,50 @@ class Registration:
     fetch_mode: str
     topics: frozenset[str]
     fingerprint: str
+    #: where its definition came from: file, topic, file+topic, discovered, file+discovered
+    source: str = "file"
+
+    @property
+    def members(self) -> int:
+        """Registered (or discovered) members or clients."""
+        return len(self.spec.get("members" if self.kind == CONSUMER else "clients") or [])
+
+
+def registration_topics(kind: str, spec: Mapping[str, Any]) -> frozenset[str]:
+    """Every topic a plan of ``spec`` depends on: what its members read (and Streams changelogs)."""
+    if kind == CONSUMER:
+        topics = {t for m in spec.get("members") or [] for t in m.get("topics") or []}
+        topics.update(spec.get("topics") or [])
+        return frozenset(topics)
+    return frozenset(
+        t
+        for s in spec.get("subtopologies") or []
+        for t in [*(s.get("source_topics") or []), *(s.get("changelog_topics") or [])]
+    )
+
+
+def make_registration(
+    kind: str, spec: Mapping[str, Any], default_fetch_mode: str, source: str
+) -> Registration:
+    """A registration of an already validated ``consumer_group`` / ``streams_app`` object."""
+    name = spec["group_id"] if kind == CONSUMER else spec["application_id"]
+    mode = spec.get("fetch_mode", default_fetch_mode)
+    return Registration(
+        key=plan_key(kind, name),
+        kind=kind,
+        name=name,
+        spec=spec,
+        fetch_mode="leader" if mode == "leader" else "nearest-replica",
+        topics=registration_topics(kind, spec),
+        fingerprint=fingerprint(spec),
+        source=source,
+    )
 
 
 def registrations(settings: Settings) -> list[Registration]:
-    """Registrations from the settings file, sorted by key."""
-    out = []
-    for g in settings.consumer_groups:
-        topics = frozenset(t for m in g.get("members") or [] for t in m.get("topics") or [])
-        out.append(
-            Registration(
-                key=plan_key(CONSUMER, g["group_id"]),
-                kind=CONSUMER,
-                name=g["group_id"],
-                spec=g,
-                fetch_mode=settings.group_fetch_mode(g),
-                topics=topics,
-                fingerprint=fingerprint(g),
-            )
-        )
-    for a in settings.streams_apps:
-        topics = frozenset(
-            t
-            for s in a.get("subtopologies") or []
-            for t in [*(s.get("source_topics") or []), *(s.get("changelog_topics") or [])]
-        )
-        out.append(
-            Registration(
-                key=plan_key(STREAMS, a["application_id"]),
-                kind=STREAMS,
-                name=a["application_id"],
-                spec=a,
-                fetch_mode=settings.group_fetch_mode(a),
-                topics=topics,
-                fingerprint=fingerprint(a),
-            )
-        )
+    """Registrations from the settings file alone, sorted by key (see :mod:`agent.registry` for the merge)."""
+    out = [make_registration(CONSUMER, g, settings.fetch_mode, "file") for g in settings.consumer_groups]
+    out += [make_registration(STREAMS, a, settings.fetch_mode, "file") for a in settings.streams_apps]
     return sorted(out, key=lambda r: r.key)
 
 
@@ -84,6 +93,8 @@ def scope_fingerprint(
     leaves it unchanged, so a restarted agent does not republish for it.
     """
     doc: dict[str, Any] = {}
+    # Few distinct replica lists exist (brokers are few): each one's rack list is computed once.
+    memo: dict[tuple[int, ...], list[str]] = {}
     for t in sorted(set(topics)):
         state = snapshot.topics.get(t)
         if state is None:
@@ -91,7 +102,9 @@ def scope_fingerprint(
             continue
         rows: list[Any] = []
         for p, replicas in enumerate(state.replicas):
-            rs = sorted({r for r in (racks.get(b) for b in replicas) if r is not None})
+            rs = memo.get(replicas)
+            if rs is None:
+                rs = memo[replicas] = sorted({r for r in (racks.get(b) for b in replicas) if r is not None})
             if fetch_mode == "leader":
                 leader = state.leaders[p]
                 rows.append([rs, None if leader == NO_LEADER else racks.get(leader)])
@@ -131,6 +144,22 @@ class LocalityJudge:
             cross += c
         return Locality(cross, total)
 
+    def count_by_rack(self, pairs: Iterable[tuple[str | None, str, int]]) -> dict[str | None, Locality]:
+        """Locality per member rack (None: members without a rack); sums to :meth:`count`."""
+        tallies: dict[str | None, list[int]] = {}
+        for rack, t, p in pairs:
+            c = self.cross(rack, t, p)
+            if c is None:
+                continue
+            tally = tallies.setdefault(rack, [0, 0])
+            tally[0] += c
+            tally[1] += 1
+        return {r: Locality(c, n) for r, (c, n) in tallies.items()}
+
+
+def total_locality(by_rack: Mapping[str | None, Locality]) -> Locality:
+    return Locality(sum(v.cross_rack for v in by_rack.values()), sum(v.total for v in by_rack.values()))
+
 
 # ---- consumer groups ----------------------------------------------------------
 
@@ -163,6 +192,8 @@ class PlanResult:
     moved: int
     before: Locality | None
     after: Locality
+    #: ``after`` per member rack (None: members without a rack), for metrics
+    after_by_rack: Mapping[str | None, Locality]
 
 
 def plan_consumer(
@@ -170,6 +201,8 @@ def plan_consumer(
 ) -> PlanResult:
     from assignor.consumer import plan_document
 
+    if not reg.spec.get("members"):
+        raise PlanSkipped(f"registration {reg.key}: no members registered or discovered")
     cluster = snapshot.to_cluster(racks, reg.topics)
     try:
         group = parse_consumer_group(_sticky_consumer_spec(reg.spec, last), cluster)
@@ -181,11 +214,11 @@ def plan_consumer(
         raise PlanSkipped(f"assignor {group.assignor!r} is not available: {e}") from None
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     member_racks = {m.member_id: m.rack for m in group.members}
-    after = judge.count(_consumer_pairs(doc["consumer_group"]["assignment"], member_racks))
+    by_rack = judge.count_by_rack(_consumer_pairs(doc["consumer_group"]["assignment"], member_racks))
     before = None
     if last is not None:
         before = judge.count(_consumer_pairs(last.body.get("assignment") or {}, member_racks))
-    return PlanResult(doc, int(doc["stats"].get("moved", 0)), before, after)
+    return PlanResult(doc, int(doc["stats"].get("moved", 0)), before, total_locality(by_rack), by_rack)
 
 
 # ---- Streams apps -------------------------------------------------------------
@@ -232,6 +265,8 @@ def plan_streams(
 ) -> PlanResult:
     from assignor.streams import plan_document
 
+    if not reg.spec.get("clients"):
+        raise PlanSkipped(f"registration {reg.key}: no clients registered")
     cluster = snapshot.to_cluster(racks, reg.topics)
     try:
         app = parse_streams_app(_sticky_streams_spec(reg.spec, last), cluster)
@@ -243,7 +278,7 @@ def plan_streams(
         raise PlanSkipped(f"Streams assignment not available yet: {e}") from None
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     new_assignment = doc["streams_app"]["assignment"]
-    after = judge.count(_streams_pairs(cluster, reg.spec, new_assignment))
+    by_rack = judge.count_by_rack(_streams_pairs(cluster, reg.spec, new_assignment))
     before = None
     moved = 0
     if last is not None:
@@ -256,7 +291,7 @@ def plan_streams(
             for t in a.get("active") or []
             if t in old_owner and old_owner[t] != pid
         )
-    return PlanResult(doc, moved, before, after)
+    return PlanResult(doc, moved, before, total_locality(by_rack), by_rack)
 
 
 def plan_for(
@@ -285,13 +320,34 @@ def instance_document(
     return doc
 
 
-def current_locality(
+def current_locality_by_rack(
     snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord
-) -> Locality:
-    """Locality of the last plan (the group's assignment as far as the agent knows) under a snapshot."""
+) -> dict[str | None, Locality]:
+    """Locality of the last plan (the group's assignment as far as the agent knows) per member rack."""
     cluster = snapshot.to_cluster(racks, reg.topics)
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     if reg.kind == CONSUMER:
         member_racks = {m.get("member_id"): m.get("rack") for m in reg.spec.get("members") or []}
-        return judge.count(_consumer_pairs(last.body.get("assignment") or {}, member_racks))
-    return judge.count(_streams_pairs(cluster, reg.spec, last.body.get("assignment") or {}))
+        return judge.count_by_rack(_consumer_pairs(last.body.get("assignment") or {}, member_racks))
+    return judge.count_by_rack(_streams_pairs(cluster, reg.spec, last.body.get("assignment") or {}))
+
+
+def current_locality(
+    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord
+) -> Locality:
+    """Locality of the last plan under a snapshot."""
+    return total_locality(current_locality_by_rack(snapshot, racks, reg, last))
+
+
+def assignment_locality(
+    snapshot: Snapshot,
+    racks: Mapping[int, str | None],
+    reg: Registration,
+    assignment: Mapping[str, Sequence[Sequence[Any]]],
+    member_racks: Mapping[str, str | None],
+) -> Locality:
+    """Locality of a consumer group's real assignment (member id -> [topic, partition]) under a snapshot."""
+    topics = {t for parts in assignment.values() for t, _ in parts}
+    cluster = snapshot.to_cluster(racks, topics)
+    judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
+    return judge.count(_consumer_pairs(assignment, member_racks))

@@ -200,4 +200,4 @@ class PlanBook:
 
     def live_keys(self) -> list[str]:
         """Keys whose latest record is a plan, not a tombstone; sorted."""
-        return sorted(k for k, r in self._latest.items() if r is not None)
+        return sorted(k for k, r in list(self._latest.items()) if r is not None)  # list(): HTTP thread reads

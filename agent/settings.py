@@ -10,8 +10,11 @@ settings' repr and :meth:`Settings.redacted` mask them.
 
 from __future__ import annotations
 
+import fnmatch
+import ipaddress
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +31,9 @@ MASK = "***"
 _SECRET_KEY = re.compile(r"(password|secret|token|jaas|credential|\.key$|key\.pem|keystore|private)", re.I)
 
 FetchMode = Literal["nearest-replica", "leader"]
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+#: labels of the webhook's alerts that the agent sets itself
+RESERVED_ALERT_LABELS = frozenset({"alertname", "kind", "group"})
 
 
 def is_secret_key(key: str) -> bool:
@@ -38,6 +44,17 @@ def is_secret_key(key: str) -> bool:
 def mask_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a client config with secret values replaced by ``***``."""
     return {k: (MASK if is_secret_key(k) else v) for k, v in sorted(config.items())}
+
+
+def redact_url(url: str) -> str:
+    """A URL with any ``user:password@`` replaced by ``***@``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
 
 
 class _Section(BaseModel):
@@ -103,6 +120,125 @@ class MetadataSettings(_Section):
     exclude_prefixes: tuple[str, ...] = ("__",)
 
 
+class WebhookSettings(_Section):
+    """Alertmanager API v2 (``POST /api/v2/alerts``); no ``url``, no webhook."""
+
+    url: str | None = None
+    #: per HTTP request; the poll loop never waits for the webhook
+    timeout_s: float = Field(default=5.0, gt=0)
+    max_attempts: int = Field(default=5, ge=1)
+    backoff_initial_s: float = Field(default=0.5, gt=0)
+    backoff_max_s: float = Field(default=30.0, gt=0)
+    #: firing alerts are sent again this often while they fire (Alertmanager expects it)
+    resend_interval_s: float = Field(default=60.0, gt=0)
+    #: batches waiting for delivery; beyond it the oldest batch is dropped (and counted)
+    queue_size: int = Field(default=100, ge=1)
+    #: extra labels on every alert (e.g. ``{cluster: prod}``)
+    labels: dict[str, str] = Field(default_factory=dict)
+    #: extra HTTP headers (e.g. Authorization); values are secrets, never logged
+    headers: dict[str, str] = Field(default_factory=dict)
+    #: back-link on every alert; default: none
+    generator_url: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and urllib.parse.urlsplit(v).scheme not in ("http", "https"):
+            raise ValueError(f"expected an http:// or https:// URL, got {redact_url(v)!r}")
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _label_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if not _LABEL_NAME.fullmatch(name) or name.startswith("__"):
+                raise ValueError(f"{name!r} is not a valid Prometheus label name")
+            if name in RESERVED_ALERT_LABELS:
+                raise ValueError(f"label {name!r} is set by the agent")
+        return v
+
+    def __repr_args__(self) -> Any:
+        yield "url", None if self.url is None else redact_url(self.url)
+        yield "headers", {k: MASK for k in sorted(self.headers)}
+        yield "labels", self.labels
+
+
+class RegistrationSettings(_Section):
+    """Registrations read from ``registrations_topic``."""
+
+    #: an entry older than this (its ``timestamp_ms``, else the record's timestamp) is dropped; 0: never
+    ttl_s: float = Field(default=300.0, ge=0)
+    #: per cycle, how long reading new registration records may take
+    read_timeout_s: float = Field(default=5.0, gt=0)
+    #: partitions of a registrations topic the agent creates
+    partitions: int = Field(default=1, ge=1)
+
+
+class RackRule(_Section):
+    """Rack of a consumer that does not register: by client host (CIDR) and/or client.id (glob)."""
+
+    rack: str = Field(min_length=1)
+    #: CIDR (``10.0.1.0/24``, ``2001:db8::/32``) or one address
+    host: str | None = None
+    #: fnmatch pattern on the client.id, case-sensitive
+    client_id: str | None = None
+
+    @field_validator("host")
+    @classmethod
+    def _cidr(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                ipaddress.ip_network(v, strict=False)
+            except ValueError as e:
+                raise ValueError(f"not a CIDR or address: {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _one_matcher(self) -> RackRule:
+        if self.host is None and self.client_id is None:
+            raise ValueError("a rack_mapping rule needs host (CIDR) or client_id (pattern), or both")
+        return self
+
+    def matches(self, client_id: str | None, host: str | None) -> bool:
+        """Every matcher the rule has must match (a rule with both needs both)."""
+        if self.client_id is not None and (
+            client_id is None or not fnmatch.fnmatchcase(client_id, self.client_id)
+        ):
+            return False
+        if self.host is not None:
+            addr = _ip(host)
+            if addr is None or addr not in ipaddress.ip_network(self.host, strict=False):
+                return False
+        return True
+
+
+def _ip(host: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """Kafka reports a client's host as ``/10.0.1.5``; anything that is not an address gives None."""
+    if not host:
+        return None
+    text = host.lstrip("/").strip("[]")
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def rack_for(rules: tuple[RackRule, ...], client_id: str | None, host: str | None) -> str | None:
+    """The rack of the first matching rule, in the order configured; None when none matches."""
+    for rule in rules:
+        if rule.matches(client_id, host):
+            return rule.rack
+    return None
+
+
+class MembershipSettings(_Section):
+    """The groups' real membership, from DescribeGroups (describe_consumer_groups)."""
+
+    describe_groups: bool = True
+    #: after the brokers answered "unsupported", try again only after this long
+    retry_unsupported_s: float = Field(default=600.0, ge=0)
+
+
 class LogSettings(_Section):
     #: auto: console on a TTY, JSON otherwise
     format: Literal["auto", "json", "console"] = "auto"
@@ -135,6 +271,11 @@ class Settings(BaseSettings):
     #: seconds to wait for a publish (delivery confirmed) or the plan-topic replay
     io_timeout_s: float = Field(default=30.0, gt=0)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
+    webhook: WebhookSettings = Field(default_factory=WebhookSettings)
+    registrations: RegistrationSettings = Field(default_factory=RegistrationSettings)
+    #: racks of consumers that do not register, first matching rule wins
+    rack_mapping: tuple[RackRule, ...] = ()
+    membership: MembershipSettings = Field(default_factory=MembershipSettings)
     metadata: MetadataSettings = Field(default_factory=MetadataSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
@@ -150,7 +291,7 @@ class Settings(BaseSettings):
         # First wins: environment over the file's values (passed as init arguments).
         return env_settings, init_settings
 
-    @field_validator("consumer_groups", "streams_apps", mode="before")
+    @field_validator("consumer_groups", "streams_apps", "rack_mapping", mode="before")
     @classmethod
     def _json_list(cls, v: Any) -> Any:
         # From the environment a list arrives as JSON text.
@@ -195,6 +336,9 @@ class Settings(BaseSettings):
         """Settings as a dict safe to log: secrets masked."""
         d = self.model_dump(mode="json")
         d["kafka"]["config"] = mask_config(self.kafka.config)
+        d["webhook"]["headers"] = {k: MASK for k in sorted(self.webhook.headers)}
+        if self.webhook.url is not None:
+            d["webhook"]["url"] = redact_url(self.webhook.url)
         return d
 
     def group_fetch_mode(self, group: Mapping[str, Any]) -> FetchMode:
@@ -208,6 +352,8 @@ def _topics_of(entry: Mapping[str, Any], kind: str) -> set[str]:
         for m in entry.get("members") or []:
             if isinstance(m, dict):
                 out.update(t for t in m.get("topics") or [] if isinstance(t, str))
+        if isinstance(entry.get("topics"), list):
+            out.update(t for t in entry["topics"] if isinstance(t, str))
     else:
         for s in entry.get("subtopologies") or []:
             if isinstance(s, dict):
@@ -234,6 +380,15 @@ def check_consumer_group(entry: Any, where: str) -> None:
         parse_consumer_group(entry, _placeholder_cluster(_topics_of(entry, "consumer_group")))
     except InputError as e:
         raise _reraise(e, where, "consumer_group") from None
+    _check_fetch_mode(entry, where)
+    topics = entry.get("topics")
+    if topics is not None and (
+        not isinstance(topics, list) or not all(isinstance(t, str) and t for t in topics)
+    ):
+        raise ValueError(f"{where}.topics: expected an array of topic names")
+
+
+def _check_fetch_mode(entry: Mapping[str, Any], where: str) -> None:
     mode = entry.get("fetch_mode")
     if mode is not None and mode not in ("nearest-replica", "leader"):
         raise ValueError(f"{where}.fetch_mode: expected nearest-replica or leader, got {mode!r}")
@@ -246,3 +401,4 @@ def check_streams_app(entry: Any, where: str) -> None:
         parse_streams_app(entry, _placeholder_cluster(_topics_of(entry, "streams_app")))
     except InputError as e:
         raise _reraise(e, where, "streams_app") from None
+    _check_fetch_mode(entry, where)

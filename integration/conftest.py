@@ -147,5 +147,8 @@ def kafka_bootstrap() -> str:
     """A real Kafka cluster for what the mock lacks (CreateTopics, DescribeConfigs, DescribeGroups)."""
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
     if not bootstrap:
-        pytest.skip("needs a real Kafka cluster: set KAFKA_BOOTSTRAP=host:port (the mock lacks CreateTopics)")
+        pytest.skip(
+            "needs a real Kafka cluster: set KAFKA_BOOTSTRAP=host:port "
+            "(the mock lacks CreateTopics, DescribeConfigs and DescribeGroups)"
+        )
     return bootstrap

@@ -78,9 +78,14 @@ def test_change_detected_and_plans_republished(
 
 
 def test_alert_raised_and_resolved(make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent) -> None:
+    from agent.demo import WebhookReceiver
+
     c = make_cluster()
     c.create_topic("payments", 6, 1)  # rf 1: decommissioning moves whole partitions between racks
-    agent = run_agent(agent_settings(c.bootstrap_servers, [range_group("payments", ["payments"])]), c)
+    receiver = WebhookReceiver()
+    webhook = {"url": receiver.url, "timeout_s": 2, "backoff_initial_s": 0.05}
+    settings = agent_settings(c.bootstrap_servers, [range_group("payments", ["payments"])], webhook=webhook)
+    agent = run_agent(settings, c)
     first = agent.wait_for(lambda r: r.ok)
     assert first.published[0].locality_after.cross_rack == 0
     c.decommission(3)
@@ -90,9 +95,12 @@ def test_alert_raised_and_resolved(make_cluster: Callable[..., EmbeddedCluster],
     assert firing[0].current > firing[0].previous
     resolved = agent.wait_for(lambda r: bool(r.alerts))
     assert [(a.key, a.status) for a in resolved.alerts] == [("consumer/payments", "resolved")]
-    agent.stop()
+    agent.stop()  # delivers what the webhook still has queued
     alerts = _read_alerts(c)
     assert [a["status"] for a in alerts] == ["firing", "resolved"]
+    # Alertmanager's view: the same alert (same labels) first active, then ended.
+    assert receiver.statuses() == [("firing", "consumer/payments"), ("resolved", "consumer/payments")]
+    receiver.close()
 
 
 def _read_alerts(c: EmbeddedCluster) -> list[dict[str, Any]]:
@@ -186,7 +194,7 @@ def test_missing_topics_are_named_with_the_command(
     configure("json", "info", stream=buf)
     admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
     missing = ensure_topics(admin, topic_specs(settings), 5, get_logger("t"))
-    assert [m.name for m in missing] == ["_rackplan.plans", "_rackplan.alerts"]
+    assert [m.name for m in missing] == ["_rackplan.plans", "_rackplan.alerts", "_rackplan.registrations"]
     out = buf.getvalue()
     assert "--topic _rackplan.plans --partitions 1 --config cleanup.policy=compact" in out
     assert '"broker_lacks_create_topics": true' in out

@@ -71,3 +71,33 @@ def test_rack_names() -> None:
     assert rack_names(3) == ("az-a", "az-b", "az-c")
     with pytest.raises(ValueError):
         rack_names(0)
+
+
+def test_librdkafka_logs_go_through_structlog(make_cluster: Callable[..., EmbeddedCluster]) -> None:
+    """The mock's own handle (ctypes log callback) and every agent client log as structured events."""
+    import io
+    import json
+
+    from agent.kafka_io import Publisher
+    from agent.logging import configure
+
+    buf = io.StringIO()
+    configure("json", "debug", stream=buf)
+    cluster = make_cluster(brokers_per_rack=1, racks=2)  # at debug, the mock's handle logs its own lines
+    cluster.create_topic("t", 1, 1)
+    publisher = Publisher({"bootstrap.servers": cluster.bootstrap_servers}, 1_000_000)
+    publisher.publish("t", "k", b"v", 10)
+    cluster.set_down(-1)
+    deadline = time.monotonic() + 5
+    while "FAIL" not in buf.getvalue() and time.monotonic() < deadline:
+        publisher.poll()
+        time.sleep(0.05)
+    cluster.set_up(-1)
+    publisher.flush(1)
+    events = [json.loads(line) for line in buf.getvalue().splitlines()]
+    kafka = [e for e in events if e.get("logger") == "rackplan.librdkafka"]
+    mock = [e for e in kafka if e.get("client") == "embedded-cluster"]
+    assert any(e["facility"] == "MOCK" and "Created topic" in e["event"] for e in mock)
+    fails = [e for e in kafka if e.get("facility") == "FAIL" and e["client"].startswith("rdkafka#producer")]
+    assert fails and fails[0]["level"] in ("warning", "error", "info") and "thread" in fails[0]
+    assert not any(e["event"].startswith("[thrd:") for e in kafka)  # the thread is a field, not noise

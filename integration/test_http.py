@@ -44,7 +44,14 @@ def test_endpoints(make_cluster: Callable[..., EmbeddedCluster]) -> None:
         assert 'rackplan_plans_published_total{kind="consumer"} 1' in body
         assert 'rackplan_cross_rack_partitions{group="payments",kind="consumer"}' in body
         assert 'rackplan_polls_total{result="ok"}' in body
-        assert "member" not in body  # no member ids in labels
+        assert (
+            'rackplan_assigned_partitions{group="payments",kind="consumer",locality="local",rack="az-a"}'
+            in body
+        )
+        assert 'rackplan_brokers{rack="az-b"} 2' in body
+        assert 'rackplan_registrations{kind="consumer",source="file"} 1' in body
+        assert "rackplan_ready 1" in body and "rackplan_snapshot_age_seconds " in body
+        assert "payments-a" not in body  # no member ids in labels
         status, body = get(port, "/v1/plans")
         plans: dict[str, Any] = json.loads(body)
         assert status == 200 and plans["consumer/payments"]["generation"] == 1
@@ -56,16 +63,35 @@ def test_endpoints(make_cluster: Callable[..., EmbeddedCluster]) -> None:
     assert agent.http is None
 
 
-def test_not_ready_before_the_first_snapshot(make_cluster: Callable[..., EmbeddedCluster]) -> None:
+def test_not_ready_until_replayed_and_a_first_complete_snapshot(
+    make_cluster: Callable[..., EmbeddedCluster],
+) -> None:
     c = make_cluster()
-    settings = agent_settings(c.bootstrap_servers, [], http={"port": 0})
-    agent = Agent(settings, serve_http=False)
+    c.create_topic("orders", 6, 2)
+    metadata = {"request_timeout_s": 0.5, "max_attempts": 1}
+    settings = agent_settings(
+        c.bootstrap_servers, [range_group("payments", ["orders"])], http={"port": 0}, metadata=metadata
+    )
+    agent = Agent(settings, create_missing_topics=topic_creator(c))
     from agent.http import AgentHttpServer
 
     server = AgentHttpServer(agent, "127.0.0.1", 0)
     server.start()
     try:
-        assert get(server.port, "/readyz") == (503, "not ready\n")
+        assert get(server.port, "/readyz") == (503, "not ready\n")  # nothing replayed yet
         assert get(server.port, "/healthz")[0] == 200
+        agent.start()
+        assert get(server.port, "/readyz")[0] == 503  # replayed, but no snapshot yet
+        c.set_down(-1)
+        assert not agent.run_once().ok
+        assert get(server.port, "/readyz")[0] == 503  # a failed poll is not a snapshot
+        assert "rackplan_ready 0" in get(server.port, "/metrics")[1]
+        c.set_up(-1)
+        deadline = time.monotonic() + 20
+        while not agent.run_once().ok and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert get(server.port, "/readyz") == (200, "ready\n")
+        assert "rackplan_ready 1" in get(server.port, "/metrics")[1]
     finally:
         server.close()
+        agent.close()

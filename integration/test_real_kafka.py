@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.admin._config import ConfigResource
 
 from agent.kafka_io import TopicSpec, ensure_topics
@@ -24,3 +24,51 @@ def test_create_topics_makes_a_compacted_plan_topic(kafka_bootstrap: str) -> Non
         assert configs["max.message.bytes"].value == "16777216"
     finally:
         admin.delete_topics([name], request_timeout=15)
+
+
+def test_describe_groups_gives_real_members_and_mapped_racks(kafka_bootstrap: str) -> None:
+    """What the mock cannot answer: a live group's members, their client.id and host, their assignment."""
+    import time
+
+    from confluent_kafka import Consumer
+
+    from agent.membership import GroupDescriber, member_racks
+    from agent.metrics import Metrics
+    from agent.registry import merge_registrations
+    from agent.settings import MembershipSettings, RackRule, Settings
+
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    topic = f"_rackplan.test.{uuid.uuid4().hex[:8]}"
+    group = f"rackplan-test-{uuid.uuid4().hex[:8]}"
+    admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(timeout=15)
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_bootstrap, "group.id": group, "client.id": "legacy-az-b-1"}
+    )
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(0.2)
+        assert consumer.assignment(), "the consumer never joined its group"
+        describer = GroupDescriber(
+            admin, MembershipSettings(), Metrics(), get_logger("t"), request_timeout_s=15
+        )
+        real = describer.describe([group])[group]
+        assert describer.enabled and describer.unsupported is None
+        (m,) = real.members
+        assert m.client_id == "legacy-az-b-1" and m.host and not m.host.startswith("/")
+        assert sorted(p for _, p in m.assignment) == [0, 1, 2, 3]
+        rules = (RackRule(rack="az-b", client_id="legacy-az-b-*"),)
+        assert member_racks(real, [], rules) == {m.member_id: "az-b"}
+        settings = Settings.model_validate(
+            {
+                "consumer_groups": [{"group_id": group, "members": [], "topics": [topic]}],
+                "rack_mapping": [{"client_id": "legacy-az-b-*", "rack": "az-b"}],
+            }
+        )
+        (reg,) = merge_registrations(settings, [], {group: real}).registrations
+        assert reg.source == "file+discovered"
+        assert reg.spec["members"] == [{"member_id": m.member_id, "rack": "az-b", "topics": [topic]}]
+    finally:
+        consumer.close()
+        admin.delete_topics([topic], request_timeout=15)

@@ -158,3 +158,24 @@ def test_file_must_be_a_mapping(tmp_path: Path) -> None:
     p.write_text("- 1\n", encoding="utf-8")
     with pytest.raises(ValueError, match="mapping"):
         Settings.load(p)
+
+
+def test_defaults_of_the_operations_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = Settings.load()
+    assert s.webhook.url is None and s.webhook.max_attempts == 5 and s.webhook.timeout_s == 5
+    assert s.registrations.ttl_s == 300 and s.rack_mapping == ()
+    assert s.membership.describe_groups is True
+    assert (s.alerts.cross_rack_threshold, s.alerts.worsen_delta) == (0.25, 0.10)
+    monkeypatch.setenv("RACKPLAN_WEBHOOK__URL", "http://am:9093/api/v2/alerts")
+    monkeypatch.setenv("RACKPLAN_ALERTS__WORSEN_DELTA", "0.2")
+    monkeypatch.setenv("RACKPLAN_REGISTRATIONS__TTL_S", "0")
+    s = Settings.load()
+    assert s.webhook.url == "http://am:9093/api/v2/alerts" and s.alerts.worsen_delta == 0.2
+    assert s.registrations.ttl_s == 0
+
+
+def test_a_consumer_group_may_wait_for_its_members() -> None:
+    s = Settings.model_validate({"consumer_groups": [{"group_id": "g", "members": [], "topics": ["orders"]}]})
+    assert s.consumer_groups[0]["topics"] == ["orders"]
+    with pytest.raises(ValidationError, match=r"consumer_groups\[0\].topics"):
+        Settings.model_validate({"consumer_groups": [{"group_id": "g", "members": [], "topics": "orders"}]})

@@ -1,0 +1,290 @@
+"""Registrations: the settings file, the registrations topic and the groups' real membership, merged.
+
+Records on ``registrations_topic`` (compacted) are keyed per member or client:
+``consumer/<group_id>/<member_id>`` or ``streams/<application_id>/<process_id>``
+(UTF-8, with ``%`` and ``/`` inside an id written ``%25`` and ``%2F`` so two
+members never share a key); the value (JSON, docs/registration-schema.json)
+repeats the ids and must match the key.  A tombstone removes the entry.  An
+entry expires ``registrations.ttl_s`` after its ``timestamp_ms`` (else the
+record's timestamp): clients re-publish their record to stay registered.  A
+malformed record is skipped with a logged reason and counted, never fatal.
+
+Merge precedence, per group or app:
+
+1. The settings file wins for everything it states: group-level fields
+   (assignor, fetch_mode, topics, Streams sub-topologies and options) and the
+   members or clients it lists.
+2. The topic adds members / clients the file does not list (by member_id /
+   process_id).  For a group the file does not define, each group-level field
+   comes from the newest record (timestamp, then key) that carries it.
+3. A consumer group left with no members takes its real members from
+   DescribeGroups, each member's rack from ``rack_mapping`` (first matching
+   rule), its topics from the group's ``topics`` or else the topics of the
+   group's current assignment.
+
+A group whose merged definition changes gets a new registration fingerprint,
+so the loop re-plans it; a group that disappears gets a tombstone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .membership import RealGroup
+from .planner import Registration, make_registration
+from .plans import CONSUMER, STREAMS
+from .settings import RackRule, Settings, check_consumer_group, check_streams_app, rack_for
+
+REGISTRATION_SCHEMA = 1
+#: fields of a consumer record that describe the member, then the group
+CONSUMER_MEMBER_FIELDS = ("member_id", "rack", "topics", "group_instance_id")
+CONSUMER_GROUP_FIELDS = ("assignor", "fetch_mode")
+#: fields of a Streams record that describe the client, then the app
+STREAMS_CLIENT_FIELDS = ("process_id", "rack", "threads", "tags")
+STREAMS_APP_FIELDS = (
+    "subtopologies",
+    "num_standby_replicas",
+    "acceptable_recovery_lag",
+    "max_warmup_replicas",
+    "rack_aware_assignment_tags",
+    "rack_aware",
+    "assignor",
+    "fetch_mode",
+)
+#: labels of rackplan_registration_records_skipped_total
+SKIP_REASONS = ("bad_key", "not_utf8", "not_json", "not_object", "schema", "key_mismatch", "invalid")
+
+
+class RegistrationRecordError(ValueError):
+    """A record that is not a registration; ``reason`` is one of :data:`SKIP_REASONS`."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One member's or client's registration, as read from the topic."""
+
+    key: str
+    kind: str
+    #: group id or application id
+    name: str
+    #: the contract member (consumer) or client (Streams) object: its registration fields only
+    member: Mapping[str, Any]
+    #: group- or app-level fields this record carries
+    group: Mapping[str, Any]
+    timestamp_ms: int
+
+    def same_content(self, other: Entry) -> bool:
+        return self.member == other.member and self.group == other.group
+
+
+def _escape(part: str) -> str:
+    return part.replace("%", "%25").replace("/", "%2F")
+
+
+def registration_key(kind: str, name: str, member: str) -> str:
+    """``consumer/<group_id>/<member_id>``; ``%`` and ``/`` inside an id are percent-encoded, so keys never collide."""
+    return f"{kind}/{_escape(name)}/{_escape(member)}"
+
+
+def _key_kind(key: str) -> str:
+    kind, sep, rest = key.partition("/")
+    if kind not in (CONSUMER, STREAMS) or not sep or "/" not in rest:
+        raise RegistrationRecordError(
+            "bad_key", f"key {key!r}: expected consumer/<group>/<member> or streams/<app>/<process>"
+        )
+    return kind
+
+
+def _nonempty_str(v: Any, where: str) -> str:
+    if not isinstance(v, str) or not v:
+        raise RegistrationRecordError("invalid", f"{where}: expected a non-empty string")
+    return v
+
+
+def decode_key(key: bytes | str | None) -> str:
+    if key is None:
+        raise RegistrationRecordError("bad_key", "record without a key")
+    try:
+        text = key.decode("utf-8") if isinstance(key, bytes) else key
+    except UnicodeDecodeError:
+        raise RegistrationRecordError("not_utf8", "key is not UTF-8") from None
+    _key_kind(text)
+    return text
+
+
+def decode_registration(
+    key: bytes | str | None, value: bytes | None, record_ts_ms: int | None
+) -> Entry | None:
+    """An entry, or None for a tombstone; :class:`RegistrationRecordError` when malformed."""
+    k = decode_key(key)
+    kind = _key_kind(k)
+    if value is None:
+        return None
+    try:
+        v = json.loads(value)
+    except UnicodeDecodeError:
+        raise RegistrationRecordError("not_utf8", f"{k}: value is not UTF-8") from None
+    except ValueError as e:
+        raise RegistrationRecordError("not_json", f"{k}: value is not JSON: {e}") from None
+    if not isinstance(v, dict):
+        raise RegistrationRecordError("not_object", f"{k}: value must be a JSON object")
+    if v.get("schema") != REGISTRATION_SCHEMA:
+        raise RegistrationRecordError("schema", f"{k}: unsupported schema {v.get('schema')!r}")
+    ts = v.get("timestamp_ms")
+    if ts is not None and (not isinstance(ts, int) or isinstance(ts, bool) or ts < 0):
+        raise RegistrationRecordError("invalid", f"{k}: timestamp_ms must be a non-negative integer")
+    timestamp = (
+        ts if ts is not None else (record_ts_ms if record_ts_ms is not None and record_ts_ms >= 0 else -1)
+    )
+    if kind == CONSUMER:
+        name = _nonempty_str(v.get("group_id"), f"{k}: group_id")
+        mid = _nonempty_str(v.get("member_id"), f"{k}: member_id")
+        member = {f: v[f] for f in CONSUMER_MEMBER_FIELDS if f in v}
+        group = {f: v[f] for f in CONSUMER_GROUP_FIELDS if f in v}
+        expected = registration_key(kind, name, mid)
+        spec: dict[str, Any] = {"group_id": name, **group, "members": [member]}
+        check = check_consumer_group
+    else:
+        name = _nonempty_str(v.get("application_id"), f"{k}: application_id")
+        mid = _nonempty_str(v.get("process_id"), f"{k}: process_id")
+        member = {f: v[f] for f in STREAMS_CLIENT_FIELDS if f in v}
+        group = {f: v[f] for f in STREAMS_APP_FIELDS if f in v}
+        expected = registration_key(kind, name, mid)
+        spec = {"application_id": name, "subtopologies": [], **group, "clients": [member]}
+        check = check_streams_app
+    if k != expected:
+        raise RegistrationRecordError("key_mismatch", f"key {k!r} does not match its value ({expected!r})")
+    try:
+        check(spec, k)
+    except ValueError as e:
+        raise RegistrationRecordError("invalid", str(e)) from None
+    return Entry(key=k, kind=kind, name=name, member=member, group=group, timestamp_ms=timestamp)
+
+
+class RegistrationStore:
+    """Live entries of the registrations topic; ``version`` changes whenever what they say changes."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_ms = int(ttl_s * 1000)
+        self._entries: dict[str, Entry] = {}
+        self.version = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def apply(self, key: str, entry: Entry | None, now_ms: int) -> bool:
+        """Apply one record (later offsets win); True when the registrations changed."""
+        old = self._entries.get(key)
+        if entry is None:
+            if old is None:
+                return False
+            del self._entries[key]
+            self.version += 1
+            return True
+        if entry.timestamp_ms < 0:  # neither the value nor the record had a timestamp
+            entry = Entry(entry.key, entry.kind, entry.name, entry.member, entry.group, now_ms)
+        self._entries[key] = entry
+        if old is not None and old.same_content(entry):
+            return False  # a heartbeat: only the timestamp moved
+        self.version += 1
+        return True
+
+    def expire(self, now_ms: int) -> list[str]:
+        """Drop entries older than the TTL; their keys, sorted."""
+        if self.ttl_ms <= 0:
+            return []
+        gone = sorted(k for k, e in self._entries.items() if now_ms - e.timestamp_ms > self.ttl_ms)
+        for k in gone:
+            del self._entries[k]
+        if gone:
+            self.version += 1
+        return gone
+
+    def entries(self) -> list[Entry]:
+        return [self._entries[k] for k in sorted(self._entries)]
+
+
+@dataclass
+class MergeResult:
+    registrations: list[Registration] = field(default_factory=list)
+    #: key -> why that group or app cannot be registered now
+    problems: dict[str, str] = field(default_factory=dict)
+
+
+def _newest_fields(entries: list[Entry]) -> dict[str, Any]:
+    """Each group-level field from the newest entry carrying it (timestamp, then key)."""
+    out: dict[str, Any] = {}
+    for e in sorted(entries, key=lambda e: (e.timestamp_ms, e.key)):
+        out.update(e.group)
+    return out
+
+
+def _discovered_members(
+    spec: Mapping[str, Any], group: RealGroup, rules: tuple[RackRule, ...]
+) -> list[dict[str, Any]]:
+    topics = list(spec.get("topics") or group.topics())
+    out = []
+    for m in group.members:
+        member: dict[str, Any] = {
+            "member_id": m.member_id,
+            "rack": rack_for(rules, m.client_id, m.host),
+            "topics": topics,
+        }
+        if m.group_instance_id is not None:
+            member["group_instance_id"] = m.group_instance_id
+        out.append(member)
+    return out
+
+
+def merge_registrations(
+    settings: Settings,
+    entries: Iterable[Entry],
+    discovered: Mapping[str, RealGroup] | None = None,
+) -> MergeResult:
+    """Every registration, sorted by key, merged as the module docstring says."""
+    discovered = discovered or {}
+    by_group: dict[tuple[str, str], list[Entry]] = {}
+    for e in entries:
+        by_group.setdefault((e.kind, e.name), []).append(e)
+    files: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for g in settings.consumer_groups:
+        files[(CONSUMER, g["group_id"])] = g
+    for a in settings.streams_apps:
+        files[(STREAMS, a["application_id"])] = a
+    result = MergeResult()
+    for kind, name in sorted(set(files).union(by_group)):
+        file_spec = files.get((kind, name))
+        topic_entries = by_group.get((kind, name), [])
+        members_key, id_key = ("members", "member_id") if kind == CONSUMER else ("clients", "process_id")
+        if file_spec is not None:
+            spec = dict(file_spec)
+            listed = {str(m.get(id_key)) for m in spec.get(members_key) or []}
+            extra = [dict(e.member) for e in topic_entries if str(e.member.get(id_key)) not in listed]
+            spec[members_key] = [*(spec.get(members_key) or []), *extra]
+            source = "file+topic" if extra else "file"
+        else:
+            spec = {("group_id" if kind == CONSUMER else "application_id"): name}
+            spec.update(_newest_fields(topic_entries))
+            spec[members_key] = [dict(e.member) for e in topic_entries]
+            source = "topic"
+        key = f"{kind}/{name}"
+        if kind == CONSUMER and not spec[members_key] and name in discovered:
+            spec[members_key] = _discovered_members(spec, discovered[name], settings.rack_mapping)
+            source = "discovered" if file_spec is None else "file+discovered"
+        if kind == STREAMS and not spec.get("subtopologies"):
+            result.problems[key] = "no registration of this app carries its subtopologies"
+            continue
+        try:
+            (check_consumer_group if kind == CONSUMER else check_streams_app)(spec, key)
+        except ValueError as e:
+            result.problems[key] = str(e)
+            continue
+        result.registrations.append(make_registration(kind, spec, settings.fetch_mode, source))
+    return result

@@ -1,0 +1,161 @@
+"""Real group membership from DescribeGroups: parsing, member racks, and degrading when brokers cannot say."""
+
+from __future__ import annotations
+
+import io
+import json
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException
+
+from agent.logging import configure, get_logger
+from agent.membership import GroupDescriber, RealGroup, RealMember, member_racks, real_group
+from agent.metrics import Metrics
+from agent.settings import MembershipSettings, RackRule
+
+
+@dataclass
+class TP:
+    topic: str
+    partition: int
+
+
+@dataclass
+class Assignment:
+    topic_partitions: list[TP]
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: Assignment
+    group_instance_id: str | None = None
+
+
+@dataclass
+class State:
+    name: str
+
+
+@dataclass
+class Desc:
+    group_id: str
+    members: list[Member]
+    state: State = field(default_factory=lambda: State("STABLE"))
+
+
+def done(v: Any) -> Future[Any]:
+    f: Future[Any] = Future()
+    f.set_result(v)
+    return f
+
+
+def failed(code: int) -> Future[Any]:
+    f: Future[Any] = Future()
+    f.set_exception(KafkaException(KafkaError(code)))
+    return f
+
+
+class FakeAdmin:
+    def __init__(self, groups: dict[str, Any]) -> None:
+        self.groups = groups
+        self.calls: list[list[str]] = []
+
+    def describe_consumer_groups(self, ids: list[str], **_kw: Any) -> dict[str, Future[Any]]:
+        self.calls.append(list(ids))
+        return {
+            g: (self.groups[g] if isinstance(self.groups[g], Future) else done(self.groups[g])) for g in ids
+        }
+
+
+def desc() -> Desc:
+    return Desc(
+        "payments",
+        [
+            Member(
+                "m-2", "pay-az-b-1", "/10.0.2.9", Assignment([TP("orders", 3), TP("orders", 1)]), "inst-2"
+            ),
+            Member("m-1", "pay-az-a-1", "/10.0.1.9", Assignment([TP("orders", 0)])),
+        ],
+    )
+
+
+def test_real_group_is_plain_sorted_data() -> None:
+    g = real_group(desc())
+    assert g.group_id == "payments" and g.state == "STABLE"
+    assert [m.member_id for m in g.members] == ["m-1", "m-2"]
+    assert g.members[1] == RealMember(
+        "m-2", "pay-az-b-1", "10.0.2.9", "inst-2", (("orders", 1), ("orders", 3))
+    )
+    assert g.assignment() == {"m-1": [["orders", 0]], "m-2": [["orders", 1], ["orders", 3]]}
+    assert g.topics() == ["orders"]
+
+
+def test_member_racks_registration_first_then_rules() -> None:
+    g = real_group(desc())
+    rules = (RackRule(rack="az-b", host="10.0.2.0/24"), RackRule(rack="az-a", client_id="pay-az-a-*"))
+    assert member_racks(g, [], rules) == {"m-1": "az-a", "m-2": "az-b"}
+    registered = [
+        {"member_id": "m-1", "rack": "az-c"},
+        {"member_id": "old", "group_instance_id": "inst-2", "rack": None},
+    ]
+    assert member_racks(g, registered, rules) == {"m-1": "az-c", "m-2": None}  # by id, then by instance id
+
+
+def describer(admin: FakeAdmin, clock: list[float], **kw: Any) -> tuple[GroupDescriber, Metrics, io.StringIO]:
+    buf = io.StringIO()
+    configure("json", "info", stream=buf)
+    m = Metrics()
+    d = GroupDescriber(
+        admin,
+        MembershipSettings(**kw),
+        m,
+        get_logger("t"),
+        request_timeout_s=1,
+        batch_size=2,
+        clock=lambda: clock[0],
+    )
+    return d, m, buf
+
+
+def test_described_in_batches() -> None:
+    admin = FakeAdmin({"a": Desc("a", []), "b": desc(), "c": Desc("c", [], State("DEAD"))})
+    d, _, _ = describer(admin, [0.0])
+    out = d.describe(["c", "b", "a", "b"])
+    assert admin.calls == [["a", "b"], ["c"]]
+    assert out["b"] == real_group(desc()) and out["c"] == RealGroup("c", "DEAD", ())
+
+
+def test_unsupported_brokers_degrade_with_a_logged_reason_and_retry_later() -> None:
+    clock = [0.0]
+    admin = FakeAdmin({"a": failed(KafkaError._UNSUPPORTED_FEATURE), "b": desc()})
+    d, m, buf = describer(admin, clock, retry_unsupported_s=600)
+    assert d.describe(["a", "b"]) == {}
+    assert not d.enabled and d.unsupported is not None and "_UNSUPPORTED_FEATURE" in d.unsupported
+    assert d.describe(["a", "b"]) == {} and len(admin.calls) == 1  # not asked again meanwhile
+    logs = [json.loads(line) for line in buf.getvalue().splitlines()]
+    assert len(logs) == 1 and logs[0]["level"] == "warning" and "not supported" in logs[0]["event"]
+    assert m.get("rackplan_describe_groups_failures_total", {"reason": "unsupported"}) == 1
+    clock[0] = 601.0
+    admin.groups["a"] = Desc("a", [])
+    assert set(d.describe(["a", "b"])) == {"a", "b"} and d.enabled
+
+
+def test_a_failing_group_does_not_hide_the_others() -> None:
+    admin = FakeAdmin({"a": failed(KafkaError.GROUP_AUTHORIZATION_FAILED), "b": desc()})
+    d, m, buf = describer(admin, [0.0])
+    assert set(d.describe(["a", "b"])) == {"b"}
+    assert set(d.describe(["a", "b"])) == {"b"}
+    assert m.get("rackplan_describe_groups_failures_total", {"reason": "GROUP_AUTHORIZATION_FAILED"}) == 2
+    assert len(buf.getvalue().splitlines()) == 1  # logged once per distinct reason
+    assert d.enabled
+
+
+def test_switched_off() -> None:
+    admin = FakeAdmin({"a": desc()})
+    d, _, _ = describer(admin, [0.0], describe_groups=False)
+    assert d.describe(["a"]) == {} and admin.calls == []
