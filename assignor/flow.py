@@ -7,6 +7,11 @@ distinct shortest-path lengths times the number of paths, which stays tiny
 when members are aggregated by rack and partitions by rack set (tens of
 nodes), however many units of flow cross the graph.
 
+:func:`min_cost_flow_phases` solves the same problem for graphs with
+thousands of nodes (one per task, say) by the primal-dual method: one
+Dijkstra per distinct shortest-path length, then every shortest path at
+once.  Both solvers build the same residual graph (:class:`_Residual`).
+
 Graphs are given as plain edge lists, so callers build them with integers and
 lists, and the same input always gives the same flow (ties are broken by edge
 order).
@@ -31,6 +36,65 @@ class FlowResult:
     flow: list[int]  # per input edge, in input order
 
 
+class _Residual:
+    """The residual graph both solvers work on: arcs in pairs (``e``, ``e ^ 1`` its reverse).
+
+    Input edge ``i`` is arc ``2 * i``; then one arc from the super source ``s``
+    to each supply node and one from each demand node to the super sink ``t``,
+    in node order.  ``need`` is the total supply.
+    """
+
+    __slots__ = ("adj", "cap", "cost", "head", "n", "n_input", "need", "s", "t")
+
+    def __init__(
+        self, num_nodes: int, edges: Sequence[tuple[int, int, int, int]], supply: Sequence[int]
+    ) -> None:
+        if len(supply) != num_nodes:
+            raise ValueError("supply must have one entry per node")
+        if sum(supply) != 0:
+            raise InfeasibleFlow(f"supplies sum to {sum(supply)}, not 0")
+        self.s, self.t = s, t = num_nodes, num_nodes + 1
+        self.n = n = num_nodes + 2
+        head: list[int] = []
+        cap: list[int] = []
+        cost: list[int] = []
+        adj: list[list[int]] = [[] for _ in range(n)]
+        for u, v, c, w in edges:
+            if c < 0 or w < 0:
+                raise ValueError(f"edge {u}->{v}: capacity and cost must be non-negative")
+            e = len(head)
+            head += (v, u)
+            cap += (c, 0)
+            cost += (w, -w)
+            adj[u].append(e)
+            adj[v].append(e + 1)
+        self.n_input = len(head)
+        need = 0
+        for v, b in enumerate(supply):
+            e = len(head)
+            if b > 0:
+                head += (v, s)
+                adj[s].append(e)
+                adj[v].append(e + 1)
+                need += b
+            elif b < 0:
+                head += (t, v)
+                adj[v].append(e)
+                adj[t].append(e + 1)
+            else:
+                continue
+            cap += (abs(b), 0)
+            cost += (0, 0)
+        self.head, self.cap, self.cost, self.adj, self.need = head, cap, cost, adj, need
+
+    def result(self) -> FlowResult:
+        cap, cost = self.cap, self.cost
+        flow = cap[1 : self.n_input : 2]
+        return FlowResult(
+            cost=sum(f * w for f, w in zip(flow, cost[0 : self.n_input : 2], strict=True)), flow=flow
+        )
+
+
 def min_cost_flow(
     num_nodes: int, edges: Sequence[tuple[int, int, int, int]], supply: Sequence[int]
 ) -> FlowResult:
@@ -41,40 +105,9 @@ def min_cost_flow(
     must receive, and the supplies sum to zero.  Raises :class:`InfeasibleFlow`
     when no flow satisfies them.
     """
-    if len(supply) != num_nodes:
-        raise ValueError("supply must have one entry per node")
-    if sum(supply) != 0:
-        raise InfeasibleFlow(f"supplies sum to {sum(supply)}, not 0")
-    # Super source S and sink T turn supplies into one s-t flow problem.
-    s, t = num_nodes, num_nodes + 1
-    n = num_nodes + 2
-    head: list[int] = []
-    cap: list[int] = []
-    cost: list[int] = []
-    adj: list[list[int]] = [[] for _ in range(n)]
-
-    def add(u: int, v: int, c: int, w: int) -> int:
-        if c < 0 or w < 0:
-            raise ValueError(f"edge {u}->{v}: capacity and cost must be non-negative")
-        e = len(head)
-        head.extend((v, u))
-        cap.extend((c, 0))
-        cost.extend((w, -w))
-        adj[u].append(e)
-        adj[v].append(e + 1)
-        return e
-
-    ids = [add(u, v, c, w) for u, v, c, w in edges]
-    need = 0
-    for v, b in enumerate(supply):
-        if b > 0:
-            add(s, v, b, 0)
-            need += b
-        elif b < 0:
-            add(v, t, -b, 0)
-
+    g = _Residual(num_nodes, edges, supply)
+    n, s, t, head, cap, cost, adj, need = g.n, g.s, g.t, g.head, g.cap, g.cost, g.adj, g.need
     potential = [0] * n  # valid: all costs non-negative at start
-    total_cost = 0
     sent = 0
     while sent < need:
         dist = [INF] * n
@@ -110,10 +143,9 @@ def min_cost_flow(
             e = via[v]
             cap[e] -= push
             cap[e ^ 1] += push
-            total_cost += push * cost[e]
             v = head[e ^ 1]
         sent += push
-    return FlowResult(cost=total_cost, flow=[cap[e + 1] for e in ids])
+    return g.result()
 
 
 def min_cost_flow_phases(
@@ -123,117 +155,88 @@ def min_cost_flow_phases(
 
     Each phase runs one Dijkstra (stopping at the sink) to raise the node
     potentials, then saturates *every* shortest path at once with a blocking
-    flow (Dinic) on the zero-reduced-cost edges.  The number of phases is the
+    flow (Dinic) on the zero-reduced-cost arcs.  The number of phases is the
     number of distinct shortest-path lengths, which is small when costs are
     small integers (rack traffic weights), so graphs with tens of thousands of
     unit edges solve in a handful of phases instead of one Dijkstra per unit.
-    Exact for non-negative integer costs; deterministic (edge order breaks ties).
+    Exact for non-negative integer costs; deterministic (arc order breaks ties).
     """
-    if len(supply) != num_nodes:
-        raise ValueError("supply must have one entry per node")
-    if sum(supply) != 0:
-        raise InfeasibleFlow(f"supplies sum to {sum(supply)}, not 0")
-    s, t = num_nodes, num_nodes + 1
-    n = num_nodes + 2
-    head: list[int] = []
-    cap: list[int] = []
-    cost: list[int] = []
-    adj: list[list[int]] = [[] for _ in range(n)]
-    for u, v, c, w in edges:
-        if c < 0 or w < 0:
-            raise ValueError(f"edge {u}->{v}: capacity and cost must be non-negative")
-        e = len(head)
-        head.extend((v, u))
-        cap.extend((c, 0))
-        cost.extend((w, -w))
-        adj[u].append(e)
-        adj[v].append(e + 1)
-    n_input = len(head)
-    need = 0
-    for v, b in enumerate(supply):
-        e = len(head)
-        if b > 0:
-            head.extend((v, s))
-            cap.extend((b, 0))
-            cost.extend((0, 0))
-            adj[s].append(e)
-            adj[v].append(e + 1)
-            need += b
-        elif b < 0:
-            head.extend((t, v))
-            cap.extend((-b, 0))
-            cost.extend((0, 0))
-            adj[v].append(e)
-            adj[t].append(e + 1)
-    pot = [0] * n
+    g = _Residual(num_nodes, edges, supply)
+    pot = [0] * g.n
     sent = 0
+    while sent < g.need:
+        dist, dt = _dijkstra(g, pot)
+        if dt < 0:
+            raise InfeasibleFlow(f"only {sent} of {g.need} units can be routed")
+        # Settled nodes (closer than the sink) move by their distance, the rest by the sink's:
+        # every residual arc keeps a non-negative reduced cost, shortest paths get zero.
+        pot = [p + (d if d < dt else dt) for p, d in zip(pot, dist, strict=True)]
+        sent += _blocking_flows(g, pot, g.need - sent)
+    return g.result()
+
+
+def _dijkstra(g: _Residual, pot: list[int]) -> tuple[list[int], int]:
+    """Reduced distances from the source, stopped once the sink is settled; the sink's is -1 if unreachable.
+
+    Reduced costs are small non-negative integers, so nodes wait in one list
+    per distance (a bucket queue) and the heap holds only distinct distances.
+    """
+    head, cap, cost, adj, t = g.head, g.cap, g.cost, g.adj, g.t
+    unreached = 1 << 62
+    dist = [unreached] * g.n
+    dist[g.s] = 0
+    buckets = {0: [g.s]}
+    keys = [0]
     heappush, heappop = heapq.heappush, heapq.heappop
-    while sent < need:
-        # Dijkstra on reduced costs, stopped once the sink is settled.
-        dist: list[float] = [INF] * n
-        dist[s] = 0
-        done = [False] * n
-        heap: list[tuple[float, int]] = [(0, s)]
-        dt = INF
-        while heap:
-            d, u = heappop(heap)
-            if done[u]:
-                continue
-            done[u] = True
+    while keys:
+        d = heappop(keys)
+        for u in buckets.pop(d):
+            if dist[u] != d:
+                continue  # reached again at a shorter distance
             if u == t:
-                dt = d
-                break
+                return dist, d
             pu = pot[u] + d
             for e in adj[u]:
-                if cap[e] > 0:
+                if cap[e]:
                     v = head[e]
-                    if not done[v]:
-                        nd = pu + cost[e] - pot[v]
-                        if nd < dist[v]:
-                            dist[v] = nd
-                            heappush(heap, (nd, v))
-        if dt == INF:
-            raise InfeasibleFlow(f"only {sent} of {need} units can be routed")
-        idt = int(dt)
-        for v in range(n):
-            dv = dist[v]
-            pot[v] += int(dv) if done[v] else idt
-        sent += _blocking_flows(n, s, t, head, cap, cost, adj, pot, need - sent)
-    return FlowResult(
-        cost=sum(cap[e + 1] * cost[e] for e in range(0, n_input, 2)),
-        flow=[cap[e + 1] for e in range(0, n_input, 2)],
-    )
+                    nd = pu + cost[e] - pot[v]
+                    if nd < dist[v]:
+                        dist[v] = nd
+                        bucket = buckets.get(nd)
+                        if bucket is None:
+                            buckets[nd] = [v]
+                            heappush(keys, nd)
+                        else:
+                            bucket.append(v)
+    return dist, -1
 
 
-def _blocking_flows(
-    n: int,
-    s: int,
-    t: int,
-    head: list[int],
-    cap: list[int],
-    cost: list[int],
-    adj: list[list[int]],
-    pot: list[int],
-    limit: int,
-) -> int:
-    """Dinic max flow from ``s`` to ``t`` on the residual edges of zero reduced cost, up to ``limit``."""
+def _blocking_flows(g: _Residual, pot: list[int], limit: int) -> int:
+    """Dinic max flow from source to sink on the residual arcs of zero reduced cost, up to ``limit``.
+
+    Levels count arcs *to the sink* (a backward BFS), so the depth-first search
+    only enters nodes that lie on a shortest path and meets dead ends only
+    where this round saturated an arc.  It still takes, in arc order, the
+    same paths as a search with levels counted from the source.
+    """
+    n, s, t, head, cap, cost, adj = g.n, g.s, g.t, g.head, g.cap, g.cost, g.adj
     total = 0
     while total < limit:
         level = [-1] * n
-        level[s] = 0
-        queue = [s]
-        for u in queue:
-            lu = level[u] + 1
-            if level[t] >= 0 and lu > level[t]:
-                break  # nodes at the sink's level or beyond cannot lie on a shortest path
-            pu = pot[u]
-            for e in adj[u]:
-                if cap[e] > 0:
-                    v = head[e]
-                    if level[v] < 0 and cost[e] + pu - pot[v] == 0:
-                        level[v] = lu
-                        queue.append(v)
-        if level[t] < 0:
+        level[t] = 0
+        queue = [t]
+        for v in queue:
+            if level[s] >= 0:
+                break
+            lv = level[v] + 1
+            pv = pot[v]
+            for e in adj[v]:
+                if cap[e ^ 1]:  # the arc head[e] -> v has room
+                    u = head[e]
+                    if level[u] < 0 and pot[u] - cost[e] == pv:
+                        level[u] = lv
+                        queue.append(u)
+        if level[s] < 0:
             return total
         it = [0] * n
         path: list[int] = []
@@ -252,28 +255,26 @@ def _blocking_flows(
                         cut = i
                 total += push
                 del path[cut:]
-                u = s if not path else head[path[-1]]
+                u = head[path[-1]] if path else s
                 continue
-            edges_u = adj[u]
+            arcs = adj[u]
             i = it[u]
-            lu = level[u] + 1
+            m = len(arcs)
+            lu = level[u] - 1
             pu = pot[u]
-            advanced = False
-            while i < len(edges_u):
-                e = edges_u[i]
-                if cap[e] > 0:
+            while i < m:
+                e = arcs[i]
+                if cap[e]:
                     v = head[e]
-                    if level[v] == lu and cost[e] + pu - pot[v] == 0:
-                        path.append(e)
-                        u = v
-                        advanced = True
+                    if level[v] == lu and cost[e] + pu == pot[v]:
                         break
                 i += 1
-            it[u if not advanced else head[path[-1] ^ 1]] = i
-            if advanced:
+            it[u] = i
+            if i < m:
+                path.append(arcs[i])
+                u = head[arcs[i]]
                 continue
-            # dead end: retreat
-            level[u] = -1
+            level[u] = -1  # dead end: retreat
             if not path:
                 break
             e = path.pop()

@@ -22,12 +22,14 @@ class Lags:
         self.lag: dict[tuple[int, int], int] = {}
         self.caught_up: dict[int, list[int]] = {}
         self.best: dict[int, tuple[float, int]] = {}
+        self.by_task: dict[int, list[tuple[int, int]]] = {}  # (lag, client) per task
         for c, client in enumerate(model.clients):
             for tid, lag in client.task_lags.items():
                 t = model.index.get(tid)
                 if t is None or not model.stateful[t]:
                     continue
                 self.lag[(c, t)] = lag
+                self.by_task.setdefault(t, []).append((lag, c))
                 if lag <= app.acceptable_recovery_lag:
                     self.caught_up.setdefault(t, []).append(c)
                 if (lag, c) < self.best.get(t, (UNKNOWN, -1)):
@@ -44,8 +46,8 @@ class Lags:
         return best is not None and best[0] < self.of(c, t)
 
     def most_caught_up(self, t: int, exclude: int) -> int | None:
-        ranked = sorted((lag, c) for (c, tt), lag in self.lag.items() if tt == t and c != exclude)
-        return ranked[0][1] if ranked else None
+        ranked = [(lag, c) for lag, c in self.by_task.get(t, ()) if c != exclude]
+        return min(ranked)[1] if ranked else None
 
 
 def _least_loaded(state: State, clients: list[int]) -> int | None:

@@ -1,14 +1,28 @@
 """Rack-aware optimisation of a Streams assignment (KIP-925), on aggregated flow graphs.
 
 Kafka builds one edge per (task, client) pair and cancels cycles.  Here a
-task's traffic cost depends only on its client's *rack*, so tasks reach a
-rack node (one per rack, or per rack and sub-topology for
-``balance_subtopology``) through a class node shared by every task with the
-same cost profile, and reach the clients that cost them no move (the baseline
-owner, optionally previous owners) through one direct edge each.  The optimum
-of that graph equals the optimum of Kafka's full graph: any full solution maps
-to one of equal cost, and any flow here is realised by tasks on clients at no
-greater cost.  Client loads are those of the baseline, as in Kafka.
+task's traffic cost depends only on its client's *rack*, so tasks with one
+cost profile share a class node that reaches one node per rack (per rack and
+sub-topology for ``balance_subtopology``); a task reaches the clients that
+cost it no move (the baseline owner, optionally previous owners) through one
+direct edge each, and tasks with the same profile and the same such clients
+share one node.  Client loads are those of the baseline, as in Kafka.
+
+Two graphs.  The *full* one sends each (rack, sub-topology) node to each
+client of the rack through the client's cap for that sub-topology; its
+optimum is that of Kafka's graph (any solution of one maps to a solution of
+the other at the same cost).  The *pooled* one drops the per-client caps:
+the rack's (rack, sub-topology) nodes feed one pool node per rack, which
+feeds the rack's clients, so clients x sub-topologies edges become clients
++ sub-topologies.  That is a relaxation, so its optimum is a lower bound;
+its arrivals are then placed on clients under the caps (a bipartite
+b-matching), and when they fit the bound is reached, so the placement is
+optimal.  When they do not fit, the full graph is solved.  ``min_traffic``
+has no per-sub-topology caps: there the pooled graph is exact.
+
+When moving is free (no non-overlap cost, Kafka's weights for stateless
+tasks), ties are broken towards staying: among the cheapest placements, one
+with the fewest moves.
 """
 
 from __future__ import annotations
@@ -16,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from .flow import min_cost_flow_phases
+from .flow import InfeasibleFlow, min_cost_flow_phases
 from .model import StreamsApp
 from .streams_tasks import State, TaskModel
 
@@ -58,6 +72,314 @@ def subtopology_caps(
     }
 
 
+class _Problem:
+    """One rack optimisation, indexed: task nodes (interchangeable tasks), classes, racks, caps."""
+
+    def __init__(
+        self,
+        model: TaskModel,
+        tasks: Sequence[int],
+        owner: dict[int, int],
+        balance: bool,
+        traffic: int,
+        non_overlap: int,
+        previous: Sequence[Sequence[int]] | None,
+        vectors: dict[int, tuple[int, ...]],
+        groups: list[int],
+    ) -> None:
+        self.groups = groups
+        self.group_of = model.group_of
+        self.traffic = traffic
+        self.non_overlap = non_overlap
+        self.balance = balance
+        self.counts = counts = [0] * model.num_clients
+        for t in tasks:
+            counts[owner[t]] += 1
+        self.clients = [i for i in range(model.num_clients) if counts[i]]
+        self.racks = sorted({model.group_of[i] for i in self.clients})
+        sub_of = model.sub_of
+        per_bucket: dict[int, int] = {}
+        for t in tasks:
+            j = sub_of[t] if balance else 0
+            per_bucket[j] = per_bucket.get(j, 0) + 1
+        self.buckets = sorted(per_bucket)
+        self.per_bucket = per_bucket
+        self.n_tasks = len(tasks)
+        self._caps: dict[int, list[int]] = {}
+        # Tasks with one cost profile and the same free clients are interchangeable: one node for them.
+        # With no non-overlap cost a free edge costs what the class path costs, so none are built.
+        class_of: dict[tuple[int, tuple[int, ...]], int] = {}
+        nodes: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        for t in tasks:
+            cid = class_of.setdefault((sub_of[t] if balance else 0, vectors[t]), len(class_of))
+            fr = (
+                tuple(_free_clients(owner[t], previous[t] if previous else (), counts)) if non_overlap else ()
+            )
+            nodes.setdefault((cid, fr), []).append(t)
+        self.class_keys = list(class_of)
+        self.class_size = [0] * len(class_of)
+        for (cid, _fr), members in nodes.items():
+            self.class_size[cid] += len(members)
+        self.nodes = [(cid, fr, members) for (cid, fr), members in nodes.items()]
+
+    def caps(self, i: int) -> list[int]:
+        """Client ``i``'s cap per bucket (in ``buckets`` order): ceil(count_i * S_j / n), or its count."""
+        k = self.counts[i]
+        row = self._caps.get(k)
+        if row is None:
+            n = self.n_tasks
+            row = [(k * self.per_bucket[j] + n - 1) // n if self.balance else k for j in self.buckets]
+            self._caps[k] = row
+        return row
+
+
+class _Placement:
+    """A flow read back as quotas: free-edge units per task node, then class -> rack -> client."""
+
+    __slots__ = ("client_quota", "free", "rack_quota")
+
+    def __init__(self, p: _Problem) -> None:
+        self.free: list[list[tuple[int, int]]] = [[] for _ in p.nodes]
+        self.rack_quota: list[dict[int, int]] = [{} for _ in p.class_keys]
+        self.client_quota: dict[tuple[int, int], dict[int, int]] = {}
+
+
+def _front(
+    p: _Problem, direct_target: Callable[[int, int], int], gj_node: dict[tuple[int, int], int], n_nodes: int
+) -> tuple[list[tuple[int, int, int, int]], list[int], list[tuple[int, int]]]:
+    """Edges from task nodes (to their class and free clients) and from classes to (rack, bucket) nodes.
+
+    Task node ``k`` is node ``k``; class ``c`` is node ``len(p.nodes) + c``.
+    Returns the edges, the supplies (tasks only so far) and, per class edge, its (class, rack).
+    """
+    edges: list[tuple[int, int, int, int]] = []
+    supply = [0] * n_nodes
+    class_base = len(p.nodes)
+    rack_index = {g: gi for gi, g in enumerate(p.groups)}
+    traffic = p.traffic
+    for node, (cid, fr, members) in enumerate(p.nodes):
+        m = len(members)
+        supply[node] = m
+        edges.append((node, class_base + cid, m, 0))
+        j, vec = p.class_keys[cid]
+        for c in fr:
+            edges.append((node, direct_target(c, j), m, traffic * vec[rack_index[p.group_of[c]]]))
+    class_targets: list[tuple[int, int]] = []
+    for cid, (j, vec) in enumerate(p.class_keys):
+        for gi, g in enumerate(p.groups):
+            target = gj_node.get((g, j))
+            if target is not None:
+                class_targets.append((cid, g))
+                edges.append((class_base + cid, target, p.class_size[cid], traffic * vec[gi] + p.non_overlap))
+    return edges, supply, class_targets
+
+
+def _read_front(p: _Problem, flow: list[int], class_targets: list[tuple[int, int]], out: _Placement) -> None:
+    """Fill the free-edge units and rack quotas of ``out`` from the edges :func:`_front` built."""
+    e = 0
+    for node, (_cid, fr, _members) in enumerate(p.nodes):
+        e += 1
+        for c in fr:
+            if flow[e]:
+                out.free[node].append((c, flow[e]))
+            e += 1
+    for cid, g in class_targets:
+        if flow[e]:
+            out.rack_quota[cid][g] = flow[e]
+        e += 1
+
+
+def _client_bucket_nodes(
+    p: _Problem, nxt: int, only_overfull: bool
+) -> tuple[dict[tuple[int, int], int], int]:
+    """Nodes (numbered from ``nxt``) for the (client, bucket) pairs that free edges enter and whose cap binds.
+
+    With ``only_overfull``, only pairs whose free edges could carry more than
+    the cap (the caller checks the rest itself).
+    """
+    entering: dict[tuple[int, int], int] = {}
+    for cid, fr, members in p.nodes:
+        j = p.class_keys[cid][0]
+        for c in fr:
+            entering[(c, j)] = entering.get((c, j), 0) + len(members)
+    cj_node: dict[tuple[int, int], int] = {}
+    bucket_index = {j: k for k, j in enumerate(p.buckets)}
+    for (c, j), units in sorted(entering.items()):
+        cap = p.caps(c)[bucket_index[j]]
+        if cap < (units if only_overfull else p.counts[c]):
+            cj_node[(c, j)] = nxt
+            nxt += 1
+    return cj_node, nxt
+
+
+def _solve_full(p: _Problem) -> _Placement:
+    """The exact graph: a (rack, bucket) node reaches every client of its rack through the client's cap.
+
+    A (client, bucket) node is needed only where a free edge enters it and its
+    cap binds; elsewhere one edge from the (rack, bucket) node to the client
+    carries the cap.
+    """
+    nxt = len(p.nodes) + len(p.class_keys)
+    cj_node, nxt = _client_bucket_nodes(p, nxt, only_overfull=False)
+    gj_node: dict[tuple[int, int], int] = {}
+    for g in p.racks:
+        for j in p.buckets:
+            gj_node[(g, j)] = nxt
+            nxt += 1
+    client_node = {i: nxt + k for k, i in enumerate(p.clients)}
+    nxt += len(p.clients)
+    edges, supply, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    pool_edges: list[tuple[int, int, int]] = []  # (edge, client, bucket) out of the (rack, bucket) nodes
+    for i in p.clients:
+        g = p.group_of[i]
+        count = p.counts[i]
+        for j, cap in zip(p.buckets, p.caps(i), strict=True):
+            pool_edges.append((len(edges), i, j))
+            node = cj_node.get((i, j))
+            if node is None:
+                edges.append((gj_node[(g, j)], client_node[i], min(cap, count), 0))
+            else:
+                edges.append((gj_node[(g, j)], node, cap, 0))
+                edges.append((node, client_node[i], cap, 0))
+        supply[client_node[i]] = -count
+    flow = min_cost_flow_phases(nxt, edges, supply).flow
+    out = _Placement(p)
+    _read_front(p, flow, class_targets, out)
+    for e, i, j in pool_edges:
+        if flow[e]:
+            out.client_quota.setdefault((p.group_of[i], j), {})[i] = flow[e]
+    return out
+
+
+def _solve_pooled(p: _Problem) -> _Placement | None:
+    """A relaxation without per-client caps, realised on clients afterwards; None when it cannot be.
+
+    ``min_traffic`` has no per-bucket caps, so there the graph is exact.  For
+    ``balance_subtopology`` each rack's (rack, bucket) nodes feed one pool
+    node (capped by the sum of its clients' caps), which feeds the rack's
+    clients (capped by their loads): every solution of the full graph maps
+    to one of the same cost here, so this optimum is a lower bound, and it
+    is the full optimum whenever its arrivals fit under the caps.
+    """
+    nxt = len(p.nodes) + len(p.class_keys)
+    cj_node, nxt = _client_bucket_nodes(p, nxt, only_overfull=True)  # free edges keep their caps
+    gj_node: dict[tuple[int, int], int] = {}
+    for g in p.racks:
+        for j in p.buckets:
+            gj_node[(g, j)] = nxt
+            nxt += 1
+    pool_node = {g: nxt + k for k, g in enumerate(p.racks)} if p.balance else {}
+    nxt += len(pool_node)
+    client_node = {i: nxt + k for k, i in enumerate(p.clients)}
+    nxt += len(p.clients)
+    edges, supply, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    bucket_index = {j: k for k, j in enumerate(p.buckets)}
+    for (c, j), node in cj_node.items():
+        edges.append((node, client_node[c], p.caps(c)[bucket_index[j]], 0))
+    members: dict[int, list[int]] = {g: [] for g in p.racks}
+    for i in p.clients:
+        members[p.group_of[i]].append(i)
+    first = len(edges)
+    if p.balance:
+        for g in p.racks:
+            room = [0] * len(p.buckets)
+            for i in members[g]:
+                for k, cap in enumerate(p.caps(i)):
+                    room[k] += cap
+            for k, j in enumerate(p.buckets):
+                edges.append((gj_node[(g, j)], pool_node[g], room[k], 0))
+        for g in p.racks:
+            for i in members[g]:
+                edges.append((pool_node[g], client_node[i], p.counts[i], 0))
+    else:
+        for g in p.racks:
+            for i in members[g]:
+                edges.append((gj_node[(g, 0)], client_node[i], p.counts[i], 0))
+    for i in p.clients:
+        supply[client_node[i]] = -p.counts[i]
+    flow = min_cost_flow_phases(nxt, edges, supply).flow
+    out = _Placement(p)
+    _read_front(p, flow, class_targets, out)
+    e = first
+    if not p.balance:
+        for g in p.racks:
+            for i in members[g]:
+                if flow[e]:
+                    out.client_quota.setdefault((g, 0), {})[i] = flow[e]
+                e += 1
+        return out
+    arrivals = {}
+    for g in p.racks:
+        arrivals[g] = flow[e : e + len(p.buckets)]
+        e += len(p.buckets)
+    taken: dict[int, list[int]] = {}  # per client, free-edge units per bucket
+    for node, (cid, _fr, _m) in enumerate(p.nodes):
+        k = bucket_index[p.class_keys[cid][0]]
+        for c, units in out.free[node]:
+            taken.setdefault(c, [0] * len(p.buckets))[k] += units
+    for g in p.racks:
+        wants = []
+        for i in members[g]:
+            room = p.caps(i)
+            if i in taken:
+                room = [cap - used for cap, used in zip(room, taken[i], strict=True)]
+                if min(room) < 0:  # cannot happen: overfull pairs have their own capped node
+                    return None
+            if flow[e]:
+                wants.append((i, flow[e], room))
+            e += 1
+        fill = _realise(arrivals[g], wants)
+        if fill is None:
+            return None
+        for i, k, units in fill:
+            out.client_quota.setdefault((g, p.buckets[k]), {})[i] = units
+    return out
+
+
+def _realise(
+    arrivals: list[int], wants: list[tuple[int, int, list[int]]]
+) -> list[tuple[int, int, int]] | None:
+    """Units per (client, bucket): bucket ``k`` sends ``arrivals[k]``, client ``i`` takes ``want`` under ``room``.
+
+    A bipartite b-matching.  Greedy first (each client, largest want first,
+    takes one unit from each of the buckets with most left, as in Ryser's
+    construction); when that leaves a client short, an exact max flow
+    decides.  Returns None when no such matching exists.
+    """
+    left = list(arrivals)
+    got: dict[tuple[int, int], int] = {}
+    short = False
+    for i, want, room in sorted(wants, key=lambda w: (-w[1], w[0])):
+        free_room = list(room)
+        while want:
+            open_ = sorted((-left[k], k) for k in range(len(left)) if left[k] and free_room[k])
+            if not open_:
+                short = True
+                break
+            for _neg, k in open_[:want]:
+                left[k] -= 1
+                free_room[k] -= 1
+                got[(i, k)] = got.get((i, k), 0) + 1
+                want -= 1
+        if short:
+            break
+    if not short:
+        return sorted((i, k, units) for (i, k), units in got.items())
+    n_b = len(arrivals)
+    edges = [
+        (k, n_b + w, room[k], 0)
+        for w, (_i, _want, room) in enumerate(wants)
+        for k in range(n_b)
+        if arrivals[k] and room[k]
+    ]
+    supply = [*arrivals, *(-want for _i, want, _room in wants)]
+    try:
+        flow = min_cost_flow_phases(len(supply), edges, supply).flow
+    except InfeasibleFlow:
+        return None
+    return sorted((wants[v - n_b][0], k, f) for (k, v, _c, _w), f in zip(edges, flow, strict=True) if f)
+
+
 def optimise_active(
     model: TaskModel,
     state: State,
@@ -76,109 +398,48 @@ def optimise_active(
     if not tasks:
         return False
     groups = sorted(set(model.group_of))
-    if all(len({model.active_cross[t][g] for g in groups}) == 1 for t in tasks) or traffic == 0:
+    cross = model.active_cross
+    vectors = {t: tuple(cross[t][g] for g in groups) for t in tasks}
+    if traffic == 0 or all(min(v) == max(v) for v in vectors.values()):
         log.info("rack optimisation skipped: every task costs the same on every client")
         return False
     owner_all = state.active_owner()
     owner = {t: owner_all[t] for t in tasks}
-    counts = [0] * model.num_clients
-    for t in tasks:
-        counts[owner[t]] += 1
-    balance = strategy == "balance_subtopology"
-    caps: dict[tuple[int, int], int]
-    if balance:
-        caps = subtopology_caps(model, counts, tasks)
-    else:
-        caps = {(i, 0): counts[i] for i in range(model.num_clients) if counts[i]}
-    bucket = {t: (model.sub_of[t] if balance else 0) for t in tasks}
-    free = {t: _free_clients(owner[t], previous[t] if previous else (), counts) for t in tasks}
+    if non_overlap == 0:
+        # Moving is free at these weights (Kafka's for stateless tasks), but every move is churn:
+        # among the cheapest placements take one with the fewest moves (traffic first, then moves).
+        traffic, non_overlap = traffic * (len(tasks) + 1), 1
+    p = _Problem(
+        model,
+        tasks,
+        owner,
+        strategy == "balance_subtopology",
+        traffic,
+        non_overlap,
+        previous,
+        vectors,
+        groups,
+    )
+    placement = _solve_pooled(p)
+    if placement is None:
+        placement = _solve_full(p)
 
-    # node numbering
-    k = len(tasks)
-    classes: dict[tuple[int, tuple[int, ...]], int] = {}
-    members: list[list[int]] = []
-    for t in tasks:
-        key = (bucket[t], tuple(model.active_cross[t][g] for g in groups))
-        if key not in classes:
-            classes[key] = len(classes)
-            members.append([])
-        members[classes[key]].append(t)
-    class_base = k
-    nxt = class_base + len(classes)
-    gj_node: dict[tuple[int, int], int] = {}
-    cj_node: dict[tuple[int, int], int] = {}
-    group_clients: dict[int, list[int]] = {}
-    for i in range(model.num_clients):
-        group_clients.setdefault(model.group_of[i], []).append(i)
-    for i, j in sorted(caps):
-        if caps[(i, j)] > 0:
-            cj_node[(i, j)] = nxt
-            nxt += 1
-            g = model.group_of[i]
-            if (g, j) not in gj_node:
-                gj_node[(g, j)] = -1
-    for gj in sorted(gj_node):
-        gj_node[gj] = nxt
-        nxt += 1
-    client_node = {i: nxt + n for n, i in enumerate(i for i in range(model.num_clients) if counts[i])}
-    num_nodes = nxt + len(client_node)
-
-    edges: list[tuple[int, int, int, int]] = []
-    supply = [0] * num_nodes
-    task_class_edge: list[int] = []
-    free_edges: list[list[tuple[int, int]]] = []
-    for n, t in enumerate(tasks):
-        supply[n] = 1
-        key = (bucket[t], tuple(model.active_cross[t][g] for g in groups))
-        task_class_edge.append(len(edges))
-        edges.append((n, class_base + classes[key], 1, 0))
-        fe = []
-        for c in free[t]:
-            node = cj_node.get((c, bucket[t]))
-            if node is not None:
-                fe.append((len(edges), c))
-                edges.append((n, node, 1, traffic * model.active_cross[t][model.group_of[c]]))
-        free_edges.append(fe)
-    class_edges: list[list[tuple[int, int]]] = []
-    for (j, vec), cid in classes.items():
-        ce = []
-        for gi, g in enumerate(groups):
-            node = gj_node.get((g, j))
-            if node is not None:
-                ce.append((len(edges), g))
-                edges.append((class_base + cid, node, len(members[cid]), traffic * vec[gi] + non_overlap))
-        class_edges.append(ce)
-    gj_edges: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for (i, j), node in cj_node.items():
-        g = model.group_of[i]
-        gj_edges.setdefault((g, j), []).append((len(edges), i))
-        edges.append((gj_node[(g, j)], node, caps[(i, j)], 0))
-        edges.append((node, client_node[i], caps[(i, j)], 0))
-    for i, node in client_node.items():
-        supply[node] = -counts[i]
-
-    result = min_cost_flow_phases(num_nodes, edges, supply)
-    flow = result.flow
-
+    # Back from quotas to tasks: free edges first, then class -> rack -> client, preferring to stay.
     new_owner: dict[int, int] = {}
-    via_class: list[list[int]] = [[] for _ in members]
-    for n, t in enumerate(tasks):
-        if flow[task_class_edge[n]]:
-            key = (bucket[t], tuple(model.active_cross[t][g] for g in groups))
-            via_class[classes[key]].append(t)
-        else:
-            for e, c in free_edges[n]:
-                if flow[e]:
-                    new_owner[t] = c
-                    break
+    via_class: list[list[int]] = [[] for _ in p.class_keys]
+    for node, (cid, _fr, members) in enumerate(p.nodes):
+        rest = iter(members)
+        for c, units in placement.free[node]:
+            for _ in range(units):
+                new_owner[next(rest)] = c
+        via_class[cid].extend(rest)
     arriving: dict[tuple[int, int], list[int]] = {}
-    for (j, _vec), cid in classes.items():
-        quota = {g: flow[e] for e, g in class_edges[cid] if flow[e]}
+    for cid, (j, _vec) in enumerate(p.class_keys):
+        quota = placement.rack_quota[cid]
         for t, g in _distribute(via_class[cid], quota, lambda t: model.group_of[owner[t]]):
             arriving.setdefault((g, j), []).append(t)
     for gj, arrived in arriving.items():
-        quota = {i: flow[e] for e, i in gj_edges[gj] if flow[e]}
-        for t, i in _distribute(arrived, quota, lambda t: owner[t]):
+        for t, i in _distribute(arrived, placement.client_quota[gj], lambda t: owner[t]):
             new_owner[t] = i
     for t in tasks:
         c = new_owner[t]

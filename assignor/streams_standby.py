@@ -28,18 +28,23 @@ def spread_values(model: TaskModel, app: StreamsApp) -> Values:
     return [() for _ in model.clients]
 
 
-def _distinct(values: Values, clients: Sequence[int], k: int) -> int:
-    return len({values[c][k] for c in clients if values[c][k] is not None})
-
-
 def spread_kept(values: Values, task_holders: Sequence[int], src: int, dst: int) -> bool:
-    """Moving a copy from ``src`` to ``dst`` keeps the number of distinct values of every key."""
-    if not values or not values[0]:
+    """Moving a copy from ``src`` to ``dst`` keeps the number of distinct values of every key.
+
+    A key loses a value only when ``src``'s value is held by no other holder
+    and ``dst`` brings no value the others lack, so that is all this checks.
+    """
+    if not values or not values[0] or src not in task_holders:
         return True
-    after = [dst if c == src else c for c in task_holders]
-    return all(
-        _distinct(values, after, k) >= _distinct(values, task_holders, k) for k in range(len(values[0]))
-    )
+    others = [values[c] for c in task_holders if c != src]
+    gained = values[dst]
+    for k, lost in enumerate(values[src]):
+        if lost is None or any(v[k] == lost for v in others):
+            continue
+        new = gained[k]
+        if new is None or any(v[k] == new for v in others):
+            return False
+    return True
 
 
 def assign_standbys(model: TaskModel, state: State, num: int, values: Values, tasks: Sequence[int]) -> None:

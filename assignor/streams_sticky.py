@@ -9,6 +9,9 @@ task-pair co-location heuristic is not reproduced.  No warm-ups, no probing.
 
 from __future__ import annotations
 
+import heapq
+import math
+
 from .model import StreamsApp
 from .streams_ha import STATELESS_COSTS, previous_owners
 from .streams_rack import optimise_active
@@ -19,6 +22,13 @@ STATEFUL_COSTS = (1, 10)
 
 
 class _Sticky:
+    """Kafka's client choice (least loaded, then previous owners), with the least loaded client in a heap.
+
+    Kafka scans every client for each task; the heap gives the same client
+    (ties as in that scan: an empty client first by order, else lowest load,
+    then most threads, then order) in logarithmic time.
+    """
+
     def __init__(self, model: TaskModel, state: State) -> None:
         self.model = model
         self.state = state
@@ -31,10 +41,43 @@ class _Sticky:
             for tid in client.previous_standby:
                 if tid in model.index:
                     self.prev_standby.setdefault(model.index[tid], []).append(c)
+        # count * scale[c] compares loads exactly: scale[c] = lcm(threads) / threads[c]
+        lcm = math.lcm(*model.threads)
+        self.scale = [lcm // th for th in model.threads]
+        self.heap = [self.key(c) for c in range(model.num_clients)]
+        heapq.heapify(self.heap)
 
     def count(self, c: int) -> int:
         s = self.state
         return len(s.active[c]) + len(s.standby[c])
+
+    def key(self, c: int) -> tuple[int, int, int]:
+        n = self.count(c)
+        return (n * self.scale[c], -self.model.threads[c] if n else 0, c)
+
+    def add(self, c: int, t: int, standby: bool = False) -> None:
+        (self.state.standby if standby else self.state.active)[c].add(t)
+        heapq.heappush(self.heap, self.key(c))
+
+    def _top(self) -> tuple[int, int, int]:
+        heap = self.heap
+        while heap[0] != self.key(heap[0][2]):
+            heapq.heappop(heap)  # stale: the client's load changed since
+        return heap[0]
+
+    def least_loaded_except(self, t: int) -> int | None:
+        """The least loaded of all clients that do not hold task ``t``."""
+        popped = []
+        chosen = None
+        while self.heap:
+            entry = self._top()
+            if not self.state.holds(entry[2], t):
+                chosen = entry[2]
+                break
+            popped.append(heapq.heappop(self.heap))
+        for entry in popped:
+            heapq.heappush(self.heap, entry)
+        return chosen
 
     def more_capacity(self, a: int, b: int) -> bool:
         """Kafka's ``hasMoreAvailableCapacityThan``: lower load, then more threads."""
@@ -54,21 +97,26 @@ class _Sticky:
     def should_balance(self, c: int) -> bool:
         if self.count(c) < self.model.threads[c]:
             return False
-        return any(self.more_capacity(o, c) for o in range(self.model.num_clients))
+        top = self._top()[2]
+        return top != c and self.more_capacity(top, c)
 
-    def find(self, t: int, within: list[int]) -> int:
-        if len(within) == 1:
-            return within[0]
-        inside = set(within)
+    def find(self, t: int) -> int:
+        """Kafka's client for ``t`` among the clients not holding it: its previous owner unless overloaded."""
+
+        def free(c: int) -> bool:
+            return not self.state.holds(c, t)
+
         prev = self.prev_active.get(t)
-        standby_prev = self.least_loaded([c for c in self.prev_standby.get(t, []) if c in inside])
-        previous = prev if prev in inside else standby_prev
-        if previous is None:
-            return self.least_loaded(within) or within[0]
+        standby_prev = self.least_loaded([c for c in self.prev_standby.get(t, []) if free(c)])
+        previous = prev if prev is not None and free(prev) else standby_prev
+        if previous is None or (
+            self.should_balance(previous) and (standby_prev is None or self.should_balance(standby_prev))
+        ):
+            best = self.least_loaded_except(t)
+            assert best is not None  # callers leave at least one client free
+            return best
         if self.should_balance(previous):
-            if standby_prev is None or self.should_balance(standby_prev):
-                return self.least_loaded(within) or within[0]
-            return standby_prev
+            return standby_prev  # type: ignore[return-value]  # not None: checked above
         return previous
 
 
@@ -80,25 +128,24 @@ def assign(model: TaskModel, app: StreamsApp, rack_aware: bool) -> tuple[State, 
     assigned: set[int] = set()
     for t, c in sorted(sticky.prev_active.items()):
         if len(state.active[c]) < model.threads[c] * per_thread:
-            state.active[c].add(t)
+            sticky.add(c, t)
             assigned.add(t)
     for t in range(model.num_tasks):
         if t in assigned:
             continue
         for c in sorted(sticky.prev_standby.get(t, [])):
             if len(state.active[c]) < model.threads[c] * per_thread:
-                state.active[c].add(t)
+                sticky.add(c, t)
                 assigned.add(t)
                 break
-    everyone = list(range(n))
     for t in range(model.num_tasks):
         if t not in assigned:
-            state.active[sticky.find(t, everyone)].add(t)
+            sticky.add(sticky.find(t), t)
     ra = app.rack_aware
     traffic = ra.traffic_cost if ra.traffic_cost is not None else STATEFUL_COSTS[0]
     non_overlap = ra.non_overlap_cost if ra.non_overlap_cost is not None else STATEFUL_COSTS[1]
     previous = previous_owners(model) if ra.sticky_to_previous else None
-    if rack_aware:
+    if rack_aware:  # keeps every client's load, so the heap stays valid
         stateful = [t for t in range(model.num_tasks) if model.stateful[t]]
         stateless = [t for t in range(model.num_tasks) if not model.stateful[t]]
         optimise_active(model, state, stateful, ra.strategy, traffic, non_overlap, previous)
@@ -106,11 +153,10 @@ def assign(model: TaskModel, app: StreamsApp, rack_aware: bool) -> tuple[State, 
     for t in range(model.num_tasks):
         if not model.stateful[t]:
             continue
-        for _ in range(app.num_standby_replicas):
-            free = [c for c in everyone if not state.holds(c, t)]
-            if not free:
-                break
-            state.standby[sticky.find(t, free)].add(t)
+        for k in range(app.num_standby_replicas):
+            if k + 1 >= n:
+                break  # every client holds the task already
+            sticky.add(sticky.find(t), t, standby=True)
     if rack_aware and app.num_standby_replicas > 0:
         optimise_standbys(model, state, traffic, non_overlap, [])
     return state, False

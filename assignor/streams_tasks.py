@@ -46,46 +46,63 @@ class TaskModel:
         return len(self.clients)
 
 
-def _cross_counts(cluster: Cluster, masks: list[int], racks: tuple[str | None, ...]) -> tuple[int, ...]:
-    out = []
-    for rack in racks:
-        bit = cluster.member_bit(rack)
-        out.append(sum(1 for m in masks if is_cross_rack(rack, bit, m)))
-    return tuple(out)
-
-
 def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
     """Index the app's tasks and clients and precompute their per-rack costs."""
     subs = sorted(app.subtopologies, key=lambda s: task_key(f"{s.id}_0")[0])
-    entries: list[tuple[str, int, bool, list[int], list[int]]] = []
-    sub_sizes = []
-    for j, sub in enumerate(subs):
-        n = app.partitions[sub.id]
-        sub_sizes.append(n)
-        changelogs = [t for t in sub.changelog_topics if t in cluster.masks] if sub.stateful else []
-        for p in range(n):
-            source_masks = [cluster.masks[t][p] for t in sub.source_topics]
-            log_masks = [cluster.masks[t][p] for t in changelogs if p < len(cluster.masks[t])]
-            entries.append((task_id(sub.id, p), j, sub.stateful, source_masks + log_masks, log_masks))
-    entries.sort(key=lambda e: task_key(e[0]))
     clients = tuple(sorted(app.clients, key=lambda c: c.process_id))
     racks = sorted({c.rack for c in clients if c.rack is not None})
     group_racks: tuple[str | None, ...] = (
         (*racks, None) if any(c.rack is None for c in clients) else tuple(racks)
     )
     gindex = {r: g for g, r in enumerate(group_racks)}
+    probes = [(rack, cluster.member_bit(rack)) for rack in group_racks]
+    counted: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+    def cross_counts(masks: tuple[int, ...]) -> tuple[int, ...]:
+        # Tasks share few distinct mask tuples (racks are few): count each tuple once.
+        out = counted.get(masks)
+        if out is None:
+            out = tuple(sum(1 for m in masks if is_cross_rack(rack, bit, m)) for rack, bit in probes)
+            counted[masks] = out
+        return out
+
+    entries: list[tuple[tuple[tuple[int, int | str], int], str, int, bool, tuple[int, ...], tuple[int, ...]]]
+    entries = []
+    sub_sizes = []
+    for j, sub in enumerate(subs):
+        n = app.partitions[sub.id]
+        sub_sizes.append(n)
+        sub_key = task_key(f"{sub.id}_0")[0]
+        changelogs = (
+            [cluster.masks[t] for t in sub.changelog_topics if t in cluster.masks] if sub.stateful else []
+        )
+        sources = [cluster.masks[t] for t in sub.source_topics]
+        for p in range(n):
+            log_masks = tuple(m[p] for m in changelogs if p < len(m))
+            all_masks = tuple(m[p] for m in sources) + log_masks
+            entries.append(
+                (
+                    (sub_key, p),
+                    task_id(sub.id, p),
+                    j,
+                    sub.stateful,
+                    cross_counts(all_masks),
+                    cross_counts(log_masks),
+                )
+            )
+    entries.sort(key=lambda e: e[0])
     return TaskModel(
-        tasks=tuple(e[0] for e in entries),
-        sub_of=tuple(e[1] for e in entries),
+        tasks=tuple(e[1] for e in entries),
+        sub_of=tuple(e[2] for e in entries),
         sub_sizes=tuple(sub_sizes),
-        stateful=tuple(e[2] for e in entries),
+        stateful=tuple(e[3] for e in entries),
         clients=clients,
         threads=tuple(c.threads for c in clients),
         group_of=tuple(gindex[c.rack] for c in clients),
         group_racks=group_racks,
-        active_cross=tuple(_cross_counts(cluster, e[3], group_racks) for e in entries),
-        standby_cross=tuple(_cross_counts(cluster, e[4], group_racks) for e in entries),
-        index={e[0]: i for i, e in enumerate(entries)},
+        active_cross=tuple(e[4] for e in entries),
+        standby_cross=tuple(e[5] for e in entries),
+        index={e[1]: i for i, e in enumerate(entries)},
         client_index={c.process_id: i for i, c in enumerate(clients)},
     )
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignor.flow import InfeasibleFlow, min_cost_flow
+from assignor.flow import FlowResult, InfeasibleFlow, min_cost_flow, min_cost_flow_phases
 
 
 @st.composite
@@ -87,3 +87,64 @@ def test_prefers_cheaper_parallel_path() -> None:
     r = min_cost_flow(3, [(0, 1, 10, 5), (0, 2, 3, 1), (2, 1, 3, 1)], [5, -5, 0])
     assert r.flow == [2, 3, 3]
     assert r.cost == 2 * 5 + 3 * 2
+
+
+# --- min_cost_flow_phases (primal-dual: bucket-queue Dijkstra, blocking flows with sink-side levels)
+
+
+def _check_flow(
+    n: int, edges: list[tuple[int, int, int, int]], supply: list[int], result: FlowResult
+) -> None:
+    assert all(0 <= f <= c for f, (_, _, c, _) in zip(result.flow, edges, strict=True))
+    net = [0] * n
+    for f, (u, v, _, _) in zip(result.flow, edges, strict=True):
+        net[u] += f
+        net[v] -= f
+    assert net == supply
+    assert sum(f * w for f, (_, _, _, w) in zip(result.flow, edges, strict=True)) == result.cost
+
+
+@settings(max_examples=300, deadline=None)
+@given(flow_problems())
+def test_phases_cost_matches_networkx(
+    problem: tuple[int, list[tuple[int, int, int, int]], list[int]],
+) -> None:
+    n, edges, supply = problem
+    expected = networkx_cost(n, edges, supply)
+    try:
+        result = min_cost_flow_phases(n, edges, supply)
+    except InfeasibleFlow:
+        assert expected is None
+        return
+    assert result.cost == expected
+    _check_flow(n, edges, supply, result)
+    assert min_cost_flow_phases(n, edges, supply) == result  # deterministic
+
+
+@settings(max_examples=100, deadline=None)
+@given(flow_problems(), st.integers(1, 10**9))
+def test_phases_with_large_costs(
+    problem: tuple[int, list[tuple[int, int, int, int]], list[int]], scale: int
+) -> None:
+    """Distances far apart (one bucket per distinct distance) still give the exact optimum."""
+    n, edges, supply = problem
+    big = [(u, v, c, w * scale + (u * 7 + v) % 5) for u, v, c, w in edges]
+    try:
+        want = min_cost_flow(n, big, supply)
+    except InfeasibleFlow:
+        with pytest.raises(InfeasibleFlow):
+            min_cost_flow_phases(n, big, supply)
+        return
+    got = min_cost_flow_phases(n, big, supply)
+    assert got.cost == want.cost
+    _check_flow(n, big, supply, got)
+
+
+def test_phases_routes_many_units_over_few_paths() -> None:
+    # 1000 tasks to 10 clients of 100 each; task k is free on client k % 10, 1 elsewhere.
+    n_t, n_c = 1000, 10
+    edges = [(t, n_t + c, 1, 0 if t % n_c == c else 1) for t in range(n_t) for c in range(n_c)]
+    supply = [1] * n_t + [-(n_t // n_c)] * n_c
+    r = min_cost_flow_phases(n_t + n_c, edges, supply)
+    assert r.cost == 0
+    _check_flow(n_t + n_c, edges, supply, r)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -175,3 +176,45 @@ def test_sticky_keeps_its_own_assignment(inst: tuple[Cluster, StreamsApp]) -> No
     )
     _m, again, _ = run(cluster, dataclasses.replace(app, clients=clients))
     assert again.active == state.active
+
+
+@settings(max_examples=100, deadline=None)
+@given(streams_instances(assignor="sticky", max_clients=8), st.randoms(use_true_random=False))
+def test_sticky_heap_picks_what_kafkas_scan_picks(
+    inst: tuple[Cluster, StreamsApp], rng: random.Random
+) -> None:
+    """The sticky assignor's heap answers as Kafka's scans over all clients do, as loads change."""
+    from assignor.streams_sticky import _Sticky
+    from assignor.streams_tasks import State, build_model
+
+    cluster, app = inst
+    model = build_model(cluster, app)
+    state = State(model)
+    sticky = _Sticky(model, state)
+    n, th = model.num_clients, model.threads
+
+    def count(c: int) -> int:
+        return len(state.active[c]) + len(state.standby[c])
+
+    def more_capacity(a: int, b: int) -> bool:  # Kafka's hasMoreAvailableCapacityThan
+        la, lb = count(a) * th[b], count(b) * th[a]
+        return la < lb or (la == lb and th[a] > th[b])
+
+    def scan(clients: list[int]) -> int | None:  # Kafka's findLeastLoaded walk
+        best = None
+        for c in clients:
+            if count(c) == 0:
+                return c
+            if best is None or more_capacity(c, best):
+                best = c
+        return best
+
+    for _ in range(rng.randint(1, 3 * model.num_tasks)):
+        t, c = rng.randrange(model.num_tasks), rng.randrange(n)
+        if not state.holds(c, t):
+            sticky.add(c, t, standby=rng.random() < 0.5)
+        for task in range(model.num_tasks):
+            assert sticky.least_loaded_except(task) == scan([x for x in range(n) if not state.holds(x, task)])
+        for x in range(n):
+            want = count(x) >= th[x] and any(more_capacity(o, x) for o in range(n))
+            assert sticky.should_balance(x) == want

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+from unittest import mock
 
 import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from assignor import streams_rack
 from assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
 from assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology
 from assignor.streams import run
@@ -212,3 +215,155 @@ def test_spread_kept() -> None:
     assert spread_kept(values, [0, 1], 1, 3)
     assert not spread_kept(values, [0, 1], 1, 2)
     assert spread_kept([], [0, 1], 1, 2)
+
+
+# --- pooled relaxation, realisation on clients, fallback to the full graph
+
+
+def _skewed_state(model, rng: random.Random, tasks: list[int]) -> State:  # type: ignore[no-untyped-def]
+    """Baseline loads piled on low-numbered clients, so sub-topology caps bind and often conflict."""
+    state = State(model)
+    for t in tasks:
+        state.active[min(rng.randrange(model.num_clients), rng.randrange(model.num_clients))].add(t)
+    return state
+
+
+def _check_optimal(model, owner, new_owner, tasks, strategy, traffic, non_overlap, previous) -> None:  # type: ignore[no-untyped-def]
+    counts = [0] * model.num_clients
+    for t in tasks:
+        counts[owner[t]] += 1
+    assert [sum(1 for t in tasks if new_owner[t] == c) for c in range(model.num_clients)] == counts
+    free = {t: [owner[t], *(previous[t] if previous else [])] for t in tasks}
+    cost = sum(task_cost(model, t, new_owner[t], traffic, non_overlap, free[t]) for t in tasks)
+    assert cost == _networkx_optimum(model, owner, tasks, strategy, traffic, non_overlap, previous)
+    if strategy == "balance_subtopology":
+        caps = subtopology_caps(model, counts, tasks)
+        per: dict[tuple[int, int], int] = {}
+        for t in tasks:
+            key = (new_owner[t], model.sub_of[t])
+            per[key] = per.get(key, 0) + 1
+        assert all(n <= caps[key] for key, n in per.items())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    streams_instances(rackless_clients=False, max_subs=3, max_partitions=10, max_clients=7),
+    st.sampled_from(["min_traffic", "balance_subtopology", "balance_subtopology"]),
+    st.integers(0, 3),
+    st.integers(1, 12),
+    st.booleans(),
+    st.sampled_from(["auto", "full", "no-greedy"]),
+    st.randoms(use_true_random=False),
+)
+def test_optimum_on_skewed_loads_through_every_path(  # type: ignore[no-untyped-def]
+    inst, strategy, non_overlap, traffic, sticky, path, rng
+) -> None:
+    """Pooled relaxation (greedy or max-flow realisation) and the full graph all reach networkx's optimum."""
+    cluster, app = inst
+    model = build_model(cluster, app)
+    tasks = list(range(model.num_tasks))
+    state = _skewed_state(model, rng, tasks)
+    owner = state.active_owner()
+    previous = [[rng.randrange(model.num_clients)] for _ in tasks] if sticky else None
+    patches = {
+        "auto": contextlib.nullcontext(),
+        "full": mock.patch.object(streams_rack, "_solve_pooled", return_value=None),
+        "no-greedy": mock.patch.object(streams_rack, "_realise", _realise_by_max_flow),
+    }
+    with patches[path]:
+        ran = optimise_active(model, state, tasks, strategy, traffic, non_overlap, previous)
+    if ran:
+        _check_optimal(model, owner, state.active_owner(), tasks, strategy, traffic, non_overlap, previous)
+
+
+def _realise_by_max_flow(arrivals: list[int], wants: list[tuple[int, int, list[int]]]):  # type: ignore[no-untyped-def]
+    n_b = len(arrivals)
+    edges = [
+        (k, n_b + w, room[k], 0) for w, (_i, _want, room) in enumerate(wants) for k in range(n_b) if room[k]
+    ]
+    try:
+        flow = min_cost_flow_phases(n_b + len(wants), edges, [*arrivals, *(-w for _i, w, _r in wants)]).flow
+    except InfeasibleFlow:
+        return None
+    return sorted((wants[v - n_b][0], k, f) for (k, v, _c, _w), f in zip(edges, flow, strict=True) if f)
+
+
+def test_relaxation_that_cannot_be_placed_falls_back_to_the_full_graph() -> None:
+    """Two clients of one thread, caps of one task per sub-topology each.
+
+    Rack a: p0 holds 0_1 and 1_1; rack b: p1 holds 0_0 and 1_0.  Sub-topology 0's
+    partitions live in rack b; of sub-topology 1, 1_0 lives in rack a and 1_1 in b.
+    Without caps, "1_0 joins p0, 1_1 stays, 0_1 leaves" costs as little (12) as the
+    capped optimum, but puts two sub-topology 1 tasks on p0: that relaxation
+    cannot be placed, so the full graph decides.
+    """
+    cluster = Cluster(broker_racks={1: "a", 2: "b"}, topics={"t0": ((2,), (2,)), "t1": ((1,), (2,))})
+    clients = (StreamsClient("p0", "a", 1, {}), StreamsClient("p1", "b", 1, {}))
+    subs = (Subtopology("0", ("t0",), (), True), Subtopology("1", ("t1",), (), True))
+    model = build_model(cluster, _app(clients, subs, {"0": 2, "1": 2}))
+    state = State(model)
+    state.active[0].update({1, 3})
+    state.active[1].update({0, 2})
+    owner = state.active_owner()
+    with mock.patch.object(streams_rack, "_solve_full", wraps=streams_rack._solve_full) as full:
+        assert optimise_active(model, state, [0, 1, 2, 3], "balance_subtopology", 10, 1)
+    assert full.call_count == 1
+    new = state.active_owner()
+    assert sorted(model.sub_of[t] for t in range(4) if new[t] == 0) == [0, 1]
+    _check_optimal(model, owner, new, [0, 1, 2, 3], "balance_subtopology", 10, 1, None)
+    assert sum(task_cost(model, t, new[t], 10, 1, [owner[t]]) for t in range(4)) == 12
+
+
+def test_realise() -> None:
+    # the greedy fills every client: most-left buckets first
+    assert streams_rack._realise([1, 1], [(0, 1, [1, 1]), (1, 1, [1, 1])]) == [(0, 0, 1), (1, 1, 1)]
+    # the greedy gives client 0 bucket 0, leaving client 1 (room in bucket 0 only) short: the max flow fixes it
+    assert streams_rack._realise([1, 1], [(0, 1, [1, 1]), (1, 1, [1, 0])]) == [(0, 1, 1), (1, 0, 1)]
+    # both units are of bucket 0 and client 1 has no room for it: no placement
+    assert streams_rack._realise([2, 0], [(0, 1, [1, 1]), (1, 1, [0, 1])]) is None
+    # rooms above one let a client take several units of one bucket
+    assert streams_rack._realise([3], [(4, 3, [3])]) == [(4, 0, 3)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    streams_instances(rackless_clients=False, max_partitions=8, max_clients=5),
+    st.sampled_from(["min_traffic", "balance_subtopology"]),
+    st.integers(1, 5),
+    st.randoms(use_true_random=False),
+)
+def test_free_moves_are_still_as_few_as_possible(inst, strategy, traffic, rng) -> None:  # type: ignore[no-untyped-def]
+    """With no non-overlap cost (stateless weights) the placement is cheapest, then moves fewest."""
+    cluster, app = inst
+    model = build_model(cluster, app)
+    tasks = list(range(model.num_tasks))
+    state = _skewed_state(model, rng, tasks)
+    owner = state.active_owner()
+    if not optimise_active(model, state, tasks, strategy, traffic, 0):
+        return
+    new = state.active_owner()
+    _check_optimal(model, owner, new, tasks, strategy, traffic, 0, None)
+    # lexicographic (traffic, moves) optimum: traffic weighted above any number of moves
+    weight = traffic * (len(tasks) + 1)
+    got = sum(task_cost(model, t, new[t], weight, 1, [owner[t]]) for t in tasks)
+    assert got == _networkx_optimum(model, owner, tasks, strategy, weight, 1, None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_spread_kept_is_distinct_values_never_drop(data: st.DataObject) -> None:
+    n = data.draw(st.integers(1, 6))
+    keys = data.draw(st.integers(1, 3))
+    values = [tuple(data.draw(st.sampled_from([None, "x", "y", "z"])) for _ in range(keys)) for _ in range(n)]
+    holders = data.draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True))
+    src = (
+        data.draw(st.sampled_from(holders)) if data.draw(st.booleans()) else data.draw(st.integers(0, n - 1))
+    )
+    dst = data.draw(st.integers(0, n - 1))
+
+    def distinct(clients: list[int], k: int) -> int:
+        return len({values[c][k] for c in clients if values[c][k] is not None})
+
+    after = [dst if c == src else c for c in holders]
+    want = all(distinct(after, k) >= distinct(holders, k) for k in range(keys))
+    assert spread_kept(values, holders, src, dst) == want
