@@ -75,12 +75,19 @@ def cmd_assign(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
+    """The ``rackplan`` parser; ``with_agent=False`` leaves out the agent's subcommands.
+
+    ``assign`` is run by outside tests thousands of times: it must not pay for
+    importing the Kafka client, pydantic-settings or PySpark glue.
+    """
     parser = argparse.ArgumentParser(prog="rackplan", description="Rack-locality planning for Kafka.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("assign", help="compute a plan for one instance (JSON in, JSON out)")
     p.add_argument("instance", help="instance JSON file, or - for stdin")
     p.set_defaults(func=cmd_assign)
+    if not with_agent:
+        return parser
     try:
         from agent.commands import register  # the agent adds its own subcommands
     except ImportError:
@@ -91,7 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(with_agent=argv[:1] != ["assign"])
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
