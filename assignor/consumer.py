@@ -8,9 +8,10 @@ job report the same figures for the same plan.
 
 from __future__ import annotations
 
+import importlib
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from .owned import count_moved, previous_owners
@@ -18,17 +19,17 @@ from .owned import count_moved, previous_owners
 Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]
 
 
+_MODULES = {
+    "range": "range_assignor",
+    "cooperative-sticky": "sticky_assignor",
+    "rack-optimal": "rack_optimal",
+}
+
+
 def get_assignor(name: str) -> Assignor:
-    """The assignor of that contract name; imported on first use."""
-    if name == "range":
-        from .range_assignor import assign
-    elif name == "cooperative-sticky":
-        from .sticky_assignor import assign
-    elif name == "rack-optimal":
-        from .rack_optimal import assign
-    else:
-        raise KeyError(name)
-    return assign
+    """The assignor of that contract name; its module is imported on first use."""
+    module = importlib.import_module(f"{__package__}.{_MODULES[name]}")
+    return cast(Assignor, module.assign)
 
 
 def subscribed_partitions(cluster: Cluster, group: ConsumerGroup) -> set[TopicPartition]:
