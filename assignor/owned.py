@@ -9,7 +9,8 @@ consumer protocol:
   report no generation count as ``NO_GENERATION``; when nobody reports one,
   every claim is believed.
 * A partition claimed by two members of that generation has no owner: neither
-  claim can be trusted.
+  claim can be trusted, and both may be consuming it, so a cooperative round
+  withholds it until both have revoked it.
 * A claim on a partition that no longer exists is ignored.
 """
 
@@ -20,18 +21,12 @@ from collections.abc import Collection, Iterable, Mapping
 from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 
 
-def previous_owners(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, str]:
-    """Map each partition to the member that validly owned it, per the module rules.
-
-    Claims are kept whether or not the member still subscribes to the topic:
-    the member holds the partition until it revokes it, which matters for
-    cooperative withholding.  Stickiness must check the subscription itself.
-    """
+def _top_generation_claims(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, list[str]]:
+    """Every existing partition claimed in the newest generation, with its claimers in input order."""
     if not group.members:
         return {}
     top = max(m.generation for m in group.members)
-    owner: dict[TopicPartition, str] = {}
-    conflicted: set[TopicPartition] = set()
+    claims: dict[TopicPartition, list[str]] = {}
     for m in group.members:
         if m.generation != top:
             continue
@@ -39,29 +34,53 @@ def previous_owners(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartiti
             parts = cluster.topics.get(tp[0])
             if parts is None or tp[1] >= len(parts):
                 continue
-            other = owner.get(tp)
-            if other is not None and other != m.member_id:
-                conflicted.add(tp)
-            owner[tp] = m.member_id
-    for tp in conflicted:
-        del owner[tp]
-    return owner
+            who = claims.setdefault(tp, [])
+            if m.member_id not in who:
+                who.append(m.member_id)
+    return claims
+
+
+def previous_owners(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, str]:
+    """Map each partition to the member that validly owned it, per the module rules.
+
+    Claims are kept whether or not the member still subscribes to the topic:
+    the member holds the partition until it revokes it, which matters for
+    cooperative withholding.  Stickiness must check the subscription itself.
+    """
+    return {tp: who[0] for tp, who in _top_generation_claims(cluster, group).items() if len(who) == 1}
+
+
+def contested_partitions(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, list[str]]:
+    """Partitions claimed by several members of the newest generation, with those members.
+
+    Both may be consuming it, so a cooperative round gives it to nobody and
+    asks every claimer to revoke it; the follow-up round hands it out.
+    """
+    return {tp: who for tp, who in _top_generation_claims(cluster, group).items() if len(who) > 1}
 
 
 def withhold_moving(
-    assignment: Mapping[str, Iterable[TopicPartition]], owners: Mapping[TopicPartition, str]
+    assignment: Mapping[str, Iterable[TopicPartition]],
+    owners: Mapping[TopicPartition, str],
+    contested: Mapping[TopicPartition, Iterable[str]] | None = None,
 ) -> ConsumerPlan:
     """Cooperative rebalancing: a partition that changes owner is given to nobody this round.
 
     It is listed under ``revoked`` for its previous owner; the follow-up round
-    (after the owner confirms the release) hands it to its new member.  Lists
-    come out sorted.
+    (after the owner confirms the release) hands it to its new member.  A
+    contested partition (see :func:`contested_partitions`) is withheld too and
+    listed under every claimer.  Lists come out sorted.
     """
+    contested = contested or {}
     kept: dict[str, list[TopicPartition]] = {}
     revoked: dict[str, list[TopicPartition]] = {}
     for mid, parts in assignment.items():
         keep = kept.setdefault(mid, [])
         for tp in parts:
+            if tp in contested:
+                for claimer in contested[tp]:
+                    revoked.setdefault(claimer, []).append(tp)
+                continue
             prev = owners.get(tp)
             if prev is None or prev == mid:
                 keep.append(tp)

@@ -50,3 +50,28 @@ def test_count_moved_counts_withheld_and_reassigned_only_for_subscribed() -> Non
     subscribed = {("t", 0), ("t", 1), ("t", 2)}
     # t-1 went from m2 to m1, t-2 is no longer with m1; u-0 is not subscribed any more.
     assert count_moved(plan, owners, subscribed) == 2
+
+
+def test_contested_partition_is_withheld_from_everyone_and_revoked_by_every_claimer() -> None:
+    from assignor.owned import contested_partitions
+    from assignor.sticky_assignor import assign
+
+    g = group(
+        Member("m1", "a", ("t",), owned=(("t", 0), ("t", 1)), generation=2),
+        Member("m2", "b", ("t",), owned=(("t", 1), ("t", 2)), generation=2),
+    )
+    assert contested_partitions(CLUSTER, g) == {("t", 1): ["m1", "m2"]}
+    plan = assign(CLUSTER, g)
+    assert all(("t", 1) not in parts for parts in plan.assignment.values())
+    assert ("t", 1) in plan.revoked["m1"]
+    assert ("t", 1) in plan.revoked["m2"]
+    # Follow-up round: each owns what it was given; t-1 is handed out, nothing withheld.
+    follow = group(
+        *(
+            Member(m, r, ("t",), owned=tuple(plan.assignment[m]), generation=3)
+            for m, r in (("m1", "a"), ("m2", "b"))
+        )
+    )
+    again = assign(CLUSTER, follow)
+    assert again.revoked == {}
+    assert sorted(tp for parts in again.assignment.values() for tp in parts) == [("t", 0), ("t", 1), ("t", 2)]

@@ -1,0 +1,149 @@
+"""The cooperative-sticky assignor's working model: members, partitions and racks as integers.
+
+Both paths of :mod:`assignor.sticky_assignor` run their hot loops on plain
+lists indexed by member number (members sorted by id) and by *global partition
+number* (subscribed topics sorted by name, then partition number), so that
+ties broken by the lowest index are the deterministic "sorted member id /
+sorted partition" tie-breaks the contract asks for.
+
+Members are grouped into *rack classes*: members that are cross-rack for
+exactly the same partitions.  A class is ``(has_rack, rack_bit)``: no rack
+(never cross-rack), a rack holding no broker (bit 0: cross-rack for every
+partition with a known rack) or one broker rack.  Cost only ever depends on a
+member's class and a partition's replica-rack mask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import Cluster, ConsumerGroup, TopicPartition
+from .owned import previous_owners
+
+
+@dataclass(slots=True)
+class Prepared:
+    """Integer view of one rebalance (see the module docstring)."""
+
+    member_ids: list[str]
+    member_class: list[int]
+    #: per class: (has_rack, rack_bit)
+    classes: list[tuple[bool, int]]
+    topics: list[str]
+    topic_offset: list[int]  # global number of partition 0 of each topic; one extra entry at the end
+    part_topic: list[int]
+    part_mask: list[int]
+    member_topics: list[list[int]]  # sorted topic numbers each member subscribes to
+    topic_members: list[list[int]]  # sorted member numbers subscribed to each topic
+    #: valid previous owner (see :mod:`assignor.owned`) still subscribed to the topic, else -1
+    owner: list[int]
+    #: every valid claim, subscribed or not: what cooperative withholding must respect
+    claims: dict[TopicPartition, str]
+    #: the member of each valid claim on a subscribed topic's partition, subscribed or not, else -1
+    claim_owner: list[int]
+
+    @property
+    def num_partitions(self) -> int:
+        return len(self.part_mask)
+
+    def cross(self, cls: int, mask: int) -> int:
+        """1 when a member of class ``cls`` reading a partition with replica mask ``mask`` is cross-rack."""
+        has_rack, bit = self.classes[cls]
+        return 1 if has_rack and mask and not (mask & bit) else 0
+
+    def matches(self, cls: int, mask: int) -> bool:
+        """Kafka's rack match (not ``racksMismatch``): a member without a rack, or a replica in its rack.
+
+        Stricter than "not cross-rack": a partition with no known replica rack
+        matches no racked member, so Kafka does not insist on keeping it there.
+        """
+        has_rack, bit = self.classes[cls]
+        return not has_rack or bool(mask & bit)
+
+    def partition(self, gp: int) -> TopicPartition:
+        t = self.part_topic[gp]
+        return (self.topics[t], gp - self.topic_offset[t])
+
+
+def prepare(cluster: Cluster, group: ConsumerGroup) -> Prepared:
+    """Number members and partitions, classify racks, and resolve previous owners."""
+    members = sorted(group.members, key=lambda m: m.member_id)
+    member_ids = [m.member_id for m in members]
+    index = {mid: i for i, mid in enumerate(member_ids)}
+    topics = sorted({t for m in members for t in m.topics})
+    topic_index = {t: i for i, t in enumerate(topics)}
+
+    class_index: dict[tuple[bool, int], int] = {}
+    keys = []
+    for m in members:
+        keys.append((m.rack is not None, cluster.member_bit(m.rack)))
+    for key in sorted(set(keys)):
+        class_index[key] = len(class_index)
+    member_class = [class_index[k] for k in keys]
+
+    topic_offset = [0]
+    part_topic: list[int] = []
+    part_mask: list[int] = []
+    for ti, t in enumerate(topics):
+        masks = cluster.masks[t]
+        part_topic.extend([ti] * len(masks))
+        part_mask.extend(masks)
+        topic_offset.append(len(part_mask))
+
+    member_topics = [sorted(topic_index[t] for t in m.topics) for m in members]
+    topic_members: list[list[int]] = [[] for _ in topics]
+    for i, ts in enumerate(member_topics):
+        for tn in ts:
+            topic_members[tn].append(i)
+
+    claims = previous_owners(cluster, group)
+    owner = [-1] * len(part_mask)
+    claim_owner = [-1] * len(part_mask)
+    subscribed = [set(ts) for ts in member_topics]
+    for (topic, p), mid in claims.items():
+        tk = topic_index.get(topic)
+        mk = index.get(mid)
+        if tk is not None and mk is not None:
+            claim_owner[topic_offset[tk] + p] = mk
+            if tk in subscribed[mk]:
+                owner[topic_offset[tk] + p] = mk
+    return Prepared(
+        member_ids=member_ids,
+        member_class=member_class,
+        classes=sorted(class_index, key=class_index.__getitem__),
+        topics=topics,
+        topic_offset=topic_offset,
+        part_topic=part_topic,
+        part_mask=part_mask,
+        member_topics=member_topics,
+        topic_members=topic_members,
+        owner=owner,
+        claims=claims,
+        claim_owner=claim_owner,
+    )
+
+
+def deal(parts: list[int], slots: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Deal ``parts`` round robin to ``(member, free slots)`` in the given order, as Kafka deals.
+
+    Returns ``(member, partition)`` pairs; one partition per member per round,
+    so consecutive partitions (a topic's) spread over members.  The slots must
+    add up to the number of partitions.
+    """
+    out: list[tuple[int, int]] = []
+    active = [[m, s] for m, s in slots if s > 0]
+    pos, n = 0, len(parts)
+    while pos < n and active:
+        still = []
+        for entry in active:
+            if pos >= n:
+                break
+            out.append((entry[0], parts[pos]))
+            pos += 1
+            entry[1] -= 1
+            if entry[1]:
+                still.append(entry)
+        active = still
+    if pos != n:
+        raise AssertionError("free slots and partitions to place differ")
+    return out

@@ -1,0 +1,185 @@
+"""cooperative-sticky when every member subscribes to the same topics (Kafka's "constrained" path).
+
+Every member ends with ``q = P // N`` or ``q + 1`` partitions, exactly
+``P % N`` of them with ``q + 1``.  Kafka's rule for owned partitions is kept as
+a hard constraint: a member keeps ``min(|L|, cap)`` of its owned partitions
+that match its rack (``L``: it has no rack, or a replica is in its rack),
+``cap`` being the quota it ends with.  Everything else is decided by one exact
+min-cost flow with cost ``BIG * cross_rack + moves`` (``BIG`` larger than any
+number of moves, so cross-rack first, then moves):
+
+* which members get ``q + 1`` (the ``extra`` node takes one unit per such member),
+* which of its other owned partitions a member keeps (cross-rack ones cost
+  ``BIG`` where they are; a released one costs 1 plus ``BIG`` if cross-rack
+  where it lands),
+* which matching partitions a member owning more than ``q`` of them releases, and
+* where free partitions go (unowned, from departed members, or released).
+
+Cost depends only on a member's rack class and a partition's replica mask, so
+the graph has one node per partition mask, one per rack class and a few per
+*profile*: members with the same class, the same room and the same counts of
+owned partitions per mask are interchangeable, so they share nodes and the
+flow is split among them afterwards (see :func:`_cyclic`).  Free partitions
+reach members through their class node and are dealt round robin, between
+classes and then to the members of a class, as Kafka deals; a member owning
+more than ``q`` matching partitions takes nothing else.  The graph has a few
+hundred nodes even for thousands of members, so the whole path is linear in
+partitions plus a flow that does not grow with them.
+"""
+
+from __future__ import annotations
+
+from .flow import min_cost_flow_phases
+from .sticky_common import Prepared, deal
+
+Edge = tuple[int, int, int, int]
+#: (over-full?, rack class, room below q, owned counts per mask: local ones if over-full, else cross-rack)
+Profile = tuple[int, int, int, tuple[tuple[int, int], ...]]
+
+
+def _cyclic(amounts: list[tuple[int, int]], n_members: int) -> list[dict[int, int]]:
+    """Split per-mask totals among ``n_members`` identical members, round robin over one sequence.
+
+    Units of mask ``k1``, then ``k2``, ... are dealt in turn to members 0, 1, ...
+    continuing where the previous mask stopped.  Member ``j`` gets
+    ``total // n + (j < total % n)`` units in all and at most ``ceil(a_k / n)``
+    of mask ``k``, which is why a profile-level flow always splits into
+    per-member amounts its members can honour.
+    """
+    out: list[dict[int, int]] = [{} for _ in range(n_members)]
+    pos = 0
+    for k, a in amounts:
+        if not a:
+            continue
+        base, extra = divmod(a, n_members)
+        for step in range(n_members):
+            j = (pos + step) % n_members
+            take = base + (1 if step < extra else 0)
+            if take:
+                out[j][k] = out[j].get(k, 0) + take
+        pos = (pos + a) % n_members
+    return out
+
+
+def assign_constrained(prep: Prepared) -> list[list[int]]:
+    """Partitions (global numbers) per member; see the module docstring."""
+    n = len(prep.member_ids)
+    n_parts = prep.num_partitions
+    q, r = divmod(n_parts, n)
+    masks = prep.part_mask
+    owner = prep.owner
+    cls = prep.member_class
+    n_cls = len(prep.classes)
+    mask_set = sorted(set(masks))
+    cross = [{k: prep.cross(g, k) for k in mask_set} for g in range(n_cls)]
+    keep = [{k: prep.matches(g, k) for k in mask_set} for g in range(n_cls)]
+
+    # local: owned and rack-matching (Kafka keeps these); remote: owned, not matching (cross-rack,
+    # or no known replica rack), kept only when that is no worse.
+    local: list[dict[int, list[int]]] = [{} for _ in range(n)]
+    remote: list[dict[int, list[int]]] = [{} for _ in range(n)]
+    free: dict[int, list[int]] = {}
+    for gp in range(n_parts):
+        o = owner[gp]
+        k = masks[gp]
+        if o < 0:
+            free.setdefault(k, []).append(gp)
+        elif keep[cls[o]][k]:
+            local[o].setdefault(k, []).append(gp)
+        else:
+            remote[o].setdefault(k, []).append(gp)
+    n_local = [sum(len(v) for v in d.values()) for d in local]
+
+    # Profiles: (over?, class, room or local counts, cross counts) -> members.
+    profiles: dict[Profile, list[int]] = {}
+    forced = False
+    for i in range(n):
+        if n_local[i] > q:
+            # Full of its own local partitions whatever its quota: its cross-rack ones must go.
+            for k, lst in remote[i].items():
+                free.setdefault(k, []).extend(lst)
+                forced = True
+            key = (1, cls[i], 0, tuple(sorted((k, len(v)) for k, v in local[i].items())))
+        else:
+            key = (0, cls[i], q - n_local[i], tuple(sorted((k, len(v)) for k, v in remote[i].items())))
+        profiles.setdefault(key, []).append(i)
+    if forced:
+        for lst in free.values():
+            lst.sort()
+
+    big = n_parts + 1
+    edges: list[Edge] = []
+    supply: list[int] = []
+
+    def node(s: int = 0) -> int:
+        supply.append(s)
+        return len(supply) - 1
+
+    def edge(u: int, v: int, cap: int, cost: int) -> int:
+        edges.append((u, v, cap, cost))
+        return len(edges) - 1
+
+    hub = [node() for _ in range(n_cls)]
+    extra = node(-r)
+    free_masks = sorted(k for k, v in free.items() if v)
+    free_edges: list[list[int]] = []
+    for k in free_masks:
+        f = node(len(free[k]))
+        free_edges.append([edge(f, hub[g], len(free[k]), big * cross[g][k]) for g in range(n_cls)])
+
+    plan: list[tuple[Profile, list[int], int, list[tuple[int, int, list[int]]]]] = []
+    for key in sorted(profiles):
+        over, g, room, vec = key
+        members = profiles[key]
+        c = len(members)
+        m_node = node(-c * q if over else -c * room)
+        e_extra = edge(m_node, extra, c, 0)
+        if not over:
+            edge(hub[g], m_node, c * (room + 1), 0)
+        pools = []
+        for k, cnt in vec:
+            src = node(c * cnt)
+            keep_cost = 0 if over else big * cross[g][k]
+            stay = edge(src, m_node, c * cnt, keep_cost)
+            out = [edge(src, hub[h], c * cnt, big * cross[h][k] + 1) for h in range(n_cls)]
+            pools.append((k, stay, out))
+        plan.append((key, members, e_extra, pools))
+
+    flow = min_cost_flow_phases(len(supply), edges, supply).flow
+
+    result: list[list[int]] = [[] for _ in range(n)]
+    incoming: list[list[int]] = [[] for _ in range(n_cls)]
+    for k, fe in zip(free_masks, free_edges, strict=True):
+        for g, gp in deal(free[k], [(g, flow[fe[g]]) for g in range(n_cls)]):
+            incoming[g].append(gp)
+
+    slots: list[list[tuple[int, int]]] = [[] for _ in range(n_cls)]  # (member, free slots) per class
+    for key, members, e_extra, pools in plan:
+        over, g, _room, _vec = key
+        c = len(members)
+        n_extra = flow[e_extra]
+        kept = _cyclic([(k, flow[stay]) for k, stay, _ in pools], c)
+        released: dict[int, list[int]] = {}
+        for j, i in enumerate(members):
+            cap = q + (1 if j < n_extra else 0)
+            owned = local[i] if over else remote[i]
+            if not over:
+                for lst in local[i].values():
+                    result[i].extend(lst)
+            for k, lst in owned.items():
+                a = kept[j].get(k, 0)
+                result[i].extend(lst[:a])
+                released.setdefault(k, []).extend(lst[a:])
+            room_left = cap - len(result[i])
+            if room_left < 0:
+                raise AssertionError(f"profile split over capacity for member {i}")
+            if room_left:
+                slots[g].append((i, room_left))
+        for k, _stay, out in pools:
+            for h, gp in deal(sorted(released.get(k, [])), [(h, flow[out[h]]) for h in range(n_cls)]):
+                incoming[h].append(gp)
+
+    for g in range(n_cls):
+        for i, gp in deal(sorted(incoming[g]), sorted(slots[g])):
+            result[i].append(gp)
+    return result

@@ -1,0 +1,260 @@
+"""Property tests of the cooperative-sticky assignor (assignor/sticky_assignor.py).
+
+Rounds are simulated as Kafka's consumers run them: after a round every member
+owns exactly what it was assigned (withheld partitions are owned by nobody) and
+reports the next generation.  Properties:
+
+* validity (invariant 1) of every round, determinism (also under reordered
+  input), and convergence: the follow-up round withholds nothing and is
+  balanced (invariant 2);
+* stickiness: feeding a converged plan back (next generation) changes nothing;
+* rack locality on a converged plan (see :func:`locality_violation` for the
+  precise definition);
+* equal subscriptions: exactly the optimum of Kafka's feasible set ``R``
+  (fewest cross-rack partitions, then fewest moves), checked by brute force
+  on tiny inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Mapping, Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from assignor.consumer import cross_rack_count, subscribed_partitions
+from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition, is_cross_rack
+from assignor.owned import count_moved, previous_owners
+from assignor.sticky_assignor import assign
+from tests.invariants import assert_balanced, assert_valid
+from tests.strategies import clusters, consumer_groups
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def follow_up(group: ConsumerGroup, plan: ConsumerPlan) -> ConsumerGroup:
+    """The next round: each member owns exactly what it was assigned, one generation later."""
+    gen = max((m.generation for m in group.members), default=-1) + 1
+    return dataclasses.replace(
+        group,
+        members=tuple(
+            dataclasses.replace(m, owned=tuple(plan.assignment.get(m.member_id, ())), generation=gen)
+            for m in group.members
+        ),
+    )
+
+
+def converge(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, ConsumerGroup, ConsumerPlan]:
+    """Round one, then the follow-up round; returns (plan1, follow-up group, plan2)."""
+    plan1 = assign(cluster, group)
+    assert_valid(cluster, group, plan1)
+    group2 = follow_up(group, plan1)
+    plan2 = assign(cluster, group2)
+    assert_valid(cluster, group2, plan2)
+    return plan1, group2, plan2
+
+
+def is_cross(cluster: Cluster, rack: str | None, tp: TopicPartition) -> bool:
+    return is_cross_rack(rack, cluster.member_bit(rack), cluster.masks[tp[0]][tp[1]])
+
+
+def locality_violation(
+    cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan
+) -> tuple[str, str, TopicPartition, TopicPartition | None] | None:
+    """An exchange that would lower the cross-rack count without costing balance or stickiness.
+
+    The plan is converged (every partition is owned by its holder), so
+    stickiness allows moving only cross-rack partitions: a local owned
+    partition stays with its owner (Kafka's rule, and ours).  Checked:
+
+    * *swap*: cross-rack ``p`` on ``a`` and cross-rack ``p2`` on ``b``, each
+      member subscribed to the other's topic, such that swapping lowers the
+      cross-rack count and keeps invariant 2;
+    * *move*: cross-rack ``p`` on ``a`` to a member ``b`` subscribed to its
+      topic, rack-local to it and holding one partition fewer, such that the
+      result still satisfies invariant 2 (counts of ``a`` and ``b`` trade places).
+
+    Returns the first such exchange, or None.
+    """
+    members = {m.member_id: m for m in group.members}
+    assignment = {m: list(v) for m, v in plan.assignment.items()}
+    cross = {m: [tp for tp in v if is_cross(cluster, members[m].rack, tp)] for m, v in assignment.items()}
+
+    def balanced(candidate: Mapping[str, Sequence[TopicPartition]]) -> bool:
+        try:
+            assert_balanced(group, ConsumerPlan(assignment=candidate))
+        except AssertionError:
+            return False
+        return True
+
+    ids = sorted(members)
+    for a in ids:
+        for p in cross[a]:
+            for b in ids:
+                if b == a or p[0] not in members[b].topics or is_cross(cluster, members[b].rack, p):
+                    continue
+                if len(assignment[b]) == len(assignment[a]) - 1:
+                    cand = dict(assignment)
+                    cand[a] = [x for x in assignment[a] if x != p]
+                    cand[b] = [*assignment[b], p]
+                    if balanced(cand):
+                        return (a, b, p, None)
+                for p2 in cross[b]:
+                    if p2[0] not in members[a].topics:
+                        continue
+                    before = 2
+                    after = int(is_cross(cluster, members[a].rack, p2))
+                    if after < before:
+                        cand = dict(assignment)
+                        cand[a] = [x for x in assignment[a] if x != p] + [p2]
+                        cand[b] = [x for x in assignment[b] if x != p2] + [p]
+                        if balanced(cand):
+                            return (a, b, p, p2)
+    return None
+
+
+@st.composite
+def instances(draw: st.DrawFn, equal: bool | None = None) -> tuple[Cluster, ConsumerGroup]:
+    cluster = draw(clusters())
+    group = draw(consumer_groups(cluster, "cooperative-sticky", equal_subscriptions=equal))
+    return cluster, group
+
+
+@SETTINGS
+@given(instances())
+def test_valid_converges_balanced_and_sticky(inst: tuple[Cluster, ConsumerGroup]) -> None:
+    cluster, group = inst
+    _plan1, group2, plan2 = converge(cluster, group)
+    # Convergence: the follow-up round withholds nothing and is balanced.
+    assert not plan2.revoked, plan2.revoked
+    assert_balanced(group2, plan2)
+    # Stickiness: nothing changed, nothing moves.
+    group3 = follow_up(group2, plan2)
+    plan3 = assign(cluster, group3)
+    assert plan3.assignment == plan2.assignment
+    assert not plan3.revoked
+
+
+@SETTINGS
+@given(instances(), st.randoms(use_true_random=False))
+def test_deterministic_and_order_independent(inst: tuple[Cluster, ConsumerGroup], rnd: object) -> None:
+    cluster, group = inst
+    plan = assign(cluster, group)
+    assert assign(cluster, group) == plan
+    shuffled = list(group.members)
+    rnd.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert assign(cluster, dataclasses.replace(group, members=tuple(shuffled))) == plan
+
+
+@SETTINGS
+@given(instances())
+def test_no_balance_neutral_locality_fix_left(inst: tuple[Cluster, ConsumerGroup]) -> None:
+    cluster, group = inst
+    _plan1, group2, plan2 = converge(cluster, group)
+    assert locality_violation(cluster, group2, plan2) is None
+
+
+@SETTINGS
+@given(instances())
+def test_nothing_withheld_without_owners(inst: tuple[Cluster, ConsumerGroup]) -> None:
+    cluster, group = inst
+    fresh = dataclasses.replace(
+        group, members=tuple(dataclasses.replace(m, owned=(), generation=-1) for m in group.members)
+    )
+    plan = assign(cluster, fresh)
+    assert not plan.revoked
+    assert_valid(cluster, fresh, plan)
+    assert_balanced(fresh, plan)
+
+
+# ---- equal subscriptions: exact optimum of Kafka's feasible set -----------------------------
+
+
+def kafka_region_optimum(cluster: Cluster, group: ConsumerGroup) -> tuple[int, int]:
+    """(cross-rack, moves) minimum over R by brute force.
+
+    R: balanced, and each member keeps ``min(|L|, cap)`` of ``L``, its owned partitions that match its
+    rack as Kafka sees it (a replica in its rack, or the member has no rack).
+    """
+    members = sorted(group.members, key=lambda m: m.member_id)
+    parts = sorted(subscribed_partitions(cluster, group))
+    owners = previous_owners(cluster, group)
+    topics = set(members[0].topics)
+    n, total = len(members), len(parts)
+    q, r = divmod(total, n)
+    local_owned = [
+        {
+            tp
+            for tp, o in owners.items()
+            if o == m.member_id
+            and tp[0] in topics
+            and (m.rack is None or m.rack in cluster.replica_racks(*tp))
+        }
+        for m in members
+    ]
+    best: tuple[int, int] | None = None
+    for choice in itertools.product(range(n), repeat=total):
+        counts = [0] * n
+        for i in choice:
+            counts[i] += 1
+        if any(c not in (q, q + 1) for c in counts) or counts.count(q + 1) != r:
+            continue
+        held: list[set[TopicPartition]] = [set() for _ in range(n)]
+        for tp, i in zip(parts, choice, strict=True):
+            held[i].add(tp)
+        if any(len(held[i] & local_owned[i]) < min(len(local_owned[i]), counts[i]) for i in range(n)):
+            continue
+        cross = sum(is_cross(cluster, members[i].rack, tp) for tp, i in zip(parts, choice, strict=True))
+        moved = sum(
+            1
+            for tp, i in zip(parts, choice, strict=True)
+            if owners.get(tp, members[i].member_id) != members[i].member_id
+        )
+        cand = (cross, moved)
+        if best is None or cand < best:
+            best = cand
+    assert best is not None
+    return best
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.data(),
+)
+def test_equal_subscriptions_is_the_optimum_of_kafkas_region(data: st.DataObject) -> None:
+    cluster = data.draw(clusters(max_topics=2, max_partitions=3))
+    group = data.draw(consumer_groups(cluster, "cooperative-sticky", max_members=3, equal_subscriptions=True))
+    if len(subscribed_partitions(cluster, group)) > 6:
+        return
+    plan = assign(cluster, group)
+    owners = previous_owners(cluster, group)
+    # Put withheld partitions back where this round sends them: the follow-up round does.
+    group2 = follow_up(group, plan)
+    plan2 = assign(cluster, group2)
+    assert not plan2.revoked
+    target = {m: list(v) for m, v in plan2.assignment.items()}
+    final = ConsumerPlan(assignment=target)
+    cross = cross_rack_count(cluster, group, final)
+    moved = count_moved(final, owners, subscribed_partitions(cluster, group))
+    best_cross, best_moved = kafka_region_optimum(cluster, group)
+    # The optimum of R, or fewer cross-rack partitions still (when settling the follow-up round
+    # found some at the price of moves).
+    assert cross < best_cross or (cross == best_cross and moved <= best_moved), (cross, moved)
+
+
+def test_locality_check_catches_a_missed_swap_and_move() -> None:
+    """The locality property can fail: a swap or a move that would fix cross-rack reads is reported."""
+    cluster = Cluster(broker_racks={1: "az-a", 2: "az-b"}, topics={"t": ((1,), (2,), (1,))})
+    members = (Member("a", "az-a", ("t",)), Member("b", "az-b", ("t",)))
+    group = ConsumerGroup("g", "cooperative-sticky", members)
+    # t-1 (rack b) on a, t-0 and t-2 (rack a) on b: swapping t-1 with either fixes two reads.
+    swap = ConsumerPlan(assignment={"a": [("t", 1)], "b": [("t", 0), ("t", 2)]})
+    assert locality_violation(cluster, group, swap) == ("a", "b", ("t", 1), ("t", 0))
+    # t-1 on a, which holds one more than b: moving it to b fixes it and keeps balance.
+    move = ConsumerPlan(assignment={"a": [("t", 0), ("t", 1)], "b": [("t", 2)]})
+    assert locality_violation(cluster, group, move) == ("a", "b", ("t", 1), None)
+    good = ConsumerPlan(assignment={"a": [("t", 0), ("t", 2)], "b": [("t", 1)]})
+    assert locality_violation(cluster, group, good) is None
+    assert assign(cluster, group).assignment == good.assignment
