@@ -22,9 +22,12 @@ def _plans(agent: Agent) -> dict[str, Any]:
 def _groups(agent: Agent) -> list[dict[str, Any]]:
     """Registrations (with where they came from) and, last, those that cannot be used and why."""
     firing = set(agent.alerts.firing())
+    handovers = dict(agent.handovers)
     out = []
     for reg in list(agent.regs):
         rec = agent.book.latest(reg.key)
+        followers = agent.store.followers(reg.kind, reg.name)
+        pending = handovers.get(reg.key)
         out.append(
             {
                 "key": reg.key,
@@ -37,6 +40,18 @@ def _groups(agent: Agent) -> list[dict[str, Any]]:
                 "generation": None if rec is None else rec.generation,
                 "locality": None if rec is None else rec.locality_after.as_json(),
                 "alert_firing": reg.key in firing,
+                "state": None if rec is None else rec.state,
+                "followers": {
+                    m: {"mode": f.mode, "released_generation": f.released_generation}
+                    for m, f in followers.items()
+                },
+                "handover": None
+                if pending is None
+                else {
+                    "revoking_generation": pending.generation,
+                    "awaiting": list(pending.awaiting),
+                    "outstanding": pending.outstanding(followers),
+                },
             }
         )
     for key, reason in sorted(dict(agent.problems).items()):

@@ -7,7 +7,7 @@ Every client made here routes librdkafka's logs through structlog
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,20 +110,33 @@ class RawRecord:
     value: bytes | None
     #: the record's timestamp (create or log-append time), None when it has none
     timestamp_ms: int | None
+    topic: str = ""
+
+
+#: how long a broker may hold a fetch of a tail with nothing new: what a new record waits at most
+TAIL_FETCH_WAIT_MS = 100
 
 
 class TopicTail:
-    """Reads a topic from its beginning, then on each call whatever was added since; no consumer group.
+    """Reads topics from their beginning, then on each call whatever was added since; no consumer group.
 
-    Used for the plan-topic replay (read once to the end) and the
-    registrations topic (read to the end every cycle).  Partitions are those
-    the topic has when the tail is opened.
+    Used for the plan-topic replay (read once to the end), the registrations
+    topic (read to the end every cycle) and a follower's control topics (plan
+    and lease).  Partitions are those the topics have when the tail is opened.
     """
 
-    def __init__(self, config: Mapping[str, Any], topic: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        topic: str | Sequence[str],
+        timeout_s: float,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-        self.topic = topic
+        topics = [topic] if isinstance(topic, str) else list(topic)
+        self.topic = topics[0]
+        self.topics = tuple(topics)
         self._consumer = Consumer(
             with_kafka_logger(
                 {
@@ -132,21 +145,25 @@ class TopicTail:
                     "enable.auto.commit": False,
                     "enable.partition.eof": True,
                     "auto.offset.reset": "earliest",
+                    "fetch.wait.max.ms": TAIL_FETCH_WAIT_MS,
+                    **(overrides or {}),
                 }
             )
         )
+        self._partitions: list[tuple[str, int]] = []
         try:
-            md = self._consumer.list_topics(topic, timeout=timeout_s)
-            tmd = md.topics.get(topic)
-            if tmd is None or tmd.error is not None:
-                raise TopicReadError(f"topic {topic!r} unavailable: {None if tmd is None else tmd.error}")
-            self._partitions = sorted(tmd.partitions)
-            self._consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self._partitions])
+            for t in topics:
+                md = self._consumer.list_topics(t, timeout=timeout_s)
+                tmd = md.topics.get(t)
+                if tmd is None or tmd.error is not None:
+                    raise TopicReadError(f"topic {t!r} unavailable: {None if tmd is None else tmd.error}")
+                self._partitions += [(t, p) for p in sorted(tmd.partitions)]
+            self._consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in self._partitions])
         except BaseException:
             self._consumer.close()
             raise
         #: next offset to read per partition, as far as records seen tell
-        self._next = {p: 0 for p in self._partitions}
+        self._next = dict.fromkeys(self._partitions, 0)
 
     def read_available(self, timeout_s: float) -> tuple[list[RawRecord], bool]:
         """Records up to the end offsets as of this call; False when the deadline cut the read short.
@@ -156,16 +173,16 @@ class TopicTail:
         from confluent_kafka import KafkaError, TopicPartition
 
         deadline = time.monotonic() + timeout_s
-        targets: dict[int, int] = {}
-        for p in self._partitions:
+        targets: dict[tuple[str, int], int] = {}
+        for t, p in self._partitions:
             try:
                 low, high = self._consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, p), timeout=timeout_s, cached=False
+                    TopicPartition(t, p), timeout=timeout_s, cached=False
                 )
             except Exception as e:  # KafkaException: partition leader unreachable, moving, ...
-                raise TopicReadError(f"topic {self.topic!r} partition {p}: end offset unknown: {e}") from e
-            if high > max(low, self._next[p]):
-                targets[p] = high
+                raise TopicReadError(f"topic {t!r} partition {p}: end offset unknown: {e}") from e
+            if high > max(low, self._next[(t, p)]):
+                targets[(t, p)] = high
         out: list[RawRecord] = []
         while targets:
             left = deadline - time.monotonic()
@@ -174,22 +191,25 @@ class TopicTail:
             msg = self._consumer.poll(min(left, 0.5))
             if msg is None:
                 continue
-            p = msg.partition() or 0
+            tp = (msg.topic() or "", msg.partition() or 0)
             error = msg.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
                     # An end-of-partition event left over from an earlier read says nothing new.
-                    if (msg.offset() or 0) >= targets.get(p, 0):
-                        targets.pop(p, None)
+                    if (msg.offset() or 0) >= targets.get(tp, 0):
+                        targets.pop(tp, None)
                     continue
-                raise TopicReadError(f"topic {self.topic!r}: {error}")
-            offset = msg.offset() or 0
-            self._next[p] = max(self._next[p], offset + 1)
-            if self._next[p] >= targets.get(p, 0):
-                targets.pop(p, None)
-            ts_type, ts = msg.timestamp()
-            out.append(RawRecord(p, offset, msg.key(), msg.value(), ts if ts_type != 0 else None))
+                raise TopicReadError(f"topic {tp[0]!r}: {error}")
+            out.append(self._record(msg, tp))
+            if self._next[tp] >= targets.get(tp, 0):
+                targets.pop(tp, None)
         return out, True
+
+    def _record(self, msg: Any, tp: tuple[str, int]) -> RawRecord:
+        offset = msg.offset() or 0
+        self._next[tp] = max(self._next.get(tp, 0), offset + 1)
+        ts_type, ts = msg.timestamp()
+        return RawRecord(tp[1], offset, msg.key(), msg.value(), ts if ts_type != 0 else None, tp[0])
 
     def read_new(self, max_records: int = 100_000) -> tuple[list[RawRecord], list[str]]:
         """Records already fetched, without waiting or asking for end offsets; and transient errors seen.
@@ -210,10 +230,7 @@ class TopicTail:
                 if error.code() != KafkaError._PARTITION_EOF:
                     errors.append(str(error))
                 continue
-            p, offset = msg.partition() or 0, msg.offset() or 0
-            self._next[p] = max(self._next[p], offset + 1)
-            ts_type, ts = msg.timestamp()
-            out.append(RawRecord(p, offset, msg.key(), msg.value(), ts if ts_type != 0 else None))
+            out.append(self._record(msg, (msg.topic() or "", msg.partition() or 0)))
         return out, errors
 
     def close(self) -> None:
@@ -306,6 +323,19 @@ class Publisher:
             if getattr(first, "name", lambda: "")() in ("MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"):
                 raise PlanTooLargeError(f"{first_key}: plan exceeds the topic's max.message.bytes: {first}")
             raise PublishError(f"{len(failed)} record(s) to {topic} failed, first {first_key}: {first}")
+
+    def send(self, topic: str, key: str, value: bytes, on_result: Callable[[str | None], None]) -> None:
+        """Send one record without waiting: ``on_result`` gets None or the error, from a later :meth:`poll`."""
+        from confluent_kafka import KafkaException
+
+        def cb(err: Any, _msg: Any) -> None:
+            on_result(None if err is None else str(err))
+
+        try:
+            self._producer.produce(topic, key=key.encode(), value=value, on_delivery=cb)
+        except (KafkaException, BufferError) as e:
+            on_result(str(e))
+        self._producer.poll(0)
 
     def poll(self) -> None:
         """Serve delivery reports and librdkafka's logs without waiting."""

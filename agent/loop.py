@@ -21,7 +21,9 @@ One cycle per ``poll_interval_s``:
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +32,7 @@ from typing import Any
 
 from .alerts import AlertEvent, AlertState
 from .diff import REPLICA_RACKS, Debounce, SnapshotDiff, diff
+from .handover import Pending, assignment_of, pending_from, revoking_record, split
 from .http import AgentHttpServer
 from .kafka_io import (
     PlanTooLargeError,
@@ -39,6 +42,16 @@ from .kafka_io import (
     TopicTail,
     ensure_topics,
     read_back,
+)
+from .lease import (
+    HEARTBEAT_KEY,
+    LEASE_PARTITIONS,
+    Heartbeat,
+    Lease,
+    LeaseLost,
+    LeaseUnconfirmed,
+    default_agent_id,
+    last_heartbeat,
 )
 from .logging import get_logger, with_kafka_logger
 from .membership import GroupDescriber, RealGroup, member_racks
@@ -55,8 +68,14 @@ from .planner import (
     scope_fingerprint,
     total_locality,
 )
-from .plans import CONSUMER, Locality, PlanBook, PlanRecord, encode_value, utc_now_iso
-from .registry import RegistrationRecordError, RegistrationStore, decode_registration, merge_registrations
+from .plans import CONSUMER, STATE_REVOKING, Locality, PlanBook, PlanRecord, encode_value, utc_now_iso
+from .registry import (
+    FOLLOWER_MODES,
+    RegistrationRecordError,
+    RegistrationStore,
+    decode_registration,
+    merge_registrations,
+)
 from .settings import Settings
 from .webhook import Post, WebhookNotifier, urllib_post
 
@@ -88,6 +107,8 @@ class CycleReport:
     registered: list[str] = field(default_factory=list)
     reregistered: list[str] = field(default_factory=list)
     unregistered: list[str] = field(default_factory=list)
+    #: plans that completed a two-phase handover since the last cycle (published between cycles)
+    completed: list[PlanRecord] = field(default_factory=list)
     error: str = ""
     duration_s: float = 0.0
 
@@ -100,6 +121,7 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(
             settings.registrations_topic, settings.registrations.partitions, {"cleanup.policy": "compact"}
         ),
+        TopicSpec(settings.ha.lease_topic, LEASE_PARTITIONS, {"cleanup.policy": "compact"}),
     ]
 
 
@@ -138,16 +160,9 @@ class Agent:
         self.clock = clock
         self.on_cycle = on_cycle
         self.stop = threading.Event()
-        self.book = PlanBook()
         self.metrics = Metrics()
         self.file_regs: list[Registration] = registrations(settings)
-        self.regs: list[Registration] = list(self.file_regs)
-        #: registrations that cannot be used now: key -> reason
-        self.problems: dict[str, str] = {}
-        self.store = RegistrationStore(settings.registrations.ttl_s)
         self._reg_tail: TopicTail | None = None
-        #: the registrations topic was read to its end at least once (else nothing is tombstoned)
-        self._reg_synced = False
         self.describer = GroupDescriber(
             self.admin,
             settings.membership,
@@ -155,21 +170,61 @@ class Agent:
             self.log,
             request_timeout_s=settings.metadata.request_timeout_s,
         )
-        #: real membership described this cycle, by group id
-        self.real_groups: dict[str, RealGroup] = {}
         self._discovery = sorted(g["group_id"] for g in settings.consumer_groups if not g.get("members"))
-        self._merge_key: Any = None
-        self.alerts = AlertState(settings.alerts)
         self._webhook_post = webhook_post
         self.webhook: WebhookNotifier | None = None
         self._alerts_topic_ok = True
+        #: the lease topic exists (known once start() looked): heartbeats are published there
+        self._lease_topic_ok = False
+        self._heartbeat_failing = False
         self.publisher: Publisher | None = publisher
         self._own_publisher = publisher is None
+        self.agent_id = settings.ha.agent_id or default_agent_id()
+        #: the lease when several agents run (settings.ha.enabled); None: this agent always leads
+        self.lease: Lease | None = None
+        #: leadership epoch: one more than the last heartbeat on the lease topic
+        self.epoch = 0
+        self.leader = not settings.ha.enabled
+        self.metrics.set("rackplan_leader", 1 if self.leader else 0)
+        self._init_term()
+        self.metrics.set_function(
+            "rackplan_snapshot_age_seconds",
+            lambda: None if self.last_good is None else max(0.0, self.clock() - self.last_good.taken_at),
+        )
+        self.serve_http = serve_http
+        self.http: AgentHttpServer | None = None
+        #: the agent's own topics are not watched: its writes move their leaders and offsets
+        self.own_topics = frozenset(
+            {
+                settings.plan_topic,
+                settings.alerts_topic,
+                settings.registrations_topic,
+                settings.ha.lease_topic,
+            }
+        )
+
+    def _init_term(self) -> None:
+        """Everything learnt from the topics and the cluster; a new leadership term starts from scratch."""
+        s = self.settings
+        self.book = PlanBook()
+        self.regs: list[Registration] = list(self.file_regs)
+        #: registrations that cannot be used now: key -> reason
+        self.problems: dict[str, str] = {}
+        self.store = RegistrationStore(s.registrations.ttl_s)
+        if self._reg_tail is not None:
+            self._reg_tail.close()
+        self._reg_tail = None
+        #: the registrations topic was read to its end at least once (else nothing is tombstoned)
+        self._reg_synced = False
+        #: real membership described this cycle, by group id
+        self.real_groups: dict[str, RealGroup] = {}
+        self._merge_key: Any = None
+        self.alerts = AlertState(s.alerts)
         self.known: dict[int, str] = {}
         self.acted: tuple[Snapshot, Racks] | None = None
         self.last_good: Snapshot | None = None
         self.debounce: Debounce[tuple[Snapshot, Racks]] = Debounce(
-            settings.change_persist_polls, lambda a, b: diff(a[0], b[0], a[1], b[1]).empty
+            s.change_persist_polls, lambda a, b: diff(a[0], b[0], a[1], b[1]).empty
         )
         #: keys that must be (re)considered next cycle: new or changed registrations, failures
         self._retry: set[str] = set()
@@ -188,24 +243,25 @@ class Agent:
         #: unregistered keys whose tombstone is still to be published
         self._tombstone_pending: set[str] = set()
         self._tombstoned_at_start: list[str] = []
+        #: two-phase handovers whose revoking plan is out and whose target is not: key -> pending
+        self.handovers: dict[str, Pending] = {}
+        #: when each group's followers were last asked to come back from group subscription
+        self._rejoin_at: dict[str, float] = {}
+        #: a handover whose target could not be published is retried after this (key -> clock)
+        self._handover_retry_at: dict[str, float] = {}
+        #: targets published between cycles, reported with the next cycle
+        self._completed: list[PlanRecord] = []
         self._replayed = False
         self.ready = False
         self.metrics.set("rackplan_ready", 0)
-        self.metrics.set_function(
-            "rackplan_snapshot_age_seconds",
-            lambda: None if self.last_good is None else max(0.0, self.clock() - self.last_good.taken_at),
-        )
-        self.serve_http = serve_http
-        self.http: AgentHttpServer | None = None
-        #: the agent's own topics are not watched: its writes move their leaders and offsets
-        self.own_topics = frozenset(
-            {settings.plan_topic, settings.alerts_topic, settings.registrations_topic}
-        )
 
     # ---- start-up ---------------------------------------------------------------
 
-    def start(self) -> None:
-        """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
+    def _ensure_topics(self) -> set[str]:
+        """Create the agent's missing topics (through the embedded cluster when given); names still missing.
+
+        :class:`AgentError` when the plan topic (or, with ``ha.enabled``, the lease topic) is missing.
+        """
         s = self.settings
         timeout = s.metadata.request_timeout_s
         fallback = self.create_missing_topics
@@ -222,11 +278,28 @@ class Agent:
             raise AgentError(
                 f"plan topic {s.plan_topic!r} does not exist; see the logged command to create it"
             )
+        self._lease_topic_ok = s.ha.lease_topic not in names
+        if s.ha.lease_topic in names:
+            if s.ha.enabled:
+                raise AgentError(
+                    f"lease topic {s.ha.lease_topic!r} does not exist; see the logged command to create it"
+                )
+            self.log.warning(
+                "no lease topic: no heartbeat is published, so plan followers cannot tell that the agent "
+                "is alive (they fall back to group subscription when no plan comes)",
+                topic=s.ha.lease_topic,
+            )
         if s.alerts_topic in names:
             self._alerts_topic_ok = False
             self.log.warning(
                 "no alerts topic: alerts go to the log, metrics and webhook only", topic=s.alerts_topic
             )
+        return names
+
+    def start(self) -> None:
+        """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
+        s = self.settings
+        names = self._ensure_topics()
         records = read_back(self.client_config, s.plan_topic, s.io_timeout_s, self.log)
         if s.registrations_topic in names:
             self.log.warning(
@@ -244,7 +317,11 @@ class Agent:
             )
         if self.publisher is None:
             self.publisher = Publisher(self.client_config, s.plan_max_message_bytes)
+        if self._lease_topic_ok:
+            last = last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
+            self.epoch = (0 if last is None else last.epoch) + 1
         self.begin(records)
+        self._heartbeat()
 
     def begin(self, plan_records: list[tuple[str, PlanRecord | None]]) -> None:
         """Start-up after the Kafka part: replayed plans in, registrations merged, the unregistered tombstoned.
@@ -252,7 +329,12 @@ class Agent:
         :meth:`start` calls it; benchmarks and tests with fake clients call it directly.
         """
         s = self.settings
-        self.book.replay(plan_records)
+        for key, generation in self.book.replay(plan_records):
+            self.log.warning(
+                "stale plan record ignored: its generation is not above an earlier one",
+                key=key,
+                generation=generation,
+            )
         self.log.info(
             "plan topic replayed",
             topic=s.plan_topic,
@@ -280,11 +362,22 @@ class Agent:
         keys = {r.key for r in self.regs}
         self._retry = set(keys)
         self._initial_pending = set(keys)
+        now = self.clock()
         for key in self.book.live_keys():
             rec = self.book.latest(key)
             if rec is not None:
                 self.metrics.set("rackplan_plan_generation", rec.generation, _labels(key))
                 self._metrics_pending.add(key)
+            pending = pending_from(rec, now) if key in keys else None
+            if pending is not None:  # another agent (or this one, before a restart) started it
+                self.handovers[key] = pending
+                self.log.info(
+                    "resuming handover",
+                    key=key,
+                    generation=pending.generation,
+                    awaiting=list(pending.awaiting),
+                )
+        self._handover_metrics()
         self._replayed = True
 
     def _sleep(self, seconds: float) -> None:
@@ -412,6 +505,7 @@ class Agent:
             return []
         s = self.settings
         try:
+            self._guard()
             self.publisher.publish_many(s.plan_topic, [(k, None) for k in keys], s.io_timeout_s)
         except PublishError as e:
             self.metrics.inc("rackplan_publish_failures_total", {"record": "tombstone"})
@@ -419,6 +513,7 @@ class Agent:
             return []
         for k in keys:
             self.book.apply(k, None)
+            self.handovers.pop(k, None)
             self.metrics.inc("rackplan_tombstones_published_total", {"kind": _labels(k)["kind"]})
         self._tombstone_pending = set()
         self.log.info("plans tombstoned", keys=keys)
@@ -428,7 +523,11 @@ class Agent:
 
     def run_once(self) -> CycleReport:
         t0 = time.monotonic()
+        completed, self._completed = self._completed, []
         report = self._cycle()
+        report.completed = completed + report.completed
+        self._heartbeat()
+        self._follower_metrics()
         report.duration_s = time.monotonic() - t0
         m = self.metrics
         m.inc("rackplan_polls_total", {"result": "ok" if report.ok else "failed"})
@@ -506,17 +605,24 @@ class Agent:
                     required_polls=self.debounce.polls,
                 )
         self._refresh_registrations(report, self._describe_wanted(change))
+        report.completed += self._advance_handovers()
+        rejoin = self._rejoin_wanted()
         candidates = [
             r
             for r in self.regs
-            if r.key in self._retry or (change is not None and not change.touched_topics.isdisjoint(r.topics))
+            if r.key in self._retry
+            or r.key in rejoin
+            or (change is not None and not change.touched_topics.isdisjoint(r.topics))
         ]
         self._retry = set()
         acted_snap, acted_racks = self.acted
         previous_fp = dict(self._fp) if change is not None else {}
         records: list[tuple[PlanRecord, Registration]] = []
         for reg in candidates:
-            rec = self._plan(reg, acted_snap, acted_racks, change, report)
+            if reg.key in self.handovers:  # one handover at a time: planned again once it completes
+                self._retry.add(reg.key)
+                continue
+            rec = self._plan(reg, acted_snap, acted_racks, change, report, rejoin=reg.key in rejoin)
             if rec is not None:
                 records.append((rec, reg))
         replaced = self._publish(records, report)
@@ -549,18 +655,32 @@ class Agent:
         racks: Racks,
         change: SnapshotDiff | None,
         report: CycleReport,
+        rejoin: bool = False,
     ) -> PlanRecord | None:
+        """The next plan of ``reg``, or None when the plan of record holds.
+
+        For a group with plan-following members the plan is complete (nothing
+        withheld) and, when a partition moves away from a live follower, comes
+        as the revoking phase of a two-phase handover.  ``rejoin``: its
+        followers fell back to group subscription and must be brought back, so
+        a plan is made even if nothing else changed.
+        """
         last = self.book.latest(reg.key)
         fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
         self._fp[reg.key] = fp
         if (
-            last is not None
+            not rejoin
+            and last is not None
             and last.cluster_fingerprint == fp
             and last.registration_fingerprint == reg.fingerprint
         ):
             return None  # the plan of record still holds
+        followers = self.store.followers(reg.kind, reg.name) if reg.kind == CONSUMER else {}
         try:
-            result = plan_for(snap, racks, reg, last)
+            if followers:
+                result = plan_for(snap, racks, reg, last, complete=True)
+            else:
+                result = plan_for(snap, racks, reg, last)
         except Exception as e:  # an assignor bug must not stop the plans of other groups
             report.skipped[reg.key] = str(e) or repr(e)
             self.metrics.inc("rackplan_plan_failures_total", {"kind": reg.kind})
@@ -574,7 +694,9 @@ class Agent:
             return None
         self._skip_logged.pop(reg.key, None)
         self._planned_by_rack[reg.key] = result.after_by_rack
-        if last is None:
+        if rejoin:
+            reason = "followers rejoin the plan after group subscription"
+        elif last is None:
             reason = "initial plan"
         elif last.registration_fingerprint != reg.fingerprint:
             reason = "registration changed"
@@ -584,7 +706,7 @@ class Agent:
             reason = self._unpublished_reason[reg.key]
         else:
             reason = "cluster changed while the agent was away"
-        return PlanRecord(
+        rec = PlanRecord(
             key=reg.key,
             generation=self.book.next_generation(reg.key),
             cluster_fingerprint=fp,
@@ -596,7 +718,15 @@ class Agent:
             fetch_mode=reg.fetch_mode,
             locality_before=result.before,
             locality_after=result.after,
+            publisher=self._publisher_info(),
         )
+        if followers:
+            target = assignment_of(rec.body)
+            held = last if last is not None else self.book.last_live(reg.key)  # a tombstone releases nothing
+            phase = split(target, None if held is None else held.body, followers)
+            if phase is not None:
+                return revoking_record(rec, phase, self.settings.followers.release_timeout_s)
+        return rec
 
     def _publish(
         self, records: list[tuple[PlanRecord, Registration]], report: CycleReport
@@ -607,6 +737,14 @@ class Agent:
             return replaced
         assert self.publisher is not None, "start() first"
         s = self.settings
+        try:
+            self._guard()
+        except LeaseUnconfirmed as e:
+            self.log.warning("lease not confirmed; plans wait for the next cycle", error=str(e))
+            for rec, _reg in records:
+                self._retry.add(rec.key)
+                self._unpublished_reason[rec.key] = rec.reason
+            return replaced
         for rec, _reg in records:
             try:
                 self.publisher.publish(s.plan_topic, rec.key, encode_value(rec), s.io_timeout_s)
@@ -624,6 +762,9 @@ class Agent:
             self._unpublished_reason.pop(rec.key, None)
             replaced[rec.key] = self.book.latest(rec.key)
             self.book.apply(rec.key, rec)
+            if rec.state == STATE_REVOKING and rec.handover is not None:
+                self.handovers[rec.key] = Pending(rec, tuple(rec.handover["awaiting"]), self.clock())
+                self._handover_metrics()
             self._tombstone_pending.discard(rec.key)
             report.published.append(rec)
             self.metrics.inc("rackplan_plans_published_total", {"kind": rec.kind})
@@ -640,8 +781,140 @@ class Agent:
                 cross_rack_after=rec.locality_after.cross_rack,
                 cross_rack_fraction_before=None if before is None else round(before.fraction, 4),
                 cross_rack_fraction_after=round(rec.locality_after.fraction, 4),
+                state=rec.state,
+                **({} if rec.handover is None else {"awaiting": rec.handover.get("awaiting")}),
             )
         return replaced
+
+    # ---- leadership and handovers ------------------------------------------------
+
+    def _publisher_info(self) -> dict[str, Any] | None:
+        """Who published a plan, when several agents may: agent id and leadership epoch."""
+        if not self.settings.ha.enabled:
+            return None
+        return {"agent_id": self.agent_id, "epoch": self.epoch}
+
+    def _guard(self) -> None:
+        """Before publishing: with a lease, prove it is still held (:class:`LeaseLost` otherwise)."""
+        if self.lease is not None:
+            self.lease.confirm(min(self.settings.io_timeout_s, self.settings.ha.session_timeout_s))
+
+    def _heartbeat(self) -> None:
+        """The leader's heartbeat on the lease topic: followers tell a live agent from a gone one by it."""
+        if not self._lease_topic_ok or self.publisher is None or not self._replayed:
+            return
+        s = self.settings
+        hb = Heartbeat(self.agent_id, self.epoch, int(self.clock() * 1000), s.poll_interval_s)
+        try:
+            self._guard()
+        except LeaseUnconfirmed as e:
+            self.log.warning("heartbeat not published: lease not confirmed", error=str(e))
+            return
+        # Never waited for: a broker outage must not stall the loop; a lost heartbeat is followed by the next.
+        self.publisher.send(s.ha.lease_topic, HEARTBEAT_KEY.decode(), hb.encode(), self._heartbeat_result)
+
+    def _heartbeat_result(self, error: str | None) -> None:
+        if error is not None:
+            self.metrics.inc("rackplan_publish_failures_total", {"record": "heartbeat"})
+            if not self._heartbeat_failing:
+                self.log.warning("heartbeat not delivered", error=error)
+        self._heartbeat_failing = error is not None
+
+    def _rejoin_wanted(self) -> set[str]:
+        """Follower groups with members in group subscription: they are brought back with a handover.
+
+        At most once per 2 × ``followers.release_timeout_s`` per group, so
+        followers that cannot come back (another consumer still in their group)
+        are not asked every cycle.
+        """
+        out: set[str] = set()
+        now = self.clock()
+        gap = 2 * self.settings.followers.release_timeout_s
+        for reg in self.regs:
+            if reg.kind != CONSUMER or reg.key in self.handovers:
+                continue
+            followers = self.store.followers(reg.kind, reg.name)
+            subscribed = any(st.mode == "subscription" for st in followers.values())
+            if subscribed and now - self._rejoin_at.get(reg.key, -math.inf) >= gap:
+                self._rejoin_at[reg.key] = now
+                out.add(reg.key)
+        return out
+
+    def _advance_handovers(self) -> list[PlanRecord]:
+        """Publish the target of every handover whose releases are in (or whose release timeout passed)."""
+        done: list[PlanRecord] = []
+        if not self.handovers or self.publisher is None:
+            return done
+        s = self.settings
+        now = self.clock()
+        live = {r.key: r for r in self.regs}
+        for key in sorted(self.handovers):
+            pending = self.handovers[key]
+            reg = live.get(key)
+            if reg is None:  # unregistered meanwhile: its tombstone ends the handover
+                del self.handovers[key]
+                continue
+            if now < self._handover_retry_at.get(key, -math.inf):
+                continue
+            outstanding = pending.outstanding(self.store.followers(reg.kind, reg.name))
+            waited = now - pending.started
+            if outstanding and waited < s.followers.release_timeout_s:
+                continue
+            target = dataclasses.replace(
+                pending.target(self.book.next_generation(key), utc_now_iso(now), outstanding),
+                publisher=self._publisher_info(),
+            )
+            try:
+                self._guard()
+                self.publisher.publish(s.plan_topic, key, encode_value(target), s.io_timeout_s)
+            except PublishError as e:
+                self._handover_retry_at[key] = now + s.poll_interval_s
+                self.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
+                self.log.error("handover target not confirmed; will retry", key=key, error=str(e))
+                continue
+            self._handover_retry_at.pop(key, None)
+            del self.handovers[key]
+            self.book.apply(key, target)
+            done.append(target)
+            result = "timed_out" if outstanding else "completed"
+            self.metrics.inc("rackplan_handovers_total", {"result": result})
+            self.metrics.inc("rackplan_plans_published_total", {"kind": target.kind})
+            self.metrics.set("rackplan_plan_generation", target.generation, _labels(key))
+            self._metrics_pending.add(key)
+            log = self.log.warning if outstanding else self.log.info
+            log(
+                "handover completed" if not outstanding else "handover completed without every release",
+                key=key,
+                generation=target.generation,
+                revoking_generation=pending.generation,
+                waited_s=round(waited, 3),
+                timed_out=outstanding,
+            )
+        self._handover_metrics()
+        return done
+
+    def _tick(self) -> None:
+        """Between cycles, while handovers are pending: new release confirmations, completed handovers."""
+        if self._reg_tail is not None and self._reg_synced:
+            self._apply_registration_records(0.0)
+        self._completed += self._advance_handovers()
+
+    def _handover_metrics(self) -> None:
+        self.metrics.set("rackplan_handovers_pending", len(self.handovers))
+
+    def _follower_metrics(self) -> None:
+        counts = dict.fromkeys(FOLLOWER_MODES, 0)
+        for e in self.store.entries():
+            if e.follower is not None:
+                counts[e.follower.mode] += 1
+        for mode, n in counts.items():
+            self.metrics.set("rackplan_followers", n, {"mode": mode})
+
+    def _set_leader(self, leader: bool) -> None:
+        self.leader = leader
+        self.metrics.set("rackplan_leader", 1 if leader else 0)
+        if leader:
+            self.metrics.inc("rackplan_lease_acquisitions_total")
 
     # ---- metrics ----------------------------------------------------------------
 
@@ -816,6 +1089,7 @@ class Agent:
             self.webhook.notify(events, self.alerts.firing_events(), now)
         if events and self.publisher is not None and self._alerts_topic_ok:
             try:
+                self._guard()
                 self.publisher.publish_many(
                     self.settings.alerts_topic,
                     [(ev.key, json.dumps(ev.as_json(), separators=(",", ":")).encode()) for ev in events],
@@ -834,17 +1108,74 @@ class Agent:
                 self.http = AgentHttpServer(self, self.settings.http.host, self.settings.http.port)
                 self.http.start()
                 self.log.info("http serving", host=self.settings.http.host, port=self.http.port)
-            self.start()
-            while not self.stop.is_set():
-                t0 = time.monotonic()
-                try:
-                    self.run_once()
-                except Exception as e:  # keep serving; the next cycle starts from the last good state
-                    self.log.error("cycle failed", error=repr(e), exc_info=True)
-                self.stop.wait(max(0.0, self.settings.poll_interval_s - (time.monotonic() - t0)))
+            if self.settings.ha.enabled:
+                self._run_ha()
+            else:
+                self.start()
+                self._serve_term()
         finally:
             self.close()
         return 0
+
+    def _serve_term(self) -> None:
+        """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`)."""
+        while not self.stop.is_set():
+            t0 = time.monotonic()
+            try:
+                self.run_once()
+            except LeaseLost:
+                raise
+            except Exception as e:  # keep serving; the next cycle starts from the last good state
+                self.log.error("cycle failed", error=repr(e), exc_info=True)
+            self._wait_until(t0 + self.settings.poll_interval_s)
+
+    def _wait_until(self, deadline: float) -> None:
+        """Sleep until the next cycle, serving the lease and pending handovers meanwhile."""
+        step = self.settings.followers.check_interval_s
+        while not self.stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self.lease is not None and not self.lease.poll():
+                raise LeaseLost("the lease partition was revoked")
+            if self.handovers:
+                try:
+                    self._tick()
+                except LeaseLost:
+                    raise
+                except Exception as e:
+                    self.log.error("handover check failed", error=repr(e), exc_info=True)
+            idle = self.lease is None and not self.handovers
+            self.stop.wait(left if idle else min(left, step if self.handovers else 0.2))
+
+    def _run_ha(self) -> None:
+        """Standby until the lease is ours, lead until it is lost or we stop, and again."""
+        s = self.settings
+        self._ensure_topics()
+        self.lease = Lease(self.client_config, s.ha, self.agent_id, self.log)
+        try:
+            while not self.stop.is_set():
+                self.log.info("standby: waiting for the lease", agent_id=self.agent_id, group=s.ha.group_id)
+                confirm_s = min(s.io_timeout_s, s.ha.session_timeout_s)
+                while not self.stop.is_set() and not self.lease.acquire(confirm_s):
+                    pass
+                if self.stop.is_set():
+                    break
+                self._set_leader(True)
+                try:
+                    self._init_term()
+                    self.start()
+                    self.log.info("leading", agent_id=self.agent_id, epoch=self.epoch)
+                    self._serve_term()
+                except LeaseLost as e:
+                    self.log.warning("leadership lost; standing by", agent_id=self.agent_id, reason=str(e))
+                finally:
+                    self._set_leader(False)
+                    self.ready = False
+                    self.metrics.set("rackplan_ready", 0)
+        finally:
+            self.lease.close()
+            self.lease = None
 
     def close(self) -> None:
         if self.http is not None:

@@ -44,7 +44,7 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rackplan_plan_generation": (GAUGE, "Generation of the plan of record.", ("kind", "group")),
     "rackplan_publish_failures_total": (
         COUNTER,
-        "Records not confirmed by the brokers, by record (plan, tombstone, alert).",
+        "Records not confirmed by the brokers, by record (plan, tombstone, alert, heartbeat).",
         ("record",),
     ),
     "rackplan_plan_failures_total": (COUNTER, "Plans that could not be computed, by kind.", ("kind",)),
@@ -102,6 +102,23 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("reason",),
     ),
     "rackplan_webhook_queue_batches": (GAUGE, "Alert batches waiting for the webhook.", ()),
+    "rackplan_leader": (GAUGE, "1 while this agent publishes (holds the lease, or runs alone).", ()),
+    "rackplan_lease_acquisitions_total": (COUNTER, "Times this agent acquired the lease and led.", ()),
+    "rackplan_handovers_pending": (
+        GAUGE,
+        "Two-phase handovers whose revoking plan is published and whose target is not.",
+        (),
+    ),
+    "rackplan_handovers_total": (
+        COUNTER,
+        "Two-phase handovers completed, by result (completed, timed_out: released by the timeout).",
+        ("result",),
+    ),
+    "rackplan_followers": (
+        GAUGE,
+        "Registered plan-following members, by mode (waiting, plan, subscription).",
+        ("mode",),
+    ),
 }
 
 

@@ -196,22 +196,68 @@ class PlanResult:
     after_by_rack: Mapping[str | None, Locality]
 
 
-def plan_consumer(
-    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
-) -> PlanResult:
+#: rounds a cooperative assignor gets to hand out what it withheld (one is enough for Kafka's)
+COMPLETION_ROUNDS = 3
+
+
+def _assign(cluster: Cluster, spec: Mapping[str, Any], key: str) -> dict[str, Any]:
     from assignor.consumer import plan_document
 
+    try:
+        group = parse_consumer_group(spec, cluster)
+    except InputError as e:
+        raise PlanSkipped(f"registration {key}: {e}") from None
+    try:
+        return plan_document(cluster, group)
+    except (ImportError, KeyError) as e:
+        raise PlanSkipped(f"assignor {group.assignor!r} is not available: {e}") from None
+
+
+def _complete(cluster: Cluster, spec: Mapping[str, Any], doc: dict[str, Any], key: str) -> dict[str, Any]:
+    """The assignment a cooperative assignor reaches once its withheld partitions are released.
+
+    Kafka's follow-up rebalance: every member owns what the first round gave
+    it, the withheld partitions are free, and the assignor runs again.
+    """
+    for _ in range(COMPLETION_ROUNDS):
+        if not any(doc["consumer_group"].get("revoked") or {}):
+            break
+        nxt = copy.deepcopy(dict(spec))
+        given = doc["consumer_group"]["assignment"]
+        for m in nxt.get("members") or []:
+            m["owned"] = [list(tp) for tp in given.get(m.get("member_id"), [])]
+            m["generation"] = 1
+        doc = _assign(cluster, nxt, key)
+    doc["consumer_group"]["revoked"] = {}  # anything still withheld stays unassigned until the next plan
+    return doc
+
+
+def _moved(old: Mapping[str, Any], new: Mapping[str, Any]) -> int:
+    """Partitions whose owner in ``new`` differs from the one in ``old`` (new or orphaned ones excluded)."""
+    before = {tuple(tp): m for m, parts in old.items() for tp in parts}
+    return sum(1 for m, parts in new.items() for tp in parts if before.get(tuple(tp), m) != m)
+
+
+def plan_consumer(
+    snapshot: Snapshot,
+    racks: Mapping[int, str | None],
+    reg: Registration,
+    last: PlanRecord | None,
+    complete: bool = False,
+) -> PlanResult:
+    """The plan of a consumer group; ``complete``: with nothing withheld (for two-phase handovers)."""
     if not reg.spec.get("members"):
         raise PlanSkipped(f"registration {reg.key}: no members registered or discovered")
     cluster = snapshot.to_cluster(racks, reg.topics)
-    try:
-        group = parse_consumer_group(_sticky_consumer_spec(reg.spec, last), cluster)
-    except InputError as e:
-        raise PlanSkipped(f"registration {reg.key}: {e}") from None
-    try:
-        doc = plan_document(cluster, group)
-    except (ImportError, KeyError) as e:
-        raise PlanSkipped(f"assignor {group.assignor!r} is not available: {e}") from None
+    spec = _sticky_consumer_spec(reg.spec, last)
+    doc = _assign(cluster, spec, reg.key)
+    if complete:
+        doc = _complete(cluster, spec, doc, reg.key)
+        if last is not None:
+            doc["stats"]["moved"] = _moved(
+                last.body.get("assignment") or {}, doc["consumer_group"]["assignment"]
+            )
+    group = parse_consumer_group(spec, cluster)
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     member_racks = {m.member_id: m.rack for m in group.members}
     by_rack = judge.count_by_rack(_consumer_pairs(doc["consumer_group"]["assignment"], member_racks))
@@ -295,10 +341,14 @@ def plan_streams(
 
 
 def plan_for(
-    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
+    snapshot: Snapshot,
+    racks: Mapping[int, str | None],
+    reg: Registration,
+    last: PlanRecord | None,
+    complete: bool = False,
 ) -> PlanResult:
     if reg.kind == CONSUMER:
-        return plan_consumer(snapshot, racks, reg, last)
+        return plan_consumer(snapshot, racks, reg, last, complete)
     return plan_streams(snapshot, racks, reg, last)
 
 

@@ -19,7 +19,10 @@ from typing import Any
 SCHEMA_VERSION = 1
 CONSUMER = "consumer"
 STREAMS = "streams"
+#: the plan to follow (every plan of a group without followers; the second phase of a handover)
 STATE_PROPOSED = "proposed"
+#: first phase of a two-phase handover: moving partitions are only revoked (see agent/handover.py)
+STATE_REVOKING = "revoking"
 _BODY = {CONSUMER: "consumer_group", STREAMS: "streams_app"}
 
 
@@ -83,6 +86,11 @@ class PlanRecord:
     locality_before: Locality | None
     locality_after: Locality
     state: str = STATE_PROPOSED
+    #: a two-phase handover: {"awaiting": [...], "target": {...}} in the revoking plan,
+    #: {"from_generation": g, "timed_out": [...]} in the plan that completes it
+    handover: Mapping[str, Any] | None = None
+    #: the publishing agent when several run: {"agent_id": ..., "epoch": ...}
+    publisher: Mapping[str, Any] | None = None
 
     @property
     def kind(self) -> str:
@@ -112,6 +120,8 @@ class PlanRecord:
             },
             body_key: self.document[body_key],
             "stats": self.document["stats"],
+            **({} if self.handover is None else {"handover": self.handover}),
+            **({} if self.publisher is None else {"publisher": self.publisher}),
         }
 
 
@@ -128,6 +138,27 @@ def _locality(v: Any, where: str) -> Locality | None:
     if not isinstance(cr, int) or not isinstance(total, int):
         raise PlanDecodeError(f"{where}: cross_rack and total must be integers")
     return Locality(cr, total)
+
+
+def _check_partitions(v: Any, where: str, required: bool) -> None:
+    """``{member: [[topic, partition], ...]}``: followers act on it, so a malformed one is no plan."""
+    if v is None and not required:
+        return
+    if not isinstance(v, dict):
+        raise PlanDecodeError(f"{where} must be an object")
+    for mid, parts in v.items():
+        if not isinstance(parts, list):
+            raise PlanDecodeError(f"{where}[{mid!r}] must be an array")
+        for tp in parts:
+            if (
+                not isinstance(tp, list)
+                or len(tp) != 2
+                or not isinstance(tp[0], str)
+                or not isinstance(tp[1], int)
+                or isinstance(tp[1], bool)
+                or tp[1] < 0
+            ):
+                raise PlanDecodeError(f"{where}[{mid!r}]: {tp!r} is not [topic, partition]")
 
 
 def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
@@ -150,10 +181,24 @@ def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
     body_key = _BODY[kind]
     if not isinstance(v.get(body_key), dict) or not isinstance(v.get("stats"), dict):
         raise PlanDecodeError(f"{k}: missing {body_key} or stats")
+    name_field = "group_id" if kind == CONSUMER else "application_id"
+    if v[body_key].get(name_field) != split_key(k)[1]:
+        raise PlanDecodeError(
+            f"{k}: {body_key}.{name_field} {v[body_key].get(name_field)!r} does not match the key"
+        )
+    if kind == CONSUMER:
+        _check_partitions(v[body_key].get("assignment"), f"{k}: consumer_group.assignment", required=True)
+        _check_partitions(v[body_key].get("revoked"), f"{k}: consumer_group.revoked", required=False)
     raw_loc = v.get("locality")
     loc: dict[str, Any] = raw_loc if isinstance(raw_loc, dict) else {}
     after = _locality(loc.get("after"), f"{k}: locality.after") or Locality(0, 0)
     moved = v.get("moved")
+    handover = v.get("handover")
+    if handover is not None and not isinstance(handover, dict):
+        raise PlanDecodeError(f"{k}: handover must be an object")
+    publisher = v.get("publisher")
+    if publisher is not None and not isinstance(publisher, dict):
+        raise PlanDecodeError(f"{k}: publisher must be an object")
     return PlanRecord(
         key=k,
         generation=gen,
@@ -167,6 +212,8 @@ def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
         locality_before=_locality(loc.get("before"), f"{k}: locality.before"),
         locality_after=after,
         state=str(v.get("state", STATE_PROPOSED)),
+        handover=handover,
+        publisher=publisher,
     )
 
 
@@ -181,19 +228,37 @@ class PlanBook:
     def __init__(self) -> None:
         self._latest: dict[str, PlanRecord | None] = {}
         self._max_generation: dict[str, int] = {}
+        self._last_live: dict[str, PlanRecord] = {}
 
-    def apply(self, key: str, record: PlanRecord | None) -> None:
-        """Record a plan (or a tombstone) read back or just published."""
+    def apply(self, key: str, record: PlanRecord | None) -> bool:
+        """Record a plan (or a tombstone) read back or just published; False for a stale one.
+
+        A plan whose generation is not above every generation seen for its key
+        (a duplicate from an agent that lost its lease, a rogue write) is not
+        the plan of record: followers ignore it the same way.
+        """
+        if record is not None and record.generation <= self._max_generation.get(key, 0):
+            return False
         self._latest[key] = record
         if record is not None:
-            self._max_generation[key] = max(self._max_generation.get(key, 0), record.generation)
+            self._max_generation[key] = record.generation
+            self._last_live[key] = record
+        return True
 
-    def replay(self, records: Iterable[tuple[str, PlanRecord | None]]) -> None:
+    def replay(self, records: Iterable[tuple[str, PlanRecord | None]]) -> list[tuple[str, int]]:
+        """Apply records in topic order; the (key, generation) of the stale ones, which were ignored."""
+        stale: list[tuple[str, int]] = []
         for key, record in records:
-            self.apply(key, record)
+            if not self.apply(key, record) and record is not None:
+                stale.append((key, record.generation))
+        return stale
 
     def latest(self, key: str) -> PlanRecord | None:
         return self._latest.get(key)
+
+    def last_live(self, key: str) -> PlanRecord | None:
+        """The newest plan of a key even if a tombstone followed it: what its members may still hold."""
+        return self._last_live.get(key)
 
     def next_generation(self, key: str) -> int:
         return self._max_generation.get(key, 0) + 1

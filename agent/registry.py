@@ -24,6 +24,14 @@ Merge precedence, per group or app:
 
 A group whose merged definition changes gets a new registration fingerprint,
 so the loop re-plans it; a group that disappears gets a tombstone.
+
+Members that follow plans (:class:`agent.follower.PlanFollower`) add
+``follower: true``, ``mode`` and ``released_generation`` to their record: the
+last says which plan generation the member has applied (everything outside its
+assignment in that plan released, offsets committed), which is how a two-phase
+handover learns that a partition is free.  These fields change without
+re-planning anything: they are kept apart from the registration (see
+:class:`FollowerStatus`).
 """
 
 from __future__ import annotations
@@ -54,6 +62,8 @@ STREAMS_APP_FIELDS = (
     "assignor",
     "fetch_mode",
 )
+#: ``mode`` of a follower's record: no plan applied yet, following the plan, or ordinary group subscription
+FOLLOWER_MODES = ("waiting", "plan", "subscription")
 #: labels of rackplan_registration_records_skipped_total
 SKIP_REASONS = ("bad_key", "not_utf8", "not_json", "not_object", "schema", "key_mismatch", "invalid")
 
@@ -64,6 +74,16 @@ class RegistrationRecordError(ValueError):
     def __init__(self, reason: str, detail: str) -> None:
         super().__init__(detail)
         self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerStatus:
+    """What a plan-following member says about itself; never part of the group's registration."""
+
+    #: highest plan generation applied: everything outside its assignment there is released (0: none)
+    released_generation: int = 0
+    #: one of :data:`FOLLOWER_MODES`
+    mode: str = "waiting"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +99,15 @@ class Entry:
     #: group- or app-level fields this record carries
     group: Mapping[str, Any]
     timestamp_ms: int
+    #: set when the member follows plans (consumer records with ``follower: true``)
+    follower: FollowerStatus | None = None
 
     def same_content(self, other: Entry) -> bool:
+        """Same registration; a follower's status may differ (it changes with every plan it applies)."""
         return self.member == other.member and self.group == other.group
+
+    def with_timestamp(self, timestamp_ms: int) -> Entry:
+        return Entry(self.key, self.kind, self.name, self.member, self.group, timestamp_ms, self.follower)
 
 
 def _escape(part: str) -> str:
@@ -119,6 +145,57 @@ def decode_key(key: bytes | str | None) -> str:
     return text
 
 
+def _follower_status(v: Mapping[str, Any], k: str) -> FollowerStatus | None:
+    flag = v.get("follower", False)
+    if not isinstance(flag, bool):
+        raise RegistrationRecordError("invalid", f"{k}: follower must be true or false")
+    if not flag:
+        return None
+    gen = v.get("released_generation")
+    if gen is None:
+        gen = 0
+    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
+        raise RegistrationRecordError("invalid", f"{k}: released_generation must be a non-negative integer")
+    mode = v.get("mode", "waiting")
+    if mode not in FOLLOWER_MODES:
+        raise RegistrationRecordError("invalid", f"{k}: mode must be one of {', '.join(FOLLOWER_MODES)}")
+    return FollowerStatus(released_generation=gen, mode=mode)
+
+
+def consumer_registration(
+    group_id: str,
+    member_id: str,
+    *,
+    rack: str | None,
+    topics: Iterable[str],
+    timestamp_ms: int,
+    group_instance_id: str | None = None,
+    assignor: str | None = None,
+    fetch_mode: str | None = None,
+    follower: FollowerStatus | None = None,
+) -> tuple[str, bytes]:
+    """Key and value of a consumer member's record, as :func:`decode_registration` reads them."""
+    value: dict[str, Any] = {
+        "schema": REGISTRATION_SCHEMA,
+        "group_id": group_id,
+        "member_id": member_id,
+        "rack": rack,
+        "topics": sorted(set(topics)),
+        "group_instance_id": group_instance_id,
+        "timestamp_ms": timestamp_ms,
+    }
+    if assignor is not None:
+        value["assignor"] = assignor
+    if fetch_mode is not None:
+        value["fetch_mode"] = fetch_mode
+    if follower is not None:
+        value["follower"] = True
+        value["released_generation"] = follower.released_generation
+        value["mode"] = follower.mode
+    key = registration_key(CONSUMER, group_id, member_id)
+    return key, json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+
+
 def decode_registration(
     key: bytes | str | None, value: bytes | None, record_ts_ms: int | None
 ) -> Entry | None:
@@ -151,6 +228,7 @@ def decode_registration(
         expected = registration_key(kind, name, mid)
         spec: dict[str, Any] = {"group_id": name, **group, "members": [member]}
         check = check_consumer_group
+        follower = _follower_status(v, k)
     else:
         name = _nonempty_str(v.get("application_id"), f"{k}: application_id")
         mid = _nonempty_str(v.get("process_id"), f"{k}: process_id")
@@ -159,13 +237,16 @@ def decode_registration(
         expected = registration_key(kind, name, mid)
         spec = {"application_id": name, "subtopologies": [], **group, "clients": [member]}
         check = check_streams_app
+        follower = None
     if k != expected:
         raise RegistrationRecordError("key_mismatch", f"key {k!r} does not match its value ({expected!r})")
     try:
         check(spec, k)
     except ValueError as e:
         raise RegistrationRecordError("invalid", str(e)) from None
-    return Entry(key=k, kind=kind, name=name, member=member, group=group, timestamp_ms=timestamp)
+    return Entry(
+        key=k, kind=kind, name=name, member=member, group=group, timestamp_ms=timestamp, follower=follower
+    )
 
 
 class RegistrationStore:
@@ -189,7 +270,7 @@ class RegistrationStore:
             self.version += 1
             return True
         if entry.timestamp_ms < 0:  # neither the value nor the record had a timestamp
-            entry = Entry(entry.key, entry.kind, entry.name, entry.member, entry.group, now_ms)
+            entry = entry.with_timestamp(now_ms)
         self._entries[key] = entry
         if old is not None and old.same_content(entry):
             return False  # a heartbeat: only the timestamp moved
@@ -209,6 +290,14 @@ class RegistrationStore:
 
     def entries(self) -> list[Entry]:
         return [self._entries[k] for k in sorted(self._entries)]
+
+    def followers(self, kind: str, name: str) -> dict[str, FollowerStatus]:
+        """Live plan-following members of one group: member id -> status."""
+        out: dict[str, FollowerStatus] = {}
+        for e in list(self._entries.values()):  # list(): the HTTP thread may read while the loop writes
+            if e.follower is not None and e.kind == kind and e.name == name:
+                out[str(e.member.get("member_id"))] = e.follower
+        return dict(sorted(out.items()))
 
 
 @dataclass

@@ -239,6 +239,33 @@ class MembershipSettings(_Section):
     retry_unsupported_s: float = Field(default=600.0, ge=0)
 
 
+class FollowerSettings(_Section):
+    """Two-phase handovers of groups whose members follow plans (agent.follower.PlanFollower)."""
+
+    #: a handover completes without a follower's release confirmation after this long (a dead follower
+    #: must not block its group forever); keep it above the followers' agent_timeout_s + fallback_grace_s
+    release_timeout_s: float = Field(default=150.0, gt=0)
+    #: between cycles, how often pending handovers look for new release confirmations
+    check_interval_s: float = Field(default=0.05, gt=0)
+
+
+class HaSettings(_Section):
+    """Several agents, one publisher: the holder of the lease topic's only partition in a consumer group."""
+
+    #: run for the lease; off: this agent always publishes (one agent per cluster)
+    enabled: bool = False
+    #: single-partition compacted topic: the lease, and the leader's heartbeat record that followers watch
+    lease_topic: str = "_rackplan.lease"
+    #: the consumer group of the agents
+    group_id: str = "rackplan-agents"
+    #: a dead leader's lease moves after this (plus one rebalance)
+    session_timeout_s: float = Field(default=10.0, ge=1.0)
+    #: a cycle longer than this loses the lease (librdkafka's max.poll.interval.ms)
+    max_cycle_s: float = Field(default=300.0, ge=1.0)
+    #: this agent's name in heartbeats and plan records; default: <hostname>-<pid>
+    agent_id: str | None = None
+
+
 class LogSettings(_Section):
     #: auto: console on a TTY, JSON otherwise
     format: Literal["auto", "json", "console"] = "auto"
@@ -273,6 +300,8 @@ class Settings(BaseSettings):
     alerts: AlertSettings = Field(default_factory=AlertSettings)
     webhook: WebhookSettings = Field(default_factory=WebhookSettings)
     registrations: RegistrationSettings = Field(default_factory=RegistrationSettings)
+    followers: FollowerSettings = Field(default_factory=FollowerSettings)
+    ha: HaSettings = Field(default_factory=HaSettings)
     #: racks of consumers that do not register, first matching rule wins
     rack_mapping: tuple[RackRule, ...] = ()
     membership: MembershipSettings = Field(default_factory=MembershipSettings)

@@ -7,11 +7,13 @@ private one.  Every cluster listens on free loopback ports chosen by the mock.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -152,3 +154,163 @@ def kafka_bootstrap() -> str:
             "(the mock lacks CreateTopics, DescribeConfigs and DescribeGroups)"
         )
     return bootstrap
+
+
+#: follower settings of the scenarios: short TTLs and timeouts, so that everything happens in seconds
+FOLLOWER_SETTINGS: dict[str, Any] = {
+    "registration_ttl_s": 4.0,
+    "plan_timeout_s": 20.0,
+    "agent_timeout_s": 12.0,
+    "fallback_grace_s": 1.0,
+    "commit_interval_s": 1.0,
+    "io_timeout_s": 5.0,
+}
+#: the agent's side of the same: registrations expire after the followers' TTL; handovers wait this long
+FOLLOWER_AGENT_SETTINGS: dict[str, Any] = {
+    "registrations": {"ttl_s": 4.0},
+    "followers": {"release_timeout_s": 15.0},  # above the followers' agent_timeout_s + fallback_grace_s
+}
+
+_E2E_LINES: list[str] = []
+
+
+@pytest.fixture
+def e2e_report(request: pytest.FixtureRequest, record_property: Callable[[str, object], None]) -> Any:
+    """Counts of a scenario: recorded as properties (junit XML) and printed in the terminal summary."""
+
+    def report(**counts: object) -> None:
+        line = f"{request.node.name}: " + ", ".join(f"{k}={v}" for k, v in counts.items())
+        _E2E_LINES.append(line)
+        for k, v in counts.items():
+            record_property(k, v)
+
+    return report
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if _E2E_LINES:
+        terminalreporter.section("rackplan end-to-end counts")
+        for line in _E2E_LINES:
+            terminalreporter.write_line(line)
+
+
+def merged(*docs: Mapping[str, Any]) -> dict[str, Any]:
+    """Settings documents merged key by key (later wins), nested objects included."""
+    out: dict[str, Any] = {}
+    for doc in docs:
+        for k, v in doc.items():
+            if isinstance(v, Mapping) and isinstance(out.get(k), dict):
+                out[k] = merged(out[k], v)
+            else:
+                out[k] = dict(v) if isinstance(v, Mapping) else v
+    return out
+
+
+class Target:
+    """Where a scenario runs: the embedded cluster (default) or the real cluster of ``KAFKA_BOOTSTRAP``.
+
+    On a real cluster, shared by whoever runs the suite, every topic and group
+    of a test gets a unique prefix and its topics are deleted afterwards.  The
+    agent creates its own topics there (CreateTopics); on the embedded cluster
+    they are created through the mock's API.
+    """
+
+    def __init__(self, cluster: EmbeddedCluster | None, bootstrap: str, prefix: str) -> None:
+        self.cluster = cluster
+        self.bootstrap = bootstrap
+        self.prefix = prefix
+        self.kind = "embedded" if cluster is not None else "kafka"
+        self._created: list[str] = []
+
+    def name(self, base: str) -> str:
+        """A topic or group name of this test."""
+        return f"{self.prefix}{base}"
+
+    def embedded(self, why: str) -> EmbeddedCluster:
+        """The embedded cluster, for what only it can do (the test is skipped on a real cluster)."""
+        if self.cluster is None:
+            pytest.skip(f"needs the embedded cluster: {why}")
+        return self.cluster
+
+    def create_topic(self, base: str, partitions: int, replication_factor: int) -> str:
+        name = self.name(base)
+        if self.cluster is not None:
+            self.cluster.create_topic(name, partitions, replication_factor)
+            return name
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin.create_topics([NewTopic(name, partitions, replication_factor)])[name].result(timeout=30)
+        self._created.append(name)
+        deadline = time.monotonic() + 30
+        while name not in admin.list_topics(timeout=10).topics:
+            assert time.monotonic() < deadline, f"topic {name} never appeared"
+            time.sleep(0.1)
+        return name
+
+    @property
+    def control_topics(self) -> dict[str, str]:
+        return {
+            "plan_topic": self.name("_rackplan.plans"),
+            "alerts_topic": self.name("_rackplan.alerts"),
+            "registrations_topic": self.name("_rackplan.registrations"),
+            "lease_topic": self.name("_rackplan.lease"),
+        }
+
+    def agent_doc(self, *extra: Mapping[str, Any]) -> dict[str, Any]:
+        """The agent's settings for this target (topic and group names), then ``extra``."""
+        t = self.control_topics
+        base = {
+            "kafka": {"bootstrap_servers": self.bootstrap},
+            "plan_topic": t["plan_topic"],
+            "alerts_topic": t["alerts_topic"],
+            "registrations_topic": t["registrations_topic"],
+            "ha": {"lease_topic": t["lease_topic"], "group_id": self.name("rackplan-agents")},
+        }
+        return merged(base, *extra)
+
+    def agent_settings(self, groups: list[dict[str, Any]], *extra: Mapping[str, Any]) -> Settings:
+        """What :func:`agent_settings` gives, on this target."""
+        doc = agent_settings(self.bootstrap, groups).model_dump(mode="json")
+        return Settings.model_validate(merged(doc, self.agent_doc(*extra)))
+
+    def follower_settings(self, *extra: Mapping[str, Any]) -> dict[str, Any]:
+        t = self.control_topics
+        return merged(
+            FOLLOWER_SETTINGS,
+            {k: t[k] for k in ("plan_topic", "registrations_topic", "lease_topic")},
+            *extra,
+        )
+
+    def create_agent_topics(self) -> None:
+        """For agents in other processes on the embedded cluster (they cannot reach the mock's API)."""
+        if self.cluster is not None:
+            for name in self.control_topics.values():
+                self.cluster.create_topic(name, 1, 3)
+
+    def cleanup(self) -> None:
+        if self.cluster is not None:
+            return
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        names = self._created + [
+            n for n in self.control_topics.values() if n in admin.list_topics(timeout=10).topics
+        ]
+        if names:
+            for f in admin.delete_topics(names, request_timeout=30).values():
+                with contextlib.suppress(Exception):  # best effort: a leftover topic has a unique name
+                    f.result(timeout=30)
+
+
+@pytest.fixture
+def target(make_cluster: Callable[..., EmbeddedCluster]) -> Iterator[Target]:
+    """The embedded cluster (3 racks x 2 brokers), or the real one when KAFKA_BOOTSTRAP is set."""
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
+    if bootstrap:
+        t = Target(None, bootstrap, prefix=f"rp-{uuid.uuid4().hex[:8]}-")
+    else:
+        c = make_cluster()
+        t = Target(c, c.bootstrap_servers, prefix="")
+    yield t
+    t.cleanup()

@@ -194,7 +194,12 @@ def test_missing_topics_are_named_with_the_command(
     configure("json", "info", stream=buf)
     admin = AdminClient({"bootstrap.servers": c.bootstrap_servers})
     missing = ensure_topics(admin, topic_specs(settings), 5, get_logger("t"))
-    assert [m.name for m in missing] == ["_rackplan.plans", "_rackplan.alerts", "_rackplan.registrations"]
+    assert [m.name for m in missing] == [
+        "_rackplan.plans",
+        "_rackplan.alerts",
+        "_rackplan.registrations",
+        "_rackplan.lease",
+    ]
     out = buf.getvalue()
     assert "--topic _rackplan.plans --partitions 1 --config cleanup.policy=compact" in out
     assert '"broker_lacks_create_topics": true' in out

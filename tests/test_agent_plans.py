@@ -146,3 +146,58 @@ def test_value_validates_against_the_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not a dev dependency yet")
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     jsonschema.validate(json.loads(encode_value(record())), schema)
+
+
+def test_a_stale_record_is_not_the_plan_of_record() -> None:
+    """A record whose generation is not above every earlier one (a deposed leader, a rogue write)."""
+    book = PlanBook()
+    stale = book.replay(
+        [
+            ("consumer/a", record("consumer/a", 3)),
+            ("consumer/a", record("consumer/a", 2)),
+            ("consumer/a", record("consumer/a", 3, reason="duplicate")),
+            ("consumer/a", None),
+            ("consumer/a", record("consumer/a", 4)),
+        ]
+    )
+    assert stale == [("consumer/a", 2), ("consumer/a", 3)]
+    assert book.latest("consumer/a") == record("consumer/a", 4)
+    assert not book.apply("consumer/a", record("consumer/a", 4))
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ({"group_id": "payments", "assignment": {"m": [["orders"]]}}, "is not \\[topic, partition\\]"),
+        ({"group_id": "payments", "assignment": {"m": [["orders", -1]]}}, "is not \\[topic, partition\\]"),
+        ({"group_id": "payments", "assignment": {"m": "orders-0"}}, "must be an array"),
+        ({"group_id": "payments"}, "assignment must be an object"),
+        ({"group_id": "payments", "assignment": {}, "revoked": []}, "revoked must be an object"),
+        ({"group_id": "other", "assignment": {}}, "does not match the key"),
+    ],
+)
+def test_followers_never_see_a_malformed_assignment(body: dict[str, Any], text: str) -> None:
+    value = {"schema": 1, "generation": 2, "consumer_group": body, "stats": {}}
+    with pytest.raises(PlanDecodeError, match=text):
+        decode_record("consumer/payments", json.dumps(value).encode())
+
+
+def test_handover_records_validate_against_the_schema() -> None:
+    from agent.handover import Split, revoking_record
+
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not a dev dependency yet")
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    target = record(publisher={"agent_id": "agent-1", "epoch": 3})
+    rev = revoking_record(target, Split({"m-1": []}, {"m-0": [("orders", 0)]}, ("m-0",)), 30.0)
+    value = json.loads(encode_value(rev))
+    jsonschema.validate(value, schema)
+    assert value["state"] == "revoking" and value["handover"]["awaiting"] == ["m-0"]
+    assert value["handover"]["target"]["consumer_group"] == target.body
+    back = decode_record(rev.key, encode_value(rev))
+    assert back == rev
+    final = record(
+        generation=8,
+        handover={"from_generation": 7, "timed_out": []},
+        publisher={"agent_id": "a", "epoch": 1},
+    )
+    jsonschema.validate(json.loads(encode_value(final)), schema)

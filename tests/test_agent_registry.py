@@ -114,6 +114,7 @@ def test_schema_file_agrees_with_the_decoder() -> None:
     good = [
         member(),
         member(assignor="range", fetch_mode="leader", group_instance_id="i-1", timestamp_ms=0, rack=None),
+        member(follower=True, released_generation=3, mode="subscription"),
         client(),
         client(subtopologies=SUBS, num_standby_replicas=1, rack_aware={"strategy": "min_traffic"}),
     ]
@@ -128,6 +129,8 @@ def test_schema_file_agrees_with_the_decoder() -> None:
         {k: v for k, v in member().items() if k != "member_id"},
         {**client(), "threads": 0},
         {**client(), "rack": 1},
+        {**member(), "follower": True, "mode": "asleep"},
+        {**member(), "follower": True, "released_generation": -1},
     ]
     for v in bad:
         with pytest.raises(jsonschema.ValidationError):
@@ -293,3 +296,58 @@ def test_schema_constant() -> None:
     assert (
         json.loads(SCHEMA.read_text(encoding="utf-8"))["properties"]["schema"]["const"] == REGISTRATION_SCHEMA
     )
+
+
+def test_follower_records_round_trip_and_never_replan() -> None:
+    from agent.registry import FollowerStatus, RegistrationStore, consumer_registration
+
+    key, value = consumer_registration(
+        "pay",
+        "m-1",
+        rack="az-a",
+        topics=["b", "a", "a"],
+        timestamp_ms=1000,
+        group_instance_id="m-1",
+        assignor="range",
+        follower=FollowerStatus(released_generation=4, mode="plan"),
+    )
+    e = decode_registration(key, value, None)
+    assert e is not None and key == "consumer/pay/m-1"
+    assert e.member == {"member_id": "m-1", "rack": "az-a", "topics": ["a", "b"], "group_instance_id": "m-1"}
+    assert e.group == {"assignor": "range"} and e.follower == FollowerStatus(4, "plan")
+    store = RegistrationStore(ttl_s=60)
+    assert store.apply(key, e, 1000)
+    v = store.version
+    _, later = consumer_registration(
+        "pay",
+        "m-1",
+        rack="az-a",
+        topics=["a", "b"],
+        timestamp_ms=2000,
+        group_instance_id="m-1",
+        assignor="range",
+        follower=FollowerStatus(released_generation=5, mode="subscription"),
+    )
+    assert not store.apply(key, decode_registration(key, later, None), 2000), "a release is not a re-plan"
+    assert store.version == v
+    assert store.followers("consumer", "pay") == {"m-1": FollowerStatus(5, "subscription")}
+    assert store.followers("consumer", "other") == {}
+    _, plain = consumer_registration("pay", "m-2", rack=None, topics=["a"], timestamp_ms=1)
+    e2 = decode_registration("consumer/pay/m-2", plain, None)
+    assert e2 is not None and e2.follower is None and "follower" not in json.loads(plain)
+
+
+@pytest.mark.parametrize(
+    ("fields", "text"),
+    [
+        ({"follower": "yes"}, "follower must be true or false"),
+        ({"follower": True, "released_generation": -1}, "released_generation"),
+        ({"follower": True, "released_generation": True}, "released_generation"),
+        ({"follower": True, "mode": "asleep"}, "mode must be one of"),
+    ],
+)
+def test_malformed_follower_fields_are_skipped_with_a_reason(fields: dict[str, Any], text: str) -> None:
+    value = {"schema": 1, "group_id": "pay", "member_id": "m", "topics": ["a"], **fields}
+    with pytest.raises(RegistrationRecordError, match=text) as e:
+        decode_registration(b"consumer/pay/m", json.dumps(value).encode(), None)
+    assert e.value.reason == "invalid"

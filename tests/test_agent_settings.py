@@ -179,3 +179,23 @@ def test_a_consumer_group_may_wait_for_its_members() -> None:
     assert s.consumer_groups[0]["topics"] == ["orders"]
     with pytest.raises(ValidationError, match=r"consumer_groups\[0\].topics"):
         Settings.model_validate({"consumer_groups": [{"group_id": "g", "members": [], "topics": "orders"}]})
+
+
+def test_every_key_is_documented() -> None:
+    """docs/settings.md names every key (dotted), so a new setting cannot go undocumented."""
+    from pydantic import BaseModel
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "settings.md").read_text(encoding="utf-8")
+
+    def keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+        out = []
+        for name, f in model.model_fields.items():
+            ann = f.annotation
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                out += keys(ann, f"{prefix}{name}.")
+            else:
+                out.append(f"{prefix}{name}")
+        return out
+
+    missing = [k for k in keys(Settings) if f"`{k}`" not in text]
+    assert missing == []

@@ -1,0 +1,244 @@
+"""Which agent publishes: a lease held through Kafka's own group membership, and the leader's heartbeat.
+
+Several agents may run against one cluster; exactly one publishes.  Each
+subscribes, in the consumer group ``ha.group_id``, to the lease topic, which
+has a single partition: the group gives that partition to one member at a
+time, and that member leads.  A leader that dies stops heartbeating and the
+group coordinator hands the partition to another agent after
+``ha.session_timeout_s`` (plus one rebalance); a leader that stops cleanly
+leaves the group and hands it over at once.
+
+Before every batch it publishes, the leader *confirms* the lease by
+committing the lease partition's offset as a member of the group: the
+coordinator refuses the commit of a member that was removed (a new
+generation, an unknown member), so an agent that lost the lease without
+noticing (a long pause, a partition from the coordinator) learns it before
+publishing, not after.  What remains is the window between a confirmation and
+the publish it guards (milliseconds, unless the process stalls exactly
+there); plan generations and followers' generation fencing keep even that
+from moving a generation backwards.
+
+The leader also writes a heartbeat record (key ``leader``) to the lease topic
+every cycle: agent id, leadership epoch (one more than the last heartbeat's,
+so epochs never go backwards across takeovers) and poll interval.  Plan
+followers read it to tell a live agent from a gone one, whether or not
+several agents run.  Values: docs/lease-schema.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .kafka_io import PublishError, TopicReadError, TopicTail
+from .logging import with_kafka_logger
+from .settings import HaSettings
+
+LEASE_SCHEMA = 1
+HEARTBEAT_KEY = b"leader"
+LEASE_PARTITIONS = 1
+#: commit errors that mean this member is no longer in the group.  A rebalance in progress or a generation
+#: that just moved on is not one of them: with the cooperative protocol the holder keeps the partition
+#: through a rebalance, so those only postpone publishing (and a real loss arrives as a revocation).
+_FENCED = {"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "_ASSIGNMENT_LOST", "_FENCED"}
+
+
+class LeaseLost(Exception):
+    """This agent no longer holds the lease: it must stop publishing."""
+
+
+class LeaseUnconfirmed(PublishError):
+    """The lease could not be confirmed now (coordinator unreachable): publish nothing, try again later."""
+
+
+class HeartbeatError(ValueError):
+    """A record on the lease topic that is not a heartbeat."""
+
+
+def default_agent_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    agent_id: str
+    epoch: int
+    timestamp_ms: int
+    interval_s: float
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "schema": LEASE_SCHEMA,
+                "agent_id": self.agent_id,
+                "epoch": self.epoch,
+                "timestamp_ms": self.timestamp_ms,
+                "interval_s": self.interval_s,
+            },
+            separators=(",", ":"),
+        ).encode()
+
+
+def decode_heartbeat(key: bytes | None, value: bytes | None) -> Heartbeat:
+    if key != HEARTBEAT_KEY:
+        raise HeartbeatError(f"key {key!r} is not {HEARTBEAT_KEY!r}")
+    if value is None:
+        raise HeartbeatError("tombstone")
+    try:
+        v = json.loads(value)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise HeartbeatError(f"value is not JSON: {e}") from None
+    if not isinstance(v, dict) or v.get("schema") != LEASE_SCHEMA:
+        raise HeartbeatError("not a schema-1 heartbeat object")
+    agent, epoch, ts, interval = v.get("agent_id"), v.get("epoch"), v.get("timestamp_ms"), v.get("interval_s")
+    if not isinstance(agent, str) or not agent:
+        raise HeartbeatError("agent_id must be a non-empty string")
+    for name, n in (("epoch", epoch), ("timestamp_ms", ts)):
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise HeartbeatError(f"{name} must be a non-negative integer")
+    if not isinstance(interval, int | float) or isinstance(interval, bool) or interval <= 0:
+        raise HeartbeatError("interval_s must be a positive number")
+    assert isinstance(epoch, int) and isinstance(ts, int)
+    return Heartbeat(agent, epoch, ts, float(interval))
+
+
+def _error_name(err: Any) -> str:
+    name = getattr(err, "name", None)
+    return str(name()) if callable(name) else str(err)
+
+
+class Lease:
+    """Membership of the agents' group; :attr:`held` while this agent has the lease partition."""
+
+    def __init__(self, config: Mapping[str, Any], ha: HaSettings, agent_id: str, log: Any) -> None:
+        from confluent_kafka import Consumer
+
+        self.topic = ha.lease_topic
+        self.agent_id = agent_id
+        self.log = log
+        self.held = False
+        self._commits = 0
+        self._commit_error: Any = None
+        session_ms = int(ha.session_timeout_s * 1000)
+        self._consumer = Consumer(
+            with_kafka_logger(
+                {
+                    **config,
+                    "group.id": ha.group_id,
+                    "client.id": f"rackplan-agent-{agent_id}",
+                    "session.timeout.ms": session_ms,
+                    "heartbeat.interval.ms": max(100, session_ms // 5),
+                    "max.poll.interval.ms": max(session_ms, int(ha.max_cycle_s * 1000)),
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "latest",
+                    "on_commit": self._on_commit,
+                }
+            )
+        )
+        self._consumer.subscribe(
+            [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
+
+    def _ours(self, parts: list[Any]) -> bool:
+        return any(p.topic == self.topic and p.partition == 0 for p in parts)
+
+    def _on_assign(self, _consumer: Any, parts: list[Any]) -> None:
+        # Cooperative protocol: only what is added is listed, and a leader keeps the lease when agents join.
+        if self._ours(parts):
+            self.held = True
+            self.log.info("lease acquired", agent_id=self.agent_id, topic=self.topic)
+
+    def _on_revoke(self, _consumer: Any, parts: list[Any]) -> None:
+        if self._ours(parts) and self.held:
+            self.held = False
+            self.log.warning("lease lost", agent_id=self.agent_id, topic=self.topic)
+
+    def _on_commit(self, err: Any, _parts: Any) -> None:
+        self._commits += 1
+        self._commit_error = err
+
+    def poll(self, timeout_s: float = 0.0) -> bool:
+        """Serve the group protocol (rebalances); True while the lease is held."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._consumer.poll(max(0.0, min(0.05, deadline - time.monotonic())))
+            if time.monotonic() >= deadline:
+                return self.held
+
+    def confirm(self, timeout_s: float) -> None:
+        """Prove the lease is still ours: a commit as a member of the current generation.
+
+        :class:`LeaseLost` when the group no longer has us holding it;
+        :class:`LeaseUnconfirmed` when it cannot tell in ``timeout_s``.
+        """
+        from confluent_kafka import KafkaException, TopicPartition
+
+        self.poll()
+        if not self.held:
+            raise LeaseLost("the lease partition is not assigned to this agent")
+        done = self._commits
+        try:
+            self._consumer.commit(offsets=[TopicPartition(self.topic, 0, 0)], asynchronous=True)
+        except KafkaException as e:
+            self._judge(e.args[0] if e.args else e)
+        deadline = time.monotonic() + timeout_s
+        while self._commits == done:
+            if time.monotonic() >= deadline:
+                raise LeaseUnconfirmed(f"lease not confirmed within {timeout_s}s")
+            self._consumer.poll(0.02)
+        if self._commit_error is not None:
+            self._judge(self._commit_error)
+        if not self.held:
+            raise LeaseLost("the lease was revoked while it was being confirmed")
+
+    def _judge(self, err: Any) -> None:
+        # ``held`` follows the assignment callbacks only: after a refusal the client rejoins the group and
+        # learns what it holds; an agent leads again only once a confirmation succeeds.
+        name = _error_name(err)
+        if name in _FENCED:
+            raise LeaseLost(f"lease commit refused: {name}")
+        raise LeaseUnconfirmed(f"lease commit failed: {name}")
+
+    def acquire(self, timeout_s: float) -> bool:
+        """True once the lease partition is assigned to us and a confirmation succeeded."""
+        if not self.poll(0.2):
+            return False
+        try:
+            self.confirm(timeout_s)
+        except (LeaseLost, LeaseUnconfirmed) as e:
+            self.log.info("lease assigned but not confirmed yet", reason=str(e))
+            self.poll(0.5)
+            return False
+        return True
+
+    def close(self) -> None:
+        """Leave the group: another agent gets the lease at once."""
+        self.held = False
+        self._consumer.close()
+
+
+def last_heartbeat(config: Mapping[str, Any], topic: str, timeout_s: float, log: Any) -> Heartbeat | None:
+    """The newest well-formed heartbeat on the lease topic (its epoch is the one to continue from)."""
+    tail = TopicTail(config, topic, timeout_s)
+    try:
+        raw, complete = tail.read_available(timeout_s)
+    finally:
+        tail.close()
+    if not complete:
+        raise TopicReadError(f"lease topic {topic!r}: not read to its end in {timeout_s}s")
+    best: Heartbeat | None = None
+    for r in raw:
+        try:
+            hb = decode_heartbeat(r.key, r.value)
+        except HeartbeatError as e:
+            log.warning("lease record skipped", reason=str(e), partition=r.partition, offset=r.offset)
+            continue
+        if best is None or hb.epoch >= best.epoch:
+            best = hb
+    return best

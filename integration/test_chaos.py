@@ -1,0 +1,162 @@
+"""Scenario 3: chaos while a counted stream flows through plan followers.
+
+Two agents (processes, high availability) and three followers (one per rack)
+of a cooperative-sticky group; a producer numbers every message.  Then, one
+after the other: a broker is stopped and restarted, the leading agent is
+killed (SIGKILL) and restarted, a follower is killed (no commit, no goodbye)
+and later restarted.  At the end every message was consumed at least once,
+no partition was ever owned by two followers at once, and plan generations
+never went backwards.  The counts are printed in the terminal summary.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+
+from agent.embedded import EmbeddedCluster
+
+from .conftest import FOLLOWER_AGENT_SETTINGS, Target
+from .e2e import AgentProcess, CountedProducer, FollowerApp, Ledger, Watcher, settled_on, wait_until
+from .test_ha import agent_config, takeover_budget
+
+PARTITIONS = 12
+OUTAGE_S = 2.0  # shorter than the followers' registration TTL (4 s)
+
+
+def broker_to_stop(c: EmbeddedCluster, topic: str, control: list[str]) -> int:
+    """A broker leading some of the stream's partitions but none of the agents' topics.
+
+    The mock does not move leadership off a stopped broker, so stopping the
+    leader of the plan or registrations topic would stop the whole control
+    plane, which is not this scenario (the HA test covers a dead agent).
+    """
+    md = AdminClient({"bootstrap.servers": c.bootstrap_servers}).list_topics(timeout=10)
+    led_control = {p.leader for t in control for p in md.topics[t].partitions.values()}
+    led: dict[int, int] = {}
+    for p in md.topics[topic].partitions.values():
+        led[p.leader] = led.get(p.leader, 0) + 1
+    candidates = sorted((n, b) for b, n in led.items() if b not in led_control and b != 1)
+    assert candidates, f"every stream leader also leads a control topic: {led}, {led_control}"
+    return candidates[-1][1]
+
+
+def _topics(bootstrap: str) -> set[str]:
+    return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics)
+
+
+def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -> None:
+    bs = target.bootstrap
+    topic = target.create_topic("stream", PARTITIONS, 3)
+    target.create_agent_topics()
+    group = target.name("chaos")
+    key = f"consumer/{group}"
+    control = target.control_topics
+    agents = {
+        n: AgentProcess(agent_config(target, FOLLOWER_AGENT_SETTINGS), tmp_path, n)
+        for n in ("agent-1", "agent-2")
+    }
+    ledger = Ledger()
+    apps: dict[str, FollowerApp] = {}
+    producer = CountedProducer(bs, topic, PARTITIONS, rate_per_s=200)
+    settings = target.follower_settings({"assignor": "cooperative-sticky"})
+    watcher: Watcher | None = None
+    broker: int | None = None
+
+    def follower(rack: str) -> FollowerApp:
+        return FollowerApp(bs, group, f"{group}-{rack}", f"az-{rack}", [topic], ledger, settings)
+
+    def w() -> Watcher:
+        assert watcher is not None
+        return watcher.refresh()
+
+    try:
+        agents["agent-1"].start()
+        wait_until(lambda: control["lease_topic"] in _topics(bs), 60, "the agents' topics", 0.2)
+        watcher = Watcher(bs, control["plan_topic"], control["lease_topic"])
+        wait_until(lambda: bool(w().beats), 30, "a leader's heartbeat")
+        agents["agent-2"].start()
+        for r in "abc":
+            apps[r] = follower(r)
+        wait_until(lambda: settled_on(w(), key, list(apps.values())), 40, "three followers on a plan", 0.2)
+        producer.start()
+        wait_until(lambda: len(ledger.consumed) > 200, 20, "the stream to flow")
+
+        # 1. A broker stops and comes back (only the embedded cluster's brokers are ours to stop).
+        if target.cluster is not None:
+            c = target.cluster
+            broker = broker_to_stop(c, topic, list(control.values()))
+            c.set_down(broker)
+            time.sleep(OUTAGE_S)  # the outage itself: its length is the scenario
+            c.set_up(broker)
+            mark = len(producer.delivered)
+            wait_until(
+                lambda: len(ledger.counts()) >= mark, 30, "the stream to catch up after the outage", 0.2
+            )
+
+        # 2. The leading agent is killed; the standby takes over; the killed one comes back as standby.
+        dead, epoch_before = w().beats[-1].agent_id, w().beats[-1].epoch
+        t_kill = time.monotonic()
+        agents[dead].kill()
+        wait_until(
+            lambda: any(h.agent_id != dead and h.epoch > epoch_before for h in w().beats),
+            takeover_budget(target) + 5,
+            "another agent to lead",
+            0.1,
+        )
+        takeover_s = time.monotonic() - t_kill
+        agents[dead].start()
+
+        # 3. A follower is killed: its registration expires, the others take its partitions.
+        apps["c"].kill()
+        survivors = [apps["a"], apps["b"]]
+        wait_until(lambda: settled_on(w(), key, survivors), 30, "the survivors to own everything", 0.2)
+        # ... and comes back with the same instance id: a two-phase handover gives it its share again.
+        apps["c"] = follower("c")
+        wait_until(lambda: settled_on(w(), key, list(apps.values())), 30, "the follower to rejoin", 0.2)
+
+        producer.stop()
+        wait_until(lambda: not ledger.missing(producer.delivered), 60, "every message to be consumed", 0.2)
+    finally:
+        for a in apps.values():
+            if a.thread.is_alive():
+                a.stop()
+        for agent in agents.values():
+            agent.stop()
+        if watcher is not None:
+            watcher.refresh()
+            watcher.close()
+
+    assert watcher is not None
+    history = watcher.history(key)
+    gens = [r.generation for r in history]
+    epochs = [r.publisher["epoch"] for r in history if r.publisher is not None]
+    handovers, failovers = ledger.gaps()
+    counts = ledger.counts()
+    e2e_report(
+        target=target.kind,
+        produced=len(producer.delivered),
+        consumed=sum(counts.values()),
+        duplicates=ledger.duplicates(),
+        missing=len(ledger.missing(producer.delivered)),
+        overlaps=len(ledger.overlaps()),
+        max_handover_gap_s=round(max(handovers, default=0.0), 3),
+        max_failover_gap_s=round(max(failovers, default=0.0), 3),
+        agent_takeover_s=round(takeover_s, 2),
+        stopped_broker=broker if broker is not None else "skipped (real cluster: not ours to stop)",
+        plan_generations=len(gens),
+        revoking_plans=sum(r.state == "revoking" for r in history),
+        stale_plans_ignored=sum(a.follower.stats["plans_stale"] for a in apps.values()),
+    )
+    assert producer.failed == 0
+    assert ledger.missing(producer.delivered) == [], "every message consumed at least once"
+    assert ledger.overlaps() == [], "no partition owned by two followers at once"
+    assert ledger.consumed_outside_ownership() == 0
+    assert gens == sorted(set(gens)), "plan generations strictly increase"
+    assert epochs == sorted(epochs), "leadership epochs never go backwards"
+    assert takeover_s <= takeover_budget(target)
+    release_timeout = FOLLOWER_AGENT_SETTINGS["followers"]["release_timeout_s"]
+    assert max(handovers, default=0.0) <= 2 * 0.3 + release_timeout + 1.0

@@ -1,0 +1,181 @@
+"""Agent high availability: two agents (processes), one publishes; kill it and the other takes over.
+
+The followers here are simulated by their registration records, so the test
+decides when releases are confirmed: the leader is killed (SIGKILL, no
+goodbye) in the middle of a two-phase handover, and the new leader must finish
+that handover (no second revoking plan), from the generation the plan topic
+says, with a higher leadership epoch.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from agent.registry import FollowerStatus, consumer_registration
+
+from .conftest import Target
+from .e2e import AgentProcess, Watcher, wait_until
+
+
+def session_s(target: Target) -> float:
+    """The agents' session timeout: short on the mock; brokers refuse less than 6 s by default."""
+    return 2.0 if target.cluster is not None else 6.0
+
+
+def takeover_budget(target: Target) -> float:
+    """The session timeout, one rebalance (up to another session timeout while the group waits for its
+    members to rejoin), the new leader's start-up (replays), and room for a busy machine."""
+    return 2 * session_s(target) + 6.0
+
+
+def agent_config(target: Target, *extra: dict[str, Any]) -> dict[str, Any]:
+    return target.agent_doc(
+        {
+            "poll_interval_s": 0.3,
+            "registrations": {"ttl_s": 120},
+            "followers": {"release_timeout_s": 60},
+            "ha": {"enabled": True, "session_timeout_s": session_s(target)},
+            "http": {"port": 0},
+            "io_timeout_s": 10,
+            "metadata": {
+                "request_timeout_s": 1.5,
+                "max_attempts": 2,
+                "backoff_initial_s": 0.05,
+                "backoff_max_s": 0.1,
+            },
+            "log": {"format": "json", "level": "info"},
+        },
+        *extra,
+    )
+
+
+def register(target: Target, group: str, topic: str, members: dict[str, str], released: int) -> None:
+    """Records of simulated plan followers: member id -> rack."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": target.bootstrap})
+    for mid, rack in members.items():
+        key, value = consumer_registration(
+            group,
+            mid,
+            rack=rack,
+            topics=[topic],
+            timestamp_ms=int(time.time() * 1000),
+            assignor="range",
+            follower=FollowerStatus(released_generation=released, mode="plan"),
+        )
+        p.produce(target.control_topics["registrations_topic"], key=key.encode(), value=value)
+    assert p.flush(10) == 0
+
+
+def test_leader_killed_mid_handover_the_standby_finishes_it(
+    target: Target, tmp_path: Path, e2e_report: Any
+) -> None:
+    orders = target.create_topic("orders", 6, 2)
+    target.create_agent_topics()
+    group = target.name("pay")
+    key = f"consumer/{group}"
+    config = agent_config(target)
+    agents = {name: AgentProcess(config, tmp_path, name) for name in ("agent-1", "agent-2")}
+    watcher: Watcher | None = None
+
+    def plans() -> list[Any]:
+        assert watcher is not None
+        return watcher.refresh().history(key)
+
+    def beats() -> list[Any]:
+        assert watcher is not None
+        return watcher.refresh().beats
+
+    try:
+        agents["agent-1"].start()
+        wait_until(lambda: target.control_topics["lease_topic"] in _topics(target), 60, "the agents' topics")
+        watcher = Watcher(
+            target.bootstrap, target.control_topics["plan_topic"], target.control_topics["lease_topic"]
+        )
+        wait_until(lambda: any(h.agent_id == "agent-1" for h in beats()), 30, "agent-1 to lead")
+        agents["agent-2"].start()
+        wait_until(
+            lambda: any(e["event"].startswith("standby") for e in agents["agent-2"].events()),
+            30,
+            "agent-2 to stand by",
+        )
+        register(target, group, orders, {"m1": "az-a", "m2": "az-b"}, released=0)
+        wait_until(lambda: len(plans()) == 1, 20, "the first plan")
+        register(target, group, orders, {"m3": "az-c"}, released=0)  # m3 takes partitions: a handover
+        wait_until(lambda: len(plans()) == 2, 20, "the revoking plan")
+        first, revoking = plans()
+        assert (first.generation, first.state) == (1, "proposed")
+        assert (revoking.generation, revoking.state) == (2, "revoking")
+        awaiting = revoking.handover["awaiting"]
+        assert awaiting and set(awaiting) <= {"m1", "m2"}
+        # Only the leader publishes: the agent that wrote the heartbeats wrote the plans.
+        leader = revoking.publisher["agent_id"]
+        assert {h.agent_id for h in beats()} == {leader} == {first.publisher["agent_id"]}
+        old_epoch = revoking.publisher["epoch"]
+        standby = next(n for n in agents if n != leader)
+
+        t_kill = time.monotonic()
+        agents[leader].kill()
+        wait_until(
+            lambda: any(h.agent_id == standby for h in beats()),
+            takeover_budget(target) + 5,
+            "the standby's first heartbeat",
+            step=0.1,
+        )
+        takeover_s = time.monotonic() - t_kill
+        wait_until(
+            lambda: any(e["event"] == "resuming handover" for e in agents[standby].events()),
+            10,
+            "the new leader to resume the handover",
+        )
+        time.sleep(1.0)  # several cycles of the new leader: it must not start a handover of its own
+        assert [(r.generation, r.state) for r in plans()] == [(1, "proposed"), (2, "revoking")]
+
+        register(target, group, orders, {"m1": "az-a", "m2": "az-b"}, released=2)
+        wait_until(lambda: len(plans()) == 3, 20, "the handover's target")
+        final = plans()[2]
+        assert (final.generation, final.state) == (3, "proposed")
+        assert final.handover == {"from_generation": 2, "timed_out": []}
+        assert final.body["assignment"] == revoking.handover["target"]["consumer_group"]["assignment"]
+        assert final.publisher["agent_id"] == standby and final.publisher["epoch"] > old_epoch
+
+        agents[leader].start()  # back, as the standby now
+        wait_until(
+            lambda: sum(e["event"].startswith("standby") for e in agents[leader].events()) >= 2,
+            30,
+            "the restarted agent to stand by",
+        )
+        time.sleep(1.0)
+        history = plans()
+        all_beats = beats()
+    finally:
+        codes = {n: a.stop() for n, a in agents.items()}
+        if watcher is not None:
+            watcher.close()
+
+    gens = [r.generation for r in history]
+    epochs = [r.publisher["epoch"] for r in history]
+    by_epoch: dict[int, set[str]] = {}
+    for h in all_beats:
+        by_epoch.setdefault(h.epoch, set()).add(h.agent_id)
+    e2e_report(
+        target=target.kind,
+        takeover_s=round(takeover_s, 2),
+        session_timeout_s=session_s(target),
+        generations=gens,
+        epochs=sorted(by_epoch),
+    )
+    assert gens == [1, 2, 3], "no regression, no duplicate handover, nothing republished by the standby"
+    assert epochs == sorted(epochs)
+    assert all(len(ids) == 1 for ids in by_epoch.values()), "one agent per leadership epoch"
+    assert takeover_s <= takeover_budget(target)
+    assert codes[standby] == 0
+
+
+def _topics(target: Target) -> set[str]:
+    from confluent_kafka.admin import AdminClient
+
+    return set(AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(timeout=10).topics)

@@ -1,0 +1,113 @@
+"""The lease's heartbeat records and how commit answers are judged (the group itself runs in integration/)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, TopicPartition
+
+from agent.lease import Heartbeat, HeartbeatError, Lease, LeaseLost, LeaseUnconfirmed, decode_heartbeat
+from agent.logging import get_logger
+from agent.settings import HaSettings
+
+
+def test_heartbeat_round_trips() -> None:
+    hb = Heartbeat("agent-1", 7, 1_800_000_000_000, 0.5)
+    assert decode_heartbeat(b"leader", hb.encode()) == hb
+    assert json.loads(hb.encode())["schema"] == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "text"),
+    [
+        (b"other", b"{}", "is not b'leader'"),
+        (b"leader", None, "tombstone"),
+        (b"leader", b"{nope", "not JSON"),
+        (b"leader", b'{"schema": 2}', "schema-1"),
+        (
+            b"leader",
+            b'{"schema": 1, "agent_id": "", "epoch": 1, "timestamp_ms": 1, "interval_s": 1}',
+            "agent_id",
+        ),
+        (
+            b"leader",
+            b'{"schema": 1, "agent_id": "a", "epoch": -1, "timestamp_ms": 1, "interval_s": 1}',
+            "epoch",
+        ),
+        (
+            b"leader",
+            b'{"schema": 1, "agent_id": "a", "epoch": true, "timestamp_ms": 1, "interval_s": 1}',
+            "epoch",
+        ),
+        (
+            b"leader",
+            b'{"schema": 1, "agent_id": "a", "epoch": 1, "timestamp_ms": 1, "interval_s": 0}',
+            "interval_s",
+        ),
+    ],
+)
+def test_malformed_heartbeats_are_refused_with_a_reason(key: bytes, value: bytes | None, text: str) -> None:
+    with pytest.raises(HeartbeatError, match=text):
+        decode_heartbeat(key, value)
+
+
+@pytest.fixture
+def lease() -> Any:
+    # Nothing listens there: the consumer is made but never reaches a broker within the test.
+    lease = Lease({"bootstrap.servers": "127.0.0.1:1"}, HaSettings(enabled=True), "agent-x", get_logger("t"))
+    yield lease
+    lease.close()
+
+
+def test_the_lease_follows_the_assignment_of_partition_zero(lease: Lease) -> None:
+    assert not lease.held
+    with pytest.raises(LeaseLost, match="not assigned"):
+        lease.confirm(0.1)
+    lease._on_assign(None, [TopicPartition("_rackplan.lease", 0)])
+    assert lease.held
+    lease._on_assign(None, [])  # cooperative: an incremental assignment that adds nothing
+    assert lease.held
+    lease._on_revoke(None, [TopicPartition("other", 0)])
+    assert lease.held
+    lease._on_revoke(None, [TopicPartition("_rackplan.lease", 0)])
+    assert not lease.held
+
+
+@pytest.mark.parametrize(
+    ("code", "lost"),
+    [
+        (KafkaError.UNKNOWN_MEMBER_ID, True),
+        (KafkaError.FENCED_INSTANCE_ID, True),
+        (KafkaError.REBALANCE_IN_PROGRESS, False),
+        (KafkaError.ILLEGAL_GENERATION, False),
+        (KafkaError.COORDINATOR_NOT_AVAILABLE, False),
+    ],
+)
+def test_commit_answers(lease: Lease, code: int, lost: bool) -> None:
+    with pytest.raises(LeaseLost if lost else LeaseUnconfirmed):
+        lease._judge(KafkaError(code))
+
+
+def test_an_unreachable_coordinator_leaves_the_lease_unconfirmed(lease: Lease) -> None:
+    lease._on_assign(None, [TopicPartition("_rackplan.lease", 0)])
+    with pytest.raises(LeaseUnconfirmed, match="not confirmed within"):
+        lease.confirm(0.3)
+    assert lease.held, "not knowing is not losing: publishing just waits"
+    logging.getLogger().debug("done")
+
+
+def test_lease_schema_agrees_with_the_decoder() -> None:
+    from pathlib import Path
+
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).resolve().parent.parent / "docs" / "lease-schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(json.loads(Heartbeat("a", 2, 5, 0.3).encode()), schema)
+    for bad in ({"schema": 1, "agent_id": "a", "epoch": -1, "timestamp_ms": 1, "interval_s": 1},):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+        with pytest.raises(HeartbeatError):
+            decode_heartbeat(b"leader", json.dumps(bad).encode())
