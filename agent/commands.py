@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -16,7 +17,11 @@ def register(sub: Any) -> None:
     agent = sub.add_parser("agent", help="the sidecar agent")
     agent_sub = agent.add_subparsers(dest="agent_command", required=True)
     run = agent_sub.add_parser("run", help="run until SIGTERM / SIGINT")
-    run.add_argument("--config", required=True, help="settings YAML file")
+    run.add_argument(
+        "--config",
+        default=os.environ.get("RACKPLAN_CONFIG"),
+        help="settings YAML file (default: $RACKPLAN_CONFIG; without one, settings come from RACKPLAN_* variables)",
+    )
     run.set_defaults(func=cmd_agent_run)
 
     demo = sub.add_parser("demo", help="embedded 3-rack cluster: detect a change, republish plans, alert")

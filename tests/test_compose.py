@@ -84,3 +84,13 @@ def test_agent_wired_to_every_broker(compose: dict[str, Any]) -> None:
     assert sorted(b.split(":")[0] for b in bootstrap) == sorted(brokers)
     assert set(agent["depends_on"]) == set(brokers)
     assert all(dep["condition"] == "service_healthy" for dep in agent["depends_on"].values())
+
+
+def test_two_agents_share_one_lease(compose: dict[str, Any]) -> None:
+    agents = {n: s for n, s in compose["services"].items() if n.startswith("rackplan-agent")}
+    assert len(agents) == 2
+    ids = {s["environment"]["RACKPLAN_HA__AGENT_ID"] for s in agents.values()}
+    assert len(ids) == 2, "distinct agent ids"
+    assert all(s["environment"]["RACKPLAN_HA__ENABLED"] == "true" for s in agents.values())
+    host_ports = [p.split(":")[0] for s in agents.values() for p in s["ports"]]
+    assert len(host_ports) == len(set(host_ports))
