@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 
 def _ceil(a: int, b: int) -> int:
@@ -78,11 +78,9 @@ def fair_box(
             holders[g].append(s)
     for q in sorted({lo[s] for s in flat}):
         at_q = [s for s in flat if lo[s] == q]
-        up = _reach(group_subs, held, [a for a in range(n_cls) if hi[a] == q + 1])
+        up = _reach(held, group_subs, [a for a in range(n_cls) if hi[a] == q + 1])
         down = (
-            _reach_back(subscribed, holders, n_cls, [b for b in range(n_cls) if lo[b] == q - 1])
-            if q
-            else [False] * n_cls
+            _reach(subscribed, holders, [b for b in range(n_cls) if lo[b] == q - 1]) if q else [False] * n_cls
         )
         for s in at_q:
             if up[s] and down[s]:
@@ -93,52 +91,31 @@ def fair_box(
     return low, extra
 
 
-def _reach(group_subs: Sequence[Sequence[int]], held: list[dict[int, int]], sources: list[int]) -> list[bool]:
-    """Classes a partition held by ``sources`` can reach through a chain of single moves.
+def _reach(
+    out_groups: Sequence[Iterable[int]], group_classes: Sequence[Sequence[int]], starts: list[int]
+) -> list[bool]:
+    """Classes reached from ``starts``: class ``a`` leads to groups ``out_groups[a]``, group ``g`` to ``group_classes[g]``.
 
-    Sources are marked reached too; callers only ask about other classes.
+    Forwards (``held``, ``group_subs``): classes a partition held by ``starts``
+    can reach through a chain of single moves.  Backwards (``subscribed``,
+    ``holders``): classes that can pass a partition to one of ``starts``.
+    Starts are marked reached too; callers only ask about other classes.
     """
-    seen = [False] * len(held)
-    seen_g = [False] * len(group_subs)
-    queue = deque(sources)
-    for a in sources:
+    seen = [False] * len(out_groups)
+    seen_g = [False] * len(group_classes)
+    queue = deque(starts)
+    for a in starts:
         seen[a] = True
     while queue:
         a = queue.popleft()
-        for g in held[a]:
+        for g in out_groups[a]:
             if seen_g[g]:
                 continue
             seen_g[g] = True
-            for b in group_subs[g]:
+            for b in group_classes[g]:
                 if not seen[b]:
                     seen[b] = True
                     queue.append(b)
-    return seen
-
-
-def _reach_back(
-    subscribed: list[list[int]], holders: list[list[int]], n_cls: int, targets: list[int]
-) -> list[bool]:
-    """Classes that can pass a partition, through a chain of single moves, to one of ``targets``.
-
-    ``subscribed[s]`` lists the groups class ``s`` subscribes to, ``holders[g]``
-    the classes holding partitions of group ``g``.
-    """
-    seen = [False] * n_cls
-    seen_g = [False] * len(holders)
-    queue = deque(targets)
-    for b in targets:
-        seen[b] = True
-    while queue:
-        b = queue.popleft()
-        for g in subscribed[b]:
-            if seen_g[g]:
-                continue
-            seen_g[g] = True
-            for a in holders[g]:
-                if not seen[a]:
-                    seen[a] = True
-                    queue.append(a)
     return seen
 
 

@@ -1,0 +1,1 @@
+"""Benchmark scripts (never timed unit tests); a package so they share :mod:`bench.common` and run with ``-m``."""

@@ -27,20 +27,16 @@ timeout; the ratio is its time over rack-optimal's on the same instance.
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import random
-import resource
-import statistics
 import sys
-import time
-import tracemalloc
 from dataclasses import replace
-from typing import Any
+from functools import partial
 
 from assignor.consumer import cross_rack_count
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition, is_cross_rack
 from assignor.owned import previous_owners
 from assignor.rack_optimal import assign
+from bench.common import in_child, peak_memory, peak_rss_mib, timed
 
 RACKS = ("az-a", "az-b", "az-c")
 
@@ -141,27 +137,6 @@ def moves(cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan) -> int:
     )
 
 
-def median_time(cluster: Cluster, group: ConsumerGroup, repeats: int) -> tuple[float, ConsumerPlan, float]:
-    """Median wall-clock seconds, the plan, and median CPU seconds (robust to other load on the machine)."""
-    times = []
-    cpu = []
-    plan = ConsumerPlan(assignment={})
-    for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        plan = assign(cluster, group)
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    return statistics.median(times), plan, statistics.median(cpu)
-
-
-def peak_memory(cluster: Cluster, group: ConsumerGroup) -> int:
-    tracemalloc.start()
-    assign(cluster, group)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak
-
-
 # ---- the networkx baseline -------------------------------------------------------------------------
 
 
@@ -199,33 +174,25 @@ def networkx_solve(cluster: Cluster, group: ConsumerGroup) -> tuple[int, int]:
     return divmod(int(cost), big)
 
 
-def _nx_child(cluster: Cluster, group: ConsumerGroup, out: Any) -> None:
-    start = time.perf_counter()
-    result = networkx_solve(cluster, group)
-    out.put((time.perf_counter() - start, result))
-
-
 def networkx_timed(
     cluster: Cluster, group: ConsumerGroup, timeout: float
 ) -> tuple[float, tuple[int, int]] | None:
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    proc = ctx.Process(target=_nx_child, args=(cluster, group, out))
-    proc.start()
-    proc.join(timeout)
-    if proc.is_alive():
-        proc.terminate()
-        proc.join()
-        return None
-    return out.get() if not out.empty() else None
+    """networkx's seconds and (cross-rack, moves), solved in a child process; None on timeout."""
+    return in_child(_nx_seconds_and_result, (cluster, group), timeout)
+
+
+def _nx_seconds_and_result(cluster: Cluster, group: ConsumerGroup) -> tuple[float, tuple[int, int]]:
+    t = timed(partial(networkx_solve, cluster, group), 1)
+    return t.wall, t.result
 
 
 # ---- main ------------------------------------------------------------------------------------------
 
 
 def run_case(name: str, cluster: Cluster, group: ConsumerGroup, repeats: int) -> ConsumerPlan:
-    elapsed, plan, cpu = median_time(cluster, group, repeats)
-    peak = peak_memory(cluster, group)
+    t = timed(partial(assign, cluster, group), repeats)
+    elapsed, plan, cpu = t.wall, t.result, t.cpu
+    peak = peak_memory(partial(assign, cluster, group))
     parts = sum(len(v) for v in plan.assignment.values())
     counts = [len(v) for v in plan.assignment.values()]
     print(
@@ -268,8 +235,7 @@ def main(argv: list[str]) -> int:
         uplan = run_case("unequal, fresh", ucluster, ugroup, repeats)
         uleave = owning(replace(ugroup, members=ugroup.members[1:]), uplan)
         run_case("unequal, one leaves", ucluster, uleave, repeats)
-    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(f"\nPeak resident memory of this process so far: {peak_rss / 2**10:,.0f} MiB")
+    print(f"\nPeak resident memory of this process so far: {peak_rss_mib():,.0f} MiB")
     print(
         "networkx on 2,000 x 50,000 is not attempted: the full graph has 100 million member-partition edges."
     )
@@ -283,7 +249,8 @@ def main(argv: list[str]) -> int:
         c = make_cluster(10, n // 10, seed=5, rf=1)
         g = make_group(k, sorted(c.topics), seed=6)
         g = owning(g, random_plan(c, g, seed=7))
-        mine, plan, _ = median_time(c, g, repeats)
+        t = timed(partial(assign, c, g), repeats)
+        mine, plan = t.wall, t.result
         result = networkx_timed(c, g, args.timeout)
         ours = (cross_rack_count(c, g, plan), moves(c, g, plan))
         if result is None:

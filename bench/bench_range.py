@@ -12,11 +12,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
-import statistics
-import time
+import sys
+from functools import partial
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``bench`` importable
 
 from assignor.model import Cluster, ConsumerGroup, Member
 from assignor.range_assignor import assign
+from bench.common import timed
 
 RACKS = ("az-a", "az-b", "az-c")
 MEMBERS = 2_000
@@ -48,12 +52,7 @@ def group(c: Cluster, rng: random.Random, subscribe: float) -> ConsumerGroup:
 
 
 def median_ms(c: Cluster, g: ConsumerGroup, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        assign(c, g)
-        times.append((time.perf_counter() - start) * 1000.0)
-    return statistics.median(times)
+    return timed(partial(assign, c, g), repeat).wall * 1000.0
 
 
 def main(argv: list[str] | None = None) -> int:

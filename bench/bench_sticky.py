@@ -33,21 +33,18 @@ CooperativeStickyAssignor (``tests/test_sticky_kafka_model.py``) on quality only
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
 import random
-import resource
-import statistics
 import sys
-import time
-import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from assignor.consumer import cross_rack_count, subscribed_partitions
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
 from assignor.owned import count_moved, previous_owners, withhold_moving
 from assignor.sticky_assignor import assign
+from bench.common import in_child, peak_memory, peak_rss_mib, timed
 
 RACKS = ("az-a", "az-b", "az-c")
 N_BROKERS = 9
@@ -58,7 +55,7 @@ def make_cluster(n_topics: int, per_topic: int, rf: int, seed: int) -> Cluster:
     rng = random.Random(seed)
     topics: dict[str, tuple[tuple[int, ...], ...]] = {}
     for t in range(n_topics):
-        parts = []
+        parts: list[tuple[int, ...]] = []
         for p in range(per_topic):
             if rf == 1:
                 parts.append(((t * per_topic + p) % N_BROKERS,))
@@ -167,23 +164,14 @@ def cases() -> list[Case]:
 
 
 def measure(case: Case, repeats: int) -> dict[str, Any]:
-    times, cpu = [], []
-    plan = ConsumerPlan(assignment={})
-    for _ in range(repeats):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        plan = assign(case.cluster, case.group)
-        times.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    tracemalloc.start()
-    assign(case.cluster, case.group)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    t = timed(partial(assign, case.cluster, case.group), repeats)
+    peak = peak_memory(partial(assign, case.cluster, case.group))
     quality = two_rounds(assign, case.cluster, case.group)
     return {
-        "time": statistics.median(times),
-        "cpu": statistics.median(cpu),
+        "time": t.wall,
+        "cpu": t.cpu,
         "peak": peak,
-        "plan": plan,
+        "plan": t.result,
         **quality,
     }
 
@@ -241,39 +229,19 @@ def kafka_python_assign(cluster: Cluster, group: ConsumerGroup) -> dict[str, lis
     return {m: [(tp.topic, tp.partition) for tp in executor.current_assignment[m]] for m in members}
 
 
-def _kafka_python_child(case: Case, repeats: int, out: Any) -> None:
-    times = []
-    result: dict[str, list[tuple[str, int]]] = {}
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = kafka_python_assign(case.cluster, case.group)
-        times.append(time.perf_counter() - start)
-    plan = ConsumerPlan(assignment=result)
+def _kafka_python_measured(case: Case, repeats: int) -> tuple[float, int, int, int]:
+    t = timed(partial(kafka_python_assign, case.cluster, case.group), repeats)
+    plan = ConsumerPlan(assignment=t.result)
     moved = count_moved(
         plan, previous_owners(case.cluster, case.group), subscribed_partitions(case.cluster, case.group)
     )
-    counts = [len(v) for v in result.values()]
-    out.put(
-        (
-            statistics.median(times),
-            moved,
-            cross_rack_count(case.cluster, case.group, plan),
-            max(counts) - min(counts),
-        )
-    )
+    counts = [len(v) for v in t.result.values()]
+    return t.wall, moved, cross_rack_count(case.cluster, case.group, plan), max(counts) - min(counts)
 
 
 def kafka_python_timed(case: Case, repeats: int, timeout: float) -> tuple[float, int, int, int] | None:
-    ctx = mp.get_context("fork")
-    out = ctx.Queue()
-    proc = ctx.Process(target=_kafka_python_child, args=(case, repeats, out))
-    proc.start()
-    proc.join(timeout)
-    if proc.is_alive():
-        proc.terminate()
-        proc.join()
-        return None
-    return out.get() if not out.empty() else None
+    """kafka-python's (median seconds, moved, cross-rack, max-min) in a child process; None on timeout."""
+    return in_child(_kafka_python_measured, (case, repeats), timeout)
 
 
 def kafka_model(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
@@ -313,9 +281,7 @@ def main(argv: list[str]) -> int:
             f"| {mine['cross']:,} | {mine['spread']} | {mine['moved2']} | {peer_cols}",
             flush=True,
         )
-    print(
-        f"\nPeak resident memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:,.0f} MiB"
-    )
+    print(f"\nPeak resident memory of this process: {peak_rss_mib():,.0f} MiB")
 
     case = cases()[0]
     print(f"\nQuality on {case.name}, both cooperative rounds:\n")

@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import random
-import statistics
 import sys
 import time
-import tracemalloc
+from functools import partial
+from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, ".")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``bench`` importable
 
 from assignor.cli import assign_document, dumps
 from assignor.parse import parse_instance
 from assignor.streams import plan_document
+from bench.common import in_child, peak_memory, timed
 
 RACKS = ("az-a", "az-b", "az-c")
 
@@ -111,46 +111,26 @@ def reference_flow(doc: dict[str, Any]) -> tuple[float, bool]:
     return seconds, sum(weight(t, new_owner[t]) for t in stateful) == ref_cost
 
 
-def _ref_child(doc: dict[str, Any], q: Any) -> None:
-    q.put(reference_flow(doc))
-
-
 def reference_with_timeout(doc: dict[str, Any], timeout: float) -> tuple[float, bool] | None:
-    q: Any = mp.Queue()
-    p = mp.Process(target=_ref_child, args=(doc, q))
-    p.start()
-    p.join(timeout)
-    if p.is_alive():
-        p.terminate()
-        p.join()
-        return None
-    seconds, same = q.get()
-    return float(seconds), bool(same)
+    """:func:`reference_flow` in a child process; None when it does not finish within ``timeout`` seconds."""
+    result = in_child(reference_flow, (doc,), timeout)
+    return None if result is None else (float(result[0]), bool(result[1]))
 
 
 def measure(tasks: int, clients: int, repeat: int) -> dict[str, Any]:
     doc = make_instance(tasks, clients)
     text = json.dumps(doc)
     cluster, app = parse_instance(doc)
-    times, e2e = [], []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        out = plan_document(cluster, app)  # type: ignore[arg-type]
-        times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        dumps(assign_document(json.loads(text)))
-        e2e.append(time.perf_counter() - start)
-    tracemalloc.start()
-    plan_document(cluster, app)  # type: ignore[arg-type]
-    peak = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
+    plan = timed(partial(plan_document, cluster, app), repeat)  # type: ignore[arg-type]
+    e2e = timed(lambda: dumps(assign_document(json.loads(text))), repeat)
+    peak = peak_memory(partial(plan_document, cluster, app))  # type: ignore[arg-type]
     return {
         "tasks": tasks,
         "clients": clients,
-        "median_s": round(statistics.median(times), 4),
-        "e2e_s": round(statistics.median(e2e), 4),
+        "median_s": round(plan.wall, 4),
+        "e2e_s": round(e2e.wall, 4),
         "peak_mib": round(peak / 2**20, 1),
-        "active_cross_rack": out["stats"]["active_cross_rack"],
+        "active_cross_rack": plan.result["stats"]["active_cross_rack"],
         "doc": doc,
     }
 

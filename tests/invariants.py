@@ -1,10 +1,12 @@
-"""The contract's invariants as assertions on model objects, for every assignor's tests."""
+"""The contract's invariants (and a flow's feasibility) as assertions, shared by every assignor's tests."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from assignor.consumer import subscribed_partitions
+from assignor.flow import FlowResult
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 
 
@@ -55,3 +57,16 @@ def assert_range_balanced(group: ConsumerGroup, plan: ConsumerPlan) -> None:
     for t, cnt in per_topic.items():
         vals = [cnt.get(m.member_id, 0) for m in group.members if t in m.topics]
         assert max(vals) - min(vals) <= 1, (t, vals)
+
+
+def assert_feasible_flow(
+    n: int, edges: Sequence[tuple[int, int, int, int]], supply: Sequence[int], result: FlowResult
+) -> None:
+    """A min-cost flow result is within capacities, conserves ``supply`` and costs what it claims."""
+    assert all(0 <= f <= c for f, (_, _, c, _) in zip(result.flow, edges, strict=True))
+    net = [0] * n
+    for f, (u, v, _, _) in zip(result.flow, edges, strict=True):
+        net[u] += f
+        net[v] -= f
+    assert net == list(supply)
+    assert sum(f * w for f, (_, _, _, w) in zip(result.flow, edges, strict=True)) == result.cost

@@ -1,12 +1,13 @@
-"""Hypothesis strategies for contract instances, shared by every assignor's tests."""
+"""Hypothesis strategies for contract instances, and the next-round input, shared by every assignor's tests."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import strategies as st
 
-from assignor.model import Cluster, ConsumerGroup, Member, TopicPartition
+from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 
 RACKS = ("az-a", "az-b", "az-c", "az-d")
 
@@ -110,3 +111,15 @@ def instance_document(cluster: Cluster, group: ConsumerGroup) -> dict[str, Any]:
             ],
         },
     }
+
+
+def follow_up(group: ConsumerGroup, plan: ConsumerPlan) -> ConsumerGroup:
+    """The next round: each member owns exactly what it was assigned, one generation later."""
+    gen = max((m.generation for m in group.members), default=-1) + 1
+    return dataclasses.replace(
+        group,
+        members=tuple(
+            dataclasses.replace(m, owned=tuple(plan.assignment.get(m.member_id, ())), generation=gen)
+            for m in group.members
+        ),
+    )

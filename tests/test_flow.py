@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assignor.flow import FlowResult, InfeasibleFlow, min_cost_flow, min_cost_flow_phases
+from tests.invariants import assert_feasible_flow
+
+Solver = Callable[[int, list[tuple[int, int, int, int]], list[int]], FlowResult]
 
 
 @st.composite
@@ -39,36 +44,23 @@ def networkx_cost(n: int, edges: list[tuple[int, int, int, int]], supply: list[i
         return None
 
 
+@pytest.mark.parametrize("solver", [min_cost_flow, min_cost_flow_phases])
 @settings(max_examples=300, deadline=None)
-@given(flow_problems())
-def test_cost_matches_networkx(problem: tuple[int, list[tuple[int, int, int, int]], list[int]]) -> None:
+@given(problem=flow_problems())
+def test_cost_matches_networkx(
+    solver: Solver, problem: tuple[int, list[tuple[int, int, int, int]], list[int]]
+) -> None:
+    """Both engines: networkx's optimal cost (or infeasible), a feasible flow, and the same result twice."""
     n, edges, supply = problem
     expected = networkx_cost(n, edges, supply)
     try:
-        result = min_cost_flow(n, edges, supply)
+        result = solver(n, edges, supply)
     except InfeasibleFlow:
         assert expected is None
         return
     assert result.cost == expected
-    # The flow itself is feasible and costs what it claims.
-    assert all(0 <= f <= c for f, (_, _, c, _) in zip(result.flow, edges, strict=True))
-    net = [0] * n
-    for f, (u, v, _, _) in zip(result.flow, edges, strict=True):
-        net[u] += f
-        net[v] -= f
-    assert net == supply
-    assert sum(f * w for f, (_, _, _, w) in zip(result.flow, edges, strict=True)) == result.cost
-
-
-@settings(max_examples=50, deadline=None)
-@given(flow_problems())
-def test_deterministic(problem: tuple[int, list[tuple[int, int, int, int]], list[int]]) -> None:
-    n, edges, supply = problem
-    try:
-        a = min_cost_flow(n, edges, supply)
-    except InfeasibleFlow:
-        return
-    assert min_cost_flow(n, edges, supply) == a
+    assert_feasible_flow(n, edges, supply, result)
+    assert solver(n, edges, supply) == result  # deterministic
 
 
 def test_rejects_bad_input() -> None:
@@ -92,35 +84,6 @@ def test_prefers_cheaper_parallel_path() -> None:
 # --- min_cost_flow_phases (primal-dual: bucket-queue Dijkstra, blocking flows with sink-side levels)
 
 
-def _check_flow(
-    n: int, edges: list[tuple[int, int, int, int]], supply: list[int], result: FlowResult
-) -> None:
-    assert all(0 <= f <= c for f, (_, _, c, _) in zip(result.flow, edges, strict=True))
-    net = [0] * n
-    for f, (u, v, _, _) in zip(result.flow, edges, strict=True):
-        net[u] += f
-        net[v] -= f
-    assert net == supply
-    assert sum(f * w for f, (_, _, _, w) in zip(result.flow, edges, strict=True)) == result.cost
-
-
-@settings(max_examples=300, deadline=None)
-@given(flow_problems())
-def test_phases_cost_matches_networkx(
-    problem: tuple[int, list[tuple[int, int, int, int]], list[int]],
-) -> None:
-    n, edges, supply = problem
-    expected = networkx_cost(n, edges, supply)
-    try:
-        result = min_cost_flow_phases(n, edges, supply)
-    except InfeasibleFlow:
-        assert expected is None
-        return
-    assert result.cost == expected
-    _check_flow(n, edges, supply, result)
-    assert min_cost_flow_phases(n, edges, supply) == result  # deterministic
-
-
 @settings(max_examples=100, deadline=None)
 @given(flow_problems(), st.integers(1, 10**9))
 def test_phases_with_large_costs(
@@ -137,7 +100,7 @@ def test_phases_with_large_costs(
         return
     got = min_cost_flow_phases(n, big, supply)
     assert got.cost == want.cost
-    _check_flow(n, big, supply, got)
+    assert_feasible_flow(n, big, supply, got)
 
 
 def test_phases_routes_many_units_over_few_paths() -> None:
@@ -147,4 +110,4 @@ def test_phases_routes_many_units_over_few_paths() -> None:
     supply = [1] * n_t + [-(n_t // n_c)] * n_c
     r = min_cost_flow_phases(n_t + n_c, edges, supply)
     assert r.cost == 0
-    _check_flow(n_t + n_c, edges, supply, r)
+    assert_feasible_flow(n_t + n_c, edges, supply, r)

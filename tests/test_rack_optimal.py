@@ -32,7 +32,7 @@ from assignor.rack_optimal import assign
 from assignor.rack_optimal_fair import fair_box
 from assignor.rack_optimal_flow import residual_potentials
 from tests.invariants import assert_balanced, assert_valid, equal_subscriptions
-from tests.strategies import clusters, consumer_groups
+from tests.strategies import clusters, consumer_groups, follow_up
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -130,17 +130,6 @@ def squares_of(plan: ConsumerPlan) -> int:
     return sum(len(v) ** 2 for v in plan.assignment.values())
 
 
-def follow_up(group: ConsumerGroup, plan: ConsumerPlan) -> ConsumerGroup:
-    """The next rebalance with no change: everybody owns what the plan gave it."""
-    top = max(m.generation for m in group.members)
-    return replace(
-        group,
-        members=tuple(
-            replace(m, owned=tuple(plan.assignment[m.member_id]), generation=top + 1) for m in group.members
-        ),
-    )
-
-
 def is_balanced(group: ConsumerGroup, plan: ConsumerPlan) -> bool:
     try:
         assert_balanced(group, plan)
@@ -187,23 +176,12 @@ def test_rebalance_without_change_moves_nothing(inst: tuple[Cluster, ConsumerGro
     assert again.assignment == plan.assignment
 
 
+@pytest.mark.parametrize("equal", [True, False], ids=["equal-full-graph", "unequal-fair-optimum"])
 @SETTINGS
-@given(instances(equal=True))
-def test_equal_subscriptions_match_networkx_on_the_full_graph(inst: tuple[Cluster, ConsumerGroup]) -> None:
-    cluster, group = inst
-    plan = assign(cluster, group)
-    squares, cross, moved = networkx_optimum(cluster, group)
-    assert (squares_of(plan), cross_rack_count(cluster, group, plan), moves_of(cluster, group, plan)) == (
-        squares,
-        cross,
-        moved,
-    )
-
-
-@SETTINGS
-@given(instances(equal=False))
-def test_unequal_subscriptions_match_networkx_fair_optimum(inst: tuple[Cluster, ConsumerGroup]) -> None:
-    cluster, group = inst
+@given(data=st.data())
+def test_matches_networkx_optimum(equal: bool, data: st.DataObject) -> None:
+    """Equal subscriptions: the optimum over the full graph; unequal: over the fair assignments."""
+    cluster, group = data.draw(instances(equal=equal))
     plan = assign(cluster, group)
     squares, cross, moved = networkx_optimum(cluster, group)
     assert (squares_of(plan), cross_rack_count(cluster, group, plan), moves_of(cluster, group, plan)) == (

@@ -317,86 +317,62 @@ def test_rack_aware_static_member_range_assignment_persistent_after_member_id_ch
 T1_T2_T3 = ["t1", "t2", "t3"]
 
 
-def test_rack_aware_assignment_with_uniform_subscription() -> None:
-    # testRackAwareAssignmentWithUniformSubscription
-    topics = {"t1": 6, "t2": 7, "t3": 2}
-    subs = [T1_T2_T3] * 3
-    verify_non_rack_aware_assignment(
-        topics,
-        subs,
+# Kafka's four cases that vary only topics, subscriptions and expectations: the non-rack-aware
+# assignment, then one rack-aware run per replication factor 1, 2 and 3 (brokers on racks(3),
+# racks(3) and racks(2); consumers on racks(3)) with its expected assignment and mismatch count.
+PLAIN_UNIFORM_PARTITIONS = [
+    "t1-0, t1-1, t2-0, t2-1, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t2-4, t3-4"
+]  # fmt: skip
+KAFKA_RACK_CASES = [
+    pytest.param(
+        {"t1": 6, "t2": 7, "t3": 2}, [T1_T2_T3] * 3,
         ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"],
-    )
-    # Best effort for lower replication factors, where racks hold a subset of the partitions.
-    verify_rack_assignment(
-        topics, 1, racks(3), racks(3), subs,
-        ["t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"], 0,
-    )  # fmt: skip
-    verify_rack_assignment(
-        topics, 2, racks(3), racks(3), subs,
-        ["t1-0, t1-2, t2-0, t2-2, t2-3, t3-1", "t1-1, t1-3, t2-1, t2-4, t3-0", "t1-4, t1-5, t2-5, t2-6"], 1,
-    )  # fmt: skip
-    # One consumer on a rack with no partitions.
-    verify_rack_assignment(
-        topics, 3, racks(2), racks(3), subs,
-        ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"], 4,
-    )  # fmt: skip
-
-
-def test_rack_aware_assignment_with_non_equal_subscription() -> None:
-    # testRackAwareAssignmentWithNonEqualSubscription
-    topics = {"t1": 6, "t2": 7, "t3": 2}
-    subs = [T1_T2_T3, T1_T2_T3, ["t1", "t3"]]
-    verify_non_rack_aware_assignment(
-        topics,
-        subs,
+        [
+            # Best effort for lower replication factors, where racks hold a subset of the partitions.
+            (["t1-0, t1-3, t2-0, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t3-0", "t1-2, t1-5, t2-2, t2-5, t3-1"], 0),
+            (["t1-0, t1-2, t2-0, t2-2, t2-3, t3-1", "t1-1, t1-3, t2-1, t2-4, t3-0", "t1-4, t1-5, t2-5, t2-6"], 1),
+            # One consumer on a rack with no partitions.
+            (["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0", "t1-2, t1-3, t2-3, t2-4, t3-1", "t1-4, t1-5, t2-5, t2-6"], 4),
+        ],
+        id="testRackAwareAssignmentWithUniformSubscription",
+    ),
+    pytest.param(
+        {"t1": 6, "t2": 7, "t3": 2}, [T1_T2_T3, T1_T2_T3, ["t1", "t3"]],
         ["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"],
-    )
-    verify_rack_assignment(
-        topics, 1, racks(3), racks(3), subs,
-        ["t1-0, t1-3, t2-0, t2-2, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t2-5, t3-0", "t1-2, t1-5, t3-1"], 2,
-    )  # fmt: skip
-    verify_rack_assignment(
-        topics, 2, racks(3), racks(3), subs,
-        ["t1-0, t1-2, t2-0, t2-2, t2-3, t2-5, t3-1", "t1-1, t1-3, t2-1, t2-4, t2-6, t3-0", "t1-4, t1-5"], 0,
-    )  # fmt: skip
-    verify_rack_assignment(
-        topics, 3, racks(2), racks(3), subs,
-        ["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"], 2,
-    )  # fmt: skip
-
-
-def test_rack_aware_assignment_with_uniform_partitions() -> None:
-    # testRackAwareAssignmentWithUniformPartitions: co-partitioning wins over rack alignment.
-    topics = {"t1": 5, "t2": 5, "t3": 5}
-    subs = [T1_T2_T3] * 3
-    plain = ["t1-0, t1-1, t2-0, t2-1, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t2-4, t3-4"]
-    verify_non_rack_aware_assignment(topics, subs, plain)
-    verify_rack_assignment(topics, 1, racks(3), racks(3), subs, plain, 10)
-    verify_rack_assignment(topics, 2, racks(3), racks(3), subs, plain, 5)
-    verify_rack_assignment(topics, 3, racks(2), racks(3), subs, plain, 3)
-
-
-def test_rack_aware_assignment_with_uniform_partitions_non_equal_subscription() -> None:
-    # testRackAwareAssignmentWithUniformPartitionsNonEqualSubscription
-    topics = {"t1": 5, "t2": 5, "t3": 5}
-    subs = [T1_T2_T3, T1_T2_T3, ["t1", "t3"]]
-    verify_non_rack_aware_assignment(
-        topics,
-        subs,
+        [
+            (["t1-0, t1-3, t2-0, t2-2, t2-3, t2-6", "t1-1, t1-4, t2-1, t2-4, t2-5, t3-0", "t1-2, t1-5, t3-1"], 2),
+            (["t1-0, t1-2, t2-0, t2-2, t2-3, t2-5, t3-1", "t1-1, t1-3, t2-1, t2-4, t2-6, t3-0", "t1-4, t1-5"], 0),
+            (["t1-0, t1-1, t2-0, t2-1, t2-2, t2-3, t3-0", "t1-2, t1-3, t2-4, t2-5, t2-6, t3-1", "t1-4, t1-5"], 2),
+        ],
+        id="testRackAwareAssignmentWithNonEqualSubscription",
+    ),
+    pytest.param(
+        # Co-partitioning wins over rack alignment.
+        {"t1": 5, "t2": 5, "t3": 5}, [T1_T2_T3] * 3, PLAIN_UNIFORM_PARTITIONS,
+        [(PLAIN_UNIFORM_PARTITIONS, 10), (PLAIN_UNIFORM_PARTITIONS, 5), (PLAIN_UNIFORM_PARTITIONS, 3)],
+        id="testRackAwareAssignmentWithUniformPartitions",
+    ),
+    pytest.param(
+        {"t1": 5, "t2": 5, "t3": 5}, [T1_T2_T3, T1_T2_T3, ["t1", "t3"]],
         ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"],
-    )
-    verify_rack_assignment(
-        topics, 1, racks(3), racks(3), subs,
-        ["t1-0, t1-1, t2-0, t2-1, t2-4, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t3-4"], 9,
-    )  # fmt: skip
-    verify_rack_assignment(
-        topics, 2, racks(3), racks(3), subs,
-        ["t1-2, t2-0, t2-1, t2-3, t3-2", "t1-0, t1-3, t2-2, t2-4, t3-0, t3-3", "t1-1, t1-4, t3-1, t3-4"], 0,
-    )  # fmt: skip
-    verify_rack_assignment(
-        topics, 3, racks(2), racks(3), subs,
-        ["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"], 2,
-    )  # fmt: skip
+        [
+            (["t1-0, t1-1, t2-0, t2-1, t2-4, t3-0, t3-1", "t1-2, t1-3, t2-2, t2-3, t3-2, t3-3", "t1-4, t3-4"], 9),
+            (["t1-2, t2-0, t2-1, t2-3, t3-2", "t1-0, t1-3, t2-2, t2-4, t3-0, t3-3", "t1-1, t1-4, t3-1, t3-4"], 0),
+            (["t1-0, t1-1, t2-0, t2-1, t2-2, t3-0, t3-1", "t1-2, t1-3, t2-3, t2-4, t3-2, t3-3", "t1-4, t3-4"], 2),
+        ],
+        id="testRackAwareAssignmentWithUniformPartitionsNonEqualSubscription",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("topics", "subs", "plain", "by_rf"), KAFKA_RACK_CASES)
+def test_rack_aware_assignment_by_replication_factor(
+    topics: dict[str, int], subs: list[list[str]], plain: list[str], by_rf: list[tuple[list[str], int]]
+) -> None:
+    verify_non_rack_aware_assignment(topics, subs, plain)
+    for rf, (expected, mismatches) in enumerate(by_rf, start=1):
+        broker_racks = racks(2) if rf == 3 else racks(3)
+        verify_rack_assignment(topics, rf, broker_racks, racks(3), subs, expected, mismatches)
 
 
 def test_rack_aware_assignment_with_co_partitioning() -> None:

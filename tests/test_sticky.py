@@ -29,21 +29,9 @@ from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPa
 from assignor.owned import count_moved, previous_owners
 from assignor.sticky_assignor import assign
 from tests.invariants import assert_balanced, assert_valid
-from tests.strategies import clusters, consumer_groups
+from tests.strategies import clusters, consumer_groups, follow_up
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def follow_up(group: ConsumerGroup, plan: ConsumerPlan) -> ConsumerGroup:
-    """The next round: each member owns exactly what it was assigned, one generation later."""
-    gen = max((m.generation for m in group.members), default=-1) + 1
-    return dataclasses.replace(
-        group,
-        members=tuple(
-            dataclasses.replace(m, owned=tuple(plan.assignment.get(m.member_id, ())), generation=gen)
-            for m in group.members
-        ),
-    )
 
 
 def converge(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, ConsumerGroup, ConsumerPlan]:

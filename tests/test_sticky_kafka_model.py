@@ -136,8 +136,8 @@ def kafka_constrained(
 
 def _rack_case(rf: int, brokers: list[str | None], owned: list[str] | None = None) -> dict[str, list[str]]:
     from assignor.owned import withhold_moving
+    from tests.strategies import follow_up
     from tests.test_range import kafka_cluster, racks, tps
-    from tests.test_sticky import follow_up
 
     cluster = kafka_cluster({"t1": 6, "t2": 7, "t3": 2}, rf, brokers)
     group = ConsumerGroup(

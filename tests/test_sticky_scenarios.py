@@ -27,8 +27,8 @@ from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPa
 from assignor.owned import count_moved, previous_owners
 from assignor.sticky_assignor import assign
 from tests.invariants import assert_balanced, assert_valid
+from tests.strategies import follow_up
 from tests.test_range import kafka_cluster, kafka_mismatches, null_racks, racks, tps
-from tests.test_sticky import follow_up
 
 ALL_RACKS = ("a", "b", "c")
 NO_BROKER_RACK, NO_CONSUMER_RACK, BROKER_AND_CONSUMER_RACK = "NO_BROKER_RACK", "NO_CONSUMER_RACK", "BOTH"

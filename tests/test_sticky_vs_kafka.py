@@ -27,8 +27,7 @@ from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
 from assignor.owned import count_moved, previous_owners, withhold_moving
 from assignor.sticky_assignor import assign
 from tests.invariants import assert_balanced, assert_valid
-from tests.strategies import clusters, consumer_groups
-from tests.test_sticky import follow_up
+from tests.strategies import clusters, consumer_groups, follow_up
 from tests.test_sticky_kafka_model import kafka_constrained
 
 Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]

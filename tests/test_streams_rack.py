@@ -17,6 +17,7 @@ from assignor.streams import run
 from assignor.streams_rack import disabled_reason, optimise_active, subtopology_caps, task_cost
 from assignor.streams_standby import optimise_standbys, spread_kept
 from assignor.streams_tasks import State, build_model
+from tests.invariants import assert_feasible_flow
 from tests.streams_strategies import streams_instances
 
 
@@ -118,13 +119,7 @@ def test_phases_solver_matches_ssp(rng: random.Random) -> None:
         assert want is None
         return
     assert got.cost == want
-    net = [0] * n
-    for (u, v, c, _w), f in zip(edges, got.flow, strict=True):
-        assert 0 <= f <= c
-        net[u] += f
-        net[v] -= f
-    assert net == supply
-    assert got.cost == sum(f * w for (_u, _v, _c, w), f in zip(edges, got.flow, strict=True))
+    assert_feasible_flow(n, edges, supply, got)
 
 
 def _app(

@@ -1,0 +1,162 @@
+"""The mutable state of the general cooperative-sticky path and the indexes that keep its steps cheap.
+
+Shared by the balancing step (:mod:`assignor.sticky_general_balance`) and the
+fill and locality steps (:mod:`assignor.sticky_general`): every move goes
+through :meth:`GeneralState.move`, which keeps the per-topic histograms
+(count -> members) in step, so balance checks never rescan all members.
+"""
+
+from __future__ import annotations
+
+from .sticky_common import Prepared
+
+
+class GeneralState:
+    """Mutable state of one general-path run."""
+
+    def __init__(self, prep: Prepared) -> None:
+        self.prep = prep
+        self.n = len(prep.member_ids)
+        self.n_topics = len(prep.topics)
+        self.n_parts = prep.num_partitions
+        self.cls = prep.member_class
+        self.masks = prep.part_mask
+        self.ptopic = prep.part_topic
+        self.owner = prep.owner
+        self.mt = prep.member_topics
+        self.tm = prep.topic_members
+        mask_set = sorted(set(self.masks))
+        self.crossk = [{k: prep.cross(g, k) for k in mask_set} for g in range(len(prep.classes))]
+        self.matches = [{k: prep.matches(g, k) for k in mask_set} for g in range(len(prep.classes))]
+        self.holder = list(self.owner)
+        self.cnt = [0] * self.n
+        for o in self.owner:
+            if o >= 0:
+                self.cnt[o] += 1
+        # built by reindex()
+        self.hold: list[dict[int, set[int]]] = []
+        self.freeh: list[dict[int, int]] = []
+        self.sub_hist: list[dict[int, set[int]]] = []
+        self.hold_hist: list[dict[int, set[int]]] = []
+        # members holding free partitions (not their own), by count: where a free path can start
+        self.free_total: list[int] = []
+        self.free_hist: dict[int, set[int]] = {}
+        # bumped by every move; memoised balance checks are valid for one version
+        self.version = 0
+        self._shrink_memo: dict[int, tuple[int, bool]] = {}
+
+    def reindex(self) -> None:
+        """Rebuild every index from ``holder`` and ``cnt`` (after filling, or after the flow re-placed partitions)."""
+        self.hold = [{} for _ in range(self.n)]
+        self.freeh = [{} for _ in range(self.n_topics)]
+        for gp, i in enumerate(self.holder):
+            t = self.ptopic[gp]
+            self.hold[i].setdefault(t, set()).add(gp)
+            if self.owner[gp] != i:
+                fh = self.freeh[t]
+                fh[i] = fh.get(i, 0) + 1
+        self.sub_hist = [{} for _ in range(self.n_topics)]
+        for t, members in enumerate(self.tm):
+            d = self.sub_hist[t]
+            for i in members:
+                d.setdefault(self.cnt[i], set()).add(i)
+        self.hold_hist = [{} for _ in range(self.n_topics)]
+        for i, held in enumerate(self.hold):
+            c = self.cnt[i]
+            for t in held:
+                self.hold_hist[t].setdefault(c, set()).add(i)
+        self.free_total = [0] * self.n
+        for fh in self.freeh:
+            for i, k in fh.items():
+                self.free_total[i] += k
+        self.free_hist = {}
+        for i, k in enumerate(self.free_total):
+            if k:
+                self.free_hist.setdefault(self.cnt[i], set()).add(i)
+
+    @staticmethod
+    def _hist_move(d: dict[int, set[int]], old: int, new: int, i: int) -> None:
+        s = d[old]
+        s.discard(i)
+        if not s:
+            del d[old]
+        d.setdefault(new, set()).add(i)
+
+    def _set_count(self, i: int, new: int) -> None:
+        old = self.cnt[i]
+        for t in self.mt[i]:
+            self._hist_move(self.sub_hist[t], old, new, i)
+        for t in self.hold[i]:
+            self._hist_move(self.hold_hist[t], old, new, i)
+        if self.free_total[i]:
+            self._hist_move(self.free_hist, old, new, i)
+        self.cnt[i] = new
+
+    def move(self, gp: int, b: int) -> None:
+        """Give partition ``gp`` to member ``b``, keeping every index in step."""
+        self.version += 1
+        a = self.holder[gp]
+        t = self.ptopic[gp]
+        s = self.hold[a][t]
+        s.discard(gp)
+        if not s:
+            del self.hold[a][t]
+            hh = self.hold_hist[t]
+            hs = hh[self.cnt[a]]
+            hs.discard(a)
+            if not hs:
+                del hh[self.cnt[a]]
+        if self.owner[gp] != a:
+            fh = self.freeh[t]
+            fh[a] -= 1
+            if not fh[a]:
+                del fh[a]
+            self.free_total[a] -= 1
+            if not self.free_total[a]:
+                fs = self.free_hist[self.cnt[a]]
+                fs.discard(a)
+                if not fs:
+                    del self.free_hist[self.cnt[a]]
+        self._set_count(a, self.cnt[a] - 1)
+        s2 = self.hold[b].get(t)
+        if s2 is None:
+            s2 = self.hold[b][t] = set()
+            self.hold_hist[t].setdefault(self.cnt[b], set()).add(b)
+        s2.add(gp)
+        if self.owner[gp] != b:
+            fh = self.freeh[t]
+            fh[b] = fh.get(b, 0) + 1
+            self.free_total[b] += 1
+            if self.free_total[b] == 1:
+                self.free_hist.setdefault(self.cnt[b], set()).add(b)
+        self._set_count(b, self.cnt[b] + 1)
+        self.holder[gp] = b
+
+    def min_sub(self, t: int) -> int:
+        """The lowest count among the subscribers of topic ``t``."""
+        return min(self.sub_hist[t])
+
+    def can_shrink(self, a: int) -> bool:
+        """``a`` may hold one fewer: no holder of a topic it subscribes to has more than ``cnt[a]``."""
+        memo = self._shrink_memo.get(a)
+        if memo is not None and memo[0] == self.version:
+            return memo[1]
+        c = self.cnt[a]
+        hold_hist = self.hold_hist
+        ok = True
+        for u in self.mt[a]:
+            hh = hold_hist[u]
+            if hh and max(hh) > c:
+                ok = False
+                break
+        self._shrink_memo[a] = (self.version, ok)
+        return ok
+
+    def can_grow(self, b: int, t: int) -> bool:
+        """``b`` may hold one more, of topic ``t``: every topic it would hold has no subscriber below it."""
+        return self.min_sub(t) >= self.cnt[b] and self.can_grow_held(b)
+
+    def can_grow_held(self, b: int) -> bool:
+        """``b`` may hold one more of a topic it already holds: no such topic has a subscriber below it."""
+        c = self.cnt[b]
+        return all(self.min_sub(u) >= c for u in self.hold[b])
