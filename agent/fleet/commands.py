@@ -1,0 +1,196 @@
+"""``rackplan snapshot``, ``rackplan fleet`` and ``rackplan report``.
+
+``snapshot`` needs a Kafka client (the agent's settings say where); ``fleet``
+and ``report`` need the ``spark`` extra, imported only when they run, so the
+parser builds on a machine with neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..settings import Settings
+from .snapshot import FleetSnapshot, SnapshotError
+
+EXIT_BAD_INPUT = 2
+SPARK_EXTRA_HINT = "install the spark extra: pip install 'rackplan[spark]'"
+
+
+def register(sub: Any) -> None:
+    """Add the fleet subcommands to the ``rackplan`` parser."""
+    snap = sub.add_parser(
+        "snapshot", help="write a fleet snapshot of a cluster (JSON) from the agent's settings"
+    )
+    snap.add_argument("--config", required=True, help="the agent's settings YAML (Kafka, registrations)")
+    snap.add_argument("--out", required=True, help="file or directory (<cluster_id>.json), or - for stdout")
+    snap.add_argument("--cluster-id", help="name of the cluster in the fleet (default: Kafka's cluster id)")
+    snap.add_argument(
+        "--traffic", help="bytes/s per topic (a number) or per partition (a list), JSON or YAML"
+    )
+    snap.add_argument(
+        "--sample-seconds",
+        type=float,
+        default=0.0,
+        help="estimate the traffic of other topics from log-end offsets sampled this many seconds apart",
+    )
+    snap.add_argument(
+        "--record-bytes",
+        type=float,
+        default=1024.0,
+        help="average record size for --sample-seconds (default 1024)",
+    )
+    snap.add_argument(
+        "--with-plans",
+        action="store_true",
+        help="members own what the last plans on the plan topic gave them",
+    )
+    snap.add_argument("--archive", help="also append the snapshot to <dir>/<cluster_id>.jsonl (history)")
+    snap.set_defaults(func=cmd_snapshot)
+
+    fleet = sub.add_parser(
+        "fleet", help="what-ifs over snapshots on Spark: Parquet tables of locality and cost"
+    )
+    from .job import add_arguments  # no Spark import at module level
+
+    add_arguments(fleet)
+    fleet.set_defaults(func=cmd_fleet)
+
+    report = sub.add_parser("report", help="static HTML page with PNG plots from the fleet tables")
+    report.add_argument("--in", dest="source", required=True, help="the --out directory of `rackplan fleet`")
+    report.add_argument("--out", required=True, help="directory for index.html and its PNGs")
+    report.set_defaults(func=cmd_report)
+
+
+def _fail(message: str) -> int:
+    print(f"rackplan: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+# ---- snapshot ----------------------------------------------------------------------
+
+
+def kafka_cluster_id(admin: Any, timeout_s: float) -> str | None:
+    try:
+        desc = admin.describe_cluster(include_authorized_operations=False, request_timeout=timeout_s)
+        cid = desc.result(timeout=timeout_s + 5).cluster_id
+    except Exception:
+        return None
+    return str(cid) if cid else None
+
+
+def last_plan_specs(
+    settings: Settings, snapshot: Any, racks: dict[int, str | None]
+) -> dict[str, dict[str, Any]]:
+    """Registrations as the agent would plan them next: members own what their last plan gave them."""
+    from ..kafka_io import read_back
+    from ..logging import get_logger, with_kafka_logger
+    from ..planner import instance_document, registrations
+    from ..plans import PlanBook
+
+    book = PlanBook()
+    log = get_logger("rackplan.snapshot")
+    book.replay(
+        read_back(
+            with_kafka_logger(settings.kafka.client_config()), settings.plan_topic, settings.io_timeout_s, log
+        )
+    )
+    out: dict[str, dict[str, Any]] = {}
+    for reg in registrations(settings):
+        last = book.latest(reg.key)
+        if last is None:
+            continue
+        doc = instance_document(snapshot, racks, reg, last)
+        out[reg.key] = doc["consumer_group" if reg.kind == "consumer" else "streams_app"]
+    return out
+
+
+def capture(
+    settings: Settings,
+    cluster_id: str | None = None,
+    traffic_path: str | None = None,
+    sample_seconds: float = 0.0,
+    record_bytes: float = 1024.0,
+    with_plans: bool = False,
+) -> FleetSnapshot:
+    """Read the cluster through the agent's metadata reader and build its fleet snapshot."""
+    from confluent_kafka.admin import AdminClient
+
+    from ..logging import with_kafka_logger
+    from ..metadata import poll_snapshot
+    from .snapshot import build_snapshot, end_offsets, load_traffic, rates_from_offsets
+
+    config = with_kafka_logger(settings.kafka.client_config())
+    admin = AdminClient(config)
+    own = frozenset({settings.plan_topic, settings.alerts_topic, settings.registrations_topic})
+    snap = poll_snapshot(admin, settings.metadata, exclude=own)
+    racks = snap.resolve_racks({})
+    timeout = settings.metadata.request_timeout_s
+    name = cluster_id or kafka_cluster_id(admin, timeout) or settings.kafka.bootstrap_servers
+    traffic: dict[str, Any] = load_traffic(traffic_path) if traffic_path else {}
+    if sample_seconds > 0:
+        counts = {t: len(s.replicas) for t, s in sorted(snap.topics.items()) if t not in traffic}
+        before = end_offsets(admin, counts, timeout)
+        start = time.monotonic()
+        time.sleep(sample_seconds)
+        after = end_offsets(admin, counts, timeout)
+        traffic.update(rates_from_offsets(before, after, time.monotonic() - start, record_bytes, counts))
+    specs = last_plan_specs(settings, snap, racks) if with_plans else None
+    return build_snapshot(name, snap, racks, settings, traffic, specs)
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from ..metadata import MetadataError
+    from .snapshot import append_archive, dumps, snapshot_json, write_snapshot
+
+    try:
+        settings = Settings.load(args.config)
+    except (OSError, ValueError, ValidationError) as e:
+        return _fail(f"settings: {e}")
+    try:
+        snap = capture(
+            settings, args.cluster_id, args.traffic, args.sample_seconds, args.record_bytes, args.with_plans
+        )
+    except (OSError, SnapshotError) as e:
+        return _fail(str(e))
+    except MetadataError as e:
+        print(f"rackplan: cannot read the cluster: {e}", file=sys.stderr)
+        return 1
+    if args.out == "-":
+        sys.stdout.write(dumps(snapshot_json(snap)) + "\n")
+    else:
+        print(f"snapshot of {snap.cluster_id} written to {write_snapshot(snap, args.out)}", file=sys.stderr)
+    if args.archive:
+        append_archive(snap, args.archive)
+    return 0
+
+
+# ---- fleet and report ------------------------------------------------------------------
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from .job import run_from_args  # checks its input before it needs PySpark
+
+    return run_from_args(args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        import matplotlib  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+        import pandas  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
+        import pyarrow  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
+    except ImportError as e:
+        return _fail(f"`rackplan report` needs {e.name}: {SPARK_EXTRA_HINT}")
+    from .report import ReportError, render
+
+    try:
+        page = render(Path(args.source), Path(args.out))
+    except ReportError as e:
+        return _fail(str(e))
+    print(f"report written to {page}", file=sys.stderr)
+    return 0

@@ -1,0 +1,385 @@
+"""``rackplan report``: the fleet job's Parquet tables as one static HTML page with PNG plots.
+
+The page answers, worst first: which groups pay most for cross-rack reads
+today, what each assignor would cost instead, and what each scenario would
+do.  Figures are read in each group's own fetch mode (``fetch_mode`` of its
+registration) unless a plot says otherwise.  Only the small tables are read
+(no instances, no plans): the page of a fleet of thousands of groups is
+built in seconds on the machine that runs the report, not on Spark.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .scenarios import BASELINE
+from .units import OK
+
+LOCALITY_COLUMNS = [
+    "cluster_id",
+    "taken_at",
+    "kind",
+    "group",
+    "scenario",
+    "assignor",
+    "registered",
+    "reference",
+    "fetch_mode",
+    "status",
+    "detail",
+    "members",
+    "partitions",
+    "pairs",
+    "pairs_with_traffic",
+    "offline_partitions",
+    "bytes_per_s",
+    "cross_nearest",
+    "cross_leader",
+    "cost_nearest_usd_month",
+    "cost_leader_usd_month",
+    "moved",
+    "max_minus_min",
+]
+WORST_GROUPS = 25
+TABLE_ROWS = 50
+
+
+class ReportError(RuntimeError):
+    """The input directory does not hold the fleet job's tables."""
+
+
+def _pd() -> Any:
+    import pandas as pd  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    return pd
+
+
+def load_locality(directory: str | Path) -> Any:
+    """The locality table of the newest snapshot of each cluster, with own-mode figures added."""
+    pd = _pd()
+    path = Path(directory) / "locality"
+    if not path.exists():
+        raise ReportError(f"{path}: no locality table (run `rackplan fleet` first)")
+    loc = pd.read_parquet(path, columns=LOCALITY_COLUMNS)
+    newest = loc.groupby("cluster_id")["taken_at"].transform("max")
+    loc = loc[loc["taken_at"] == newest].copy()
+    leader = loc["fetch_mode"] == "leader"
+    loc["cross"] = loc["cross_leader"].where(leader, loc["cross_nearest"])
+    loc["cost"] = loc["cost_leader_usd_month"].where(leader, loc["cost_nearest_usd_month"])
+    loc["cross_fraction"] = (loc["cross"] / loc["pairs"].where(loc["pairs"] > 0)).fillna(0.0)
+    return loc
+
+
+def _plt() -> Any:
+    import matplotlib  # type: ignore[import-not-found,unused-ignore]
+
+    matplotlib.use("Agg")  # files only: no display, the same output everywhere
+    import matplotlib.pyplot as plt  # type: ignore[import-not-found,unused-ignore]
+
+    plt.rcParams.update(
+        {"figure.dpi": 100, "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
+    )
+    return plt
+
+
+def _save(fig: Any, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, format="png", metadata={"Software": None})  # no version stamp: same bytes
+    _plt().close(fig)
+    return path.name
+
+
+def _bars(
+    ax: Any, labels: Sequence[str], series: Mapping[str, Sequence[float]], horizontal: bool = False
+) -> None:
+    n = max(1, len(series))
+    width = 0.8 / n
+    for i, (name, values) in enumerate(series.items()):
+        pos = [k + (i - (n - 1) / 2) * width for k in range(len(labels))]
+        if horizontal:
+            ax.barh(pos, values, height=width, label=name)
+        else:
+            ax.bar(pos, values, width=width, label=name)
+    if horizontal:
+        ax.set_yticks(range(len(labels)), labels)
+        ax.invert_yaxis()
+    else:
+        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    if len(series) > 1:
+        ax.legend(fontsize=8)
+
+
+def plot_clusters(loc: Any, out: Path) -> str:
+    """Cross-rack fraction per cluster at baseline, registered vs reference assignors, both fetch modes."""
+    plt = _plt()
+    ok = loc[(loc["status"] == OK) & (loc["scenario"] == BASELINE)]
+    clusters = sorted(ok["cluster_id"].unique())
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
+    for ax, (mode, col) in zip(
+        axes, (("nearest replica", "cross_nearest"), ("leader only", "cross_leader")), strict=True
+    ):
+        series = {}
+        for label, mask in (
+            ("registered", ok["registered"]),
+            ("rack-optimal / min_traffic", ok["reference"]),
+        ):
+            sub = ok[mask].groupby("cluster_id")[[col, "pairs"]].sum()
+            series[label] = [
+                float(sub.loc[c, col] / sub.loc[c, "pairs"])
+                if c in sub.index and sub.loc[c, "pairs"]
+                else 0.0
+                for c in clusters
+            ]
+        _bars(ax, clusters, series)
+        ax.set_title(f"cross-rack fraction per cluster ({mode})")
+        ax.set_ylim(0, 1)
+    return _save(fig, out / "locality_clusters.png")
+
+
+def worst_groups(loc: Any, n: int = WORST_GROUPS) -> Any:
+    """Groups at baseline with their registered assignor, most expensive (then least local) first."""
+    ok = loc[(loc["status"] == OK) & (loc["scenario"] == BASELINE) & loc["registered"]]
+    ref = loc[(loc["status"] == OK) & (loc["scenario"] == BASELINE) & loc["reference"]]
+    ref = ref.set_index(["cluster_id", "kind", "group"])[["cross", "cost", "cross_fraction", "moved"]]
+    merged = ok.join(ref, on=["cluster_id", "kind", "group"], rsuffix="_ref")
+    merged["saved"] = merged["cost"] - merged["cost_ref"]
+    merged = merged.sort_values(
+        ["cost", "cross_fraction", "cluster_id", "group"],
+        ascending=[False, False, True, True],
+        kind="mergesort",
+    )
+    return merged.head(n)
+
+
+def plot_groups(worst: Any, out: Path) -> str:
+    plt = _plt()
+    labels = [f"{c} / {g}" for c, g in zip(worst["cluster_id"], worst["group"], strict=True)]
+    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.28 * len(labels) + 1)))
+    _bars(
+        ax,
+        labels,
+        {
+            "registered assignor": list(worst["cross_fraction"]),
+            "rack-optimal / min_traffic": list(worst["cross_fraction_ref"].fillna(0.0)),
+        },
+        horizontal=True,
+    )
+    ax.set_xlim(0, 1)
+    ax.set_title("cross-rack fraction of the most expensive groups (own fetch mode)")
+    return _save(fig, out / "locality_groups.png")
+
+
+def assignor_totals(loc: Any) -> Any:
+    """Fleet totals per assignor at baseline (own fetch mode), with what each saves against the registered ones."""
+    pd = _pd()
+    ok = loc[(loc["status"] == OK) & (loc["scenario"] == BASELINE)]
+    registered = ok[ok["registered"]].groupby("kind")["cost"].sum()
+    rows = []
+    for (kind, assignor), sub in sorted(ok.groupby(["kind", "assignor"]), key=lambda kv: kv[0]):
+        rows.append(
+            {
+                "kind": kind,
+                "assignor": assignor,
+                "groups": len(sub),
+                "cross_rack": int(sub["cross"].sum()),
+                "pairs": int(sub["pairs"].sum()),
+                "cost_usd_month": float(sub["cost"].sum()),
+                "cost_nearest_usd_month": float(sub["cost_nearest_usd_month"].sum()),
+                "cost_leader_usd_month": float(sub["cost_leader_usd_month"].sum()),
+                "saved_vs_registered_usd_month": float(registered.get(kind, 0.0) - sub["cost"].sum()),
+                "moves_needed": int(sub["moved"].sum()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def plot_assignors(totals: Any, out: Path) -> str:
+    plt = _plt()
+    labels = list(totals["assignor"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    _bars(
+        axes[0],
+        labels,
+        {
+            "nearest replica": list(totals["cost_nearest_usd_month"]),
+            "leader only": list(totals["cost_leader_usd_month"]),
+        },
+    )
+    axes[0].set_title("monthly cross-zone cost per assignor (USD, baseline)")
+    _bars(axes[1], labels, {"saved": list(totals["saved_vs_registered_usd_month"])})
+    axes[1].axhline(0, color="black", linewidth=0.6)
+    axes[1].set_title("saved vs each group's registered assignor (USD/month)")
+    return _save(fig, out / "cost_saved.png")
+
+
+def scenario_totals(loc: Any) -> Any:
+    """Per scenario: fleet cost and cross-rack pairs with the registered and the reference assignors."""
+    pd = _pd()
+    rows = []
+    for scenario, sub in loc.groupby("scenario", sort=False):
+        ok = sub[sub["status"] == OK]
+        reg, ref = ok[ok["registered"]], ok[ok["reference"]]
+        rows.append(
+            {
+                "scenario": scenario,
+                "groups": int(
+                    sub[sub["registered"] | (sub["status"] != OK)][["cluster_id", "group"]]
+                    .drop_duplicates()
+                    .shape[0]
+                ),
+                "not_applicable": int(
+                    sub[sub["status"] != OK][["cluster_id", "group"]].drop_duplicates().shape[0]
+                ),
+                "cross_rack_registered": int(reg["cross"].sum()),
+                "cross_rack_reference": int(ref["cross"].sum()),
+                "cost_registered_usd_month": float(reg["cost"].sum()),
+                "cost_reference_usd_month": float(ref["cost"].sum()),
+                "moves_registered": int(reg["moved"].sum()),
+                "moves_reference": int(ref["moved"].sum()),
+                "offline_partitions": int(reg["offline_partitions"].sum()),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    order = {BASELINE: 0}
+    frame["_o"] = [order.get(s, 1) for s in frame["scenario"]]
+    return frame.sort_values(["_o", "scenario"], kind="mergesort").drop(columns="_o").reset_index(drop=True)
+
+
+def plot_scenarios(totals: Any, out: Path) -> str:
+    plt = _plt()
+    labels = list(totals["scenario"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    _bars(
+        axes[0],
+        labels,
+        {
+            "registered": list(totals["cost_registered_usd_month"]),
+            "rack-optimal / min_traffic": list(totals["cost_reference_usd_month"]),
+        },
+    )
+    axes[0].set_title("monthly cross-zone cost per scenario (USD, own fetch mode)")
+    _bars(
+        axes[1],
+        labels,
+        {
+            "registered": list(totals["moves_registered"]),
+            "rack-optimal / min_traffic": list(totals["moves_reference"]),
+        },
+    )
+    axes[1].set_title("partitions / tasks moved to reach the plan")
+    return _save(fig, out / "scenario_impact.png")
+
+
+# ---- HTML ------------------------------------------------------------------------
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else ""
+    if isinstance(v, float):
+        return f"{v:,.2f}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return html.escape(str(v))
+
+
+def table(frame: Any, columns: Sequence[str], limit: int = TABLE_ROWS, cls: str = "") -> str:
+    """An HTML table of the first ``limit`` rows (numbers right-aligned)."""
+    head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in columns)  # spaces: headers wrap
+    body = []
+    for rec in frame[list(columns)].head(limit).to_dict("records"):
+        cells = []
+        for c in columns:
+            v = rec[c]
+            v = v.item() if hasattr(v, "item") else v  # numpy scalars to Python
+            num = isinstance(v, int | float) and not isinstance(v, bool)
+            if num:
+                cells.append(f'<td class="num">{_cell(v)}</td>')
+            else:  # names stay on one line; long texts (a reason) wrap
+                cells.append(
+                    f'<td class="wrap">{_cell(v)}</td>' if len(str(v)) > 40 else f"<td>{_cell(v)}</td>"
+                )
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    more = len(frame) - limit
+    note = f'<p class="note">{more:,} more rows in the Parquet table.</p>' if more > 0 else ""
+    table = f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return f'<div class="scroll">{table}</div>{note}'
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1150px;color:#222}
+h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee}
+th{text-align:left;background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
+img{max-width:100%;border:1px solid #eee}.note{color:#666;font-size:.85em}.scroll{overflow-x:auto}
+th{vertical-align:bottom;min-width:4em}td{white-space:nowrap}td.wrap{white-space:normal;min-width:20em}
+"""
+
+
+def render(directory: str | Path, out: str | Path) -> Path:
+    """Write ``index.html`` and its PNGs to ``out``; returns the page's path."""
+    src, dst = Path(directory), Path(out)
+    dst.mkdir(parents=True, exist_ok=True)
+    loc = load_locality(src)
+    summary_path = src / "summary.json"
+    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+    price = summary.get("settings", {}).get("price_per_gb")
+    worst = worst_groups(loc)
+    assignors = assignor_totals(loc)
+    scenarios = scenario_totals(loc)
+    problems = loc[loc["status"] != OK].sort_values(["status", "cluster_id", "group", "scenario", "assignor"])
+    images = {
+        "clusters": plot_clusters(loc, dst),
+        "groups": plot_groups(worst, dst),
+        "assignors": plot_assignors(assignors, dst),
+        "scenarios": plot_scenarios(scenarios, dst),
+    }
+    clusters = sorted(loc["cluster_id"].unique())
+    groups = loc[["cluster_id", "kind", "group"]].drop_duplicates().shape[0]
+    statuses = ", ".join(f"{k}: {v:,}" for k, v in sorted(loc["status"].value_counts().items()))
+    price_note = f"{price} USD per GB crossing zones" if price is not None else "the job's price per GB"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>rackplan fleet report</title>',
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>rackplan fleet report</h1>",
+        f'<p id="summary">{len(clusters):,} clusters, {groups:,} groups and apps, '
+        f"{len(scenarios):,} scenarios; units {html.escape(statuses)}. Costs: {html.escape(price_note)}, "
+        "730 hours a month, consumer reads only.</p>",
+        '<h2 id="worst">Worst groups first</h2>',
+        f'<img src="{images["groups"]}" alt="cross-rack fraction of the most expensive groups">',
+        table(
+            worst,
+            ["cluster_id", "kind", "group", "assignor", "fetch_mode", "pairs", "cross", "cost", "cross_ref", "cost_ref", "saved", "moved_ref"],
+            WORST_GROUPS,
+            "worst",
+        ),
+        '<h2 id="clusters">Locality per cluster</h2>',
+        f'<img src="{images["clusters"]}" alt="cross-rack fraction per cluster">',
+        '<h2 id="assignors">Cost saved per assignor</h2>',
+        f'<img src="{images["assignors"]}" alt="monthly cost per assignor">',
+        table(
+            assignors,
+            ["kind", "assignor", "groups", "cross_rack", "pairs", "cost_usd_month", "cost_nearest_usd_month", "cost_leader_usd_month", "saved_vs_registered_usd_month", "moves_needed"],
+        ),
+        '<h2 id="scenarios">Scenario impact</h2>',
+        f'<img src="{images["scenarios"]}" alt="cost and moves per scenario">',
+        table(
+            scenarios,
+            ["scenario", "groups", "not_applicable", "cross_rack_registered", "cross_rack_reference", "cost_registered_usd_month", "cost_reference_usd_month", "moves_registered", "moves_reference", "offline_partitions"],
+        ),
+        '<h2 id="problems">Units not evaluated</h2>',
+        table(problems, ["cluster_id", "group", "scenario", "assignor", "status", "detail"])
+        if len(problems)
+        else "<p>None: every unit was evaluated.</p>",
+        "</body></html>",
+    ]  # fmt: skip
+    page = dst / "index.html"
+    page.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return page

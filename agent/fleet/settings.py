@@ -1,0 +1,118 @@
+"""Settings of the fleet job: where Spark runs and what is compared.
+
+Same rules as the agent's settings (YAML file, every key overridable by
+environment, ``RACKPLAN_`` prefix, ``__`` between levels, environment wins),
+in a file of their own: ``RACKPLAN_SPARK__MASTER=spark://head:7077``,
+``RACKPLAN_SPARK__EXECUTOR_MEMORY=4g``, ``RACKPLAN_FLEET__PRICE_PER_GB=0.01``.
+Unknown ``RACKPLAN_`` variables (the agent's) are ignored here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
+
+from .units import DEFAULT_PRICE_PER_GB
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SparkSettings(_Section):
+    #: ``local[*]``: every core of this machine, nothing to install but the package
+    master: str = "local[*]"
+    app_name: str = "rackplan-fleet"
+    executor_instances: int | None = Field(default=None, ge=1)
+    executor_cores: int | None = Field(default=None, ge=1)
+    executor_memory: str | None = None
+    driver_memory: str | None = None
+    #: partitions of the group and unit stages; 0: eight per core Spark reports (at least 16)
+    partitions: int = Field(default=0, ge=0)
+    #: rows per Arrow batch handed to Python: units hold whole instances, keep batches small
+    arrow_batch_rows: int = Field(default=64, ge=1)
+    #: the Spark web UI (off by default: a batch job needs no open port)
+    ui: bool = False
+    #: any other Spark property, passed through
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class FleetOptions(_Section):
+    #: USD per GB (10^9 bytes) crossing zones; AWS bills 0.01 each way
+    price_per_gb: float = Field(default=DEFAULT_PRICE_PER_GB, ge=0)
+    consumer_assignors: tuple[str, ...] = CONSUMER_ASSIGNORS
+    #: Streams apps are compared across these ``rack_aware.strategy`` values
+    streams_strategies: tuple[str, ...] = RACK_STRATEGIES
+    #: ``latest``: the newest snapshot of each cluster; ``all``: every snapshot (history)
+    history: Literal["latest", "all"] = "latest"
+    #: seconds between progress lines on stderr; 0: none
+    progress_interval_s: float = Field(default=10.0, ge=0)
+    #: keep every unit's instance and plan in the locality table (to replay with ``rackplan assign``)
+    keep_plans: bool = False
+
+    @field_validator("consumer_assignors")
+    @classmethod
+    def _known_assignors(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [a for a in v if a not in CONSUMER_ASSIGNORS]
+        if unknown or not v:
+            raise ValueError(f"expected some of {', '.join(CONSUMER_ASSIGNORS)}, got {list(v)}")
+        return v
+
+    @field_validator("streams_strategies")
+    @classmethod
+    def _known_strategies(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [a for a in v if a not in RACK_STRATEGIES]
+        if unknown or not v:
+            raise ValueError(f"expected some of {', '.join(RACK_STRATEGIES)}, got {list(v)}")
+        return v
+
+
+class FleetSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="RACKPLAN_", env_nested_delimiter="__", extra="ignore", frozen=True, case_sensitive=False
+    )
+
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    fleet: FleetOptions = Field(default_factory=FleetOptions)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return env_settings, init_settings  # the environment wins over the file
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, **overrides: Any) -> FleetSettings:
+        """Settings from an optional YAML file (keys ``spark`` and ``fleet``), then the environment.
+
+        ``overrides`` (``spark={...}``, ``fleet={...}``: command-line flags) win over both.
+        """
+        data: dict[str, Any] = {}
+        if path is not None:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+            if not isinstance(loaded, dict):
+                raise ValueError(f"{path}: the settings file must hold a mapping")
+            unknown = sorted(set(loaded) - {"spark", "fleet"})
+            if unknown:
+                raise ValueError(
+                    f"{path}: unknown keys {', '.join(map(str, unknown))} (expected spark, fleet)"
+                )
+            data = loaded
+        base = cls(**data)
+        if not overrides:
+            return base
+        merged = base.model_dump()
+        for section, values in overrides.items():
+            merged[section] = {**merged[section], **{k: v for k, v in values.items() if v is not None}}
+        return cls.model_validate(merged)

@@ -1,0 +1,544 @@
+"""One unit of fleet work, as plain rows: no Spark here, so tests and benchmarks call it directly.
+
+The job's three stages are the three functions of this module:
+
+1. :func:`group_rows`: a snapshot document -> one row per registered group or
+   app, holding the slice of the cluster it reads;
+2. :func:`unit_rows`: a group row -> one row per (scenario, assignor), each an
+   instance of the contract.  The group's *current* assignment (its ``owned``
+   partitions, or else the plan of its registered assignor on the snapshot as
+   it is) is the sticky input of every instance, so ``moved`` counts what
+   reaching that plan would move;
+3. :func:`evaluate`: a unit row -> its figures, computed with
+   :func:`assignor.cli.assign_document`, the exact ``rackplan assign``.
+
+A cooperative plan withholds partitions that change owner (``revoked``); the
+locality and cost of a unit are those of the settled assignment, after the
+follow-up rebalance(s) that assign them, which is again ``rackplan assign`` on
+the next round's instance.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from assignor.cli import assign_document
+from assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
+from assignor.parse import InputError
+
+from ..metadata import NO_LEADER
+from .scenarios import CONSUMER, STREAMS, NotApplicable, Scenario, Unit, apply, offline_partitions
+from .snapshot import ClusterState, SnapshotError, parse_snapshot
+
+#: 730 hours, the month cloud providers bill by
+SECONDS_PER_MONTH = 730 * 3600
+BYTES_PER_GB = 1_000_000_000
+DEFAULT_PRICE_PER_GB = 0.02
+REFERENCE_CONSUMER = "rack-optimal"
+REFERENCE_STRATEGY = "min_traffic"
+#: a cooperative plan settles in one follow-up round; more means something is wrong
+MAX_ROUNDS = 4
+
+OK = "ok"
+INVALID = "invalid"  # the registration or snapshot breaks the contract
+NOT_APPLICABLE = "n/a"  # the scenario does not apply to this cluster or group
+FAILED = "failed"  # an unexpected error: a bug to report
+
+GROUP_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("cluster_id", "string"),
+    ("taken_at", "string"),
+    ("kind", "string"),
+    ("group", "string"),
+    ("fetch_mode", "string"),
+    ("registered", "string"),
+    ("payload", "string"),
+    ("status", "string"),
+    ("detail", "string"),
+)
+
+UNIT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("cluster_id", "string"),
+    ("taken_at", "string"),
+    ("kind", "string"),
+    ("group", "string"),
+    ("scenario", "string"),
+    ("assignor", "string"),
+    ("registered", "boolean"),
+    ("reference", "boolean"),
+    ("fetch_mode", "string"),
+    ("payload", "string"),
+    ("status", "string"),
+    ("detail", "string"),
+)
+
+RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("cluster_id", "string"),
+    ("taken_at", "string"),
+    ("kind", "string"),
+    ("group", "string"),
+    ("scenario", "string"),
+    ("assignor", "string"),
+    ("registered", "boolean"),
+    ("reference", "boolean"),
+    ("fetch_mode", "string"),
+    ("status", "string"),
+    ("detail", "string"),
+    ("members", "long"),
+    ("partitions", "long"),
+    ("pairs", "long"),
+    ("pairs_with_traffic", "long"),
+    ("offline_partitions", "long"),
+    ("bytes_per_s", "double"),
+    ("cross_nearest", "long"),
+    ("cross_leader", "long"),
+    ("cross_bytes_nearest", "double"),
+    ("cross_bytes_leader", "double"),
+    ("cost_nearest_usd_month", "double"),
+    ("cost_leader_usd_month", "double"),
+    ("moved", "long"),
+    ("revoked", "long"),
+    ("rounds", "long"),
+    ("max_minus_min", "double"),
+    ("cross_rack_contract", "long"),
+    ("plan_sha256", "string"),
+    ("elapsed_ms", "double"),
+    ("instance", "string"),
+    ("plan", "string"),
+    ("settled_instance", "string"),
+    ("settled_plan", "string"),
+)
+
+
+def dumps(doc: Any) -> str:
+    """Canonical JSON, as ``rackplan assign`` prints it."""
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def _row(columns: Sequence[tuple[str, str]], **values: Any) -> dict[str, Any]:
+    return {name: values.get(name) for name, _ in columns}
+
+
+# ---- stage 1: snapshot -> groups ---------------------------------------------------
+
+
+def _group_topics(kind: str, spec: Mapping[str, Any]) -> set[str]:
+    out: set[str] = set()
+    if kind == CONSUMER:
+        for m in spec.get("members") or []:
+            if isinstance(m, dict):
+                out.update(t for t in m.get("topics") or [] if isinstance(t, str))
+    else:
+        for s in spec.get("subtopologies") or []:
+            if isinstance(s, dict):
+                for key in ("source_topics", "changelog_topics"):
+                    out.update(t for t in s.get(key) or [] if isinstance(t, str))
+    return out
+
+
+def registered_label(kind: str, spec: Mapping[str, Any]) -> str:
+    """The assignor a group is configured with (Streams: assignor+rack strategy)."""
+    if kind == CONSUMER:
+        return str(spec.get("assignor") or "cooperative-sticky")
+    ra = spec.get("rack_aware")
+    strategy = ra.get("strategy") if isinstance(ra, dict) else None
+    return f"{spec.get('assignor') or 'high-availability'}+{strategy or 'none'}"
+
+
+def group_rows(text: str, source: str = "") -> list[dict[str, Any]]:
+    """Stage 1: one row per group and app of a snapshot document (an ``invalid`` row when it is bad)."""
+    try:
+        snap = parse_snapshot(json.loads(text))
+    except (ValueError, RecursionError) as e:  # JSONDecodeError and SnapshotError are ValueErrors
+        return [
+            _row(
+                GROUP_COLUMNS,
+                cluster_id=source or "(unknown)",
+                taken_at="",
+                kind="snapshot",
+                group="",
+                fetch_mode="",
+                registered="",
+                payload="",
+                status=INVALID,
+                detail=f"snapshot {source}: {e}",
+            )
+        ]
+    out = []
+    for kind, specs in ((CONSUMER, snap.consumer_groups), (STREAMS, snap.streams_apps)):
+        for spec in specs:
+            name = str(spec["group_id" if kind == CONSUMER else "application_id"])
+            body = {k: v for k, v in spec.items() if k != "fetch_mode"}
+            state = snap.state.restrict(_group_topics(kind, body))
+            out.append(
+                _row(
+                    GROUP_COLUMNS,
+                    cluster_id=snap.cluster_id,
+                    taken_at=snap.taken_at,
+                    kind=kind,
+                    group=name,
+                    fetch_mode=str(spec["fetch_mode"]),
+                    registered=registered_label(kind, body),
+                    payload=dumps({"state": state.to_json(), "spec": body}),
+                    status=OK,
+                    detail="",
+                )
+            )
+    return out
+
+
+# ---- stage 2: group -> units -----------------------------------------------------
+
+
+def instance_document(kind: str, state: ClusterState, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The contract instance of a group on a cluster state."""
+    return {"cluster": state.cluster_json(), ("consumer_group" if kind == CONSUMER else "streams_app"): spec}
+
+
+def with_current(kind: str, state: ClusterState, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec with its current assignment as sticky input.
+
+    A registration that already says what members own is kept as it is;
+    otherwise the current assignment is the registered assignor's plan on
+    the snapshot (what the agent would have published), claimed at generation 1.
+    """
+    out = copy.deepcopy(dict(spec))
+    if kind == CONSUMER:
+        members = out.get("members") or []
+        if any(isinstance(m, dict) and m.get("owned") for m in members):
+            return out
+        plan = assign_document(instance_document(kind, state, out))["consumer_group"]
+        for m in members:
+            mid = m["member_id"]
+            m["owned"] = [*plan["assignment"].get(mid, []), *plan["revoked"].get(mid, [])]
+            m["generation"] = 1
+        return out
+    clients = out.get("clients") or []
+    if any(isinstance(c, dict) and (c.get("previous_active") or c.get("previous_standby")) for c in clients):
+        return out
+    plan = assign_document(instance_document(kind, state, out))["streams_app"]["assignment"]
+    for c in clients:
+        a = plan.get(c["process_id"], {})
+        c["previous_active"] = list(a.get("active", []))
+        c["previous_standby"] = list(a.get("standby", []))
+    return out
+
+
+def assignor_labels(
+    kind: str, spec: Mapping[str, Any], consumer_assignors: Sequence[str], strategies: Sequence[str]
+) -> list[str]:
+    """Every assignor compared on this group: consumer assignors, or the app's assignor+strategy."""
+    if kind == CONSUMER:
+        return list(consumer_assignors)
+    base = str(spec.get("assignor") or "high-availability")
+    return [f"{base}+{s}" for s in strategies]
+
+
+def with_assignor(kind: str, spec: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """The spec using the assignor of ``label`` (Streams: the rack strategy after the ``+``)."""
+    if kind == CONSUMER:
+        return {**spec, "assignor": label}
+    ra = dict(spec.get("rack_aware") or {})
+    ra["strategy"] = label.rpartition("+")[2]
+    return {**spec, "rack_aware": ra}
+
+
+def reference_label(kind: str, spec: Mapping[str, Any]) -> str:
+    """What the others are compared with: rack-optimal, or the app's assignor with min_traffic."""
+    if kind == CONSUMER:
+        return REFERENCE_CONSUMER
+    return f"{spec.get('assignor') or 'high-availability'}+{REFERENCE_STRATEGY}"
+
+
+def _current_unit(row: Mapping[str, Any], payload: Mapping[str, Any]) -> tuple[Unit | None, str, str]:
+    """The group on the snapshot with its current assignment, or (None, status, why not)."""
+    kind = str(row["kind"])
+    try:
+        state = ClusterState.from_json(payload["state"])
+        spec = with_current(kind, state, payload["spec"])
+    except (InputError, SnapshotError, NotImplementedError) as e:
+        return None, INVALID, str(e)
+    except Exception as e:  # a bug: report it on every unit of the group, keep the fleet going
+        return None, FAILED, f"{type(e).__name__}: {e}"
+    return Unit(str(row["cluster_id"]), kind, state, spec), OK, ""
+
+
+def unit_rows(
+    row: Mapping[str, Any],
+    scenarios: Sequence[Scenario],
+    consumer_assignors: Sequence[str] = CONSUMER_ASSIGNORS,
+    strategies: Sequence[str] = RACK_STRATEGIES,
+) -> list[dict[str, Any]]:
+    """Stage 2: one row per (scenario, assignor) of a group row."""
+    common = {k: row[k] for k in ("cluster_id", "taken_at", "kind", "group", "fetch_mode")}
+    if row["status"] != OK:
+        return [
+            _row(
+                UNIT_COLUMNS,
+                **common,
+                scenario="",
+                assignor="",
+                registered=False,
+                reference=False,
+                payload="",
+                status=row["status"],
+                detail=row["detail"],
+            )
+        ]
+    kind = str(row["kind"])
+    payload = json.loads(row["payload"])
+    labels = assignor_labels(kind, payload["spec"], consumer_assignors, strategies)
+    registered, reference = str(row["registered"]), reference_label(kind, payload["spec"])
+    base, base_status, base_detail = _current_unit(row, payload)
+    out = []
+    for scenario in scenarios:
+        unit, status, detail = None, base_status, base_detail
+        if base is not None:
+            try:
+                unit = apply(scenario, base)
+            except NotApplicable as e:
+                status, detail = NOT_APPLICABLE, str(e)
+        for label in labels:
+            unit_payload = ""
+            if unit is not None:
+                spec = with_assignor(kind, unit.spec, label)
+                unit_payload = dumps({"state": unit.state.to_json(), "spec": spec})
+            out.append(
+                _row(
+                    UNIT_COLUMNS,
+                    **common,
+                    scenario=scenario.name,
+                    assignor=label,
+                    registered=label == registered,
+                    reference=label == reference,
+                    payload=unit_payload,
+                    status=status,
+                    detail=detail,
+                )
+            )
+    return out
+
+
+# ---- stage 3: unit -> figures ----------------------------------------------------
+
+
+def plan_digest(plan: Mapping[str, Any]) -> str:
+    """sha256 of a plan document's canonical JSON, ``elapsed_ms`` aside (the contract's invariant 3)."""
+    doc = dict(plan)
+    doc["stats"] = {k: v for k, v in plan["stats"].items() if k != "elapsed_ms"}
+    return hashlib.sha256(dumps(doc).encode()).hexdigest()
+
+
+def _without_elapsed(plan: Mapping[str, Any]) -> dict[str, Any]:
+    doc = dict(plan)
+    doc["stats"] = {k: v for k, v in plan["stats"].items() if k != "elapsed_ms"}
+    return doc
+
+
+class Judge:
+    """Cross-rack tests of one (rack, partition) pair, in both fetch modes, and its traffic."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.rack_of = state.broker_racks()
+        self.state = state
+        self.replica_racks = {
+            t: [frozenset(r for r in (self.rack_of[b] for b in reps) if r is not None) for reps in parts]
+            for t, parts in state.topics.items()
+        }
+
+    def nearest(self, rack: str | None, t: str, p: int) -> bool:
+        """The contract: the member has a rack and no replica is in it (unknown racks: never)."""
+        racks = self.replica_racks[t][p]
+        return rack is not None and bool(racks) and rack not in racks
+
+    def leader(self, rack: str | None, t: str, p: int) -> bool:
+        """Leader-only fetching: cross when the leader's (known) rack is another one."""
+        leader = self.state.leaders[t][p]
+        lrack = None if leader == NO_LEADER else self.rack_of.get(leader)
+        return rack is not None and lrack is not None and lrack != rack
+
+    def traffic(self, t: str, p: int) -> float | None:
+        rates = self.state.traffic.get(t)
+        return None if rates is None else rates[p]
+
+
+class Figures:
+    """Accumulates pairs (consumer, partition) into the unit's locality figures."""
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        self.pairs = self.with_traffic = self.cross_nearest = self.cross_leader = 0
+        self.bytes = self.bytes_nearest = self.bytes_leader = 0.0
+
+    def add(self, rack: str | None, t: str, p: int) -> None:
+        near, lead = self.judge.nearest(rack, t, p), self.judge.leader(rack, t, p)
+        rate = self.judge.traffic(t, p)
+        self.pairs += 1
+        self.cross_nearest += near
+        self.cross_leader += lead
+        if rate is not None:
+            self.with_traffic += 1
+            self.bytes += rate
+            self.bytes_nearest += rate if near else 0.0
+            self.bytes_leader += rate if lead else 0.0
+
+    def columns(self, price_per_gb: float) -> dict[str, Any]:
+        def cost(bps: float) -> float:
+            return bps * SECONDS_PER_MONTH / BYTES_PER_GB * price_per_gb
+
+        return {
+            "pairs": self.pairs,
+            "pairs_with_traffic": self.with_traffic,
+            "bytes_per_s": self.bytes,
+            "cross_nearest": self.cross_nearest,
+            "cross_leader": self.cross_leader,
+            "cross_bytes_nearest": self.bytes_nearest,
+            "cross_bytes_leader": self.bytes_leader,
+            "cost_nearest_usd_month": cost(self.bytes_nearest),
+            "cost_leader_usd_month": cost(self.bytes_leader),
+        }
+
+
+def next_round(instance: Mapping[str, Any], plan: Mapping[str, Any]) -> dict[str, Any]:
+    """The instance of the rebalance that follows a cooperative round: members own what they were given."""
+    out = copy.deepcopy(dict(instance))
+    assignment = plan["consumer_group"]["assignment"]
+    members = out["consumer_group"]["members"]
+    generation = max((int(m.get("generation") or 0) for m in members), default=0) + 1
+    for m in members:
+        m["owned"] = [list(tp) for tp in assignment.get(m["member_id"], [])]
+        m["generation"] = generation
+    return out
+
+
+def _consumer(instance: dict[str, Any], state: ClusterState, keep: bool) -> tuple[dict[str, Any], Figures]:
+    start = time.perf_counter()
+    first = assign_document(instance)
+    plan, settled_instance, rounds = first, instance, 1
+    while any(plan["consumer_group"]["revoked"].values()):
+        if rounds >= MAX_ROUNDS:
+            raise RuntimeError(f"cooperative plan not settled after {MAX_ROUNDS} rounds")
+        settled_instance = next_round(settled_instance, plan)
+        plan = assign_document(settled_instance)
+        rounds += 1
+    elapsed = (time.perf_counter() - start) * 1000.0
+    figures = Figures(Judge(state))
+    racks = {m["member_id"]: m.get("rack") for m in instance["consumer_group"]["members"]}
+    for mid, parts in plan["consumer_group"]["assignment"].items():
+        for t, p in parts:
+            figures.add(racks[mid], t, p)
+    if figures.cross_nearest != plan["stats"]["cross_rack"]:
+        raise RuntimeError(
+            f"cross-rack count {figures.cross_nearest} != the contract's {plan['stats']['cross_rack']}"
+        )
+    cols: dict[str, Any] = {
+        "members": len(racks),
+        "partitions": first["stats"]["partitions"],
+        "moved": first["stats"]["moved"],
+        "revoked": sum(len(v) for v in first["consumer_group"]["revoked"].values()),
+        "rounds": rounds,
+        "max_minus_min": float(plan["stats"]["max_minus_min"]),
+        "cross_rack_contract": first["stats"]["cross_rack"],
+        "plan_sha256": plan_digest(first),
+        "elapsed_ms": elapsed,
+    }
+    if keep:
+        cols["plan"] = dumps(_without_elapsed(first))
+        if rounds > 1:
+            cols["settled_instance"] = dumps(settled_instance)
+            cols["settled_plan"] = dumps(_without_elapsed(plan))
+    return cols, figures
+
+
+def task_partitions(
+    state: ClusterState, subtopologies: Sequence[Mapping[str, Any]], task: str, standby: bool
+) -> list[tuple[str, int]]:
+    """The topic partitions a task reads or writes (a standby: only its changelogs), known ones only."""
+    sub, _, part = task.rpartition("_")
+    p = int(part)
+    for s in subtopologies:
+        if str(s["id"]) != sub:
+            continue
+        changelogs = list(s.get("changelog_topics") or [])
+        stateful = s.get("stateful", bool(changelogs))
+        topics = [] if standby else list(s["source_topics"])
+        if stateful:
+            topics += changelogs
+        return [(t, p) for t in topics if t in state.topics and p < len(state.topics[t])]
+    return []
+
+
+def _streams(instance: dict[str, Any], state: ClusterState, keep: bool) -> tuple[dict[str, Any], Figures]:
+    start = time.perf_counter()
+    plan = assign_document(instance)
+    elapsed = (time.perf_counter() - start) * 1000.0
+    app = instance["streams_app"]
+    subs = app["subtopologies"]
+    racks = {c["process_id"]: c.get("rack") for c in app["clients"]}
+    previous = {t: c["process_id"] for c in app["clients"] for t in c.get("previous_active") or []}
+    figures = Figures(Judge(state))
+    standby = Figures(Judge(state))
+    moved = 0
+    for pid, a in plan["streams_app"]["assignment"].items():
+        for task in a["active"]:
+            moved += task in previous and previous[task] != pid
+            for t, p in task_partitions(state, subs, task, standby=False):
+                figures.add(racks[pid], t, p)
+        for task in a["standby"]:
+            for t, p in task_partitions(state, subs, task, standby=True):
+                standby.add(racks[pid], t, p)
+                figures.add(racks[pid], t, p)
+    stats = plan["stats"]
+    if (figures.cross_nearest - standby.cross_nearest, standby.cross_nearest) != (
+        stats["active_cross_rack"],
+        stats["standby_cross_rack"],
+    ):
+        raise RuntimeError("cross-rack task partitions differ from the contract's counts")
+    cols: dict[str, Any] = {
+        "members": len(racks),
+        "partitions": stats["tasks"],
+        "moved": moved,
+        "revoked": 0,
+        "rounds": 1,
+        "max_minus_min": float(stats["max_minus_min_active_per_thread"]),
+        "cross_rack_contract": stats["active_cross_rack"] + stats["standby_cross_rack"],
+        "plan_sha256": plan_digest(plan),
+        "elapsed_ms": elapsed,
+    }
+    if keep:
+        cols["plan"] = dumps(_without_elapsed(plan))
+    return cols, figures
+
+
+def evaluate(
+    row: Mapping[str, Any], price_per_gb: float = DEFAULT_PRICE_PER_GB, keep_plans: bool = False
+) -> dict[str, Any]:
+    """Stage 3: the figures of one unit (a row of :data:`RESULT_COLUMNS`)."""
+    common = {k: row[k] for k, _ in UNIT_COLUMNS if k not in ("payload", "status", "detail")}
+    if row["status"] != OK:
+        return _row(RESULT_COLUMNS, **common, status=row["status"], detail=row["detail"])
+    payload = json.loads(row["payload"])
+    state = ClusterState.from_json(payload["state"])
+    kind = str(row["kind"])
+    instance = instance_document(kind, state, payload["spec"])
+    try:
+        cols, figures = (_consumer if kind == CONSUMER else _streams)(instance, state, keep_plans)
+    except (InputError, NotImplementedError) as e:
+        return _row(RESULT_COLUMNS, **common, status=INVALID, detail=str(e))
+    except Exception as e:  # a bug: keep the fleet going, report it
+        return _row(RESULT_COLUMNS, **common, status=FAILED, detail=f"{type(e).__name__}: {e}")
+    if keep_plans:
+        cols["instance"] = dumps(instance)
+    return _row(
+        RESULT_COLUMNS,
+        **common,
+        status=OK,
+        detail="",
+        offline_partitions=offline_partitions(state),
+        **cols,
+        **figures.columns(price_per_gb),
+    )

@@ -1,0 +1,182 @@
+"""``rackplan report``: a static page with PNG plots, worst groups first, rendered by a real browser.
+
+The locality table is produced here without Spark (the same pure functions
+the job runs), so these tests need pandas, pyarrow and matplotlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pd = pytest.importorskip("pandas", reason="the report needs the spark extra (pandas, pyarrow, matplotlib)")
+pytest.importorskip("pyarrow", reason="the report needs the spark extra (pyarrow)")
+pytest.importorskip("matplotlib", reason="the report needs the spark extra (matplotlib)")
+
+from agent.fleet import units  # noqa: E402
+from agent.fleet.report import render  # noqa: E402
+from agent.fleet.scenarios import parse_scenarios  # noqa: E402
+from agent.fleet.synthetic import cluster_document  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCENARIOS = [
+    {"name": "lose-az-a", "kind": "lose_rack", "rack": "az-a"},
+    {"name": "shift-to-b", "kind": "shift_members", "fraction": 0.5, "to_rack": "az-b"},
+]
+
+
+def write_tables(out: Path) -> Any:
+    """The locality table of a small fleet (one bad snapshot among them), as the job writes it."""
+    texts = [json.dumps(cluster_document(i, 6, seed=5, streams_apps=1)) for i in range(2)]
+    rows = []
+    scenarios = parse_scenarios(SCENARIOS)
+    for source, text in [*((f"c{i}.json", t) for i, t in enumerate(texts)), ("broken.json", "{")]:
+        for g in units.group_rows(text, source):
+            rows.extend(units.evaluate(u) for u in units.unit_rows(g, scenarios))
+    dtypes = {"string": "string", "boolean": "boolean", "long": "Int64", "double": "Float64"}
+    frame = pd.DataFrame.from_records(rows, columns=[c for c, _ in units.RESULT_COLUMNS])
+    frame = frame.astype({c: dtypes[k] for c, k in units.RESULT_COLUMNS})
+    (out / "locality").mkdir(parents=True)
+    frame.to_parquet(out / "locality" / "part-0.parquet")
+    (out / "summary.json").write_text(json.dumps({"settings": {"price_per_gb": 0.02}}))
+    return frame
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+        self.images: list[str] = []
+        self.tables: list[list[list[str]]] = []
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.append(str(a["id"]))
+        if tag == "img":
+            self.images.append(str(a["src"]))
+        elif tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[-1].append(self._row)
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    base = tmp_path_factory.mktemp("fleet")
+    frame = write_tables(base / "tables")
+    render(base / "tables", base / "site")
+    return base, frame
+
+
+def test_page_structure_and_plots(report: tuple[Path, Any]) -> None:
+    import matplotlib.image
+
+    base, _ = report
+    page = Page()
+    page.feed((base / "site" / "index.html").read_text(encoding="utf-8"))
+    assert {"summary", "worst", "clusters", "assignors", "scenarios", "problems"} <= set(page.ids)
+    assert page.images == [
+        "locality_groups.png",
+        "locality_clusters.png",
+        "cost_saved.png",
+        "scenario_impact.png",
+    ]
+    for name in page.images:
+        pixels = matplotlib.image.imread(base / "site" / name)  # decodes, or raises
+        assert pixels.shape[0] > 200 and pixels.shape[1] > 400
+        assert pixels[..., :3].std() > 0.05  # not a blank canvas
+
+
+def test_worst_groups_come_first(report: tuple[Path, Any]) -> None:
+    base, frame = report
+    page = Page()
+    page.feed((base / "site" / "index.html").read_text(encoding="utf-8"))
+    worst = page.tables[0]
+    header, body = worst[0], worst[1:]
+    cost = [float(r[header.index("cost")].replace(",", "")) for r in body]  # headers show spaces for _
+    assert cost == sorted(cost, reverse=True) and cost[0] > 0
+    # The first row is the registered baseline unit with the highest cost in its own fetch mode.
+    reg = frame[(frame["status"] == "ok") & (frame["scenario"] == "baseline") & frame["registered"]]
+    own = reg["cost_leader_usd_month"].where(reg["fetch_mode"] == "leader", reg["cost_nearest_usd_month"])
+    top = reg.loc[own.astype(float).idxmax()]
+    assert (
+        body[0][header.index("group")] == top["group"]
+        and body[0][header.index("cluster id")] == top["cluster_id"]
+    )
+    # The broken snapshot is listed, not hidden.
+    problems = page.tables[-1]
+    cols = problems[0]
+    assert any(
+        r[cols.index("cluster id")] == "broken.json" and r[cols.index("status")] == "invalid"
+        for r in problems[1:]
+    )
+
+
+def test_same_tables_same_page(report: tuple[Path, Any], tmp_path: Path) -> None:
+    base, _ = report
+    render(base / "tables", tmp_path)
+    for f in sorted((base / "site").iterdir()):
+        assert (tmp_path / f.name).read_bytes() == f.read_bytes(), f.name
+
+
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="headless Chromium not installed (apt-get install chromium)"
+)
+def test_renders_in_headless_chromium(report: tuple[Path, Any], tmp_path: Path) -> None:
+    """Every plot loads and decodes in a real browser; the page has its tables."""
+    base, _ = report
+    site = tmp_path / "site"
+    shutil.copytree(base / "site", site)
+    page = site / "index.html"
+    probe = (
+        "<script>window.addEventListener('load', () => {"
+        "const ok = [...document.images].filter(i => i.complete && i.naturalWidth > 0).length;"
+        "document.body.setAttribute('data-probe', ok + '/' + document.images.length + '/' +"
+        " document.querySelectorAll('table tbody tr').length);});</script></body>"
+    )
+    page.write_text(page.read_text(encoding="utf-8").replace("</body>", probe), encoding="utf-8")
+    out = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
+         "--virtual-time-budget=10000", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    dom = Page()
+    dom.feed(out.stdout)
+    marker = out.stdout.split('data-probe="', 1)[1].split('"', 1)[0]
+    loaded, total, rows = (int(x) for x in marker.split("/"))
+    assert (loaded, total) == (4, 4)
+    assert rows > 10
+    shot = tmp_path / "shot.png"
+    subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--window-size=1200,1600", f"--screenshot={shot}", page.as_uri()],
+        capture_output=True, timeout=120, check=True,
+    )  # fmt: skip
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[:2] == (1600, 1200) and pixels[..., :3].std() > 0.05
