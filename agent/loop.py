@@ -434,6 +434,21 @@ class Agent:
                 timeout_s=timeout_s,
             )
 
+    def _archive(self, snap: Snapshot, racks: Racks) -> None:
+        """History for the fleet job: one snapshot line per confirmed change; never fatal."""
+        directory = self.settings.archive_dir
+        if directory is None:
+            return
+        try:
+            from .fleet.snapshot import append_archive, build_snapshot
+
+            name = self.settings.cluster_name or self.settings.kafka.bootstrap_servers
+            path = append_archive(build_snapshot(name, snap, racks, self.settings), directory)
+        except Exception as e:  # a full disk must not stop planning
+            self.log.error("snapshot not archived", directory=str(directory), error=str(e))
+        else:
+            self.log.info("snapshot archived", path=str(path))
+
     def _refresh_registrations(self, report: CycleReport, describe: Iterable[str]) -> None:
         """Describe ``describe`` groups, merge file + topic + discovered; note what was added, changed, removed."""
         wanted = sorted(set(describe))
@@ -586,6 +601,7 @@ class Agent:
                 topics=len(snap.topics),
                 partitions=snap.partition_count(),
             )
+            self._archive(snap, racks)
         else:
             d = diff(self.acted[0], snap, self.acted[1], racks)
             confirmed = self.debounce.observe(not d.empty, (snap, racks))
@@ -597,6 +613,7 @@ class Agent:
                 report.confirmed = True
                 self._change_metrics(d)
                 self.log.info("metadata change confirmed", changes=d.counts(), reason=d.reason(limit=5))
+                self._archive(*confirmed)
             elif not d.empty:
                 self.log.info(
                     "metadata change seen; waiting for it to persist",

@@ -307,6 +307,10 @@ class Settings(BaseSettings):
     membership: MembershipSettings = Field(default_factory=MembershipSettings)
     metadata: MetadataSettings = Field(default_factory=MetadataSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+    #: append a fleet snapshot (JSON lines, see docs/fleet.md) here at start and at every confirmed change
+    archive_dir: Path | None = None
+    #: the cluster's name in archived snapshots; default: the bootstrap servers
+    cluster_name: str | None = None
 
     @classmethod
     def settings_customise_sources(

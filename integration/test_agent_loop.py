@@ -273,3 +273,31 @@ def test_published_plans_pass_the_contract_checker(
         )
         assert p.returncode == 0, (rec.key, rec.generation, p.stdout, p.stderr)
     a.stop()
+
+
+def test_archives_a_snapshot_at_start_and_at_every_confirmed_change(
+    make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent, tmp_path: Path
+) -> None:
+    from agent.fleet.snapshot import parse_snapshot, read_documents
+
+    c = cluster_with_topics(make_cluster)
+    settings = agent_settings(
+        c.bootstrap_servers,
+        [range_group("payments", ["orders", "payments"])],
+        archive_dir=str(tmp_path),
+        cluster_name="embedded-1",
+    )
+    agent = run_agent(settings, c)
+    agent.wait_for(lambda r: r.ok)
+    c.decommission(3)
+    agent.wait_for(lambda r: r.confirmed)
+    assert agent.stop() == 0
+    docs = read_documents([tmp_path / "embedded-1.jsonl"])
+    assert len(docs) == 2
+    before, after = (parse_snapshot(d) for d in docs)
+    assert before.cluster_id == after.cluster_id == "embedded-1"
+    assert [g["group_id"] for g in after.consumer_groups] == ["payments"]
+    # The archived replica lists are the cluster's: broker 3 holds replicas before, none after.
+    held = [3 in replicas for parts in before.state.topics.values() for replicas in parts]
+    assert any(held)
+    assert not any(3 in replicas for parts in after.state.topics.values() for replicas in parts)
