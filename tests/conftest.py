@@ -15,4 +15,3 @@ def shared_dir() -> Path:
     if not (SHARED / "CONTRACT.md").exists():
         pytest.skip(f"shared contract material not found at {SHARED}")
     return SHARED
-
