@@ -88,7 +88,8 @@ def _plt() -> Any:
 
 def _save(fig: Any, path: Path) -> str:
     fig.tight_layout()
-    fig.savefig(path, format="png", metadata={"Software": None})  # no version stamp: same bytes
+    # bbox "tight": rotated tick labels stay inside the image; no version stamp: same bytes
+    fig.savefig(path, format="png", bbox_inches="tight", pad_inches=0.1, metadata={"Software": None})
     _plt().close(fig)
     return path.name
 
