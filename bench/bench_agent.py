@@ -28,7 +28,6 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,8 @@ from agent.loop import Agent
 from agent.metadata import fetch_snapshot
 from agent.planner import plan_for
 from agent.settings import Settings
+from tests.fake_admin import Desc, Node, Part
+from tests.fake_admin import done as _done
 
 RACKS = ("az-a", "az-b", "az-c")
 BROKERS = 9  # broker b is in rack RACKS[b % 3]
@@ -47,30 +48,6 @@ PARTITIONS_PER_TOPIC = 100
 MEMBERS_PER_RACK = 2
 TOPICS_PER_GROUP = 4
 ASSIGNORS = ("range", "cooperative-sticky", "rack-optimal")
-
-
-@dataclass
-class Node:
-    id: int
-    rack: str | None = None
-
-
-@dataclass
-class Part:
-    id: int
-    leader: Node
-    replicas: list[Node]
-
-
-@dataclass
-class Desc:
-    partitions: list[Part]
-
-
-def _done(v: Any) -> Future[Any]:
-    f: Future[Any] = Future()
-    f.set_result(v)
-    return f
 
 
 class FakeAdmin:

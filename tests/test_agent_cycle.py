@@ -18,26 +18,9 @@ from agent.logging import configure
 from agent.loop import Agent, CycleReport
 from agent.registry import decode_registration, registration_key
 from agent.settings import Settings
+from tests.fake_admin import Desc, Node, Part, done
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
-
-
-@dataclass
-class Node:
-    id: int
-    rack: str | None = None
-
-
-@dataclass
-class Part:
-    id: int
-    leader: Node | None
-    replicas: list[Node]
-
-
-@dataclass
-class Desc:
-    partitions: list[Part]
 
 
 @dataclass
@@ -65,12 +48,6 @@ class GroupDesc:
     group_id: str
     members: list[MemberDesc]
     state: str = "STABLE"
-
-
-def done(v: Any) -> Future[Any]:
-    f: Future[Any] = Future()
-    f.set_result(v)
-    return f
 
 
 def error(code: int) -> Future[Any]:

@@ -20,30 +20,7 @@ from agent.metadata import (
     poll_snapshot,
 )
 from agent.settings import MetadataSettings
-
-
-@dataclass
-class Node:
-    id: int
-    rack: str | None = None
-
-
-@dataclass
-class Part:
-    id: int
-    leader: Node | None
-    replicas: list[Node]
-
-
-@dataclass
-class Desc:
-    partitions: list[Part]
-
-
-def done(v: Any) -> Future[Any]:
-    f: Future[Any] = Future()
-    f.set_result(v)
-    return f
+from tests.fake_admin import Desc, Node, Part, done
 
 
 def failed(e: BaseException) -> Future[Any]:
