@@ -272,7 +272,35 @@ class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
-class Settings(BaseSettings):
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """A settings file's top-level mapping (an empty file is an empty mapping)."""
+    loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{path}: the settings file must hold a mapping, got {type(loaded).__name__}")
+    return loaded
+
+
+class EnvFirstSettings(BaseSettings):
+    """Settings from a file's values (passed as init arguments) and the environment, which wins.
+
+    Shared by the agent's and the fleet job's settings so both follow one rule.
+    """
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return env_settings, init_settings  # first wins
+
+
+class Settings(EnvFirstSettings):
     """All settings; build with :meth:`load`."""
 
     model_config = SettingsConfigDict(
@@ -312,18 +340,6 @@ class Settings(BaseSettings):
     #: the cluster's name in archived snapshots; default: the bootstrap servers
     cluster_name: str | None = None
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # First wins: environment over the file's values (passed as init arguments).
-        return env_settings, init_settings
-
     @field_validator("consumer_groups", "streams_apps", "rack_mapping", mode="before")
     @classmethod
     def _json_list(cls, v: Any) -> Any:
@@ -352,18 +368,7 @@ class Settings(BaseSettings):
     @classmethod
     def load(cls, path: str | Path | None = None) -> Settings:
         """Settings from a YAML file (optional), overridden by the environment."""
-        data: dict[str, Any] = {}
-        if path is not None:
-            text = Path(path).read_text(encoding="utf-8")
-            loaded = yaml.safe_load(text)
-            if loaded is None:
-                loaded = {}
-            if not isinstance(loaded, dict):
-                raise ValueError(
-                    f"{path}: the settings file must hold a mapping, got {type(loaded).__name__}"
-                )
-            data = loaded
-        return cls(**data)
+        return cls(**({} if path is None else read_yaml_mapping(path)))
 
     def redacted(self) -> dict[str, Any]:
         """Settings as a dict safe to log: secrets masked."""

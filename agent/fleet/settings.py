@@ -12,12 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
+from ..settings import EnvFirstSettings, read_yaml_mapping
 from .units import DEFAULT_PRICE_PER_GB
 
 
@@ -73,24 +73,13 @@ class FleetOptions(_Section):
         return v
 
 
-class FleetSettings(BaseSettings):
+class FleetSettings(EnvFirstSettings):
     model_config = SettingsConfigDict(
         env_prefix="RACKPLAN_", env_nested_delimiter="__", extra="ignore", frozen=True, case_sensitive=False
     )
 
     spark: SparkSettings = Field(default_factory=SparkSettings)
     fleet: FleetOptions = Field(default_factory=FleetOptions)
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return env_settings, init_settings  # the environment wins over the file
 
     @classmethod
     def load(cls, path: str | Path | None = None, **overrides: Any) -> FleetSettings:
@@ -100,9 +89,7 @@ class FleetSettings(BaseSettings):
         """
         data: dict[str, Any] = {}
         if path is not None:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-            if not isinstance(loaded, dict):
-                raise ValueError(f"{path}: the settings file must hold a mapping")
+            loaded = read_yaml_mapping(path)
             unknown = sorted(set(loaded) - {"spark", "fleet"})
             if unknown:
                 raise ValueError(
