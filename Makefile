@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BASE := $(VENV)/.installed-base
 
-.PHONY: demo test lint typecheck unit bench integration browser clean
+.PHONY: demo test lint typecheck unit bench integration browser kafka clean
 
 # The demo needs the package alone; tests, lint and benchmarks need every extra.
 $(BASE): pyproject.toml
@@ -31,8 +31,23 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest tests
 
-integration: $(STAMP)
+integration: $(STAMP) kafka
 	$(BIN)/pytest integration
+
+# Real Apache Kafka (broker, tools, clients, streams) resolved by Maven into
+# integration/kafka/lib: the cluster the integration suite starts on loopback.
+KAFKA_LIB := integration/kafka/lib/.resolved
+$(KAFKA_LIB): integration/kafka/pom.xml
+	rm -rf integration/kafka/lib
+	mvn -q -B -f integration/kafka/pom.xml dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime
+	touch $(KAFKA_LIB)
+
+# Java programs the suite runs on that cluster (Kafka's own assignors, a Streams app).
+KAFKA_APPS := integration/kafka/apps/target/rackplan-it-apps.jar
+$(KAFKA_APPS): integration/kafka/apps/pom.xml $(wildcard integration/kafka/apps/src/main/java/dev/rackplan/it/*.java)
+	mvn -q -B -f integration/kafka/apps/pom.xml package
+
+kafka: $(KAFKA_LIB) $(KAFKA_APPS)
 
 # Headless Chromium renders the fleet report in a test; installed from Debian's
 # packages where we may (root with apt-get), else that test skips and says why.
@@ -43,11 +58,11 @@ browser:
 	      || echo "chromium could not be installed: the report rendering test will skip"; \
 	  else echo "no chromium and no root apt-get: the report rendering test will skip"; fi; }
 
-test: lint typecheck browser $(STAMP)
+test: lint typecheck browser kafka $(STAMP)
 	$(BIN)/pytest tests integration
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) integration/kafka/lib integration/kafka/apps/target .mypy_cache .pytest_cache .ruff_cache .hypothesis

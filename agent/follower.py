@@ -190,17 +190,10 @@ class PlanFollower:
         self._reset_policy = str(consumer_config.get("auto.offset.reset", "latest"))
         self._app_on_commit = consumer_config.get("on_commit")
 
-        from confluent_kafka import Consumer, Producer
+        from confluent_kafka import Producer
 
-        self._consumer = Consumer(
-            with_kafka_logger(
-                {
-                    **consumer_config,
-                    "enable.auto.commit": False,
-                    "on_commit": self._on_commit,
-                }
-            )
-        )
+        self._consumer_config = dict(consumer_config)
+        self._consumer = self._new_consumer()
         self._client_config = _client_config(consumer_config)
         self._producer = Producer(
             with_kafka_logger(
@@ -266,6 +259,16 @@ class PlanFollower:
                     return msg
             if left <= 0:
                 return None
+
+    def _new_consumer(self) -> Any:
+        """The member's consumer: manual assignment, commits confirmed through :meth:`_on_commit`."""
+        from confluent_kafka import Consumer
+
+        return Consumer(
+            with_kafka_logger(
+                {**self._consumer_config, "enable.auto.commit": False, "on_commit": self._on_commit}
+            )
+        )
 
     def commit(self) -> None:
         """Commit what was read so far (the follower also does this every ``commit_interval_s``)."""
@@ -715,6 +718,10 @@ class PlanFollower:
             self._consumer.poll(0.02)  # serves the revoke callback; messages of revoked partitions drop
         self._owned.clear()
         self._buffer.clear()
+        # A consumer that was a group member keeps sending its old member id with commits, which Kafka
+        # refuses (UNKNOWN_MEMBER_ID) once the member left: plain commits need a consumer that never joined.
+        self._consumer.close()
+        self._consumer = self._new_consumer()
         self.mode = WAITING
         self._waiting_since = self._clock()
         self.stats["rejoins"] += 1

@@ -76,10 +76,12 @@ def ensure_topics(
         request_timeout=timeout_s,
     )
     still: list[TopicSpec] = []
+    created: list[str] = []
     for s in missing:
         try:
             futures[s.name].result(timeout=timeout_s + 5)
             log.info("topic created", topic=s.name, partitions=s.partitions, config=dict(s.config))
+            created.append(s.name)
         except Exception as e:
             name = _error_name(e)
             if name == "TOPIC_ALREADY_EXISTS":
@@ -99,7 +101,88 @@ def ensure_topics(
                 broker_lacks_create_topics=name in _UNSUPPORTED,
                 command=s.command(),
             )
+    if created:
+        wait_until_led(admin, created, timeout_s, log)
     return still
+
+
+def wait_until_led(admin: Any, topics: Sequence[str], timeout_s: float, log: Any) -> bool:
+    """Until every partition of ``topics`` has a leader in the metadata clients see.
+
+    CreateTopics answers once the controller committed the topic; brokers learn
+    it a moment later, and a reader or producer that asks in between is told
+    UNKNOWN_TOPIC_OR_PART.  False (logged) when the deadline passes first.
+    """
+    deadline = time.monotonic() + timeout_s
+    pending = list(topics)
+    while True:
+        try:
+            md = admin.list_topics(timeout=max(0.5, deadline - time.monotonic()))
+            pending = [
+                t
+                for t in topics
+                if (tmd := md.topics.get(t)) is None
+                or tmd.error is not None
+                or not tmd.partitions
+                or any(pm.leader < 0 for pm in tmd.partitions.values())
+            ]
+        except Exception as e:  # KafkaException: a transient metadata failure; the deadline decides
+            log.debug("metadata not available yet", error=str(e))
+        if not pending:
+            return True
+        if time.monotonic() >= deadline:
+            log.warning("created topics have no leader yet", topics=pending, waited_s=timeout_s)
+            return False
+        time.sleep(0.1)
+
+
+#: topic settings the agent relies on, and what breaks without them
+REQUIRED_CONFIG_REASONS: Mapping[str, str] = {
+    "cleanup.policy": "without compaction the topic loses every plan's last record to retention",
+}
+
+
+def topic_config_problems(admin: Any, specs: Sequence[TopicSpec], timeout_s: float) -> dict[str, str] | None:
+    """What the existing topics' configuration lacks of ``specs`` (DescribeConfigs), by topic name.
+
+    Checks that a spec asking for ``cleanup.policy=compact`` finds compaction
+    on, and that ``max.message.bytes`` is at least the spec's.  None when the
+    brokers cannot describe configs (librdkafka's mock cluster), so nothing is known.
+    """
+    from confluent_kafka.admin._config import ConfigResource
+
+    resources = {s.name: ConfigResource(ConfigResource.Type.TOPIC, s.name) for s in specs}
+    try:
+        futures = admin.describe_configs(list(resources.values()), request_timeout=timeout_s)
+    except Exception:
+        return None
+    problems: dict[str, str] = {}
+    for s in specs:
+        try:
+            configs = futures[resources[s.name]].result(timeout=timeout_s + 5)
+        except Exception as e:
+            if _error_name(e) in _UNSUPPORTED or "not supported" in str(e).lower():
+                return None
+            problems[s.name] = f"its configuration could not be read: {e}"
+            continue
+        want_policy = s.config.get("cleanup.policy", "")
+        have_policy = getattr(configs.get("cleanup.policy"), "value", None) or ""
+        if "compact" in want_policy and "compact" not in have_policy.split(","):
+            problems[s.name] = (
+                f"cleanup.policy is {have_policy!r}, not compact: {REQUIRED_CONFIG_REASONS['cleanup.policy']}; "
+                f"fix: kafka-configs.sh --bootstrap-server <brokers> --alter --entity-type topics "
+                f"--entity-name {s.name} --add-config cleanup.policy=compact"
+            )
+            continue
+        want_max = s.config.get("max.message.bytes")
+        have_max = getattr(configs.get("max.message.bytes"), "value", None)
+        if want_max is not None and have_max is not None and int(have_max) < int(want_max):
+            problems[s.name] = (
+                f"max.message.bytes is {have_max}, below the {want_max} plans may need; "
+                f"fix: kafka-configs.sh --bootstrap-server <brokers> --alter --entity-type topics "
+                f"--entity-name {s.name} --add-config max.message.bytes={want_max}"
+            )
+    return problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,18 +235,26 @@ class TopicTail:
         )
         self._partitions: list[tuple[str, int]] = []
         try:
+            deadline = time.monotonic() + timeout_s
             for t in topics:
-                md = self._consumer.list_topics(t, timeout=timeout_s)
-                tmd = md.topics.get(t)
-                if tmd is None or tmd.error is not None:
-                    raise TopicReadError(f"topic {t!r} unavailable: {None if tmd is None else tmd.error}")
-                self._partitions += [(t, p) for p in sorted(tmd.partitions)]
+                self._partitions += [(t, p) for p in self._topic_partitions(t, deadline)]
             self._consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in self._partitions])
         except BaseException:
             self._consumer.close()
             raise
         #: next offset to read per partition, as far as records seen tell
         self._next = dict.fromkeys(self._partitions, 0)
+
+    def _topic_partitions(self, topic: str, deadline: float) -> list[int]:
+        """The topic's partitions; a topic brokers do not know yet (just created) is asked again until the deadline."""
+        while True:
+            md = self._consumer.list_topics(topic, timeout=max(0.5, deadline - time.monotonic()))
+            tmd = md.topics.get(topic)
+            if tmd is not None and tmd.error is None and tmd.partitions:
+                return sorted(tmd.partitions)
+            if time.monotonic() >= deadline:
+                raise TopicReadError(f"topic {topic!r} unavailable: {None if tmd is None else tmd.error}")
+            time.sleep(0.1)
 
     def read_available(self, timeout_s: float) -> tuple[list[RawRecord], bool]:
         """Records up to the end offsets as of this call; False when the deadline cut the read short.

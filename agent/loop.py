@@ -42,6 +42,7 @@ from .kafka_io import (
     TopicTail,
     ensure_topics,
     read_back,
+    topic_config_problems,
 )
 from .lease import (
     HEARTBEAT_KEY,
@@ -265,6 +266,7 @@ class Agent:
         s = self.settings
         timeout = s.metadata.request_timeout_s
         fallback = self.create_missing_topics
+        existed = set(self.admin.list_topics(timeout=timeout).topics)
         missing = ensure_topics(
             self.admin, topic_specs(s), timeout, self.log, fallback=EMBEDDED_FALLBACK if fallback else None
         )
@@ -274,6 +276,8 @@ class Agent:
             existing = set(self.admin.list_topics(timeout=timeout).topics)
             missing = [m for m in missing if m.name not in existing]
         names = {m.name for m in missing}
+        # Topics created just now have the settings they were created with; the others are checked.
+        self._check_topic_configs([t for t in topic_specs(s) if t.name in existed])
         if s.plan_topic in names:
             raise AgentError(
                 f"plan topic {s.plan_topic!r} does not exist; see the logged command to create it"
@@ -295,6 +299,22 @@ class Agent:
                 "no alerts topic: alerts go to the log, metrics and webhook only", topic=s.alerts_topic
             )
         return names
+
+    def _check_topic_configs(self, present: list[TopicSpec]) -> None:
+        """DescribeConfigs on the agent's topics: a plan (or, with HA, lease) topic without compaction stops start-up.
+
+        Other topics' problems are logged with the command that fixes them.
+        """
+        s = self.settings
+        problems = topic_config_problems(self.admin, present, s.metadata.request_timeout_s)
+        if problems is None:
+            self.log.info("topic configuration not checked: the brokers do not answer DescribeConfigs")
+            return
+        fatal = {s.plan_topic} | ({s.ha.lease_topic} if s.ha.enabled else set())
+        for name, problem in sorted(problems.items()):
+            if name in fatal:
+                raise AgentError(f"topic {name!r}: {problem}")
+            self.log.error("topic misconfigured", topic=name, problem=problem)
 
     def start(self) -> None:
         """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""

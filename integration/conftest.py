@@ -21,6 +21,7 @@ import pytest
 from agent.embedded import EmbeddedCluster
 from agent.loop import Agent, CycleReport
 from agent.settings import Settings
+from integration.kafka.cluster import KafkaCluster
 
 POLL_S = 0.3
 
@@ -144,16 +145,41 @@ def run_agent() -> Iterator[Callable[..., RunningAgent]]:
             r.stop()
 
 
+@pytest.fixture(scope="session")
+def kafka_cluster() -> Iterator[KafkaCluster | None]:
+    """Real Apache Kafka for the whole session: the compose file's six brokers in three racks, on loopback.
+
+    Started from Kafka's jars (``make kafka``) by :class:`integration.kafka.cluster.KafkaCluster`;
+    None when ``KAFKA_BOOTSTRAP`` names an external cluster instead (then tests that
+    kill brokers or reassign partitions are not run: that cluster is not ours to break).
+    """
+    if os.environ.get("KAFKA_BOOTSTRAP"):
+        yield None
+        return
+    cluster = KafkaCluster()
+    try:
+        report = cluster.start()
+        _E2E_LINES.insert(0, report.line())
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(kafka_cluster: KafkaCluster | None) -> str:
+    """The real cluster's bootstrap: ``KAFKA_BOOTSTRAP`` or the launcher's."""
+    return os.environ.get("KAFKA_BOOTSTRAP") or (kafka_cluster.bootstrap if kafka_cluster else "")
+
+
 @pytest.fixture
-def kafka_bootstrap() -> str:
-    """A real Kafka cluster for what the mock lacks (CreateTopics, DescribeConfigs, DescribeGroups)."""
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
-    if not bootstrap:
-        pytest.skip(
-            "needs a real Kafka cluster: set KAFKA_BOOTSTRAP=host:port "
-            "(the mock lacks CreateTopics, DescribeConfigs and DescribeGroups)"
-        )
-    return bootstrap
+def launched(kafka_cluster: KafkaCluster | None) -> KafkaCluster:
+    """The launcher's own cluster, for tests that kill brokers, stop racks or reassign partitions."""
+    if kafka_cluster is None:
+        pytest.skip("KAFKA_BOOTSTRAP names an external cluster: brokers are not ours to kill or reassign")
+    for node in kafka_cluster.nodes.values():  # a test that failed half-way may have left one down
+        if not node.alive:
+            kafka_cluster.restart(node.node_id)
+    return kafka_cluster
 
 
 #: follower settings of the scenarios: short TTLs and timeouts, so that everything happens in seconds
@@ -220,6 +246,8 @@ class Target:
         self.bootstrap = bootstrap
         self.prefix = prefix
         self.kind = "embedded" if cluster is not None else "kafka"
+        #: the launcher's cluster when the target is real Kafka started here (None: external or embedded)
+        self.kafka: KafkaCluster | None = None
         self._created: list[str] = []
 
     def name(self, base: str) -> str:
@@ -303,14 +331,19 @@ class Target:
                     f.result(timeout=30)
 
 
+#: ``RACKPLAN_IT_TARGET=embedded`` runs the target-based scenarios on librdkafka's mock instead (no JVM)
+IT_TARGET = os.environ.get("RACKPLAN_IT_TARGET", "kafka")
+
+
 @pytest.fixture
-def target(make_cluster: Callable[..., EmbeddedCluster]) -> Iterator[Target]:
-    """The embedded cluster (3 racks x 2 brokers), or the real one when KAFKA_BOOTSTRAP is set."""
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP")
-    if bootstrap:
-        t = Target(None, bootstrap, prefix=f"rp-{uuid.uuid4().hex[:8]}-")
-    else:
+def target(request: pytest.FixtureRequest, make_cluster: Callable[..., EmbeddedCluster]) -> Iterator[Target]:
+    """Real Kafka (the session's cluster, every name prefixed per test); the embedded cluster on request."""
+    if IT_TARGET == "embedded":
         c = make_cluster()
         t = Target(c, c.bootstrap_servers, prefix="")
+    else:
+        bootstrap = request.getfixturevalue("kafka_bootstrap")
+        t = Target(None, bootstrap, prefix=f"rp-{uuid.uuid4().hex[:8]}-")
+        t.kafka = request.getfixturevalue("kafka_cluster")
     yield t
     t.cleanup()

@@ -33,11 +33,19 @@ from .test_followers import settled
 RunAgent = Callable[..., RunningAgent]
 
 
-def send(target: Target, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> None:
+def send(target: Target, topic: str, records: list[tuple[bytes | None, bytes | None]]) -> list[str]:
+    """Each record in a batch of its own; returns the brokers' refusals.
+
+    Real Kafka refuses a keyless record on a compacted topic, and with it every
+    record of the same batch: one record per batch keeps the others.  The
+    embedded mock accepts everything.
+    """
     p = Producer({"bootstrap.servers": target.bootstrap})
+    refused: list[str] = []
     for key, value in records:
-        p.produce(topic, key=key, value=value)
-    assert p.flush(10) == 0
+        p.produce(topic, key=key, value=value, on_delivery=lambda err, _m: err and refused.append(err.name()))
+        assert p.flush(10) == 0
+    return refused
 
 
 def plan_value(generation: int, assignment: Any, group: str, **extra: Any) -> bytes:
@@ -86,7 +94,7 @@ def test_bad_records_on_every_channel(target: Target, run_agent: RunAgent, e2e_r
         base = {"schema": 1, "group_id": group, "member_id": "intruder", "topics": [orders], "follower": True}
         return json.dumps({**base, **fields}).encode()
 
-    send(
+    refused = send(
         target,
         topics["registrations_topic"],
         [
@@ -133,7 +141,7 @@ def test_bad_records_on_every_channel(target: Target, run_agent: RunAgent, e2e_r
 
     m = agent.agent.metrics
     wait_until(
-        lambda: (m.get("rackplan_registration_records_total", {"result": "skipped"}) or 0) >= 9,
+        lambda: (m.get("rackplan_registration_records_total", {"result": "skipped"}) or 0) >= 9 - len(refused),
         15,
         "the agent to skip every malformed registration",
     )
@@ -184,11 +192,13 @@ def test_bad_records_on_every_channel(target: Target, run_agent: RunAgent, e2e_r
         stale_plans_ignored=sum(a.follower.stats["plans_stale"] for a in apps),
         agent_replay_skips=len(plan_skips),
     )
+    # Real Kafka refuses the keyless record on the compacted topic itself; the mock lets the agent skip it.
+    assert refused == ([] if target.kind == "embedded" else ["INVALID_RECORD"])
     assert skipped == {
         "not_json": 1,
         "schema": 1,
         "not_utf8": 1,
-        "bad_key": 2,
+        "bad_key": 2 - len(refused),
         "invalid": 2,
         "key_mismatch": 1,
         "not_object": 1,

@@ -10,7 +10,7 @@ Taking plan partitions back needs a plain commit, which Kafka accepts once the
 group is empty again.  librdkafka's mock never removes a group once a member
 joined it, so on the embedded cluster the followers' plain commits stay
 refused: there they fall back again (nothing is lost), and the full return to
-the plan runs against a real cluster (``KAFKA_BOOTSTRAP``).
+the plan runs on real Kafka (the default target).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ AGENT_TIMEOUT_S = 3.0
 GRACE_S = 0.5
 MOCK_REASON = (
     "librdkafka's mock never removes a consumer group once a member joined it, so it refuses the plain "
-    "commits with which followers take plan partitions back after a fallback; set KAFKA_BOOTSTRAP"
+    "commits with which followers take plan partitions back after a fallback"
 )
 
 
@@ -121,5 +121,5 @@ def test_followers_follow_the_plan_again_when_the_agent_returns(
     target: Target, run_agent: RunAgent, e2e_report: Any
 ) -> None:
     if target.cluster is not None:
-        pytest.skip(f"needs a real Kafka cluster: {MOCK_REASON}")
+        pytest.skip(f"on the embedded target: {MOCK_REASON}")
     fallback_scenario(target, run_agent, e2e_report, complete=True)

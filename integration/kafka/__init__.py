@@ -1,0 +1,1 @@
+"""Real Apache Kafka for the integration suite: jars from Maven (pom.xml), a launcher, the compose mapping."""
