@@ -74,8 +74,13 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     install_stop_handlers(agent.stop)
     try:
         return agent.run()
-    except (AgentError, PublishError) as e:  # no plan topic, or it cannot be read back
+    except AgentError as e:  # the cluster is not set up as the settings say: the operator's to fix
         log.error("agent cannot run", error=str(e))
+        print(f"rackplan: error: {e}", file=sys.stderr)
+        return 2
+    except PublishError as e:  # the plan topic cannot be read back: the cluster's state, not the settings
+        log.error("agent cannot run", error=str(e))
+        print(f"rackplan: error: {e}", file=sys.stderr)
         return 1
 
 

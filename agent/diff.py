@@ -194,6 +194,36 @@ def diff(
     return SnapshotDiff(changes=tuple(changes), touched_topics=frozenset(touched))
 
 
+def hold_reassignments(acted: Snapshot, new: Snapshot) -> Snapshot:
+    """``new`` with every partition that is being reassigned shown as it was in ``acted``.
+
+    While Kafka moves a partition, its replica list is the union of the old
+    and the new replicas, and the added ones are out of the ISR until they
+    catch up; then the old ones are dropped.  Acting on the union would publish
+    a plan for a state that lasts only as long as the copy, then another: a
+    flap.  A partition whose replicas are a strict superset of the acted-on
+    ones with some replica out of sync is held at its acted-on replicas until
+    the reassignment completes (or its new replicas join the ISR: a lasting
+    replication-factor increase is then acted on).
+    """
+    held: dict[str, TopicState] = {}
+    for name, state in new.topics.items():
+        if not state.syncing:
+            continue
+        before = acted.topics.get(name)
+        if before is None:
+            continue
+        replicas = list(state.replicas)
+        for p in state.syncing:
+            if p < len(before.replicas) and set(replicas[p]) > set(before.replicas[p]):
+                replicas[p] = before.replicas[p]
+        if replicas != list(state.replicas):
+            held[name] = TopicState(tuple(replicas), state.leaders, state.syncing)
+    if not held:
+        return new
+    return Snapshot(brokers=new.brokers, topics={**new.topics, **held}, taken_at=new.taken_at)
+
+
 T = TypeVar("T")
 
 

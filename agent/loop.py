@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .alerts import AlertEvent, AlertState
-from .diff import REPLICA_RACKS, Debounce, SnapshotDiff, diff
+from .diff import REPLICA_RACKS, Debounce, SnapshotDiff, diff, hold_reassignments
 from .handover import Pending, assignment_of, pending_from, revoking_record, split
 from .http import AgentHttpServer
 from .kafka_io import (
@@ -606,6 +606,8 @@ class Agent:
                 "metadata poll failed; keeping the last good snapshot", error=str(e), snapshot_age_s=age
             )
             return CycleReport(ok=False, error=str(e))
+        if self.acted is not None:
+            snap = hold_reassignments(self.acted[0], snap)
         self.known = known_racks(self.known, snap)
         racks = snap.resolve_racks(self.known)
         self.last_good = snap

@@ -33,6 +33,8 @@ class TopicState:
 
     replicas: tuple[tuple[int, ...], ...]
     leaders: tuple[int, ...]
+    #: partitions with a replica outside the ISR (catching up, offline, or added by a reassignment in flight)
+    syncing: frozenset[int] = field(default=frozenset(), compare=False)
     #: equal states have equal fingerprints: the cheap first test of a diff
     fingerprint: int = field(init=False, compare=False)
 
@@ -115,18 +117,15 @@ def fetch_snapshot(
 
     timeout = settings.request_timeout_s
     try:
-        described = admin.describe_cluster(include_authorized_operations=False, request_timeout=timeout)
-        cluster = described.result(timeout=timeout + 5)
+        listing = admin.list_topics(timeout=timeout)
         names = sorted(
             t
-            for t in admin.list_topics(timeout=timeout).topics
+            for t in listing.topics
             if t not in exclude and not any(t.startswith(p) for p in settings.exclude_prefixes)
         )
     except Exception as e:
-        raise MetadataError(f"describe cluster / list topics failed: {e}") from e
-    brokers: dict[int, str | None] = {n.id: (n.rack or None) for n in cluster.nodes}
-    if not brokers:
-        raise MetadataError("the cluster reported no brokers")
+        raise MetadataError(f"list topics failed: {e}") from e
+    seen: dict[int, str | None] = {}
     topics: dict[str, TopicState] = {}
     for batch in _batches(names, settings.describe_batch_size):
         try:
@@ -149,11 +148,44 @@ def fetch_snapshot(
                 if sorted(ids) != list(range(len(ids))):
                     raise MetadataError(f"topic {name!r}: partition ids are not 0..n-1")
             # List comprehensions, not generators: this runs for every partition of every poll.
+            for p in parts:
+                for r in p.replicas:
+                    if getattr(r, "host", None):  # described by a live broker: its rack is known
+                        seen[r.id] = getattr(r, "rack", None) or None
+            replicas = tuple([tuple([r.id for r in p.replicas]) for p in parts])
             topics[name] = TopicState(
-                replicas=tuple([tuple([r.id for r in p.replicas]) for p in parts]),
+                replicas=replicas,
                 leaders=tuple([p.leader.id if p.leader is not None else NO_LEADER for p in parts]),
+                syncing=frozenset([i for i, p in enumerate(parts) if len(p.isr) < len(replicas[i])]),
             )
+    brokers = _broker_racks(admin, timeout, set(getattr(listing, "brokers", None) or ()), seen)
     return Snapshot(brokers=brokers, topics=topics, taken_at=now())
+
+
+def _broker_racks(
+    admin: Any, timeout: float, live: set[int], seen: Mapping[int, str | None]
+) -> dict[int, str | None]:
+    """Rack of every live broker: from the replicas' descriptions, else from DescribeCluster.
+
+    Topic descriptions come from any broker and carry every live replica's
+    rack, so a cluster whose brokers all hold replicas needs no more.
+    DescribeCluster goes to the broker librdkafka last knew as controller:
+    while that one is down it times out for minutes (and librdkafka 2.16 can
+    abort on that path), so it is asked only for live brokers holding no replica.
+    """
+    if live and live <= seen.keys():
+        return {b: seen[b] for b in sorted(live)}
+    try:
+        described = admin.describe_cluster(include_authorized_operations=False, request_timeout=timeout)
+        nodes = described.result(timeout=timeout + 5).nodes
+    except Exception as e:
+        if not live:
+            raise MetadataError(f"describe cluster failed: {e}") from e
+        return {b: seen.get(b) for b in sorted(live)}
+    brokers = {n.id: (n.rack or None) for n in nodes}
+    if not brokers:
+        raise MetadataError("the cluster reported no brokers")
+    return brokers
 
 
 def jittered_delays(

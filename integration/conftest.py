@@ -322,9 +322,9 @@ class Target:
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        names = self._created + [
-            n for n in self.control_topics.values() if n in admin.list_topics(timeout=10).topics
-        ]
+        existing = admin.list_topics(timeout=10).topics
+        # Each name once: confluent-kafka 2.16 crashes (SIGSEGV) on a DeleteTopics naming a topic twice.
+        names = sorted({n for n in [*self._created, *self.control_topics.values()] if n in existing})
         if names:
             for f in admin.delete_topics(names, request_timeout=30).values():
                 with contextlib.suppress(Exception):  # best effort: a leftover topic has a unique name

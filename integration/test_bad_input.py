@@ -141,7 +141,9 @@ def test_bad_records_on_every_channel(target: Target, run_agent: RunAgent, e2e_r
 
     m = agent.agent.metrics
     wait_until(
-        lambda: (m.get("rackplan_registration_records_total", {"result": "skipped"}) or 0) >= 9 - len(refused),
+        lambda: (
+            (m.get("rackplan_registration_records_total", {"result": "skipped"}) or 0) >= 9 - len(refused)
+        ),
         15,
         "the agent to skip every malformed registration",
     )

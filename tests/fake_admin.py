@@ -18,6 +18,12 @@ class Part:
     id: int
     leader: Node | None
     replicas: list[Node]
+    #: in-sync replicas: all of them unless a test says otherwise
+    isr: list[Node] | None = None
+
+    def __post_init__(self) -> None:
+        if self.isr is None:
+            self.isr = list(self.replicas)
 
 
 @dataclass

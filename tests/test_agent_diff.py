@@ -17,6 +17,7 @@ from agent.diff import (
     TOPIC_REMOVED,
     Debounce,
     diff,
+    hold_reassignments,
 )
 from agent.metadata import NO_LEADER, Snapshot, TopicState, known_racks
 
@@ -178,3 +179,28 @@ def test_debounce_resets_on_flap_and_on_a_different_change() -> None:
 def test_debounce_of_one_acts_at_once() -> None:
     deb: Debounce[int] = Debounce(1, lambda a, b: a == b)
     assert deb.observe(True, 5) == 5
+
+
+def test_a_reassignment_in_flight_is_held_until_it_completes() -> None:
+    """Kafka lists old and new replicas while it copies: that union is never acted on."""
+    acted = snap({"t": [(1, 3), (1, 3)]})
+    moving = Snapshot(
+        brokers=dict(RACKS),
+        topics={"t": TopicState(((5, 3, 1), (1, 3)), (1, 1), syncing=frozenset({0}))},
+    )
+    held = hold_reassignments(acted, moving)
+    assert held.topics["t"].replicas == ((1, 3), (1, 3))
+    assert run(acted, held).empty
+    done = snap({"t": [(5, 3), (1, 3)]})
+    assert hold_reassignments(acted, done) is done, "complete: nothing held"
+    assert (REPLICA_RACKS, "t-0") in kinds(run(acted, done))
+
+
+def test_an_offline_replica_or_a_lasting_rf_increase_is_not_held() -> None:
+    acted = snap({"t": [(1, 3)]})
+    # A broker down: same replicas, one out of the ISR: nothing to hold (and no rack change).
+    down = Snapshot(brokers=dict(RACKS), topics={"t": TopicState(((1, 3),), (1,), syncing=frozenset({0}))})
+    assert hold_reassignments(acted, down) is down
+    # Replicas added and in sync: a lasting replication-factor increase is acted on.
+    grown = snap({"t": [(1, 3, 5)]})
+    assert hold_reassignments(acted, grown) is grown

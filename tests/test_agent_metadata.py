@@ -136,3 +136,40 @@ def test_known_racks_remember_last_rack() -> None:
     assert k == {1: "a"}
     k = known_racks(k, Snapshot(brokers={1: None, 2: "b"}, topics={}))
     assert k == {1: "a", 2: "b"}
+
+
+def test_racks_come_from_topic_descriptions_without_describe_cluster() -> None:
+    """DescribeCluster goes to the last known controller and times out while it is down: when every
+    live broker holds a replica, the topic descriptions' nodes give every rack and it is not asked."""
+
+    @dataclass
+    class LiveNode:
+        id: int
+        rack: str | None = None
+        host: str = "127.0.0.1"
+
+    class NoController(FakeAdmin):
+        def describe_cluster(self, **kw: Any) -> Future[Any]:
+            raise AssertionError("not asked")
+
+        def list_topics(self, timeout: float) -> Any:
+            m = super().list_topics(timeout)
+            m.brokers = {1: None, 2: None}  # broker 3 is down: live brokers only
+            return m
+
+        def describe_topics(self, coll: Any, **kw: Any) -> dict[str, Future[Any]]:
+            def node(b: int) -> Any:
+                return LiveNode(b, {1: "a", 2: "b"}[b]) if b in (1, 2) else Node(b)  # dead: no host
+
+            return {
+                n: done(
+                    Desc([Part(i, node(r[0]), [node(b) for b in r]) for i, r in enumerate(self.topics[n])])
+                )
+                for n in coll.topic_names
+            }
+
+    a = NoController(nodes=[], topics={"orders": [[1, 3], [2, 3]]})
+    s = fetch_snapshot(a, MetadataSettings())
+    assert s.brokers == {1: "a", 2: "b"}
+    assert s.resolve_racks({3: "c"}) == {1: "a", 2: "b", 3: "c"}  # the dead one keeps its known rack
+    assert s.topics["orders"].replicas == ((1, 3), (2, 3))
