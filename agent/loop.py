@@ -110,6 +110,8 @@ class CycleReport:
     unregistered: list[str] = field(default_factory=list)
     #: plans that completed a two-phase handover since the last cycle (published between cycles)
     completed: list[PlanRecord] = field(default_factory=list)
+    #: consumer groups described this cycle: locality of their live assignment (DescribeGroups)
+    live: dict[str, Locality] = field(default_factory=dict)
     error: str = ""
     duration_s: float = 0.0
 
@@ -644,6 +646,7 @@ class Agent:
                     required_polls=self.debounce.polls,
                 )
         self._refresh_registrations(report, self._describe_wanted(change))
+        self._live_locality(report, snap, racks)
         report.completed += self._advance_handovers()
         rejoin = self._rejoin_wanted()
         candidates = [
@@ -671,6 +674,19 @@ class Agent:
             records, replaced, change, previous, previous_fp, acted_snap, acted_racks, report
         )
         return report
+
+    def _live_locality(self, report: CycleReport, snap: Snapshot, racks: Racks) -> None:
+        """Locality of the live assignments described this cycle (what the brokers say members read)."""
+        regs = {r.name: r for r in self.regs if r.kind == CONSUMER}
+        for name, real in sorted(self.real_groups.items()):
+            reg = regs.get(name)
+            if reg is None or not any(m.assignment for m in real.members):
+                continue
+            mr = member_racks(real, reg.spec.get("members") or [], self.settings.rack_mapping)
+            loc = assignment_locality(snap, racks, reg, real.assignment(), mr)
+            report.live[reg.key] = loc
+            self.metrics.set("rackplan_live_cross_rack_partitions", loc.cross_rack, _labels(reg.key))
+            self.metrics.set("rackplan_live_assigned_partitions", loc.total, _labels(reg.key))
 
     def _describe_wanted(self, change: SnapshotDiff | None) -> list[str]:
         """Consumer groups whose real membership this cycle needs."""

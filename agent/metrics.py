@@ -53,6 +53,16 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "Cross-rack partitions of the plan of record under the current metadata.",
         ("kind", "group"),
     ),
+    "rackplan_live_cross_rack_partitions": (
+        GAUGE,
+        "Cross-rack partitions of the group's live assignment as the brokers describe it (DescribeGroups).",
+        ("kind", "group"),
+    ),
+    "rackplan_live_assigned_partitions": (
+        GAUGE,
+        "Partitions of the group's live assignment as the brokers describe it (DescribeGroups).",
+        ("kind", "group"),
+    ),
     "rackplan_cross_rack_ratio": (
         GAUGE,
         "Cross-rack fraction of the plan of record under the current metadata.",

@@ -1,0 +1,128 @@
+"""Real consumer groups on real Kafka (issue scenario 4): confluent-kafka consumers with ``client.rack``
+on the classic protocol (range, cooperative-sticky) and on KIP-848 (``group.protocol=consumer``, the
+brokers assign).  The agent discovers their members with DescribeGroups, maps racks by client id, and
+judges the locality of the assignment Kafka actually made.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer
+
+from .conftest import RunningAgent, Target
+from .test_kafka_operations import create, settings_doc
+
+RunAgent = Callable[..., RunningAgent]
+RACK_OF_BROKER = {1: "az-a", 2: "az-b", 3: "az-c", 4: "az-a", 5: "az-b", 6: "az-c"}
+
+
+class PollingConsumer:
+    """A confluent-kafka consumer polled on its own thread; ``assignment`` is what Kafka gave it."""
+
+    def __init__(self, config: dict[str, Any], topic: str) -> None:
+        self.consumer = Consumer(config)
+        self.rack = str(config["client.rack"])
+        self.stop = threading.Event()
+        self.consumer.subscribe([topic])
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.consumer.poll(0.1)
+
+    def assignment(self) -> list[tuple[str, int]]:
+        return sorted((tp.topic, tp.partition) for tp in self.consumer.assignment())
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+        self.consumer.close()
+
+
+@pytest.fixture
+def real(target: Target, kafka_cluster: Any) -> Iterator[Target]:
+    if target.kind != "kafka":
+        pytest.skip("a real-Kafka scenario (RACKPLAN_IT_TARGET=embedded runs the mock instead)")
+    yield target
+
+
+@pytest.mark.parametrize(
+    ("protocol", "assignor"),
+    [("classic", "range"), ("classic", "cooperative-sticky"), ("consumer", None)],
+    ids=["classic-range", "classic-cooperative-sticky", "kip848"],
+)
+def test_live_groups_are_discovered_and_judged_on_their_real_assignment(
+    real: Target, run_agent: RunAgent, e2e_report: Any, protocol: str, assignor: str | None
+) -> None:
+    # Six partitions, one replica each: racks az-a, az-b, az-c, az-a, az-b, az-c.
+    topic = create(real, f"live-{protocol}-{assignor or 'server'}", [[b] for b in range(1, 7)])
+    group = real.name(f"live-{protocol}-{assignor or 'server'}")
+    consumers = []
+    for r in "abc":
+        config: dict[str, Any] = {
+            "bootstrap.servers": real.bootstrap,
+            "group.id": group,
+            "client.id": f"legacy-az-{r}-1",
+            "client.rack": f"az-{r}",
+            "group.protocol": protocol,
+            "enable.auto.commit": False,
+        }
+        if assignor is not None:
+            config["partition.assignment.strategy"] = assignor
+            config["session.timeout.ms"] = 10_000
+        consumers.append(PollingConsumer(config, topic))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            got = [c.assignment() for c in consumers]
+            owned = [tp for parts in got for tp in parts]
+            if len(owned) == 6 and len(set(owned)) == 6 and all(got):
+                break
+            assert time.monotonic() < deadline, f"the group never settled: {got}"
+            time.sleep(0.2)
+        time.sleep(1.0)  # a cooperative group may still be finishing its follow-up round
+        got = [c.assignment() for c in consumers]
+        expected_cross = sum(
+            1
+            for c, parts in zip(consumers, got, strict=True)
+            for _, p in parts
+            if RACK_OF_BROKER[p + 1] != c.rack
+        )
+        settings = real.agent_settings(
+            [{"group_id": group, "members": [], "topics": [topic]}],
+            settings_doc(
+                rack_mapping=[{"client_id": f"legacy-az-{r}-*", "rack": f"az-{r}"} for r in "abc"],
+            ),
+        )
+        key = f"consumer/{group}"
+        agent = run_agent(settings)
+        live = agent.wait_for(lambda r: key in r.live, timeout=60)
+        real_group = agent.agent.real_groups[group]
+        by_client = {m.client_id: sorted(m.assignment) for m in real_group.members}
+        e2e_report(
+            target="kafka",
+            protocol=protocol,
+            assignor=assignor or "server (uniform)",
+            members=len(real_group.members),
+            live_cross_rack=live.live[key].cross_rack,
+            expected_cross_rack=expected_cross,
+        )
+        # DescribeGroups gives what each consumer holds; the agent's judgement is the count of those
+        # partitions without a replica in their member's (mapped) rack.
+        assert by_client == {
+            f"legacy-az-{c.rack[-1]}-1": parts for c, parts in zip(consumers, got, strict=True)
+        }
+        assert live.live[key].total == 6
+        assert live.live[key].cross_rack == expected_cross
+        plan = agent.agent.book.latest(key)
+        assert plan is not None and plan.locality_after.cross_rack == 0, "the plan for the discovered members"
+        agent.stop()
+    finally:
+        for c in consumers:
+            c.close()
