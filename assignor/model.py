@@ -182,10 +182,29 @@ def task_id(subtopology: str, partition: int) -> str:
     return f"{subtopology}_{partition}"
 
 
-def task_key(task: str) -> tuple[tuple[int, int | str], int]:
+#: Sort key of one id component: numbers (ASCII digits) first, in numeric order, then other strings.
+IdKey = tuple[int, int, str, str]
+
+
+def id_key(s: str) -> IdKey:
+    """Numeric order for ASCII-digit ids, without ``int()``, then string order for the rest.
+
+    ``str.isdigit`` alone is not enough: ``"²"`` is a digit ``int`` rejects,
+    and a 5,000-digit id exceeds ``int``'s conversion limit.  Comparing the
+    digits without leading zeros by length, then as strings, is the numeric
+    order for any length; the raw string breaks the tie between ``"01"`` and
+    ``"1"`` so the order is total and the output deterministic.
+    """
+    if s.isascii() and s.isdigit():
+        d = s.lstrip("0")
+        return (0, len(d), d, s)
+    return (1, 0, s, s)
+
+
+def task_key(task: str) -> tuple[IdKey, IdKey]:
     """Sort key of a task id: sub-topology, then partition, numerically where ids are numbers."""
     sub, _, part = task.rpartition("_")
-    return ((0, int(sub)) if sub.isdigit() else (1, sub), int(part))
+    return (id_key(sub), id_key(part))
 
 
 def sorted_tasks(tasks: Sequence[str]) -> list[str]:
