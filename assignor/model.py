@@ -40,13 +40,14 @@ class Cluster:
         broker_bit = {b: (1 << rack_bit[r]) if r is not None else 0 for b, r in self.broker_racks.items()}
         masks: dict[str, tuple[int, ...]] = {}
         for topic, parts in self.topics.items():
-            out = []
-            for replicas in parts:
+            # Replica lists repeat (a few brokers, millions of partitions): one mask per distinct list.
+            memo: dict[tuple[int, ...], int] = {}
+            for replicas in set(parts):
                 m = 0
                 for b in replicas:
                     m |= broker_bit[b]
-                out.append(m)
-            masks[topic] = tuple(out)
+                memo[replicas] = m
+            masks[topic] = tuple(map(memo.__getitem__, parts))
         object.__setattr__(self, "racks", racks)
         object.__setattr__(self, "rack_bit", rack_bit)
         object.__setattr__(self, "masks", masks)

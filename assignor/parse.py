@@ -184,7 +184,15 @@ def _choice(v: object, path: str, choices: tuple[str, ...]) -> str:
     return s
 
 
-def parse_cluster(doc: object) -> Cluster:
+def parse_cluster(doc: object, no_bools_or_floats: bool = False) -> Cluster:
+    """The ``cluster`` object; ``no_bools_or_floats`` when the caller knows the document has neither.
+
+    JSON ``true`` and ``1.0`` compare (and hash) equal to ``1``, so a replica
+    list can only be checked by its distinct values when the document holds
+    no boolean or float at all (:func:`assignor.cli.decode` knows).  Then each
+    topic costs two C-level passes (lists to tuples, tuples to a set of a few
+    distinct lists), else one more over every replica's type.
+    """
     c = _obj(doc, "cluster")
     brokers: dict[int, str | None] = {}
     for i, b in enumerate(_list(_required(c, "brokers", "cluster"), "cluster.brokers")):
@@ -195,23 +203,35 @@ def parse_cluster(doc: object) -> Cluster:
             raise InputError(f"{path}.id", f"duplicate broker id {bid}")
         brokers[bid] = _opt_str(b.get("rack"), f"{path}.rack")
     topics: dict[str, tuple[tuple[int, ...], ...]] = {}
-    known = brokers.keys()
     for name, parts in _obj(_required(c, "topics", "cluster"), "cluster.topics").items():
-        # Fast path, C-level passes over the whole topic: every partition a list,
-        # every replica an int (not a bool or float, which compare equal to one)
-        # naming a known broker.  Anything else is located by the slow path.
-        if (
-            type(parts) is list
-            and all(type(r) is list for r in parts)
-            and {type(x) for x in chain.from_iterable(parts)} <= {int}
-            and known >= set(chain.from_iterable(parts))
-        ):
-            if not name.isascii():
-                _key_str(name, key_path("cluster.topics", name))
-            topics[name] = tuple(map(tuple, parts))
-        else:
-            topics[name] = _replica_lists(name, parts, brokers)
+        lists = _replica_tuples(parts, brokers, no_bools_or_floats)
+        if lists is None:
+            lists = _replica_lists(name, parts, brokers)  # names the first bad field
+        elif not name.isascii():
+            _key_str(name, key_path("cluster.topics", name))
+        topics[name] = lists
     return Cluster(broker_racks=brokers, topics=topics)
+
+
+def _replica_tuples(
+    parts: object, brokers: Mapping[int, str | None], no_bools_or_floats: bool
+) -> tuple[tuple[int, ...], ...] | None:
+    """A topic's replica lists as tuples when all are valid, by C-level passes; None otherwise."""
+    if type(parts) is not list or not set(map(type, parts)) <= {list}:
+        return None
+    lists = tuple(map(tuple, parts))
+    if no_bools_or_floats:
+        try:
+            values = set(chain.from_iterable(set(lists)))
+        except TypeError:  # an unhashable value (array or object) in a replica list
+            return None
+    else:
+        if not set(map(type, chain.from_iterable(lists))) <= {int}:
+            return None
+        values = set(chain.from_iterable(lists))
+    if not all(type(v) is int for v in values) or not brokers.keys() >= values:
+        return None
+    return lists
 
 
 def _replica_lists(
@@ -435,10 +455,12 @@ def _task_list(v: object, path: str) -> tuple[str, ...]:
     return tuple(_str(t, f"{path}[{k}]") for k, t in enumerate(_list(v, path)))
 
 
-def parse_instance(doc: object) -> tuple[Cluster, ConsumerGroup | StreamsApp]:
-    """Validate a whole contract input document."""
+def parse_instance(
+    doc: object, no_bools_or_floats: bool = False
+) -> tuple[Cluster, ConsumerGroup | StreamsApp]:
+    """Validate a whole contract input document (see :func:`parse_cluster` for the flag)."""
     root = _obj(doc, "(document)")
-    cluster = parse_cluster(_required(root, "cluster", ""))
+    cluster = parse_cluster(_required(root, "cluster", ""), no_bools_or_floats)
     has_group, has_app = "consumer_group" in root, "streams_app" in root
     if has_group == has_app:
         raise InputError(
