@@ -280,12 +280,13 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
         if mid in seen:
             raise InputError(f"{path}.member_id", f"duplicate member id {mid!r}")
         seen.add(mid)
-        topics: list[str] = []
-        for k, t in enumerate(_list(_required(m, "topics", path), f"{path}.topics")):
-            t = _str(t, f"{path}.topics[{k}]")
-            if t not in cluster.topics:
-                raise InputError(f"{path}.topics[{k}]", f"unknown topic {t!r}")
-            topics.append(t)
+        topics: list[str] = _list(_required(m, "topics", path), f"{path}.topics")
+        # Names of the cluster's topics were checked there: strings naming one need nothing more.
+        if not (set(map(type, topics)) <= {str} and cluster.topics.keys() >= set(topics)):
+            for k, t in enumerate(topics):
+                t = _str(t, f"{path}.topics[{k}]")
+                if t not in cluster.topics:
+                    raise InputError(f"{path}.topics[{k}]", f"unknown topic {t!r}")
         generation = m.get("generation")
         instance = _opt_str(m.get("group_instance_id"), f"{path}.group_instance_id")
         if instance is not None:
