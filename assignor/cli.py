@@ -17,6 +17,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from .model import Cluster, ConsumerGroup, StreamsApp
 from .parse import HugeInt, InputError, one_line, parse_instance
 
 EXIT_BAD_INPUT = 2
@@ -131,9 +132,14 @@ def assign_document(
     (see :func:`assignor.consumer.plan_document`); ``no_bools_or_floats``
     as :func:`decode` says (see :func:`assignor.parse.parse_cluster`).
     """
-    from .model import ConsumerGroup
-
     cluster, spec = parse_instance(doc, no_bools_or_floats)
+    return plan_model(cluster, spec, pairs_as_lists)
+
+
+def plan_model(
+    cluster: Cluster, spec: ConsumerGroup | StreamsApp, pairs_as_lists: bool = True
+) -> dict[str, Any]:
+    """The plan document of a parsed instance; raises :class:`InputError` (e.g. a Streams app without clients)."""
     if isinstance(spec, ConsumerGroup):
         from .consumer import plan_document
 
@@ -181,8 +187,11 @@ def _assign(args: argparse.Namespace) -> int:
         return _fail(f"(document): JSON nested deeper than {MAX_DEPTH} levels")
     except ValueError as e:
         return _fail(f"(document): not valid JSON: {e}")
+    del data
     try:
-        out = assign_document(doc, pairs_as_lists=False, no_bools_or_floats=plain)
+        cluster, spec = parse_instance(doc, plain)
+        del doc  # the decoded document is the largest thing alive (GB on 4.5M partitions): free it first
+        out = plan_model(cluster, spec, pairs_as_lists=False)
     except InputError as e:
         return _fail(str(e))
     except NotImplementedError as e:
