@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from .model import Cluster, ConsumerGroup, StreamsApp
 from .parse import HugeInt, InputError, one_line, parse_instance
@@ -33,16 +33,26 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
+def _write(stream: TextIO, text: str, errors: str = "strict") -> None:
+    """UTF-8 bytes to the stream's buffer whatever its encoding; text to a stream that has none (StringIO)."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.write(text)
+        return
+    stream.flush()
+    buffer.write(text.encode("utf-8", errors))
+    buffer.flush()
+
+
 def _write_err(text: str) -> None:
-    sys.stderr.flush()
-    sys.stderr.buffer.write(text.encode("utf-8", "backslashreplace"))
-    sys.stderr.buffer.flush()
+    _write(sys.stderr, text, "backslashreplace")
 
 
 def _read(source: str) -> bytes:
     """The raw bytes of the instance: a file and stdin are decoded by the same rule."""
     if source == "-":
-        return sys.stdin.buffer.read()
+        buffer = getattr(sys.stdin, "buffer", None)
+        return sys.stdin.read().encode("utf-8", "surrogatepass") if buffer is None else bytes(buffer.read())
     with open(source, "rb") as f:
         return f.read()
 
@@ -196,10 +206,7 @@ def _assign(args: argparse.Namespace) -> int:
         return _fail(str(e))
     except NotImplementedError as e:
         return _fail(str(e))
-    sys.stdout.flush()
-    sys.stdout.buffer.write(dumps(out).encode("utf-8"))
-    sys.stdout.buffer.write(b"\n")
-    sys.stdout.buffer.flush()
+    _write(sys.stdout, dumps(out) + "\n")
     return 0
 
 
