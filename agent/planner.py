@@ -124,7 +124,11 @@ class LocalityJudge:
         self._racks = racks
 
     def cross(self, rack: str | None, topic: str, partition: int) -> bool | None:
-        """True/False, or None when the partition does not exist (any more)."""
+        """True/False, or None when the partition does not exist (any more).
+
+        An empty rack is no rack, as Kafka treats an empty ``client.rack``.
+        """
+        rack = rack or None
         masks = self.cluster.masks.get(topic)
         if masks is None or partition >= len(masks):
             return None

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections import Counter
 from collections.abc import Callable
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, cast
 
 from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
@@ -37,27 +40,54 @@ def subscribed_partitions(cluster: Cluster, group: ConsumerGroup) -> set[TopicPa
     return {(t, p) for t in topics for p in range(len(cluster.topics[t]))}
 
 
+class SubscribedTopics:
+    """``(topic, partition) in view`` for every partition of a subscribed topic, without listing them.
+
+    Statistics only ask membership of existing partitions, so the topic decides;
+    a set of millions of pairs would cost more than the assignor.
+    """
+
+    __slots__ = ("topics",)
+
+    def __init__(self, group: ConsumerGroup) -> None:
+        self.topics = frozenset(t for m in group.members for t in m.topics)
+
+    def __contains__(self, tp: object) -> bool:
+        return isinstance(tp, tuple) and tp[0] in self.topics
+
+
 def cross_rack_count(cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan) -> int:
-    """Assigned partitions with no replica in their member's rack (the contract's definition)."""
+    """Assigned partitions with no replica in their member's rack (the contract's definition).
+
+    Counted per (member, topic run) as a histogram of replica-rack masks built
+    by C-level iteration: the figure is recomputed from the plan, never taken
+    from the assignor, at a cost close to reading the plan once.
+    """
     racks = {m.member_id: m.rack for m in group.members}
+    masks = cluster.masks
     total = 0
+    subscriptions = {m.member_id: len(m.topics) for m in group.members}
     for mid, parts in plan.assignment.items():
         rack = racks[mid]
         if rack is None:
             continue
         bit = cluster.member_bit(rack)
-        masks = cluster.masks
-        total += sum(1 for t, p in parts if is_cross_rack(rack, bit, masks[t][p]))
+        if len(parts) < 16 * subscriptions[mid]:  # short runs: one pass in Python beats a Counter per run
+            total += sum(1 for t, p in parts if is_cross_rack(rack, bit, masks[t][p]))
+            continue
+        for topic, run in groupby(parts, key=itemgetter(0)):
+            histogram = Counter(map(masks[topic].__getitem__, map(itemgetter(1), run)))
+            total += sum(n for mask, n in histogram.items() if is_cross_rack(rack, bit, mask))
     return total
 
 
 def consumer_stats(
     cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan, elapsed_ms: float
 ) -> dict[str, Any]:
-    subscribed = subscribed_partitions(cluster, group)
+    subscribed = SubscribedTopics(group)
     counts = [len(v) for v in plan.assignment.values()]
     return {
-        "partitions": len(subscribed),
+        "partitions": sum(len(cluster.topics[t]) for t in subscribed.topics),
         "assigned": sum(counts),
         "cross_rack": cross_rack_count(cluster, group, plan),
         "max_minus_min": (max(counts) - min(counts)) if counts else 0,
@@ -77,14 +107,31 @@ def run_assignor(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, 
     return ConsumerPlan(assignment=assignment, revoked=revoked), elapsed_ms
 
 
-def plan_document(cluster: Cluster, group: ConsumerGroup) -> dict[str, Any]:
-    """The contract's output document for a consumer group."""
+def plan_document(cluster: Cluster, group: ConsumerGroup, pairs_as_lists: bool = True) -> dict[str, Any]:
+    """The contract's output document for a consumer group.
+
+    ``pairs_as_lists=False`` leaves each ``[topic, partition]`` as the plan's
+    tuple: ``json.dumps`` writes the same bytes, without building millions of
+    lists first (what ``rackplan assign`` does; callers that compare with
+    decoded JSON keep the default).
+    """
     plan, elapsed_ms = run_assignor(cluster, group)
     return {
-        "consumer_group": {
+        "consumer_group": plan_body(group, plan, pairs_as_lists),
+        "stats": consumer_stats(cluster, group, plan, elapsed_ms),
+    }
+
+
+def plan_body(group: ConsumerGroup, plan: ConsumerPlan, pairs_as_lists: bool = True) -> dict[str, Any]:
+    """The ``consumer_group`` object of the output: group id, assignment and revoked, sorted."""
+    if pairs_as_lists:
+        return {
             "group_id": group.group_id,
             "assignment": {m: [[t, p] for t, p in v] for m, v in sorted(plan.assignment.items())},
             "revoked": {m: [[t, p] for t, p in v] for m, v in plan.revoked.items()},
-        },
-        "stats": consumer_stats(cluster, group, plan, elapsed_ms),
+        }
+    return {
+        "group_id": group.group_id,
+        "assignment": dict(sorted(plan.assignment.items())),
+        "revoked": dict(plan.revoked),
     }

@@ -40,13 +40,14 @@ class Cluster:
         broker_bit = {b: (1 << rack_bit[r]) if r is not None else 0 for b, r in self.broker_racks.items()}
         masks: dict[str, tuple[int, ...]] = {}
         for topic, parts in self.topics.items():
-            out = []
-            for replicas in parts:
+            # Replica lists repeat (a few brokers, millions of partitions): one mask per distinct list.
+            memo: dict[tuple[int, ...], int] = {}
+            for replicas in set(parts):
                 m = 0
                 for b in replicas:
                     m |= broker_bit[b]
-                out.append(m)
-            masks[topic] = tuple(out)
+                memo[replicas] = m
+            masks[topic] = tuple(map(memo.__getitem__, parts))
         object.__setattr__(self, "racks", racks)
         object.__setattr__(self, "rack_bit", rack_bit)
         object.__setattr__(self, "masks", masks)
@@ -182,10 +183,29 @@ def task_id(subtopology: str, partition: int) -> str:
     return f"{subtopology}_{partition}"
 
 
-def task_key(task: str) -> tuple[tuple[int, int | str], int]:
+#: Sort key of one id component: numbers (ASCII digits) first, in numeric order, then other strings.
+IdKey = tuple[int, int, str, str]
+
+
+def id_key(s: str) -> IdKey:
+    """Numeric order for ASCII-digit ids, without ``int()``, then string order for the rest.
+
+    ``str.isdigit`` alone is not enough: ``"²"`` is a digit ``int`` rejects,
+    and a 5,000-digit id exceeds ``int``'s conversion limit.  Comparing the
+    digits without leading zeros by length, then as strings, is the numeric
+    order for any length; the raw string breaks the tie between ``"01"`` and
+    ``"1"`` so the order is total and the output deterministic.
+    """
+    if s.isascii() and s.isdigit():
+        d = s.lstrip("0")
+        return (0, len(d), d, s)
+    return (1, 0, s, s)
+
+
+def task_key(task: str) -> tuple[IdKey, IdKey]:
     """Sort key of a task id: sub-topology, then partition, numerically where ids are numbers."""
     sub, _, part = task.rpartition("_")
-    return ((0, int(sub)) if sub.isdigit() else (1, sub), int(part))
+    return (id_key(sub), id_key(part))
 
 
 def sorted_tasks(tasks: Sequence[str]) -> list[str]:

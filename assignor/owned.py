@@ -16,28 +16,39 @@ consumer protocol:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 
 from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 
 
-def _top_generation_claims(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, list[str]]:
-    """Every existing partition claimed in the newest generation, with its claimers in input order."""
+def _top_generation_claims(
+    cluster: Cluster, group: ConsumerGroup
+) -> tuple[dict[TopicPartition, str], dict[TopicPartition, list[str]]]:
+    """Claims of the newest generation on existing partitions: first claimer of each, and the contested.
+
+    The second map holds the partitions claimed by several members, with all
+    claimers in input order.  One ``setdefault`` per claim: this runs for every
+    plan's statistics too, on up to millions of claims.
+    """
     if not group.members:
-        return {}
+        return {}, {}
     top = max(m.generation for m in group.members)
-    claims: dict[TopicPartition, list[str]] = {}
+    first: dict[TopicPartition, str] = {}
+    shared: dict[TopicPartition, list[str]] = {}
     for m in group.members:
         if m.generation != top:
             continue
+        mid = m.member_id
+        setdefault = first.setdefault
         for tp in m.owned:
-            parts = cluster.topics.get(tp[0])
-            if parts is None or tp[1] >= len(parts):
-                continue
-            who = claims.setdefault(tp, [])
-            if m.member_id not in who:
-                who.append(m.member_id)
-    return claims
+            prev = setdefault(tp, mid)
+            if prev != mid:
+                who = shared.setdefault(tp, [prev])
+                if mid not in who:
+                    who.append(mid)
+    sizes = {t: len(parts) for t, parts in cluster.topics.items()}
+    valid = {tp: mid for tp, mid in first.items() if tp[1] < sizes.get(tp[0], 0)}
+    return valid, {tp: who for tp, who in shared.items() if tp in valid}
 
 
 def previous_owners(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, str]:
@@ -47,7 +58,10 @@ def previous_owners(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartiti
     the member holds the partition until it revokes it, which matters for
     cooperative withholding.  Stickiness must check the subscription itself.
     """
-    return {tp: who[0] for tp, who in _top_generation_claims(cluster, group).items() if len(who) == 1}
+    valid, shared = _top_generation_claims(cluster, group)
+    if not shared:
+        return valid
+    return {tp: mid for tp, mid in valid.items() if tp not in shared}
 
 
 def contested_partitions(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, list[str]]:
@@ -56,7 +70,7 @@ def contested_partitions(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPa
     Both may be consuming it, so a cooperative round gives it to nobody and
     asks every claimer to revoke it; the follow-up round hands it out.
     """
-    return {tp: who for tp, who in _top_generation_claims(cluster, group).items() if len(who) > 1}
+    return _top_generation_claims(cluster, group)[1]
 
 
 def withhold_moving(
@@ -94,8 +108,21 @@ def withhold_moving(
 
 
 def count_moved(
-    plan: ConsumerPlan, owners: Mapping[TopicPartition, str], subscribed: Collection[TopicPartition]
+    plan: ConsumerPlan, owners: Mapping[TopicPartition, str], subscribed: Container[TopicPartition]
 ) -> int:
-    """Subscribed partitions whose valid previous owner no longer holds them (withheld included)."""
-    holder = {tp: m for m, parts in plan.assignment.items() for tp in parts}
-    return sum(1 for tp, prev in owners.items() if tp in subscribed and holder.get(tp) != prev)
+    """Subscribed partitions whose valid previous owner no longer holds them (withheld included).
+
+    Only the previous owners' own lists are indexed: the cost follows the
+    claims, not the size of the whole plan.
+    """
+    held: dict[str, set[TopicPartition]] = {}
+    moved = 0
+    for tp, prev in owners.items():
+        if tp not in subscribed:
+            continue
+        mine = held.get(prev)
+        if mine is None:
+            mine = held[prev] = set(plan.assignment.get(prev, ()))
+        if tp not in mine:
+            moved += 1
+    return moved

@@ -3,11 +3,32 @@
 Every rejection names the offending field with a JSON-path-like location
 (``consumer_group.members[2].topics[0]``) so an operator can fix the document
 without reading a traceback.  Unknown fields are ignored, as the contract says.
+
+A message is always one line that cannot be mistaken for another message:
+object keys taken from the document (topic names, tag keys, task-lag keys)
+appear in paths as ``["..."]`` with JSON escapes unless they are plain
+identifiers, values are quoted with ``repr``, and :func:`one_line` escapes
+whatever non-printable character is left (newlines, U+2028, lone surrogates).
+
+Edge cases, decided once here so every assignor sees the same model (issue 16):
+
+* every string that reaches the output must be encodable UTF-8, so lone
+  surrogates (JSON ``"\\ud800"``) are rejected where they could be echoed;
+* broker ids are Kafka's int32; Streams rack-aware costs are Kafka's
+  ``rack.aware.assignment.traffic_cost`` / ``non_overlap_cost``, int32 too;
+* an empty member or client ``rack`` is no rack, as Kafka's consumer treats an
+  empty ``client.rack``; an empty *broker* rack stays a rack named ``""``
+  (Kafka's ``Node.hasRack`` is ``rack != null``), which no client can be in;
+* ``group_instance_id`` must be non-empty and unique within the group, as
+  Kafka's broker requires.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
+from itertools import chain
 from typing import Any
 
 from .model import (
@@ -26,20 +47,59 @@ from .model import (
     TopicPartition,
 )
 
+#: Kafka's int32 range: broker ids and rack-aware cost weights are Java ``int``s.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+#: Kafka's int64 range: offsets and lags are Java ``long``s.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every non-printable character escaped, so it prints as exactly one line.
+
+    ``str.splitlines`` splits on more than ``\\n`` (``\\x1c``-``\\x1e``, ``\\x85``,
+    U+2028, U+2029 ...); all of those are non-printable, as are lone surrogates,
+    which could not even be written to a UTF-8 stream.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def key_path(path: str, key: str) -> str:
+    """``path.key`` for identifier-like keys, else ``path["key"]`` with JSON escapes (ASCII only)."""
+    if _PLAIN_KEY.fullmatch(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key)}]"
+
+
+class HugeInt:
+    """A JSON integer with more digits than Python converts (``sys.get_int_max_str_digits``).
+
+    :mod:`assignor.cli` decodes such a document again with this placeholder,
+    so that an ignored field may hold one and a used field is rejected by
+    name (every integer the contract uses is far smaller).
+    """
+
+    def __init__(self, digits: str) -> None:
+        self.digits = len(digits)
+
 
 class InputError(ValueError):
-    """Invalid input; ``field`` locates it in the document."""
+    """Invalid input; ``field`` locates it in the document.  The text is always one line."""
 
     def __init__(self, field: str, message: str) -> None:
+        field, message = one_line(field), one_line(message)
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
 
 
 def _type_name(v: object) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(v), type(v).__name__
-    )
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    names.update({int: "integer", float: "number", HugeInt: "integer"})
+    return names.get(type(v), type(v).__name__)
 
 
 def _obj(v: object, path: str) -> Mapping[str, Any]:
@@ -57,19 +117,52 @@ def _list(v: object, path: str) -> list[Any]:
 def _str(v: object, path: str) -> str:
     if not isinstance(v, str):
         raise InputError(path, f"expected a string, got {_type_name(v)}")
+    if not v.isascii():
+        _check_encodable(v, path)
     return v
+
+
+def _check_encodable(v: str, path: str) -> None:
+    """Reject lone surrogates: such a string could never be written out as UTF-8."""
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(
+            path, f"contains a lone surrogate (U+{ord(v[e.start]):04X}), not valid Unicode"
+        ) from None
+
+
+def _key_str(k: str, path: str) -> str:
+    """An object key used as a name (topic, tag, task): the same rules as a string value."""
+    if not k.isascii():
+        _check_encodable(k, path)
+    return k
+
+
+def _rack(v: object, path: str) -> str | None:
+    """A client's rack: null or ``""`` mean no rack (Kafka ignores an empty ``client.rack``)."""
+    return _opt_str(v, path) or None
 
 
 def _opt_str(v: object, path: str) -> str | None:
     return None if v is None else _str(v, path)
 
 
-def _int(v: object, path: str, minimum: int | None = None) -> int:
+def _int(v: object, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
+    if isinstance(v, HugeInt):
+        raise InputError(path, f"integer of {v.digits} digits is out of range")
     if isinstance(v, bool) or not isinstance(v, int):
         raise InputError(path, f"expected an integer, got {_type_name(v)}")
     if minimum is not None and v < minimum:
-        raise InputError(path, f"must be at least {minimum}, got {v}")
+        raise InputError(path, f"must be at least {minimum}, got {_short(v)}")
+    if maximum is not None and v > maximum:
+        raise InputError(path, f"must be at most {maximum}, got {_short(v)}")
     return v
+
+
+def _short(v: int) -> str:
+    """An integer for a message: in full unless it is absurdly long."""
+    return str(v) if v.bit_length() < 256 else f"an integer of about {int(v.bit_length() * 0.30103)} digits"
 
 
 def _bool(v: object, path: str) -> bool:
@@ -91,31 +184,73 @@ def _choice(v: object, path: str, choices: tuple[str, ...]) -> str:
     return s
 
 
-def parse_cluster(doc: object) -> Cluster:
+def parse_cluster(doc: object, no_bools_or_floats: bool = False) -> Cluster:
+    """The ``cluster`` object; ``no_bools_or_floats`` when the caller knows the document has neither.
+
+    JSON ``true`` and ``1.0`` compare (and hash) equal to ``1``, so a replica
+    list can only be checked by its distinct values when the document holds
+    no boolean or float at all (:func:`assignor.cli.decode` knows).  Then each
+    topic costs two C-level passes (lists to tuples, tuples to a set of a few
+    distinct lists), else one more over every replica's type.
+    """
     c = _obj(doc, "cluster")
     brokers: dict[int, str | None] = {}
     for i, b in enumerate(_list(_required(c, "brokers", "cluster"), "cluster.brokers")):
         path = f"cluster.brokers[{i}]"
         b = _obj(b, path)
-        bid = _int(_required(b, "id", path), f"{path}.id")
+        bid = _int(_required(b, "id", path), f"{path}.id", minimum=INT32_MIN, maximum=INT32_MAX)
         if bid in brokers:
             raise InputError(f"{path}.id", f"duplicate broker id {bid}")
         brokers[bid] = _opt_str(b.get("rack"), f"{path}.rack")
     topics: dict[str, tuple[tuple[int, ...], ...]] = {}
     for name, parts in _obj(_required(c, "topics", "cluster"), "cluster.topics").items():
-        tpath = f"cluster.topics.{name}"
-        replica_lists = []
-        for p, replicas in enumerate(_list(parts, tpath)):
-            rpath = f"{tpath}[{p}]"
-            ids = []
-            for k, r in enumerate(_list(replicas, rpath)):
-                r = _int(r, f"{rpath}[{k}]")
-                if r not in brokers:
-                    raise InputError(f"{rpath}[{k}]", f"unknown broker id {r}")
-                ids.append(r)
-            replica_lists.append(tuple(ids))
-        topics[name] = tuple(replica_lists)
+        lists = _replica_tuples(parts, brokers, no_bools_or_floats)
+        if lists is None:
+            lists = _replica_lists(name, parts, brokers)  # names the first bad field
+        elif not name.isascii():
+            _key_str(name, key_path("cluster.topics", name))
+        topics[name] = lists
     return Cluster(broker_racks=brokers, topics=topics)
+
+
+def _replica_tuples(
+    parts: object, brokers: Mapping[int, str | None], no_bools_or_floats: bool
+) -> tuple[tuple[int, ...], ...] | None:
+    """A topic's replica lists as tuples when all are valid, by C-level passes; None otherwise."""
+    if type(parts) is not list or not set(map(type, parts)) <= {list}:
+        return None
+    lists = tuple(map(tuple, parts))
+    if no_bools_or_floats:
+        try:
+            values = set(chain.from_iterable(set(lists)))
+        except TypeError:  # an unhashable value (array or object) in a replica list
+            return None
+    else:
+        if not set(map(type, chain.from_iterable(lists))) <= {int}:
+            return None
+        values = set(chain.from_iterable(lists))
+    if not all(type(v) is int for v in values) or not brokers.keys() >= values:
+        return None
+    return lists
+
+
+def _replica_lists(
+    name: str, parts: object, brokers: Mapping[int, str | None]
+) -> tuple[tuple[int, ...], ...]:
+    """One topic's replica lists, validated element by element to name the first bad field."""
+    tpath = key_path("cluster.topics", name)
+    _key_str(name, tpath)
+    replica_lists = []
+    for p, replicas in enumerate(_list(parts, tpath)):
+        rpath = f"{tpath}[{p}]"
+        ids = []
+        for k, r in enumerate(_list(replicas, rpath)):
+            r = _int(r, f"{rpath}[{k}]")
+            if r not in brokers:
+                raise InputError(f"{rpath}[{k}]", f"unknown broker id {_short(r)}")
+            ids.append(r)
+        replica_lists.append(tuple(ids))
+    return tuple(replica_lists)
 
 
 def _topic_partition(v: object, path: str) -> TopicPartition:
@@ -136,6 +271,7 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
     )
     members: list[Member] = []
     seen: set[str] = set()
+    instances: dict[str, int] = {}
     raw = _list(_required(g, "members", "consumer_group"), "consumer_group.members")
     for i, m in enumerate(raw):
         path = f"consumer_group.members[{i}]"
@@ -144,34 +280,60 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
         if mid in seen:
             raise InputError(f"{path}.member_id", f"duplicate member id {mid!r}")
         seen.add(mid)
-        topics: list[str] = []
-        for k, t in enumerate(_list(_required(m, "topics", path), f"{path}.topics")):
-            t = _str(t, f"{path}.topics[{k}]")
-            if t not in cluster.topics:
-                raise InputError(f"{path}.topics[{k}]", f"unknown topic {t!r}")
-            topics.append(t)
-        owned_raw = m.get("owned")
-        owned = tuple(
-            _topic_partition(tp, f"{path}.owned[{k}]")
-            for k, tp in enumerate([] if owned_raw is None else _list(owned_raw, f"{path}.owned"))
-        )
+        topics: list[str] = _list(_required(m, "topics", path), f"{path}.topics")
+        # Names of the cluster's topics were checked there: strings naming one need nothing more.
+        if not (set(map(type, topics)) <= {str} and cluster.topics.keys() >= set(topics)):
+            for k, t in enumerate(topics):
+                t = _str(t, f"{path}.topics[{k}]")
+                if t not in cluster.topics:
+                    raise InputError(f"{path}.topics[{k}]", f"unknown topic {t!r}")
         generation = m.get("generation")
+        instance = _opt_str(m.get("group_instance_id"), f"{path}.group_instance_id")
+        if instance is not None:
+            # Kafka's broker rejects an empty group.instance.id and never lets two
+            # members share one (the second fences the first).
+            if not instance:
+                raise InputError(f"{path}.group_instance_id", "must not be empty")
+            if instance in instances:
+                raise InputError(
+                    f"{path}.group_instance_id",
+                    f"duplicate group_instance_id {instance!r} (also members[{instances[instance]}])",
+                )
+            instances[instance] = i
         members.append(
             Member(
                 member_id=mid,
-                rack=_opt_str(m.get("rack"), f"{path}.rack"),
+                rack=_rack(m.get("rack"), f"{path}.rack"),
                 topics=tuple(sorted(set(topics))),
-                owned=owned,
-                generation=NO_GENERATION if generation is None else _int(generation, f"{path}.generation"),
-                group_instance_id=_opt_str(m.get("group_instance_id"), f"{path}.group_instance_id"),
+                owned=_owned(m.get("owned"), f"{path}.owned"),
+                generation=NO_GENERATION
+                if generation is None
+                else _int(generation, f"{path}.generation", minimum=INT32_MIN, maximum=INT32_MAX),
+                group_instance_id=instance,
             )
         )
     return ConsumerGroup(group_id=group_id, assignor=assignor, members=tuple(members))
 
 
-def _opt_int(o: Mapping[str, Any], key: str, path: str, default: int, minimum: int = 0) -> int:
+def _owned(v: object, path: str) -> tuple[TopicPartition, ...]:
+    """A member's ``owned`` list; a fast check of the common shape, element by element otherwise."""
+    if v is None:
+        return ()
+    pairs = _list(v, path)
+    try:
+        out = [(t, p) for t, p in pairs]
+    except (TypeError, ValueError):
+        out = None
+    if out is not None and all(type(t) is str and t.isascii() and type(p) is int and p >= 0 for t, p in out):
+        return tuple(out)
+    return tuple(_topic_partition(tp, f"{path}[{k}]") for k, tp in enumerate(pairs))
+
+
+def _opt_int(
+    o: Mapping[str, Any], key: str, path: str, default: int, minimum: int = 0, maximum: int = INT32_MAX
+) -> int:
     v = o.get(key)
-    return default if v is None else _int(v, f"{path}.{key}", minimum=minimum)
+    return default if v is None else _int(v, f"{path}.{key}", minimum=minimum, maximum=maximum)
 
 
 def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
@@ -199,7 +361,7 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
             raise InputError(f"{path}.source_topics", "a sub-topology needs at least one source topic")
         counts = {len(cluster.topics[t]) for t in sources}
         if len(counts) > 1:
-            detail = ", ".join(f"{t}={len(cluster.topics[t])}" for t in sources)
+            detail = ", ".join(f"{t!r}={len(cluster.topics[t])}" for t in sources)
             raise InputError(
                 f"{path}.source_topics", f"source topics must have equal partition counts ({detail})"
             )
@@ -221,17 +383,19 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
             raise InputError(f"{path}.process_id", f"duplicate process id {pid!r}")
         seen.add(pid)
         tags = {
-            _str(k, f"{path}.tags"): _str(v, f"{path}.tags.{k}")
+            _key_str(k, key_path(f"{path}.tags", k)): _str(v, key_path(f"{path}.tags", k))
             for k, v in _obj(c.get("tags") or {}, f"{path}.tags").items()
         }
         lags = {
-            _str(k, f"{path}.task_lags"): _int(v, f"{path}.task_lags.{k}")
+            _key_str(k, key_path(f"{path}.task_lags", k)): _int(
+                v, key_path(f"{path}.task_lags", k), minimum=INT64_MIN, maximum=INT64_MAX
+            )
             for k, v in _obj(c.get("task_lags") or {}, f"{path}.task_lags").items()
         }
         clients.append(
             StreamsClient(
                 process_id=pid,
-                rack=_opt_str(c.get("rack"), f"{path}.rack"),
+                rack=_rack(c.get("rack"), f"{path}.rack"),
                 threads=_opt_int(c, "threads", path, 1, minimum=1),
                 tags=tags,
                 previous_active=_task_list(c.get("previous_active"), f"{path}.previous_active"),
@@ -248,10 +412,17 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
         else _choice(strategy, "streams_app.rack_aware.strategy", RACK_STRATEGIES),
         traffic_cost=None
         if ra_raw.get("traffic_cost") is None
-        else _int(ra_raw["traffic_cost"], "streams_app.rack_aware.traffic_cost", minimum=0),
+        else _int(
+            ra_raw["traffic_cost"], "streams_app.rack_aware.traffic_cost", minimum=0, maximum=INT32_MAX
+        ),
         non_overlap_cost=None
         if ra_raw.get("non_overlap_cost") is None
-        else _int(ra_raw["non_overlap_cost"], "streams_app.rack_aware.non_overlap_cost", minimum=0),
+        else _int(
+            ra_raw["non_overlap_cost"],
+            "streams_app.rack_aware.non_overlap_cost",
+            minimum=0,
+            maximum=INT32_MAX,
+        ),
         sticky_to_previous=_bool(
             ra_raw.get("sticky_to_previous", False), "streams_app.rack_aware.sticky_to_previous"
         ),
@@ -263,7 +434,9 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
         subtopologies=tuple(subs),
         clients=tuple(clients),
         num_standby_replicas=_opt_int(a, "num_standby_replicas", "streams_app", 0),
-        acceptable_recovery_lag=_opt_int(a, "acceptable_recovery_lag", "streams_app", 10_000),
+        acceptable_recovery_lag=_opt_int(
+            a, "acceptable_recovery_lag", "streams_app", 10_000, maximum=INT64_MAX
+        ),
         max_warmup_replicas=_opt_int(a, "max_warmup_replicas", "streams_app", 2, minimum=1),
         rack_aware_assignment_tags=tuple(
             _str(t, f"streams_app.rack_aware_assignment_tags[{k}]")
@@ -283,10 +456,12 @@ def _task_list(v: object, path: str) -> tuple[str, ...]:
     return tuple(_str(t, f"{path}[{k}]") for k, t in enumerate(_list(v, path)))
 
 
-def parse_instance(doc: object) -> tuple[Cluster, ConsumerGroup | StreamsApp]:
-    """Validate a whole contract input document."""
+def parse_instance(
+    doc: object, no_bools_or_floats: bool = False
+) -> tuple[Cluster, ConsumerGroup | StreamsApp]:
+    """Validate a whole contract input document (see :func:`parse_cluster` for the flag)."""
     root = _obj(doc, "(document)")
-    cluster = parse_cluster(_required(root, "cluster", ""))
+    cluster = parse_cluster(_required(root, "cluster", ""), no_bools_or_floats)
     has_group, has_app = "consumer_group" in root, "streams_app" in root
     if has_group == has_app:
         raise InputError(

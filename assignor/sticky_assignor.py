@@ -72,7 +72,7 @@ practice it costs one or two extra runs.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 from .owned import contested_partitions, withhold_moving
@@ -83,6 +83,9 @@ from .sticky_general import assign_general
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
 
+#: Claim marker of a contested partition in :func:`settle`: no member number equals it.
+CONTESTED = -2
+
 
 def _holders(per_member: list[list[int]], n_parts: int) -> list[int]:
     holder = [-1] * n_parts
@@ -92,13 +95,19 @@ def _holders(per_member: list[list[int]], n_parts: int) -> list[int]:
     return holder
 
 
-def settle(prep: Prepared, algorithm: Callable[[Prepared], list[list[int]]]) -> list[int]:
+def settle(
+    prep: Prepared, algorithm: Callable[[Prepared], list[list[int]]], contested: Collection[int] = ()
+) -> list[int]:
     """The target holder of each partition, a fixed point of the follow-up round.
 
     The follow-up round sees every member owning its target minus what this
     round withholds, the withheld partitions owned by nobody.  Running that
     round here and taking its answer as the new target until it changes
     nothing makes the real follow-up move nothing (see the module docstring).
+    ``contested`` (global partition numbers claimed twice in the newest
+    generation) are withheld whoever gets them, so the follow-up round sees
+    them unowned too; leaving them out of the simulation let the real
+    follow-up re-place them and withhold again (issue 16).
     """
     n_parts = prep.num_partitions
 
@@ -106,10 +115,12 @@ def settle(prep: Prepared, algorithm: Callable[[Prepared], list[list[int]]]) -> 
         return _holders(algorithm(dataclasses.replace(prep, owner=owner)), n_parts)
 
     holder = _holders(algorithm(prep), n_parts)
-    claim = prep.claim_owner
+    claim = list(prep.claim_owner)
+    for gp in contested:
+        claim[gp] = CONTESTED
     seen: tuple[list[int], list[int]] | None = None  # last follow-up input and its answer
     for _ in range(MAX_FOLLOW_UPS):
-        follow_up = [h if claim[gp] < 0 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
+        follow_up = [h if claim[gp] == -1 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
         nxt = holder
         if follow_up != holder:
             if seen is not None and seen[0] == follow_up:
@@ -131,7 +142,10 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
         return ConsumerPlan(assignment={}, revoked={})
     prep = prepare(cluster, group)
     equal = len({m.topics for m in group.members}) == 1
-    holder = settle(prep, assign_constrained if equal else assign_general)
+    contested = contested_partitions(cluster, group)
+    index = {t: i for i, t in enumerate(prep.topics)}
+    contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
+    holder = settle(prep, assign_constrained if equal else assign_general, contested_gp)
     per_member: list[list[int]] = [[] for _ in prep.member_ids]
     for gp, i in enumerate(holder):
         per_member[i].append(gp)
@@ -139,4 +153,4 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     assignment: dict[str, list[TopicPartition]] = {}
     for mid, parts in zip(prep.member_ids, per_member, strict=True):
         assignment[mid] = [(topics[ptopic[gp]], gp - offset[ptopic[gp]]) for gp in sorted(parts)]
-    return withhold_moving(assignment, prep.claims, contested_partitions(cluster, group))
+    return withhold_moving(assignment, prep.claims, contested)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Cluster, StreamsApp, StreamsClient, is_cross_rack, task_id, task_key
+from .model import Cluster, IdKey, StreamsApp, StreamsClient, is_cross_rack, task_id, task_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
             counted[masks] = out
         return out
 
-    entries: list[tuple[tuple[tuple[int, int | str], int], str, int, bool, tuple[int, ...], tuple[int, ...]]]
+    entries: list[tuple[tuple[IdKey, int], str, int, bool, tuple[int, ...], tuple[int, ...]]]
     entries = []
     sub_sizes = []
     for j, sub in enumerate(subs):
