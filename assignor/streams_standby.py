@@ -1,9 +1,13 @@
-"""Standby replicas: placement (default and client-tag aware, KIP-708) and rack-aware swaps.
+"""Standby replicas: placement (default and client-tag aware, KIP-708) and rack-aware optimisation.
 
 Spreading uses ``rack_aware_assignment_tags`` when set.  When no tags are set
 and clients have racks, the client rack is used as the one tag, so standbys
 land on other racks than their active where possible (Kafka's docs promise
 this; its default path does not do it).
+
+The least-loaded spread placement (:func:`assign_standbys`, then balancing)
+fixes every client's standby count; :func:`optimise_standbys` then chooses,
+exactly, which task goes where (:mod:`assignor.streams_standby_flow`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import heapq
 from collections.abc import Callable, Sequence
 
 from .model import StreamsApp
+from .streams_standby_flow import NO_VALUE, build_problem, solve
 from .streams_tasks import State, TaskModel
 
 #: one tuple of spread values per client (None: the client has no value for that key)
@@ -117,14 +122,68 @@ def optimise_standbys(
     traffic: int,
     non_overlap: int,
     values: Values,
+    cross_first: bool = False,
+) -> int:
+    """Move standbys to the cheapest placement that keeps every count and the spread; returns copies moved.
+
+    Every client keeps its standby count and every task its number of
+    standbys, no client gets a second copy of a task, and each task's
+    standbys cover as many spread values other than its active's as they can
+    (:mod:`assignor.streams_standby_flow`, exact by one min-cost flow).  The
+    cost is ``traffic * cross + non_overlap * moved`` (KIP-925's, exact), or
+    with ``cross_first`` the fewest cross-rack changelog partitions, then
+    the fewest copies moved.  With two or more tag keys the spread rule is
+    not one flow (each key is its own covering constraint); there the
+    heuristic swaps of :func:`swap_standbys` run, as before.
+    """
+    if traffic == 0 or not any(state.standby):
+        return 0
+    if values and len(values[0]) > 1:
+        return swap_standbys(model, state, traffic, non_overlap, values)
+    groups = sorted(set(model.group_of))
+    if all(len({model.standby_cross[t][g] for g in groups}) == 1 for s in state.standby for t in s):
+        return 0  # every placement costs the same cross-rack: the baseline has no moves
+    ids = sorted({v[0] for v in values if v and v[0] is not None})
+    index = {v: i for i, v in enumerate(ids)}
+    val = [index[v[0]] if v and v[0] is not None else NO_VALUE for v in values] or [
+        NO_VALUE
+    ] * model.num_clients
+    p = build_problem(model, state, val)
+    units = sum(p.count)
+    if cross_first:
+        a, b = units + 1, 1
+    elif non_overlap == 0:
+        a, b = traffic * (units + 1), 1  # moves are free: among the cheapest, the fewest moves
+    else:
+        a, b = traffic, non_overlap
+    placement = solve(p, a, b)
+    moved = 0
+    for t, clients in placement.items():
+        base = p.baseline[t]
+        for c in base:
+            state.standby[c].discard(t)
+        for c in clients:
+            state.standby[c].add(t)
+        moved += sum(1 for c in clients if c not in base)
+    return moved
+
+
+def swap_standbys(
+    model: TaskModel,
+    state: State,
+    traffic: int,
+    non_overlap: int,
+    values: Values,
     max_scan: int = 16,
     max_passes: int = 4,
 ) -> int:
     """Swap standbys between clients of different racks while a swap lowers the total cost.
 
-    A swap keeps every client's standby count (so the balance), never puts a
-    copy on a client that already holds the task, and, unlike Kafka, checks
-    spreading for both tasks against all their holders.  Returns the swaps made.
+    The placement step before exact flows (and still the one for several tag
+    keys): a heuristic.  A swap keeps every client's standby count (so the
+    balance), never puts a copy on a client that already holds the task, and,
+    unlike Kafka, checks spreading for both tasks against all their holders.
+    Returns the swaps made.
     """
     original = [set(s) for s in state.standby]
     groups = sorted(set(model.group_of))
