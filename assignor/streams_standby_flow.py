@@ -68,22 +68,12 @@ class StandbyProblem:
     count: tuple[int, ...]
     baseline: dict[int, tuple[int, ...]]
     spread: dict[int, int]
+    taken_values: tuple[int, ...]  # values of clients that hold standbys (others take none), sorted
 
     def new_values(self, t: int) -> list[int]:
         """Values task ``t``'s spread units may cover: every value but its active's (and none)."""
         mine = self.val[self.owner[t]]
-        return [v for v in self.values() if v != mine and v != NO_VALUE]
-
-    def values(self) -> list[int]:
-        """Values of clients that hold standbys (others take nothing), NO_VALUE included."""
-        return sorted({self.val[c] for c in range(len(self.count)) if self.count[c]})
-
-
-def spread_target(val: Sequence[int], owner: int, k: int) -> int:
-    """The most distinct values (other than the active's, never NO_VALUE) ``k`` standbys can cover."""
-    mine = val[owner]
-    others = {v for c, v in enumerate(val) if c != owner and v != NO_VALUE and v != mine}
-    return min(k, len(others))
+        return [v for v in self.taken_values if v != mine and v != NO_VALUE]
 
 
 def covered(val: Sequence[int], owner: int, holders: Sequence[int]) -> int:
@@ -100,8 +90,15 @@ def build_problem(model: TaskModel, state: State, val: Sequence[int]) -> Standby
         for t in state.standby[c]:
             holders.setdefault(t, []).append(c)
     tasks = tuple(sorted(holders))
+    # the most new values k standbys can cover: min(k, values other than the active's); dropping the
+    # active's client from the candidates can only drop the active's own value, which never counts
+    distinct = len({v for v in val if v != NO_VALUE})
     spread = {
-        t: min(spread_target(val, owner[t], len(holders[t])), covered(val, owner[t], holders[t]))
+        t: min(
+            len(holders[t]),
+            distinct - (val[owner[t]] != NO_VALUE),
+            covered(val, owner[t], holders[t]),
+        )
         for t in tasks
     }
     return StandbyProblem(
@@ -112,6 +109,7 @@ def build_problem(model: TaskModel, state: State, val: Sequence[int]) -> Standby
         count=tuple(len(s) for s in state.standby),
         baseline={t: tuple(sorted(holders[t])) for t in tasks},
         spread=spread,
+        taken_values=tuple(sorted({val[c] for c in range(model.num_clients) if state.standby[c]})),
     )
 
 
@@ -204,7 +202,7 @@ def _build(p: StandbyProblem, a: int, b: int, full: bool) -> _Graph:
                 put[len(edges)] = (t, c)
                 edges.append((u, c, 1, a * row[group_of[c]]))
 
-    values = p.values()
+    values = list(p.taken_values)
     for t in p.tasks:
         k = len(p.baseline[t])
         m = p.spread[t]
