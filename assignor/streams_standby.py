@@ -132,23 +132,30 @@ def optimise_standbys(
     (:mod:`assignor.streams_standby_flow`, exact by one min-cost flow).  The
     cost is ``traffic * cross + non_overlap * moved`` (KIP-925's, exact), or
     with ``cross_first`` the fewest cross-rack changelog partitions, then
-    the fewest copies moved.  With two or more tag keys the spread rule is
-    not one flow (each key is its own covering constraint); there the
-    heuristic swaps of :func:`swap_standbys` run, as before.
+    the fewest copies moved.
+
+    With two or more tag keys the rule (no key covers fewer values) is not
+    one flow: each key is its own covering constraint.  There the flow is
+    exact for a stricter rule, copies move only between clients with the same
+    tags, and the pairwise swaps of :func:`swap_standbys` then continue from
+    it; if swaps alone do better from the baseline, that result is kept.
     """
     if traffic == 0 or not any(state.standby):
         return 0
-    if values and len(values[0]) > 1:
-        return swap_standbys(model, state, traffic, non_overlap, values)
     groups = sorted(set(model.group_of))
     if all(len({model.standby_cross[t][g] for g in groups}) == 1 for s in state.standby for t in s):
         return 0  # every placement costs the same cross-rack: the baseline has no moves
-    ids = sorted({v[0] for v in values if v and v[0] is not None})
-    index = {v: i for i, v in enumerate(ids)}
-    val = [index[v[0]] if v and v[0] is not None else NO_VALUE for v in values] or [
-        NO_VALUE
-    ] * model.num_clients
-    p = build_problem(model, state, val)
+    several = bool(values) and len(values[0]) > 1
+    if several:
+        tuples = sorted(set(values), key=lambda v: tuple((x is None, x or "") for x in v))
+        number = {v: i for i, v in enumerate(tuples)}
+        val = [number[v] for v in values]
+    else:
+        ids = sorted({v[0] for v in values if v and v[0] is not None})
+        index = {v: i for i, v in enumerate(ids)}
+        val = [index[v[0]] if v and v[0] is not None else NO_VALUE for v in values]
+        val = val or [NO_VALUE] * model.num_clients
+    p = build_problem(model, state, val, keep_values=several)
     units = sum(p.count)
     if cross_first:
         a, b = units + 1, 1
@@ -156,16 +163,34 @@ def optimise_standbys(
         a, b = traffic * (units + 1), 1  # moves are free: among the cheapest, the fewest moves
     else:
         a, b = traffic, non_overlap
+    swapped = [set(s) for s in state.standby]
     placement = solve(p, a, b)
-    moved = 0
     for t, clients in placement.items():
-        base = p.baseline[t]
-        for c in base:
+        for c in p.baseline[t]:
             state.standby[c].discard(t)
         for c in clients:
             state.standby[c].add(t)
-        moved += sum(1 for c in clients if c not in base)
-    return moved
+    if several:
+        swap_standbys(model, state, traffic, non_overlap, values)
+        reference = State(model)
+        reference.active = state.active
+        reference.standby = swapped
+        swap_standbys(model, reference, traffic, non_overlap, values)
+        if _cost(model, swapped, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
+            state.standby = swapped
+    return sum(1 for c in range(model.num_clients) for t in state.standby[c] if c not in p.baseline[t])
+
+
+def _cost(
+    model: TaskModel, standby: Sequence[set[int]], baseline: dict[int, tuple[int, ...]], a: int, b: int
+) -> int:
+    """``a * cross + b * moved`` of a standby placement against the baseline's holders."""
+    cross = model.standby_cross
+    return sum(
+        a * cross[t][model.group_of[c]] + (0 if c in baseline[t] else b)
+        for c, tasks in enumerate(standby)
+        for t in tasks
+    )
 
 
 def swap_standbys(

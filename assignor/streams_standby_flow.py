@@ -69,6 +69,7 @@ class StandbyProblem:
     baseline: dict[int, tuple[int, ...]]
     spread: dict[int, int]
     taken_values: tuple[int, ...]  # values of clients that hold standbys (others take none), sorted
+    keep_values: bool = False  # the stricter rule: each task keeps its baseline count in every value
 
     def new_values(self, t: int) -> list[int]:
         """Values task ``t``'s spread units may cover: every value but its active's (and none)."""
@@ -82,8 +83,14 @@ def covered(val: Sequence[int], owner: int, holders: Sequence[int]) -> int:
     return len({val[c] for c in holders if val[c] != NO_VALUE and val[c] != mine})
 
 
-def build_problem(model: TaskModel, state: State, val: Sequence[int]) -> StandbyProblem:
-    """The problem of the current standbys of ``state`` (their placement is the baseline)."""
+def build_problem(
+    model: TaskModel, state: State, val: Sequence[int], keep_values: bool = False
+) -> StandbyProblem:
+    """The problem of the current standbys of ``state`` (their placement is the baseline).
+
+    With ``keep_values`` a copy may only move between clients of the same
+    value (several tag keys: ``val`` numbers the clients' value tuples).
+    """
     owner = state.active_owner()
     holders: dict[int, list[int]] = {}
     for c in range(model.num_clients):
@@ -110,6 +117,7 @@ def build_problem(model: TaskModel, state: State, val: Sequence[int]) -> Standby
         baseline={t: tuple(sorted(holders[t])) for t in tasks},
         spread=spread,
         taken_values=tuple(sorted({val[c] for c in range(model.num_clients) if state.standby[c]})),
+        keep_values=keep_values,
     )
 
 
@@ -204,6 +212,13 @@ def _build(p: StandbyProblem, a: int, b: int, full: bool) -> _Graph:
 
     values = list(p.taken_values)
     for t in p.tasks:
+        if p.keep_values:
+            kept: dict[int, int] = {}
+            for c in p.baseline[t]:
+                kept[p.val[c]] = kept.get(p.val[c], 0) + 1
+            for v, n in sorted(kept.items()):
+                reach(node(n), t, v, n)
+            continue
         k = len(p.baseline[t])
         m = p.spread[t]
         new = p.new_values(t)

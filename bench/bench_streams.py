@@ -19,7 +19,7 @@ pairwise-swap step the high-availability assignor used until the exact flow
 (still in the package as ``swap_standbys``, for several tag keys), "after"
 the exact flow.  On random apps (2-4 racks, changelogs of replication 1-2,
 1-2 standbys, spread over racks or over a zone tag, 6-60 clients, 20-400
-tasks) and on this file's bench apps, it reports the total standby
+tasks; also with two tag keys, zone and cell) and on this file's bench apps, it reports the total standby
 cross-rack partitions of both, how many apps each wins, and any spread
 violation (a standby in its active's value while another value is free);
 then ``plan_document`` time of both at 1,000 x 100 and 10,000 x 1,000.
@@ -149,8 +149,8 @@ def measure(tasks: int, clients: int, repeat: int) -> dict[str, Any]:
     }
 
 
-def random_standby_app(seed: int) -> dict[str, Any]:
-    """A random app for the standby comparison (see the module docstring)."""
+def random_standby_app(seed: int, two_keys: bool = False) -> dict[str, Any]:
+    """A random app for the standby comparison (see the module docstring); ``two_keys``: zone and cell tags."""
     rng = random.Random(seed)
     racks = [*RACKS, "az-d"][: rng.randint(2, 4)]
     brokers = [{"id": b + 1, "rack": racks[b % len(racks)]} for b in range(2 * len(racks))]
@@ -169,7 +169,7 @@ def random_standby_app(seed: int) -> dict[str, Any]:
             topics[log] = [rng.sample(ids, rf) for _ in range(n)]
         subs.append({"id": str(s), "source_topics": [f"s{s}-in"], "changelog_topics": logs, "stateful": True})
         s += 1
-    tags = rng.random() < 0.5
+    tags = two_keys or rng.random() < 0.5
     clients = []
     for i in range(rng.randint(6, 60)):
         client: dict[str, Any] = {
@@ -179,6 +179,8 @@ def random_standby_app(seed: int) -> dict[str, Any]:
         }
         if tags:
             client["tags"] = {"zone": rng.choice(["z1", "z2", "z3"])}
+            if two_keys:
+                client["tags"]["cell"] = rng.choice(["c1", "c2"])
         clients.append(client)
     app: dict[str, Any] = {
         "application_id": "standby-bench",
@@ -188,7 +190,7 @@ def random_standby_app(seed: int) -> dict[str, Any]:
         "rack_aware": {"strategy": rng.choice(["min_traffic", "balance_subtopology"])},
     }
     if tags:
-        app["rack_aware_assignment_tags"] = ["zone"]
+        app["rack_aware_assignment_tags"] = ["zone", "cell"] if two_keys else ["zone"]
     return {"cluster": {"brokers": brokers, "topics": topics}, "streams_app": app}
 
 
@@ -238,6 +240,10 @@ def standby_comparison(n_apps: int) -> None:
     """Standby cross-rack before (swaps) and after (exact flow) on random apps and on the bench apps."""
     families = [
         ("random apps", [random_standby_app(seed) for seed in range(n_apps)]),
+        (
+            "random apps, two tag keys",
+            [random_standby_app(seed, True) for seed in range(max(1, n_apps // 4))],
+        ),
         (
             "bench apps 1,000 x 100",
             [make_instance(1000, 100, seed) for seed in range(1, 1 + max(1, n_apps // 20))],

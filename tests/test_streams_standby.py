@@ -409,3 +409,98 @@ def test_a_cycle_no_swap_can_make() -> None:
     assert optimise_standbys(model, state, 10, 1, values, cross_first=True) == 3
     assert _holders(state) == {0: [2], 1: [0], 2: [1]}
     assert _cross(model, _holders(state)) == 0
+
+
+# --- several tag keys: exact for the stricter rule (copies keep their tags), then swaps
+
+
+def _two_key_values(model: TaskModel, rng: random.Random) -> Values:
+    return [
+        (rng.choice(["z1", "z2", "z3"]), rng.choice(["k1", "k2", None])) for _ in range(model.num_clients)
+    ]
+
+
+def _distinct_per_key(values: Values, owner: int, holders: Sequence[int]) -> list[int]:
+    return [
+        len({values[c][k] for c in (owner, *holders) if values[c][k] is not None})
+        for k in range(len(values[0]))
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(small_apps(), st.randoms(use_true_random=False))
+def test_same_tags_flow_equals_brute_force(
+    inst: tuple[TaskModel, StreamsApp, Values, State], rng: random.Random
+) -> None:
+    """The flow with ``keep_values`` is the cheapest placement in which every copy keeps its tag tuple."""
+    model, app, _, _ = inst
+    values = _two_key_values(model, rng)
+    state = _baseline(model, app, rng, values)
+    base = _holders(state)
+    tuples = sorted(set(values), key=repr)
+    val = [tuples.index(v) for v in values]
+    p = streams_standby_flow.build_problem(model, state, val, keep_values=True)
+    units = sum(len(cs) for cs in base.values())
+    a, b = units + 1, 1
+    got = streams_standby_flow.solve(p, a, b)
+    owner = state.active_owner()
+    for t, cs in got.items():
+        assert owner[t] not in cs and len(set(cs)) == len(cs)
+        assert sorted((values[c] for c in cs), key=repr) == sorted((values[c] for c in base[t]), key=repr), (
+            "tags changed"
+        )
+    assert [sum(1 for cs in got.values() if c in cs) for c in range(model.num_clients)] == [
+        len(s) for s in state.standby
+    ]
+    # brute force: each task's copies go to clients with the same tag multiset, counts kept
+    n = model.num_clients
+    left = [len(s) for s in state.standby]
+    tasks = list(base)
+    best = [-1]
+
+    def visit(i: int, cost: int) -> None:
+        if i == len(tasks):
+            if not any(left) and (best[0] < 0 or cost < best[0]):
+                best[0] = cost
+            return
+        t = tasks[i]
+        want = sorted((values[c] for c in base[t]), key=repr)
+        for combo in itertools.combinations([c for c in range(n) if c != owner[t] and left[c]], len(base[t])):
+            if sorted((values[c] for c in combo), key=repr) != want:
+                continue
+            for c in combo:
+                left[c] -= 1
+            visit(
+                i + 1,
+                cost
+                + sum(a * model.standby_cross[t][model.group_of[c]] + (c not in base[t]) * b for c in combo),
+            )
+            for c in combo:
+                left[c] += 1
+
+    visit(0, 0)
+    assert a * _cross(model, got) + _moved(got, base) == best[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 3), st.randoms(use_true_random=False))
+def test_several_keys_keep_every_key_and_beat_swaps(n_racks: int, rng: random.Random) -> None:
+    """No key covers fewer values than in the baseline; never more cross-rack than swaps alone."""
+    cluster, app = _random_app(rng, n_racks, "none")
+    model = build_model(cluster, app)
+    values = _two_key_values(model, rng)
+    state = _baseline(model, app, rng, values)
+    before = _copy(model, state)
+    swapped = _copy(model, state)
+    swap_standbys(model, swapped, 10, 1, values)
+    optimise_standbys(model, state, 10, 1, values, cross_first=True)
+    owner = state.active_owner()
+    got, base = _holders(state), _holders(before)
+    assert [len(s) for s in state.standby] == [len(s) for s in before.standby]
+    for t, cs in got.items():
+        assert owner[t] not in cs
+        drops = zip(
+            _distinct_per_key(values, owner[t], cs), _distinct_per_key(values, owner[t], base[t]), strict=True
+        )
+        assert all(now >= then for now, then in drops), t
+    assert _cross(model, got) <= _cross(model, _holders(swapped))
