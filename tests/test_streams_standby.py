@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from assignor import streams_standby_flow
 from assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology
+from assignor.streams import run
 from assignor.streams_balance import balance
 from assignor.streams_standby import (
     Values,
@@ -504,3 +505,52 @@ def test_several_keys_keep_every_key_and_beat_swaps(n_racks: int, rng: random.Ra
         )
         assert all(now >= then for now, then in drops), t
     assert _cross(model, got) <= _cross(model, _holders(swapped))
+
+
+# --- through the assignors: the high-availability one optimises cross-rack first, the sticky one its weights
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.sampled_from(["racks", "tags"]),
+    st.sampled_from(["high-availability", "sticky"]),
+    st.randoms(use_true_random=False),
+)
+def test_assignors_reach_the_brute_force_optimum(spread: str, assignor: str, rng: random.Random) -> None:
+    """``run`` on small apps: the standby step's result is the brute-force optimum from the baseline it was given."""
+    import dataclasses
+
+    from assignor import streams_ha, streams_sticky
+
+    cluster, app = _random_app(rng, rng.choice([2, 3]), spread, (1, 2), (2, 3), (3, 6), (1, 2))
+    app = dataclasses.replace(app, assignor=assignor)
+    seen: list[tuple[State, State, Values, int, int, bool]] = []
+    module = streams_ha if assignor == "high-availability" else streams_sticky
+
+    def spy(
+        model: TaskModel,
+        state: State,
+        traffic: int,
+        non_overlap: int,
+        values: Values,
+        cross_first: bool = False,
+    ) -> int:
+        before = _copy(model, state)
+        moved = optimise_standbys(model, state, traffic, non_overlap, values, cross_first)
+        seen.append((before, _copy(model, state), values, traffic, non_overlap, cross_first))
+        return moved
+
+    with mock.patch.object(module, "optimise_standbys", spy):
+        model, _state, _ = run(cluster, app)
+    assert len(seen) == 1
+    before, after, values, traffic, non_overlap, cross_first = seen[0]
+    assert cross_first == (assignor == "high-availability")
+    assert (traffic, non_overlap) == ((10, 1) if assignor == "high-availability" else (1, 10))
+    if assignor == "high-availability":
+        assert values == spread_values(model, app)
+    base = _holders(before)
+    got = _holders(after)
+    units = sum(len(cs) for cs in base.values())
+    a, b = (units + 1, 1) if cross_first else (traffic, non_overlap)
+    best, _ = _brute_force(model, before, values, a, b)
+    assert a * _cross(model, got) + b * _moved(got, base) == best
