@@ -156,6 +156,8 @@ def optimise_standbys(
         val = [index[v[0]] if v and v[0] is not None else NO_VALUE for v in values]
         val = val or [NO_VALUE] * model.num_clients
     p = build_problem(model, state, val, keep_values=several)
+    if p.racks_forced():
+        return 0
     units = sum(p.count)
     if cross_first:
         a, b = units + 1, 1

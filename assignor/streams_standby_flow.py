@@ -71,6 +71,25 @@ class StandbyProblem:
     taken_values: tuple[int, ...]  # values of clients that hold standbys (others take none), sorted
     keep_values: bool = False  # the stricter rule: each task keeps its baseline count in every value
 
+    def racks_forced(self) -> bool:
+        """Whether every placement puts each task's copies on the same racks as the baseline.
+
+        So when every task must cover every other value with one copy each
+        and each value lies in one rack (3 racks, 2 standbys, spread over
+        racks): the cross-rack count cannot change, and the baseline, which
+        moves nothing, is optimal for every objective here.
+        """
+        if self.keep_values:
+            return False
+        rack_of: dict[int, int] = {}
+        group_of = self.model.group_of
+        for c, n in enumerate(self.count):
+            if n and rack_of.setdefault(self.val[c], group_of[c]) != group_of[c]:
+                return False
+        if NO_VALUE in rack_of:
+            return False
+        return all(len(self.baseline[t]) == self.spread[t] == len(self.new_values(t)) for t in self.tasks)
+
     def new_values(self, t: int) -> list[int]:
         """Values task ``t``'s spread units may cover: every value but its active's (and none)."""
         mine = self.val[self.owner[t]]

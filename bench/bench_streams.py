@@ -39,7 +39,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``bench`` importable
 
-from assignor import streams_ha
+from assignor import streams_ha, streams_sticky
 from assignor.cli import assign_document, dumps
 from assignor.parse import parse_instance
 from assignor.streams import plan_document, run
@@ -277,22 +277,36 @@ def standby_comparison(n_apps: int) -> None:
 
 
 def standby_timing(repeat: int, sizes: list[tuple[int, int]]) -> None:
-    """``plan_document`` CPU and wall seconds with the old swaps and with the exact flow, same run."""
+    """``plan_document`` CPU and wall seconds with the old swaps and with the exact flow, same run.
+
+    Each size runs the bench app as is (high-availability, one standby), with
+    two standbys, and with the sticky assignor.
+    """
     print(
-        "| tasks x clients | before: CPU s | wall s | standby cross-rack | after: CPU s | wall s | standby cross-rack |"
+        "| tasks x clients | variant | before: CPU s | wall s | standby cross-rack "
+        "| after: CPU s | wall s | standby cross-rack |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
+    variants = [("HA, 1 standby", "high-availability", 1), ("HA, 2 standbys", "high-availability", 2)]
+    variants.append(("sticky, 1 standby", "sticky", 1))
     for tasks, clients in sizes:
-        cluster, app = parse_instance(make_instance(tasks, clients))
-        with mock.patch.object(streams_ha, "optimise_standbys", _swaps):
-            before = timed(partial(plan_document, cluster, app), repeat)  # type: ignore[arg-type]
-        after = timed(partial(plan_document, cluster, app), repeat)  # type: ignore[arg-type]
-        print(
-            f"| {tasks} x {clients} | {before.cpu:.3f} | {before.wall:.3f} | "
-            f"{before.result['stats']['standby_cross_rack']} | {after.cpu:.3f} | {after.wall:.3f} | "
-            f"{after.result['stats']['standby_cross_rack']} |",
-            flush=True,
-        )
+        for label, assignor, standbys in variants:
+            doc = make_instance(tasks, clients)
+            doc["streams_app"]["assignor"] = assignor
+            doc["streams_app"]["num_standby_replicas"] = standbys
+            cluster, app = parse_instance(doc)
+            with (
+                mock.patch.object(streams_ha, "optimise_standbys", _swaps),
+                mock.patch.object(streams_sticky, "optimise_standbys", _swaps),
+            ):
+                before = timed(partial(plan_document, cluster, app), repeat)  # type: ignore[arg-type]
+            after = timed(partial(plan_document, cluster, app), repeat)  # type: ignore[arg-type]
+            print(
+                f"| {tasks} x {clients} | {label} | {before.cpu:.3f} | {before.wall:.3f} | "
+                f"{before.result['stats']['standby_cross_rack']} | {after.cpu:.3f} | {after.wall:.3f} | "
+                f"{after.result['stats']['standby_cross_rack']} |",
+                flush=True,
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
