@@ -165,6 +165,12 @@ def optimise_standbys(
         a, b = traffic * (units + 1), 1  # moves are free: among the cheapest, the fewest moves
     else:
         a, b = traffic, non_overlap
+    if all(
+        a * (max(row) - min(row)) <= b
+        for row in ([model.standby_cross[t][g] for g in groups] for t in p.tasks)
+    ):
+        # a moved copy costs b and saves at most a * (its task's cost range): no set of moves pays
+        return 0
     swapped = [set(s) for s in state.standby]
     placement = solve(p, a, b)
     for t, clients in placement.items():
