@@ -74,10 +74,10 @@ class StandbyProblem:
     def racks_forced(self) -> bool:
         """Whether every placement puts each task's copies on the same racks as the baseline.
 
-        So when every task must cover every other value with one copy each
-        and each value lies in one rack (3 racks, 2 standbys, spread over
-        racks): the cross-rack count cannot change, and the baseline, which
-        moves nothing, is optimal for every objective here.
+        That is the case when every task must cover every other value with
+        one copy each and each value lies in one rack (3 racks, 2 standbys,
+        spread over racks): the cross-rack count cannot change, so the
+        baseline, which moves nothing, is optimal for every objective here.
         """
         if self.keep_values:
             return False
