@@ -60,55 +60,80 @@ def assign_standbys(model: TaskModel, state: State, num: int, values: Values, ta
     (KIP-708); when none qualifies, the least-loaded client not holding the
     task takes it.  Fewer clients than replicas leave the rest unassigned, as
     Kafka does (with a warning).
+
+    Clients with the same values qualify together, so each such class keeps
+    its own least-loaded heap and a choice compares one top per class: one
+    heap over all clients made every choice pop past the clients of used
+    values (a third of all clients per standby with three racks).
     """
     if num <= 0 or not tasks:
         return
     n_keys = len(values[0]) if values else 0
     all_values = [{v[k] for v in values if v[k] is not None} for k in range(n_keys)]
-    heap = [(state.load(c), c) for c in range(model.num_clients)]
-    heapq.heapify(heap)
+    members: dict[tuple[str | None, ...], list[int]] = {}
+    for c in range(model.num_clients):
+        members.setdefault(values[c] if values else (), []).append(c)
+    classes = list(members)
+    class_of = [0] * model.num_clients
+    heaps: list[list[tuple[float, int]]] = []
+    for i, key in enumerate(classes):
+        for c in members[key]:
+            class_of[c] = i
+        heaps.append([(state.load(c), c) for c in members[key]])
+        heapq.heapify(heaps[-1])
     owner = state.active_owner()
     for t in tasks:
         used = [{values[owner[t]][k]} for k in range(n_keys)]
         for _ in range(num):
             binding = [k for k in range(n_keys) if not all_values[k] <= used[k]]
-            chosen = _poll(state, heap, t, values, used, binding)
+            chosen = _least_loaded(state, classes, heaps, t, used, binding)
             if chosen is None and binding:
-                chosen = _poll(state, heap, t, values, used, [])
+                chosen = _least_loaded(state, classes, heaps, t, used, [])
             if chosen is None:
                 break
             state.standby[chosen].add(t)
-            heapq.heappush(heap, (state.load(chosen), chosen))
+            # the chosen client's old entry is stale now (its load rose); it is dropped when met
+            heapq.heappush(heaps[class_of[chosen]], (state.load(chosen), chosen))
             for k in range(n_keys):
                 used[k].add(values[chosen][k])
 
 
-def _poll(
+def _least_loaded(
     state: State,
-    heap: list[tuple[float, int]],
+    classes: list[tuple[str | None, ...]],
+    heaps: list[list[tuple[float, int]]],
     t: int,
-    values: Values,
     used: list[set[str | None]],
     binding: list[int],
 ) -> int | None:
-    """Pop the least-loaded client that does not hold ``t`` and has no used value on a binding key."""
-    skipped: list[tuple[float, int]] = []
-    chosen = None
+    """The least-loaded client (ties: lowest index) not holding ``t`` with no used value on a binding key."""
+    best: tuple[float, int] | None = None
+    for key, heap in zip(classes, heaps, strict=True):
+        if any(key[k] is None or key[k] in used[k] for k in binding):
+            continue
+        top = _top(state, heap, t)
+        if top is not None and (best is None or top < best):
+            best = top
+    return None if best is None else best[1]
+
+
+def _top(state: State, heap: list[tuple[float, int]], t: int) -> tuple[float, int] | None:
+    """The heap's least-loaded client not holding ``t``, left in place; stale entries are dropped."""
+    held: list[tuple[float, int]] = []
+    top = None
     while heap:
-        load, c = heapq.heappop(heap)
+        load, c = heap[0]
         if load != state.load(c):
-            continue  # stale entry
-        skipped.append((load, c))
+            heapq.heappop(heap)  # stale entry
+            continue
         if state.holds(c, t):
+            held.append(heapq.heappop(heap))
             continue
-        if any(values[c][k] is None or values[c][k] in used[k] for k in binding):
-            continue
-        chosen = c
-        skipped.pop()
+        top = (load, c)
         break
-    for item in skipped:
+    for item in held:
         heapq.heappush(heap, item)
-    return chosen
+    return top
 
 
 def allowed_movement(values: Values, src: int, dst: int) -> bool:

@@ -554,3 +554,78 @@ def test_assignors_reach_the_brute_force_optimum(spread: str, assignor: str, rng
     a, b = (units + 1, 1) if cross_first else (traffic, non_overlap)
     best, _ = _brute_force(model, before, values, a, b)
     assert a * _cross(model, got) + b * _moved(got, base) == best
+
+
+# --- the least-loaded baseline: one heap per class of equal values picks what one heap over all clients picked
+
+
+def _one_heap_assign(model: TaskModel, state: State, num: int, values: Values, tasks: Sequence[int]) -> None:
+    """The baseline placement as written before per-class heaps (one heap over every client), kept as the oracle."""
+    import heapq
+
+    n_keys = len(values[0]) if values else 0
+    all_values = [{v[k] for v in values if v[k] is not None} for k in range(n_keys)]
+    heap = [(state.load(c), c) for c in range(model.num_clients)]
+    heapq.heapify(heap)
+    owner = state.active_owner()
+
+    def poll(t: int, used: list[set[str | None]], binding: list[int]) -> int | None:
+        skipped = []
+        chosen = None
+        while heap:
+            load, c = heapq.heappop(heap)
+            if load != state.load(c):
+                continue
+            skipped.append((load, c))
+            if state.holds(c, t):
+                continue
+            if any(values[c][k] is None or values[c][k] in used[k] for k in binding):
+                continue
+            chosen = c
+            skipped.pop()
+            break
+        for item in skipped:
+            heapq.heappush(heap, item)
+        return chosen
+
+    for t in tasks:
+        used = [{values[owner[t]][k]} for k in range(n_keys)]
+        for _ in range(num):
+            binding = [k for k in range(n_keys) if not all_values[k] <= used[k]]
+            chosen = poll(t, used, binding)
+            if chosen is None and binding:
+                chosen = poll(t, used, [])
+            if chosen is None:
+                break
+            state.standby[chosen].add(t)
+            heapq.heappush(heap, (state.load(chosen), chosen))
+            for k in range(n_keys):
+                used[k].add(values[chosen][k])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.sampled_from(["racks", "tags", "none", "two keys"]),
+    st.integers(1, 3),
+    st.randoms(use_true_random=False),
+)
+def test_per_class_heaps_place_as_one_heap(n_racks: int, spread: str, num: int, rng: random.Random) -> None:
+    cluster, app = _random_app(rng, n_racks, "tags" if spread == "tags" else "none")
+    model = build_model(cluster, app)
+    values = (
+        _two_key_values(model, rng)
+        if spread == "two keys"
+        else spread_values(model, app)
+        if spread != "none"
+        else []
+    )
+    stateful = [t for t in range(model.num_tasks) if model.stateful[t]]
+    new, old = State(model), State(model)
+    for t in stateful:
+        c = rng.randrange(model.num_clients)
+        new.active[c].add(t)
+        old.active[c].add(t)
+    assign_standbys(model, new, num, values, stateful)
+    _one_heap_assign(model, old, num, values, stateful)
+    assert new.standby == old.standby
