@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from assignor import streams_standby_flow
 from assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology
-from assignor.streams import run
+from assignor.streams import plan_document
 from assignor.streams_balance import balance
 from assignor.streams_standby import (
     Values,
@@ -517,7 +517,11 @@ def test_several_keys_keep_every_key_and_beat_swaps(n_racks: int, rng: random.Ra
     st.randoms(use_true_random=False),
 )
 def test_assignors_reach_the_brute_force_optimum(spread: str, assignor: str, rng: random.Random) -> None:
-    """``run`` on small apps: the standby step's result is the brute-force optimum from the baseline it was given."""
+    """Through ``plan_document``: the standby step reaches the brute-force optimum from the baseline it was given.
+
+    No lags, so no task movement follows and ``stats.standby_cross_rack`` is the step's result: for the
+    high-availability assignor, the fewest cross-rack partitions any spread placement with those counts has.
+    """
     import dataclasses
 
     from assignor import streams_ha, streams_sticky
@@ -541,7 +545,9 @@ def test_assignors_reach_the_brute_force_optimum(spread: str, assignor: str, rng
         return moved
 
     with mock.patch.object(module, "optimise_standbys", spy):
-        model, _state, _ = run(cluster, app)
+        doc = plan_document(cluster, app)
+    model = build_model(cluster, app)
+    assert not doc["streams_app"]["probing_rebalance_needed"]
     assert len(seen) == 1
     before, after, values, traffic, non_overlap, cross_first = seen[0]
     assert cross_first == (assignor == "high-availability")
@@ -554,6 +560,9 @@ def test_assignors_reach_the_brute_force_optimum(spread: str, assignor: str, rng
     a, b = (units + 1, 1) if cross_first else (traffic, non_overlap)
     best, _ = _brute_force(model, before, values, a, b)
     assert a * _cross(model, got) + b * _moved(got, base) == best
+    assert doc["stats"]["standby_cross_rack"] == _cross(model, got)
+    if cross_first:
+        assert doc["stats"]["standby_cross_rack"] == best // a
 
 
 # --- the least-loaded baseline: one heap per class of equal values picks what one heap over all clients picked
