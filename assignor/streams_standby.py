@@ -237,8 +237,9 @@ def swap_standbys(
 ) -> int:
     """Swap standbys between clients of different racks while a swap lowers the total cost.
 
-    The placement step before exact flows (and still the one for several tag
-    keys): a heuristic.  A swap keeps every client's standby count (so the
+    The optimisation step before the exact flow, kept for several tag keys
+    (it continues from the stricter flow there) and as the bench's "before":
+    a heuristic.  A swap keeps every client's standby count (so the
     balance), never puts a copy on a client that already holds the task, and,
     unlike Kafka, checks spreading for both tasks against all their holders.
     Returns the swaps made.

@@ -22,7 +22,8 @@ the exact flow.  On random apps (2-4 racks, changelogs of replication 1-2,
 tasks; also with two tag keys, zone and cell) and on this file's bench apps, it reports the total standby
 cross-rack partitions of both, how many apps each wins, and any spread
 violation (a standby in its active's value while another value is free);
-then ``plan_document`` time of both at 1,000 x 100 and 10,000 x 1,000.
+then ``plan_document`` time of both at 1,000 x 100 and 10,000 x 1,000, for the
+bench app with one and two standbys and with the sticky assignor.
 """
 
 from __future__ import annotations
