@@ -351,12 +351,25 @@ def test_full_graph_fallback_reaches_the_same_optimum(n_racks: int, spread: str,
 
 
 def test_fill_group_falls_back_to_an_exact_max_flow() -> None:
-    """Greedy gives the roomiest client task 0; then task 1 (active on client 1) finds no room: max flow fixes it."""
-    owner = [9, 1]
+    """Tasks 1 and 2 are active on client 1; client 2 has room for two, client 1 for one.
+
+    Greedy gives task 0 the roomiest client (2), task 1 the other room on 2,
+    and task 2 finds only its own active's client left; the max flow puts
+    task 0 on client 1 instead.
+    """
+    owner = [9, 1, 1]
     holds: list[set[int]] = [set(), set(), set()]
-    fill = streams_standby_flow._fill_group([(0, 1), (1, 1)], [(1, 1), (2, 1)], owner, holds)
+    exact = streams_standby_flow._fill_exactly
+    with mock.patch.object(streams_standby_flow, "_fill_exactly", wraps=exact) as fallback:
+        fill = streams_standby_flow._fill_group([(0, 1), (1, 1), (2, 1)], [(1, 1), (2, 2)], owner, holds)
+    assert fallback.call_count == 1
+    assert sorted(fill or []) == [(0, 1), (1, 2), (2, 2)]
+    # when the greedy succeeds the max flow is not needed
+    with mock.patch.object(streams_standby_flow, "_fill_exactly", wraps=exact) as fallback:
+        fill = streams_standby_flow._fill_group([(0, 1), (1, 1)], [(1, 1), (2, 1)], owner, holds)
+    assert fallback.call_count == 0
     assert sorted(fill or []) == [(0, 1), (1, 2)]
-    # client 1 is task 1's active and the only room left: nothing places it
+    # client 1 is task 1's active and the only room: nothing places it
     assert streams_standby_flow._fill_exactly([(1, 1)], [(1, 1)], owner, holds) is None
 
 
