@@ -34,8 +34,11 @@ client" inside a group, so it is a relaxation: its optimum is a lower bound.
 Its arrivals are then placed on the group's clients (greedy, then an exact
 max flow); when that succeeds, the bound is reached and the placement is
 optimal.  Spread units never conflict there (one per value, never in the
-active's value), so only extra units can fail to place; then the full task x
-client graph is solved, exactly, at a cost of one edge per (task, client).
+active's value), so only extra units can fail to place; then the groups that
+failed are *expanded* (their clients reached one by one, one edge per (task,
+client) there) and the flow solved again, until every group places its
+arrivals.  Expanding every group gives the full task x client graph, exact,
+so this ends; in practice a round or two of small groups.
 """
 
 from __future__ import annotations
@@ -140,13 +143,18 @@ def build_problem(
     )
 
 
+#: a (value, rack) group of clients: clients with the same spread value in the same rack
+GroupKey = tuple[int, int]
+
+
 @dataclass(frozen=True, slots=True)
 class _Graph:
     """A built flow: the solver's input, and what the edges that matter mean.
 
     ``put[e] = (t, c)``: flow on edge ``e`` places task ``t`` on client ``c``.
-    ``arrive[e] = (t, g)``: flow on ``e`` sends that many copies of ``t`` into group ``g``.
-    ``quota[e] = (g, c)``: flow on ``e`` is how many arrivals of group ``g`` client ``c`` takes.
+    ``arrive[e] = (t, g)``: flow on ``e`` sends that many copies of ``t`` into group node ``g``.
+    ``quota[e] = (g, c)``: flow on ``e`` is how many arrivals of group node ``g`` client ``c`` takes.
+    ``group_key[g]`` names group node ``g``.
     """
 
     num_nodes: int
@@ -155,14 +163,16 @@ class _Graph:
     put: dict[int, tuple[int, int]]
     arrive: dict[int, tuple[int, int]]
     quota: dict[int, tuple[int, int]]
+    group_key: dict[int, GroupKey]
 
 
-def _build(p: StandbyProblem, a: int, b: int, full: bool) -> _Graph:
-    """The aggregated graph (``full=False``) or the full task x client graph.
+def _build(p: StandbyProblem, a: int, b: int, expanded: frozenset[GroupKey] | None) -> _Graph:
+    """The graph with the clients of ``expanded`` groups reached one by one, the others through a group node.
 
-    Nodes: clients first (each must receive its count), then groups (aggregated
-    only), then per task one entry node (``k_t = 1``) or spread and extra nodes
-    feeding one node per (task, value).
+    ``expanded=None`` expands every group: the full task x client graph, exact.
+    Nodes: clients first (each must receive its count), then group nodes, then
+    per task one entry node (``k_t = 1``) or spread and extra nodes feeding
+    one node per (task, value).
     """
     model = p.model
     n_c = model.num_clients
@@ -177,26 +187,28 @@ def _build(p: StandbyProblem, a: int, b: int, full: bool) -> _Graph:
     for c in takers:
         supply[c] = -p.count[c]
     nxt = n_c
-    of_value: dict[int, list[int]] = {}
-    for c in takers:
-        of_value.setdefault(p.val[c], []).append(c)
-    group_node: dict[tuple[int, int], int] = {}
+    direct_of_value: dict[int, list[int]] = {}  # clients of expanded groups, reached one by one
+    direct = [False] * n_c
+    group_node: dict[GroupKey, int] = {}
     group_members: dict[int, list[int]] = {}
     in_group = [-1] * n_c
-    if not full:
-        for c in takers:
-            key = (p.val[c], group_of[c])
-            if key not in group_node:
-                group_node[key] = nxt
-                group_members[nxt] = []
-                supply.append(0)
-                nxt += 1
-            in_group[c] = group_node[key]
-            group_members[group_node[key]].append(c)
-        for g, members in group_members.items():
-            for c in members:
-                quota[len(edges)] = (g, c)
-                edges.append((g, c, p.count[c], 0))
+    for c in takers:
+        key = (p.val[c], group_of[c])
+        if expanded is None or key in expanded:
+            direct[c] = True
+            direct_of_value.setdefault(p.val[c], []).append(c)
+            continue
+        if key not in group_node:
+            group_node[key] = nxt
+            group_members[nxt] = []
+            supply.append(0)
+            nxt += 1
+        in_group[c] = group_node[key]
+        group_members[group_node[key]].append(c)
+    for g, members in group_members.items():
+        for c in members:
+            quota[len(edges)] = (g, c)
+            edges.append((g, c, p.count[c], 0))
     groups_of_value: dict[int, list[int]] = {}
     for (v, _rack), g in group_node.items():
         groups_of_value.setdefault(v, []).append(g)
@@ -212,12 +224,10 @@ def _build(p: StandbyProblem, a: int, b: int, full: bool) -> _Graph:
         active = p.owner[t]
         base = p.baseline[t]
         row = cross[t]
-        if full:
-            for c in of_value.get(v, ()):
-                if c != active:
-                    put[len(edges)] = (t, c)
-                    edges.append((u, c, 1, a * row[group_of[c]] + (0 if c in base else b)))
-            return
+        for c in direct_of_value.get(v, ()):
+            if c != active:
+                put[len(edges)] = (t, c)
+                edges.append((u, c, 1, a * row[group_of[c]] + (0 if c in base else b)))
         for g in groups_of_value.get(v, ()):
             members = group_members[g]
             room = len(members) - (1 if in_group[active] == g else 0)
@@ -225,7 +235,7 @@ def _build(p: StandbyProblem, a: int, b: int, full: bool) -> _Graph:
                 arrive[len(edges)] = (t, g)
                 edges.append((u, g, min(cap, room), a * row[group_of[members[0]]] + b))
         for c in base:
-            if p.val[c] == v:
+            if p.val[c] == v and not direct[c]:
                 put[len(edges)] = (t, c)
                 edges.append((u, c, 1, a * row[group_of[c]]))
 
@@ -258,26 +268,42 @@ def _build(p: StandbyProblem, a: int, b: int, full: bool) -> _Graph:
                 edges.append((x, per_value[v], k - m, 0))
         for v in values:
             reach(per_value[v], t, v, k)
-    return _Graph(nxt, edges, supply, put, arrive, quota)
+    group_key = {g: key for key, g in group_node.items()}
+    return _Graph(nxt, edges, supply, put, arrive, quota, group_key)
+
+
+def _first_expansion(p: StandbyProblem) -> frozenset[GroupKey] | None:
+    """Groups reached client by client in the first round: none.
+
+    A seam for the tests: returning None starts from the full graph, whose
+    optimum the aggregated rounds must reach.
+    """
+    return frozenset()
 
 
 def solve(p: StandbyProblem, a: int, b: int) -> dict[int, list[int]]:
-    """The optimal placement: for each task, its standby clients (sorted)."""
-    graph = _build(p, a, b, full=False)
-    flow = min_cost_flow_phases(graph.num_nodes, graph.edges, graph.supply).flow
-    placed = _realise(p, graph, flow)
-    if placed is None:
-        graph = _build(p, a, b, full=True)
+    """The optimal placement: for each task, its standby clients (sorted).
+
+    The groups whose arrivals cannot be placed are expanded (their clients
+    reached one by one, exactly) and the flow solved again, until every
+    group places its arrivals; each round expands at least one group, and
+    with all expanded the graph is the full one, which always places.
+    """
+    expanded = _first_expansion(p)
+    while True:
+        graph = _build(p, a, b, expanded)
         flow = min_cost_flow_phases(graph.num_nodes, graph.edges, graph.supply).flow
-        placed = {t: [] for t in p.tasks}
-        for e, (t, c) in graph.put.items():
-            if flow[e]:
-                placed[t].append(c)
-    return {t: sorted(cs) for t, cs in placed.items()}
+        placed, failed = _realise(p, graph, flow)
+        if not failed:
+            return {t: sorted(cs) for t, cs in placed.items()}
+        assert expanded is not None  # the full graph has no groups, so nothing fails
+        expanded = expanded | failed
 
 
-def _realise(p: StandbyProblem, graph: _Graph, flow: list[int]) -> dict[int, list[int]] | None:
-    """Clients for the aggregated flow's arrivals, group by group; None when some group cannot take them."""
+def _realise(
+    p: StandbyProblem, graph: _Graph, flow: list[int]
+) -> tuple[dict[int, list[int]], frozenset[GroupKey]]:
+    """Clients for the flow's arrivals, group by group; also the groups that cannot take theirs."""
     placed: dict[int, list[int]] = {t: [] for t in p.tasks}
     holds: list[set[int]] = [set() for _ in p.count]
     for e, (t, c) in graph.put.items():
@@ -292,14 +318,16 @@ def _realise(p: StandbyProblem, graph: _Graph, flow: list[int]) -> dict[int, lis
     for e, (g, c) in graph.quota.items():
         if flow[e]:
             quotas.setdefault(g, []).append((c, flow[e]))
+    failed: set[GroupKey] = set()
     for g in sorted(arrivals):
         fill = _fill_group(arrivals[g], quotas.get(g, []), p.owner, holds)
         if fill is None:
-            return None
+            failed.add(graph.group_key[g])
+            continue
         for t, c in fill:
             placed[t].append(c)
             holds[c].add(t)
-    return placed
+    return placed, frozenset(failed)
 
 
 def _fill_group(
