@@ -20,8 +20,10 @@ pairwise-swap step the high-availability assignor used until the exact flow
 the exact flow.  On random apps (2-4 racks, changelogs of replication 1-2,
 1-2 standbys, spread over racks or over a zone tag, 6-60 clients, 20-400
 tasks; also with two tag keys, zone and cell) and on this file's bench apps, it reports the total standby
-cross-rack partitions of both, how many apps each wins, and any spread
-violation (a standby in its active's value while another value is free);
+cross-rack partitions of both, how many apps each wins, any spread
+violation (a standby in its active's value while another value is free),
+and how many flows each exact solve took (more than one when groups had to
+be expanded);
 then ``plan_document`` time of both at 1,000 x 100 and 10,000 x 1,000, for the
 bench app with one and two standbys and with the sticky assignor.
 """
@@ -40,7 +42,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``bench`` importable
 
-from assignor import streams_ha, streams_sticky
+from assignor import streams_ha, streams_standby, streams_standby_flow, streams_sticky
 from assignor.cli import assign_document, dumps
 from assignor.parse import parse_instance
 from assignor.streams import plan_document, run
@@ -202,15 +204,29 @@ def _swaps(
     return swap_standbys(model, state, traffic, non_overlap, values)
 
 
-def standby_run(doc: dict[str, Any], exact: bool) -> tuple[int, int]:
-    """(standby cross-rack partitions, spread violations) of the HA assignor with or without the exact flow."""
+def standby_run(doc: dict[str, Any], exact: bool, rounds: list[int] | None = None) -> tuple[int, int]:
+    """(standby cross-rack partitions, spread violations) of the HA assignor with or without the exact flow.
+
+    ``rounds``, when given, receives the number of flows each exact solve took.
+    """
     cluster, app = parse_instance(doc)
-    patch = mock.patch.object(streams_ha, "optimise_standbys", _swaps) if not exact else None
-    if patch is not None:
-        with patch:
+    if not exact:
+        with mock.patch.object(streams_ha, "optimise_standbys", _swaps):
             model, state, _ = run(cluster, app)  # type: ignore[arg-type]
     else:
-        model, state, _ = run(cluster, app)  # type: ignore[arg-type]
+        built = mock.patch.object(streams_standby_flow, "_build", wraps=streams_standby_flow._build)
+        with built as counter:
+            original = streams_standby_flow.solve
+
+            def counted(p: Any, a: int, b: int) -> dict[int, list[int]]:
+                before = counter.call_count
+                out = original(p, a, b)
+                if rounds is not None:
+                    rounds.append(counter.call_count - before)
+                return out
+
+            with mock.patch.object(streams_standby, "solve", counted):
+                model, state, _ = run(cluster, app)  # type: ignore[arg-type]
     cross = sum(
         model.standby_cross[t][model.group_of[c]] for c in range(model.num_clients) for t in state.standby[c]
     )
@@ -252,15 +268,16 @@ def standby_comparison(n_apps: int) -> None:
     ]
     print(
         "| apps | standby cross-rack before | after | apps better after | apps worse after | largest saving "
-        "| spread violations before / after |"
+        "| spread violations before / after | exact solves taking 1 / 2 / 3+ flows |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for label, docs in families:
         before_total = after_total = better = worse = bad_before = bad_after = 0
         savings = []
+        rounds: list[int] = []
         for doc in docs:
             b, vb = standby_run(doc, exact=False)
-            a, va = standby_run(doc, exact=True)
+            a, va = standby_run(doc, exact=True, rounds=rounds)
             before_total += b
             after_total += a
             better += a < b
@@ -272,7 +289,8 @@ def standby_comparison(n_apps: int) -> None:
         largest = max(savings, default=0.0)
         print(
             f"| {label} ({len(docs)}) | {before_total} | {after_total} | {better} | {worse} | "
-            f"{100 * largest:.1f}% | {bad_before} / {bad_after} |",
+            f"{100 * largest:.1f}% | {bad_before} / {bad_after} | {rounds.count(1)} / {rounds.count(2)} / "
+            f"{sum(1 for r in rounds if r >= 3)} |",
             flush=True,
         )
 
