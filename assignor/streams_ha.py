@@ -2,9 +2,10 @@
 
 Order, as in Kafka: stateful actives round-robin over sorted tasks and
 clients, balanced by load; rack optimisation of those actives; standbys
-(spread over tags, or racks when no tags are set), balanced, then improved by
-rack-aware swaps; movements to caught-up clients with warm-ups; stateless
-actives to the least active-loaded clients, rack-optimised last.
+(spread over tags, or racks when no tags are set), balanced, then placed
+exactly: the fewest standby cross-rack partitions that keep every client's
+standby count and the spread; movements to caught-up clients with warm-ups;
+stateless actives to the least active-loaded clients, rack-optimised last.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def assign(model: TaskModel, app: StreamsApp, rack_aware: bool) -> tuple[State, 
         assign_standbys(model, state, app.num_standby_replicas, values, stateful)
         balance(state, "standby", lambda s, d: allowed_movement(values, s, d))
         if rack_aware:
-            optimise_standbys(model, state, traffic, non_overlap, values)
+            optimise_standbys(model, state, traffic, non_overlap, values, cross_first=True)
     moves = move_tasks(model, state, Lags(model, app), app.max_warmup_replicas)
     heap = [(state.active_load(c), c) for c in range(n)]
     heapq.heapify(heap)

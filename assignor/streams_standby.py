@@ -1,9 +1,13 @@
-"""Standby replicas: placement (default and client-tag aware, KIP-708) and rack-aware swaps.
+"""Standby replicas: placement (default and client-tag aware, KIP-708) and rack-aware optimisation.
 
 Spreading uses ``rack_aware_assignment_tags`` when set.  When no tags are set
 and clients have racks, the client rack is used as the one tag, so standbys
 land on other racks than their active where possible (Kafka's docs promise
 this; its default path does not do it).
+
+The least-loaded spread placement (:func:`assign_standbys`, then balancing)
+fixes every client's standby count; :func:`optimise_standbys` then chooses,
+exactly, which task goes where (:mod:`assignor.streams_standby_flow`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import heapq
 from collections.abc import Callable, Sequence
 
 from .model import StreamsApp
+from .streams_standby_flow import NO_VALUE, build_problem, solve
 from .streams_tasks import State, TaskModel
 
 #: one tuple of spread values per client (None: the client has no value for that key)
@@ -55,55 +60,80 @@ def assign_standbys(model: TaskModel, state: State, num: int, values: Values, ta
     (KIP-708); when none qualifies, the least-loaded client not holding the
     task takes it.  Fewer clients than replicas leave the rest unassigned, as
     Kafka does (with a warning).
+
+    Clients with the same values qualify together, so each such class keeps
+    its own least-loaded heap and a choice compares one top per class: one
+    heap over all clients made every choice pop past the clients of used
+    values (a third of all clients per standby with three racks).
     """
     if num <= 0 or not tasks:
         return
     n_keys = len(values[0]) if values else 0
     all_values = [{v[k] for v in values if v[k] is not None} for k in range(n_keys)]
-    heap = [(state.load(c), c) for c in range(model.num_clients)]
-    heapq.heapify(heap)
+    members: dict[tuple[str | None, ...], list[int]] = {}
+    for c in range(model.num_clients):
+        members.setdefault(values[c] if values else (), []).append(c)
+    classes = list(members)
+    class_of = [0] * model.num_clients
+    heaps: list[list[tuple[float, int]]] = []
+    for i, key in enumerate(classes):
+        for c in members[key]:
+            class_of[c] = i
+        heaps.append([(state.load(c), c) for c in members[key]])
+        heapq.heapify(heaps[-1])
     owner = state.active_owner()
     for t in tasks:
         used = [{values[owner[t]][k]} for k in range(n_keys)]
         for _ in range(num):
             binding = [k for k in range(n_keys) if not all_values[k] <= used[k]]
-            chosen = _poll(state, heap, t, values, used, binding)
+            chosen = _least_loaded(state, classes, heaps, t, used, binding)
             if chosen is None and binding:
-                chosen = _poll(state, heap, t, values, used, [])
+                chosen = _least_loaded(state, classes, heaps, t, used, [])
             if chosen is None:
                 break
             state.standby[chosen].add(t)
-            heapq.heappush(heap, (state.load(chosen), chosen))
+            # the chosen client's old entry is stale now (its load rose); it is dropped when met
+            heapq.heappush(heaps[class_of[chosen]], (state.load(chosen), chosen))
             for k in range(n_keys):
                 used[k].add(values[chosen][k])
 
 
-def _poll(
+def _least_loaded(
     state: State,
-    heap: list[tuple[float, int]],
+    classes: list[tuple[str | None, ...]],
+    heaps: list[list[tuple[float, int]]],
     t: int,
-    values: Values,
     used: list[set[str | None]],
     binding: list[int],
 ) -> int | None:
-    """Pop the least-loaded client that does not hold ``t`` and has no used value on a binding key."""
-    skipped: list[tuple[float, int]] = []
-    chosen = None
+    """The least-loaded client (ties: lowest index) not holding ``t`` with no used value on a binding key."""
+    best: tuple[float, int] | None = None
+    for key, heap in zip(classes, heaps, strict=True):
+        if any(key[k] is None or key[k] in used[k] for k in binding):
+            continue
+        top = _top(state, heap, t)
+        if top is not None and (best is None or top < best):
+            best = top
+    return None if best is None else best[1]
+
+
+def _top(state: State, heap: list[tuple[float, int]], t: int) -> tuple[float, int] | None:
+    """The heap's least-loaded client not holding ``t``, left in place; stale entries are dropped."""
+    held: list[tuple[float, int]] = []
+    top = None
     while heap:
-        load, c = heapq.heappop(heap)
+        load, c = heap[0]
         if load != state.load(c):
-            continue  # stale entry
-        skipped.append((load, c))
+            heapq.heappop(heap)  # stale entry
+            continue
         if state.holds(c, t):
+            held.append(heapq.heappop(heap))
             continue
-        if any(values[c][k] is None or values[c][k] in used[k] for k in binding):
-            continue
-        chosen = c
-        skipped.pop()
+        top = (load, c)
         break
-    for item in skipped:
+    for item in held:
         heapq.heappush(heap, item)
-    return chosen
+    return top
 
 
 def allowed_movement(values: Values, src: int, dst: int) -> bool:
@@ -117,14 +147,102 @@ def optimise_standbys(
     traffic: int,
     non_overlap: int,
     values: Values,
+    cross_first: bool = False,
+) -> int:
+    """Move standbys to the cheapest placement that keeps every count and the spread; returns copies moved.
+
+    Every client keeps its standby count and every task its number of
+    standbys, no client gets a second copy of a task, and each task's
+    standbys cover as many spread values other than its active's as they can
+    (:mod:`assignor.streams_standby_flow`, exact by one min-cost flow).  The
+    cost is ``traffic * cross + non_overlap * moved`` (KIP-925's, exact), or
+    with ``cross_first`` the fewest cross-rack changelog partitions, then
+    the fewest copies moved.
+
+    With two or more tag keys the rule (no key covers fewer values) is not
+    one flow: each key is its own covering constraint.  There the flow is
+    exact for a stricter rule, copies move only between clients with the same
+    tags, and the pairwise swaps of :func:`swap_standbys` then continue from
+    it; if swaps alone do better from the baseline, that result is kept.
+    """
+    if traffic == 0 or not any(state.standby):
+        return 0
+    groups = sorted(set(model.group_of))
+    if all(len({model.standby_cross[t][g] for g in groups}) == 1 for s in state.standby for t in s):
+        return 0  # every placement costs the same cross-rack: the baseline has no moves
+    several = bool(values) and len(values[0]) > 1
+    if several:
+        tuples = sorted(set(values), key=lambda v: tuple((x is None, x or "") for x in v))
+        number = {v: i for i, v in enumerate(tuples)}
+        val = [number[v] for v in values]
+    else:
+        ids = sorted({v[0] for v in values if v and v[0] is not None})
+        index = {v: i for i, v in enumerate(ids)}
+        val = [index[v[0]] if v and v[0] is not None else NO_VALUE for v in values]
+        val = val or [NO_VALUE] * model.num_clients
+    p = build_problem(model, state, val, keep_values=several)
+    if p.racks_forced():
+        return 0
+    units = sum(p.count)
+    if cross_first:
+        a, b = units + 1, 1
+    elif non_overlap == 0:
+        a, b = traffic * (units + 1), 1  # moves are free: among the cheapest, the fewest moves
+    else:
+        a, b = traffic, non_overlap
+    if all(
+        a * (max(row) - min(row)) <= b
+        for row in ([model.standby_cross[t][g] for g in groups] for t in p.tasks)
+    ):
+        # a moved copy costs b and saves at most a * (its task's cost range): no set of moves pays
+        return 0
+    swapped = [set(s) for s in state.standby]
+    placement = solve(p, a, b)
+    for t, clients in placement.items():
+        for c in p.baseline[t]:
+            state.standby[c].discard(t)
+        for c in clients:
+            state.standby[c].add(t)
+    if several:
+        swap_standbys(model, state, traffic, non_overlap, values)
+        reference = State(model)
+        reference.active = state.active
+        reference.standby = swapped
+        swap_standbys(model, reference, traffic, non_overlap, values)
+        if _cost(model, swapped, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
+            state.standby = swapped
+    return sum(1 for c in range(model.num_clients) for t in state.standby[c] if c not in p.baseline[t])
+
+
+def _cost(
+    model: TaskModel, standby: Sequence[set[int]], baseline: dict[int, tuple[int, ...]], a: int, b: int
+) -> int:
+    """``a * cross + b * moved`` of a standby placement against the baseline's holders."""
+    cross = model.standby_cross
+    return sum(
+        a * cross[t][model.group_of[c]] + (0 if c in baseline[t] else b)
+        for c, tasks in enumerate(standby)
+        for t in tasks
+    )
+
+
+def swap_standbys(
+    model: TaskModel,
+    state: State,
+    traffic: int,
+    non_overlap: int,
+    values: Values,
     max_scan: int = 16,
     max_passes: int = 4,
 ) -> int:
     """Swap standbys between clients of different racks while a swap lowers the total cost.
 
-    A swap keeps every client's standby count (so the balance), never puts a
-    copy on a client that already holds the task, and, unlike Kafka, checks
-    spreading for both tasks against all their holders.  Returns the swaps made.
+    The optimisation step before the exact flow, kept for several tag keys
+    (it continues from the stricter flow there) and as the bench's "before":
+    a heuristic.  A swap keeps every client's standby count (so the
+    balance), never puts a copy on a client that already holds the task, and,
+    unlike Kafka, checks spreading for both tasks against all their holders.
+    Returns the swaps made.
     """
     original = [set(s) for s in state.standby]
     groups = sorted(set(model.group_of))

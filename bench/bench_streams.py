@@ -1,6 +1,6 @@
 """Benchmark of the Streams assignor (KIP-925) against a full-graph min-cost-flow reference.
 
-    .venv/bin/python bench/bench_streams.py [--quick] [--repeat N]
+    .venv/bin/python bench/bench_streams.py [--quick] [--repeat N] [--standby-apps N]
 
 Apps: 3 racks, 6 brokers (2 per rack), replication 2, sub-topologies of 100
 tasks (2 source topics and, for 3 of 4 sub-topologies, 1 changelog), one
@@ -13,6 +13,19 @@ time networkx needs to solve the *same* stateful-active flow (same baseline
 loads, same caps) on the full task x client graph, plus the ratio of that
 to our whole ``plan_document``.  The reference runs in a child process with
 a timeout.
+
+Standby placement, before and after (same run, same apps): "before" is the
+pairwise-swap step the high-availability assignor used until the exact flow
+(still in the package as ``swap_standbys``, for several tag keys), "after"
+the exact flow.  On random apps (2-4 racks, changelogs of replication 1-2,
+1-2 standbys, spread over racks or over a zone tag, 6-60 clients, 20-400
+tasks; also with two tag keys, zone and cell) and on this file's bench apps, it reports the total standby
+cross-rack partitions of both, how many apps each wins, any spread
+violation (a standby in its active's value while another value is free),
+and how many flows each exact solve took (more than one when groups had to
+be expanded);
+then ``plan_document`` time of both at 1,000 x 100 and 10,000 x 1,000, for the
+bench app with one and two standbys and with the sticky assignor.
 """
 
 from __future__ import annotations
@@ -25,12 +38,16 @@ import time
 from functools import partial
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``bench`` importable
 
+from assignor import streams_ha, streams_standby, streams_standby_flow, streams_sticky
 from assignor.cli import assign_document, dumps
 from assignor.parse import parse_instance
-from assignor.streams import plan_document
+from assignor.streams import plan_document, run
+from assignor.streams_standby import Values, spread_values, swap_standbys
+from assignor.streams_tasks import State, TaskModel
 from bench.common import in_child, peak_memory, timed
 
 RACKS = ("az-a", "az-b", "az-c")
@@ -135,6 +152,184 @@ def measure(tasks: int, clients: int, repeat: int) -> dict[str, Any]:
     }
 
 
+def random_standby_app(seed: int, two_keys: bool = False) -> dict[str, Any]:
+    """A random app for the standby comparison (see the module docstring); ``two_keys``: zone and cell tags."""
+    rng = random.Random(seed)
+    racks = [*RACKS, "az-d"][: rng.randint(2, 4)]
+    brokers = [{"id": b + 1, "rack": racks[b % len(racks)]} for b in range(2 * len(racks))]
+    ids = [b["id"] for b in brokers]
+    topics: dict[str, list[list[int]]] = {}
+    subs = []
+    budget = rng.randint(20, 400)
+    s = 0
+    while budget > 0:
+        n = min(budget, rng.randint(10, 100))
+        budget -= n
+        topics[f"s{s}-in"] = [rng.sample(ids, 2) for _ in range(n)]
+        logs = [f"s{s}-log{j}" for j in range(rng.randint(1, 2))]
+        for log in logs:
+            rf = rng.randint(1, 2)
+            topics[log] = [rng.sample(ids, rf) for _ in range(n)]
+        subs.append({"id": str(s), "source_topics": [f"s{s}-in"], "changelog_topics": logs, "stateful": True})
+        s += 1
+    tags = two_keys or rng.random() < 0.5
+    clients = []
+    for i in range(rng.randint(6, 60)):
+        client: dict[str, Any] = {
+            "process_id": f"p-{i:03d}",
+            "rack": rng.choice(racks),
+            "threads": rng.randint(1, 4),
+        }
+        if tags:
+            client["tags"] = {"zone": rng.choice(["z1", "z2", "z3"])}
+            if two_keys:
+                client["tags"]["cell"] = rng.choice(["c1", "c2"])
+        clients.append(client)
+    app: dict[str, Any] = {
+        "application_id": "standby-bench",
+        "subtopologies": subs,
+        "clients": clients,
+        "num_standby_replicas": rng.randint(1, 2),
+        "rack_aware": {"strategy": rng.choice(["min_traffic", "balance_subtopology"])},
+    }
+    if tags:
+        app["rack_aware_assignment_tags"] = ["zone", "cell"] if two_keys else ["zone"]
+    return {"cluster": {"brokers": brokers, "topics": topics}, "streams_app": app}
+
+
+def _swaps(
+    model: TaskModel, state: State, traffic: int, non_overlap: int, values: Values, cross_first: bool = False
+) -> int:
+    """The standby step before the exact flow: pairwise swaps (``cross_first`` did not exist then)."""
+    return swap_standbys(model, state, traffic, non_overlap, values)
+
+
+def standby_run(doc: dict[str, Any], exact: bool, rounds: list[int] | None = None) -> tuple[int, int]:
+    """(standby cross-rack partitions, spread violations) of the HA assignor with or without the exact flow.
+
+    ``rounds``, when given, receives the number of flows each exact solve took.
+    """
+    cluster, app = parse_instance(doc)
+    if not exact:
+        with mock.patch.object(streams_ha, "optimise_standbys", _swaps):
+            model, state, _ = run(cluster, app)  # type: ignore[arg-type]
+    else:
+        built = mock.patch.object(streams_standby_flow, "_build", wraps=streams_standby_flow._build)
+        with built as counter:
+            original = streams_standby_flow.solve
+
+            def counted(p: Any, a: int, b: int) -> dict[int, list[int]]:
+                before = counter.call_count
+                out = original(p, a, b)
+                if rounds is not None:
+                    rounds.append(counter.call_count - before)
+                return out
+
+            with mock.patch.object(streams_standby, "solve", counted):
+                model, state, _ = run(cluster, app)  # type: ignore[arg-type]
+    cross = sum(
+        model.standby_cross[t][model.group_of[c]] for c in range(model.num_clients) for t in state.standby[c]
+    )
+    return cross, spread_violations(model, state, spread_values(model, app))  # type: ignore[arg-type]
+
+
+def spread_violations(model: TaskModel, state: State, values: Values) -> int:
+    """Tasks whose standbys cover fewer values other than the active's than they could (one key)."""
+    if not values or len(values[0]) != 1:
+        return 0
+    val = [v[0] for v in values]
+    owner = state.active_owner()
+    holders: dict[int, list[int]] = {}
+    for c in range(model.num_clients):
+        for t in state.standby[c]:
+            holders.setdefault(t, []).append(c)
+    distinct = {v for v in val if v is not None}
+    bad = 0
+    for t, cs in holders.items():
+        mine = val[owner[t]]
+        need = min(len(cs), len(distinct - {mine}))
+        if len({val[c] for c in cs} - {None, mine}) < need:
+            bad += 1
+    return bad
+
+
+def standby_comparison(n_apps: int) -> None:
+    """Standby cross-rack before (swaps) and after (exact flow) on random apps and on the bench apps."""
+    families = [
+        ("random apps", [random_standby_app(seed) for seed in range(n_apps)]),
+        (
+            "random apps, two tag keys",
+            [random_standby_app(seed, True) for seed in range(max(1, n_apps // 4))],
+        ),
+        (
+            "bench apps 1,000 x 100",
+            [make_instance(1000, 100, seed) for seed in range(1, 1 + max(1, n_apps // 20))],
+        ),
+    ]
+    print(
+        "| apps | standby cross-rack before | after | apps better after | apps worse after | largest saving "
+        "| spread violations before / after | exact solves taking 1 / 2 / 3+ flows |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for label, docs in families:
+        before_total = after_total = better = worse = bad_before = bad_after = 0
+        savings = []
+        rounds: list[int] = []
+        for doc in docs:
+            b, vb = standby_run(doc, exact=False)
+            a, va = standby_run(doc, exact=True, rounds=rounds)
+            before_total += b
+            after_total += a
+            better += a < b
+            worse += a > b
+            bad_before += vb
+            bad_after += va
+            if b:
+                savings.append((b - a) / b)
+        largest = max(savings, default=0.0)
+        # the rule the column checks has one key; with two, "no key loses a value" is tested instead
+        spread = "-" if "two tag keys" in label else f"{bad_before} / {bad_after}"
+        print(
+            f"| {label} ({len(docs)}) | {before_total} | {after_total} | {better} | {worse} | "
+            f"{100 * largest:.1f}% | {spread} | {rounds.count(1)} / {rounds.count(2)} / "
+            f"{sum(1 for r in rounds if r >= 3)} |",
+            flush=True,
+        )
+
+
+def standby_timing(repeat: int, sizes: list[tuple[int, int]]) -> None:
+    """``plan_document`` CPU and wall seconds with the old swaps and with the exact flow, same run.
+
+    Each size runs the bench app as is (high-availability, one standby), with
+    two standbys, and with the sticky assignor.
+    """
+    print(
+        "| tasks x clients | variant | before: CPU s | wall s | standby cross-rack "
+        "| after: CPU s | wall s | standby cross-rack |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    variants = [("HA, 1 standby", "high-availability", 1), ("HA, 2 standbys", "high-availability", 2)]
+    variants.append(("sticky, 1 standby", "sticky", 1))
+    for tasks, clients in sizes:
+        for label, assignor, standbys in variants:
+            doc = make_instance(tasks, clients)
+            doc["streams_app"]["assignor"] = assignor
+            doc["streams_app"]["num_standby_replicas"] = standbys
+            cluster, app = parse_instance(doc)
+            with (
+                mock.patch.object(streams_ha, "optimise_standbys", _swaps),
+                mock.patch.object(streams_sticky, "optimise_standbys", _swaps),
+            ):
+                before = timed(partial(plan_document, cluster, app), repeat)  # type: ignore[arg-type]
+            after = timed(partial(plan_document, cluster, app), repeat)  # type: ignore[arg-type]
+            print(
+                f"| {tasks} x {clients} | {label} | {before.cpu:.3f} | {before.wall:.3f} | "
+                f"{before.result['stats']['standby_cross_rack']} | {after.cpu:.3f} | {after.wall:.3f} | "
+                f"{after.result['stats']['standby_cross_rack']} |",
+                flush=True,
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -143,7 +338,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ref-max-pairs", type=int, default=700_000, help="skip the reference above tasks x clients"
     )
+    ap.add_argument("--standby-apps", type=int, default=200, help="random apps in the standby comparison")
+    ap.add_argument("--standby-only", action="store_true", help="only the standby before/after tables")
     args = ap.parse_args(argv)
+    standby_comparison(args.standby_apps if not args.quick else 20)
+    standby_timing(args.repeat, [(1000, 100)] if args.quick else [(1000, 100), (10000, 1000)])
+    if args.standby_only:
+        return 0
     sizes = [(100, 10), (250, 25), (500, 50), (1000, 100), (2500, 250), (5000, 500), (10000, 1000)]
     if args.quick:
         sizes = sizes[:4]

@@ -202,7 +202,9 @@ def test_tag_spreading_enforced_during_swaps() -> None:
     assert optimise_standbys(model, state, 10, 0, values) == 0
     assert state.standby == before
     # without spreading constraints the swap lowers the cost, so the refusal is the constraint's doing
-    assert optimise_standbys(model, state, 10, 0, []) == 1
+    # (the count is of standby copies moved: the swap moves both)
+    assert optimise_standbys(model, state, 10, 0, []) == 2
+    assert state.standby == [{0}, {1}, set(), set()]
 
 
 def test_spread_kept() -> None:
