@@ -22,22 +22,39 @@ RACK_OF_BROKER = {1: "az-a", 2: "az-b", 3: "az-c", 4: "az-a", 5: "az-b", 6: "az-
 
 
 class PollingConsumer:
-    """A confluent-kafka consumer polled on its own thread; ``assignment`` is what Kafka gave it."""
+    """A confluent-kafka consumer polled on its own thread; ``assignment`` is what Kafka gave it.
+
+    The assignment is kept from the rebalance callbacks (increments for cooperative, whole sets for
+    eager protocols): calling the consumer from another thread while it polls blocks.
+    """
 
     def __init__(self, config: dict[str, Any], topic: str) -> None:
         self.consumer = Consumer(config)
         self.rack = str(config["client.rack"])
         self.stop = threading.Event()
-        self.consumer.subscribe([topic])
+        self._lock = threading.Lock()
+        self._owned: set[tuple[str, int]] = set()
+        self.consumer.subscribe(
+            [topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked
+        )
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
+
+    def _assigned(self, _c: Any, parts: list[Any]) -> None:
+        with self._lock:
+            self._owned.update((tp.topic, tp.partition) for tp in parts)
+
+    def _revoked(self, _c: Any, parts: list[Any]) -> None:
+        with self._lock:
+            self._owned.difference_update((tp.topic, tp.partition) for tp in parts)
 
     def _run(self) -> None:
         while not self.stop.is_set():
             self.consumer.poll(0.1)
 
     def assignment(self) -> list[tuple[str, int]]:
-        return sorted((tp.topic, tp.partition) for tp in self.consumer.assignment())
+        with self._lock:
+            return sorted(self._owned)
 
     def close(self) -> None:
         self.stop.set()
