@@ -310,6 +310,51 @@ class Target:
             *extra,
         )
 
+    def _launched(self, what: str) -> KafkaCluster:
+        if self.kafka is None:
+            pytest.skip(
+                f"{what}: KAFKA_BOOTSTRAP names an external cluster, whose brokers are not ours to touch"
+            )
+        return self.kafka
+
+    def stop_broker(self, broker: int) -> None:
+        """A broker outage: the mock refuses connections; real Kafka's broker is killed (-9)."""
+        if self.cluster is not None:
+            self.cluster.set_down(broker)
+        else:
+            self._launched("stopping a broker").kill(broker)
+
+    def start_broker(self, broker: int) -> None:
+        if self.cluster is not None:
+            self.cluster.set_up(broker)
+        else:
+            self._launched("restarting a broker").restart(broker)
+
+    def move_off(self, broker: int, topics: list[str]) -> dict[tuple[str, int], list[int]]:
+        """Every replica of ``topics`` on ``broker`` moves to a broker of another rack (a decommission).
+
+        The mock's own decommission on the embedded cluster; Kafka's ReassignPartitionsCommand on real
+        Kafka, each replica going to the lowest-numbered broker of another rack not already holding one.
+        Returns the real moves (empty on the embedded cluster, which chooses its own).
+        """
+        if self.cluster is not None:
+            self.cluster.decommission(broker)
+            return {}
+        kafka = self._launched("a reassignment")
+        from confluent_kafka.admin import AdminClient
+
+        racks = kafka.racks()
+        md = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(timeout=10)
+        moves: dict[tuple[str, int], list[int]] = {}
+        for t in topics:
+            for p, pm in sorted(md.topics[t].partitions.items()):
+                if broker not in pm.replicas:
+                    continue
+                spare = [b for b in sorted(racks) if b not in pm.replicas and racks[b] != racks[broker]]
+                moves[(t, p)] = [spare[0] if b == broker else b for b in pm.replicas]
+        kafka.reassign(moves)
+        return moves
+
     def create_agent_topics(self) -> None:
         """For agents in other processes on the embedded cluster (they cannot reach the mock's API)."""
         if self.cluster is not None:

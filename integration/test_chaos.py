@@ -17,8 +17,6 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
-from agent.embedded import EmbeddedCluster
-
 from .conftest import FOLLOWER_AGENT_SETTINGS, Target
 from .e2e import AgentProcess, CountedProducer, FollowerApp, Ledger, Watcher, settled_on, wait_until
 from .test_ha import agent_config, takeover_budget
@@ -27,14 +25,14 @@ PARTITIONS = 12
 OUTAGE_S = 2.0  # shorter than the followers' registration TTL (4 s)
 
 
-def broker_to_stop(c: EmbeddedCluster, topic: str, control: list[str]) -> int:
+def broker_to_stop(bootstrap: str, topic: str, control: list[str]) -> int:
     """A broker leading some of the stream's partitions but none of the agents' topics.
 
     The mock does not move leadership off a stopped broker, so stopping the
     leader of the plan or registrations topic would stop the whole control
     plane, which is not this scenario (the HA test covers a dead agent).
     """
-    md = AdminClient({"bootstrap.servers": c.bootstrap_servers}).list_topics(timeout=10)
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
     led_control = {p.leader for t in control for p in md.topics[t].partitions.values()}
     led: dict[int, int] = {}
     for p in md.topics[topic].partitions.values():
@@ -85,13 +83,12 @@ def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -
         producer.start()
         wait_until(lambda: len(ledger.consumed) > 200, 20, "the stream to flow")
 
-        # 1. A broker stops and comes back (only the embedded cluster's brokers are ours to stop).
-        if target.cluster is not None:
-            c = target.cluster
-            broker = broker_to_stop(c, topic, list(control.values()))
-            c.set_down(broker)
+        # 1. A broker stops and comes back: real Kafka's is killed (-9), leadership moves off it.
+        if target.cluster is not None or target.kafka is not None:
+            broker = broker_to_stop(target.bootstrap, topic, list(control.values()))
+            target.stop_broker(broker)
             time.sleep(OUTAGE_S)  # the outage itself: its length is the scenario
-            c.set_up(broker)
+            target.start_broker(broker)
             mark = len(producer.delivered)
             wait_until(
                 lambda: len(ledger.counts()) >= mark, 30, "the stream to catch up after the outage", 0.2
@@ -146,7 +143,7 @@ def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -
         max_handover_gap_s=round(max(handovers, default=0.0), 3),
         max_failover_gap_s=round(max(failovers, default=0.0), 3),
         agent_takeover_s=round(takeover_s, 2),
-        stopped_broker=broker if broker is not None else "skipped (real cluster: not ours to stop)",
+        stopped_broker=broker if broker is not None else "skipped (external cluster: not ours to stop)",
         plan_generations=len(gens),
         revoking_plans=sum(r.state == "revoking" for r in history),
         stale_plans_ignored=sum(a.follower.stats["plans_stale"] for a in apps.values()),
