@@ -119,8 +119,10 @@ def format_storage(cluster_id: str, properties: Path) -> None:
         "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties), "--ignore-formatted"
     )
     if r.returncode != 0:
-        tail = (r.stderr or r.stdout).strip().splitlines()[-3:]
-        raise LauncherError(f"kafka-storage format rejected {properties}: {' | '.join(tail)}")
+        lines = (r.stderr or r.stdout).strip().splitlines()
+        # The exception's own line says what is wrong; the stack under it does not.
+        cause = [x.strip() for x in lines if ("Exception" in x or "Error" in x) and not x.startswith("\tat ")]
+        raise LauncherError(f"kafka-storage format rejected {properties}: {(cause or lines[-1:])[0]}")
 
 
 @dataclass
