@@ -27,12 +27,13 @@ several agents run.  Values: docs/lease-schema.json.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .kafka_io import PublishError, TopicReadError, TopicTail
@@ -70,6 +71,12 @@ class Heartbeat:
     epoch: int
     timestamp_ms: int
     interval_s: float
+    #: the agents' consumer group (``ha.group_id``) when the writer runs for the lease, else None
+    lease_group: str | None = None
+    #: the writer stopped cleanly: its last heartbeat, nobody needs to wait for it
+    released: bool = False
+    #: the record's broker timestamp, when read from the topic (not part of the value)
+    seen_ms: int | None = field(default=None, compare=False)
 
     def encode(self) -> bytes:
         return json.dumps(
@@ -79,9 +86,44 @@ class Heartbeat:
                 "epoch": self.epoch,
                 "timestamp_ms": self.timestamp_ms,
                 "interval_s": self.interval_s,
+                "lease_group": self.lease_group,
+                "released": self.released,
             },
             separators=(",", ":"),
         ).encode()
+
+    def age_ms(self, now_ms: int) -> int:
+        """How old it is by the broker's timestamp when known (a writer's clock can lie), else its own."""
+        return now_ms - (self.seen_ms if self.seen_ms is not None else self.timestamp_ms)
+
+
+def foreign_writer(hb: Heartbeat | None, agent_id: str, lease_group: str | None, now_ms: int) -> str | None:
+    """Why ``hb`` shows another agent publishing on these topics now, or None.
+
+    Agents of one lease group take over from each other (the lease decides who
+    publishes); any other live writer is foreign: an agent without a lease, or
+    one of another group, started with other settings on the same topics.  It
+    would tombstone and overwrite this agent's plans and move epochs backwards.
+    A heartbeat counts as live for three of its writer's intervals (at least
+    10 s), unless its writer released it on a clean stop.
+    """
+    if hb is None or hb.agent_id == agent_id or hb.released:
+        return None
+    if lease_group is not None and hb.lease_group == lease_group:
+        return None
+    age_ms = hb.age_ms(now_ms)
+    if age_ms > max(3_000 * hb.interval_s, 10_000):
+        return None
+    how = (
+        f"lease group {hb.lease_group!r}"
+        if hb.lease_group is not None
+        else "without a lease (ha.enabled false)"
+    )
+    return (
+        f"another agent publishes on these topics: {hb.agent_id!r} ({how}, epoch {hb.epoch}, "
+        f"last heartbeat {age_ms / 1000:.1f} s ago); two agents share plan_topic and ha.lease_topic only "
+        "with ha.enabled and one ha.group_id: give this one its own topics, or the same HA settings"
+    )
 
 
 def decode_heartbeat(key: bytes | None, value: bytes | None) -> Heartbeat:
@@ -103,8 +145,13 @@ def decode_heartbeat(key: bytes | None, value: bytes | None) -> Heartbeat:
             raise HeartbeatError(f"{name} must be a non-negative integer")
     if not isinstance(interval, int | float) or isinstance(interval, bool) or interval <= 0:
         raise HeartbeatError("interval_s must be a positive number")
+    group, released = v.get("lease_group"), v.get("released", False)
+    if group is not None and not isinstance(group, str):
+        raise HeartbeatError("lease_group must be a string or null")
+    if not isinstance(released, bool):
+        raise HeartbeatError("released must be a boolean")
     assert isinstance(epoch, int) and isinstance(ts, int)
-    return Heartbeat(agent, epoch, ts, float(interval))
+    return Heartbeat(agent, epoch, ts, float(interval), group, released)
 
 
 def _error_name(err: Any) -> str:
@@ -240,5 +287,5 @@ def last_heartbeat(config: Mapping[str, Any], topic: str, timeout_s: float, log:
             log.warning("lease record skipped", reason=str(e), partition=r.partition, offset=r.offset)
             continue
         if best is None or hb.epoch >= best.epoch:
-            best = hb
+            best = dataclasses.replace(hb, seen_ms=r.timestamp_ms)
     return best

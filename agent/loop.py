@@ -48,15 +48,18 @@ from .lease import (
     HEARTBEAT_KEY,
     LEASE_PARTITIONS,
     Heartbeat,
+    HeartbeatError,
     Lease,
     LeaseLost,
     LeaseUnconfirmed,
+    decode_heartbeat,
     default_agent_id,
+    foreign_writer,
     last_heartbeat,
 )
 from .logging import get_logger, with_kafka_logger
 from .membership import GroupDescriber, RealGroup, member_racks
-from .metadata import MetadataError, Snapshot, known_racks, poll_snapshot
+from .metadata import MetadataError, Snapshot, fetch_snapshot, known_racks, poll_snapshot
 from .metrics import Metrics
 from .planner import (
     PlanSkipped,
@@ -166,6 +169,10 @@ class Agent:
         self.metrics = Metrics()
         self.file_regs: list[Registration] = registrations(settings)
         self._reg_tail: TopicTail | None = None
+        #: broker id -> rack as DescribeCluster last said: asked again only for brokers not in it
+        self._rack_cache: dict[int, str | None] = {}
+        #: the lease topic read on each cycle for heartbeats of other agents (see :meth:`_watch_lease`)
+        self._lease_tail: TopicTail | None = None
         self.describer = GroupDescriber(
             self.admin,
             settings.membership,
@@ -340,10 +347,75 @@ class Agent:
         if self.publisher is None:
             self.publisher = Publisher(self.client_config, s.plan_max_message_bytes)
         if self._lease_topic_ok:
-            last = last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
+            last = self._no_foreign_writer(
+                last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
+            )
             self.epoch = (0 if last is None else last.epoch) + 1
+            self._lease_tail = TopicTail(self.client_config, s.ha.lease_topic, s.io_timeout_s)
+            self._lease_tail.read_available(s.io_timeout_s)  # from here on, only what others write next
         self.begin(records)
         self._heartbeat()
+
+    @property
+    def _lease_group(self) -> str | None:
+        return self.settings.ha.group_id if self.settings.ha.enabled else None
+
+    def _no_foreign_writer(self, last: Heartbeat | None) -> Heartbeat | None:
+        """Refuse to start (:class:`AgentError`) while another agent outside our lease group publishes.
+
+        A fresh heartbeat of a foreign agent may be its last (it was killed, or
+        restarted under a new id): wait up to two of its intervals for a newer
+        one before refusing.  Returns the newest heartbeat, to continue its epoch.
+        """
+        s = self.settings
+        now_ms = int(self.clock() * 1000)
+        reason = foreign_writer(last, self.agent_id, self._lease_group, now_ms)
+        if reason is None or last is None:
+            return last
+        self.log.warning(
+            "another agent's heartbeat is fresh; waiting to see whether it still runs", reason=reason
+        )
+        deadline = time.monotonic() + 2 * last.interval_s + 1.0
+        while time.monotonic() < deadline and not self.stop.is_set():
+            self.stop.wait(min(1.0, last.interval_s / 2))
+            newest = last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
+            if (
+                newest is not None
+                and newest.agent_id == last.agent_id
+                and newest.timestamp_ms > last.timestamp_ms
+            ):
+                again = foreign_writer(newest, self.agent_id, self._lease_group, int(self.clock() * 1000))
+                if again is not None:
+                    self.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
+                    raise AgentError(again)
+            if newest is not None and (newest.released or newest.agent_id != last.agent_id):
+                return newest if newest.epoch >= last.epoch else last
+        self.log.info("the other agent's heartbeat stopped: taking over its epoch", agent_id=last.agent_id)
+        return last
+
+    def _watch_lease(self) -> None:
+        """Heartbeats others wrote since the last cycle: a foreign writer stops us, a newer leader of our group
+        means the lease was lost (:class:`LeaseLost`)."""
+        if self._lease_tail is None:
+            return
+        raw, _errors = self._lease_tail.read_new()
+        now_ms = int(self.clock() * 1000)
+        for r in raw:
+            try:
+                hb = dataclasses.replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms)
+            except HeartbeatError:
+                continue  # skipped with a reason by the followers and at start; not a writer
+            if hb.agent_id == self.agent_id or hb.released:
+                continue
+            reason = foreign_writer(hb, self.agent_id, self._lease_group, now_ms)
+            if reason is not None:
+                self.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
+                self.log.error(
+                    "foreign writer on the lease topic; this agent stops publishing", reason=reason
+                )
+                raise AgentError(reason)
+            if self.lease is not None and hb.epoch >= self.epoch:
+                raise LeaseLost(f"agent {hb.agent_id!r} leads with epoch {hb.epoch} (ours {self.epoch})")
 
     def begin(self, plan_records: list[tuple[str, PlanRecord | None]]) -> None:
         """Start-up after the Kafka part: replayed plans in, registrations merged, the unregistered tombstoned.
@@ -561,6 +633,7 @@ class Agent:
     def run_once(self) -> CycleReport:
         t0 = time.monotonic()
         completed, self._completed = self._completed, []
+        self._watch_lease()
         report = self._cycle()
         report.completed = completed + report.completed
         self._heartbeat()
@@ -600,7 +673,12 @@ class Agent:
 
         try:
             snap = poll_snapshot(
-                self.admin, s.metadata, sleep=self._sleep, on_retry=retrying, exclude=self.own_topics
+                self.admin,
+                s.metadata,
+                sleep=self._sleep,
+                on_retry=retrying,
+                exclude=self.own_topics,
+                fetch=lambda admin, ms, ex: fetch_snapshot(admin, ms, ex, rack_cache=self._rack_cache),
             )
         except MetadataError as e:
             age = None if self.last_good is None else round(self.clock() - self.last_good.taken_at, 3)
@@ -859,7 +937,9 @@ class Agent:
         if not self._lease_topic_ok or self.publisher is None or not self._replayed:
             return
         s = self.settings
-        hb = Heartbeat(self.agent_id, self.epoch, int(self.clock() * 1000), s.poll_interval_s)
+        hb = Heartbeat(
+            self.agent_id, self.epoch, int(self.clock() * 1000), s.poll_interval_s, self._lease_group
+        )
         try:
             self._guard()
         except LeaseUnconfirmed as e:
@@ -867,6 +947,24 @@ class Agent:
             return
         # Never waited for: a broker outage must not stall the loop; a lost heartbeat is followed by the next.
         self.publisher.send(s.ha.lease_topic, HEARTBEAT_KEY.decode(), hb.encode(), self._heartbeat_result)
+
+    def _release_heartbeat(self) -> None:
+        """A clean stop's last heartbeat: a successor with other settings need not wait for ours to age."""
+        s = self.settings
+        if self.publisher is None or not self._replayed or (self.lease is not None and not self.lease.held):
+            return
+        hb = Heartbeat(
+            self.agent_id,
+            self.epoch,
+            int(self.clock() * 1000),
+            s.poll_interval_s,
+            self._lease_group,
+            released=True,
+        )
+        try:
+            self.publisher.publish(s.ha.lease_topic, HEARTBEAT_KEY.decode(), hb.encode(), s.io_timeout_s)
+        except PublishError as e:
+            self.log.warning("released heartbeat not delivered", error=str(e))
 
     def _heartbeat_result(self, error: str | None) -> None:
         if error is not None:
@@ -1178,7 +1276,7 @@ class Agent:
             t0 = time.monotonic()
             try:
                 self.run_once()
-            except LeaseLost:
+            except (LeaseLost, AgentError):
                 raise
             except Exception as e:  # keep serving; the next cycle starts from the last good state
                 self.log.error("cycle failed", error=repr(e), exc_info=True)
@@ -1242,6 +1340,10 @@ class Agent:
         if self._reg_tail is not None:
             self._reg_tail.close()
             self._reg_tail = None
+        if self._lease_tail is not None:
+            self._lease_tail.close()
+            self._lease_tail = None
+            self._release_heartbeat()
         if self.publisher is not None:
             left = self.publisher.flush(self.settings.io_timeout_s) if self._own_publisher else 0
             if left:

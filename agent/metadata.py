@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,15 +95,9 @@ def known_racks(previous: Mapping[int, str], snapshot: Snapshot) -> dict[int, st
     return out
 
 
-def _batches(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _is_unknown_topic(exc: BaseException) -> bool:
-    err = exc.args[0] if exc.args else None
+def _error_name(err: Any) -> str:
     name = getattr(err, "name", None)
-    return callable(name) and name() == "UNKNOWN_TOPIC_OR_PART"
+    return str(name()) if callable(name) else str(err)
 
 
 def fetch_snapshot(
@@ -111,81 +105,76 @@ def fetch_snapshot(
     settings: MetadataSettings,
     exclude: frozenset[str] = frozenset(),
     now: Callable[[], float] = time.time,
+    rack_cache: dict[int, str | None] | None = None,
 ) -> Snapshot:
-    """One attempt at a complete snapshot through a confluent-kafka AdminClient; ``exclude``: topics not watched."""
-    from confluent_kafka import TopicCollection
+    """One attempt at a complete snapshot; ``exclude``: topics not watched.
 
+    Replicas, leaders and in-sync replicas come from one Metadata request
+    (``list_topics``): the path every Kafka client uses all the time, answered
+    by any broker.  The Admin API's DescribeTopics and DescribeCluster are not
+    used per poll: they wait for a controller that may be the broker just
+    killed, and librdkafka 2.16 can abort the process when such a request
+    meets a broker going down (librdkafka#4605, an assertion in
+    ``rd_kafka_enq_once_del_source_return``).  Racks (absent from Metadata
+    responses here) come from DescribeCluster only for broker ids not yet in
+    ``rack_cache``, which the caller keeps across polls; without a cache every
+    poll asks.
+    """
     timeout = settings.request_timeout_s
     try:
-        listing = admin.list_topics(timeout=timeout)
-        names = sorted(
-            t
-            for t in listing.topics
-            if t not in exclude and not any(t.startswith(p) for p in settings.exclude_prefixes)
-        )
+        md = admin.list_topics(timeout=timeout)
     except Exception as e:
-        raise MetadataError(f"list topics failed: {e}") from e
-    seen: dict[int, str | None] = {}
+        raise MetadataError(f"metadata request failed: {e}") from e
     topics: dict[str, TopicState] = {}
-    for batch in _batches(names, settings.describe_batch_size):
-        try:
-            futures = admin.describe_topics(
-                TopicCollection(list(batch)), include_authorized_operations=False, request_timeout=timeout
-            )
-        except Exception as e:
-            raise MetadataError(f"describe topics failed: {e}") from e
-        for name in batch:
-            try:
-                desc = futures[name].result(timeout=timeout + 5)
-            except Exception as e:
-                if _is_unknown_topic(e):
-                    continue  # deleted since the listing: gone, not missing
-                raise MetadataError(f"describe topic {name!r} failed: {e}") from e
-            parts = desc.partitions
-            ids = [p.id for p in parts]
-            if ids != list(range(len(ids))):  # brokers usually answer in order: sort only when not
-                parts = sorted(parts, key=lambda p: p.id)
-                if sorted(ids) != list(range(len(ids))):
-                    raise MetadataError(f"topic {name!r}: partition ids are not 0..n-1")
-            # List comprehensions, not generators: this runs for every partition of every poll.
-            for p in parts:
-                for r in p.replicas:
-                    if getattr(r, "host", None):  # described by a live broker: its rack is known
-                        seen[r.id] = getattr(r, "rack", None) or None
-            replicas = tuple([tuple([r.id for r in p.replicas]) for p in parts])
-            topics[name] = TopicState(
-                replicas=replicas,
-                leaders=tuple([p.leader.id if p.leader is not None else NO_LEADER for p in parts]),
-                syncing=frozenset([i for i, p in enumerate(parts) if len(p.isr) < len(replicas[i])]),
-            )
-    brokers = _broker_racks(admin, timeout, set(getattr(listing, "brokers", None) or ()), seen)
+    for name in sorted(md.topics):
+        if name in exclude or any(name.startswith(p) for p in settings.exclude_prefixes):
+            continue
+        tmd = md.topics[name]
+        if tmd.error is not None:
+            if _error_name(tmd.error) == "UNKNOWN_TOPIC_OR_PART":
+                continue  # deleted since the listing: gone, not missing
+            raise MetadataError(f"topic {name!r}: {tmd.error}")
+        parts = tmd.partitions
+        ids = sorted(parts)
+        if ids != list(range(len(ids))):
+            raise MetadataError(f"topic {name!r}: partition ids are not 0..n-1")
+        # List comprehensions, not generators: this runs for every partition of every poll.
+        pms = [parts[i] for i in ids]
+        replicas = tuple([tuple(pm.replicas) for pm in pms])
+        topics[name] = TopicState(
+            replicas=replicas,
+            leaders=tuple([pm.leader if pm.leader >= 0 else NO_LEADER for pm in pms]),
+            syncing=frozenset([i for i, pm in enumerate(pms) if len(pm.isrs) < len(replicas[i])]),
+        )
+    live = set(md.brokers)
+    brokers = _broker_racks(admin, timeout, live, rack_cache)
     return Snapshot(brokers=brokers, topics=topics, taken_at=now())
 
 
 def _broker_racks(
-    admin: Any, timeout: float, live: set[int], seen: Mapping[int, str | None]
+    admin: Any, timeout: float, live: set[int], cache: dict[int, str | None] | None
 ) -> dict[int, str | None]:
-    """Rack of every live broker: from the replicas' descriptions, else from DescribeCluster.
+    """Rack of every live broker: from the cache, else DescribeCluster (which then fills the cache).
 
-    Topic descriptions come from any broker and carry every live replica's
-    rack, so a cluster whose brokers all hold replicas needs no more.
-    DescribeCluster goes to the broker librdkafka last knew as controller:
-    while that one is down it times out for minutes (and librdkafka 2.16 can
-    abort on that path), so it is asked only for live brokers holding no replica.
+    A DescribeCluster that fails leaves the new brokers' racks unknown (None)
+    for this poll; the caller keeps each broker's last known rack.
     """
-    if live and live <= seen.keys():
-        return {b: seen[b] for b in sorted(live)}
+    if cache is not None and live and live <= cache.keys():
+        return {b: cache[b] for b in sorted(live)}
     try:
         described = admin.describe_cluster(include_authorized_operations=False, request_timeout=timeout)
         nodes = described.result(timeout=timeout + 5).nodes
     except Exception as e:
         if not live:
             raise MetadataError(f"describe cluster failed: {e}") from e
-        return {b: seen.get(b) for b in sorted(live)}
-    brokers = {n.id: (n.rack or None) for n in nodes}
-    if not brokers:
+        known = cache or {}
+        return {b: known.get(b) for b in sorted(live)}
+    racks = {n.id: (n.rack or None) for n in nodes}
+    if not racks:
         raise MetadataError("the cluster reported no brokers")
-    return brokers
+    if cache is not None:
+        cache.update(racks)
+    return racks if not live else {b: racks.get(b) for b in sorted(live | set(racks))}
 
 
 def jittered_delays(

@@ -53,6 +53,12 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "Cross-rack partitions of the plan of record under the current metadata.",
         ("kind", "group"),
     ),
+    "rackplan_foreign_writers_total": (
+        COUNTER,
+        "Heartbeats of another agent outside this agent's lease group seen live on the lease topic "
+        "(this agent then refuses to start, or stops).",
+        ("topic",),
+    ),
     "rackplan_live_cross_rack_partitions": (
         GAUGE,
         "Cross-rack partitions of the group's live assignment as the brokers describe it (DescribeGroups).",

@@ -110,7 +110,7 @@ class AlertSettings(_Section):
 
 class MetadataSettings(_Section):
     request_timeout_s: float = Field(default=15.0, gt=0)
-    #: topics per DescribeTopics request
+    #: unused since snapshots come from one Metadata request; accepted so existing settings files still load
     describe_batch_size: int = Field(default=500, ge=1)
     #: attempts per poll before the poll counts as failed (the last good snapshot is kept)
     max_attempts: int = Field(default=4, ge=1)

@@ -39,7 +39,7 @@ from agent.loop import Agent
 from agent.metadata import fetch_snapshot
 from agent.planner import plan_for
 from agent.settings import Settings
-from tests.fake_admin import Desc, Node, Part
+from tests.fake_admin import ClusterMeta, Node, TopicMeta, cluster_metadata
 from tests.fake_admin import done as _done
 
 RACKS = ("az-a", "az-b", "az-c")
@@ -53,18 +53,15 @@ ASSIGNORS = ("range", "cooperative-sticky", "rack-optimal")
 class FakeAdmin:
     """Answers like confluent-kafka's AdminClient, from descriptions built beforehand."""
 
-    def __init__(self, topics: dict[str, Desc]) -> None:
+    def __init__(self, topics: dict[str, TopicMeta]) -> None:
         self.nodes = [Node(b, RACKS[b % 3]) for b in range(BROKERS)]
         self.topics = topics
 
     def describe_cluster(self, **_kw: Any) -> Future[Any]:
         return _done(type("C", (), {"nodes": self.nodes})())
 
-    def list_topics(self, timeout: float = 0) -> Any:
-        return type("M", (), {"topics": dict.fromkeys(self.topics)})()
-
-    def describe_topics(self, coll: Any, **_kw: Any) -> dict[str, Future[Any]]:
-        return {n: _done(self.topics[n]) for n in coll.topic_names}
+    def list_topics(self, timeout: float = 0) -> ClusterMeta:
+        return ClusterMeta(self.topics, dict.fromkeys(range(BROKERS)))
 
     def poll(self, _timeout: float) -> int:
         return 0
@@ -89,9 +86,9 @@ class FakePublisher:
         return 0
 
 
-def describe(replicas: list[tuple[int, int]]) -> Desc:
-    nodes = [Node(b) for b in range(BROKERS)]
-    return Desc([Part(p, nodes[a], [nodes[a], nodes[b]]) for p, (a, b) in enumerate(replicas)])
+def describe(replicas: list[tuple[int, int]]) -> TopicMeta:
+    """What a Metadata request says of a topic with these (leader, follower) replica pairs."""
+    return cluster_metadata({"t": [list(r) for r in replicas]}, ()).topics["t"]
 
 
 def cluster(topics: int, rng: random.Random) -> dict[str, list[tuple[int, int]]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -60,13 +60,6 @@ class PollingConsumer:
         self.stop.set()
         self.thread.join(10)
         self.consumer.close()
-
-
-@pytest.fixture
-def real(target: Target, kafka_cluster: Any) -> Iterator[Target]:
-    if target.kind != "kafka":
-        pytest.skip("a real-Kafka scenario (RACKPLAN_IT_TARGET=embedded runs the mock instead)")
-    yield target
 
 
 @pytest.mark.parametrize(

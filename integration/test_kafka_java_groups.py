@@ -13,11 +13,7 @@ Java consumers (kafka-clients 4.3.1, ``integration/kafka/apps`` GroupMember) wit
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,17 +23,10 @@ from tests.kafka_oracle import session_oracle
 
 from integration.kafka.apps import JavaApp, group_member
 
-from .conftest import Target
+from .conftest import Target, rackplan_assign
 from .test_kafka_operations import create
 
 BROKER_RACKS = {1: "az-a", 2: "az-b", 3: "az-c", 4: "az-a", 5: "az-b", 6: "az-c"}
-
-
-@pytest.fixture
-def real(target: Target, kafka_cluster: Any) -> Iterator[Target]:
-    if target.kind != "kafka":
-        pytest.skip("a real-Kafka scenario (RACKPLAN_IT_TARGET=embedded runs the mock instead)")
-    yield target
 
 
 def describe(bootstrap: str, group: str) -> dict[str, Any]:
@@ -123,15 +112,7 @@ def test_java_consumers_with_kafkas_assignors_match_the_harness_and_rackplan(
         kafka_assignment = {
             m: sorted(map(list, parts)) for m, parts in kafka["consumer_group"]["assignment"].items()
         }
-        r = subprocess.run(
-            [sys.executable, "-m", "assignor.cli", "assign", "-"],
-            input=json.dumps(instance),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert r.returncode == 0, r.stderr
-        ours = json.loads(r.stdout)["consumer_group"]
+        ours = rackplan_assign(instance)["consumer_group"]
         live_x = cross_rack(real_assignment, client_rack, replicas)
         ours_x = cross_rack(ours["assignment"], client_rack, replicas)
         e2e_report(

@@ -10,31 +10,21 @@ Kafka's HighAvailabilityTaskAssignor made (each instance prints its tasks) and t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-import pytest
 from confluent_kafka import Producer
 
 from integration.kafka.apps import JavaApp, streams_instance
 
-from .conftest import RunningAgent, Target
+from .conftest import RunningAgent, Target, rackplan_assign
 from .test_kafka_operations import create
 
 RunAgent = Callable[..., RunningAgent]
 BROKER_RACKS = {1: "az-a", 2: "az-b", 3: "az-c", 4: "az-a", 5: "az-b", 6: "az-c"}
 PARTITIONS = 6
-
-
-@pytest.fixture
-def real(target: Target, kafka_cluster: Any) -> Iterator[Target]:
-    if target.kind != "kafka":
-        pytest.skip("a real-Kafka scenario (RACKPLAN_IT_TARGET=embedded runs the mock instead)")
-    yield target
 
 
 def cross_rack(
@@ -131,15 +121,7 @@ def test_streams_app_real_placement_next_to_rackplans_plan(
                 "assignor": "high-availability",
             },
         }
-        r = subprocess.run(
-            [sys.executable, "-m", "assignor.cli", "assign", "-"],
-            input=json.dumps(instance),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert r.returncode == 0, r.stderr
-        plan = json.loads(r.stdout)
+        plan = rackplan_assign(instance)
         ours = {
             c: {"active": a["active"], "standby": a["standby"]}
             for c, a in plan["streams_app"]["assignment"].items()

@@ -18,7 +18,7 @@ from agent.logging import configure
 from agent.loop import Agent, CycleReport
 from agent.registry import decode_registration, registration_key
 from agent.settings import Settings
-from tests.fake_admin import Desc, Node, Part, done
+from tests.fake_admin import Node, cluster_metadata, done
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
 
@@ -73,13 +73,9 @@ class FakeAdmin:
         return done(type("C", (), {"nodes": [Node(b, r) for b, r in RACKS.items()]})())
 
     def list_topics(self, timeout: float = 0) -> Any:
-        return type("M", (), {"topics": dict.fromkeys(self.topics)})()
-
-    def describe_topics(self, coll: Any, **_kw: Any) -> dict[str, Future[Any]]:
-        return {
-            n: done(Desc([Part(i, Node(r[0]), [Node(b) for b in r]) for i, r in enumerate(self.topics[n])]))
-            for n in coll.topic_names
-        }
+        if self.down:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        return cluster_metadata(self.topics, RACKS)
 
     def describe_consumer_groups(self, ids: list[str], **_kw: Any) -> dict[str, Future[Any]]:
         self.described.append(list(ids))

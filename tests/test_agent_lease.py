@@ -111,3 +111,37 @@ def test_lease_schema_agrees_with_the_decoder() -> None:
             jsonschema.validate(bad, schema)
         with pytest.raises(HeartbeatError):
             decode_heartbeat(b"leader", json.dumps(bad).encode())
+
+
+def test_foreign_writer_is_a_live_agent_outside_our_lease_group() -> None:
+    from agent.lease import Heartbeat, foreign_writer
+
+    now = 1_000_000
+    other = Heartbeat("b", 7, now - 2_000, 5.0)  # no lease: an agent with ha.enabled false
+    reason = foreign_writer(other, "a", None, now)
+    assert reason is not None and "'b'" in reason and "without a lease" in reason and "epoch 7" in reason
+    assert foreign_writer(other, "a", "agents", now) is not None, (
+        "a lease does not fence an agent without one"
+    )
+    assert foreign_writer(other, "b", None, now) is None, "our own heartbeat"
+    grouped = Heartbeat("b", 7, now - 2_000, 5.0, "agents")
+    assert foreign_writer(grouped, "a", "agents", now) is None, "the same lease group: a takeover"
+    assert foreign_writer(grouped, "a", "others", now) is not None
+    assert foreign_writer(grouped, "a", None, now) is not None
+    # Gone: older than three intervals (and 10 s); or released by a clean stop.
+    assert foreign_writer(Heartbeat("b", 7, now - 16_000, 5.0), "a", None, now) is None
+    assert foreign_writer(Heartbeat("b", 7, now - 2_000, 5.0, released=True), "a", None, now) is None
+    # The broker's record timestamp wins over the writer's clock (a heartbeat dated ahead stays old).
+    ahead = Heartbeat("b", 7, now + 86_400_000, 5.0, seen_ms=now - 60_000)
+    assert foreign_writer(ahead, "a", None, now) is None
+
+
+def test_heartbeats_round_trip_with_lease_group_and_release() -> None:
+    from agent.lease import HEARTBEAT_KEY, Heartbeat, decode_heartbeat
+
+    hb = Heartbeat("a", 3, 42, 1.5, "agents", released=True)
+    assert decode_heartbeat(HEARTBEAT_KEY, hb.encode()) == hb
+    old = b'{"schema":1,"agent_id":"a","epoch":3,"timestamp_ms":42,"interval_s":1.5}'
+    assert decode_heartbeat(HEARTBEAT_KEY, old) == Heartbeat("a", 3, 42, 1.5), (
+        "written before the fields existed"
+    )

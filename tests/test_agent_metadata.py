@@ -20,7 +20,7 @@ from agent.metadata import (
     poll_snapshot,
 )
 from agent.settings import MetadataSettings
-from tests.fake_admin import Desc, Node, Part, done
+from tests.fake_admin import Node, cluster_metadata, done
 
 
 def failed(e: BaseException) -> Future[Any]:
@@ -34,29 +34,16 @@ class FakeAdmin:
     nodes: list[Node]
     topics: dict[str, list[list[int]]]
     errors: dict[str, BaseException] = field(default_factory=dict)
-    batches: list[list[str]] = field(default_factory=list)
+    described: int = 0
 
     def describe_cluster(self, **kw: Any) -> Future[Any]:
         assert kw["include_authorized_operations"] is False
+        self.described += 1
         return done(type("C", (), {"nodes": self.nodes})())
 
     def list_topics(self, timeout: float) -> Any:
-        return type("M", (), {"topics": {t: None for t in [*self.topics, *self.errors]}})()
-
-    def describe_topics(self, coll: Any, **kw: Any) -> dict[str, Future[Any]]:
-        names = list(coll.topic_names)
-        self.batches.append(names)
-        out: dict[str, Future[Any]] = {}
-        for n in names:
-            if n in self.errors:
-                out[n] = failed(self.errors[n])
-            else:
-                parts = [
-                    Part(i, Node(r[0]) if r else None, [Node(b) for b in r])
-                    for i, r in reversed(list(enumerate(self.topics[n])))
-                ]
-                out[n] = done(Desc(parts))
-        return out
+        errors = {t: e.args[0] for t, e in self.errors.items()}
+        return cluster_metadata(self.topics, [n.id for n in self.nodes], errors)
 
 
 def admin() -> FakeAdmin:
@@ -67,7 +54,7 @@ def admin() -> FakeAdmin:
 
 
 def test_snapshot_is_complete_and_sorted() -> None:
-    s = fetch_snapshot(admin(), MetadataSettings(describe_batch_size=1), now=lambda: 42.0)
+    s = fetch_snapshot(admin(), MetadataSettings(), now=lambda: 42.0)
     assert s.brokers == {1: "a", 2: "b", 3: None}  # an empty rack is no rack
     assert sorted(s.topics) == ["orders", "x"]  # internal topics excluded
     assert s.topics["orders"] == TopicState(((1, 2), (2, 3), ()), (1, 2, NO_LEADER))
@@ -75,12 +62,17 @@ def test_snapshot_is_complete_and_sorted() -> None:
     assert s.partition_count() == 4
 
 
-def test_topics_are_described_in_batches() -> None:
+def test_racks_are_asked_once_per_new_broker() -> None:
+    """DescribeCluster only for broker ids the cache lacks: not per poll."""
     a = admin()
-    a.topics.update({f"t{i}": [[1]] for i in range(5)})
-    s = fetch_snapshot(a, MetadataSettings(describe_batch_size=3), exclude=frozenset({"x"}))
-    assert [len(b) for b in a.batches] == [3, 3]
-    assert "x" not in s.topics and len(s.topics) == 6
+    cache: dict[int, str | None] = {}
+    first = fetch_snapshot(a, MetadataSettings(), rack_cache=cache)
+    again = fetch_snapshot(a, MetadataSettings(), rack_cache=cache, exclude=frozenset({"x"}))
+    assert a.described == 1 and first.brokers == again.brokers == {1: "a", 2: "b", 3: None}
+    assert "x" not in again.topics
+    a.nodes.append(Node(4, "c"))
+    assert fetch_snapshot(a, MetadataSettings(), rack_cache=cache).brokers[4] == "c"
+    assert a.described == 2
 
 
 def test_a_topic_deleted_meanwhile_is_skipped() -> None:
@@ -138,38 +130,33 @@ def test_known_racks_remember_last_rack() -> None:
     assert k == {1: "a", 2: "b"}
 
 
-def test_racks_come_from_topic_descriptions_without_describe_cluster() -> None:
-    """DescribeCluster goes to the last known controller and times out while it is down: when every
-    live broker holds a replica, the topic descriptions' nodes give every rack and it is not asked."""
-
-    @dataclass
-    class LiveNode:
-        id: int
-        rack: str | None = None
-        host: str = "127.0.0.1"
+def test_while_describe_cluster_fails_new_brokers_have_no_rack_yet() -> None:
+    """DescribeCluster waits for a controller that may be the broker just killed: a poll still
+    succeeds from the Metadata request, the unknown racks are None (the loop keeps last known ones)."""
 
     class NoController(FakeAdmin):
         def describe_cluster(self, **kw: Any) -> Future[Any]:
-            raise AssertionError("not asked")
+            f: Future[Any] = Future()
+            f.set_exception(
+                KafkaException(KafkaError(KafkaError._TIMED_OUT, "Timed out waiting for controller"))
+            )
+            return f
 
-        def list_topics(self, timeout: float) -> Any:
-            m = super().list_topics(timeout)
-            m.brokers = {1: None, 2: None}  # broker 3 is down: live brokers only
-            return m
-
-        def describe_topics(self, coll: Any, **kw: Any) -> dict[str, Future[Any]]:
-            def node(b: int) -> Any:
-                return LiveNode(b, {1: "a", 2: "b"}[b]) if b in (1, 2) else Node(b)  # dead: no host
-
-            return {
-                n: done(
-                    Desc([Part(i, node(r[0]), [node(b) for b in r]) for i, r in enumerate(self.topics[n])])
-                )
-                for n in coll.topic_names
-            }
-
-    a = NoController(nodes=[], topics={"orders": [[1, 3], [2, 3]]})
-    s = fetch_snapshot(a, MetadataSettings())
-    assert s.brokers == {1: "a", 2: "b"}
-    assert s.resolve_racks({3: "c"}) == {1: "a", 2: "b", 3: "c"}  # the dead one keeps its known rack
+    a = NoController(nodes=[Node(1, "a"), Node(2, "b")], topics={"orders": [[1, 3], [2, 3]]})
+    s = fetch_snapshot(a, MetadataSettings(), rack_cache={1: "a"})
+    assert s.brokers == {1: "a", 2: None}
+    assert s.resolve_racks({2: "b", 3: "c"}) == {1: "a", 2: "b", 3: "c"}
     assert s.topics["orders"].replicas == ((1, 3), (2, 3))
+
+
+def test_replicas_out_of_sync_are_marked() -> None:
+    a = admin()
+    md = a.list_topics(1.0)
+    md.topics["orders"].partitions[0].isrs = [1]
+
+    class Fixed(FakeAdmin):
+        def list_topics(self, timeout: float) -> Any:
+            return md
+
+    s = fetch_snapshot(Fixed(a.nodes, a.topics), MetadataSettings())
+    assert s.topics["orders"].syncing == frozenset({0})
