@@ -22,6 +22,11 @@ def register(sub: Any) -> None:
         default=os.environ.get("RACKPLAN_CONFIG"),
         help="settings YAML file (default: $RACKPLAN_CONFIG; without one, settings come from RACKPLAN_* variables)",
     )
+    run.add_argument(
+        "--no-supervisor",
+        action="store_true",
+        help="run the agent in this process, without the supervisor that restarts it after a native crash",
+    )
     run.set_defaults(func=cmd_agent_run)
 
     demo = sub.add_parser("demo", help="embedded 3-rack cluster: detect a change, republish plans, alert")
@@ -61,6 +66,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     from .logging import configure, get_logger
     from .loop import Agent, AgentError
     from .settings import Settings
+    from .supervisor import child_command, supervise, supervised
 
     try:
         settings = Settings.load(args.config)
@@ -69,6 +75,9 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
         return 2
     configure(settings.log.format, settings.log.level)
     log = get_logger("rackplan.agent")
+    if not args.no_supervisor and not supervised():
+        argv = ["agent", "run", *(["--config", args.config] if args.config else [])]
+        return supervise(child_command(argv), get_logger("rackplan.supervisor"))
     log.info("agent starting", settings=settings.redacted())
     agent = Agent(settings, serve_http=True)
     install_stop_handlers(agent.stop)

@@ -22,6 +22,22 @@ _UNSUPPORTED = {
 }
 
 
+#: errors a partition's leader gives while metadata catches up (new topic, moved leader)
+_TRANSIENT = frozenset(
+    {
+        "NOT_LEADER_FOR_PARTITION",
+        "NOT_LEADER_OR_FOLLOWER",
+        "LEADER_NOT_AVAILABLE",
+        "UNKNOWN_TOPIC_OR_PART",
+        "_UNKNOWN_PARTITION",
+        "_TIMED_OUT",
+        "REQUEST_TIMED_OUT",
+        "_TRANSPORT",
+        "NOT_COORDINATOR",
+    }
+)
+
+
 def _error_name(e: BaseException) -> str:
     """The KafkaError name inside a KafkaException (``""`` for anything else)."""
     err = e.args[0] if e.args else None
@@ -266,12 +282,18 @@ class TopicTail:
         deadline = time.monotonic() + timeout_s
         targets: dict[tuple[str, int], int] = {}
         for t, p in self._partitions:
-            try:
-                low, high = self._consumer.get_watermark_offsets(
-                    TopicPartition(t, p), timeout=timeout_s, cached=False
-                )
-            except Exception as e:  # KafkaException: partition leader unreachable, moving, ...
-                raise TopicReadError(f"topic {t!r} partition {p}: end offset unknown: {e}") from e
+            while True:
+                try:
+                    low, high = self._consumer.get_watermark_offsets(
+                        TopicPartition(t, p), timeout=max(0.5, deadline - time.monotonic()), cached=False
+                    )
+                    break
+                except Exception as e:  # KafkaException: partition leader unreachable, moving, ...
+                    # A topic created a moment ago, or a leader that just moved: brokers catch up in
+                    # moments; only the deadline makes it an error.
+                    if _error_name(e) not in _TRANSIENT or time.monotonic() >= deadline:
+                        raise TopicReadError(f"topic {t!r} partition {p}: end offset unknown: {e}") from e
+                    time.sleep(0.1)
             if high > max(low, self._next[(t, p)]):
                 targets[(t, p)] = high
         out: list[RawRecord] = []

@@ -122,14 +122,20 @@ def test_reassignment_across_racks_republishes_and_alerts_then_resolves(
     # Across racks (p0 to az-b, p3 to az-a): the range plan now reads two partitions cross-rack.
     t0 = time.monotonic()
     launched.reassign({(pay, 0): [2], (pay, 3): [1]})
-    confirmed = agent.wait_for(lambda r: r.confirmed, timeout=30)
+    first = agent.wait_for(lambda r: r.confirmed, timeout=30)
     detect_s = time.monotonic() - t0
     assert detect_s <= 2 * settings.poll_interval_s + 10.0  # the tool's own JVM start counts in this
+    # Kafka completes the two moves one after the other: the agent may see (and plan for) them apart.
+    confirmed = first
+    if not any(p.key == key and p.locality_after.cross_rack == 0 for p in first.published):
+        confirmed = agent.wait_for(
+            lambda r: any(p.key == key and p.locality_after.cross_rack == 0 for p in r.published), timeout=30
+        )
     (plan,) = [p for p in confirmed.published if p.key == key]
     assert plan.reason.startswith("replica racks changed: ")
     assert plan.locality_before is not None and plan.locality_after.cross_rack == 0
-    firing = [a for a in confirmed.alerts if a.key == key and a.status == "firing"]
-    assert firing and firing[0].current >= 2 / 6
+    firing = [a for r in agent.history for a in r.alerts if a.key == key and a.status == "firing"]
+    assert firing and firing[0].current >= 1 / 6
     resolved = agent.wait_for(lambda r: any(a.key == key and a.status == "resolved" for a in r.alerts), 30)
     e2e_report(
         target="kafka",

@@ -19,7 +19,15 @@ def test_create_topics_makes_a_compacted_plan_topic(kafka_bootstrap: str) -> Non
         assert ensure_topics(admin, [spec], 15, get_logger("t")) == []
         assert ensure_topics(admin, [spec], 15, get_logger("t")) == []  # exists: nothing to do
         res = ConfigResource(ConfigResource.Type.TOPIC, name)
-        configs = admin.describe_configs([res])[res].result(timeout=15)
+        deadline = time.monotonic() + 30
+        while True:  # the broker DescribeConfigs reaches may learn the new topic a moment later
+            try:
+                configs = admin.describe_configs([res])[res].result(timeout=15)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         assert configs["cleanup.policy"].value == "compact"
         assert configs["max.message.bytes"].value == "16777216"
     finally:
