@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from confluent_kafka.admin import AdminClient, NewTopic
