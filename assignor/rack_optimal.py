@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from .flow import min_cost_flow_phases
 from .model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 from .owned import previous_owners
+from .rack_optimal_balanced import rebalance
 from .rack_optimal_fair import fair_box
 from .rack_optimal_flow import Edge, residual_potentials
 
@@ -66,9 +67,10 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     face = _optimal_face(c)
     owned = _owned_by_class(cluster, group, c)
     parts = _keep_most(c, face, owned)
-    return ConsumerPlan(
-        assignment={m.member_id: sorted(parts[i]) for i, m in enumerate(c.members)}, revoked={}
-    )
+    assignment = {m.member_id: sorted(parts[i]) for i, m in enumerate(c.members)}
+    if len(c.low) > 1:  # unequal subscriptions: from the fair optimum to the balanced one
+        assignment = rebalance(cluster, group, assignment)
+    return ConsumerPlan(assignment=assignment, revoked={})
 
 
 @dataclass(slots=True)

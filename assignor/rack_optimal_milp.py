@@ -1,0 +1,188 @@
+"""The contract's balance rule as a mixed-integer program: one component of a group, solved exactly by HiGHS.
+
+Why a MILP.  With unequal subscriptions the contract calls an assignment
+balanced when no partition can move to a member subscribed to it that holds
+at least two fewer.  Written per topic group ``g`` (topics with the same
+subscribers) with ``mu_g`` the smallest count among its subscribers, that is
+
+    member ``m`` holds some partition of ``g``  =>  ``count(m) <= mu_g + 1``.
+
+Which arcs a member may use depends on the counts being chosen, so it is an
+either/or condition, not a flow constraint: the balanced assignments are the
+*local* optima of the fair objective (no single improving move), and optimising
+over them is not known to be polynomial.  Here the condition is exact, with one
+binary ``y[m, g]`` ("``m`` holds part of ``g``") per subscription:
+
+* ``sum_k x[m, k] <= |g| * y[m, g]`` over the partition classes ``k`` of ``g``;
+* ``mu_g <= count(m)`` for every subscriber ``m`` of ``g``;
+* ``count(m) - mu_g <= 1 + M_m * (1 - y[m, g])`` with ``M_m`` one less than the
+  most ``m`` could ever hold (so the row is void when ``y = 0``).
+
+``x[m, k]`` (integer) is how many partitions of class ``k`` (same topic group,
+same replica-rack mask: interchangeable) member ``m`` gets, ``keep[m, k]`` how
+many of its own owned partitions of that class it keeps (``keep <= x``,
+``keep <= owned``; at an optimum ``keep = min(x, owned)``, so it needs no
+integrality).  The objective is ``W * cross-rack - kept`` with ``W`` larger than
+every possible number of kept partitions: the fewest cross-rack partitions
+first, then the most kept.  Integer data and a gap below one make HiGHS's
+answer the exact optimum; the caller re-checks it in integers.
+
+HiGHS runs single-threaded with a fixed seed and no time limit, so the same
+input gives the same answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One connected piece of a group: members linked by shared topics, in sorted member order.
+
+    ``class_size[k]`` partitions in class ``k``, all of topic group
+    ``class_group[k]``; ``group_members[g]`` subscribe to group ``g``;
+    ``cross[m][k]`` is 1 when class ``k`` is cross-rack for member ``m``
+    (only for classes of groups ``m`` subscribes to); ``owned[m][k]`` how
+    many partitions of class ``k`` member ``m`` owns and may keep.
+    """
+
+    class_size: Sequence[int]
+    class_group: Sequence[int]
+    group_members: Sequence[Sequence[int]]
+    cross: Sequence[dict[int, int]]
+    owned: Sequence[dict[int, int]]
+
+
+def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, int]]:
+    """Per member: how many partitions of each class it gets in the lexicographic optimum.
+
+    ``start`` is a balanced assignment in the same form (the fair optimum),
+    handed to HiGHS as its first incumbent.
+    """
+    # Imported here: only groups the fast paths cannot settle need the solver.  The bare
+    # ``_Highs`` class, because ``highspy.Highs()`` prints a banner on stdout (where the CLI
+    # writes the plan) before any option can switch logging off.
+    import numpy
+    from highspy import _core as highspy
+
+    n_mem = len(comp.cross)
+    n_grp = len(comp.group_members)
+    group_classes: list[list[int]] = [[] for _ in range(n_grp)]
+    for k, g in enumerate(comp.class_group):
+        group_classes[g].append(k)
+    group_size = [sum(comp.class_size[k] for k in ks) for ks in group_classes]
+    member_groups: list[list[int]] = [[] for _ in range(n_mem)]
+    for g, ms in enumerate(comp.group_members):
+        for m in ms:
+            member_groups[m].append(g)
+    weight = sum(sum(o.values()) for o in comp.owned) + 1
+
+    cost: list[float] = []
+    lower: list[float] = []
+    upper: list[float] = []
+    integer: list[int] = []
+
+    def column(c: float, lo: float, hi: float, is_int: bool) -> int:
+        cost.append(c)
+        lower.append(lo)
+        upper.append(hi)
+        if is_int:
+            integer.append(len(cost) - 1)
+        return len(cost) - 1
+
+    x: list[dict[int, int]] = [{} for _ in range(n_mem)]
+    keep: list[dict[int, int]] = [{} for _ in range(n_mem)]
+    y: list[dict[int, int]] = [{} for _ in range(n_mem)]
+    most = [0] * n_mem
+    for m in range(n_mem):
+        for k, cr in sorted(comp.cross[m].items()):
+            x[m][k] = column(weight * cr, 0, comp.class_size[k], True)
+        for k, own in sorted(comp.owned[m].items()):
+            keep[m][k] = column(-1, 0, own, False)
+        for g in member_groups[m]:
+            y[m][g] = column(0, 0, 1, True)
+            most[m] += group_size[g]
+    count = [column(0, 0, most[m], False) for m in range(n_mem)]
+    mu = [column(0, 0, max((most[m] for m in ms), default=0), False) for ms in comp.group_members]
+
+    row_lo: list[float] = []
+    row_hi: list[float] = []
+    starts: list[int] = []
+    index: list[int] = []
+    value: list[float] = []
+
+    def row(lo: float, hi: float, terms: list[tuple[int, float]]) -> None:
+        row_lo.append(lo)
+        row_hi.append(hi)
+        starts.append(len(index))
+        for j, v in terms:
+            index.append(j)
+            value.append(v)
+
+    inf = highspy.kHighsInf
+    holders: list[list[tuple[int, float]]] = [[] for _ in comp.class_size]
+    for m in range(n_mem):
+        for k, j in x[m].items():
+            holders[k].append((j, 1.0))
+    for k, terms in enumerate(holders):  # every partition placed
+        row(comp.class_size[k], comp.class_size[k], terms)
+    for m in range(n_mem):
+        row(0, 0, [(count[m], 1.0)] + [(j, -1.0) for j in x[m].values()])
+        for k, j in keep[m].items():
+            row(-inf, 0, [(j, 1.0), (x[m][k], -1.0)])
+        big = max(most[m] - 1, 0)
+        for g in member_groups[m]:
+            row(-inf, 0, [(x[m][k], 1.0) for k in group_classes[g]] + [(y[m][g], -float(group_size[g]))])
+            row(-inf, 0, [(mu[g], 1.0), (count[m], -1.0)])
+            row(-inf, 1 + big, [(count[m], 1.0), (mu[g], -1.0), (y[m][g], float(big))])
+
+    h = highspy._Highs()
+    for option, v in (
+        ("output_flag", False),  # first: any other call may print the banner
+        ("threads", 1),
+        ("random_seed", 0),
+        ("mip_rel_gap", 0.0),
+        ("mip_abs_gap", 0.5),  # the optimum is an integer: a gap below one proves it
+        ("time_limit", inf),
+    ):
+        h.setOptionValue(option, v)
+    n_col = len(cost)
+    h.addCols(n_col, cost, lower, upper, 0, [0] * n_col, [], [])
+    h.addRows(len(row_lo), row_lo, row_hi, len(index), starts, index, value)
+    kinds = numpy.full(len(integer), int(highspy.HighsVarType.kInteger), dtype=numpy.uint8)
+    h.changeColsIntegrality(len(integer), integer, kinds)
+    h.setSolution(n_col, list(range(n_col)), _start_vector(comp, start, x, keep, y, count, mu, n_col))
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise AssertionError(f"HiGHS ended with {h.modelStatusToString(h.getModelStatus())}")
+    sol = h.getSolution().col_value
+    return [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
+
+
+def _start_vector(
+    comp: Component,
+    start: Sequence[dict[int, int]],
+    x: list[dict[int, int]],
+    keep: list[dict[int, int]],
+    y: list[dict[int, int]],
+    count: list[int],
+    mu: list[int],
+    n_col: int,
+) -> list[float]:
+    """Every column's value in the assignment ``start``."""
+    out = [0.0] * n_col
+    counts = [sum(s.values()) for s in start]
+    for m, s in enumerate(start):
+        for k, v in s.items():
+            out[x[m][k]] = v
+            g = comp.class_group[k]
+            if v:
+                out[y[m][g]] = 1.0
+        for k, j in keep[m].items():
+            out[j] = min(s.get(k, 0), comp.owned[m][k])
+        out[count[m]] = counts[m]
+    for g, ms in enumerate(comp.group_members):
+        out[mu[g]] = min(counts[m] for m in ms) if ms else 0
+    return out
