@@ -33,6 +33,7 @@ input gives the same answer.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -122,6 +123,18 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
             value.append(v)
 
     inf = highspy.kHighsInf
+    # Valid rows that cut what the big-M rows leave loose.  Members with the same subscription
+    # hold counts ``lo`` or ``lo + 1``: the most loaded one, if it holds anything, holds a topic
+    # every other one subscribes to.  Members that are also in the same rack and own nothing
+    # are interchangeable, so their counts may be taken in decreasing order.
+    by_sub: dict[tuple[int, ...], list[int]] = {}
+    for m in range(n_mem):
+        by_sub.setdefault(tuple(member_groups[m]), []).append(m)
+    twins: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], list[int]] = {}
+    for m in range(n_mem):
+        if not comp.owned[m]:
+            key = (tuple(member_groups[m]), tuple(sorted(comp.cross[m].items())))
+            twins.setdefault(key, []).append(m)
     holders: list[list[tuple[int, float]]] = [[] for _ in comp.class_size]
     for m in range(n_mem):
         for k, j in x[m].items():
@@ -138,6 +151,17 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
             row(-inf, 0, [(mu[g], 1.0), (count[m], -1.0)])
             row(-inf, 1 + big, [(count[m], 1.0), (mu[g], -1.0), (y[m][g], float(big))])
 
+    floors: list[tuple[int, list[int]]] = []  # (column, members)
+    for ms in by_sub.values():
+        if len(ms) > 1:
+            lo = column(0, 0, max(most[m] for m in ms), False)
+            floors.append((lo, ms))
+            for m in ms:
+                row(0, 1, [(count[m], 1.0), (lo, -1.0)])
+    for ms in twins.values():
+        for a, b in itertools.pairwise(ms):
+            row(0, inf, [(count[a], 1.0), (count[b], -1.0)])
+
     h = highspy._Highs()
     for option, v in (
         ("output_flag", False),  # first: any other call may print the banner
@@ -153,7 +177,10 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
     h.addRows(len(row_lo), row_lo, row_hi, len(index), starts, index, value)
     kinds = numpy.full(len(integer), int(highspy.HighsVarType.kInteger), dtype=numpy.uint8)
     h.changeColsIntegrality(len(integer), integer, kinds)
-    h.setSolution(n_col, list(range(n_col)), _start_vector(comp, start, x, keep, y, count, mu, n_col))
+    first = _start_vector(comp, start, x, keep, y, count, mu, n_col)
+    for lo, ms in floors:
+        first[lo] = min(first[count[m]] for m in ms)
+    h.setSolution(n_col, list(range(n_col)), first)
     h.run()
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         raise AssertionError(f"HiGHS ended with {h.modelStatusToString(h.getModelStatus())}")
