@@ -105,8 +105,30 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
         for g in member_groups[m]:
             y[m][g] = column(0, 0, 1, True)
             most[m] += group_size[g]
+    # Valid rows that cut what the big-M rows leave loose.  Members with the same subscription
+    # hold counts ``lo`` or ``lo + 1``: the most loaded one, if it holds anything, holds a topic
+    # every other one subscribes to.  So ``n`` such members hold at least ``n * lo``, which bounds
+    # ``lo`` and their counts (the big-M constants) by the component's partitions.  Members that
+    # are also in the same rack and own nothing are interchangeable: their counts may be taken
+    # in decreasing order.
+    total = sum(comp.class_size)
+    by_sub: dict[tuple[int, ...], list[int]] = {}
+    for m in range(n_mem):
+        by_sub.setdefault(tuple(member_groups[m]), []).append(m)
+    floors: list[tuple[int, list[int]]] = []  # (column, members)
+    for ms in by_sub.values():
+        if len(ms) > 1:
+            cap = min(most[ms[0]], total // len(ms))
+            floors.append((column(0, 0, cap, False), ms))
+            for m in ms:
+                most[m] = min(most[m], cap + 1)
+    twins: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], list[int]] = {}
+    for m in range(n_mem):
+        if not comp.owned[m]:
+            key = (tuple(member_groups[m]), tuple(sorted(comp.cross[m].items())))
+            twins.setdefault(key, []).append(m)
     count = [column(0, 0, most[m], False) for m in range(n_mem)]
-    mu = [column(0, 0, max((most[m] for m in ms), default=0), False) for ms in comp.group_members]
+    mu = [column(0, 0, min((most[m] for m in ms), default=0), False) for ms in comp.group_members]
 
     row_lo: list[float] = []
     row_hi: list[float] = []
@@ -123,18 +145,6 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
             value.append(v)
 
     inf = highspy.kHighsInf
-    # Valid rows that cut what the big-M rows leave loose.  Members with the same subscription
-    # hold counts ``lo`` or ``lo + 1``: the most loaded one, if it holds anything, holds a topic
-    # every other one subscribes to.  Members that are also in the same rack and own nothing
-    # are interchangeable, so their counts may be taken in decreasing order.
-    by_sub: dict[tuple[int, ...], list[int]] = {}
-    for m in range(n_mem):
-        by_sub.setdefault(tuple(member_groups[m]), []).append(m)
-    twins: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], list[int]] = {}
-    for m in range(n_mem):
-        if not comp.owned[m]:
-            key = (tuple(member_groups[m]), tuple(sorted(comp.cross[m].items())))
-            twins.setdefault(key, []).append(m)
     holders: list[list[tuple[int, float]]] = [[] for _ in comp.class_size]
     for m in range(n_mem):
         for k, j in x[m].items():
@@ -151,13 +161,9 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
             row(-inf, 0, [(mu[g], 1.0), (count[m], -1.0)])
             row(-inf, 1 + big, [(count[m], 1.0), (mu[g], -1.0), (y[m][g], float(big))])
 
-    floors: list[tuple[int, list[int]]] = []  # (column, members)
-    for ms in by_sub.values():
-        if len(ms) > 1:
-            lo = column(0, 0, max(most[m] for m in ms), False)
-            floors.append((lo, ms))
-            for m in ms:
-                row(0, 1, [(count[m], 1.0), (lo, -1.0)])
+    for lo, ms in floors:
+        for m in ms:
+            row(0, 1, [(count[m], 1.0), (lo, -1.0)])
     for ms in twins.values():
         for a, b in itertools.pairwise(ms):
             row(0, inf, [(count[a], 1.0), (count[b], -1.0)])
