@@ -28,7 +28,11 @@ first, then the most kept.  Integer data and a gap below one make HiGHS's
 answer the exact optimum; the caller re-checks it in integers.
 
 HiGHS runs single-threaded with a fixed seed and no time limit, so the same
-input gives the same answer.
+input gives the same answer.  Cost: exponential in the worst case.  The LP
+relaxation of big-M rows is weak (it lets ``y`` be a fraction), so HiGHS
+mostly enumerates; the valid rows below (members of one subscription hold
+``lo`` or ``lo + 1``, bounds from them) help most when many members share a
+subscription.  docs/performance.md measures where it stops being fast.
 """
 
 from __future__ import annotations
