@@ -40,7 +40,8 @@ def rebalance(
     """The lexicographic optimum (cross-rack, then moves) over balanced assignments, given the fair one.
 
     Components whose fair assignment reaches the per-partition bound keep it
-    unchanged, so the result differs from ``fair`` only where it is strictly better.
+    unchanged; the others get the solver's optimum, which may differ from the
+    fair assignment even where it is no better.
     """
     members = sorted(group.members, key=lambda m: m.member_id)
     out = {m.member_id: list(fair[m.member_id]) for m in members}
