@@ -19,6 +19,7 @@ keep more owned ones.  This module makes the result exact over all of them:
    (:mod:`assignor.rack_optimal_milp`, HiGHS), starting from the fair optimum,
    and check the answer in integers: every partition placed with a
    subscriber, the balance rule, and a value no worse than the fair one.
+   When it is only as good, the fair assignment stays.
 
 Partitions are handed out per class (same topic group, same replica-rack
 mask): each member first keeps its own owned partitions of the class (sorted),
@@ -39,9 +40,8 @@ def rebalance(
 ) -> dict[str, list[TopicPartition]]:
     """The lexicographic optimum (cross-rack, then moves) over balanced assignments, given the fair one.
 
-    Components whose fair assignment reaches the per-partition bound keep it
-    unchanged; the others get the solver's optimum, which may differ from the
-    fair assignment even where it is no better.
+    A component keeps its fair assignment unless the solver finds a strictly
+    better one, so the result differs from ``fair`` only where it must.
     """
     members = sorted(group.members, key=lambda m: m.member_id)
     out = {m.member_id: list(fair[m.member_id]) for m in members}
@@ -135,8 +135,11 @@ def _optimise(
         return
     best = solve(comp, start)
     _check(comp, best)
-    if _value(comp, best, weight) > fair_value:
+    value = _value(comp, best, weight)
+    if value > fair_value:
         raise AssertionError("the exact solver returned a plan worse than the fair one")
+    if value == fair_value:
+        return  # the fair plan was optimal after all: keep it
     for m in members:
         out[m.member_id] = []
     for k, parts in enumerate(class_parts):
