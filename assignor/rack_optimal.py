@@ -57,8 +57,12 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     """The rack-optimal plan of ``group`` (see the module docstring for what is exact)."""
     plan = fair_assign(cluster, group)
     if len({m.topics for m in group.members}) > 1:  # unequal: from the fair optimum to the balanced one
-        return ConsumerPlan(assignment=rebalance(cluster, group, plan.assignment), revoked={})
-    return plan
+        assignment, outcome = rebalance(cluster, group, plan.assignment)
+        stats: dict[str, bool | int] = {"optimal": outcome.optimal}
+        if not outcome.optimal:
+            stats["cross_rack_lower_bound"] = outcome.cross_rack_lower_bound
+        return ConsumerPlan(assignment=assignment, revoked={}, stats=stats)
+    return ConsumerPlan(assignment=plan.assignment, revoked={}, stats={"optimal": True})
 
 
 def fair_assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:

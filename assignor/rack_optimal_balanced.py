@@ -15,11 +15,15 @@ keep more owned ones.  This module makes the result exact over all of them:
    local, moved only when its owner is cross-rack for it and another
    subscriber is not.  When the fair optimum of a component reaches that
    bound it is optimal over every balanced assignment, and is kept as it is.
-3. Otherwise solve the component exactly as a mixed-integer program
+3. Otherwise solve the component as a mixed-integer program
    (:mod:`assignor.rack_optimal_milp`, HiGHS), starting from the fair optimum,
-   and check the answer in integers: every partition placed with a
-   subscriber, the balance rule, and a value no worse than the fair one.
-   When it is only as good, the fair assignment stays.
+   within a deterministic work budget (nodes and model sizes, never time), and check the
+   answer in integers: every partition placed with a subscriber, the balance
+   rule, and a value no worse than the fair one.  When it is only as good,
+   the fair assignment stays.  When the budget runs out first, the best plan
+   found is used the same way (so never worse than the fair optimum), the
+   component is not proven optimal, and HiGHS's dual bound gives a proven
+   lower bound on its cross-rack partitions.
 
 Partitions are handed out per class (same topic group, same replica-rack
 mask): each member first keeps its own owned partitions of the class (sorted),
@@ -28,26 +32,49 @@ then takes the class's remaining partitions in order, members in id order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from .model import Cluster, ConsumerGroup, Member, TopicPartition, is_cross_rack
 from .owned import previous_owners
-from .rack_optimal_milp import Component, solve
+from .rack_optimal_milp import NODE_WORK, Component, solve
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """Whether the whole plan is proven optimal, and a proven lower bound on its cross-rack partitions.
+
+    The bound adds up, per component, its cross-rack partitions when proven
+    optimal, else the larger of the per-partition bound and HiGHS's dual bound.
+    """
+
+    optimal: bool
+    cross_rack_lower_bound: int
 
 
 def rebalance(
-    cluster: Cluster, group: ConsumerGroup, fair: Mapping[str, Sequence[TopicPartition]]
-) -> dict[str, list[TopicPartition]]:
+    cluster: Cluster,
+    group: ConsumerGroup,
+    fair: Mapping[str, Sequence[TopicPartition]],
+    budget: int = NODE_WORK,
+) -> tuple[dict[str, list[TopicPartition]], Outcome]:
     """The lexicographic optimum (cross-rack, then moves) over balanced assignments, given the fair one.
 
     A component keeps its fair assignment unless the solver finds a strictly
-    better one, so the result differs from ``fair`` only where it must.
+    better one, so the result differs from ``fair`` only where it must.  When
+    the solver's work budget (``budget``, see
+    :data:`assignor.rack_optimal_milp.NODE_WORK`) runs out, the best plan found
+    stands (never worse than ``fair``) and the outcome says it is not proven.
     """
     members = sorted(group.members, key=lambda m: m.member_id)
     out = {m.member_id: list(fair[m.member_id]) for m in members}
+    optimal, bound = True, 0
     for comp_members in _components(cluster, members):
-        _optimise(cluster, group, [members[i] for i in comp_members], out)
-    return out
+        proven, low = _optimise(cluster, group, [members[i] for i in comp_members], out, budget)
+        optimal = optimal and proven
+        bound += low
+    return out, Outcome(optimal, bound)
 
 
 def _components(cluster: Cluster, members: list[Member]) -> list[list[int]]:
@@ -76,12 +103,20 @@ def _components(cluster: Cluster, members: list[Member]) -> list[list[int]]:
 
 
 def _optimise(
-    cluster: Cluster, group: ConsumerGroup, members: list[Member], out: dict[str, list[TopicPartition]]
-) -> None:
-    """Replace the component's part of ``out`` by the exact optimum, unless the fair part is certified."""
+    cluster: Cluster,
+    group: ConsumerGroup,
+    members: list[Member],
+    out: dict[str, list[TopicPartition]],
+    budget: int,
+) -> tuple[bool, int]:
+    """Replace the component's part of ``out`` by a strictly better plan if one is found.
+
+    Returns whether the result is proven optimal, and a proven lower bound on
+    the component's cross-rack partitions (its cross-rack count when proven).
+    """
     topics = sorted({t for m in members for t in m.topics if cluster.topics[t]})
     if not topics:
-        return
+        return True, 0
     local = {m.member_id: i for i, m in enumerate(members)}
     subscribers: dict[str, list[int]] = {t: [] for t in topics}
     for i, m in enumerate(members):
@@ -131,21 +166,32 @@ def _optimise(
         owned=owned,
     )
     fair_value = _value(comp, start, weight)
-    if fair_value == _bound(comp, weight):
-        return
-    best = solve(comp, start)
+    cheap = _bound(comp, weight)
+    if fair_value == cheap:
+        return True, fair_value // weight
+    found = solve(comp, start, budget)
+    best = found.counts
     _check(comp, best)
     value = _value(comp, best, weight)
     if value > fair_value:
-        raise AssertionError("the exact solver returned a plan worse than the fair one")
+        raise AssertionError("the solver returned a plan worse than the fair one")
+    crossing = min(value, fair_value) // weight  # moves are fewer than ``weight``
+    if found.optimal:
+        low = crossing
+    else:
+        # HiGHS bounds ``W * cross-rack - kept`` from below, and kept >= 0; the slack absorbs
+        # its feasibility tolerances (a real bound sits at least 1 / W above an integer).
+        milp = -1 if found.bound is None else math.ceil(found.bound / weight - 1e-7)
+        low = min(crossing, max(cheap // weight, milp))
     if value == fair_value:
-        return  # the fair plan was optimal after all: keep it
+        return found.optimal, low  # the fair plan is as good: keep it
     for m in members:
         out[m.member_id] = []
     for k, parts in enumerate(class_parts):
         _hand_out(k, parts, members, best, owned_parts, out)
     for m in members:
         out[m.member_id].sort()
+    return found.optimal, low
 
 
 def _value(comp: Component, counts: Sequence[dict[int, int]], weight: int) -> int:

@@ -27,17 +27,22 @@ every possible number of kept partitions: the fewest cross-rack partitions
 first, then the most kept.  Integer data and a gap below one make HiGHS's
 answer the exact optimum; the caller re-checks it in integers.
 
-HiGHS runs single-threaded with a fixed seed and no time limit, so the same
-input gives the same answer.  Cost: exponential in the worst case.  The LP
-relaxation of big-M rows is weak (it lets ``y`` be a fraction), so HiGHS
-mostly enumerates; the valid rows below (members of one subscription hold
-``lo`` or ``lo + 1``, bounds from them) help most when many members share a
-subscription.  docs/performance.md measures where it stops being fast.
+HiGHS runs single-threaded with a fixed seed and no time limit, within a
+work budget counted in branch-and-bound nodes and model sizes (``NODE_WORK``,
+``HEURISTIC_NONZEROS``, ``MAX_NONZEROS``), so the same input gives the same
+answer on any machine.  Without it the cost is exponential in the worst case:
+the LP relaxation of big-M rows is weak (it lets ``y`` be a fraction), so
+HiGHS mostly enumerates; the valid rows below (members of one subscription
+hold ``lo`` or ``lo + 1``, bounds from them) help most when many members share
+a subscription.  When the budget runs out, :func:`solve` returns the best plan
+found (the start if nothing better) and HiGHS's dual bound, not proven
+optimal.  docs/performance.md measures both.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -60,8 +65,45 @@ class Component:
     owned: Sequence[dict[int, int]]
 
 
-def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, int]]:
-    """Per member: how many partitions of each class it gets in the lexicographic optimum.
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """What HiGHS found: the best plan, whether it is proven optimal, and a proven bound.
+
+    ``counts[m]`` per member, how many partitions of each class it gets (the
+    start when nothing better was found).  ``bound`` is a lower bound on the
+    objective ``W * cross-rack - kept`` (the optimum when ``optimal``), or
+    ``None`` when HiGHS has none.
+    """
+
+    counts: list[dict[int, int]]
+    optimal: bool
+    bound: float | None
+
+
+NODE_WORK = 8_000
+"""The deterministic work budget: branch-and-bound nodes times the model's nonzeros.
+
+A component's model of ``z`` nonzeros (of its constraint matrix) may explore
+``NODE_WORK // z`` nodes: hundreds for the small models that tests compare with
+brute force, a few for the largest models HiGHS still gets.  Counted, never
+timed, so the same input gives the same plan on any machine.  Two model sizes
+below decide what runs at all.  docs/performance.md measures what the budget
+costs and what it leaves unproven.
+"""
+
+HEURISTIC_NONZEROS = 8_000
+"""Up to this size the root also runs HiGHS's sub-MIP heuristics (RENS, RINS).
+
+They find most of the improvements over the fair plan, and most of the cost:
+a few seconds for a model of 13,000 nonzeros (100 members x 908 partitions).
+"""
+
+MAX_NONZEROS = 10_000
+"""Above this size HiGHS does not run at all (its root LP alone took minutes at 236,000 nonzeros)."""
+
+
+def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_WORK) -> Solution:
+    """The lexicographic optimum, or the best plan found within the node budget (see ``NODE_WORK``).
 
     ``start`` is a balanced assignment in the same form (the fair optimum),
     handed to HiGHS as its first incumbent.
@@ -172,6 +214,9 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
         for a, b in itertools.pairwise(ms):
             row(0, inf, [(count[a], 1.0), (count[b], -1.0)])
 
+    if len(index) > MAX_NONZEROS:
+        return Solution([dict(s) for s in start], False, None)
+    sub_mips = len(index) <= HEURISTIC_NONZEROS
     h = highspy._Highs()
     for option, v in (
         ("output_flag", False),  # first: any other call may print the banner
@@ -179,7 +224,11 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
         ("random_seed", 0),
         ("mip_rel_gap", 0.0),
         ("mip_abs_gap", 0.5),  # the optimum is an integer: a gap below one proves it
-        ("time_limit", inf),
+        ("time_limit", inf),  # never a clock: the budget is counted in nodes and sizes
+        ("mip_max_nodes", budget // max(len(index), 1)),
+        ("mip_heuristic_run_rens", sub_mips),
+        ("mip_heuristic_run_rins", sub_mips),
+        ("mip_heuristic_run_root_reduced_cost", False),  # costly, and found less than RENS did
     ):
         h.setOptionValue(option, v)
     n_col = len(cost)
@@ -192,10 +241,18 @@ def solve(comp: Component, start: Sequence[dict[int, int]]) -> list[dict[int, in
         first[lo] = min(first[count[m]] for m in ms)
     h.setSolution(n_col, list(range(n_col)), first)
     h.run()
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        raise AssertionError(f"HiGHS ended with {h.modelStatusToString(h.getModelStatus())}")
-    sol = h.getSolution().col_value
-    return [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
+    status = h.getModelStatus()
+    info = h.getInfo()
+    optimal = status == highspy.HighsModelStatus.kOptimal
+    if optimal or info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible:
+        sol = h.getSolution().col_value
+        counts = [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
+    elif status in (highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kIterationLimit):
+        counts = [dict(s) for s in start]
+    else:
+        raise AssertionError(f"HiGHS ended with {h.modelStatusToString(status)}")
+    bound = info.mip_dual_bound
+    return Solution(counts, optimal, bound if math.isfinite(bound) else None)
 
 
 def _start_vector(

@@ -286,6 +286,7 @@ def test_unequal_matches_count_vector_search(inst: tuple[Cluster, ConsumerGroup]
     assert_balanced(group, plan)
     got = (cross_rack_count(cluster, group, plan), moves_of(cluster, group, plan))
     assert got == count_vector_optimum(cluster, group)
+    assert plan.stats == {"optimal": True}  # small cases are proven within the budget
     _, fair_cross, fair_moved = networkx_optimum(cluster, group)
     assert got <= (fair_cross, fair_moved)
 
@@ -298,6 +299,7 @@ def test_brute_force_optimum(inst: tuple[Cluster, ConsumerGroup]) -> None:
     best_balanced, _, squares = brute_force(cluster, group)
     got = (cross_rack_count(cluster, group, plan), moves_of(cluster, group, plan))
     assert got == best_balanced
+    assert plan.stats == {"optimal": True}
     if equal_subscriptions(group):
         assert squares_of(plan) == squares
 
@@ -442,7 +444,9 @@ def test_empty_subscriptions_and_empty_topics() -> None:
     assert plan.assignment == {"m-none": [], "m-empty": [], "m-a": [("t", 0)], "m-b": [("t", 1), ("t", 2)]}
     nothing = replace(group, members=group.members[:2])
     assert assign(cluster, nothing).assignment == {"m-none": [], "m-empty": []}
-    assert assign(cluster, replace(group, members=())) == ConsumerPlan(assignment={}, revoked={})
+    assert assign(cluster, replace(group, members=())) == ConsumerPlan(
+        assignment={}, revoked={}, stats={"optimal": True}
+    )
 
 
 @pytest.mark.parametrize(
