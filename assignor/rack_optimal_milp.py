@@ -28,8 +28,8 @@ first, then the most kept.  Integer data and a gap below one make HiGHS's
 answer the exact optimum; the caller re-checks it in integers.
 
 HiGHS runs single-threaded with a fixed seed and no time limit, within a
-work budget counted in branch-and-bound nodes and model sizes (``NODE_WORK``,
-``HEURISTIC_NONZEROS``, ``MAX_NONZEROS``), so the same input gives the same
+work budget counted in branch-and-bound nodes and model size (``NODE_WORK``,
+``MAX_NONZEROS``), so the same input gives the same
 answer on any machine.  Without it the cost is exponential in the worst case:
 the LP relaxation of big-M rows is weak (it lets ``y`` be a fraction), so
 HiGHS mostly enumerates; the valid rows below (members of one subscription
@@ -84,22 +84,20 @@ NODE_WORK = 8_000
 """The deterministic work budget: branch-and-bound nodes times the model's nonzeros.
 
 A component's model of ``z`` nonzeros (of its constraint matrix) may explore
-``NODE_WORK // z`` nodes: hundreds for the small models that tests compare with
-brute force, a few for the largest models HiGHS still gets.  Counted, never
-timed, so the same input gives the same plan on any machine.  Two model sizes
-below decide what runs at all.  docs/performance.md measures what the budget
-costs and what it leaves unproven.
+``NODE_WORK // z`` nodes: hundreds for the small models that tests compare
+with brute force, one for the largest models HiGHS still gets
+(``MAX_NONZEROS``).  Counted, never timed, so the same input gives the same
+plan on any machine.  docs/performance.md measures what the budget costs and
+what it leaves unproven.
 """
 
-HEURISTIC_NONZEROS = 8_000
-"""Up to this size the root also runs HiGHS's sub-MIP heuristics (RENS, RINS).
+MAX_NONZEROS = 5_000
+"""Above this size HiGHS does not run at all: the component keeps its fair plan, not proven.
 
-They find most of the improvements over the fair plan, and most of the cost:
-a few seconds for a model of 13,000 nonzeros (100 members x 908 partitions).
+The root node alone (LP, cut rounds, sub-MIP heuristics) is not bounded by
+any option of HiGHS 1.16 and grows steeply: about 2.5 s of CPU at 5,400
+nonzeros, 7 s at 13,000, minutes at 236,000.
 """
-
-MAX_NONZEROS = 10_000
-"""Above this size HiGHS does not run at all (its root LP alone took minutes at 236,000 nonzeros)."""
 
 
 def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_WORK) -> Solution:
@@ -216,7 +214,6 @@ def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_W
 
     if len(index) > MAX_NONZEROS:
         return Solution([dict(s) for s in start], False, None)
-    sub_mips = len(index) <= HEURISTIC_NONZEROS
     h = highspy._Highs()
     for option, v in (
         ("output_flag", False),  # first: any other call may print the banner
@@ -224,10 +221,8 @@ def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_W
         ("random_seed", 0),
         ("mip_rel_gap", 0.0),
         ("mip_abs_gap", 0.5),  # the optimum is an integer: a gap below one proves it
-        ("time_limit", inf),  # never a clock: the budget is counted in nodes and sizes
+        ("time_limit", inf),  # never a clock: the budget is counted in nodes and size
         ("mip_max_nodes", budget // max(len(index), 1)),
-        ("mip_heuristic_run_rens", sub_mips),
-        ("mip_heuristic_run_rins", sub_mips),
         ("mip_heuristic_run_root_reduced_cost", False),  # costly, and found less than RENS did
     ):
         h.setOptionValue(option, v)

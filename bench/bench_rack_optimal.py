@@ -228,25 +228,32 @@ def lower_bound(cluster: Cluster, group: ConsumerGroup) -> int:
     )
 
 
-def _exact_row(cluster: Cluster, group: ConsumerGroup) -> tuple[float, float, int, int, int, int]:
+def _exact_row(
+    cluster: Cluster, group: ConsumerGroup
+) -> tuple[float, float, float, int, int, int, int, bool, int]:
     fair = timed(partial(fair_assign, cluster, group), 1)
     exact = timed(partial(assign, cluster, group), 1)
+    exact_cross = cross_rack_count(cluster, group, exact.result)
+    stats = exact.result.stats
     return (
         fair.wall,
         exact.wall,
+        exact.cpu,
         cross_rack_count(cluster, group, fair.result),
-        cross_rack_count(cluster, group, exact.result),
+        exact_cross,
         moves(cluster, group, exact.result),
         lower_bound(cluster, group),
+        bool(stats["optimal"]),
+        int(stats.get("cross_rack_lower_bound", exact_cross)),
     )
 
 
 def exact_table(timeout: float, quick: bool) -> None:
     print(
-        "| case | members x partitions | topics | fair optimum | exact | lower bound | fair cross-rack "
-        "| exact cross-rack | moves |"
+        "| case | members x partitions | topics | fair optimum | rack-optimal | its CPU | per-partition bound "
+        "| cross-rack fair -> rack-optimal | optimal | proven lower bound | moves |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     cases: list[tuple[str, tuple[Cluster, ConsumerGroup]]] = [
         ("random subscriptions, fresh", unequal_case(4, 100, 40, 50, 20)),
         ("random subscriptions, fresh", unequal_case(4, 1000, 100, 200, 40)),
@@ -268,15 +275,15 @@ def exact_table(timeout: float, quick: bool) -> None:
         if result is None:
             fair = timed(partial(fair_assign, cluster, group), 1)
             print(
-                f"{head} {fair.wall * 1000:,.0f} ms | > {timeout:,.0f} s (timeout) | {lower_bound(cluster, group):,} "
-                f"| {cross_rack_count(cluster, group, fair.result):,} | - | - |",
+                f"{head} {fair.wall * 1000:,.0f} ms | > {timeout:,.0f} s (timeout) | - | {lower_bound(cluster, group):,} "
+                f"| {cross_rack_count(cluster, group, fair.result):,} -> - | - | - | - |",
                 flush=True,
             )
             continue
-        fair_s, exact_s, fair_cross, exact_cross, moved, bound = result
+        fair_s, exact_s, exact_cpu, fair_cross, exact_cross, moved, bound, optimal, proven = result
         print(
-            f"{head} {fair_s * 1000:,.0f} ms | {exact_s * 1000:,.0f} ms | {bound:,} | {fair_cross:,} "
-            f"| {exact_cross:,} | {moved:,} |",
+            f"{head} {fair_s * 1000:,.0f} ms | {exact_s * 1000:,.0f} ms | {exact_cpu * 1000:,.0f} ms | {bound:,} "
+            f"| {fair_cross:,} -> {exact_cross:,} | {'yes' if optimal else 'no'} | {proven:,} | {moved:,} |",
             flush=True,
         )
 

@@ -22,6 +22,7 @@ from assignor.consumer import cross_rack_count
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan
 from assignor.rack_optimal import fair_assign
 from assignor.rack_optimal_balanced import rebalance
+from assignor.rack_optimal_milp import NODE_WORK
 from bench.bench_rack_optimal import unequal_case
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import instance_document
@@ -65,7 +66,7 @@ def test_no_budget_keeps_the_fair_plan_unproven_with_a_lower_bound() -> None:
     assert cross == cross_rack_count(cluster, group, fair)
     assert 0 < bound < cross
     # With the default budget the same instance is proven, and strictly better than fair.
-    plan, proven, exact = _budgeted(cluster, group, 8_000)
+    plan, proven, exact = _budgeted(cluster, group, NODE_WORK)
     assert proven and exact == cross_rack_count(cluster, group, plan) < cross
     assert bound <= exact
 
