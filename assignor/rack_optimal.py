@@ -16,7 +16,10 @@ whose owner still subscribes to the topic but that go to another member).
   every fair assignment (1, 1, 1) has two.  :func:`fair_assign` gives a
   balanced starting point and :mod:`assignor.rack_optimal_balanced` makes the
   result exact over all balanced assignments (a per-component bound, else a
-  mixed-integer program, :mod:`assignor.rack_optimal_milp`).
+  mixed-integer program, :mod:`assignor.rack_optimal_milp`) within a
+  deterministic work budget.  The plan's ``stats`` say ``optimal`` (proven);
+  when not, the plan is still balanced and never worse than the fair optimum,
+  and ``cross_rack_lower_bound`` is a proven bound for any balanced plan.
 
 Stages A and B (the fair optimum).  Partitions with the same topic group (topics subscribed by the same
 member classes) and the same replica-rack mask are interchangeable; so are
@@ -54,7 +57,7 @@ from .rack_optimal_flow import Edge, residual_potentials
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
-    """The rack-optimal plan of ``group`` (see the module docstring for what is exact)."""
+    """The rack-optimal plan of ``group``; its ``stats`` say whether it is proven optimal (module docstring)."""
     plan = fair_assign(cluster, group)
     if len({m.topics for m in group.members}) > 1:  # unequal: from the fair optimum to the balanced one
         assignment, outcome = rebalance(cluster, group, plan.assignment)
