@@ -92,6 +92,7 @@ def consumer_stats(
         "cross_rack": cross_rack_count(cluster, group, plan),
         "max_minus_min": (max(counts) - min(counts)) if counts else 0,
         "moved": count_moved(plan, previous_owners(cluster, group), subscribed),
+        **plan.stats,  # the assignor's additive fields
         "elapsed_ms": round(elapsed_ms, 3),
     }
 
@@ -104,7 +105,7 @@ def run_assignor(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, 
     elapsed_ms = (time.perf_counter() - start) * 1000.0
     assignment = {m.member_id: sorted(plan.assignment.get(m.member_id, ())) for m in group.members}
     revoked = {m: sorted(v) for m, v in sorted(plan.revoked.items()) if v}
-    return ConsumerPlan(assignment=assignment, revoked=revoked), elapsed_ms
+    return ConsumerPlan(assignment=assignment, revoked=revoked, stats=plan.stats), elapsed_ms
 
 
 def plan_document(cluster: Cluster, group: ConsumerGroup, pairs_as_lists: bool = True) -> dict[str, Any]:

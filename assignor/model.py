@@ -109,11 +109,14 @@ class ConsumerPlan:
     """An assignor's answer: partitions per member, and what cooperative rebalancing withholds.
 
     ``revoked[m]`` lists partitions ``m`` owned that move to another member:
-    they are in nobody's ``assignment`` this round.
+    they are in nobody's ``assignment`` this round.  ``stats`` holds an
+    assignor's own additive fields of the contract's ``stats`` (rack-optimal:
+    whether the plan is proven optimal).
     """
 
     assignment: Mapping[str, Sequence[TopicPartition]]
     revoked: Mapping[str, Sequence[TopicPartition]] = field(default_factory=dict)
+    stats: Mapping[str, bool | int] = field(default_factory=dict)
 
 
 # ---- Kafka Streams --------------------------------------------------------

@@ -1,30 +1,27 @@
 """rack-optimal: the fewest cross-rack partitions a balanced assignment can have, then the fewest moves.
 
-Exactness, precisely:
+Exactness, precisely: the result minimises the number of cross-rack
+partitions over *every* assignment the contract calls balanced (invariant 2),
+and among those the moves (valid owned partitions, see :mod:`assignor.owned`,
+whose owner still subscribes to the topic but that go to another member).
 
-* Equal subscriptions: the result minimises the number of cross-rack
-  partitions over *all* balanced assignments (counts ``floor(P/N)`` or
-  ``ceil(P/N)``, invariant 2 of the contract), and among those it minimises
-  the moves (valid owned partitions, see :mod:`assignor.owned`, whose owner
-  still subscribes to the topic but that go to another member).
-* Unequal subscriptions: the contract's balance ("no partition can move to a
-  subscriber holding at least two fewer") is a disjunctive, local condition: a
-  member may hold a topic only while no subscriber of that topic holds two
-  fewer, so which arcs are allowed depends on the counts being chosen.  It is
-  not a set of flow constraints, and we know no polynomial exact method over
-  it (brute force is exponential).  The result is exact over the *fair*
-  assignments instead: those with the minimal sum of squared counts
-  (:mod:`assignor.rack_optimal_fair`).  Every fair assignment is balanced, and
-  with equal subscriptions the fair assignments are exactly the balanced ones,
-  but with unequal subscriptions a less even balanced assignment can have
-  fewer cross-rack partitions: members A {t1}, B {t1, t2}, C {t2}, two
+* Equal subscriptions: balanced means counts ``floor(P/N)`` or ``ceil(P/N)``,
+  which are exactly the *fair* assignments (minimal sum of squared counts);
+  :func:`fair_assign` (stages A and B below) is the whole algorithm.
+* Unequal subscriptions: "no partition can move to a subscriber holding at
+  least two fewer" is a local either/or condition, and a less even balanced
+  assignment can beat every fair one: members A {t1}, B {t1, t2}, C {t2}, two
   partitions of t1 local only to A, one of t2 local only to B, C in a third
   rack: counts (2, 1, 0) are balanced with no cross-rack partition, while
-  every fair assignment (1, 1, 1) has two.  So for unequal subscriptions the
-  guarantee is: balanced, fewest cross-rack partitions among fair assignments,
-  then fewest moves among those.
+  every fair assignment (1, 1, 1) has two.  :func:`fair_assign` gives a
+  balanced starting point and :mod:`assignor.rack_optimal_balanced` makes the
+  result exact over all balanced assignments (a per-component bound, else a
+  mixed-integer program, :mod:`assignor.rack_optimal_milp`) within a
+  deterministic work budget.  The plan's ``stats`` say ``optimal`` (proven);
+  when not, the plan is still balanced and never worse than the fair optimum,
+  and ``cross_rack_lower_bound`` is a proven bound for any balanced plan.
 
-Method.  Partitions with the same topic group (topics subscribed by the same
+Stages A and B (the fair optimum).  Partitions with the same topic group (topics subscribed by the same
 member classes) and the same replica-rack mask are interchangeable; so are
 members with the same rack (for cost) and the same subscription (for
 balance).  Inside the fair box every member holds ``low`` or ``low + 1``
@@ -54,12 +51,25 @@ from dataclasses import dataclass
 from .flow import min_cost_flow_phases
 from .model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 from .owned import previous_owners
+from .rack_optimal_balanced import rebalance
 from .rack_optimal_fair import fair_box
 from .rack_optimal_flow import Edge, residual_potentials
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
-    """The rack-optimal plan of ``group`` (see the module docstring for what is exact)."""
+    """The rack-optimal plan of ``group``; its ``stats`` say whether it is proven optimal (module docstring)."""
+    plan = fair_assign(cluster, group)
+    if len({m.topics for m in group.members}) > 1:  # unequal: from the fair optimum to the balanced one
+        assignment, outcome = rebalance(cluster, group, plan.assignment)
+        stats: dict[str, bool | int] = {"optimal": outcome.optimal}
+        if not outcome.optimal:
+            stats["cross_rack_lower_bound"] = outcome.cross_rack_lower_bound
+        return ConsumerPlan(assignment=assignment, revoked={}, stats=stats)
+    return ConsumerPlan(assignment=plan.assignment, revoked={}, stats={"optimal": True})
+
+
+def fair_assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
+    """Stages A and B alone: the optimum over the fair assignments (all balanced ones when subscriptions are equal)."""
     if not group.members:
         return ConsumerPlan(assignment={}, revoked={})
     c = _classify(cluster, group)

@@ -17,6 +17,15 @@ subscriptions unless named otherwise):
   partitions (the contract's sample shape), and 1,000 members over 100 topics
   x 200 partitions.
 
+Then the exact path for unequal subscriptions (``--exact-only`` runs just this
+table): each case in a child process with a timeout, against the fair optimum
+(``rack_optimal.fair_assign``, what rack-optimal returned before) and the
+per-partition lower bound.  Random subscriptions over few large topics (the
+bound certifies the fair optimum), over many two-partition topics (the
+mixed-integer program has to run: a ladder of sizes up to 1,000 members x
+20,000 partitions over 10,000 topics), and a rolling upgrade (half the members
+subscribe to one topic fewer) with one replica per partition.
+
 The baseline solves the same lexicographic problem (cross-rack first, then
 moves, with the balance constraints) with ``networkx.network_simplex`` on the
 full member x partition graph.  That graph has members x partitions edges, so
@@ -35,7 +44,7 @@ from functools import partial
 from assignor.consumer import cross_rack_count
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition, is_cross_rack
 from assignor.owned import previous_owners
-from assignor.rack_optimal import assign
+from assignor.rack_optimal import assign, fair_assign
 from bench.common import in_child, peak_memory, peak_rss_mib, timed
 
 RACKS = ("az-a", "az-b", "az-c")
@@ -186,6 +195,99 @@ def _nx_seconds_and_result(cluster: Cluster, group: ConsumerGroup) -> tuple[floa
     return t.wall, t.result
 
 
+# ---- the exact path for unequal subscriptions --------------------------------------------------------
+
+
+def rolling_case(n_members: int, seed: int) -> tuple[Cluster, ConsumerGroup]:
+    """A rolling upgrade: half the members subscribe to 10 topics, half to 9; one replica per partition."""
+    cluster = make_cluster(10, 100, seed, rf=1)
+    topics = sorted(cluster.topics)
+    rng = random.Random(seed + 1)
+    members = tuple(
+        Member(
+            f"member-{i:05d}",
+            rng.choices(RACKS, (6, 3, 1))[0],
+            tuple(topics if i % 2 else topics[:-1]),
+        )
+        for i in range(n_members)
+    )
+    return cluster, ConsumerGroup("bench", "rack-optimal", members)
+
+
+def lower_bound(cluster: Cluster, group: ConsumerGroup) -> int:
+    """Cross-rack partitions no assignment avoids: those with no subscriber in a replica rack (or rack-less)."""
+    subs: dict[str, list[Member]] = {}
+    for m in group.members:
+        for t in m.topics:
+            subs.setdefault(t, []).append(m)
+    return sum(
+        1
+        for t, ms in subs.items()
+        for mask in cluster.masks[t]
+        if all(is_cross_rack(m.rack, cluster.member_bit(m.rack), mask) for m in ms)
+    )
+
+
+def _exact_row(
+    cluster: Cluster, group: ConsumerGroup
+) -> tuple[float, float, float, int, int, int, int, bool, int]:
+    fair = timed(partial(fair_assign, cluster, group), 1)
+    exact = timed(partial(assign, cluster, group), 1)
+    exact_cross = cross_rack_count(cluster, group, exact.result)
+    stats = exact.result.stats
+    return (
+        fair.wall,
+        exact.wall,
+        exact.cpu,
+        cross_rack_count(cluster, group, fair.result),
+        exact_cross,
+        moves(cluster, group, exact.result),
+        lower_bound(cluster, group),
+        bool(stats["optimal"]),
+        int(stats.get("cross_rack_lower_bound", exact_cross)),
+    )
+
+
+def exact_table(timeout: float, quick: bool) -> None:
+    print(
+        "| case | members x partitions | topics | fair optimum | rack-optimal | its CPU | per-partition bound "
+        "| cross-rack fair -> rack-optimal | optimal | proven lower bound | moves |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    cases: list[tuple[str, tuple[Cluster, ConsumerGroup]]] = [
+        ("random subscriptions, fresh", unequal_case(4, 100, 40, 50, 20)),
+        ("random subscriptions, fresh", unequal_case(4, 1000, 100, 200, 40)),
+        ("random subscriptions, fresh", unequal_case(4, 20, 100, 2, 10)),
+        ("random subscriptions, fresh", unequal_case(4, 50, 250, 2, 15)),
+        ("rolling upgrade, rf1", rolling_case(50, 5)),
+        ("rolling upgrade, rf1", rolling_case(200, 5)),
+    ]
+    if not quick:
+        cases += [
+            ("random subscriptions, fresh", unequal_case(4, 100, 500, 2, 20)),
+            ("random subscriptions, fresh", unequal_case(4, 1000, 10000, 2, 40)),
+            ("rolling upgrade, rf1", rolling_case(1000, 5)),
+        ]
+    for name, (cluster, group) in cases:
+        parts = sum(len(cluster.topics[t]) for t in {t for m in group.members for t in m.topics})
+        head = f"| {name} | {len(group.members):,} x {parts:,} | {len(cluster.topics):,} |"
+        result = in_child(_exact_row, (cluster, group), timeout)
+        if result is None:
+            fair = timed(partial(fair_assign, cluster, group), 1)
+            print(
+                f"{head} {fair.wall * 1000:,.0f} ms | > {timeout:,.0f} s (timeout) | - | {lower_bound(cluster, group):,} "
+                f"| {cross_rack_count(cluster, group, fair.result):,} -> - | - | - | - |",
+                flush=True,
+            )
+            continue
+        fair_s, exact_s, exact_cpu, fair_cross, exact_cross, moved, bound, optimal, proven = result
+        print(
+            f"{head} {fair_s * 1000:,.0f} ms | {exact_s * 1000:,.0f} ms | {exact_cpu * 1000:,.0f} ms | {bound:,} "
+            f"| {fair_cross:,} -> {exact_cross:,} | {'yes' if optimal else 'no'} | {proven:,} | {moved:,} |",
+            flush=True,
+        )
+
+
 # ---- main ------------------------------------------------------------------------------------------
 
 
@@ -209,8 +311,15 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats and a shorter ladder")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per networkx run")
+    ap.add_argument(
+        "--exact-only", action="store_true", help="only the unequal-subscription exact-path table"
+    )
+    ap.add_argument("--exact-timeout", type=float, default=300.0, help="seconds per exact-path case")
     args = ap.parse_args(argv)
     repeats = 3 if args.quick else 7
+    if args.exact_only:
+        exact_table(args.exact_timeout, args.quick)
+        return 0
 
     print(
         "| case | members x partitions | median | median CPU | peak traced memory | cross-rack | moves | max-min |"
@@ -264,6 +373,8 @@ def main(argv: list[str]) -> int:
                 f"| {'yes' if optimum == ours else f'NO {optimum} vs {ours}'} |",
                 flush=True,
             )
+    print()
+    exact_table(args.exact_timeout, args.quick)
     return 0
 
 

@@ -1,0 +1,277 @@
+"""The contract's balance rule as a mixed-integer program: one component of a group, solved exactly by HiGHS.
+
+Why a MILP.  With unequal subscriptions the contract calls an assignment
+balanced when no partition can move to a member subscribed to it that holds
+at least two fewer.  Written per topic group ``g`` (topics with the same
+subscribers) with ``mu_g`` the smallest count among its subscribers, that is
+
+    member ``m`` holds some partition of ``g``  =>  ``count(m) <= mu_g + 1``.
+
+Which arcs a member may use depends on the counts being chosen, so it is an
+either/or condition, not a flow constraint: the balanced assignments are the
+*local* optima of the fair objective (no single improving move), and optimising
+over them is not known to be polynomial.  Here the condition is exact, with one
+binary ``y[m, g]`` ("``m`` holds part of ``g``") per subscription:
+
+* ``sum_k x[m, k] <= |g| * y[m, g]`` over the partition classes ``k`` of ``g``;
+* ``mu_g <= count(m)`` for every subscriber ``m`` of ``g``;
+* ``count(m) - mu_g <= 1 + M_m * (1 - y[m, g])`` with ``M_m`` one less than the
+  most ``m`` could ever hold (so the row is void when ``y = 0``).
+
+``x[m, k]`` (integer) is how many partitions of class ``k`` (same topic group,
+same replica-rack mask: interchangeable) member ``m`` gets, ``keep[m, k]`` how
+many of its own owned partitions of that class it keeps (``keep <= x``,
+``keep <= owned``; at an optimum ``keep = min(x, owned)``, so it needs no
+integrality).  The objective is ``W * cross-rack - kept`` with ``W`` larger than
+every possible number of kept partitions: the fewest cross-rack partitions
+first, then the most kept.  Integer data and a gap below one make HiGHS's
+answer the exact optimum; the caller re-checks it in integers.
+
+HiGHS runs single-threaded with a fixed seed and no time limit, within a
+work budget counted in branch-and-bound nodes and model size (``NODE_WORK``,
+``MAX_NONZEROS``), so the same input gives the same
+answer on any machine.  Without it the cost is exponential in the worst case:
+the LP relaxation of big-M rows is weak (it lets ``y`` be a fraction), so
+HiGHS mostly enumerates; the valid rows below (members of one subscription
+hold ``lo`` or ``lo + 1``, bounds from them) help most when many members share
+a subscription.  When the budget runs out, :func:`solve` returns the best plan
+found (the start if nothing better) and HiGHS's dual bound, not proven
+optimal.  docs/performance.md measures both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One connected piece of a group: members linked by shared topics, in sorted member order.
+
+    ``class_size[k]`` partitions in class ``k``, all of topic group
+    ``class_group[k]``; ``group_members[g]`` subscribe to group ``g``;
+    ``cross[m][k]`` is 1 when class ``k`` is cross-rack for member ``m``
+    (only for classes of groups ``m`` subscribes to); ``owned[m][k]`` how
+    many partitions of class ``k`` member ``m`` owns and may keep.
+    """
+
+    class_size: Sequence[int]
+    class_group: Sequence[int]
+    group_members: Sequence[Sequence[int]]
+    cross: Sequence[dict[int, int]]
+    owned: Sequence[dict[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """What HiGHS found: the best plan, whether it is proven optimal, and a proven bound.
+
+    ``counts[m]`` per member, how many partitions of each class it gets (the
+    start when nothing better was found).  ``bound`` is a lower bound on the
+    objective ``W * cross-rack - kept`` (the optimum when ``optimal``), or
+    ``None`` when HiGHS has none.
+    """
+
+    counts: list[dict[int, int]]
+    optimal: bool
+    bound: float | None
+
+
+NODE_WORK = 8_000
+"""The deterministic work budget: branch-and-bound nodes times the model's nonzeros.
+
+A component's model of ``z`` nonzeros (of its constraint matrix) may explore
+``NODE_WORK // z`` nodes: hundreds for the small models that tests compare
+with brute force, one for the largest models HiGHS still gets
+(``MAX_NONZEROS``).  Counted, never timed, so the same input gives the same
+plan on any machine.  docs/performance.md measures what the budget costs and
+what it leaves unproven.
+"""
+
+MAX_NONZEROS = 5_000
+"""Above this size HiGHS does not run at all: the component keeps its fair plan, not proven.
+
+The root node alone (LP, cut rounds, sub-MIP heuristics) is not bounded by
+any option of HiGHS 1.16 and grows steeply: about 2.5 s of CPU at 5,400
+nonzeros, 7 s at 13,000, minutes at 236,000.
+"""
+
+
+def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_WORK) -> Solution:
+    """The lexicographic optimum, or the best plan found within the node budget (see ``NODE_WORK``).
+
+    ``start`` is a balanced assignment in the same form (the fair optimum),
+    handed to HiGHS as its first incumbent.
+    """
+    # Imported here: only groups the fast paths cannot settle need the solver.  The bare
+    # ``_Highs`` class, because ``highspy.Highs()`` prints a banner on stdout (where the CLI
+    # writes the plan) before any option can switch logging off.
+    import numpy
+    from highspy import _core as highspy
+
+    n_mem = len(comp.cross)
+    n_grp = len(comp.group_members)
+    group_classes: list[list[int]] = [[] for _ in range(n_grp)]
+    for k, g in enumerate(comp.class_group):
+        group_classes[g].append(k)
+    group_size = [sum(comp.class_size[k] for k in ks) for ks in group_classes]
+    member_groups: list[list[int]] = [[] for _ in range(n_mem)]
+    for g, ms in enumerate(comp.group_members):
+        for m in ms:
+            member_groups[m].append(g)
+    weight = sum(sum(o.values()) for o in comp.owned) + 1
+
+    cost: list[float] = []
+    lower: list[float] = []
+    upper: list[float] = []
+    integer: list[int] = []
+
+    def column(c: float, lo: float, hi: float, is_int: bool) -> int:
+        cost.append(c)
+        lower.append(lo)
+        upper.append(hi)
+        if is_int:
+            integer.append(len(cost) - 1)
+        return len(cost) - 1
+
+    x: list[dict[int, int]] = [{} for _ in range(n_mem)]
+    keep: list[dict[int, int]] = [{} for _ in range(n_mem)]
+    y: list[dict[int, int]] = [{} for _ in range(n_mem)]
+    most = [0] * n_mem
+    for m in range(n_mem):
+        for k, cr in sorted(comp.cross[m].items()):
+            x[m][k] = column(weight * cr, 0, comp.class_size[k], True)
+        for k, own in sorted(comp.owned[m].items()):
+            keep[m][k] = column(-1, 0, own, False)
+        for g in member_groups[m]:
+            y[m][g] = column(0, 0, 1, True)
+            most[m] += group_size[g]
+    # Valid rows that cut what the big-M rows leave loose.  Members with the same subscription
+    # hold counts ``lo`` or ``lo + 1``: the most loaded one, if it holds anything, holds a topic
+    # every other one subscribes to.  So ``n`` such members hold at least ``n * lo``, which bounds
+    # ``lo`` and their counts (the big-M constants) by the component's partitions.  Members that
+    # are also in the same rack and own nothing are interchangeable: their counts may be taken
+    # in decreasing order.
+    total = sum(comp.class_size)
+    by_sub: dict[tuple[int, ...], list[int]] = {}
+    for m in range(n_mem):
+        by_sub.setdefault(tuple(member_groups[m]), []).append(m)
+    floors: list[tuple[int, list[int]]] = []  # (column, members)
+    for ms in by_sub.values():
+        if len(ms) > 1:
+            cap = min(most[ms[0]], total // len(ms))
+            floors.append((column(0, 0, cap, False), ms))
+            for m in ms:
+                most[m] = min(most[m], cap + 1)
+    twins: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], list[int]] = {}
+    for m in range(n_mem):
+        if not comp.owned[m]:
+            key = (tuple(member_groups[m]), tuple(sorted(comp.cross[m].items())))
+            twins.setdefault(key, []).append(m)
+    count = [column(0, 0, most[m], False) for m in range(n_mem)]
+    mu = [column(0, 0, min((most[m] for m in ms), default=0), False) for ms in comp.group_members]
+
+    row_lo: list[float] = []
+    row_hi: list[float] = []
+    starts: list[int] = []
+    index: list[int] = []
+    value: list[float] = []
+
+    def row(lo: float, hi: float, terms: list[tuple[int, float]]) -> None:
+        row_lo.append(lo)
+        row_hi.append(hi)
+        starts.append(len(index))
+        for j, v in terms:
+            index.append(j)
+            value.append(v)
+
+    inf = highspy.kHighsInf
+    holders: list[list[tuple[int, float]]] = [[] for _ in comp.class_size]
+    for m in range(n_mem):
+        for k, j in x[m].items():
+            holders[k].append((j, 1.0))
+    for k, terms in enumerate(holders):  # every partition placed
+        row(comp.class_size[k], comp.class_size[k], terms)
+    for m in range(n_mem):
+        row(0, 0, [(count[m], 1.0)] + [(j, -1.0) for j in x[m].values()])
+        for k, j in keep[m].items():
+            row(-inf, 0, [(j, 1.0), (x[m][k], -1.0)])
+        big = max(most[m] - 1, 0)
+        for g in member_groups[m]:
+            row(-inf, 0, [(x[m][k], 1.0) for k in group_classes[g]] + [(y[m][g], -float(group_size[g]))])
+            row(-inf, 0, [(mu[g], 1.0), (count[m], -1.0)])
+            row(-inf, 1 + big, [(count[m], 1.0), (mu[g], -1.0), (y[m][g], float(big))])
+
+    for lo, ms in floors:
+        for m in ms:
+            row(0, 1, [(count[m], 1.0), (lo, -1.0)])
+    for ms in twins.values():
+        for a, b in itertools.pairwise(ms):
+            row(0, inf, [(count[a], 1.0), (count[b], -1.0)])
+
+    if len(index) > MAX_NONZEROS:
+        return Solution([dict(s) for s in start], False, None)
+    h = highspy._Highs()
+    for option, v in (
+        ("output_flag", False),  # first: any other call may print the banner
+        ("threads", 1),
+        ("random_seed", 0),
+        ("mip_rel_gap", 0.0),
+        ("mip_abs_gap", 0.5),  # the optimum is an integer: a gap below one proves it
+        ("time_limit", inf),  # never a clock: the budget is counted in nodes and size
+        ("mip_max_nodes", budget // max(len(index), 1)),
+        ("mip_heuristic_run_root_reduced_cost", False),  # costly, and found less than RENS did
+    ):
+        h.setOptionValue(option, v)
+    n_col = len(cost)
+    h.addCols(n_col, cost, lower, upper, 0, [0] * n_col, [], [])
+    h.addRows(len(row_lo), row_lo, row_hi, len(index), starts, index, value)
+    kinds = numpy.full(len(integer), int(highspy.HighsVarType.kInteger), dtype=numpy.uint8)
+    h.changeColsIntegrality(len(integer), integer, kinds)
+    first = _start_vector(comp, start, x, keep, y, count, mu, n_col)
+    for lo, ms in floors:
+        first[lo] = min(first[count[m]] for m in ms)
+    h.setSolution(n_col, list(range(n_col)), first)
+    h.run()
+    status = h.getModelStatus()
+    info = h.getInfo()
+    optimal = status == highspy.HighsModelStatus.kOptimal
+    if optimal or info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible:
+        sol = h.getSolution().col_value
+        counts = [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
+    elif status in (highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kIterationLimit):
+        counts = [dict(s) for s in start]
+    else:
+        raise AssertionError(f"HiGHS ended with {h.modelStatusToString(status)}")
+    bound = info.mip_dual_bound
+    return Solution(counts, optimal, bound if math.isfinite(bound) else None)
+
+
+def _start_vector(
+    comp: Component,
+    start: Sequence[dict[int, int]],
+    x: list[dict[int, int]],
+    keep: list[dict[int, int]],
+    y: list[dict[int, int]],
+    count: list[int],
+    mu: list[int],
+    n_col: int,
+) -> list[float]:
+    """Every column's value in the assignment ``start``."""
+    out = [0.0] * n_col
+    counts = [sum(s.values()) for s in start]
+    for m, s in enumerate(start):
+        for k, v in s.items():
+            out[x[m][k]] = v
+            g = comp.class_group[k]
+            if v:
+                out[y[m][g]] = 1.0
+        for k, j in keep[m].items():
+            out[j] = min(s.get(k, 0), comp.owned[m][k])
+        out[count[m]] = counts[m]
+    for g, ms in enumerate(comp.group_members):
+        out[mu[g]] = min(counts[m] for m in ms) if ms else 0
+    return out
