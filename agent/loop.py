@@ -38,6 +38,7 @@ from .kafka_io import (
     PlanTooLargeError,
     Publisher,
     PublishError,
+    RawRecord,
     TopicSpec,
     TopicTail,
     ensure_topics,
@@ -483,10 +484,31 @@ class Agent:
         """Apply new records of the registrations topic, then expire stale entries."""
         if self._reg_tail is not None:
             self._apply_registration_records(timeout_s)
+            check_s = min(timeout_s, max(1.0, self.settings.poll_interval_s))
+            if self.store.due(int(self.clock() * 1000)) and not self._registrations_caught_up(check_s):
+                # Silence is not absence: a partition whose leader is away (a broker restarting) delivers
+                # nothing, and expiring its members would plan without them while they still read.
+                self.metrics.inc("rackplan_registration_read_failures_total")
+                self.log.warning(
+                    "registrations topic not confirmed read to its end; nothing expires this cycle",
+                    due=self.store.due(int(self.clock() * 1000)),
+                )
+                return
         expired = self.store.expire(int(self.clock() * 1000))
         if expired:
             self.metrics.inc("rackplan_registrations_expired_total", by=len(expired))
             self.log.info("registrations expired", keys=expired, ttl_s=self.settings.registrations.ttl_s)
+
+    def _registrations_caught_up(self, timeout_s: float) -> bool:
+        """Read the registrations topic to its end offsets now; False when that could not be confirmed."""
+        assert self._reg_tail is not None
+        try:
+            raw, complete = self._reg_tail.read_available(timeout_s)
+        except PublishError as e:
+            self.log.info("registrations end offsets unknown", error=str(e))
+            return False
+        self._apply_raw_registrations(raw)
+        return complete
 
     def _apply_registration_records(self, timeout_s: float) -> None:
         assert self._reg_tail is not None
@@ -503,6 +525,18 @@ class Agent:
             m.inc("rackplan_registration_read_failures_total")
             self.log.warning("registrations topic not readable this cycle", error=str(e))
             return
+        self._apply_raw_registrations(raw)
+        if complete:
+            self._reg_synced = True
+        else:
+            m.inc("rackplan_registration_read_failures_total")
+            self.log.warning(
+                "registrations topic not read to its end in time; the rest follows next cycle",
+                timeout_s=timeout_s,
+            )
+
+    def _apply_raw_registrations(self, raw: list[RawRecord]) -> None:
+        m = self.metrics
         now_ms = int(self.clock() * 1000)
         for r in raw:
             try:
@@ -518,14 +552,6 @@ class Agent:
             self.store.apply(key, entry, now_ms)
             m.inc(
                 "rackplan_registration_records_total", {"result": "tombstone" if entry is None else "applied"}
-            )
-        if complete:
-            self._reg_synced = True
-        else:
-            m.inc("rackplan_registration_read_failures_total")
-            self.log.warning(
-                "registrations topic not read to its end in time; the rest follows next cycle",
-                timeout_s=timeout_s,
             )
 
     def _archive(self, snap: Snapshot, racks: Racks) -> None:

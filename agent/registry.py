@@ -277,11 +277,15 @@ class RegistrationStore:
         self.version += 1
         return True
 
-    def expire(self, now_ms: int) -> list[str]:
-        """Drop entries older than the TTL; their keys, sorted."""
+    def due(self, now_ms: int) -> list[str]:
+        """Keys of entries older than the TTL (what :meth:`expire` would drop now), sorted."""
         if self.ttl_ms <= 0:
             return []
-        gone = sorted(k for k, e in self._entries.items() if now_ms - e.timestamp_ms > self.ttl_ms)
+        return sorted(k for k, e in self._entries.items() if now_ms - e.timestamp_ms > self.ttl_ms)
+
+    def expire(self, now_ms: int) -> list[str]:
+        """Drop entries older than the TTL; their keys, sorted."""
+        gone = self.due(now_ms)
         for k in gone:
             del self._entries[k]
         if gone:

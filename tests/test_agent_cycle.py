@@ -402,3 +402,46 @@ def test_groups_endpoint_lists_sources_and_unusable_registrations() -> None:
     ]
     assert "subtopologies" in listed[1]["problem"]
     assert buf.getvalue().count("registration not usable") == 1  # logged once, not every cycle
+
+
+class SilentTail:
+    """A registrations tail whose partition leader is away: nothing arrives, the end cannot be confirmed."""
+
+    def __init__(self, caught_up: bool) -> None:
+        self.caught_up = caught_up
+        self.asked = 0
+
+    def read_new(self, max_records: int = 100_000) -> tuple[list[Any], list[str]]:
+        return [], []
+
+    def read_available(self, timeout_s: float) -> tuple[list[Any], bool]:
+        self.asked += 1
+        if not self.caught_up:
+            raise PublishError(
+                "topic '_rackplan.registrations' partition 0: end offset unknown: LEADER_NOT_AVAILABLE"
+            )
+        return [], True
+
+    def close(self) -> None:
+        return None
+
+
+def test_registrations_do_not_expire_while_the_topic_cannot_be_read_to_its_end() -> None:
+    """Found on real Kafka: a broker restart silenced the registrations partition it led, the agent expired
+    members who were still reading and planned everything to one of them (two owners at once)."""
+    admin = FakeAdmin({"t": [[1], [2], [3]]})
+    agent, _pub, buf = make_agent(admin, [], registrations={"ttl_s": 120})
+    register(agent, "dyn", "m-a", "az-a", assignor="range")
+    register(agent, "dyn", "m-b", "az-b", assignor="range")
+    assert cycle(agent).registered == ["consumer/dyn"]
+    tail = SilentTail(caught_up=False)
+    agent._reg_tail = tail  # type: ignore[assignment]
+    agent._reg_synced = True
+    r = cycle(agent, 130)  # both records are past the TTL, but nothing says they were not refreshed
+    assert r.unregistered == [] and r.published == [] and tail.asked == 1
+    assert agent.metrics.get("rackplan_registrations_expired_total") in (None, 0)
+    assert "nothing expires this cycle" in buf.getvalue()
+    tail.caught_up = True  # read to the end, and still nothing new: now they are gone
+    r = cycle(agent, 1)
+    assert r.unregistered == ["consumer/dyn"]
+    assert agent.metrics.get("rackplan_registrations_expired_total") == 2
