@@ -26,8 +26,8 @@ after the follow-up round (which must withhold nothing).
 Peer, same input, same run: kafka-python's ``StickyPartitionAssignor``
 (module ``kafka.coordinator.assignors.sticky.sticky_assignor``, KIP-54 sticky,
 eager and rack-blind), its executor called directly in a child process with a
-timeout.  For ``leave-2100`` we also report a model of Kafka's rack-aware
-CooperativeStickyAssignor (``tests/test_sticky_kafka_model.py``) on quality only.
+timeout.  For ``leave-2100`` we also report Kafka's own rack-aware
+CooperativeStickyAssignor (Java, through ``tests/kafka_oracle.py``) on quality only.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any
 
 from assignor.consumer import cross_rack_count, subscribed_partitions
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
-from assignor.owned import count_moved, previous_owners, withhold_moving
+from assignor.owned import count_moved, previous_owners
 from assignor.sticky_assignor import assign
 from bench.common import in_child, peak_memory, peak_rss_mib, timed
 
@@ -244,10 +244,11 @@ def kafka_python_timed(case: Case, repeats: int, timeout: float) -> tuple[float,
     return in_child(_kafka_python_measured, (case, repeats), timeout)
 
 
-def kafka_model(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
-    from tests.test_sticky_kafka_model import kafka_constrained
+def kafka_java(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
+    """Kafka 4.3.1's own CooperativeStickyAssignor through the oracle (tests/kafka_oracle.py)."""
+    from tests.kafka_oracle import session_oracle
 
-    return withhold_moving(kafka_constrained(cluster, group), previous_owners(cluster, group))
+    return session_oracle().plan(cluster, group)
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -292,7 +293,7 @@ def main(argv: list[str]) -> int:
     )
     for name, fn in (
         ("cooperative-sticky (ours)", assign),
-        ("Kafka's rack-aware algorithm (model)", kafka_model),
+        ("Kafka 4.3.1 CooperativeStickyAssignor (Java)", kafka_java),
     ):
         q = two_rounds(fn, case.cluster, case.group)
         print(f"| {name} | {q['moved'] + q['moved2']:,} | {before:,} | {q['cross']:,} | {q['spread']} |")
