@@ -251,8 +251,9 @@ def shift_counts(state: GeneralState) -> bool:
     member with the topic minima as they are, and a member whose growth
     would itself raise a topic's minimum (the only subscriber at it) can
     unlock more, so those are then tried one by one as named gainers.
-    Nothing is tried once every cross-rack partition is unavoidable (no
-    subscriber of its topic is local to it).
+    Nothing is tried once every partition is with its owner (if it has one)
+    and every cross-rack partition is unavoidable (no subscriber of its
+    topic is local to it).
     """
     budget = Budget()
     applied = False
@@ -339,11 +340,21 @@ def _cross_holders(state: GeneralState) -> list[int]:
 
 
 def _avoidable_cross(state: GeneralState) -> bool:
-    """Some cross-rack partition has a subscriber of its topic that is local to it."""
-    crossk, cls, masks, ptopic, tm = state.crossk, state.cls, state.masks, state.ptopic, state.tm
+    """Something a shift could still gain: a partition away from its (subscribed) owner, or a
+    cross-rack partition with a subscriber of its topic that is local to it."""
+    crossk, cls, masks, ptopic, tm, owner = (
+        state.crossk,
+        state.cls,
+        state.masks,
+        state.ptopic,
+        state.tm,
+        state.owner,
+    )
     local_classes = [sorted({cls[i] for i in tm[t]}) for t in range(state.n_topics)]
     for gp, h in enumerate(state.holder):
         k = masks[gp]
+        if 0 <= owner[gp] != h:
+            return True
         if crossk[cls[h]][k] and any(not crossk[g][k] for g in local_classes[ptopic[gp]]):
             return True
     return False

@@ -322,6 +322,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 repeats, 20 random cases in the settling study")
     ap.add_argument("--study", type=int, default=80, help="random cases in the settling study")
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = ap.parse_args(argv)
     repeats = 3 if args.quick else 7
     study = 20 if args.quick else args.study
@@ -332,6 +333,8 @@ def main(argv: list[str]) -> int:
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for case in cases():
+        if args.only not in case.name:
+            continue
         t = timed(partial(assign, case.cluster, case.group), repeats)
         peak = peak_memory(partial(assign, case.cluster, case.group))
         n_parts = len(subscribed_partitions(case.cluster, case.group))
