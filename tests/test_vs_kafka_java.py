@@ -17,8 +17,8 @@ group settled by Kafka or by rackplan, then changed: replicas reassigned
 (another rack for some partitions), a member leaving, a member joining, a
 member changing its subscription.
 
-Example counts: ``RACKPLAN_ORACLE_EXAMPLES`` (default sized for CI, about two
-minutes on two cores for the whole module); ``RACKPLAN_ORACLE_EXAMPLES=2000``
+Example counts: ``RACKPLAN_ORACLE_EXAMPLES`` per test (default 1,000, sized for CI: about two
+minutes on two shared cores for the whole module); ``RACKPLAN_ORACLE_EXAMPLES=10000``
 or more for a local soak.
 """
 
@@ -40,7 +40,7 @@ from tests.invariants import assert_balanced, assert_range_balanced, assert_vali
 from tests.kafka_oracle import KafkaOracle, session_oracle
 from tests.strategies import clusters, consumer_groups, follow_up
 
-EXAMPLES = int(os.environ.get("RACKPLAN_ORACLE_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("RACKPLAN_ORACLE_EXAMPLES", "1000"))
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
