@@ -143,6 +143,8 @@ def place(
         if cnt[i] > 0:
             member(i)
     node_member = {v: i for i, v in member_node.items()}
+    spare_of: dict[int, int] = {}  # growing member -> its spare-unit node
+    grows: dict[int, set[int]] = {}  # growing member -> topics it may grow in
     if (losers and gainer < 0) or drops:  # spare units for members at the bottom of a topic
         spare = node(-(len(losers) if gainer < 0 else 0) - len(drops))
         for i in sorted(drops):  # a dropper that keeps its count sends its last unit here
@@ -154,25 +156,29 @@ def place(
         for d in range(n):
             grow = [t for t in mt[d] if cnt[d] <= min_sub[t] + reach]
             if grow and d not in losers and d not in banned:
-                y = node()
+                y = spare_of[d] = node()
+                grows[d] = set(grow)
                 node_member[y] = d
                 edges.append((y, spare, room, 0))
                 for t in grow:
                     edges.append((hub_of(t, cls[d]), y, room, 0))
-    pool_edges: list[tuple[list[int], int, list[tuple[int, int]]]] = []
+    pool_edges: list[tuple[list[int], list[int], list[tuple[int, int]]]] = []
     for (o, t, k), lst in sorted(pools.items()):
         src = node(len(lst))
-        stay = -1
+        stays = []
         if o >= 0 and cnt[o] > 0 and cnt[o] <= min_sub[t] + 1:
-            stay = len(edges)
+            stays.append(len(edges))
             edges.append((src, member(o), len(lst), big * crossk[cls[o]][k]))
+        if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
+            stays.append(len(edges))
+            edges.append((src, spare_of[o], room, big * crossk[cls[o]][k]))
         outs = []
         for g in range(n_cls):
             hub = hubs.get((t, g))
             if hub is not None:
                 outs.append((len(edges), hub))
                 edges.append((src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)))
-        pool_edges.append((lst, stay, outs))
+        pool_edges.append((lst, stays, outs))
     if budget is not None:
         if len(edges) > budget.edges:
             budget.edges = 0  # not even one more flow of this size fits: the search stops here
@@ -188,14 +194,12 @@ def place(
     flow = result.flow
     incoming: dict[int, list[int]] = {}
     new_holder = list(holder)
-    for (o, _t, _k), (lst, stay, outs) in zip(sorted(pools), pool_edges, strict=True):
+    for (o, _t, _k), (lst, stays, outs) in zip(sorted(pools), pool_edges, strict=True):
         # Stay with the owner: those it already holds first.
         order = sorted(lst, key=lambda gp: (holder[gp] != o, gp))
-        pos = 0
-        if stay >= 0:
-            for gp in order[: flow[stay]]:
-                new_holder[gp] = o
-            pos = flow[stay]
+        pos = sum(flow[e] for e in stays)
+        for gp in order[:pos]:
+            new_holder[gp] = o
         for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
             incoming.setdefault(hub, []).append(gp)
     hub_out: dict[int, dict[int, int]] = {}
