@@ -12,7 +12,7 @@ member subscribed to its topic that holds at least two fewer.  Steps:
    holder with two or more partitions over one of its subscribers, close the
    gap, by a path of free partitions (ones their holder did not own) when there
    is one, else by moving an owned partition, a non-matching one first.
-4. **Rack locality** (:mod:`assignor.sticky_general_flow`), each change
+4. **Rack locality** (:mod:`assignor.sticky_general_flow`, :mod:`assignor.sticky_general_shift`), each change
    strictly lowering ``BIG * cross_rack + moves``:
 
    * single moves of a cross-rack partition to a rack-local subscriber with
@@ -37,7 +37,8 @@ from heapq import heappop, heappush
 
 from .sticky_common import Prepared
 from .sticky_general_balance import balance
-from .sticky_general_flow import place, shift_counts
+from .sticky_general_flow import place
+from .sticky_general_shift import shift_counts
 from .sticky_general_state import GeneralState
 
 
