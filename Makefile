@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BASE := $(VENV)/.installed-base
 
-.PHONY: demo test lint typecheck unit bench integration browser kafka clean
+.PHONY: demo test lint typecheck unit bench integration browser kafka oracle clean
 
 # The demo needs the package alone; tests, lint and benchmarks need every extra.
 $(BASE): pyproject.toml
@@ -58,7 +58,15 @@ browser:
 	      || echo "chromium could not be installed: the report rendering test will skip"; \
 	  else echo "no chromium and no root apt-get: the report rendering test will skip"; fi; }
 
-test: lint typecheck browser kafka $(STAMP)
+# Kafka's own assignors (Java 17, Maven) as the tests' oracle: tests/kafka_oracle.py.
+ORACLE_JAR := oracle/target/rackplan-oracle.jar
+oracle: $(ORACLE_JAR)
+
+$(ORACLE_JAR): oracle/pom.xml $(shell find oracle/src -name '*.java')
+	mvn -q -B -f oracle/pom.xml package
+	touch $@
+
+test: lint typecheck browser kafka oracle $(STAMP)
 	$(BIN)/pytest tests integration
 
 bench: $(STAMP)

@@ -12,36 +12,34 @@ member subscribed to its topic that holds at least two fewer.  Steps:
    holder with two or more partitions over one of its subscribers, close the
    gap, by a path of free partitions (ones their holder did not own) when there
    is one, else by moving an owned partition, a non-matching one first.
-4. **Rack locality** without touching balance or stickiness:
+4. **Rack locality** (:mod:`assignor.sticky_general_flow`, :mod:`assignor.sticky_general_shift`), each change
+   strictly lowering ``BIG * cross_rack + moves``:
 
    * single moves of a cross-rack partition to a rack-local subscriber with
      one partition less, when the result is still balanced (checked exactly
-     with the histograms), and
-   * one exact min-cost flow over the *movable* partitions (unowned ones,
-     owned ones that do not match their owner's rack, owned ones already
-     moved) with every member's count fixed and a member allowed on a topic
-     only if its count is at most one above that topic's least-loaded
-     subscriber - exactly the assignments with these counts that are
-     balanced.  Cost ``BIG * cross_rack + moves``; members reach partitions
-     through one hub per (topic, rack class).  It is applied only when it
-     strictly lowers that cost, so a balanced input that is already optimal
-     comes back unchanged (stickiness).
-
-   Owned partitions that match their owner's rack are never in the flow:
-   Kafka keeps them, and so do we (unless step 3 needs them for balance).
-   Single moves and the flow alternate until neither improves.
+     with the histograms);
+   * one exact min-cost flow over *every* partition with every member's
+     count fixed, a member allowed on a topic only if its count is at most
+     one above that topic's least-loaded subscriber - exactly the balanced
+     assignments with these counts.  An owned partition therefore moves only
+     when that lowers the final cross-rack count (or the moves); a balanced
+     input that is already optimal comes back unchanged (stickiness);
+   * *count shifts*: the same flow with some members one lower and as many
+     at the bottom of a topic one higher, which is how Kafka's balancing
+     sometimes ends more local than any assignment at our counts.  A local
+     search over counts, exact at each count vector it visits, bounded in
+     work for large groups.
 """
 
 from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from .flow import min_cost_flow_phases
-from .sticky_common import Prepared, deal
+from .sticky_common import Prepared
 from .sticky_general_balance import balance
+from .sticky_general_flow import place
+from .sticky_general_shift import shift_counts
 from .sticky_general_state import GeneralState
-
-Edge = tuple[int, int, int, int]
 
 
 class _General(GeneralState):
@@ -103,105 +101,6 @@ class _General(GeneralState):
                 moved = True
         return moved
 
-    def optimise(self) -> bool:
-        """Exact (cross-rack, moves) placement of the movable partitions at fixed counts; True if it helped."""
-        cnt, holder, owner, masks, ptopic, cls = (
-            self.cnt,
-            self.holder,
-            self.owner,
-            self.masks,
-            self.ptopic,
-            self.cls,
-        )
-        crossk = self.crossk
-        n_cls = len(crossk)
-        big = self.n_parts + 1
-        min_sub = [self.min_sub(t) if self.tm[t] else 0 for t in range(self.n_topics)]
-        demand = list(cnt)
-        pools: dict[tuple[int, int, int], list[int]] = {}  # (owner or -1, topic, mask) -> partitions
-        current = 0
-        matches = self.matches
-        for gp in range(self.n_parts):
-            h, o, k = holder[gp], owner[gp], masks[gp]
-            ch = crossk[cls[h]][k]
-            if o == h and matches[cls[h]][k]:
-                demand[h] -= 1
-                continue
-            pools.setdefault((o, ptopic[gp], k), []).append(gp)
-            current += big * ch + (1 if o >= 0 and o != h else 0)
-        if not current:
-            return False
-
-        edges: list[Edge] = []
-        supply: list[int] = []
-        member_node: dict[int, int] = {}
-        hubs: dict[tuple[int, int], int] = {}
-
-        def node(s: int = 0) -> int:
-            supply.append(s)
-            return len(supply) - 1
-
-        def member(i: int) -> int:
-            v = member_node.get(i)
-            if v is None:
-                v = member_node[i] = node(-demand[i])
-            return v
-
-        topics = sorted({key[1] for key in pools})
-        for t in topics:
-            for i in self.tm[t]:
-                if demand[i] > 0 and cnt[i] <= min_sub[t] + 1:
-                    g = cls[i]
-                    hub = hubs.get((t, g))
-                    if hub is None:
-                        hub = hubs[(t, g)] = node()
-                    edges.append((hub, member(i), demand[i], 0))
-        for i in range(self.n):  # members whose demand no hub reaches still need their node
-            if demand[i] > 0:
-                member(i)
-        pool_edges: list[tuple[list[int], int, list[tuple[int, int]]]] = []
-        for (o, t, k), lst in sorted(pools.items()):
-            src = node(len(lst))
-            stay = -1
-            if o >= 0 and demand[o] > 0 and cnt[o] <= min_sub[t] + 1:
-                stay = len(edges)
-                edges.append((src, member(o), len(lst), big * crossk[cls[o]][k]))
-            outs = []
-            for g in range(n_cls):
-                hub = hubs.get((t, g))
-                if hub is not None:
-                    outs.append((len(edges), hub))
-                    edges.append((src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)))
-            pool_edges.append((lst, stay, outs))
-        result = min_cost_flow_phases(len(supply), edges, supply)
-        if result.cost >= current:
-            return False
-
-        flow = result.flow
-        incoming: dict[int, list[int]] = {}
-        new_holder = list(holder)
-        for (o, _t, _k), (lst, stay, outs) in zip(sorted(pools), pool_edges, strict=True):
-            # Stay with the owner: those it already holds first.
-            order = sorted(lst, key=lambda gp: (holder[gp] != o, gp))
-            pos = 0
-            if stay >= 0:
-                for gp in order[: flow[stay]]:
-                    new_holder[gp] = o
-                pos = flow[stay]
-            for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
-                incoming.setdefault(hub, []).append(gp)
-        hub_out: dict[int, list[tuple[int, int]]] = {}
-        node_member = {v: i for i, v in member_node.items()}
-        for e, (u, v, _cap, _cost) in enumerate(edges):
-            if u in incoming and v in node_member and flow[e]:
-                hub_out.setdefault(u, []).append((node_member[v], flow[e]))
-        for hub, lst in incoming.items():
-            for i, gp in deal(sorted(lst), sorted(hub_out.get(hub, []))):
-                new_holder[gp] = i
-        self.holder = new_holder
-        self.reindex()
-        return True
-
 
 def assign_general(prep: Prepared) -> list[list[int]]:
     """Partitions (global numbers) per member; see the module docstring."""
@@ -213,7 +112,10 @@ def assign_general(prep: Prepared) -> list[list[int]]:
     # it or local moves find nothing after an improving flow.
     while state.local_moves():
         pass
-    while state.optimise() and state.local_moves():
+    while place(state) is True and state.local_moves():
+        while state.local_moves():
+            pass
+    while shift_counts(state):
         while state.local_moves():
             pass
     out: list[list[int]] = [[] for _ in range(state.n)]

@@ -1,7 +1,10 @@
-"""cooperative-sticky at scale, against kafka-python's StickyPartitionAssignor on the same input.
+"""cooperative-sticky at scale, against Kafka's own Java CooperativeStickyAssignor on the same input.
 
-    .venv/bin/python -m bench.bench_sticky            # everything (kafka-python capped at --timeout)
-    .venv/bin/python -m bench.bench_sticky --quick    # fewer repeats, kafka-python capped at 30 s
+    .venv/bin/python -m bench.bench_sticky            # everything
+    .venv/bin/python -m bench.bench_sticky --quick    # fewer repeats, fewer random cases
+
+Needs Java 17 and Maven: Kafka 4.3.1's assignor runs in the oracle harness
+(``oracle/``, driven by ``tests/kafka_oracle.py``), one JVM for the whole run.
 
 Cases (3 racks, 9 brokers; members spread 60/30/10% over the racks unless "even"):
 
@@ -9,31 +12,37 @@ Cases (3 racks, 9 brokers; members spread 60/30/10% over the racks unless "even"
   replica per partition; the group after it converged, then one member leaves.
 * ``equal-50k``: 2,000 members x 50,000 partitions (50 topics x 1,000), equal
   subscriptions: fresh with two replicas in two racks and members even; and
-  one replica per partition, converged, then one member leaves (the hard case
-  for Kafka's Java assignor: 23 s).
+  one replica per partition, converged, then one member leaves.
 * ``unequal-20k``: 1,000 members x 20,000 partitions (100 topics x 200, two
   replicas in two racks), each member subscribing to 10-40 random topics;
   fresh, and converged then one member leaves.
-* Stress, beyond the targets: a rack-blind previous round (shuffled partitions
-  dealt to subscribers in turn) with one replica per partition, so thousands
-  of owned partitions are cross-rack and many must move.
+* Stress: a rack-blind previous round (shuffled partitions dealt to
+  subscribers in turn) with one replica per partition, so thousands of owned
+  partitions are cross-rack and many must move.
 
-Timings are medians of ``assign`` on the model (wall-clock and CPU); peak memory
-is ``tracemalloc``'s peak over one call.  Quality is measured over both
-cooperative rounds: partitions moved in this round, cross-rack partitions
-after the follow-up round (which must withhold nothing).
+Timings.  Ours: medians of ``assign`` on the model (wall-clock and CPU; the
+call includes settling the follow-up round); peak memory is ``tracemalloc``'s
+peak over one call.  Kafka: ``assign(Cluster, GroupSubscription)`` inside the
+JVM, timed there with ``System.nanoTime`` over repeated calls on the same
+input after a first, untimed call (JIT-warmed; JSON parsing and building the
+subscriptions are outside the timed region).  Ratio: Kafka's median / ours.
 
-Peer, same input, same run: kafka-python's ``StickyPartitionAssignor``
-(module ``kafka.coordinator.assignors.sticky.sticky_assignor``, KIP-54 sticky,
-eager and rack-blind), its executor called directly in a child process with a
-timeout.  For ``leave-2100`` we also report a model of Kafka's rack-aware
-CooperativeStickyAssignor (``tests/test_sticky_kafka_model.py``) on quality only.
+Quality: both assignors run cooperative rounds from the same input until a
+round withholds nothing (each member then owns what it was given, one
+generation later): rounds needed, partitions moved over all rounds,
+cross-rack partitions and max-min after settling.
+
+Settling study: random unequal-subscription groups with racks (10-40
+members, 120-400 partitions, one to three replicas), settled by Kafka, then
+replicas reassigned or one member leaving; rounds to settle (up to 10) and
+cross-rack partitions after settling, for both.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -42,9 +51,9 @@ from typing import Any
 
 from assignor.consumer import cross_rack_count, subscribed_partitions
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
-from assignor.owned import count_moved, previous_owners, withhold_moving
+from assignor.owned import count_moved, previous_owners
 from assignor.sticky_assignor import assign
-from bench.common import in_child, peak_memory, peak_rss_mib, timed
+from bench.common import peak_memory, peak_rss_mib, timed
 
 RACKS = ("az-a", "az-b", "az-c")
 N_BROKERS = 9
@@ -160,94 +169,150 @@ def cases() -> list[Case]:
     return out
 
 
-# ---- ours --------------------------------------------------------------------------------------
+# ---- Kafka's Java assignor (the oracle harness) ------------------------------------------------
 
 
-def measure(case: Case, repeats: int) -> dict[str, Any]:
-    t = timed(partial(assign, case.cluster, case.group), repeats)
-    peak = peak_memory(partial(assign, case.cluster, case.group))
-    quality = two_rounds(assign, case.cluster, case.group)
-    return {
-        "time": t.wall,
-        "cpu": t.cpu,
-        "peak": peak,
-        "plan": t.result,
-        **quality,
-    }
+def kafka_java(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
+    """Kafka 4.3.1's own CooperativeStickyAssignor through the oracle (tests/kafka_oracle.py)."""
+    return _oracle().plan(cluster, group)
 
 
-def two_rounds(
-    assignor: Callable[[Cluster, ConsumerGroup], ConsumerPlan], cluster: Cluster, group: ConsumerGroup
-) -> dict[str, Any]:
+def _oracle() -> Any:
+    from tests.kafka_oracle import KafkaOracle, build_jar
+
+    global _ORACLE
+    if _ORACLE is None:
+        _ORACLE = KafkaOracle(build_jar())
+    return _ORACLE
+
+
+_ORACLE: Any = None
+
+
+def kafka_java_timed(case: Case, repeats: int) -> float:
+    """Median seconds of Kafka's ``assign`` over ``repeats`` warm calls inside the JVM."""
+    from tests.kafka_oracle import document
+
+    doc = document(case.cluster, case.group)
+    doc["oracle_repeat"] = repeats
+    answer = _oracle().answer_many([doc])[0]
+    if "error" in answer:
+        raise RuntimeError(answer["error"])
+    return float(statistics.median(answer["oracle_timing_ns"])) / 1e9
+
+
+@dataclass
+class Settled:
+    rounds: int | None  # None: not settled within the limit
+    moved: int
+    cross: int
+    spread: int
+
+
+def settle_rounds(
+    assignor: Callable[[Cluster, ConsumerGroup], ConsumerPlan],
+    cluster: Cluster,
+    group: ConsumerGroup,
+    limit: int = 10,
+) -> Settled:
+    """Cooperative rounds until one withholds nothing (see the module docstring)."""
     subscribed = subscribed_partitions(cluster, group)
-    plan = assignor(cluster, group)
-    group2 = owning(group, plan)
-    final = assignor(cluster, group2)
-    counts = [len(v) for v in final.assignment.values()]
-    return {
-        "moved": count_moved(plan, previous_owners(cluster, group), subscribed),
-        "moved2": count_moved(final, previous_owners(cluster, group2), subscribed),
-        "cross": cross_rack_count(cluster, group2, final),
-        "spread": max(counts) - min(counts),
-    }
+    moved = 0
+    for r in range(1, limit + 1):
+        plan = assignor(cluster, group)
+        moved += count_moved(plan, previous_owners(cluster, group), subscribed)
+        assigned = {tp for v in plan.assignment.values() for tp in v}
+        nxt = owning(group, plan)
+        if assigned >= subscribed:
+            counts = [len(v) for v in plan.assignment.values()]
+            return Settled(r, moved, cross_rack_count(cluster, group, plan), max(counts) - min(counts))
+        group = nxt
+    return Settled(None, moved, cross_rack_count(cluster, group, plan), -1)
 
 
-# ---- kafka-python's StickyPartitionAssignor ----------------------------------------------------------
-
-
-class _KafkaPythonCluster:
-    """The two ClusterMetadata calls kafka-python's sticky executor makes."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self._parts = {t: set(range(len(p))) for t, p in cluster.topics.items()}
-
-    def topics(self) -> set[str]:
-        return set(self._parts)
-
-    def partitions_for_topic(self, topic: str) -> set[int] | None:
-        return self._parts.get(topic)
-
-
-def kafka_python_assign(cluster: Cluster, group: ConsumerGroup) -> dict[str, list[tuple[str, int]]]:
-    from kafka.coordinator.assignors.sticky.sticky_assignor import (
-        StickyAssignmentExecutor,
-        StickyAssignorMemberMetadataV1,
-    )
-    from kafka.structs import TopicPartition
-
-    members = {
-        m.member_id: StickyAssignorMemberMetadataV1(
-            subscription=list(m.topics),
-            partitions=[TopicPartition(t, p) for t, p in m.owned],
-            generation=m.generation,
+def random_unequal(rng: random.Random) -> tuple[Cluster, ConsumerGroup]:
+    """10-40 members over three racks, 120-400 partitions in 6-20 topics, 1-3 replicas in distinct racks."""
+    n_topics = rng.randint(6, 20)
+    total = rng.randint(120, 400)
+    topics: dict[str, tuple[tuple[int, ...], ...]] = {}
+    for t in range(n_topics):
+        rf = rng.randint(1, 3)
+        parts = []
+        for _ in range(max(1, total // n_topics)):
+            racks = rng.sample(range(3), rf)
+            parts.append(tuple(r + 3 * rng.randrange(3) for r in racks))
+        topics[f"topic-{t:02d}"] = tuple(parts)
+    cluster = Cluster(broker_racks={b: RACKS[b % 3] for b in range(N_BROKERS)}, topics=topics)
+    names = sorted(topics)
+    members = tuple(
+        Member(
+            f"member-{i:03d}", rng.choice(RACKS), tuple(sorted(rng.sample(names, rng.randint(1, len(names)))))
         )
-        for m in group.members
-    }
-    executor = StickyAssignmentExecutor(_KafkaPythonCluster(cluster), members)
-    executor.perform_initial_assignment()
-    executor.balance()
-    return {m: [(tp.topic, tp.partition) for tp in executor.current_assignment[m]] for m in members}
-
-
-def _kafka_python_measured(case: Case, repeats: int) -> tuple[float, int, int, int]:
-    t = timed(partial(kafka_python_assign, case.cluster, case.group), repeats)
-    plan = ConsumerPlan(assignment=t.result)
-    moved = count_moved(
-        plan, previous_owners(case.cluster, case.group), subscribed_partitions(case.cluster, case.group)
+        for i in range(rng.randint(10, 40))
     )
-    counts = [len(v) for v in t.result.values()]
-    return t.wall, moved, cross_rack_count(case.cluster, case.group, plan), max(counts) - min(counts)
+    return cluster, ConsumerGroup("bench", "cooperative-sticky", members)
 
 
-def kafka_python_timed(case: Case, repeats: int, timeout: float) -> tuple[float, int, int, int] | None:
-    """kafka-python's (median seconds, moved, cross-rack, max-min) in a child process; None on timeout."""
-    return in_child(_kafka_python_measured, (case, repeats), timeout)
+def changed(rng: random.Random, cluster: Cluster, group: ConsumerGroup) -> tuple[str, Cluster, ConsumerGroup]:
+    """Replicas of a quarter of the partitions reassigned, or one member leaving."""
+    if rng.random() < 0.5:
+        topics = {
+            t: tuple(
+                tuple(r + 3 * rng.randrange(3) for r in rng.sample(range(3), len(reps)))
+                if rng.random() < 0.25
+                else reps
+                for reps in parts
+            )
+            for t, parts in cluster.topics.items()
+        }
+        return "reassigned", Cluster(cluster.broker_racks, topics), group
+    members = list(group.members)
+    members.pop(rng.randrange(len(members)))
+    return "leave", cluster, replace(group, members=tuple(members))
 
 
-def kafka_model(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
-    from tests.test_sticky_kafka_model import kafka_constrained
-
-    return withhold_moving(kafka_constrained(cluster, group), previous_owners(cluster, group))
+def settling_study(n_cases: int, seed: int = 10) -> None:
+    rng = random.Random(seed)
+    rows: list[tuple[Settled, Settled]] = []
+    for _ in range(n_cases):
+        cluster, group = random_unequal(rng)
+        start = settle_rounds(kafka_java, cluster, group)
+        if start.rounds is None:
+            continue
+        # the group as Kafka left it: replay Kafka's rounds to get the owned partitions
+        g = group
+        for _ in range(start.rounds):
+            g = owning(g, kafka_java(cluster, g))
+        _kind, c2, g2 = changed(rng, cluster, g)
+        rows.append((settle_rounds(assign, c2, g2), settle_rounds(kafka_java, c2, g2)))
+    both = [(m, k) for m, k in rows if k.rounds is not None and m.rounds is not None]
+    print(f"\nSettling study: {len(rows)} random unequal groups with racks, Kafka-settled, then changed\n")
+    print("| | rackplan | Kafka 4.3.1 |")
+    print("|---|---|---|")
+    unsettled_k = sum(1 for _, k in rows if k.rounds is None)
+    unsettled_m = sum(1 for m, _ in rows if m.rounds is None)
+    max_m = max((m.rounds or 0) for m, _ in rows)
+    max_k = max((k.rounds or 0) for _, k in rows)
+    print(f"| not settled within 10 rounds | {unsettled_m} | {unsettled_k} |")
+    print(f"| most rounds to settle (settled cases) | {max_m} | {max_k} |")
+    print(
+        f"| mean rounds to settle (settled cases) | {statistics.mean(m.rounds or 0 for m, _ in rows):.2f} "
+        f"| {statistics.mean(k.rounds for _, k in rows if k.rounds is not None):.2f} |"
+    )
+    print(
+        f"| cross-rack after settling (both settled: {len(both)}) | {sum(m.cross for m, _ in both):,} "
+        f"| {sum(k.cross for _, k in both):,} |"
+    )
+    print(
+        f"| partitions moved, all rounds (both settled) | {sum(m.moved for m, _ in both):,} | {sum(k.moved for _, k in both):,} |"
+    )
+    worse = sum(1 for m, k in both if m.cross > k.cross)
+    better = sum(1 for m, k in both if m.cross < k.cross)
+    more_moves = sum(1 for m, k in both if m.cross == k.cross and m.moved > k.moved)
+    print(
+        f"\nrackplan more cross-rack than Kafka: {worse} of {len(both)}; fewer: {better}; "
+        f"as many but more moves: {more_moves}"
+    )
 
 
 # ---- main --------------------------------------------------------------------------------------
@@ -255,47 +320,36 @@ def kafka_model(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="3 repeats, kafka-python capped at 30 s")
-    ap.add_argument("--timeout", type=float, default=120.0, help="seconds for kafka-python per case")
+    ap.add_argument("--quick", action="store_true", help="3 repeats, 20 random cases in the settling study")
+    ap.add_argument("--study", type=int, default=80, help="random cases in the settling study")
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = ap.parse_args(argv)
     repeats = 3 if args.quick else 7
-    timeout = 30.0 if args.quick else args.timeout
+    study = 20 if args.quick else args.study
 
     print(
-        "| case | members x partitions | median | median CPU | peak traced | moved | cross-rack after follow-up "
-        "| max-min | follow-up moves | kafka-python | ratio | kafka-python moved / max-min |"
+        "| case | members x partitions | median | median CPU | peak traced | Kafka median (JIT-warm) | Kafka / ours "
+        "| rounds ours / Kafka | moved ours / Kafka | cross-rack ours / Kafka | max-min ours / Kafka |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for case in cases():
-        mine = measure(case, repeats)
+        if args.only not in case.name:
+            continue
+        t = timed(partial(assign, case.cluster, case.group), repeats)
+        peak = peak_memory(partial(assign, case.cluster, case.group))
         n_parts = len(subscribed_partitions(case.cluster, case.group))
-        peer = kafka_python_timed(case, 3 if not args.quick else 1, timeout)
-        if peer is None:
-            peer_cols = f"> {timeout:.0f} s (timeout) | > {timeout / mine['time']:,.0f}x | - |"
-        else:
-            t, moved, _cross, spread = peer
-            peer_cols = f"{t:,.2f} s | {t / mine['time']:,.0f}x | {moved:,} / {spread} |"
+        k_time = kafka_java_timed(case, repeats)
+        mine = settle_rounds(assign, case.cluster, case.group)
+        theirs = settle_rounds(kafka_java, case.cluster, case.group)
         print(
-            f"| {case.name} | {len(case.group.members):,} x {n_parts:,} | {mine['time'] * 1000:,.0f} ms "
-            f"| {mine['cpu'] * 1000:,.0f} ms | {mine['peak'] / 2**20:,.0f} MiB | {mine['moved']:,} "
-            f"| {mine['cross']:,} | {mine['spread']} | {mine['moved2']} | {peer_cols}",
+            f"| {case.name} | {len(case.group.members):,} x {n_parts:,} | {t.wall * 1000:,.0f} ms "
+            f"| {t.cpu * 1000:,.0f} ms | {peak / 2**20:,.0f} MiB | {k_time * 1000:,.0f} ms | {k_time / t.wall:,.1f}x "
+            f"| {mine.rounds} / {theirs.rounds or '> 10'} | {mine.moved:,} / {theirs.moved:,} "
+            f"| {mine.cross:,} / {theirs.cross:,} | {mine.spread} / {theirs.spread} |",
             flush=True,
         )
     print(f"\nPeak resident memory of this process: {peak_rss_mib():,.0f} MiB")
-
-    case = cases()[0]
-    print(f"\nQuality on {case.name}, both cooperative rounds:\n")
-    print("| assignor | moved | cross-rack before | cross-rack after follow-up | max-min |")
-    print("|---|---|---|---|---|")
-    before = cross_rack_count(
-        case.cluster, case.group, ConsumerPlan({m.member_id: list(m.owned) for m in case.group.members})
-    )
-    for name, fn in (
-        ("cooperative-sticky (ours)", assign),
-        ("Kafka's rack-aware algorithm (model)", kafka_model),
-    ):
-        q = two_rounds(fn, case.cluster, case.group)
-        print(f"| {name} | {q['moved'] + q['moved2']:,} | {before:,} | {q['cross']:,} | {q['spread']} |")
+    settling_study(study)
     return 0
 
 

@@ -1,0 +1,241 @@
+"""Step 4 of the general cooperative-sticky path: exact placement at given counts, and count shifts.
+
+The contract's balance rule (no holder of a topic two or more above one of the
+topic's subscribers) is not a flow constraint, but once every member's count
+is fixed it is: member ``i`` may hold topic ``t`` exactly when
+``count[i] <= min(count of t's subscribers) + 1``.  So at fixed counts one
+min-cost flow finds the balanced assignment with the fewest cross-rack
+partitions and then the fewest moves (cost ``BIG * cross_rack + moves``; a
+partition that stays with its owner costs no move).  Every partition takes
+part, owned ones included, so an owned partition moves only when that lowers
+the final cross-rack count, or the moves.  Members reach partitions through
+one hub per (topic, rack class); partitions come in pools of equal (owner,
+topic, replica-rack mask).
+
+Fixed counts are the flow's blind spot: Kafka's balancing hands a partition
+from a member to a less loaded one and so changes counts, and sometimes ends
+more local than any assignment at the counts we reached (issue 10: 4.7% of
+small unequal cases, most large ones).  A *count shift* closes that gap: some
+members (the *losers*) hold one partition fewer and as many members that sit
+at the bottom of a topic hold one more, the flow choosing which and through
+which chain of moves.  A result that breaks balance is repaired and retried a
+few times: a member that grew where it may not is barred from growing, a
+holder left two above a topic's new minimum becomes a loser too.  A shift is
+kept only if it is balanced and strictly cheaper, so the search ends.  It is a
+local search over counts, exact at each count vector it visits; the
+differential tests against Kafka's own assignor (``tests/test_vs_kafka_java.py``)
+measure how often it is still worse than Kafka (never, so far, on thousands of
+random cases; see docs/assignors.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .flow import InfeasibleFlow, min_cost_flow_phases
+from .sticky_common import deal
+from .sticky_general_state import GeneralState
+
+Edge = tuple[int, int, int, int]
+
+#: Flow edges the whole count-shift search may build in one run: small groups are searched in full,
+#: large ones within a bounded multiple of one flow's work (deterministic: counted, not timed).
+SHIFT_WORK = 60_000
+
+
+@dataclass(slots=True)
+class Budget:
+    """Flow edges the count-shift search may still build."""
+
+    edges: int = SHIFT_WORK
+
+    def spent(self) -> bool:
+        return self.edges <= 0
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """Why a shift came out unbalanced, and the retry that avoids it.
+
+    ``kind`` is ``"ban"`` (``member`` grew where it may not: bar it from
+    growing), ``"lose"`` (``member`` is left two above a topic's minimum: it
+    must lose one too) or ``"keep"`` (``member`` dropped to a topic's minimum
+    that another holder now exceeds by two: bar it from dropping).
+    """
+
+    kind: str
+    member: int
+
+
+def place(
+    state: GeneralState,
+    losers: frozenset[int] = frozenset(),
+    banned: frozenset[int] = frozenset(),
+    gainer: int = -1,
+    droppers: frozenset[int] = frozenset(),
+    budget: Budget | None = None,
+) -> bool | Repair:
+    """Re-place every partition exactly at the current counts, minus one per loser plus as many spare units.
+
+    The spare units go to members the flow picks, or all to ``gainer`` when
+    one is named (then every count is fixed and the result balanced by
+    construction).  Each of ``droppers`` may also hold one fewer if as many
+    members at the bottom of a topic hold one more, as the flow finds
+    cheapest: every such shift at once.  True when it applied a strictly
+    cheaper balanced assignment, False when there is none (or the flow is
+    infeasible), a :class:`Repair` when the cheaper assignment it found is
+    unbalanced.
+    """
+    holder, owner, masks, ptopic, cls = state.holder, state.owner, state.masks, state.ptopic, state.cls
+    n, n_topics, tm, mt = state.n, state.n_topics, state.tm, state.mt
+    crossk = state.crossk
+    n_cls = len(crossk)
+    big = state.n_parts + 1
+    cnt = list(state.cnt)
+    for a in losers:
+        cnt[a] -= 1
+        if cnt[a] < 0:
+            return False
+    if gainer >= 0:
+        cnt[gainer] += len(losers)
+    min_sub = [min(cnt[i] for i in tm[t]) if tm[t] else 0 for t in range(n_topics)]
+    drops = {i for i in droppers if cnt[i] > 0 and i not in losers}
+
+    pools: dict[tuple[int, int, int], list[int]] = {}  # (owner or -1, topic, mask) -> partitions
+    current = 0
+    for gp in range(state.n_parts):
+        h, o, k = holder[gp], owner[gp], masks[gp]
+        pools.setdefault((o, ptopic[gp], k), []).append(gp)
+        current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
+    if not current:
+        return False  # nothing cross-rack and nothing moved: nothing to gain
+
+    edges: list[Edge] = []
+    supply: list[int] = []
+    member_node: dict[int, int] = {}
+    hubs: dict[tuple[int, int], int] = {}
+
+    def node(s: int = 0) -> int:
+        supply.append(s)
+        return len(supply) - 1
+
+    def member(i: int) -> int:
+        v = member_node.get(i)
+        if v is None:
+            v = member_node[i] = node(-cnt[i] + (1 if i in drops else 0))
+        return v
+
+    def hub_of(t: int, g: int) -> int:
+        hub = hubs.get((t, g))
+        if hub is None:
+            hub = hubs[(t, g)] = node()
+        return hub
+
+    for t in range(n_topics):
+        for i in tm[t]:
+            if cnt[i] > 0 and cnt[i] <= min_sub[t] + 1:
+                edges.append((hub_of(t, cls[i]), member(i), cnt[i], 0))
+    for i in range(n):  # members whose count no hub reaches still need their node
+        if cnt[i] > 0:
+            member(i)
+    node_member = {v: i for i, v in member_node.items()}
+    spare_of: dict[int, int] = {}  # growing member -> its spare-unit node
+    grows: dict[int, set[int]] = {}  # growing member -> topics it may grow in
+    if (losers and gainer < 0) or drops:  # spare units for members at the bottom of a topic
+        spare = node(-(len(losers) if gainer < 0 else 0) - len(drops))
+        for i in sorted(drops):  # a dropper that keeps its count sends its last unit here
+            edges.append((member(i), spare, 1, 0))
+        room = max(1, len(losers))
+        # With droppers, a member one above a topic's minimum may grow too, if the members at the minimum
+        # grow with it; the repair bars it when they do not.
+        reach = 1 if drops else 0
+        for d in range(n):
+            grow = [t for t in mt[d] if cnt[d] <= min_sub[t] + reach]
+            if grow and d not in losers and d not in banned:
+                y = spare_of[d] = node()
+                grows[d] = set(grow)
+                node_member[y] = d
+                edges.append((y, spare, room, 0))
+                for t in grow:
+                    edges.append((hub_of(t, cls[d]), y, room, 0))
+    pool_edges: list[tuple[list[int], list[int], list[tuple[int, int]]]] = []
+    for (o, t, k), lst in sorted(pools.items()):
+        src = node(len(lst))
+        stays = []
+        if o >= 0 and cnt[o] > 0 and cnt[o] <= min_sub[t] + 1:
+            stays.append(len(edges))
+            edges.append((src, member(o), len(lst), big * crossk[cls[o]][k]))
+        if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
+            stays.append(len(edges))
+            edges.append((src, spare_of[o], room, big * crossk[cls[o]][k]))
+        outs = []
+        for g in range(n_cls):
+            hub = hubs.get((t, g))
+            if hub is not None:
+                outs.append((len(edges), hub))
+                edges.append((src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)))
+        pool_edges.append((lst, stays, outs))
+    if budget is not None:
+        if len(edges) > budget.edges:
+            budget.edges = 0  # not even one more flow of this size fits: the search stops here
+            return False
+        budget.edges -= len(edges)
+    try:
+        result = min_cost_flow_phases(len(supply), edges, supply)
+    except InfeasibleFlow:
+        return False
+    if result.cost >= current:
+        return False
+
+    flow = result.flow
+    incoming: dict[int, list[int]] = {}
+    new_holder = list(holder)
+    for (o, _t, _k), (lst, stays, outs) in zip(sorted(pools), pool_edges, strict=True):
+        # Stay with the owner: those it already holds first.
+        order = sorted(lst, key=lambda gp: (holder[gp] != o, gp))
+        pos = sum(flow[e] for e in stays)
+        for gp in order[:pos]:
+            new_holder[gp] = o
+        for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
+            incoming.setdefault(hub, []).append(gp)
+    hub_out: dict[int, dict[int, int]] = {}
+    for e, (u, v, _cap, _cost) in enumerate(edges):
+        if u in incoming and v in node_member and flow[e]:
+            per = hub_out.setdefault(u, {})
+            per[node_member[v]] = per.get(node_member[v], 0) + flow[e]
+    for hub, lst in incoming.items():
+        for i, gp in deal(sorted(lst), sorted(hub_out.get(hub, {}).items())):
+            new_holder[gp] = i
+    if losers or drops:
+        repair = _imbalance(state, new_holder, cnt)
+        if repair is not None:
+            return repair
+    state.holder = new_holder
+    state.cnt = [0] * n
+    for i in new_holder:
+        state.cnt[i] += 1
+    state.reindex()
+    return True
+
+
+def _imbalance(state: GeneralState, holder: list[int], planned: list[int]) -> Repair | None:
+    """None if ``holder`` is balanced, else how to repair the first violation (see the module docstring)."""
+    cnt = [0] * state.n
+    for i in holder:
+        cnt[i] += 1
+    top: list[tuple[int, int]] = [(-1, -1)] * state.n_topics  # (count, member) of each topic's highest holder
+    for gp, i in enumerate(holder):
+        t = state.ptopic[gp]
+        if cnt[i] > top[t][0]:
+            top[t] = (cnt[i], i)
+    for t in range(state.n_topics):
+        c, h = top[t]
+        if not state.tm[t]:
+            continue
+        low = min(cnt[i] for i in state.tm[t])
+        if c > low + 1:
+            dropped = [i for i in state.tm[t] if cnt[i] == low and cnt[i] < planned[i]]
+            if dropped:
+                return Repair("keep", dropped[0])
+            return Repair("ban", h) if cnt[h] > planned[h] else Repair("lose", h)
+    return None

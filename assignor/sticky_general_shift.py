@@ -1,0 +1,175 @@
+"""The count-shift search of the general cooperative-sticky path (see :mod:`assignor.sticky_general_flow`).
+
+At fixed counts :func:`~assignor.sticky_general_flow.place` is exact; this
+module chooses which counts to try: all shifts at once first, then one first
+loser at a time with repairs and named gainers, within a deterministic work
+budget.  Kept apart from the flow itself because it is the heuristic part:
+each shift it keeps is exact and strictly cheaper, but it does not visit
+every count vector.
+"""
+
+from __future__ import annotations
+
+from .sticky_general_flow import Budget, place
+from .sticky_general_state import GeneralState
+
+#: Flows tried per first loser while repairing an unbalanced shift.
+MAX_SHIFT_REPAIRS = 6
+#: Flows of the all-at-once shift search (each improves, or bars one member from dropping or growing).
+MAX_FREE_SHIFTS = 12
+
+
+def shift_counts(state: GeneralState) -> bool:
+    """Apply improving count shifts until none is found (or the work budget is spent); True if any applied.
+
+    First all shifts at once: every member may drop one and members at the
+    bottom of a topic grow, in one flow, repaired by barring members from
+    dropping or growing.  Then one first loser at a time (holders of
+    cross-rack partitions first, fuller first): the flow picks the growing
+    member with the topic minima as they are, and a member whose growth
+    would itself raise a topic's minimum (the only subscriber at it) can
+    unlock more, so those are then tried one by one as named gainers.
+    Nothing is tried once every partition is with its owner (if it has one)
+    and every cross-rack partition is unavoidable (no subscriber of its
+    topic is local to it).
+    """
+    budget = Budget()
+    applied = False
+    no_drop: set[int] = set()
+    no_gain: set[int] = set()
+    for _ in range(MAX_FREE_SHIFTS):
+        if not _avoidable_cross(state) or budget.spent():
+            return applied
+        droppers = frozenset(i for i in range(state.n) if i not in no_drop)
+        done = place(state, banned=frozenset(no_gain), droppers=droppers, budget=budget)
+        if done is True:
+            applied = True
+            no_drop.clear()
+            no_gain.clear()
+        elif done is False:
+            break
+        elif done.kind == "ban":
+            no_gain.add(done.member)
+        elif done.kind == "keep":
+            no_drop.add(done.member)
+        else:
+            break
+    while _avoidable_cross(state) and not budget.spent():
+        progress = False
+        cross = set(_cross_holders(state))
+        for a in sorted(range(state.n), key=lambda i: (i not in cross, -state.cnt[i], i)):
+            if budget.spent():
+                break
+            if _shift_from(state, a, budget):
+                applied = progress = True
+                if not _avoidable_cross(state):
+                    break
+        if not progress:
+            break
+    return applied
+
+
+def _shift_from(state: GeneralState, a: int, budget: Budget) -> bool:
+    """One improving shift with ``a`` as first loser, if the repairs or a named gainer find one."""
+    if not state.cnt[a]:
+        return False
+    losers, banned = frozenset([a]), frozenset[int]()
+    for _ in range(MAX_SHIFT_REPAIRS):
+        losers = _stranded(state, losers)
+        done = place(state, losers, banned, budget=budget)
+        if done is True:
+            return True
+        if done is False or budget.spent():
+            break
+        if done.kind == "ban":
+            # The flow's choice of grower broke balance; with it named, every count is fixed.
+            if place(state, losers, gainer=done.member, budget=budget) is True:
+                return True
+            banned |= {done.member}
+        elif done.kind == "lose" and done.member not in losers:
+            losers |= {done.member}
+        else:
+            break
+    for d in _unique_minima(state, a):
+        # ``d`` grows, which raises a topic's minimum; other members may then shift as well.
+        droppers = frozenset(i for i in range(state.n) if i not in (a, d))
+        for _ in range(MAX_SHIFT_REPAIRS):
+            if budget.spent():
+                return False
+            done = place(state, frozenset([a]), banned, gainer=d, droppers=droppers, budget=budget)
+            if done is True:
+                return True
+            if done is False:
+                break
+            if done.kind == "ban":
+                banned |= {done.member}
+            elif done.kind == "keep":
+                droppers -= {done.member}
+            else:
+                break
+    return False
+
+
+def _cross_holders(state: GeneralState) -> list[int]:
+    """Members holding a cross-rack partition, fullest first, then by number."""
+    crossk, cls, masks = state.crossk, state.cls, state.masks
+    holders = {h for gp, h in enumerate(state.holder) if crossk[cls[h]][masks[gp]]}
+    return sorted(holders, key=lambda i: (-state.cnt[i], i))
+
+
+def _avoidable_cross(state: GeneralState) -> bool:
+    """Something a shift could still gain: a partition away from its (subscribed) owner, or a
+    cross-rack partition with a subscriber of its topic that is local to it."""
+    crossk, cls, masks, ptopic, tm, owner = (
+        state.crossk,
+        state.cls,
+        state.masks,
+        state.ptopic,
+        state.tm,
+        state.owner,
+    )
+    local_classes = [sorted({cls[i] for i in tm[t]}) for t in range(state.n_topics)]
+    for gp, h in enumerate(state.holder):
+        k = masks[gp]
+        if 0 <= owner[gp] != h:
+            return True
+        if crossk[cls[h]][k] and any(not crossk[g][k] for g in local_classes[ptopic[gp]]):
+            return True
+    return False
+
+
+def _stranded(state: GeneralState, losers: frozenset[int]) -> frozenset[int]:
+    """``losers`` plus every member that, once they are one lower, may hold nothing at its count."""
+    cnt = list(state.cnt)
+    for i in losers:
+        cnt[i] -= 1
+    out = set(losers)
+    for _ in range(MAX_SHIFT_REPAIRS):
+        min_sub = [min(cnt[i] for i in state.tm[t]) if state.tm[t] else 0 for t in range(state.n_topics)]
+        more = [
+            i
+            for i in range(state.n)
+            if i not in out and cnt[i] > 0 and all(cnt[i] > min_sub[t] + 1 for t in state.mt[i])
+        ]
+        if not more:
+            break
+        for i in more:
+            cnt[i] -= 1
+            out.add(i)
+    return frozenset(out)
+
+
+def _unique_minima(state: GeneralState, loser: int) -> list[int]:
+    """Members other than ``loser`` that are, with ``loser`` one lower, the only subscriber at some topic's minimum."""
+    cnt = list(state.cnt)
+    cnt[loser] -= 1
+    out: set[int] = set()
+    for t in range(state.n_topics):
+        subs = state.tm[t]
+        if not subs:
+            continue
+        low = min(cnt[i] for i in subs)
+        at = [i for i in subs if cnt[i] == low]
+        if len(at) == 1 and at[0] != loser:
+            out.add(at[0])
+    return sorted(out)
