@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from tests.kafka_oracle import session_oracle
 
 from integration.kafka.apps import JavaApp, group_member
+from tests.kafka_oracle import session_oracle
 
 from .conftest import Target, rackplan_assign
 from .test_kafka_operations import create
