@@ -1,10 +1,10 @@
 """Cluster metadata: one complete, immutable snapshot per poll, or an error.
 
 A snapshot holds only what plans depend on: brokers with racks, and per
-topic the replica list and leader of every partition.  It is built from
-DescribeCluster (racks) and DescribeTopics (replicas, leaders; batched so a
-cluster of 100k partitions is several bounded requests, not one huge one).
-Any failure makes the whole poll fail: a plan computed from half the topics
+topic the replica list, leader and in-sync count of every partition.  It is
+built from one Metadata request (replicas, leaders, ISRs: what every client
+asks, answered by any broker) and, only for brokers whose rack is not known
+yet, DescribeCluster.  Any failure makes the whole poll fail: a plan computed from half the topics
 would move partitions for no reason, so a partial snapshot never exists.
 """
 
