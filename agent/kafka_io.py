@@ -45,6 +45,12 @@ def _error_name(e: BaseException) -> str:
     return str(name()) if callable(name) else ""
 
 
+#: record header naming the agent that wrote a record (plans, tombstones, heartbeats, alerts)
+WRITER_HEADER = "rackplan-agent"
+#: record header naming the writer's lease group (``ha.group_id``), empty without a lease
+LEASE_GROUP_HEADER = "rackplan-lease-group"
+
+
 class PublishError(RuntimeError):
     """A record was not confirmed by the brokers."""
 
@@ -210,6 +216,16 @@ class RawRecord:
     #: the record's timestamp (create or log-append time), None when it has none
     timestamp_ms: int | None
     topic: str = ""
+    #: Kafka record headers, in order (rackplan marks its own records with :data:`WRITER_HEADER`)
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    def header(self, name: str) -> bytes | None:
+        """The last value of header ``name``, None when absent."""
+        out = None
+        for k, v in self.headers:
+            if k == name:
+                out = v
+        return out
 
 
 #: how long a broker may hold a fetch of a tail with nothing new: what a new record waits at most
@@ -322,7 +338,8 @@ class TopicTail:
         offset = msg.offset() or 0
         self._next[tp] = max(self._next.get(tp, 0), offset + 1)
         ts_type, ts = msg.timestamp()
-        return RawRecord(tp[1], offset, msg.key(), msg.value(), ts if ts_type != 0 else None, tp[0])
+        headers = tuple((k, v or b"") for k, v in (msg.headers() or ()))
+        return RawRecord(tp[1], offset, msg.key(), msg.value(), ts if ts_type != 0 else None, tp[0], headers)
 
     def read_new(self, max_records: int = 100_000) -> tuple[list[RawRecord], list[str]]:
         """Records already fetched, without waiting or asking for end offsets; and transient errors seen.
@@ -380,8 +397,16 @@ def read_back(
 class Publisher:
     """Idempotent, acks=all, zstd producer; :meth:`publish` returns once the broker confirmed."""
 
-    def __init__(self, config: Mapping[str, Any], max_message_bytes: int) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        max_message_bytes: int,
+        headers: Sequence[tuple[str, bytes]] = (),
+    ) -> None:
+        """``headers`` go on every record: who wrote it, so readers can tell a foreign writer."""
         from confluent_kafka import Producer
+
+        self._headers: list[tuple[str, str | bytes | None]] | None = list(headers) or None
 
         conf: dict[str, Any] = {
             **config,
@@ -412,7 +437,9 @@ class Publisher:
 
         for i, (key, value) in enumerate(records):
             try:
-                self._producer.produce(topic, key=key.encode(), value=value, on_delivery=report(i))
+                self._producer.produce(
+                    topic, key=key.encode(), value=value, on_delivery=report(i), headers=self._headers
+                )
             except KafkaException as e:
                 if _error_name(e) == "MSG_SIZE_TOO_LARGE":
                     raise PlanTooLargeError(
@@ -445,7 +472,9 @@ class Publisher:
             on_result(None if err is None else str(err))
 
         try:
-            self._producer.produce(topic, key=key.encode(), value=value, on_delivery=cb)
+            self._producer.produce(
+                topic, key=key.encode(), value=value, on_delivery=cb, headers=self._headers
+            )
         except (KafkaException, BufferError) as e:
             on_result(str(e))
         self._producer.poll(0)

@@ -35,6 +35,8 @@ from .diff import REPLICA_RACKS, Debounce, SnapshotDiff, diff, hold_reassignment
 from .handover import Pending, assignment_of, pending_from, revoking_record, split
 from .http import AgentHttpServer
 from .kafka_io import (
+    LEASE_GROUP_HEADER,
+    WRITER_HEADER,
     PlanTooLargeError,
     Publisher,
     PublishError,
@@ -174,6 +176,8 @@ class Agent:
         self._rack_cache: dict[int, str | None] = {}
         #: the lease topic read on each cycle for heartbeats of other agents (see :meth:`_watch_lease`)
         self._lease_tail: TopicTail | None = None
+        #: the plan topic read on each cycle for records of other writers (see :meth:`_watch_plans`)
+        self._plan_tail: TopicTail | None = None
         self.describer = GroupDescriber(
             self.admin,
             settings.membership,
@@ -331,6 +335,9 @@ class Agent:
         s = self.settings
         names = self._ensure_topics()
         records = read_back(self.client_config, s.plan_topic, s.io_timeout_s, self.log)
+        # From here on the plan topic is watched for records this agent did not write (see _watch_plans).
+        self._plan_tail = TopicTail(self.client_config, s.plan_topic, s.io_timeout_s)
+        self._plan_tail.read_available(s.io_timeout_s)
         if s.registrations_topic in names:
             self.log.warning(
                 "no registrations topic: registrations come from the settings file only",
@@ -346,7 +353,14 @@ class Agent:
                 complete=self._reg_synced,
             )
         if self.publisher is None:
-            self.publisher = Publisher(self.client_config, s.plan_max_message_bytes)
+            self.publisher = Publisher(
+                self.client_config,
+                s.plan_max_message_bytes,
+                headers=[
+                    (WRITER_HEADER, self.agent_id.encode()),
+                    (LEASE_GROUP_HEADER, (self._lease_group or "").encode()),
+                ],
+            )
         if self._lease_topic_ok:
             last = self._no_foreign_writer(
                 last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
@@ -393,6 +407,52 @@ class Agent:
                 return newest if newest.epoch >= last.epoch else last
         self.log.info("the other agent's heartbeat stopped: taking over its epoch", agent_id=last.agent_id)
         return last
+
+    def _watch_plans(self) -> None:
+        """Records on the plan topic this agent did not write: a foreign writer is reported, never silent.
+
+        Every record the agent publishes carries :data:`WRITER_HEADER` (its id) and
+        :data:`LEASE_GROUP_HEADER`.  A record without them, or from an agent outside our lease group,
+        was written by someone else: a tool, a forger, an agent started with other settings.  It is
+        counted (``rackplan_foreign_writers_total{topic="plans"}``) and logged with its key,
+        generation and writer.  A late record of a previous leader of our own group (the window a
+        lease leaves between confirmation and publish) is logged as such.
+        """
+        if self._plan_tail is None:
+            return
+        raw, _errors = self._plan_tail.read_new()
+        for r in raw:
+            writer = r.header(WRITER_HEADER)
+            if writer is not None and writer.decode("utf-8", "replace") == self.agent_id:
+                continue
+            group = (r.header(LEASE_GROUP_HEADER) or b"").decode("utf-8", "replace") or None
+            key = (r.key or b"").decode("utf-8", "replace")
+            generation = None
+            if r.value is not None:
+                try:
+                    generation = json.loads(r.value).get("generation")
+                except (ValueError, AttributeError):
+                    generation = "not a plan"
+            who = None if writer is None else writer.decode("utf-8", "replace")
+            if who is not None and self._lease_group is not None and group == self._lease_group:
+                self.log.warning(
+                    "plan record of another leader of this lease group",
+                    key=key,
+                    writer=who,
+                    generation=generation,
+                )
+                continue
+            self.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
+            self.log.error(
+                "foreign writer on the plan topic: a record this agent did not write",
+                key=key,
+                tombstone=r.value is None,
+                generation=generation,
+                writer=who or "unknown (no rackplan header)",
+                writer_lease_group=group,
+                partition=r.partition,
+                offset=r.offset,
+            )
 
     def _watch_lease(self) -> None:
         """Heartbeats others wrote since the last cycle: a foreign writer stops us, a newer leader of our group
@@ -660,6 +720,7 @@ class Agent:
         t0 = time.monotonic()
         completed, self._completed = self._completed, []
         self._watch_lease()
+        self._watch_plans()
         report = self._cycle()
         report.completed = completed + report.completed
         self._heartbeat()
@@ -1366,6 +1427,9 @@ class Agent:
         if self._reg_tail is not None:
             self._reg_tail.close()
             self._reg_tail = None
+        if self._plan_tail is not None:
+            self._plan_tail.close()
+            self._plan_tail = None
         if self._lease_tail is not None:
             self._lease_tail.close()
             self._lease_tail = None

@@ -275,18 +275,28 @@ def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
     mine = [rec for k, rec in records if k == key]
     assert mine and mine[-1] is not None and mine[-1].generation == 1, "no tombstone, no foreign generation"
 
-    # A forged heartbeat of a foreign writer while A runs: A stops publishing rather than share the topics.
+    # A foreign record on the plan topic (a tombstone of A's plan, written without rackplan's headers):
+    # reported, with its key, never silent; A's own records are not counted.
     from confluent_kafka import Producer
+
+    m = a.agent.metrics
+    assert (m.get("rackplan_foreign_writers_total", {"topic": "plans"}) or 0) == 0
+    p = Producer({"bootstrap.servers": real.bootstrap})
+    p.produce(real.control_topics["plan_topic"], key=key.encode(), value=None)
+    assert p.flush(10) == 0
+    a.wait_for(lambda r: (m.get("rackplan_foreign_writers_total", {"topic": "plans"}) or 0) == 1, timeout=30)
 
     from agent.lease import HEARTBEAT_KEY, Heartbeat
 
     forged = Heartbeat("intruder", a.agent.epoch + 1, int(time.time() * 1000), 1.0)
-    p = Producer({"bootstrap.servers": real.bootstrap})
     p.produce(real.control_topics["lease_topic"], key=HEARTBEAT_KEY, value=forged.encode())
     assert p.flush(10) == 0
     a.thread.join(30)
     assert not a.thread.is_alive() and a.error is not None and "'intruder'" in str(a.error)
     a.error = None  # seen: the fixture's teardown need not raise it again
     e2e_report(
-        target="kafka", second_agent_refused_after_s=round(refused_s, 1), foreign_heartbeat_stopped=True
+        target="kafka",
+        second_agent_refused_after_s=round(refused_s, 1),
+        foreign_plan_records_reported=m.get("rackplan_foreign_writers_total", {"topic": "plans"}),
+        foreign_heartbeat_stopped=True,
     )
