@@ -445,3 +445,42 @@ def test_registrations_do_not_expire_while_the_topic_cannot_be_read_to_its_end()
     r = cycle(agent, 1)
     assert r.unregistered == ["consumer/dyn"]
     assert agent.metrics.get("rackplan_registrations_expired_total") == 2
+
+
+class PlanTail:
+    """The plan topic's new records, as a tail returns them."""
+
+    def __init__(self, records: list[Any]) -> None:
+        self.records = records
+
+    def read_new(self, max_records: int = 100_000) -> tuple[list[Any], list[str]]:
+        out, self.records = self.records, []
+        return out, []
+
+    def close(self) -> None:
+        return None
+
+
+def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> None:
+    from agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord
+
+    admin = FakeAdmin({"t": [[1], [2], [3]]})
+    agent, _pub, buf = make_agent(admin, [])
+    mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
+    plan = json.dumps({"schema": 1, "generation": 7}).encode()
+    agent._plan_tail = PlanTail(  # type: ignore[assignment]
+        [
+            RawRecord(0, 1, b"consumer/g", plan, 1, "p", mine),  # our own: not counted
+            RawRecord(0, 2, b"consumer/g", None, 1, "p", ()),  # a tombstone with no writer
+            RawRecord(
+                0, 3, b"consumer/g", plan, 1, "p", ((WRITER_HEADER, b"other"), (LEASE_GROUP_HEADER, b""))
+            ),
+        ]
+    )
+    cycle(agent)
+    assert agent.metrics.get("rackplan_foreign_writers_total", {"topic": "plans"}) == 2
+    lines = [json.loads(x) for x in buf.getvalue().splitlines() if "foreign writer on the plan topic" in x]
+    assert [(x["tombstone"], x["writer"], x["generation"]) for x in lines] == [
+        (True, "unknown (no rackplan header)", None),
+        (False, "other", 7),
+    ]
