@@ -108,6 +108,34 @@ def run_assignor(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, 
     return ConsumerPlan(assignment=assignment, revoked=revoked, stats=plan.stats), elapsed_ms
 
 
+def instance_document(cluster: Cluster, group: ConsumerGroup) -> dict[str, Any]:
+    """The contract's input document for a model instance: what ``rackplan assign`` reads back as it.
+
+    The inverse of parsing, for tests, benchmarks and harnesses that hold
+    models and drive the command (or Kafka's own assignors) by the contract.
+    """
+    return {
+        "cluster": {
+            "brokers": [{"id": b, "rack": r} for b, r in cluster.broker_racks.items()],
+            "topics": {t: [list(r) for r in parts] for t, parts in cluster.topics.items()},
+        },
+        "consumer_group": {
+            "group_id": group.group_id,
+            "assignor": group.assignor,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "rack": m.rack,
+                    "topics": list(m.topics),
+                    "owned": [list(tp) for tp in m.owned],
+                    "generation": m.generation,
+                }
+                for m in group.members
+            ],
+        },
+    }
+
+
 def plan_document(cluster: Cluster, group: ConsumerGroup, pairs_as_lists: bool = True) -> dict[str, Any]:
     """The contract's output document for a consumer group.
 

@@ -29,6 +29,7 @@ figure that does not depend on the neighbours).  Cases (issue 17, issue 10):
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import os
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from assignor.cli import decode, dumps
-from assignor.consumer import consumer_stats, get_assignor, plan_body
+from assignor.consumer import consumer_stats, get_assignor, instance_document, plan_body
 from assignor.model import Cluster, ConsumerGroup, StreamsApp
 from assignor.parse import parse_instance
 
@@ -76,26 +77,9 @@ def leave_document() -> dict[str, Any]:
 
     cluster = make_cluster(50, 1000, 1, seed=1)
     group = one_leaves(converged(cluster, make_group(2000, sorted(cluster.topics), seed=2)))
-    return {
-        "cluster": {
-            "brokers": [{"id": b, "rack": r} for b, r in sorted(cluster.broker_racks.items())],
-            "topics": {t: [list(r) for r in parts] for t, parts in cluster.topics.items()},
-        },
-        "consumer_group": {
-            "group_id": group.group_id,
-            "assignor": "cooperative-sticky",
-            "members": [
-                {
-                    "member_id": m.member_id,
-                    "rack": m.rack,
-                    "topics": list(m.topics),
-                    "owned": [list(tp) for tp in m.owned],
-                    "generation": m.generation,
-                }
-                for m in group.members
-            ],
-        },
-    }
+    doc = instance_document(cluster, dataclasses.replace(group, assignor="cooperative-sticky"))
+    doc["cluster"]["brokers"].sort(key=lambda x: x["id"])
+    return doc
 
 
 @dataclass(frozen=True)

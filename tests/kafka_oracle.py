@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
+from assignor.consumer import instance_document
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
-from tests.strategies import instance_document
 
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_DIR = ROOT / "oracle"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from hypothesis import strategies as st
 
@@ -87,30 +86,6 @@ def consumer_groups(
         for i in range(n)
     )
     return ConsumerGroup(group_id="g", assignor=assignor, members=members)
-
-
-def instance_document(cluster: Cluster, group: ConsumerGroup) -> dict[str, Any]:
-    """The contract's input document for a model instance (for CLI-level tests)."""
-    return {
-        "cluster": {
-            "brokers": [{"id": b, "rack": r} for b, r in cluster.broker_racks.items()],
-            "topics": {t: [list(r) for r in parts] for t, parts in cluster.topics.items()},
-        },
-        "consumer_group": {
-            "group_id": group.group_id,
-            "assignor": group.assignor,
-            "members": [
-                {
-                    "member_id": m.member_id,
-                    "rack": m.rack,
-                    "topics": list(m.topics),
-                    "owned": [list(tp) for tp in m.owned],
-                    "generation": m.generation,
-                }
-                for m in group.members
-            ],
-        },
-    }
 
 
 def follow_up(group: ConsumerGroup, plan: ConsumerPlan) -> ConsumerGroup:

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from agent.fleet import units
 from agent.fleet.scenarios import parse_scenarios
 from assignor.cli import main as rackplan
-from tests.strategies import clusters, consumer_groups, instance_document
+from assignor.consumer import instance_document
+from tests.strategies import clusters, consumer_groups
 
 
 def assign_cli(instance: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from assignor.consumer import cross_rack_count, get_assignor, subscribed_partitions
+from assignor.consumer import cross_rack_count, get_assignor, instance_document, subscribed_partitions
 from assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition, is_cross_rack
 from assignor.owned import previous_owners
@@ -38,7 +38,7 @@ from assignor.rack_optimal import assign
 from assignor.rack_optimal_fair import fair_box
 from assignor.rack_optimal_flow import residual_potentials
 from tests.invariants import assert_balanced, assert_valid, equal_subscriptions
-from tests.strategies import RACKS, clusters, consumer_groups, follow_up, instance_document
+from tests.strategies import RACKS, clusters, consumer_groups, follow_up
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

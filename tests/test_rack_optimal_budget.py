@@ -18,14 +18,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignor.consumer import cross_rack_count
+from assignor.consumer import cross_rack_count, instance_document
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan
 from assignor.rack_optimal import fair_assign
 from assignor.rack_optimal_balanced import rebalance
 from assignor.rack_optimal_milp import NODE_WORK
 from bench.bench_rack_optimal import unequal_case
 from tests.invariants import assert_balanced, assert_valid
-from tests.strategies import instance_document
 from tests.test_rack_optimal import gap_prone, instances, moves_of
 
 
