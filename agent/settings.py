@@ -410,10 +410,28 @@ def _reraise(e: InputError, where: str, kind: str) -> ValueError:
     return ValueError(f"{where}{field}: {e.message}")
 
 
+#: keys of a ``consumer_groups`` entry: the contract's, plus what the settings add
+GROUP_KEYS = frozenset({"group_id", "assignor", "members", "topics", "fetch_mode"})
+#: keys of a member of a ``consumer_groups`` entry (the contract's)
+MEMBER_KEYS = frozenset({"member_id", "rack", "topics", "owned", "generation", "group_instance_id"})
+
+
+def _no_unknown_keys(entry: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    """A settings file is strict where the contract is lenient: a typo (``rak: az-b``) must not
+    silently make a member rack-less and its group's cross-rack figure look perfect."""
+    for key in entry:
+        if key not in allowed:
+            raise ValueError(f"{where}.{key}: unknown key; expected one of {', '.join(sorted(allowed))}")
+
+
 def check_consumer_group(entry: Any, where: str) -> None:
-    """Reject a registration the contract parser would reject (topic existence aside)."""
+    """Reject a registration the contract parser would reject (topic existence aside), and unknown keys."""
     if not isinstance(entry, dict):
         raise ValueError(f"{where}: expected an object")
+    _no_unknown_keys(entry, GROUP_KEYS, where)
+    for i, member in enumerate(entry.get("members") or []):
+        if isinstance(member, dict):
+            _no_unknown_keys(member, MEMBER_KEYS, f"{where}.members[{i}]")
     try:
         parse_consumer_group(entry, _placeholder_cluster(_topics_of(entry, "consumer_group")))
     except InputError as e:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -199,3 +200,20 @@ def test_every_key_is_documented() -> None:
 
     missing = [k for k in keys(Settings) if f"`{k}`" not in text]
     assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("group", "where"),
+    [
+        (
+            {"group_id": "g", "members": [{"member_id": "m", "rak": "az-b", "topics": ["t"]}]},
+            "consumer_groups[0].members[0].rak",
+        ),
+        ({"group_id": "g", "asignor": "range", "members": []}, "consumer_groups[0].asignor"),
+    ],
+)
+def test_a_typo_in_a_consumer_group_is_refused_naming_it(group: dict[str, Any], where: str) -> None:
+    """A member-level ``rak: az-b`` used to make the member rack-less and its group look perfectly local."""
+    with pytest.raises(ValidationError) as err:
+        Settings.model_validate({"consumer_groups": [group]})
+    assert f"{where}: unknown key" in str(err.value)
