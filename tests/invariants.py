@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 from assignor.consumer import subscribed_partitions
 from assignor.flow import FlowResult
@@ -70,3 +73,16 @@ def assert_feasible_flow(
         net[v] -= f
     assert net == list(supply)
     assert sum(f * w for f, (_, _, _, w) in zip(result.flow, edges, strict=True)) == result.cost
+
+
+def assert_contract_checker_passes(shared_dir: Path, instance: Path, plan_json: str, work_dir: Path) -> None:
+    """The contract's own checker (shared/tools/check_plan.py) on an instance file and a plan document."""
+    plan = work_dir / "plan.json"
+    plan.write_text(plan_json)
+    check = subprocess.run(
+        [sys.executable, str(shared_dir / "tools" / "check_plan.py"), str(instance), str(plan)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from assignor.cli import main
+from tests.invariants import assert_contract_checker_passes
 
 SAMPLES = sorted((Path(__file__).resolve().parents[2] / "shared" / "samples").glob("*.json"))
 GOOD = [p for p in SAMPLES if not p.name.startswith("bad-")]
@@ -36,14 +37,7 @@ def without_elapsed(text: str) -> str:
 def test_samples_pass_the_contract_checker(sample: Path, shared_dir: Path, tmp_path: Path) -> None:
     first = run_cli("assign", str(sample))
     assert first.returncode == 0, first.stderr
-    plan = tmp_path / "plan.json"
-    plan.write_text(first.stdout)
-    check = subprocess.run(
-        [sys.executable, str(shared_dir / "tools" / "check_plan.py"), str(sample), str(plan)],
-        capture_output=True,
-        text=True,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
+    assert_contract_checker_passes(shared_dir, sample, first.stdout, tmp_path)
     # Same input, same bytes (elapsed_ms aside), and stdin gives the same answer.
     again = run_cli("assign", "-", stdin=sample.read_text())
     assert again.returncode == 0, again.stderr

@@ -37,7 +37,12 @@ from assignor.owned import previous_owners
 from assignor.rack_optimal import assign
 from assignor.rack_optimal_fair import fair_box
 from assignor.rack_optimal_flow import residual_potentials
-from tests.invariants import assert_balanced, assert_valid, equal_subscriptions
+from tests.invariants import (
+    assert_balanced,
+    assert_contract_checker_passes,
+    assert_valid,
+    equal_subscriptions,
+)
 from tests.strategies import RACKS, clusters, consumer_groups, follow_up
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -346,15 +351,7 @@ def test_issue_counterexample_through_the_cli_and_the_contract_checker(
     assert run.stderr == ""
     out = json.loads(run.stdout)
     assert out["stats"]["cross_rack"] == 0
-    plan = tmp_path / "plan.json"
-    plan.write_text(run.stdout)
-    check = subprocess.run(
-        [sys.executable, str(shared_dir / "tools" / "check_plan.py"), str(instance), str(plan)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert check.returncode == 0, check.stdout + check.stderr
+    assert_contract_checker_passes(shared_dir, instance, run.stdout, tmp_path)
 
 
 def test_keeps_an_uneven_balanced_previous_assignment() -> None:

@@ -13,10 +13,8 @@ from hypothesis import strategies as st
 
 from assignor.model import Cluster, StreamsApp
 from assignor.streams import plan_document, run
+from tests.invariants import assert_contract_checker_passes
 from tests.streams_strategies import streams_instances
-
-SAMPLES = Path("/work/shared/samples")
-CHECKER = Path("/work/shared/tools/check_plan.py")
 
 
 def check_document(cluster: Cluster, app: StreamsApp, doc: dict) -> None:  # type: ignore[type-arg]
@@ -120,25 +118,17 @@ def _run_cli(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_samples_pass_checker(tmp_path: Path) -> None:
-    samples = sorted(SAMPLES.glob("sample-streams-*.json"))
+def test_samples_pass_checker(shared_dir: Path, tmp_path: Path) -> None:
+    samples = sorted((shared_dir / "samples").glob("sample-streams-*.json"))
     assert samples
     for sample in samples:
         res = _run_cli(sample)
         assert res.returncode == 0, res.stderr
-        plan = tmp_path / "plan.json"
-        plan.write_text(res.stdout)
-        chk = subprocess.run(
-            [sys.executable, str(CHECKER), str(sample), str(plan)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert chk.returncode == 0, chk.stdout
+        assert_contract_checker_passes(shared_dir, sample, res.stdout, tmp_path)
 
 
-def test_unequal_copartition_exits_2() -> None:
-    res = _run_cli(SAMPLES / "bad-unequal-copartition.json")
+def test_unequal_copartition_exits_2(shared_dir: Path) -> None:
+    res = _run_cli(shared_dir / "samples" / "bad-unequal-copartition.json")
     assert res.returncode == 2
     assert "source_topics" in res.stderr
 
