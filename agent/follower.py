@@ -227,6 +227,8 @@ class PlanFollower:
         self._reg_confirmed_ms = int(wall_clock() * 1000)
         self._reg_status: FollowerStatus | None = None
         self._fenced_self = False
+        #: when a self-fenced member may follow its plan again (set once its registration is confirmed)
+        self._unfence_at: float | None = None
         #: the group's plan was tombstoned: give everything up, wait for the next plan
         self._tombstoned = False
         self._closing = False
@@ -627,6 +629,8 @@ class PlanFollower:
         """Stop reading while the registration is not confirmed: the agent may be about to expire us."""
         ttl_ms = self.settings.registration_ttl_s * 1000
         stale = int(self._wall() * 1000) - self._reg_confirmed_ms > ttl_ms * 2 / 3
+        if stale:
+            self._unfence_at = None
         if stale and not self._fenced_self:
             self._fenced_self = True
             self.stats["self_fenced"] += 1
@@ -636,7 +640,30 @@ class PlanFollower:
             )
             self._release(list(self._owned), commit=True)
         elif not stale and self._fenced_self:
+            # The agent may have decided to expire us just before our refreshed registration landed; such a
+            # plan is published within one of its cycles.  Wait two of its intervals after confirmation.
+            now = self._clock()
+            if self._unfence_at is None:
+                interval = (
+                    self._heartbeat.interval_s if self._heartbeat is not None else self.settings.io_timeout_s
+                )
+                self._unfence_at = now + 2 * interval
+            if now < self._unfence_at:
+                return
+            # While fenced the agent may have expired this member and given its partitions to others in a
+            # newer plan this member has not read yet (its tail lags through the same outage): re-taking the
+            # cached plan would own them twice.  Read the plan topic to its end first; stay fenced if not.
+            if self._control is not None:
+                try:
+                    raw, complete = self._control.read_available(self.settings.io_timeout_s)
+                except TopicReadError as e:
+                    self.log.info("plan topic not read to its end; still fenced", error=str(e))
+                    return
+                self._control_records(raw)
+                if not complete:
+                    return
             self._fenced_self = False
+            self._unfence_at = None
             self.log.info("registration confirmed again; following the plan")
             if self._latest is not None:
                 self._apply(self._latest, self._latest_assignment)

@@ -507,7 +507,42 @@ def test_an_unconfirmed_registration_fences_the_follower_until_confirmed(h: Harn
     h.heartbeat()
     f.poll(0)
     f.poll(0)
+    # Not at once: the agent may have expired us just before the refresh landed and be publishing a plan
+    # without us; two of its intervals (1 s heartbeats here) later, with the plan topic read to its end.
+    assert f.assignment() == []
+    h.advance(2.5)
+    h.heartbeat()
+    f.poll(0)
+    f.poll(0)
     assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+
+
+def test_a_member_fenced_then_expired_does_not_retake_what_a_newer_plan_gave_away(h: Harness) -> None:
+    """Real Kafka, a broker restart: every follower self-fenced; the agent expired one and planned without
+    it; that follower, confirmed again, re-took its cached plan while another read the new one."""
+    f = h.follower()
+    tail = FakeTail.instances[-1]
+    h.heartbeat()
+    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
+    f.poll(0)
+    h.broker.deliver = False
+    for _ in range(21):
+        h.advance(1.0)
+        h.heartbeat()
+        f.poll(0)
+    assert f.assignment() == []
+    h.broker.deliver = True
+    h.advance(10.0)
+    h.heartbeat()
+    f.poll(0)
+    f.poll(0)
+    assert f.assignment() == [], "confirmed, but the cached plan may be stale"
+    tail.push(PLANS, KEY.encode(), plan(2, {"m2": [0, 1]}))  # the agent's plan without m1, late
+    h.advance(2.5)
+    h.heartbeat()
+    f.poll(0)
+    f.poll(0)
+    assert f.assignment() == [], "the newer plan gives m1 nothing"
 
 
 def test_close_commits_releases_and_unregisters(h: Harness) -> None:
