@@ -169,7 +169,7 @@ class Agent:
         self.clock = clock
         self.on_cycle = on_cycle
         self.stop = threading.Event()
-        self.metrics = Metrics()
+        self.metrics = Metrics(cluster=settings.cluster_name)
         self.file_regs: list[Registration] = registrations(settings)
         self._reg_tail: TopicTail | None = None
         #: broker id -> rack as DescribeCluster last said: asked again only for brokers not in it
@@ -728,7 +728,7 @@ class Agent:
         report.duration_s = time.monotonic() - t0
         m = self.metrics
         m.inc("rackplan_polls_total", {"result": "ok" if report.ok else "failed"})
-        m.set("rackplan_poll_duration_seconds", report.duration_s)
+        m.observe("rackplan_cycle_duration_seconds", report.duration_s)
         if self._tombstoned_at_start:
             report.tombstoned = self._tombstoned_at_start + report.tombstoned
             self._tombstoned_at_start = []
@@ -758,6 +758,7 @@ class Agent:
                 "metadata poll failed; retrying", attempt=attempt, delay_s=round(delay, 3), error=str(err)
             )
 
+        polled_at = time.monotonic()
         try:
             snap = poll_snapshot(
                 self.admin,
@@ -768,11 +769,13 @@ class Agent:
                 fetch=lambda admin, ms, ex: fetch_snapshot(admin, ms, ex, rack_cache=self._rack_cache),
             )
         except MetadataError as e:
+            self.metrics.observe("rackplan_poll_duration_seconds", time.monotonic() - polled_at)
             age = None if self.last_good is None else round(self.clock() - self.last_good.taken_at, 3)
             self.log.error(
                 "metadata poll failed; keeping the last good snapshot", error=str(e), snapshot_age_s=age
             )
             return CycleReport(ok=False, error=str(e))
+        self.metrics.observe("rackplan_poll_duration_seconds", time.monotonic() - polled_at)
         if self.acted is not None:
             snap = hold_reassignments(self.acted[0], snap)
         self.known = known_racks(self.known, snap)
