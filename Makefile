@@ -58,13 +58,14 @@ browser:
 	      || echo "chromium could not be installed: the report rendering test will skip"; \
 	  else echo "no chromium and no root apt-get: the report rendering test will skip"; fi; }
 
-# promtool checks the agent's /metrics, the alerting rules and the dashboard's queries
-# (tests/promtool.py). Debian's `prometheus` package ships it (measured: bookworm's
-# 2.42.0+ds has /usr/bin/promtool); without it those tests skip locally and fail in CI.
+# promtool checks the agent's /metrics, the alerting rules and the dashboard's queries,
+# amtool the Alertmanager config (tests/promtool.py, tests/test_monitoring.py). Debian's
+# `prometheus` and `prometheus-alertmanager` packages ship them (measured on bookworm:
+# promtool 2.42.0, amtool 0.25.0); without them those tests skip locally and fail in CI.
 promtool:
-	@command -v promtool >/dev/null 2>&1 || { \
+	@{ command -v promtool && command -v amtool; } >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null \
 	      || echo "prometheus (promtool) could not be installed: the promtool tests will skip (fail in CI)"; \
 	  else echo "no promtool and no root apt-get: the promtool tests will skip (fail in CI)"; fi; }
 
