@@ -365,11 +365,13 @@ MAX_YAML_NODES = 200_000
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML that refuses duplicate keys (the second would silently win)."""
+    """Safe YAML that refuses duplicate keys (the second would silently win); merge keys still work."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *base``: explicit keys override, by design
+                continue
             key = self.construct_object(key_node, deep=True)
             try:
                 duplicate = key in seen
