@@ -1,6 +1,6 @@
 """The agent's settings: one YAML file, every key overridable by environment.
 
-The keys of ../shared/CONTRACT.md ("The agent's interfaces") are fixed; the
+The keys of docs/CONTRACT.md ("The agent's interfaces") are fixed; the
 rest have defaults documented in docs/settings.md.  The environment wins over
 the file (``RACKPLAN_`` prefix, ``__`` between levels), and nested objects are
 merged key by key, so ``RACKPLAN_KAFKA__BOOTSTRAP_SERVERS`` keeps the file's

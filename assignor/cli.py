@@ -1,6 +1,6 @@
 """``rackplan``: the command line.
 
-``rackplan assign`` is the contract of ../shared/CONTRACT.md: one JSON document
+``rackplan assign`` is the contract of docs/CONTRACT.md: one JSON document
 in, one out, exit 2 with one line naming the field on bad input.  Other
 subcommands (agent, demo) live in :mod:`agent` and are imported lazily so
 that ``assign`` never loads a Kafka client.
