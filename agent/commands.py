@@ -120,10 +120,15 @@ def librdkafka_config_error(e: Exception, config: dict[str, Any]) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
+    from .settings import describe_error
 
-    return run_demo(
-        poll_interval_s=args.poll_interval,
-        keep_running=args.keep_running,
-        log_level=args.log_level,
-        log_file=args.log_file,
-    )
+    try:
+        return run_demo(
+            poll_interval_s=args.poll_interval,
+            keep_running=args.keep_running,
+            log_level=args.log_level,
+            log_file=args.log_file,
+        )
+    except ValidationError as e:  # --poll-interval out of range: the demo's settings name it
+        print(f"rackplan: error: demo: {describe_error(e)}", file=sys.stderr)
+        return 2

@@ -236,3 +236,8 @@ def test_bootstrap_hosts_are_parsed_like_librdkafka() -> None:
         ("[::1]:9094", "::1"),
         ("10.0.0.1", "10.0.0.1"),
     ]
+
+
+def test_the_demo_refuses_a_busy_loop_poll_interval(tmp_path: Path) -> None:
+    line = refused(run("demo", "--poll-interval", "1e-9", "--log-file", str(tmp_path / "demo.log")))
+    assert line == "rackplan: error: demo: poll_interval_s: Input should be greater than or equal to 0.1"
