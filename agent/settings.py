@@ -495,7 +495,11 @@ _UNION_MEMBERS = frozenset({"str", "int", "float", "bool", "none", "json-or-pyth
 def describe_error(e: BaseException) -> str:
     """One line for any settings error, naming each key; input values are never shown (secrets)."""
     if not isinstance(e, ValidationError):
-        return " ".join(str(e).split())
+        text = " ".join(str(e).split())
+        env = re.fullmatch(r'error parsing value for field "(\w+)" from source "EnvSettingsSource"', text)
+        if env:  # pydantic-settings could not decode a variable holding a list or an object
+            return f"{env[1]}: {ENV_PREFIX}{env[1].upper()} (or one of its __ keys) is not valid JSON"
+        return text
     by_loc: dict[str, list[str]] = {}
     for err in e.errors(include_url=False, include_input=False, include_context=False):
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_MEMBERS)]

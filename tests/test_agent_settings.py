@@ -422,3 +422,30 @@ def test_a_yaml_alias_bomb_is_refused_fast(tmp_path: Path) -> None:
     line = _error(path=p)
     assert time.process_time() - t0 < 1.0
     assert line == f"{p}: expands to more than {MAX_YAML_NODES} values (YAML aliases?); refused"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "line"),
+    [
+        (
+            "RACKPLAN_CONSUMER_GROUPS",
+            "nope",
+            "consumer_groups: RACKPLAN_CONSUMER_GROUPS (or one of its __ keys)",
+        ),
+        ("RACKPLAN_KAFKA", "{bad", "kafka: RACKPLAN_KAFKA (or one of its __ keys) is not valid JSON"),
+        (
+            "RACKPLAN_WEBHOOK__LABELS",
+            "{bad",
+            "webhook: RACKPLAN_WEBHOOK (or one of its __ keys) is not valid JSON",
+        ),
+    ],
+)
+def test_a_variable_that_is_not_json_is_named(
+    variable: str, value: str, line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pydantic_settings import SettingsError as SourceError
+
+    monkeypatch.setenv(variable, value)
+    with pytest.raises((SourceError, ValidationError)) as e:
+        Settings.load()
+    assert describe_error(e.value).startswith(line)
