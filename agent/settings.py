@@ -503,11 +503,12 @@ def describe_error(e: BaseException) -> str:
     by_loc: dict[str, list[str]] = {}
     for err in e.errors(include_url=False, include_input=False, include_context=False):
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_MEMBERS)]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "(settings)"
+        # An empty location: a whole-model check, whose message names the key itself.
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
         msg = str(err["msg"]).removeprefix("Value error, ")
         if msg not in by_loc.setdefault(where, []):
             by_loc[where].append(msg)
-    return "; ".join(f"{where}: {' or '.join(msgs)}" for where, msgs in by_loc.items())
+    return "; ".join(f"{where}: {' or '.join(m)}" if where else " or ".join(m) for where, m in by_loc.items())
 
 
 class EnvFirstSettings(BaseSettings):
@@ -594,6 +595,7 @@ class Settings(EnvFirstSettings):
             seen.add(key)
         for i, a in enumerate(self.streams_apps):
             check_streams_app(a, f"streams_apps[{i}]")
+            check_streams_keys(a, f"streams_apps[{i}]")
             key = f"streams/{a['application_id']}"
             if key in seen:
                 raise ValueError(f"streams_apps[{i}].application_id: duplicate app {a['application_id']!r}")
@@ -659,6 +661,39 @@ def _reraise(e: InputError, where: str, kind: str) -> ValueError:
 GROUP_KEYS = frozenset({"group_id", "assignor", "members", "topics", "fetch_mode"})
 #: keys of a member of a ``consumer_groups`` entry (the contract's)
 MEMBER_KEYS = frozenset({"member_id", "rack", "topics", "owned", "generation", "group_instance_id"})
+
+
+#: keys of a ``streams_apps`` entry and of its parts: the contract's, plus ``fetch_mode``
+STREAMS_APP_KEYS = frozenset(
+    {
+        "application_id",
+        "subtopologies",
+        "clients",
+        "num_standby_replicas",
+        "acceptable_recovery_lag",
+        "max_warmup_replicas",
+        "rack_aware_assignment_tags",
+        "rack_aware",
+        "assignor",
+        "fetch_mode",
+    }
+)
+SUBTOPOLOGY_KEYS = frozenset({"id", "source_topics", "changelog_topics", "stateful"})
+CLIENT_KEYS = frozenset(
+    {"process_id", "rack", "threads", "tags", "previous_active", "previous_standby", "task_lags"}
+)
+RACK_AWARE_KEYS = frozenset({"strategy", "traffic_cost", "non_overlap_cost", "sticky_to_previous"})
+
+
+def check_streams_keys(entry: Mapping[str, Any], where: str) -> None:
+    """A settings file's ``streams_apps`` entry is as strict as a consumer group: a typo is named."""
+    _no_unknown_keys(entry, STREAMS_APP_KEYS, where)
+    for part, allowed in (("subtopologies", SUBTOPOLOGY_KEYS), ("clients", CLIENT_KEYS)):
+        for i, item in enumerate(entry.get(part) or []):
+            if isinstance(item, dict):
+                _no_unknown_keys(item, allowed, f"{where}.{part}[{i}]")
+    if isinstance(entry.get("rack_aware"), dict):
+        _no_unknown_keys(entry["rack_aware"], RACK_AWARE_KEYS, f"{where}.rack_aware")
 
 
 def _no_unknown_keys(entry: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:

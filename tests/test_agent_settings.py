@@ -449,3 +449,32 @@ def test_a_variable_that_is_not_json_is_named(
     with pytest.raises((SourceError, ValidationError)) as e:
         Settings.load()
     assert describe_error(e.value).startswith(line)
+
+
+STREAMS_APP = {
+    "application_id": "clicks",
+    "subtopologies": [{"id": "0", "source_topics": ["clicks"], "changelog_topics": [], "stateful": False}],
+    "clients": [{"process_id": "p-1", "rack": "az-a", "threads": 1}],
+    "rack_aware": {"strategy": "balance_subtopology"},
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "where"),
+    [
+        ((), "streams_apps[0].num_standbys"),
+        (("clients", 0), "streams_apps[0].clients[0].rak"),
+        (("subtopologies", 0), "streams_apps[0].subtopologies[0].sources"),
+        (("rack_aware",), "streams_apps[0].rack_aware.strategyy"),
+    ],
+)
+def test_a_typo_in_a_streams_app_is_refused_naming_it(path: tuple[Any, ...], where: str) -> None:
+    import copy
+
+    app = copy.deepcopy(STREAMS_APP)
+    Settings.model_validate({"streams_apps": [app]})  # the entry itself is fine
+    target: Any = app
+    for step in path:
+        target = target[step]
+    target[where.rsplit(".", 1)[1]] = 1
+    assert _error({"streams_apps": [app]}).startswith(f"{where}: unknown key")
