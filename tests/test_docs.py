@@ -3,8 +3,8 @@ copied into docs/ is the binding one (../shared/CONTRACT.md) word for word."""
 
 from __future__ import annotations
 
+import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,15 +14,17 @@ ROOT = Path(__file__).resolve().parent.parent
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|^\[[^\]]+\]:\s*(\S+)", re.M)
 
 
+#: folders that hold no documentation of ours (built artifacts, environments, caches)
+_SKIP_DIRS = frozenset({"lib", "target", "build", "dist", "node_modules", "__pycache__"})
+
+
 def markdown_files() -> list[Path]:
-    out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "*.md"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    return sorted(ROOT / f for f in out)
+    """Every ``*.md`` of the repository (works without git, e.g. in an unpacked source archive)."""
+    out = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        out += [Path(folder) / f for f in files if f.endswith(".md")]
+    return sorted(out)
 
 
 def links(text: str) -> list[str]:
