@@ -313,6 +313,53 @@ def _register_audit(settings: Settings, cluster: EmbeddedCluster) -> None:
     publisher.flush(settings.io_timeout_s)
 
 
+#: topics of the operator's own ``agent run`` beside the demo's agent (the mock cannot create topics)
+TRY_PREFIX = "_rackplan-try."
+
+
+def write_try_settings(cluster: EmbeddedCluster, demo: Settings, path: str) -> Settings:
+    """A settings file for ``rackplan agent run`` against the demo's cluster, its topics created.
+
+    Its own topics (:data:`TRY_PREFIX`): on the demo's, the demo agent's heartbeat would make it
+    refuse to start (another agent publishes there).  HTTP on a free port, named in the file.
+    """
+    import socket
+
+    import yaml
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    doc = {
+        "kafka": {"bootstrap_servers": cluster.bootstrap_servers},
+        "poll_interval_s": 2,
+        "plan_topic": f"{TRY_PREFIX}plans",
+        "alerts_topic": f"{TRY_PREFIX}alerts",
+        "registrations_topic": f"{TRY_PREFIX}registrations",
+        "ha": {"lease_topic": f"{TRY_PREFIX}lease"},
+        "http": {"host": "127.0.0.1", "port": port},
+        "consumer_groups": [dict(g) for g in demo.consumer_groups],
+        "log": {"format": "console"},
+    }
+    settings = Settings.model_validate(doc)
+    topic_creator(cluster)(topic_specs(settings))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# rackplan demo: your own agent beside the demo's, on the same embedded cluster\n")
+        yaml.safe_dump(doc, f, sort_keys=False)
+    return settings
+
+
+def try_it(s: Summary, bootstrap: str, base: str, config: str, plan_topic: str) -> None:
+    """What to run against the demo's cluster: ``agent run``, kcat and curl (docs/agent.md)."""
+    s.section("Try it: the cluster stays up")
+    s.line(f"  bootstrap    {bootstrap}")
+    s.line(f"  agent HTTP   {base}  (/metrics /v1/plans /v1/groups /readyz)")
+    s.line(f"  plans        kcat -b {bootstrap.split(',')[0]} -C -t {plan_topic} -K '\\t' -e")
+    s.line(f"  curl         curl -s {base}/v1/plans")
+    s.line(f"  your agent   rackplan agent run --config {config}")
+    s.line(f"               (its own topics {TRY_PREFIX}*; its HTTP port is in the file)")
+
+
 def run_demo(
     poll_interval_s: float = 0.5,
     keep_running: bool = False,
@@ -419,10 +466,11 @@ def run_demo(
         if keep_running:
             from .commands import install_stop_handlers
 
-            if agent.http is not None:
-                base = f"http://127.0.0.1:{agent.http.port}"
-                s.line(f"HTTP: {base}/metrics {base}/v1/plans {base}/v1/groups {base}/readyz")
-            s.line("Keeping the agent running; Ctrl-C to stop.")
+            config = stack.enter_context(tempfile.TemporaryDirectory(prefix="rackplan-demo-")) + "/try.yaml"
+            write_try_settings(cluster, settings, config)
+            base = f"http://127.0.0.1:{agent.http.port}" if agent.http is not None else "(no HTTP)"
+            try_it(s, cluster.bootstrap_servers, base, config, settings.plan_topic)
+            s.line("Keeping the cluster and the agent running; Ctrl-C to stop.")
             install_stop_handlers(agent.stop)
             while thread.is_alive():
                 thread.join(0.5)

@@ -76,6 +76,7 @@ from .planner import (
     total_locality,
 )
 from .plans import CONSUMER, STATE_REVOKING, Locality, PlanBook, PlanRecord, encode_value, utc_now_iso
+from .preflight import http_bind_error, reach_brokers
 from .registry import (
     FOLLOWER_MODES,
     RegistrationRecordError,
@@ -160,6 +161,8 @@ class Agent:
         self.settings = settings
         self.log = get_logger("rackplan.agent")
         self.client_config = settings.kafka.client_config()
+        #: a real client: bootstrap host names are resolved before the first contact (not for replacements)
+        self._real_admin = admin is None
         if admin is None:
             from confluent_kafka.admin import AdminClient
 
@@ -1348,9 +1351,14 @@ class Agent:
         """Run until :attr:`stop` is set; returns the process exit code."""
         try:
             if self.serve_http:
-                self.http = AgentHttpServer(self, self.settings.http.host, self.settings.http.port)
+                host, port = self.settings.http.host, self.settings.http.port
+                try:
+                    self.http = AgentHttpServer(self, host, port)
+                except OSError as e:  # a busy port, an address not of this machine: the settings' to fix
+                    raise AgentError(http_bind_error(e, host, port)) from None
                 self.http.start()
-                self.log.info("http serving", host=self.settings.http.host, port=self.http.port)
+                self.log.info("http serving", host=host, port=self.http.port)
+            self._first_contact()
             if self.settings.ha.enabled:
                 self._run_ha()
             else:
@@ -1359,6 +1367,22 @@ class Agent:
         finally:
             self.close()
         return 0
+
+    def _first_contact(self) -> None:
+        """Reach the bootstrap servers within ``kafka.startup_timeout_s``, else :class:`AgentError` naming
+        them: a wrong address must not look like an outage.  Later outages are retried."""
+        s = self.settings
+        problem = reach_brokers(
+            lambda timeout: self.admin.list_topics(timeout=timeout),
+            s.kafka.bootstrap_servers,
+            s.kafka.startup_timeout_s,
+            min(s.metadata.request_timeout_s, max(1.0, s.kafka.startup_timeout_s / 3)),
+            s.metadata.backoff_initial_s,
+            check_names=self._real_admin,
+            stopped=self.stop.is_set,
+        )
+        if problem is not None:
+            raise AgentError(problem)
 
     def _serve_term(self) -> None:
         """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`)."""
