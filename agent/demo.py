@@ -30,7 +30,7 @@ from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
-from .alerts import FIRING, AlertEvent
+from .alerts import FIRING, UNFIXABLE, AlertEvent
 from .diff import change_title
 from .embedded import EmbeddedCluster
 from .kafka_io import Publisher, TopicSpec
@@ -130,7 +130,13 @@ def demo_settings(
             "consumer_groups": groups,
             "streams_apps": apps,
             "change_persist_polls": 2,
-            "alerts": {"cross_rack_threshold": 0.25, "worsen_delta": 0.05, "cooldown_s": 0},
+            "alerts": {
+                "cross_rack_threshold": 0.25,
+                "worsen_delta": 0.05,
+                "cooldown_s": 0,
+                "for_s": 0,
+                "keep_firing_for_s": 0,
+            },
             "webhook": {
                 "url": webhook_url,
                 "timeout_s": 2,
@@ -260,7 +266,9 @@ def _alert_rows(s: Summary, alerts: list[AlertEvent]) -> None:
     if not alerts:
         s.line("  (none)")
     for a in alerts:
-        if a.status == FIRING and a.reason.startswith("initial state"):
+        if a.status == UNFIXABLE:
+            what = f"{a.current:.0%} cross-rack; no assignment gets under"
+        elif a.status == FIRING and a.reason.startswith("initial state"):
             what = f"{a.current:.0%} cross-rack already at start"
         elif a.status == FIRING:
             what = f"{a.previous:.0%} -> {a.current:.0%} cross-rack after the change"
