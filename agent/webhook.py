@@ -12,6 +12,15 @@ firing and the resolved alert of a group carry the same labels:
   fires, so it stays active only as long as the agent keeps saying so.
 - resolved: the same labels with ``endsAt`` = when it resolved.
 
+Every alert carries a ``severity`` label and a ``runbook_url`` annotation;
+``generatorURL`` is the group's own ``/v1/groups/<kind>/<name>`` view.  An
+*unfixable* report is sent once and never re-sent (it expires at ``endsAt``).
+
+Transport: redirects are never followed (a 3xx is a failed delivery, not
+retried: urllib would turn the POST into a GET and send ``Authorization`` to
+wherever the answer points); ``user:password@`` in the URL becomes a Basic
+``Authorization`` header; ``https://`` uses ``webhook.tls``.
+
 Delivery never blocks the poll loop: :meth:`WebhookNotifier.notify` only
 queues a batch; one worker thread posts it with a per-request timeout,
 retrying connection errors, timeouts, 408, 429 and 5xx with bounded
