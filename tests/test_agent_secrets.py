@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -115,10 +118,43 @@ def test_redact_url_masks_credentials_query_and_fragment() -> None:
     assert mask_text("jaas: password='p w' user=u") == "jaas: password=*** user=u"
 
 
-_token = st.text(st.characters(codec="ascii", categories=("L", "N")), min_size=6, max_size=20)
+_token = st.text(st.characters(codec="ascii", categories=("L", "N")), min_size=4, max_size=20).map(
+    lambda t: "Zq" + t
+)
 
 
 @given(secret=_token, name=st.sampled_from(["clientSecret", "token", "password", "api_key", "Authorization"]))
 def test_any_secret_pair_in_any_text_is_masked(secret: str, name: str) -> None:
     text = f"connect failed ({name}={secret}) on https://user:{secret}@host/x?{name}={secret}"
     assert secret not in json.dumps(mask_tree({"error": text}))
+
+
+def test_the_real_agent_starting_line(tmp_path: Path) -> None:
+    """``rackplan agent run`` itself: its first log line names the settings, never their secrets."""
+    config = tmp_path / "rackplan.yaml"
+    s = full_settings()
+    doc = {
+        "kafka": {"bootstrap_servers": "127.0.0.1:1", "config": dict(s.kafka.config)},
+        "webhook": {"url": s.webhook.url, "headers": dict(s.webhook.headers)},
+        "http": {"port": 0},
+        "log": {"format": "json"},
+    }
+    config.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    cmd = [sys.executable, "-c", "import sys; from assignor.cli import main; sys.exit(main())"]
+    p = subprocess.Popen(
+        [*cmd, "agent", "run", "--no-supervisor", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    try:
+        assert p.stdout is not None
+        first = p.stdout.readline()
+    finally:
+        p.kill()
+        p.wait(10)
+    event = json.loads(first)
+    assert event["event"] == "agent starting"
+    assert event["settings"]["kafka"]["config"]["sasl.oauthbearer.config"] == "***"
+    assert [x for x in SECRETS if x in first] == []
