@@ -1334,6 +1334,8 @@ class Agent:
                 events.append(ev)
         report.alerts = events
         self._emit_alerts(events, now)
+        unfixable = {tuple(sorted(_labels(k).items())): 1.0 for k in self.alerts.unfixable() if k in regs}
+        self.metrics.replace("rackplan_alerts_unfixable", {}, unfixable)
 
     def _emit_alerts(self, events: list[AlertEvent], now: float) -> None:
         m = self.metrics

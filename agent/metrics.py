@@ -239,3 +239,11 @@ class Metrics:
                     lab = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
                     lines.append(f"{name}{{{lab}}} {_number(value)}" if lab else f"{name} {_number(value)}")
         return "\n".join(lines) + "\n"
+
+
+# Alerts (agent/alerts.py): a group reported unfixable (its one-off RackplanLocalityUnfixable event) and still so.
+METRICS["rackplan_alerts_unfixable"] = (
+    GAUGE,
+    "1 while the group is reported unfixable: even its best assignment is above the alert threshold.",
+    ("kind", "group"),
+)

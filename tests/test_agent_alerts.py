@@ -213,3 +213,7 @@ def test_unfixable_means_no_assignment_helps_not_that_this_plan_is_bad() -> None
     (far,) = [e for e in r.alerts if e.key == "consumer/far"]
     assert far.reason.startswith("initial state") and far.severity == "info"
     assert all(cycle(agent).alerts == [] for _ in range(5))
+    assert agent.metrics.series("rackplan_alerts_unfixable") == {
+        (("group", "far"), ("kind", "consumer")): 1.0
+    }
+    assert agent.metrics.get("rackplan_alerts_firing", {"kind": "consumer", "group": "g"}) == 1
