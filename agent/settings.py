@@ -103,6 +103,8 @@ def mask_tree(value: Any, key: str = "") -> Any:
     credentials, query values and secret ``name=value`` pairs masked.
     """
     if isinstance(value, Mapping):
+        if key and _PATH_KEY.search(key):  # secret_files, header_files: names -> paths, not secrets
+            return {k: v if isinstance(v, str) else mask_tree(v) for k, v in value.items()}
         return {k: mask_tree(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [mask_tree(v, key) for v in value]

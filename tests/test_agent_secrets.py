@@ -111,6 +111,21 @@ def test_secret_bearing_keys(key: str, secret: bool) -> None:
     assert is_secret_key(key) is secret
 
 
+def test_secret_file_paths_stay_readable(tmp_path: Path) -> None:
+    pw = tmp_path / "pw"
+    pw.write_text("Us3rPassw0rd\n", encoding="utf-8")
+    s = Settings.model_validate(
+        {
+            "kafka": {"secret_files": {"sasl.password": str(pw)}},
+            "webhook": {"header_files": {"Authorization": str(pw)}},
+        }
+    )
+    red = s.redacted()
+    assert red["kafka"]["secret_files"] == {"sasl.password": str(pw)}  # where the secret is, not the secret
+    assert red["webhook"]["header_files"] == {"Authorization": str(pw)}
+    assert "Us3rPassw0rd" not in json.dumps(red)
+
+
 def test_redact_url_masks_credentials_query_and_fragment() -> None:
     assert redact_url("http://am:9093/api/v2/alerts") == "http://am:9093/api/v2/alerts"
     assert redact_url("https://u:p@h/x?a=1&token=t#frag") == "https://***@h/x?a=***&token=***#***"
