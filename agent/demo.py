@@ -30,7 +30,7 @@ from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
-from .alerts import FIRING, AlertEvent
+from .alerts import FIRING, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from .diff import change_title
 from .embedded import EmbeddedCluster
 from .kafka_io import Publisher, TopicSpec
@@ -130,7 +130,13 @@ def demo_settings(
             "consumer_groups": groups,
             "streams_apps": apps,
             "change_persist_polls": 2,
-            "alerts": {"cross_rack_threshold": 0.25, "worsen_delta": 0.05, "cooldown_s": 0},
+            "alerts": {
+                "cross_rack_threshold": 0.25,
+                "worsen_delta": 0.05,
+                "cooldown_s": 0,
+                "for_s": 0,
+                "keep_firing_for_s": 0,
+            },
             "webhook": {
                 "url": webhook_url,
                 "timeout_s": 2,
@@ -167,7 +173,7 @@ class WebhookReceiver:
 
     def __init__(self) -> None:
         self.posts: list[list[dict[str, Any]]] = []
-        #: (status when received, alert key) of every alert received
+        #: (status when received: firing, resolved or unfixable; alert key) of every alert received
         self.received: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         receiver = self
@@ -187,7 +193,10 @@ class WebhookReceiver:
                         for a in alerts:
                             ends = dt.datetime.fromisoformat(a["endsAt"])
                             key = f"{a['labels']['kind']}/{a['labels']['group']}"
-                            receiver.received.append(("resolved" if ends <= now else "firing", key))
+                            status = "resolved" if ends <= now else "firing"
+                            if a["labels"].get("alertname") == UNFIXABLE_ALERTNAME:
+                                status = "unfixable"  # a one-off report, not a page
+                            receiver.received.append((status, key))
                 self.send_response(200 if ok else 400)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -260,7 +269,9 @@ def _alert_rows(s: Summary, alerts: list[AlertEvent]) -> None:
     if not alerts:
         s.line("  (none)")
     for a in alerts:
-        if a.status == FIRING and a.reason.startswith("initial state"):
+        if a.status == UNFIXABLE:
+            what = f"{a.current:.0%} cross-rack; no assignment gets under"
+        elif a.status == FIRING and a.reason.startswith("initial state"):
             what = f"{a.current:.0%} cross-rack already at start"
         elif a.status == FIRING:
             what = f"{a.previous:.0%} -> {a.current:.0%} cross-rack after the change"
@@ -451,11 +462,13 @@ def run_demo(
         if agent.webhook is not None:
             agent.webhook.wait_idle(max(0.0, min(5.0, deadline - time.monotonic())))
         received = receiver.statuses()
-        resolved = sum(1 for status, _ in received if status == "resolved")
+        tally = {
+            st: sum(1 for status, _ in received if status == st) for st in ("firing", "resolved", "unfixable")
+        }
         s.section("5. Webhook (Alertmanager API v2)")
         s.line(
             f"  received {len(received)} alerts in {len(receiver.posts)} POSTs: "
-            f"{len(received) - resolved} firing, {resolved} resolved"
+            f"{tally['firing']} firing, {tally['resolved']} resolved, {tally['unfixable']} unfixable (sent once)"
         )
 
         s.line()

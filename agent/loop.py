@@ -68,6 +68,7 @@ from .planner import (
     PlanSkipped,
     Registration,
     assignment_locality,
+    best_locality,
     current_locality,
     current_locality_by_rack,
     plan_for,
@@ -85,7 +86,7 @@ from .registry import (
     merge_registrations,
 )
 from .settings import Settings
-from .webhook import Post, WebhookNotifier, urllib_post
+from .webhook import Post, WebhookNotifier, default_agent_url
 
 PLAN_TOPIC_PARTITIONS = 1
 ALERT_TOPIC_PARTITIONS = 1
@@ -151,7 +152,7 @@ class Agent:
         serve_http: bool = False,
         admin: Any = None,
         publisher: Publisher | None = None,
-        webhook_post: Post = urllib_post,
+        webhook_post: Post | None = None,
     ) -> None:
         """``create_missing_topics`` creates topics the brokers would not (the embedded cluster).
 
@@ -508,6 +509,7 @@ class Agent:
                 get_logger("rackplan.webhook"),
                 firing_ttl_s=4 * max(s.webhook.resend_interval_s, s.poll_interval_s),
                 post=self._webhook_post,
+                agent_url=default_agent_url(s.http),
             )
         self._refresh_registrations(CycleReport(ok=True), self._discovery)
         if self._reg_synced:
@@ -871,7 +873,7 @@ class Agent:
                 or (change is not None and not change.touched_topics.isdisjoint(reg.topics))
             ):
                 want.add(reg.name)
-        want.update(k.partition("/")[2] for k in self.alerts.firing() if k.startswith(f"{CONSUMER}/"))
+        want.update(k.partition("/")[2] for k in self.alerts.tracked() if k.startswith(f"{CONSUMER}/"))
         return sorted(want)
 
     def _plan(
@@ -1241,6 +1243,14 @@ class Agent:
             return rec.locality_after
         return current_locality(snap, racks, reg, rec)
 
+    def _best_locality(
+        self, reg: Registration, rec: PlanRecord | None, snap: Snapshot, racks: Racks, current: Locality
+    ) -> Locality | None:
+        """The floor no assignment beats, computed only when the threshold is crossed (it matters then)."""
+        if rec is None or current.fraction <= self.settings.alerts.cross_rack_threshold:
+            return None
+        return best_locality(snap, racks, reg, rec)
+
     def _evaluate_alerts(
         self,
         records: list[tuple[PlanRecord, Registration]],
@@ -1278,13 +1288,20 @@ class Agent:
                 if before is None or now_loc is None:
                     continue
                 evaluated.add(reg.key)
+                if rec is not None:
+                    planned: Locality | None = rec.locality_after
+                else:  # no new plan: the plan of record, when it was made at this scope
+                    planned = (
+                        old.locality_after if old is not None and old.cluster_fingerprint == fp_now else None
+                    )
                 ev = self.alerts.evaluate(
                     reg.key,
                     before,
                     now_loc,
-                    None if rec is None else rec.locality_after,
+                    planned,
                     change.reason(reg.topics, limit=5),
                     now,
+                    best=self._best_locality(reg, rec or old, snap, racks, now_loc),
                 )
                 if ev is not None:
                     events.append(ev)
@@ -1303,11 +1320,12 @@ class Agent:
             ev = self.alerts.evaluate(
                 key, loc, loc, latest.locality_after,
                 f"initial state: {loc.cross_rack} of {loc.total} partitions read cross-rack", now,
+                best=self._best_locality(initial, latest, snap, racks, loc),
             )  # fmt: skip
             if ev is not None:
                 events.append(ev)
-        # Firing alerts resolve once the group's assignment is local enough again.
-        for key in self.alerts.firing():
+        # Firing alerts resolve once the group's assignment is local enough again; hold-downs run out.
+        for key in self.alerts.tracked():
             if key in evaluated or key not in regs:
                 continue
             latest = self.book.latest(key)
@@ -1315,12 +1333,15 @@ class Agent:
             if loc is None:
                 continue
             ev = self.alerts.evaluate(
-                key, loc, loc, None if latest is None else latest.locality_after, "", now
-            )
+                key, loc, loc, None if latest is None else latest.locality_after, "", now,
+                best=self._best_locality(regs[key], latest, snap, racks, loc),
+            )  # fmt: skip
             if ev is not None:
                 events.append(ev)
         report.alerts = events
         self._emit_alerts(events, now)
+        unfixable = {tuple(sorted(_labels(k).items())): 1.0 for k in self.alerts.unfixable() if k in regs}
+        self.metrics.replace("rackplan_alerts_unfixable", {}, unfixable)
 
     def _emit_alerts(self, events: list[AlertEvent], now: float) -> None:
         m = self.metrics

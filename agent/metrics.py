@@ -415,3 +415,11 @@ class Metrics:
             suffix = f"{{{lab}}}" if lab else ""
             lines.append(f"{name}_sum{suffix} {_number(raw[-2])}")
             lines.append(f"{name}_count{suffix} {_number(raw[-1])}")
+
+
+# Alerts (agent/alerts.py): a group reported unfixable (its one-off RackplanLocalityUnfixable event) and still so.
+METRICS["rackplan_alerts_unfixable"] = (
+    GAUGE,
+    "1 while the group is reported unfixable: even its best assignment is above the alert threshold.",
+    ("kind", "group"),
+)

@@ -15,6 +15,7 @@ import ipaddress
 import json
 import os
 import re
+import ssl
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,7 +38,14 @@ from assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
 ENV_PREFIX = "RACKPLAN_"
 MASK = "***"
-_SECRET_KEY = re.compile(r"(password|secret|token|jaas|credential|\.key$|key\.pem|keystore|private)", re.I)
+#: key names whose values are secrets: librdkafka properties, HTTP headers, URL query parameters, log fields
+_SECRET_KEY = re.compile(
+    r"(password|passwd|secret|token|jaas|credential|\.key$|key\.pem|keystore|private|oauthbearer\.config"
+    r"|oauthbearer\.extensions|authorization|api[._-]?key|signature|^sig$|^auth$|cookie)",
+    re.I,
+)
+#: keys whose values are file paths (where a secret lives, not the secret)
+_PATH_KEY = re.compile(r"(\.location|_files?)$")
 
 FetchMode = Literal["nearest-replica", "leader"]
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -77,8 +85,8 @@ def bootstrap_problem(entry: str) -> str | None:
 
 
 def is_secret_key(key: str) -> bool:
-    """librdkafka properties whose values must never be logged."""
-    return bool(_SECRET_KEY.search(key)) and not key.endswith(".location")
+    """Keys (librdkafka properties, headers, query parameters, log fields) whose values must never be logged."""
+    return bool(_SECRET_KEY.search(key)) and not _PATH_KEY.search(key)
 
 
 def mask_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,15 +94,67 @@ def mask_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (MASK if is_secret_key(k) else v) for k, v in sorted(config.items())}
 
 
+#: ``user:password@`` in a URL anywhere in a text
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@?#]+@")
+#: ``name=value`` (a query parameter, a JAAS or OAUTHBEARER option) whose name is secret-bearing
+_SECRET_PAIR = re.compile(
+    r"(?P<name>[A-Za-z0-9_.\-]+)(?P<eq>\s*=\s*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s&;,\"')}\]]+)"
+)
+
+
+def mask_text(text: str) -> str:
+    """Free text with URL credentials and every secret-bearing ``name=value`` masked.
+
+    Catches what a key-based mask cannot: ``clientSecret=...`` inside a
+    ``sasl.oauthbearer.config`` string, ``?token=...`` in a URL, a JAAS
+    ``password="..."``, whatever message echoes them.
+    """
+    if "=" not in text and "@" not in text:
+        return text
+    out = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    return _SECRET_PAIR.sub(
+        lambda m: f"{m['name']}{m['eq']}{MASK}" if is_secret_key(m["name"]) else m.group(0), out
+    )
+
+
 def redact_url(url: str) -> str:
-    """A URL with any ``user:password@`` replaced by ``***@``."""
+    """A URL safe to log: ``user:password@`` becomes ``***@`` and every query value ``***``.
+
+    Every query value, not only those with a secret-sounding name: an alert
+    endpoint's query string is how many receivers take their token.
+    """
     parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        query = "&".join(f"{urllib.parse.quote(k, safe='')}={MASK}" for k, _ in pairs) or MASK
+    fragment = MASK if parts.fragment else ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
+
+
+def mask_tree(value: Any, key: str = "") -> Any:
+    """A copy of a JSON-like value safe to log: the values of secret-bearing keys masked, URLs redacted.
+
+    One rule for every output (the settings at start, every log event): a
+    scalar under a secret-bearing key is ``***``; any other string has its URL
+    credentials, query values and secret ``name=value`` pairs masked.
+    """
+    if isinstance(value, Mapping):
+        if key and _PATH_KEY.search(key):  # secret_files, header_files: names -> paths, not secrets
+            return {k: v if isinstance(v, str) else mask_tree(v) for k, v in value.items()}
+        return {k: mask_tree(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_tree(v, key) for v in value]
+    if key and is_secret_key(key) and value is not None:
+        return MASK
+    if isinstance(value, str):
+        if "://" in value and " " not in value:
+            return redact_url(value)
+        return mask_text(value)
+    return value
 
 
 class SettingsError(ValueError):
@@ -192,6 +252,16 @@ class AlertSettings(_Section):
     #: fnmatch patterns on group ids / application ids; deny wins
     allow: tuple[str, ...] = ("*",)
     deny: tuple[str, ...] = ()
+    #: hold-down: a group must stay bad this long before its alert fires (Prometheus' ``for:``)
+    for_s: float = Field(default=60.0, ge=0.0)
+    #: hold-down: a firing alert resolves only once the group has been fine this long (no flapping)
+    keep_firing_for_s: float = Field(default=60.0, ge=0.0)
+    #: ``severity`` label of the locality alert
+    severity: str = Field(default="warning", min_length=1)
+    #: ``severity`` label of the one-off report that a group's best plan is itself above the threshold
+    unfixable_severity: str = Field(default="info", min_length=1)
+    #: the runbook; every alert's ``runbook_url`` annotation is this plus ``#<alertname in lower case>``
+    runbook_url: str = Field(default="docs/runbook.md", min_length=1)
 
 
 class MetadataSettings(_Section):
@@ -204,6 +274,38 @@ class MetadataSettings(_Section):
     backoff_max_s: float = Field(default=30.0, gt=0)
     #: topics whose names start with these are not watched
     exclude_prefixes: tuple[str, ...] = ("__",)
+
+
+class WebhookTlsSettings(_Section):
+    """TLS of an ``https://`` webhook: the CA to trust and the client certificate to present."""
+
+    #: PEM bundle of the CAs that sign the receiver's certificate; default: the system's
+    ca_file: Path | None = None
+    #: PEM client certificate (mutual TLS); its key in ``key_file`` or in the same file
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _loads(self) -> WebhookTlsSettings:
+        if self.key_file is not None and self.cert_file is None:
+            raise ValueError("key_file needs cert_file")
+        self.context()  # unreadable or invalid files are a settings error, named, at start
+        return self
+
+    def context(self) -> ssl.SSLContext:
+        """The client context: verifies the receiver (hostname included), presents the certificate."""
+        try:
+            ctx = ssl.create_default_context(cafile=None if self.ca_file is None else str(self.ca_file))
+        except (OSError, ssl.SSLError) as e:
+            raise ValueError(f"ca_file {self.ca_file}: {e}") from None
+        if self.cert_file is not None:
+            try:
+                ctx.load_cert_chain(
+                    str(self.cert_file), None if self.key_file is None else str(self.key_file)
+                )
+            except (OSError, ssl.SSLError) as e:
+                raise ValueError(f"cert_file {self.cert_file} / key_file {self.key_file}: {e}") from None
+        return ctx
 
 
 class WebhookSettings(_Section):
@@ -225,6 +327,22 @@ class WebhookSettings(_Section):
     headers: dict[str, str] = Field(default_factory=dict)
     #: back-link on every alert; default: none
     generator_url: str | None = None
+    #: the agent's HTTP address as the receiver's users reach it (``http://rackplan:9464``): every alert's
+    #: ``generatorURL`` is then the group's ``/v1/groups/<kind>/<name>`` view there (wins over generator_url)
+    agent_url: str | None = None
+    #: TLS of an https:// url: CA file, client certificate and key
+    tls: WebhookTlsSettings = Field(default_factory=WebhookTlsSettings)
+    #: HTTP header -> file whose content is its value (a mounted secret, e.g. ``Authorization: Bearer ...``);
+    #: read at every delivery, so a rotated secret is used without a restart
+    header_files: dict[str, Path] = Field(default_factory=dict)
+
+    @field_validator("header_files")
+    @classmethod
+    def _readable(cls, v: dict[str, Path]) -> dict[str, Path]:
+        for name, path in v.items():
+            if not path.is_file():
+                raise ValueError(f"{name}: no such file {str(path)!r}")
+        return v
 
     @field_validator("url")
     @classmethod
@@ -619,11 +737,9 @@ class Settings(EnvFirstSettings):
 
     def redacted(self) -> dict[str, Any]:
         """Settings as a dict safe to log: secrets masked."""
-        d = self.model_dump(mode="json")
-        d["kafka"]["config"] = mask_config(self.kafka.config)
+        d: dict[str, Any] = mask_tree(self.model_dump(mode="json"))
+        d["kafka"]["config"] = mask_config(d["kafka"]["config"])
         d["webhook"]["headers"] = {k: MASK for k in sorted(self.webhook.headers)}
-        if self.webhook.url is not None:
-            d["webhook"]["url"] = redact_url(self.webhook.url)
         return d
 
     def group_fetch_mode(self, group: Mapping[str, Any]) -> FetchMode:
