@@ -86,7 +86,7 @@ from .registry import (
     merge_registrations,
 )
 from .settings import Settings
-from .webhook import Post, WebhookNotifier, default_agent_url
+from .webhook import Post, WebhookNotifier, default_agent_url, with_cluster_label
 
 PLAN_TOPIC_PARTITIONS = 1
 ALERT_TOPIC_PARTITIONS = 1
@@ -504,7 +504,7 @@ class Agent:
             self._reg_synced = True  # nothing to wait for: the file is all there is
         if s.webhook.url is not None and self.webhook is None:
             self.webhook = WebhookNotifier(
-                s.webhook,
+                with_cluster_label(s.webhook, s.cluster_name),
                 self.metrics,
                 get_logger("rackplan.webhook"),
                 firing_ttl_s=4 * max(s.webhook.resend_interval_s, s.poll_interval_s),

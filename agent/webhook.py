@@ -93,6 +93,18 @@ def default_agent_url(http: HttpSettings) -> str:
     return f"http://{host}:{http.port}"
 
 
+def with_cluster_label(settings: WebhookSettings, cluster: str | None) -> WebhookSettings:
+    """The webhook settings with ``cluster=<cluster_name>`` among the extra labels.
+
+    Alertmanager routes and silences by label; the agent's own metrics carry
+    ``cluster`` once ``cluster_name`` is set, so its alerts do too.  A
+    ``cluster`` label set explicitly in ``webhook.labels`` wins.
+    """
+    if not cluster or "cluster" in settings.labels:
+        return settings
+    return settings.model_copy(update={"labels": {**settings.labels, "cluster": cluster}})
+
+
 def alertmanager_alert(
     event: AlertEvent,
     settings: WebhookSettings,

@@ -23,7 +23,14 @@ from agent.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, Alert
 from agent.logging import configure, get_logger
 from agent.metrics import Metrics
 from agent.settings import HttpSettings, Settings, WebhookSettings
-from agent.webhook import ALERTNAME, WebhookNotifier, alertmanager_alert, default_agent_url, rfc3339
+from agent.webhook import (
+    ALERTNAME,
+    WebhookNotifier,
+    alertmanager_alert,
+    default_agent_url,
+    rfc3339,
+    with_cluster_label,
+)
 
 
 def event(status: str = FIRING, key: str = "consumer/payments", at: float = 1000.0, started: float = 1000.0) -> AlertEvent:  # fmt: skip
@@ -105,6 +112,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def test_cluster_name_becomes_the_cluster_label_unless_set() -> None:
+    bare = WebhookSettings(url="http://am/")
+    assert with_cluster_label(bare, None) is bare
+    labelled = alertmanager_alert(event(), with_cluster_label(bare, "eu-1"), now=0, firing_ttl_s=1)
+    assert labelled["labels"]["cluster"] == "eu-1"
+    explicit = WebhookSettings(url="http://am/", labels={"cluster": "prod"})
+    assert with_cluster_label(explicit, "eu-1").labels["cluster"] == "prod"
 
 
 def test_payload_is_alertmanager_api_v2() -> None:
