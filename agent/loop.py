@@ -37,6 +37,7 @@ from .http import AgentHttpServer
 from .kafka_io import (
     LEASE_GROUP_HEADER,
     WRITER_HEADER,
+    DeliveryUncertain,
     PlanTooLargeError,
     Publisher,
     PublishError,
@@ -75,13 +76,25 @@ from .planner import (
     scope_fingerprint,
     total_locality,
 )
-from .plans import CONSUMER, STATE_REVOKING, Locality, PlanBook, PlanRecord, encode_value, utc_now_iso
+from .plans import (
+    CONSUMER,
+    STATE_REVOKING,
+    Locality,
+    PlanBook,
+    PlanDecodeError,
+    PlanRecord,
+    decode_record,
+    encode_value,
+    utc_now_iso,
+)
+from .records import MAX_SAFE_INT
 from .registry import (
     FOLLOWER_MODES,
     RegistrationRecordError,
     RegistrationStore,
     decode_registration,
     merge_registrations,
+    settings_group_refusal,
 )
 from .settings import Settings
 from .webhook import Post, WebhookNotifier, urllib_post
@@ -171,6 +184,8 @@ class Agent:
         self.stop = threading.Event()
         self.metrics = Metrics()
         self.file_regs: list[Registration] = registrations(settings)
+        #: shared secret of signed registrations (registrations.secret_file), None: unsigned accepted
+        self._reg_secret = settings.registrations.secret()
         self._reg_tail: TopicTail | None = None
         #: broker id -> rack as DescribeCluster last said: asked again only for brokers not in it
         self._rack_cache: dict[int, str | None] = {}
@@ -225,7 +240,12 @@ class Agent:
         self.regs: list[Registration] = list(self.file_regs)
         #: registrations that cannot be used now: key -> reason
         self.problems: dict[str, str] = {}
-        self.store = RegistrationStore(s.registrations.ttl_s)
+        self.store = RegistrationStore(s.registrations.ttl_s, s.registrations.max_clock_skew_s)
+        #: plan keys whose newest record on the plan topic another writer wrote (see :meth:`_watch_plans`)
+        self.discrepancies: dict[str, dict[str, Any]] = {}
+        self.metrics.set("rackplan_plan_discrepancies", 0)
+        #: plans whose publish timed out: they may still land, so their generation is never reused
+        self._in_doubt: dict[str, PlanRecord] = {}
         if self._reg_tail is not None:
             self._reg_tail.close()
         self._reg_tail = None
@@ -334,7 +354,7 @@ class Agent:
         """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
         s = self.settings
         names = self._ensure_topics()
-        records = read_back(self.client_config, s.plan_topic, s.io_timeout_s, self.log)
+        records = read_back(self.client_config, s.plan_topic, s.io_timeout_s, self.log, self._plan_skipped)
         # From here on the plan topic is watched for records this agent did not write (see _watch_plans).
         self._plan_tail = TopicTail(self.client_config, s.plan_topic, s.io_timeout_s)
         self._plan_tail.read_available(s.io_timeout_s)
@@ -363,9 +383,12 @@ class Agent:
             )
         if self._lease_topic_ok:
             last = self._no_foreign_writer(
-                last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
+                last_heartbeat(
+                    self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log, self._lease_skipped
+                )
             )
-            self.epoch = (0 if last is None else last.epoch) + 1
+            # Epochs are bounded when read (agent.records.safe_int); one at the bound stays there.
+            self.epoch = min((0 if last is None else last.epoch) + 1, MAX_SAFE_INT)
             self._lease_tail = TopicTail(self.client_config, s.ha.lease_topic, s.io_timeout_s)
             self._lease_tail.read_available(s.io_timeout_s)  # from here on, only what others write next
         self.begin(records)
@@ -393,7 +416,9 @@ class Agent:
         deadline = time.monotonic() + 2 * last.interval_s + 1.0
         while time.monotonic() < deadline and not self.stop.is_set():
             self.stop.wait(min(1.0, last.interval_s / 2))
-            newest = last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
+            newest = last_heartbeat(
+                self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log, self._lease_skipped
+            )
             if (
                 newest is not None
                 and newest.agent_id == last.agent_id
@@ -408,6 +433,12 @@ class Agent:
         self.log.info("the other agent's heartbeat stopped: taking over its epoch", agent_id=last.agent_id)
         return last
 
+    def _plan_skipped(self, reason: str) -> None:
+        self.metrics.inc("rackplan_records_skipped_total", {"topic": "plans", "reason": reason})
+
+    def _lease_skipped(self, reason: str) -> None:
+        self.metrics.inc("rackplan_records_skipped_total", {"topic": "lease", "reason": reason})
+
     def _watch_plans(self) -> None:
         """Records on the plan topic this agent did not write: a foreign writer is reported, never silent.
 
@@ -415,24 +446,33 @@ class Agent:
         :data:`LEASE_GROUP_HEADER`.  A record without them, or from an agent outside our lease group,
         was written by someone else: a tool, a forger, an agent started with other settings.  It is
         counted (``rackplan_foreign_writers_total{topic="plans"}``) and logged with its key,
-        generation and writer.  A late record of a previous leader of our own group (the window a
-        lease leaves between confirmation and publish) is logged as such.
+        generation and writer; followers read it, so it is a *discrepancy* until this agent
+        publishes that key again: ``rackplan_plan_discrepancies`` and ``/v1/plans`` show it.  A
+        foreign plan's generation is reserved (never planned again), so the agent's next plan of
+        the key outranks it for followers.  A late record of a previous leader of our own group
+        (the window a lease leaves between confirmation and publish) is logged as such.  Records
+        are decoded with the bounded decoder: a poison record is skipped and counted, like at start.
         """
         if self._plan_tail is None:
             return
         raw, _errors = self._plan_tail.read_new()
         for r in raw:
             writer = r.header(WRITER_HEADER)
+            key = (r.key or b"").decode("utf-8", "replace")[:500]
+            try:
+                rec = decode_record(r.key or b"", r.value) if r.key is not None else None
+                bad = None if r.key is not None else "bad_key"
+            except PlanDecodeError as e:
+                rec, bad = None, e.reason
+                self._plan_skipped(e.reason)
+                self.log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
             if writer is not None and writer.decode("utf-8", "replace") == self.agent_id:
+                self._own_record_read_back(key, rec)
                 continue
             group = (r.header(LEASE_GROUP_HEADER) or b"").decode("utf-8", "replace") or None
-            key = (r.key or b"").decode("utf-8", "replace")
-            generation = None
-            if r.value is not None:
-                try:
-                    generation = json.loads(r.value).get("generation")
-                except (ValueError, AttributeError):
-                    generation = "not a plan"
+            generation: Any = None if rec is None else rec.generation
+            if bad is not None:
+                generation = f"not a plan ({bad})"
             who = None if writer is None else writer.decode("utf-8", "replace")
             if who is not None and self._lease_group is not None and group == self._lease_group:
                 self.log.warning(
@@ -441,8 +481,24 @@ class Agent:
                     writer=who,
                     generation=generation,
                 )
+                if rec is not None:
+                    self.book.reserve(key, rec.generation)
                 continue
             self.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
+            # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
+            followed = bad is None and (rec is None or rec.generation >= self.book.next_generation(key))
+            if rec is not None and self.book.reserve(key, rec.generation):
+                self.metrics.inc("rackplan_generations_reserved_total", {"reason": "foreign_plan"})
+            if followed:
+                self.discrepancies[key] = {
+                    "writer": who or "unknown (no rackplan header)",
+                    "writer_lease_group": group,
+                    "tombstone": r.value is None,
+                    "generation": generation,
+                    "offset": r.offset,
+                    "timestamp_ms": r.timestamp_ms,
+                }
+                self.metrics.set("rackplan_plan_discrepancies", len(self.discrepancies))
             self.log.error(
                 "foreign writer on the plan topic: a record this agent did not write",
                 key=key,
@@ -454,6 +510,19 @@ class Agent:
                 offset=r.offset,
             )
 
+    def _own_record_read_back(self, key: str, rec: PlanRecord | None) -> None:
+        """Our own record, read back: it ends a discrepancy, and confirms a plan whose publish timed out."""
+        if self.discrepancies.pop(key, None) is not None:
+            self.metrics.set("rackplan_plan_discrepancies", len(self.discrepancies))
+        doubt = self._in_doubt.get(key)
+        if rec is not None and doubt is not None and rec.generation == doubt.generation:
+            del self._in_doubt[key]
+            if self.book.apply(key, doubt):  # delivered after all: it is what followers hold
+                self._retry.add(key)  # planned again against it, in case the cluster moved on meanwhile
+                self.log.info(
+                    "plan whose publish timed out was delivered", key=key, generation=rec.generation
+                )
+
     def _watch_lease(self) -> None:
         """Heartbeats others wrote since the last cycle: a foreign writer stops us, a newer leader of our group
         means the lease was lost (:class:`LeaseLost`)."""
@@ -464,8 +533,12 @@ class Agent:
         for r in raw:
             try:
                 hb = dataclasses.replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms)
-            except HeartbeatError:
-                continue  # skipped with a reason by the followers and at start; not a writer
+            except HeartbeatError as e:
+                self._lease_skipped(e.reason)
+                self.log.warning(
+                    "lease record skipped", reason=str(e), partition=r.partition, offset=r.offset
+                )
+                continue
             if hb.agent_id == self.agent_id or hb.released:
                 continue
             reason = foreign_writer(hb, self.agent_id, self._lease_group, now_ms)
@@ -598,17 +671,31 @@ class Agent:
     def _apply_raw_registrations(self, raw: list[RawRecord]) -> None:
         m = self.metrics
         now_ms = int(self.clock() * 1000)
+        reg = self.settings.registrations
+        skew_ms = int(reg.max_clock_skew_s * 1000)
         for r in raw:
             try:
-                entry = decode_registration(r.key, r.value, r.timestamp_ms)
+                entry = decode_registration(
+                    r.key, r.value, r.timestamp_ms, secret=self._reg_secret, max_skew_ms=skew_ms
+                )
                 key = r.key.decode("utf-8") if r.key is not None else ""
+                refusal = None if entry is None else settings_group_refusal(self.settings, entry)
+                if refusal is not None:
+                    raise RegistrationRecordError("settings_group", refusal)
             except RegistrationRecordError as e:
                 m.inc("rackplan_registration_records_total", {"result": "skipped"})
                 m.inc("rackplan_registration_records_skipped_total", {"reason": e.reason})
+                m.inc("rackplan_records_skipped_total", {"topic": "registrations", "reason": e.reason})
                 self.log.warning(
                     "registration record skipped", reason=str(e), partition=r.partition, offset=r.offset
                 )
                 continue
+            if entry is not None and entry.timestamp_ms > now_ms + skew_ms:
+                self.log.warning(
+                    "registration dated in the future beyond the clock skew; its TTL counts from now",
+                    key=key,
+                    ahead_s=round((entry.timestamp_ms - now_ms) / 1000, 1),
+                )
             self.store.apply(key, entry, now_ms)
             m.inc(
                 "rackplan_registration_records_total", {"result": "tombstone" if entry is None else "applied"}
@@ -888,6 +975,14 @@ class Agent:
         last = self.book.latest(reg.key)
         fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
         self._fp[reg.key] = fp
+        doubt = self._in_doubt.get(reg.key)
+        if (
+            doubt is not None
+            and not rejoin
+            and doubt.cluster_fingerprint == fp
+            and doubt.registration_fingerprint == reg.fingerprint
+        ):
+            return doubt  # the same record again, byte for byte: one generation, one content
         if (
             not rejoin
             and last is not None
@@ -978,8 +1073,11 @@ class Agent:
                 self.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
                 self._retry.add(rec.key)
                 self._unpublished_reason[rec.key] = rec.reason
+                if isinstance(e, DeliveryUncertain):
+                    self._doubt(rec)
                 continue
             self._unpublished_reason.pop(rec.key, None)
+            self._in_doubt.pop(rec.key, None)
             replaced[rec.key] = self.book.latest(rec.key)
             self.book.apply(rec.key, rec)
             if rec.state == STATE_REVOKING and rec.handover is not None:
@@ -1005,6 +1103,21 @@ class Agent:
                 **({} if rec.handover is None else {"awaiting": rec.handover.get("awaiting")}),
             )
         return replaced
+
+    def _doubt(self, rec: PlanRecord) -> None:
+        """A plan whose publish timed out may still land: its generation names its content for good.
+
+        The retry re-sends the same bytes if the plan still holds then (same
+        cluster and registration fingerprints), else plans the next generation.
+        """
+        self._in_doubt[rec.key] = rec
+        self.book.reserve(rec.key, rec.generation)
+        self.metrics.inc("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"})
+        self.log.warning(
+            "plan delivery uncertain: its generation is never reused for another content",
+            key=rec.key,
+            generation=rec.generation,
+        )
 
     # ---- leadership and handovers ------------------------------------------------
 
@@ -1108,6 +1221,9 @@ class Agent:
                 self._guard()
                 self.publisher.publish(s.plan_topic, key, encode_value(target), s.io_timeout_s)
             except PublishError as e:
+                if isinstance(e, DeliveryUncertain):  # the retry's target goes above it
+                    self.book.reserve(key, target.generation)
+                    self.metrics.inc("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"})
                 self._handover_retry_at[key] = now + s.poll_interval_s
                 self.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
                 self.log.error("handover target not confirmed; will retry", key=key, error=str(e))

@@ -239,3 +239,28 @@ class Metrics:
                     lab = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
                     lines.append(f"{name}{{{lab}}} {_number(value)}" if lab else f"{name} {_number(value)}")
         return "\n".join(lines) + "\n"
+
+
+# ---- hardening (issue 11): poison records, forged records, uncertain deliveries -----------------------------
+METRICS.update(
+    {
+        "rackplan_records_skipped_total": (
+            COUNTER,
+            "Records of the control topics skipped, never applied, by topic (plans, registrations, lease) and "
+            "reason (too_large, too_deep, not_json, out_of_range, unsigned, bad_signature, settings_group, ...).",
+            ("topic", "reason"),
+        ),
+        "rackplan_plan_discrepancies": (
+            GAUGE,
+            "Plan keys whose newest record on the plan topic was written by someone else than this agent "
+            "(a foreign tombstone or plan: what followers read is not the agent's plan).",
+            (),
+        ),
+        "rackplan_generations_reserved_total": (
+            COUNTER,
+            "Plan generations never reused because a record of them may be on the topic with other content, "
+            "by reason (uncertain_delivery: a publish timed out; foreign_plan: another writer used it).",
+            ("reason",),
+        ),
+    }
+)
