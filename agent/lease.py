@@ -92,7 +92,7 @@ class Heartbeat:
                 "agent_id": self.agent_id,
                 "epoch": self.epoch,
                 "timestamp_ms": self.timestamp_ms,
-                "interval_s": self.interval_s,
+                "interval_s": min(self.interval_s, MAX_INTERVAL_S),  # readers refuse more
                 "lease_group": self.lease_group,
                 "released": self.released,
             },

@@ -136,14 +136,15 @@ class CycleReport:
 
 
 def topic_specs(settings: Settings) -> list[TopicSpec]:
+    """The agent's topics.  Registrations and heartbeats are judged by their record timestamps, so those
+    topics take the broker's append time: a writer cannot date its record (docs/security.md)."""
     compact = {"cleanup.policy": "compact", "max.message.bytes": str(settings.plan_max_message_bytes)}
+    stamped = {"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime"}
     return [
         TopicSpec(settings.plan_topic, PLAN_TOPIC_PARTITIONS, compact),
         TopicSpec(settings.alerts_topic, ALERT_TOPIC_PARTITIONS, {"cleanup.policy": "delete"}),
-        TopicSpec(
-            settings.registrations_topic, settings.registrations.partitions, {"cleanup.policy": "compact"}
-        ),
-        TopicSpec(settings.ha.lease_topic, LEASE_PARTITIONS, {"cleanup.policy": "compact"}),
+        TopicSpec(settings.registrations_topic, settings.registrations.partitions, stamped),
+        TopicSpec(settings.ha.lease_topic, LEASE_PARTITIONS, stamped),
     ]
 
 
