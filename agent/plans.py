@@ -188,7 +188,7 @@ def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
     if not isinstance(v, dict):
         raise PlanDecodeError(f"{k}: value must be a JSON object", "not_object")
     if v.get("schema") != SCHEMA_VERSION:
-        raise PlanDecodeError(f"{k}: unsupported schema {str(v.get('schema'))[:40]!r}", "schema")
+        raise PlanDecodeError(f"{k}: unsupported schema {repr(v.get('schema'))[:40]}", "schema")
     try:
         gen = safe_int(v.get("generation"), f"{k}: generation", minimum=1)
     except RecordError as e:
@@ -199,7 +199,7 @@ def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
     name_field = "group_id" if kind == CONSUMER else "application_id"
     if v[body_key].get(name_field) != split_key(k)[1]:
         raise PlanDecodeError(
-            f"{k}: {body_key}.{name_field} {str(v[body_key].get(name_field))[:200]!r} does not match the key",
+            f"{k}: {body_key}.{name_field} {repr(v[body_key].get(name_field))[:200]} does not match the key",
             "key_mismatch",
         )
     if kind == CONSUMER:

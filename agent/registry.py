@@ -271,7 +271,7 @@ def decode_registration(
     if not isinstance(v, dict):
         raise RegistrationRecordError("not_object", f"{k}: value must be a JSON object")
     if v.get("schema") != REGISTRATION_SCHEMA:
-        raise RegistrationRecordError("schema", f"{k}: unsupported schema {str(v.get('schema'))[:40]!r}")
+        raise RegistrationRecordError("schema", f"{k}: unsupported schema {repr(v.get('schema'))[:40]}")
     ts = v.get("timestamp_ms")
     if ts is not None:
         try:
