@@ -247,6 +247,8 @@ class Agent:
         self.metrics.set("rackplan_plan_discrepancies", 0)
         #: plans whose publish timed out: they may still land, so their generation is never reused
         self._in_doubt: dict[str, PlanRecord] = {}
+        #: keys whose newest record followers act on is foreign: key -> that plan (None: a tombstone)
+        self._reassert: dict[str, PlanRecord | None] = {}
         if self._reg_tail is not None:
             self._reg_tail.close()
         self._reg_tail = None
@@ -487,10 +489,15 @@ class Agent:
                 continue
             self.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
             # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
-            followed = bad is None and (rec is None or rec.generation >= self.book.next_generation(key))
+            followed = bad is None and (
+                self.book.latest(key) is not None
+                if rec is None
+                else rec.generation >= self.book.next_generation(key)
+            )
             if rec is not None and self.book.reserve(key, rec.generation):
                 self.metrics.inc("rackplan_generations_reserved_total", {"reason": "foreign_plan"})
             if followed:
+                self._reassert[key] = rec
                 self.discrepancies[key] = {
                     "writer": who or "unknown (no rackplan header)",
                     "writer_lease_group": group,
@@ -902,11 +909,15 @@ class Agent:
         self._live_locality(report, snap, racks)
         report.completed += self._advance_handovers()
         rejoin = self._rejoin_wanted()
+        registered = {r.key for r in self.regs}
+        for key in [k for k in self._reassert if k not in registered]:
+            del self._reassert[key]  # not ours to plan: reported (discrepancy), not answered
         candidates = [
             r
             for r in self.regs
             if r.key in self._retry
             or r.key in rejoin
+            or r.key in self._reassert
             or (change is not None and not change.touched_topics.isdisjoint(r.topics))
         ]
         self._retry = set()
@@ -917,7 +928,15 @@ class Agent:
             if reg.key in self.handovers:  # one handover at a time: planned again once it completes
                 self._retry.add(reg.key)
                 continue
-            rec = self._plan(reg, acted_snap, acted_racks, change, report, rejoin=reg.key in rejoin)
+            rec = self._plan(
+                reg,
+                acted_snap,
+                acted_racks,
+                change,
+                report,
+                rejoin=reg.key in rejoin,
+                reassert=reg.key in self._reassert,
+            )
             if rec is not None:
                 records.append((rec, reg))
         replaced = self._publish(records, report)
@@ -964,6 +983,7 @@ class Agent:
         change: SnapshotDiff | None,
         report: CycleReport,
         rejoin: bool = False,
+        reassert: bool = False,
     ) -> PlanRecord | None:
         """The next plan of ``reg``, or None when the plan of record holds.
 
@@ -971,7 +991,10 @@ class Agent:
         withheld) and, when a partition moves away from a live follower, comes
         as the revoking phase of a two-phase handover.  ``rejoin``: its
         followers fell back to group subscription and must be brought back, so
-        a plan is made even if nothing else changed.
+        a plan is made even if nothing else changed.  ``reassert``: the newest
+        record followers act on was written by someone else (a forged plan or
+        tombstone); a plan above it is made even if nothing else changed, its
+        handover judged against what the followers were told to hold.
         """
         last = self.book.latest(reg.key)
         fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
@@ -980,12 +1003,14 @@ class Agent:
         if (
             doubt is not None
             and not rejoin
+            and doubt.generation == self.book.next_generation(reg.key) - 1  # nothing above it since
             and doubt.cluster_fingerprint == fp
             and doubt.registration_fingerprint == reg.fingerprint
         ):
             return doubt  # the same record again, byte for byte: one generation, one content
         if (
             not rejoin
+            and not reassert
             and last is not None
             and last.cluster_fingerprint == fp
             and last.registration_fingerprint == reg.fingerprint
@@ -1010,7 +1035,9 @@ class Agent:
             return None
         self._skip_logged.pop(reg.key, None)
         self._planned_by_rack[reg.key] = result.after_by_rack
-        if rejoin:
+        if reassert:
+            reason = "the plan of record again, above a record another writer put on the plan topic"
+        elif rejoin:
             reason = "followers rejoin the plan after group subscription"
         elif last is None:
             reason = "initial plan"
@@ -1039,6 +1066,8 @@ class Agent:
         if followers:
             target = assignment_of(rec.body)
             held = last if last is not None else self.book.last_live(reg.key)  # a tombstone releases nothing
+            if reassert and self._reassert.get(reg.key) is not None:
+                held = self._reassert[reg.key]  # followers follow the forged plan: they hold what it gave
             phase = split(target, None if held is None else held.body, followers)
             if phase is not None:
                 return revoking_record(rec, phase, self.settings.followers.release_timeout_s)
@@ -1079,6 +1108,7 @@ class Agent:
                 continue
             self._unpublished_reason.pop(rec.key, None)
             self._in_doubt.pop(rec.key, None)
+            self._reassert.pop(rec.key, None)
             replaced[rec.key] = self.book.latest(rec.key)
             self.book.apply(rec.key, rec)
             if rec.state == STATE_REVOKING and rec.handover is not None:

@@ -438,11 +438,10 @@ def test_a_foreign_tombstone_and_a_forged_plan_are_discrepancies_the_agent_repor
         ]
     )
     agent._plan_tail = tail  # type: ignore[assignment]
-    cycle(agent)
+    r = cycle(agent)
     shown = _plans(agent)
     print("discrepancies:", json.dumps({k: v["discrepancy"] for k, v in shown.items()}))
     assert shown["consumer/g"]["discrepancy"]["tombstone"] is True
-    assert shown["consumer/g"]["generation"] == 1, "the agent's own plan, next to what followers read"
     assert shown["consumer/h"]["discrepancy"] == {
         "writer": "rogue",
         "writer_lease_group": None,
@@ -453,13 +452,23 @@ def test_a_foreign_tombstone_and_a_forged_plan_are_discrepancies_the_agent_repor
     }
     assert agent.metrics.get("rackplan_plan_discrepancies") == 2
     assert agent.metrics.get("rackplan_foreign_writers_total", {"topic": "plans"}) == 2
-    assert agent.book.next_generation("consumer/h") == 51, "the agent's next plan outranks the forged one"
-    # The agent's own record, read back, ends the discrepancy.
+    # The agent answers in the same cycle: its plan of record again, above the forged generation.
+    answered = {p.key: (p.generation, p.body["assignment"]) for p in r.published}
+    print("re-asserted:", {k: g for k, (g, _) in answered.items()})
+    assert answered == {
+        "consumer/g": (2, agent.book.last_live("consumer/g").body["assignment"]),  # type: ignore[union-attr]
+        "consumer/h": (51, agent.book.latest("consumer/h").body["assignment"]),  # type: ignore[union-attr]
+    }
+    assert all("another writer" in p.reason for p in r.published)
+    assert shown["consumer/h"]["generation"] == 51, "/v1/plans: the agent's plan next to what followers read"
+    assert cycle(agent).published == [], "answered once"
+    # The agent's own records, read back, end the discrepancies.
     mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
     tail.records = [
-        raw(b"consumer/g", json.dumps(pub.on("_rackplan.plans")[0][1]).encode(), 1, topic="p", headers=mine)
+        raw(k.encode(), json.dumps(v).encode(), 1, topic="p", headers=mine)
+        for k, v in pub.on("_rackplan.plans")[-2:]
     ]
     cycle(agent)
-    assert set(agent.discrepancies) == {"consumer/h"}
-    assert agent.metrics.get("rackplan_plan_discrepancies") == 1
+    assert agent.discrepancies == {}
+    assert agent.metrics.get("rackplan_plan_discrepancies") == 0
     assert "foreign writer on the plan topic" in buf.getvalue()
