@@ -195,6 +195,22 @@ def test_a_timed_out_plan_is_resent_byte_for_byte_or_its_generation_is_skipped()
     assert agent.metrics.get("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"}) == 2
 
 
+def test_a_timed_out_plan_read_back_later_becomes_the_plan_of_record() -> None:
+    agent, admin, late = make_late_agent()
+    cycle(agent)
+    late.timeouts = 1
+    admin.topics = {"t": [[2], [2], [1], [1]]}
+    cycle(agent)  # generation 2 times out
+    assert agent.book.latest("consumer/g").generation == 1  # type: ignore[union-attr]
+    mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
+    key, value = late.log[-1]
+    agent._plan_tail = PlanTail([raw(key.encode(), value, 1, topic="p", headers=mine)])  # type: ignore[assignment]
+    r = cycle(agent)
+    assert agent.book.latest("consumer/g").generation == 2, "it landed: followers hold it"  # type: ignore[union-attr]
+    assert r.published == [] and agent._in_doubt == {}, "nothing to re-send, nothing in doubt"
+    assert contents_by_generation(late.log)[("consumer/g", 2)] == {value}
+
+
 def test_a_timed_out_handover_target_never_shares_its_generation() -> None:
     from tests.test_agent_handover import follow
 
