@@ -140,14 +140,16 @@ def _verify(v: Mapping[str, Any], k: str, secret: bytes, broker_ts: int | None, 
         raise RegistrationRecordError("unsigned", f"{k}: registration is not signed and a secret is set")
     if not hmac.compare_digest(sig.encode(), sign_registration(v, secret).encode()):
         raise RegistrationRecordError("bad_signature", f"{k}: the registration's signature is not valid")
+    # The signed timestamp is what the entry's age counts from (never a later broker timestamp), so a
+    # signed record replayed later is as old as when it was signed: expired once the TTL has passed.
     ts = v.get("timestamp_ms")
     if not isinstance(ts, int):
         raise RegistrationRecordError("invalid", f"{k}: a signed registration needs timestamp_ms")
-    if broker_ts is not None and abs(broker_ts - ts) > max_skew_ms:
+    if broker_ts is not None and ts - broker_ts > max_skew_ms:
         raise RegistrationRecordError(
-            "bad_signature",
-            f"{k}: signed timestamp_ms is {(broker_ts - ts) / 1000:.1f} s away from the record's timestamp "
-            f"(more than the {max_skew_ms / 1000:g} s skew): a replayed record",
+            "invalid",
+            f"{k}: signed timestamp_ms is {(ts - broker_ts) / 1000:.1f} s ahead of the record's timestamp "
+            f"(more than the {max_skew_ms / 1000:g} s clock skew)",
         )
 
 
@@ -256,9 +258,9 @@ def decode_registration(
     """An entry, or None for a tombstone; :class:`RegistrationRecordError` when malformed.
 
     ``record_ts_ms`` is the record's broker timestamp.  With a ``secret``, a
-    value must carry a valid :data:`SIGNATURE_FIELD` and a ``timestamp_ms``
-    within ``max_skew_ms`` of the record's timestamp (so a signed record
-    replayed later is refused).
+    value must carry a valid :data:`SIGNATURE_FIELD` and a ``timestamp_ms`` not
+    more than ``max_skew_ms`` ahead of the record's timestamp; the entry's age
+    counts from it, so a signed record replayed later is already old.
     """
     k = decode_key(key)
     kind = _key_kind(k)
