@@ -24,8 +24,9 @@ from agent.lease import Heartbeat
 from agent.loop import topic_specs
 from agent.registry import registration_key
 
-from .conftest import RunningAgent, Target, agent_settings, range_group
-from .e2e import wait_until
+from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target, agent_settings, range_group
+from .e2e import FollowerApp, Ledger, wait_until
+from .test_followers import settled
 
 RunAgent = Callable[..., RunningAgent]
 DEEP = 100_000
@@ -224,3 +225,41 @@ def test_the_agent_starts_and_works_with_a_compacted_poison_record_on_real_kafka
         a.wait_for(lambda r: r.ok, timeout=30)  # and it keeps cycling
         assert a.stop() == 0
     e2e_report(target=real.kind, starts_s=starts, poison_records=3)
+
+
+def test_a_heartbeat_forged_a_day_ahead_does_not_delay_fallback_on_real_kafka(
+    real: Target, run_agent: RunAgent, e2e_report: Any
+) -> None:
+    """Found: one heartbeat dated a day ahead kept followers from falling back 45 s after the agent died
+    (control: 13 s).  The lease topic takes the broker's append time and followers bound the skew."""
+    agent_timeout_s, grace_s = 3.0, 0.5
+    orders = real.create_topic("orders", 6, 2)
+    agent = run_agent(real.agent_settings([], FOLLOWER_AGENT_SETTINGS), real.cluster)
+    agent.wait_for(lambda r: r.ok, timeout=60)
+    group = real.name("hb")
+    fs = real.follower_settings({"agent_timeout_s": agent_timeout_s, "fallback_grace_s": grace_s})
+    ledger = Ledger()
+    apps = [FollowerApp(real.bootstrap, group, f"hb-{r}", f"az-{r}", [orders], ledger, fs) for r in "ab"]
+    try:
+        wait_until(lambda: settled(agent, f"consumer/{group}", apps), 60, "the followers to apply a plan")
+        agent_id, epoch = agent.agent.agent_id, agent.agent.epoch
+        agent.agent.stop.set()
+        agent.thread.join(30)  # the agent is gone (its last heartbeat says so); then the forgery
+        day_ahead_ms = int((time.time() + 86_400) * 1000)
+        forged = Heartbeat(agent_id, epoch, day_ahead_ms, 1.0).encode()
+        p = Producer({"bootstrap.servers": real.bootstrap})
+        p.produce(real.control_topics["lease_topic"], key=b"leader", value=forged, timestamp=day_ahead_ms)
+        assert p.flush(10) == 0
+        t0 = time.monotonic()
+        wait_until(
+            lambda: all(a.follower.mode == "subscription" for a in apps), 60, "both followers to fall back"
+        )
+        fallback_s = time.monotonic() - t0
+    finally:
+        for a in apps:
+            a.stop()
+    print(
+        f"fallback {fallback_s:.1f} s after a heartbeat forged a day ahead (agent_timeout_s {agent_timeout_s})"
+    )
+    e2e_report(target=real.kind, fallback_after_forged_heartbeat_s=round(fallback_s, 2))
+    assert fallback_s <= agent_timeout_s + grace_s + 5.0
