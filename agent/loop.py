@@ -527,6 +527,9 @@ class Agent:
             del self._in_doubt[key]
             if self.book.apply(key, doubt):  # delivered after all: it is what followers hold
                 self._retry.add(key)  # planned again against it, in case the cluster moved on meanwhile
+                if doubt.state == STATE_REVOKING and doubt.handover is not None:  # its target must follow
+                    self.handovers[key] = Pending(doubt, tuple(doubt.handover["awaiting"]), self.clock())
+                    self._handover_metrics()
                 self.log.info(
                     "plan whose publish timed out was delivered", key=key, generation=rec.generation
                 )

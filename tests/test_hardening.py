@@ -211,6 +211,32 @@ def test_a_timed_out_plan_read_back_later_becomes_the_plan_of_record() -> None:
     assert contents_by_generation(late.log)[("consumer/g", 2)] == {value}
 
 
+def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> None:
+    from tests.test_agent_handover import follow
+
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 120}, followers={"release_timeout_s": 60})
+    late = LatePublisher()
+    agent.publisher = late  # type: ignore[assignment]
+    follow(agent, "a", "az-a")
+    cycle(agent, 1)
+    follow(agent, "a", "az-a", released=1, mode="plan")
+    follow(agent, "b", "az-b")
+    late.timeouts = 1
+    assert cycle(agent, 1).published == [], "the revoking plan timed out (and lands)"
+    key, value = late.log[-1]
+    assert json.loads(value or b"{}")["state"] == "revoking"
+    mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
+    agent._plan_tail = PlanTail([raw(key.encode(), value, 1, topic="p", headers=mine)])  # type: ignore[assignment]
+    cycle(agent, 1)
+    assert key in agent.handovers, "the landed revoking plan is a handover whose target must follow"
+    gen = agent.handovers[key].generation
+    follow(agent, "a", "az-a", released=gen, mode="plan")
+    done = cycle(agent, 1).completed
+    assert [p.state for p in done] == ["proposed"] and done[0].generation > gen
+    assert all(len(c) == 1 for c in contents_by_generation(late.log).values())
+
+
 def test_a_timed_out_handover_target_never_shares_its_generation() -> None:
     from tests.test_agent_handover import follow
 
