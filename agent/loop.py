@@ -1145,8 +1145,8 @@ class Agent:
         cluster and registration fingerprints), else plans the next generation.
         """
         self._in_doubt[rec.key] = rec
-        self.book.reserve(rec.key, rec.generation)
-        self.metrics.inc("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"})
+        if self.book.reserve(rec.key, rec.generation):  # not again when the same record is re-sent
+            self.metrics.inc("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"})
         self.log.warning(
             "plan delivery uncertain: its generation is never reused for another content",
             key=rec.key,

@@ -263,3 +263,70 @@ def test_a_heartbeat_forged_a_day_ahead_does_not_delay_fallback_on_real_kafka(
     )
     e2e_report(target=real.kind, fallback_after_forged_heartbeat_s=round(fallback_s, 2))
     assert fallback_s <= agent_timeout_s + grace_s + 5.0
+
+
+def test_every_generation_ever_written_has_one_content_when_publishes_time_out(
+    make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent, e2e_report: Any
+) -> None:
+    """Found: a publish that timed out landed later while the retry planned again under the same generation
+    (generation 2 written 5 times with two contents).  The plan topic's leader answers 2.5 s late, the agent
+    waits 1 s; registrations change meanwhile."""
+    c = make_cluster()
+    c.create_topic("orders", 6, 2)
+    c.create_topic(PLANS, 1, 3)
+    c.create_topic(LEASE, 1, 3)
+    c.create_topic(REGS, 6, 3)
+    b = c.bootstrap_servers
+    md = AdminClient({"bootstrap.servers": b}).list_topics(timeout=10)
+    slow = md.topics[PLANS].partitions[0].leader
+    part = next(p for p, pm in sorted(md.topics[REGS].partitions.items()) if pm.leader != slow)
+
+    def register(member: str, rack: str) -> None:
+        key, value = registration("dyn", member, rack, ["orders"])
+        p = Producer({"bootstrap.servers": b, "linger.ms": 0})
+        p.produce(REGS, key=key, value=value, partition=part)
+        assert p.flush(10) == 0
+
+    register("m-a", "az-a")
+    a = run_agent(agent_settings(b, [], io_timeout_s=1.0), c)
+    a.wait_for(lambda r: any(p.key == "consumer/dyn" for p in r.published), timeout=20)
+    m = a.agent.metrics
+    c.set_rtt(slow, 2500)
+    try:
+        register("m-b", "az-b")
+        wait_until(
+            lambda: m.get("rackplan_publish_failures_total", {"record": "plan"}) >= 1,
+            30,
+            "a timed-out publish",
+        )
+        register("m-c", "az-c")  # another content while generation 2 may still land
+        time.sleep(3.0)  # a few cycles with the slow leader
+    finally:
+        c.set_rtt(slow, 0)
+
+    def members() -> list[str]:
+        rec = a.agent.book.latest("consumer/dyn")
+        return [] if rec is None else sorted(rec.body["assignment"])
+
+    wait_until(lambda: members() == ["m-a", "m-b", "m-c"], 30, "the plan with all three members confirmed")
+    a.stop()
+    consumer = Consumer({"bootstrap.servers": b, "group.id": "check", "enable.partition.eof": True})
+    consumer.assign([TopicPartition(PLANS, 0, 0)])
+    by_generation: dict[int, set[bytes]] = {}
+    records = 0
+    while True:
+        msg = consumer.poll(5)
+        assert msg is not None
+        if msg.error() is not None:
+            break
+        if msg.key() == b"consumer/dyn" and msg.value() is not None:
+            records += 1
+            by_generation.setdefault(json.loads(msg.value())["generation"], set()).add(msg.value())
+    consumer.close()
+    counts = {g: len(v) for g, v in sorted(by_generation.items())}
+    failures = int(m.get("rackplan_publish_failures_total", {"record": "plan"}))
+    print(f"{records} plan records, contents per generation {counts}; {failures} publishes timed out")
+    assert all(n == 1 for n in counts.values()), f"a generation written with two contents: {counts}"
+    reserved = int(m.get("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"}))
+    e2e_report(plan_records=records, generations=len(counts), timed_out=failures, reserved=reserved)
+    assert reserved >= 1
