@@ -377,12 +377,13 @@ class PlanFollower:
                 # a day ahead counts as written now, and keeps nobody from falling back for a day.
                 now_ms = int(self._wall() * 1000)
                 seen = hb.seen_at(now_ms, int(s.max_clock_skew_s * 1000))
-                if seen != (hb.seen_ms if hb.seen_ms is not None else hb.timestamp_ms):
+                dated = hb.seen_ms if hb.seen_ms is not None else hb.timestamp_ms
+                if seen != dated:
                     self.stats["heartbeats_future_dated"] += 1
                     self.log.warning(
                         "heartbeat dated in the future beyond the clock skew; counted as written now",
                         agent_id=hb.agent_id,
-                        ahead_s=round(hb.timestamp_ms / 1000 - self._wall(), 1),
+                        ahead_s=round((dated - now_ms) / 1000, 1),
                         offset=r.offset,
                     )
                 if self._heartbeat is None or seen >= self._heartbeat_ms:
