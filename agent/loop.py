@@ -69,6 +69,7 @@ from .planner import (
     PlanSkipped,
     Registration,
     assignment_locality,
+    best_locality,
     current_locality,
     current_locality_by_rack,
     plan_for,
@@ -87,6 +88,7 @@ from .plans import (
     encode_value,
     utc_now_iso,
 )
+from .preflight import http_bind_error, reach_brokers
 from .records import MAX_SAFE_INT
 from .registry import (
     FOLLOWER_MODES,
@@ -97,7 +99,7 @@ from .registry import (
     settings_group_refusal,
 )
 from .settings import Settings
-from .webhook import Post, WebhookNotifier, urllib_post
+from .webhook import Post, WebhookNotifier, default_agent_url
 
 PLAN_TOPIC_PARTITIONS = 1
 ALERT_TOPIC_PARTITIONS = 1
@@ -164,7 +166,7 @@ class Agent:
         serve_http: bool = False,
         admin: Any = None,
         publisher: Publisher | None = None,
-        webhook_post: Post = urllib_post,
+        webhook_post: Post | None = None,
     ) -> None:
         """``create_missing_topics`` creates topics the brokers would not (the embedded cluster).
 
@@ -174,6 +176,8 @@ class Agent:
         self.settings = settings
         self.log = get_logger("rackplan.agent")
         self.client_config = settings.kafka.client_config()
+        #: a real client: bootstrap host names are resolved before the first contact (not for replacements)
+        self._real_admin = admin is None
         if admin is None:
             from confluent_kafka.admin import AdminClient
 
@@ -183,7 +187,7 @@ class Agent:
         self.clock = clock
         self.on_cycle = on_cycle
         self.stop = threading.Event()
-        self.metrics = Metrics()
+        self.metrics = Metrics(cluster=settings.cluster_name)
         self.file_regs: list[Registration] = registrations(settings)
         #: shared secret of signed registrations (registrations.secret_file), None: unsigned accepted
         self._reg_secret = settings.registrations.secret()
@@ -589,6 +593,7 @@ class Agent:
                 get_logger("rackplan.webhook"),
                 firing_ttl_s=4 * max(s.webhook.resend_interval_s, s.poll_interval_s),
                 post=self._webhook_post,
+                agent_url=default_agent_url(s.http),
             )
         self._refresh_registrations(CycleReport(ok=True), self._discovery)
         if self._reg_synced:
@@ -826,7 +831,7 @@ class Agent:
         report.duration_s = time.monotonic() - t0
         m = self.metrics
         m.inc("rackplan_polls_total", {"result": "ok" if report.ok else "failed"})
-        m.set("rackplan_poll_duration_seconds", report.duration_s)
+        m.observe("rackplan_cycle_duration_seconds", report.duration_s)
         if self._tombstoned_at_start:
             report.tombstoned = self._tombstoned_at_start + report.tombstoned
             self._tombstoned_at_start = []
@@ -856,6 +861,7 @@ class Agent:
                 "metadata poll failed; retrying", attempt=attempt, delay_s=round(delay, 3), error=str(err)
             )
 
+        polled_at = time.monotonic()
         try:
             snap = poll_snapshot(
                 self.admin,
@@ -866,11 +872,13 @@ class Agent:
                 fetch=lambda admin, ms, ex: fetch_snapshot(admin, ms, ex, rack_cache=self._rack_cache),
             )
         except MetadataError as e:
+            self.metrics.observe("rackplan_poll_duration_seconds", time.monotonic() - polled_at)
             age = None if self.last_good is None else round(self.clock() - self.last_good.taken_at, 3)
             self.log.error(
                 "metadata poll failed; keeping the last good snapshot", error=str(e), snapshot_age_s=age
             )
             return CycleReport(ok=False, error=str(e))
+        self.metrics.observe("rackplan_poll_duration_seconds", time.monotonic() - polled_at)
         if self.acted is not None:
             snap = hold_reassignments(self.acted[0], snap)
         self.known = known_racks(self.known, snap)
@@ -975,7 +983,7 @@ class Agent:
                 or (change is not None and not change.touched_topics.isdisjoint(reg.topics))
             ):
                 want.add(reg.name)
-        want.update(k.partition("/")[2] for k in self.alerts.firing() if k.startswith(f"{CONSUMER}/"))
+        want.update(k.partition("/")[2] for k in self.alerts.tracked() if k.startswith(f"{CONSUMER}/"))
         return sorted(want)
 
     def _plan(
@@ -1385,6 +1393,14 @@ class Agent:
             return rec.locality_after
         return current_locality(snap, racks, reg, rec)
 
+    def _best_locality(
+        self, reg: Registration, rec: PlanRecord | None, snap: Snapshot, racks: Racks, current: Locality
+    ) -> Locality | None:
+        """The floor no assignment beats, computed only when the threshold is crossed (it matters then)."""
+        if rec is None or current.fraction <= self.settings.alerts.cross_rack_threshold:
+            return None
+        return best_locality(snap, racks, reg, rec)
+
     def _evaluate_alerts(
         self,
         records: list[tuple[PlanRecord, Registration]],
@@ -1422,13 +1438,20 @@ class Agent:
                 if before is None or now_loc is None:
                     continue
                 evaluated.add(reg.key)
+                if rec is not None:
+                    planned: Locality | None = rec.locality_after
+                else:  # no new plan: the plan of record, when it was made at this scope
+                    planned = (
+                        old.locality_after if old is not None and old.cluster_fingerprint == fp_now else None
+                    )
                 ev = self.alerts.evaluate(
                     reg.key,
                     before,
                     now_loc,
-                    None if rec is None else rec.locality_after,
+                    planned,
                     change.reason(reg.topics, limit=5),
                     now,
+                    best=self._best_locality(reg, rec or old, snap, racks, now_loc),
                 )
                 if ev is not None:
                     events.append(ev)
@@ -1447,11 +1470,12 @@ class Agent:
             ev = self.alerts.evaluate(
                 key, loc, loc, latest.locality_after,
                 f"initial state: {loc.cross_rack} of {loc.total} partitions read cross-rack", now,
+                best=self._best_locality(initial, latest, snap, racks, loc),
             )  # fmt: skip
             if ev is not None:
                 events.append(ev)
-        # Firing alerts resolve once the group's assignment is local enough again.
-        for key in self.alerts.firing():
+        # Firing alerts resolve once the group's assignment is local enough again; hold-downs run out.
+        for key in self.alerts.tracked():
             if key in evaluated or key not in regs:
                 continue
             latest = self.book.latest(key)
@@ -1459,12 +1483,15 @@ class Agent:
             if loc is None:
                 continue
             ev = self.alerts.evaluate(
-                key, loc, loc, None if latest is None else latest.locality_after, "", now
-            )
+                key, loc, loc, None if latest is None else latest.locality_after, "", now,
+                best=self._best_locality(regs[key], latest, snap, racks, loc),
+            )  # fmt: skip
             if ev is not None:
                 events.append(ev)
         report.alerts = events
         self._emit_alerts(events, now)
+        unfixable = {tuple(sorted(_labels(k).items())): 1.0 for k in self.alerts.unfixable() if k in regs}
+        self.metrics.replace("rackplan_alerts_unfixable", {}, unfixable)
 
     def _emit_alerts(self, events: list[AlertEvent], now: float) -> None:
         m = self.metrics
@@ -1495,9 +1522,14 @@ class Agent:
         """Run until :attr:`stop` is set; returns the process exit code."""
         try:
             if self.serve_http:
-                self.http = AgentHttpServer(self, self.settings.http.host, self.settings.http.port)
+                host, port = self.settings.http.host, self.settings.http.port
+                try:
+                    self.http = AgentHttpServer(self, host, port)
+                except OSError as e:  # a busy port, an address not of this machine: the settings' to fix
+                    raise AgentError(http_bind_error(e, host, port)) from None
                 self.http.start()
-                self.log.info("http serving", host=self.settings.http.host, port=self.http.port)
+                self.log.info("http serving", host=host, port=self.http.port)
+            self._first_contact()
             if self.settings.ha.enabled:
                 self._run_ha()
             else:
@@ -1506,6 +1538,22 @@ class Agent:
         finally:
             self.close()
         return 0
+
+    def _first_contact(self) -> None:
+        """Reach the bootstrap servers within ``kafka.startup_timeout_s``, else :class:`AgentError` naming
+        them: a wrong address must not look like an outage.  Later outages are retried."""
+        s = self.settings
+        problem = reach_brokers(
+            lambda timeout: self.admin.list_topics(timeout=timeout),
+            s.kafka.bootstrap_servers,
+            s.kafka.startup_timeout_s,
+            min(s.metadata.request_timeout_s, max(1.0, s.kafka.startup_timeout_s / 3)),
+            s.metadata.backoff_initial_s,
+            check_names=self._real_admin,
+            stopped=self.stop.is_set,
+        )
+        if problem is not None:
+            raise AgentError(problem)
 
     def _serve_term(self) -> None:
         """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`)."""
