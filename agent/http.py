@@ -44,7 +44,14 @@ Answer = tuple[int, bytes, str]
 
 
 def _plans(agent: Agent) -> dict[str, Any]:
-    return {k: rec.value() for k in agent.book.live_keys() if (rec := agent.book.latest(k)) is not None}
+    """The agent's plans of record; a key whose newest record on the plan topic someone else wrote (what
+    followers read then) carries ``discrepancy``: that record's writer, generation, offset, tombstone."""
+    out: dict[str, Any] = {
+        k: rec.value() for k in agent.book.live_keys() if (rec := agent.book.latest(k)) is not None
+    }
+    for key, seen in sorted(dict(agent.discrepancies).items()):
+        out.setdefault(key, {})["discrepancy"] = seen
+    return out
 
 
 def _groups(agent: Agent) -> list[dict[str, Any]]:

@@ -423,3 +423,40 @@ METRICS["rackplan_alerts_unfixable"] = (
     "1 while the group is reported unfixable: even its best assignment is above the alert threshold.",
     ("kind", "group"),
 )
+
+
+# ---- hardening (issue 11): poison records, forged records, uncertain deliveries -----------------------------
+from .records import REASONS as _RECORD_REASONS  # noqa: E402  (appended block: one place to merge)
+
+METRICS.update(
+    {
+        "rackplan_records_skipped_total": (
+            COUNTER,
+            "Records of the control topics skipped, never applied, by topic (plans, registrations, lease) and "
+            "reason (too_large, too_deep, not_json, out_of_range, unsigned, bad_signature, settings_group, ...).",
+            ("topic", "reason"),
+        ),
+        "rackplan_plan_discrepancies": (
+            GAUGE,
+            "Plan keys whose newest record on the plan topic was written by someone else than this agent "
+            "(a foreign tombstone or plan: what followers read is not the agent's plan).",
+            (),
+        ),
+        "rackplan_generations_reserved_total": (
+            COUNTER,
+            "Plan generations never reused because a record of them may be on the topic with other content, "
+            "by reason (uncertain_delivery: a publish timed out; foreign_plan: another writer used it).",
+            ("reason",),
+        ),
+    }
+)
+ZERO_SERIES["rackplan_generations_reserved_total"] = (
+    {"reason": "uncertain_delivery"},
+    {"reason": "foreign_plan"},
+)
+ZERO_SERIES["rackplan_registration_records_skipped_total"] = tuple({"reason": r} for r in _RECORD_REASONS)
+NOT_ZERO_INITIALISED["rackplan_records_skipped_total"] = (
+    "three topics times a dozen reasons would be forty zeros; the reasons that matter alert on their first event"
+)
+for _name in ("rackplan_generations_reserved_total", "rackplan_registration_records_skipped_total"):
+    _ZEROS[_name] = tuple(_labels(d) for d in ZERO_SERIES[_name])

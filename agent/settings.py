@@ -378,6 +378,38 @@ class RegistrationSettings(_Section):
     read_timeout_s: float = Field(default=5.0, gt=0)
     #: partitions of a registrations topic the agent creates
     partitions: int = Field(default=1, ge=1, le=100_000)
+    #: let records of the registrations topic add members to groups the settings file defines (docs/security.md)
+    allow_override_settings_groups: bool = False
+    #: a record timestamp further than this in the future counts as the record's arrival
+    max_clock_skew_s: float = Field(default=10.0, ge=0)
+    #: file holding a shared secret: only registrations signed with it (HMAC-SHA256) count
+    secret_file: Path | None = None
+
+    @field_validator("secret_file")
+    @classmethod
+    def _secret_readable(cls, v: Path | None) -> Path | None:
+        if v is not None:
+            read_secret_file(v, "registrations.secret_file")
+        return v
+
+    def secret(self) -> bytes | None:
+        """The shared registration secret (the file's content without surrounding whitespace)."""
+        return (
+            None
+            if self.secret_file is None
+            else read_secret_file(self.secret_file, "registrations.secret_file")
+        )
+
+
+def read_secret_file(path: Path, setting: str) -> bytes:
+    """A secret's bytes; a clear error naming ``setting`` (never the content) when unreadable or empty."""
+    try:
+        data = path.read_bytes().strip()
+    except OSError as e:
+        raise ValueError(f"{setting}: cannot read {str(path)!r}: {e.strerror}") from None
+    if not data:
+        raise ValueError(f"{setting}: {str(path)!r} is empty")
+    return data
 
 
 class RackRule(_Section):

@@ -479,7 +479,14 @@ def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> N
     admin = FakeAdmin({"t": [[1], [2], [3]]})
     agent, _pub, buf = make_agent(admin, [])
     mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
-    plan = json.dumps({"schema": 1, "generation": 7}).encode()
+    plan = json.dumps(
+        {
+            "schema": 1,
+            "generation": 7,
+            "consumer_group": {"group_id": "g", "assignment": {}, "revoked": {}},
+            "stats": {},
+        }
+    ).encode()
     agent._plan_tail = PlanTail(  # type: ignore[assignment]
         [
             RawRecord(0, 1, b"consumer/g", plan, 1, "p", mine),  # our own: not counted
