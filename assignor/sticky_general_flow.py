@@ -107,8 +107,14 @@ def place(
         h, o, k = holder[gp], owner[gp], masks[gp]
         pools.setdefault((o, ptopic[gp], k), []).append(gp)
         current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
+    plain = not losers and gainer < 0 and not drops
+    if plain and (not current or (current % big == 0 and holder == state.min_cross_holder)):
+        # Nothing to gain: nothing cross-rack and nothing moved, or nothing moved and the cross-rack
+        # count proven the fewest at these counts (an earlier flow at this very holder).
+        state.min_cross_holder = list(holder)
+        return False
     if not current:
-        return False  # nothing cross-rack and nothing moved: nothing to gain
+        return False
 
     edges: list[Edge] = []
     supply: list[int] = []
@@ -185,6 +191,8 @@ def place(
     except InfeasibleFlow:
         return False
     if result.cost >= current:
+        if plain:  # proven: no balanced assignment at these counts has fewer cross-rack partitions
+            state.min_cross_holder = list(holder)
         return False
 
     flow = result.flow
