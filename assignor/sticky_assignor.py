@@ -79,7 +79,7 @@ from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 from .owned import contested_partitions, withhold_moving
 from .sticky_common import Prepared, prepare
 from .sticky_constrained import assign_constrained
-from .sticky_general import assign_general
+from .sticky_general import assign_general_proven
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
@@ -96,9 +96,15 @@ def _holders(per_member: list[list[int]], n_parts: int) -> list[int]:
     return holder
 
 
-def settle(
-    prep: Prepared, algorithm: Callable[[Prepared], list[list[int]]], contested: Collection[int] = ()
-) -> list[int]:
+#: An assignment algorithm: partitions per member, and the holder when its cross-rack count is proven minimal.
+Algorithm = Callable[[Prepared], tuple[list[list[int]], list[int] | None]]
+
+
+def _unproven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
+    return assign_constrained(prep), None
+
+
+def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()) -> list[int]:
     """The target holder of each partition, a fixed point of the follow-up round.
 
     The follow-up round sees every member owning its target minus what this
@@ -111,11 +117,14 @@ def settle(
     follow-up re-place them and withhold again (issue 16).
     """
     n_parts = prep.num_partitions
+    proven: list[int] | None = None  # the last run's holder, if its cross-rack count is proven minimal
 
     def run(owner: list[int]) -> list[int]:
-        return _holders(algorithm(dataclasses.replace(prep, owner=owner)), n_parts)
+        nonlocal proven
+        per_member, proven = algorithm(dataclasses.replace(prep, owner=owner, min_cross_holder=proven))
+        return _holders(per_member, n_parts)
 
-    holder = _holders(algorithm(prep), n_parts)
+    holder = run(prep.owner)
     claim = list(prep.claim_owner)
     for gp in contested:
         claim[gp] = CONTESTED
@@ -146,7 +155,7 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     contested = contested_partitions(cluster, group)
     index = {t: i for i, t in enumerate(prep.topics)}
     contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
-    holder = settle(prep, assign_constrained if equal else assign_general, contested_gp)
+    holder = settle(prep, _unproven if equal else assign_general_proven, contested_gp)
     per_member: list[list[int]] = [[] for _ in prep.member_ids]
     for gp, i in enumerate(holder):
         per_member[i].append(gp)

@@ -41,6 +41,9 @@ class Prepared:
     claims: dict[TopicPartition, str]
     #: the member of each valid claim on a subscribed topic's partition, subscribed or not, else -1
     claim_owner: list[int]
+    #: a holder (member per partition) whose cross-rack count is proven the fewest any balanced
+    #: assignment with the same member counts can have (by an earlier run's flow; see settle)
+    min_cross_holder: list[int] | None = None
 
     @property
     def num_partitions(self) -> int:

@@ -104,6 +104,16 @@ class _General(GeneralState):
 
 def assign_general(prep: Prepared) -> list[list[int]]:
     """Partitions (global numbers) per member; see the module docstring."""
+    return assign_general_proven(prep)[0]
+
+
+def assign_general_proven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
+    """:func:`assign_general`, and its holder when a flow proved its cross-rack count the fewest at its counts.
+
+    :func:`assignor.sticky_assignor.settle` hands that proof to the simulated
+    follow-up round (``Prepared.min_cross_holder``): when that round reaches
+    the same holder with nothing moved, its flow could not gain and is skipped.
+    """
     state = _General(prep)
     state.fill()
     state.reindex()
@@ -121,4 +131,4 @@ def assign_general(prep: Prepared) -> list[list[int]]:
     out: list[list[int]] = [[] for _ in range(state.n)]
     for gp, i in enumerate(state.holder):
         out[i].append(gp)
-    return out
+    return out, (state.holder if state.holder == state.min_cross_holder else None)

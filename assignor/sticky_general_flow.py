@@ -107,8 +107,14 @@ def place(
         h, o, k = holder[gp], owner[gp], masks[gp]
         pools.setdefault((o, ptopic[gp], k), []).append(gp)
         current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
+    plain = not losers and gainer < 0 and not drops
+    if plain and (not current or (current % big == 0 and holder == state.min_cross_holder)):
+        # Nothing to gain: nothing cross-rack and nothing moved, or nothing moved and the cross-rack
+        # count proven the fewest at these counts (an earlier flow at this very holder).
+        state.min_cross_holder = list(holder)
+        return False
     if not current:
-        return False  # nothing cross-rack and nothing moved: nothing to gain
+        return False
 
     edges: list[Edge] = []
     supply: list[int] = []
@@ -158,6 +164,19 @@ def place(
                 edges.append((y, spare, room, 0))
                 for t in grow:
                     edges.append((hub_of(t, cls[d]), y, room, 0))
+    if budget is not None:
+        # The pools' edges, counted before they are built: a graph the budget refuses costs nothing more.
+        hubs_of = [0] * n_topics
+        for t, _g in hubs:
+            hubs_of[t] += 1
+        total = len(edges)
+        for o, t, _k in pools:
+            total += hubs_of[t]
+            total += o >= 0 and 0 < cnt[o] <= min_sub[t] + 1
+            total += o in spare_of and t in grows[o]
+        if total > budget.edges:
+            budget.edges = 0  # not even one more flow of this size fits: the search stops here
+            return False
     pool_edges: list[tuple[list[int], list[int], list[tuple[int, int]]]] = []
     for (o, t, k), lst in sorted(pools.items()):
         src = node(len(lst))
@@ -176,15 +195,14 @@ def place(
                 edges.append((src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)))
         pool_edges.append((lst, stays, outs))
     if budget is not None:
-        if len(edges) > budget.edges:
-            budget.edges = 0  # not even one more flow of this size fits: the search stops here
-            return False
-        budget.edges -= len(edges)
+        budget.edges -= len(edges)  # counted exactly above, so it fits
     try:
         result = min_cost_flow_phases(len(supply), edges, supply)
     except InfeasibleFlow:
         return False
     if result.cost >= current:
+        if plain:  # proven: no balanced assignment at these counts has fewer cross-rack partitions
+            state.min_cross_holder = list(holder)
         return False
 
     flow = result.flow

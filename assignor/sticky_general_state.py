@@ -29,6 +29,8 @@ class GeneralState:
         self.crossk = [{k: prep.cross(g, k) for k in mask_set} for g in range(len(prep.classes))]
         self.matches = [{k: prep.matches(g, k) for k in mask_set} for g in range(len(prep.classes))]
         self.holder = list(self.owner)
+        #: a holder proven to have the fewest cross-rack partitions at its counts (see place)
+        self.min_cross_holder: list[int] | None = prep.min_cross_holder
         self.cnt = [0] * self.n
         for o in self.owner:
             if o >= 0:

@@ -9,6 +9,8 @@ probing rebalance.
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from .model import StreamsApp
 from .streams_tasks import State, TaskModel
 
@@ -23,6 +25,7 @@ class Lags:
         self.caught_up: dict[int, list[int]] = {}
         self.best: dict[int, tuple[float, int]] = {}
         self.by_task: dict[int, list[tuple[int, int]]] = {}  # (lag, client) per task
+        self.num_clients = model.num_clients
         for c, client in enumerate(model.clients):
             for tid, lag in client.task_lags.items():
                 t = model.index.get(tid)
@@ -44,6 +47,16 @@ class Lags:
             return False
         best = self.best.get(t)
         return best is not None and best[0] < self.of(c, t)
+
+    def more_caught_up(self, t: int, dest: int, holders: Container[int]) -> int | None:
+        """Kafka's ``mostCaughtUpEligibleClient``: the first client not in ``holders`` ordered ahead of ``dest``.
+
+        Clients are ordered by (lag, client), unknown lags last; one ordered
+        ahead may be no more caught up than ``dest`` (equal lags), as in Kafka.
+        """
+        limit = (self.of(dest, t), dest)
+        ahead = sorted((self.of(c, t), c) for c in range(self.num_clients) if (self.of(c, t), c) < limit)
+        return next((c for _lag, c in ahead if c not in holders), None)
 
     def most_caught_up(self, t: int, exclude: int) -> int | None:
         ranked = [(lag, c) for lag, c in self.by_task.get(t, ()) if c != exclude]
@@ -93,7 +106,9 @@ def move_tasks(model: TaskModel, state: State, lags: Lags, max_warmups: int) -> 
     for _n, t, dest in standby_moves:
         src = _least_loaded(state, [c for c in lags.caught_up.get(t, []) if not state.holds(c, t)])
         if src is None:
-            continue  # nowhere caught up to move it
+            src = lags.more_caught_up(t, dest, {c for c in range(model.num_clients) if state.holds(c, t)})
+        if src is None:
+            continue  # no client more caught up can take it
         state.standby[dest].discard(t)
         state.standby[src].add(t)
         if remaining > 0:

@@ -13,7 +13,7 @@ exactly, which task goes where (:mod:`assignor.streams_standby_flow`).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .model import StreamsApp
 from .streams_standby_flow import NO_VALUE, build_problem, solve
@@ -57,9 +57,11 @@ def assign_standbys(model: TaskModel, state: State, num: int, values: Values, ta
 
     With spread values, a client qualifies only when each of its values is not
     yet used by the task's holders, for every key that still has unused values
-    (KIP-708); when none qualifies, the least-loaded client not holding the
-    task takes it.  Fewer clients than replicas leave the rest unassigned, as
-    Kafka does (with a warning).
+    (KIP-708); when none qualifies (possible with several keys), the task's
+    remaining standbys wait until every task has been through this, then go to
+    the least-loaded clients not holding it, in Kafka's order
+    (:func:`java_hash_order`).  Fewer clients than replicas leave the rest
+    unassigned, as Kafka does (with a warning).
 
     Clients with the same values qualify together, so each such class keeps
     its own least-loaded heap and a choice compares one top per class: one
@@ -82,20 +84,53 @@ def assign_standbys(model: TaskModel, state: State, num: int, values: Values, ta
         heaps.append([(state.load(c), c) for c in members[key]])
         heapq.heapify(heaps[-1])
     owner = state.active_owner()
+    pending: dict[int, int] = {}  # task -> standbys left for the least-loaded pass
     for t in tasks:
         used = [{values[owner[t]][k]} for k in range(n_keys)]
-        for _ in range(num):
+        for placed in range(num):
             binding = [k for k in range(n_keys) if not all_values[k] <= used[k]]
             chosen = _least_loaded(state, classes, heaps, t, used, binding)
-            if chosen is None and binding:
-                chosen = _least_loaded(state, classes, heaps, t, used, [])
             if chosen is None:
+                if binding:
+                    pending[t] = num - placed  # no client on unused values of every key: later, least loaded
                 break
             state.standby[chosen].add(t)
             # the chosen client's old entry is stale now (its load rose); it is dropped when met
             heapq.heappush(heaps[class_of[chosen]], (state.load(chosen), chosen))
             for k in range(n_keys):
                 used[k].add(values[chosen][k])
+    for t in java_hash_order([model.tasks[t] for t in tasks], pending, model.index):
+        for _ in range(pending[t]):
+            chosen = _least_loaded(state, classes, heaps, t, [], [])
+            if chosen is None:
+                break
+            state.standby[chosen].add(t)
+            heapq.heappush(heaps[class_of[chosen]], (state.load(chosen), chosen))
+
+
+def java_hash_order(names: Sequence[str], pending: Mapping[int, int], index: Mapping[str, int]) -> list[int]:
+    """The pending tasks in the order Kafka visits them: its ``HashMap<TaskId, Integer>`` iteration order.
+
+    Kafka's ``ClientTagAwareStandbyTaskAssignor`` keeps the standbys it could
+    not spread in a ``HashMap`` filled with every stateful task in task order
+    (``Collectors.toMap``), and hands them to the least-loaded clients in that
+    map's order: by bucket (``TaskId.hashCode`` spread, modulo the table size
+    the insertions grew it to), then insertion order.  Ids whose sub-topology
+    or partition is not an integer have no Kafka counterpart: task order.
+    """
+    keys = []
+    for pos, name in enumerate(names):
+        sub, _, part = name.rpartition("_")
+        if not (sub.isascii() and sub.isdigit() and part.isascii() and part.isdigit()):
+            return [index[n] for n in names if index[n] in pending]
+        h = (31 * (31 * (31 + int(sub)) + int(part))) & 0xFFFFFFFF  # Objects.hash(sub, part, null)
+        keys.append((h ^ (h >> 16), pos, index[name]))
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+    return [
+        t for bucket, pos, t in sorted((h & (capacity - 1), pos, t) for h, pos, t in keys) if t in pending
+    ]
 
 
 def _least_loaded(

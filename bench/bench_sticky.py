@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.bench_sticky            # everything
     .venv/bin/python -m bench.bench_sticky --quick    # fewer repeats, fewer random cases
+    .venv/bin/python -m bench.bench_sticky --wide     # only 10,000 topics x 1,000 members, against rack-optimal
 
 Needs Java 17 and Maven: Kafka 4.3.1's assignor runs in the oracle harness
 (``oracle/``, driven by ``tests/kafka_oracle.py``), one JVM for the whole run.
@@ -52,6 +53,7 @@ from typing import Any
 from assignor.consumer import cross_rack_count, subscribed_partitions
 from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
 from assignor.owned import count_moved, previous_owners
+from assignor.rack_optimal import assign as rack_optimal_assign
 from assignor.sticky_assignor import assign
 from bench.common import peak_memory, peak_rss_mib, timed
 
@@ -318,13 +320,42 @@ def settling_study(n_cases: int, seed: int = 10) -> None:
 # ---- main --------------------------------------------------------------------------------------
 
 
+def wide_topics(repeats: int) -> None:
+    """Issue 17's case: 10,000 topics of 1-3 partitions, unequal subscriptions; ours against rack-optimal."""
+    from bench.bench_rack_optimal import unequal_case
+
+    cluster, group = unequal_case(4, 1000, 10000, 2, 40)
+    sticky = replace(group, assignor="cooperative-sticky")
+    print(
+        "\n| 10,000 topics, 1,000 members | partitions | cooperative-sticky median CPU | wall "
+        "| rack-optimal median CPU | wall | cross-rack sticky / rack-optimal |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for name, g in (("fresh", sticky), ("one of 1,000 leaves", one_leaves(converged(cluster, sticky)))):
+        ours = timed(partial(assign, cluster, g), repeats)
+        optimal_group = replace(g, assignor="rack-optimal")
+        opt = timed(partial(rack_optimal_assign, cluster, optimal_group), repeats)
+        n_parts = len(subscribed_partitions(cluster, g))
+        cross_ours = cross_rack_count(cluster, g, assign(cluster, g))
+        cross_opt = cross_rack_count(cluster, g, rack_optimal_assign(cluster, optimal_group))
+        print(
+            f"| {name} | {n_parts:,} | {ours.cpu * 1000:,.0f} ms | {ours.wall * 1000:,.0f} ms "
+            f"| {opt.cpu * 1000:,.0f} ms | {opt.wall * 1000:,.0f} ms | {cross_ours:,} / {cross_opt:,} |",
+            flush=True,
+        )
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 repeats, 20 random cases in the settling study")
     ap.add_argument("--study", type=int, default=80, help="random cases in the settling study")
     ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
+    ap.add_argument("--wide", action="store_true", help="only the 10,000-topic case, against rack-optimal")
     args = ap.parse_args(argv)
     repeats = 3 if args.quick else 7
+    if args.wide:
+        wide_topics(repeats)
+        return 0
     study = 20 if args.quick else args.study
 
     print(

@@ -3,7 +3,10 @@
 The harness in ``oracle/`` (see ``oracle/src/main/java/dev/rackplan/oracle/Oracle.java``)
 calls Kafka 4.3.1's ``RangeAssignor`` and ``CooperativeStickyAssignor`` exactly
 as a consumer group leader does and answers each contract instance with
-Kafka's plan in the contract's output shape.  This module builds its jar once
+Kafka's plan in the contract's output shape; a ``streams_app`` instance goes to
+Kafka Streams' ``HighAvailabilityTaskAssignor`` with rack awareness
+(``StreamsOracle.java``), answered as ``{"streams_app": {"assignment": ...,
+"probing_rebalance_needed": ..., "rack_aware": ...}}``.  This module builds its jar once
 (``mvn -q -f oracle/pom.xml package``) when it is missing or older than its
 sources, starts one JVM for the whole test session and pipelines requests, so
 thousands of instances cost seconds of JVM time rather than a JVM start each.

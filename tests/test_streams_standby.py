@@ -27,6 +27,7 @@ from assignor.streams_standby import (
     Values,
     allowed_movement,
     assign_standbys,
+    java_hash_order,
     optimise_standbys,
     spread_values,
     swap_standbys,
@@ -612,19 +613,27 @@ def _one_heap_assign(model: TaskModel, state: State, num: int, values: Values, t
             heapq.heappush(heap, item)
         return chosen
 
+    pending: dict[int, int] = {}
     for t in tasks:
         used = [{values[owner[t]][k]} for k in range(n_keys)]
-        for _ in range(num):
+        for placed in range(num):
             binding = [k for k in range(n_keys) if not all_values[k] <= used[k]]
             chosen = poll(t, used, binding)
-            if chosen is None and binding:
-                chosen = poll(t, used, [])
             if chosen is None:
+                if binding:
+                    pending[t] = num - placed
                 break
             state.standby[chosen].add(t)
             heapq.heappush(heap, (state.load(chosen), chosen))
             for k in range(n_keys):
                 used[k].add(values[chosen][k])
+    for t in java_hash_order([model.tasks[t] for t in tasks], pending, model.index):
+        for _ in range(pending[t]):
+            chosen = poll(t, [], [])
+            if chosen is None:
+                break
+            state.standby[chosen].add(t)
+            heapq.heappush(heap, (state.load(chosen), chosen))
 
 
 @settings(max_examples=100, deadline=None)

@@ -68,6 +68,9 @@ import java.util.TreeMap;
  * after the answer and adds {@code "oracle_timing_ns"} (each run's wall time) to
  * the output, for benchmarks that want a JIT-warmed Kafka.
  *
+ * <p>A {@code streams_app} document is answered by {@link StreamsOracle}
+ * (Kafka Streams' high-availability task assignor, rack-aware).
+ *
  * <p>A document Kafka cannot take gives {@code {"error": "..."}} on its line;
  * the process carries on with the next line.
  */
@@ -102,9 +105,11 @@ public final class Oracle {
 
     /** Kafka's answer to one contract input document. */
     static ObjectNode answer(JsonNode doc) {
+        if (doc.has("streams_app"))
+            return StreamsOracle.answer(doc);
         JsonNode group = doc.get("consumer_group");
         if (group == null)
-            throw new IllegalArgumentException("only consumer_group documents are supported");
+            throw new IllegalArgumentException("a document needs consumer_group or streams_app");
         Cluster cluster = cluster(doc.get("cluster"));
         String assignorName = group.path("assignor").asText("cooperative-sticky");
         Map<String, Subscription> subs = subscriptions(group, assignorName);

@@ -1,0 +1,186 @@
+"""rackplan's Streams high-availability assignor against Kafka's own (Kafka Streams 4.3.1), on random apps.
+
+The oracle (:mod:`tests.kafka_oracle`, ``StreamsOracle.java``) runs Kafka's
+``HighAvailabilityTaskAssignor`` with its KIP-925 ``RackAwareTaskAssignor``
+as ``StreamsPartitionAssignor`` does.  Apps come from
+:func:`tests.streams_oracle_cases.ha_documents`: every broker and client has
+a rack and every changelog exists, so Kafka's rack optimisation runs (the
+tests check it did); at most 24 tasks, well inside what Kafka's optimiser
+handles.  Measures are computed from the documents
+(:class:`tests.streams_oracle_cases.Instance`), not by rackplan.
+
+Claims checked on every run:
+
+* *Baseline and movements are Kafka's*: without rack optimisation
+  (``strategy: none``), rackplan's actives are Kafka's, lags and warm-ups
+  included, and so are its standbys when standbys are spread over one or two
+  tag keys and no task moves (without tags rackplan spreads standbys over
+  racks and Kafka does not, a documented difference).
+* *Actives never worse than Kafka's*: both optimise KIP-925's
+  ``traffic_cost x cross-rack + non_overlap_cost x moved`` from the same
+  balanced baseline (Kafka's, asked of the oracle), rackplan exactly and
+  over all of a task's partitions (the contract's ``active_cross_rack``),
+  Kafka over its source partitions.  Measured the contract's way, rackplan's
+  stateful actives never cost more than Kafka's, so they are more cross-rack
+  only where Kafka moved more tasks off the baseline for it; stateless
+  actives (no non-overlap cost) are never more cross-rack.
+* *Standbys spread*: rackplan never puts a standby in its active's rack (or
+  tag value) while another one could take it, with one spread key; Kafka's
+  count is reported (``event``).
+* *Standbys no more cross-rack than Kafka's spread placement*: where both
+  placed the same actives with the same per-client standby counts and
+  Kafka's standbys keep the spread, rackplan's exact placement is never more
+  cross-rack.
+
+Example count: ``RACKPLAN_STREAMS_ORACLE_EXAMPLES`` per test (default 300:
+well under a minute for the module on two shared cores); more for a soak.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from assignor.cli import assign_document
+from tests.kafka_oracle import KafkaOracle, session_oracle
+from tests.streams_oracle_cases import Instance, ha_documents
+
+EXAMPLES = int(os.environ.get("RACKPLAN_STREAMS_ORACLE_EXAMPLES", "300"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+Assignment = dict[str, dict[str, list[str]]]
+
+
+@pytest.fixture(scope="session")
+def kafka_oracle() -> KafkaOracle:
+    return session_oracle()
+
+
+def kafka_answer(oracle: KafkaOracle, doc: dict[str, Any]) -> dict[str, Any]:
+    (answer,) = oracle.answer_many([doc])
+    if "error" in answer:
+        raise RuntimeError(f"Kafka oracle: {answer['error']}")
+    streams: dict[str, Any] = answer["streams_app"]
+    return streams
+
+
+def ours(doc: dict[str, Any]) -> dict[str, Any]:
+    streams: dict[str, Any] = assign_document(doc)["streams_app"]
+    return streams
+
+
+def without_rack_optimisation(doc: dict[str, Any], standbys: bool) -> dict[str, Any]:
+    out = copy.deepcopy(doc)
+    out["streams_app"]["rack_aware"] = {"strategy": "none"}
+    if not standbys:
+        out["streams_app"]["num_standby_replicas"] = 0
+    return out
+
+
+def actives(assignment: Assignment) -> dict[str, list[str]]:
+    return {c: a["active"] for c, a in assignment.items()}
+
+
+def copies(assignment: Assignment) -> dict[str, list[str]]:
+    """Standbys and warm-ups per client (Kafka keeps warm-ups among its standbys)."""
+    return {c: sorted(a["standby"] + a.get("warmup", [])) for c, a in assignment.items()}
+
+
+@SETTINGS
+@given(st.data())
+def test_baseline_and_movements_are_kafkas(kafka_oracle: KafkaOracle, data: st.DataObject) -> None:
+    keys = data.draw(st.sampled_from([0, 1, 2]))
+    doc = data.draw(ha_documents(tag_keys=keys))
+    doc = without_rack_optimisation(doc, standbys=keys > 0)
+    mine, kafka = ours(doc), kafka_answer(kafka_oracle, doc)
+    assert actives(mine["assignment"]) == actives(kafka["assignment"])
+    assert mine["probing_rebalance_needed"] == kafka["probing_rebalance_needed"]
+    same = copies(mine["assignment"]) == copies(kafka["assignment"])
+    if not mine["probing_rebalance_needed"]:
+        assert same, "standbys differ from Kafka's without any task movement"
+    event("standbys and warm-ups as Kafka's" if same else "standby movements differ from Kafka's")
+
+
+@SETTINGS
+@given(st.data())
+def test_rack_aware_never_worse_than_kafka(kafka_oracle: KafkaOracle, data: st.DataObject) -> None:
+    doc = data.draw(ha_documents(lags=False))
+    app = doc["streams_app"]
+    inst = Instance(doc)
+    kafka = kafka_answer(kafka_oracle, doc)
+    assert kafka["rack_aware"], "the app must be one where Kafka's rack optimisation runs"
+    baseline = kafka_answer(kafka_oracle, without_rack_optimisation(doc, standbys=False))["assignment"]
+    mine = ours(doc)
+    assert not mine["probing_rebalance_needed"] and not kafka["probing_rebalance_needed"]
+
+    stateful = {t for t, logs in inst.logs.items() if logs}
+    owner = {t: c for c, a in baseline.items() for t in a["active"] if t in stateful}
+    traffic = app["rack_aware"].get("traffic_cost", 10)
+    non_overlap = app["rack_aware"].get("non_overlap_cost", 1)
+
+    def active_costs(assignment: Assignment) -> tuple[int, int, int, int]:
+        """KIP-925 cost of the stateful actives, their cross-rack pairs and moves, stateless cross-rack pairs."""
+        cross = moved = stateless = 0
+        for c, a in assignment.items():
+            for t in a["active"]:
+                x = inst.cross(c, inst.sources[t] + inst.logs[t])
+                if t in stateful:
+                    cross += x
+                    moved += owner[t] != c
+                else:
+                    stateless += x
+        return traffic * cross + non_overlap * moved, cross, moved, stateless
+
+    m_cost, m_cross, m_moved, m_stateless = active_costs(mine["assignment"])
+    k_cost, k_cross, k_moved, k_stateless = active_costs(kafka["assignment"])
+    assert m_cost <= k_cost, f"stateful actives cost {m_cost} > Kafka's {k_cost}"
+    assert m_stateless <= k_stateless, f"stateless cross-rack {m_stateless} > Kafka's {k_stateless}"
+    if m_cross > k_cross:
+        assert m_moved < k_moved
+        event("actives: more cross-rack than Kafka, fewer moves (the configured trade-off)")
+    else:
+        event(
+            "actives: fewer cross-rack than Kafka"
+            if m_cross < k_cross
+            else "actives: as many cross-rack as Kafka"
+        )
+
+    m, k = inst.measure(mine["assignment"]), inst.measure(kafka["assignment"])
+    one_key = len(app["rack_aware_assignment_tags"]) <= 1
+    if one_key:
+        assert m.spread_breaks == 0, "a standby shares its active's rack (tag) while another could take it"
+    if k.copies:
+        event(
+            f"Kafka's standbys break the spread ({len(app['rack_aware_assignment_tags'])} tag keys)"
+            if k.spread_breaks
+            else "Kafka's standbys keep the spread"
+        )
+    counts_equal = {c: len(v) for c, v in copies(mine["assignment"]).items()} == {
+        c: len(v) for c, v in copies(kafka["assignment"]).items()
+    }
+    comparable = (
+        one_key
+        and k.copies > 0
+        and k.spread_breaks == 0
+        and traffic > 0
+        and counts_equal
+        and actives(mine["assignment"]) == actives(kafka["assignment"])
+    )
+    if comparable:
+        assert m.standby_cross <= k.standby_cross, (
+            f"standby cross-rack {m.standby_cross} > Kafka's {k.standby_cross}"
+        )
+        event(
+            "standbys: fewer cross-rack than Kafka"
+            if m.standby_cross < k.standby_cross
+            else "standbys: as many cross-rack as Kafka"
+        )
