@@ -1,10 +1,14 @@
 package dev.rackplan.kafka;
 
 import java.time.Duration;
+import java.util.Collection;
+import java.util.HashSet;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 
@@ -23,6 +27,8 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
  */
 public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   private final String handle;
+  /** KIP-848 groups (group.protocol=consumer): the registration, which no client-side assignor does there. */
+  private final RackplanClient registration;
 
   public RackplanConsumer(Map<String, Object> configs) {
     this(tagged(configs), true);
@@ -35,6 +41,32 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   private RackplanConsumer(Map<String, Object> tagged, boolean marker) {
     super(tagged);
     this.handle = (String) tagged.get(RackplanConfig.HANDLE);
+    this.registration = "consumer".equalsIgnoreCase(String.valueOf(tagged.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG)))
+        ? registrar(tagged) : null;
+  }
+
+  private static RackplanClient registrar(Map<String, Object> configs) {
+    RackplanConfig config = new RackplanConfig(configs);
+    Object instance = configs.get(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG);
+    String member = config.str(RackplanConfig.MEMBER_ID, instance == null ? null : instance.toString());
+    Object group = configs.get(ConsumerConfig.GROUP_ID_CONFIG);
+    if (member == null || group == null) return null; // the server-side assignor matches by group.instance.id
+    Object rack = configs.get(ConsumerConfig.CLIENT_RACK_CONFIG);
+    RackplanClient.Member m = new RackplanClient.Member(group.toString(), member,
+        rack == null || rack.toString().isEmpty() ? null : rack.toString(), instance == null ? null : instance.toString());
+    return new RackplanClient(config, new PlanStore(), m, member, null).start();
+  }
+
+  @Override
+  public void subscribe(Collection<String> topics) {
+    super.subscribe(topics);
+    if (registration != null) registration.setTopics(new HashSet<>(topics));
+  }
+
+  @Override
+  public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) {
+    super.subscribe(topics, listener);
+    if (registration != null) registration.setTopics(new HashSet<>(topics));
   }
 
   private static Map<String, Object> toMap(Properties p) {
@@ -74,6 +106,7 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
     } finally {
       RackplanAssignor a = assignor();
       if (a != null) a.close();
+      if (registration != null) registration.close();
     }
   }
 
@@ -84,6 +117,7 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
     } finally {
       RackplanAssignor a = assignor();
       if (a != null) a.close();
+      if (registration != null) registration.close();
     }
   }
 }
