@@ -50,6 +50,8 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   private static final Logger LOG = LoggerFactory.getLogger(RackplanServerAssignor.class);
 
   private PlanStore store = new PlanStore();
+  private RackplanConfig config = new RackplanConfig(Map.of());
+  private java.util.regex.Pattern planTopicPattern;
   private RackplanClient client;
   private Admin admin;
   private Thread topicThread;
@@ -81,7 +83,8 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     Map<String, Object> mine = new HashMap<>();
     for (Map.Entry<String, ?> e : configs.entrySet())
       if (e.getKey().startsWith(RackplanConfig.PREFIX)) mine.put(e.getKey(), e.getValue());
-    RackplanConfig config = new RackplanConfig(mine);
+    config = new RackplanConfig(mine);
+    if (config.planTopicPattern != null) planTopicPattern = java.util.regex.Pattern.compile(config.planTopicPattern);
     if (config.str(RackplanConfig.BOOTSTRAP, null) == null) {
       LOG.warn("rackplan: no rackplan.bootstrap.servers in the broker's properties: every group falls back");
       return;
@@ -112,6 +115,15 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     a.store = store;
     a.topicNames.putAll(names);
     return a;
+  }
+
+  /**
+   * A plan topic: {@code RackplanConsumer} adds it to a KIP-848 member's subscription for a moment to
+   * make the coordinator run the assignor; it is never assigned, so the application never reads it.
+   */
+  boolean isPlanTopic(String name) {
+    return name != null
+        && (planTopicPattern != null ? planTopicPattern.matcher(name).matches() : name.equals(config.planTopic));
   }
 
   private void refreshTopics(Map<String, Object> ac) {
@@ -161,6 +173,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
           if (reason == null) reason = "topic id " + id + " is not known yet";
           continue;
         }
+        if (isPlanTopic(name)) continue;
         topics.add(name);
         counts.put(name, n);
         idOf.put(name, id);
@@ -217,7 +230,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       Set<String> ts = new HashSet<>();
       for (Uuid id : s.subscribedTopicIds()) {
         int n = describer.numPartitions(id);
-        if (n >= 0) {
+        if (n >= 0 && !isPlanTopic(topicNames.get(id))) {
           ts.add(id.toString());
           byId.put(id.toString(), n);
         }

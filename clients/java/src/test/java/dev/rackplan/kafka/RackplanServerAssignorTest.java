@@ -24,11 +24,14 @@ import org.junit.jupiter.api.Test;
 
 class RackplanServerAssignorTest {
   static final Uuid T = Uuid.randomUuid();
+  /** The plan topic: RackplanConsumer subscribes to it for a moment to bump a KIP-848 group's epoch. */
+  static final Uuid P = Uuid.randomUuid();
+  static Set<Uuid> subscribed = Set.of(T);
   static final String[] RACKS = {"az-a", "az-b", "az-c"};
 
   /** Topic t: 6 partitions, partition p's replicas in racks p%3 and (p+1)%3. */
   static final SubscribedTopicDescriber DESCRIBER = new SubscribedTopicDescriber() {
-    @Override public int numPartitions(Uuid id) { return id.equals(T) ? 6 : -1; }
+    @Override public int numPartitions(Uuid id) { return id.equals(T) ? 6 : id.equals(P) ? 1 : -1; }
     @Override public Set<String> racksForPartition(Uuid id, int p) { return Set.of(RACKS[p % 3], RACKS[(p + 1) % 3]); }
   };
 
@@ -45,7 +48,7 @@ class RackplanServerAssignorTest {
         return new MemberSubscription() {
           @Override public Optional<String> rackId() { return Optional.ofNullable(x.rack()); }
           @Override public Optional<String> instanceId() { return Optional.ofNullable(x.instance()); }
-          @Override public Set<Uuid> subscribedTopicIds() { return Set.of(T); }
+          @Override public Set<Uuid> subscribedTopicIds() { return subscribed; }
         };
       }
       @Override public MemberAssignment memberAssignment(String m) { return () -> members.get(m).current(); }
@@ -94,6 +97,25 @@ class RackplanServerAssignorTest {
     assertEquals(TARGET.get("i-b"), got.get("uuid-b"));
     assertEquals(TARGET.get("i-c"), got.get("uuid-c"));
     assertEquals(1, a.planCount.get());
+  }
+
+  @Test
+  void neverAssignsThePlanTopicOfAnEpochBump() {
+    PlanStore store = new PlanStore();
+    store.apply("consumer/g", Fixtures.plan("g", 3, fingerprint(), TARGET));
+    RackplanServerAssignor a = RackplanServerAssignor.forTest(store, Map.of(T, "t", P, "_rackplan.plans"));
+    subscribed = Set.of(T, P);
+    try {
+      Map<String, List<TopicPartition>> got = named(a.assign(spec(three(Map.of())), DESCRIBER));
+      assertEquals(TARGET.get("i-a"), got.get("uuid-a"));
+      assertEquals(1, a.planCount.get());
+      store.apply("consumer/g", null); // no plan: the fallback must leave the plan topic out too
+      got = named(a.assign(spec(three(Map.of())), DESCRIBER));
+      assertEquals(6, got.values().stream().mapToInt(List::size).sum());
+      for (List<TopicPartition> l : got.values()) for (TopicPartition tp : l) assertEquals("t", tp.topic());
+    } finally {
+      subscribed = Set.of(T);
+    }
   }
 
   @Test

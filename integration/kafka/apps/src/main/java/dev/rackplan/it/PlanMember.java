@@ -13,11 +13,13 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
 /**
@@ -50,6 +52,18 @@ public final class PlanMember {
     System.out.println("{\"member\":\"" + name + "\",\"event\":\"" + event + "\",\"partitions\":"
         + GroupMember.json(new ArrayList<>(parts)) + extra + stats() + ",\"at_ms\":" + System.currentTimeMillis() + "}");
     System.out.flush();
+  }
+
+  /**
+   * A synchronous commit; one refused because a rebalance is under way (cooperative groups rebalance
+   * while members keep polling) is retried after the next poll: the records are redelivered at worst.
+   */
+  static void commit(RackplanConsumer<String, String> consumer, String name) {
+    try {
+      consumer.commitSync();
+    } catch (RebalanceInProgressException | CommitFailedException e) {
+      emit(name, "commit_refused", List.of(), ",\"error\":\"" + e.getClass().getSimpleName() + "\"");
+    }
   }
 
   public static void main(String[] args) throws Exception {
@@ -100,7 +114,7 @@ public final class PlanMember {
       current = consumer;
       ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
         @Override public void onPartitionsRevoked(Collection<TopicPartition> parts) {
-          if (!parts.isEmpty()) consumer.commitSync();  // hand over with offsets committed
+          if (!parts.isEmpty()) commit(consumer, name);  // hand over with offsets committed
           emit(name, "revoked", parts, "");
         }
         @Override public void onPartitionsAssigned(Collection<TopicPartition> parts) { emit(name, "assigned", parts, ""); }
@@ -120,7 +134,7 @@ public final class PlanMember {
         }
         vals.append(']');
         emit(name, "consumed", records.partitions(), vals.toString());
-        consumer.commitSync();
+        commit(consumer, name);
       }
     }
   }
