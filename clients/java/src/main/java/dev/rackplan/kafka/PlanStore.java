@@ -26,33 +26,44 @@ public final class PlanStore {
   }
 
   private final Map<String, ConsumerPlan> latest = new HashMap<>();
+  private final Map<String, StreamsPlan> latestStreams = new HashMap<>();
   private final Map<String, Long> maxGeneration = new HashMap<>();
   private final List<String> ignored = new ArrayList<>();
   private long applied;
 
   public synchronized Outcome apply(String key, byte[] value) {
-    if (ConsumerPlan.groupOf(key) == null) return Outcome.NOT_A_GROUP; // streams/..., or junk
+    boolean streams = StreamsPlan.appOf(key) != null;
+    if (ConsumerPlan.groupOf(key) == null && !streams) return Outcome.NOT_A_GROUP; // junk key
     if (value == null) {
       latest.remove(key);
+      latestStreams.remove(key);
       return Outcome.TOMBSTONE;
     }
-    ConsumerPlan plan;
+    ConsumerPlan plan = null;
+    StreamsPlan splan = null;
     try {
-      plan = ConsumerPlan.decode(key, value);
+      if (streams) splan = StreamsPlan.decode(key, value);
+      else plan = ConsumerPlan.decode(key, value);
     } catch (ConsumerPlan.PlanException e) {
       ignore("malformed plan record ignored: " + e.getMessage());
       return Outcome.MALFORMED;
     }
+    long generation = streams ? splan.generation : plan.generation;
     long max = maxGeneration.getOrDefault(key, 0L);
-    if (plan.generation <= max) {
-      ignore("stale plan record ignored: " + key + " generation " + plan.generation
+    if (generation <= max) {
+      ignore("stale plan record ignored: " + key + " generation " + generation
           + " is not above " + max + " (generation fencing)");
       return Outcome.STALE;
     }
-    maxGeneration.put(key, plan.generation);
-    latest.put(key, plan);
+    maxGeneration.put(key, generation);
+    if (streams) latestStreams.put(key, splan);
+    else latest.put(key, plan);
     applied++;
     return Outcome.APPLIED;
+  }
+
+  public synchronized StreamsPlan latestStreams(String key) {
+    return latestStreams.get(key);
   }
 
   private void ignore(String reason) {

@@ -26,11 +26,13 @@ public final class RackplanConfig {
   public static final String REBALANCE_PROTOCOL = "rackplan.rebalance.protocol";
   public static final String BOOTSTRAP = "rackplan.bootstrap.servers";
   public static final String HANDLE = "rackplan.handle";
+  public static final String STREAMS_FOLLOWUP_MS = "rackplan.streams.followup.ms";
 
   static final Set<String> KNOWN =
       Set.of(
           PLAN_TOPIC, PLAN_TOPIC_PATTERN, REGISTRATIONS_TOPIC, MEMBER_ID, REGISTRATION_TTL_MS,
-          PLAN_POLL_MS, FALLBACK, PLAN_ASSIGNOR, FETCH_MODE, REBALANCE_PROTOCOL, BOOTSTRAP, HANDLE);
+          PLAN_POLL_MS, FALLBACK, PLAN_ASSIGNOR, FETCH_MODE, REBALANCE_PROTOCOL, BOOTSTRAP, HANDLE,
+          STREAMS_FOLLOWUP_MS);
 
   public final Map<String, Object> originals;
   public final String planTopic;
@@ -42,6 +44,7 @@ public final class RackplanConfig {
   public final String planAssignor;
   public final String fetchMode;
   public final String rebalanceProtocol;
+  public final long streamsFollowupMs;
 
   public RackplanConfig(Map<String, ?> configs) {
     originals = new HashMap<>(configs);
@@ -57,6 +60,7 @@ public final class RackplanConfig {
     planAssignor = oneOf(PLAN_ASSIGNOR, null, "range", "cooperative-sticky", "rack-optimal");
     fetchMode = oneOf(FETCH_MODE, null, "nearest-replica", "leader");
     rebalanceProtocol = oneOf(REBALANCE_PROTOCOL, "cooperative", "cooperative", "eager");
+    streamsFollowupMs = positive(STREAMS_FOLLOWUP_MS, 60_000L);
   }
 
   public String str(String key, String dflt) {

@@ -54,8 +54,9 @@ class PlanStoreTest {
     assertNull(s.latest("consumer/g"));
     assertEquals(PlanStore.Outcome.STALE, s.apply("consumer/g", Fixtures.plan("g", 5, Fixtures.FP, A)));
     assertEquals(PlanStore.Outcome.APPLIED, s.apply("consumer/g", Fixtures.plan("g", 6, Fixtures.FP, A)));
-    assertEquals(PlanStore.Outcome.NOT_A_GROUP, s.apply("streams/app", new byte[0]));
-    assertEquals(4, s.ignored().size());
+    assertEquals(PlanStore.Outcome.MALFORMED, s.apply("streams/app", new byte[0]));
+    assertEquals(PlanStore.Outcome.NOT_A_GROUP, s.apply("leader", new byte[0]));
+    assertEquals(5, s.ignored().size());
     assertTrue(s.ignored().get(0).contains("generation 5 is not above 5"));
   }
 }
