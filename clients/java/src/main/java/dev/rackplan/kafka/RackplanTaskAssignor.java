@@ -42,7 +42,6 @@ public class RackplanTaskAssignor implements TaskAssignor {
   private static final Logger LOG = LoggerFactory.getLogger(RackplanTaskAssignor.class);
 
   private PlanStore store = new PlanStore();
-  private RackplanClient client;
   private String applicationId;
   private long followupMs = 60_000L;
   private final TaskAssignor fallback = new StickyTaskAssignor();
@@ -61,9 +60,19 @@ public class RackplanTaskAssignor implements TaskAssignor {
     followupMs = config.streamsFollowupMs;
     Object app = configs.get(StreamsConfig.APPLICATION_ID_CONFIG);
     applicationId = app == null ? null : app.toString();
-    if (client == null && applicationId != null && mine.containsKey(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG))
-      client = new RackplanClient(config, store, null, "rackplan-streams-" + applicationId, null).start();
+    if (applicationId != null && mine.containsKey(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG)) {
+      // Kafka Streams makes a new TaskAssignor for every assignment: the plan reader is shared.
+      String readerKey = mine.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG) + "|" + config.planTopic + "|" + config.planTopicPattern;
+      store = READERS.computeIfAbsent(readerKey, k -> {
+        PlanStore s = new PlanStore();
+        new RackplanClient(config, s, null, "rackplan-streams-" + applicationId, null).start();
+        return s;
+      });
+    }
   }
+
+  /** One plan reader per (bootstrap, plan topic) in the JVM, alive as long as the JVM (daemon thread). */
+  static final Map<String, PlanStore> READERS = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** For tests: no I/O. */
   static RackplanTaskAssignor forTest(String applicationId, PlanStore store, long followupMs) {
@@ -133,9 +142,5 @@ public class RackplanTaskAssignor implements TaskAssignor {
     if (activeOwner.size() != tasks.size())
       return "plan has an active owner for " + activeOwner.size() + " tasks, the app has " + tasks.size();
     return null;
-  }
-
-  public void close() {
-    if (client != null) client.close();
   }
 }
