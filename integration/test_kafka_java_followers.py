@@ -1,6 +1,6 @@
 """Java consumers follow rackplan's plans on the real cluster (issue 14; clients/java, docs/java.md).
 
-- Classic cooperative group: three ``RackplanConsumer`` members (``RackplanAssignor``, ``client.rack``)
+- Classic group (cooperative, and eager): three ``RackplanConsumer`` members (``RackplanAssignor``, ``client.rack``)
   register themselves; the agent plans from the registrations and publishes; the group's actual
   assignment (DescribeGroups) equals the plan within the documented bound. Then a counted stream of
   messages runs through a member's ``kill -9`` (the group falls back to CooperativeStickyAssignor,
@@ -32,6 +32,7 @@ from integration.kafka.apps import JavaApp, plan_member
 from integration.kafka.cluster import CLIENTS_JAR
 
 from .conftest import RunningAgent, Target
+from .test_kafka_operations import create
 
 RunAgent = Callable[..., RunningAgent]
 Assignment = dict[str, list[tuple[str, int]]]
@@ -127,16 +128,19 @@ def produce(bootstrap: str, topic: str, values: range) -> None:
     assert p.flush(30) == 0
 
 
-def test_classic_cooperative_group_follows_the_plan_and_loses_nothing_through_a_kill(
-    real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
+@pytest.mark.parametrize("protocol", ["classic", "eager"])
+def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
+    real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any, protocol: str
 ) -> None:
+    """``classic``: cooperative rebalancing (RackplanAssignor withholds moving partitions for a round);
+    ``eager``: Kafka revokes everything first, the plan is applied in one round."""
     topic = real.create_topic("jf-orders", 12, 2)
     group = real.name("jf-classic")
     agent = run_agent(real.agent_settings([]))
     agent.wait_for(lambda r: r.ok, timeout=60)  # the agent made its topics
     names = {real.name(f"m-{r}"): rack for r, rack in RACKS.items()}
     members = [
-        plan_member(real.bootstrap, group, n, rack, [topic], "classic", real.control_topics, tmp_path)
+        plan_member(real.bootstrap, group, n, rack, [topic], protocol, real.control_topics, tmp_path)
         for n, rack in names.items()
     ]
     try:
@@ -190,7 +194,7 @@ def test_classic_cooperative_group_follows_the_plan_and_loses_nothing_through_a_
         fallback_reasons = {x["reason"] for x in after_kill if x["fallbacks"] > 0}
         e2e_report(
             target="kafka",
-            protocol="classic-cooperative",
+            protocol=f"classic-{'eager' if protocol == 'eager' else 'cooperative'}",
             plan_generation=plan.generation,
             adopted_s=round(took, 1),
             messages=3000,
@@ -213,7 +217,9 @@ def test_classic_cooperative_group_follows_the_plan_and_loses_nothing_through_a_
 def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
     real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
 ) -> None:
-    topic = real.create_topic("jf-kip848", 9, 2)
+    # Brokers 1..6 are in racks az-a, az-b, az-c, az-a, az-b, az-c: two partitions per rack, RF 1,
+    # so the reassignment below must move partitions in the plan.
+    topic = create(real, "jf-kip848", [[1], [4], [2], [5], [3], [6]])
     group = real.name("jf-kip848")
     agent = run_agent(real.agent_settings([]))
     agent.wait_for(lambda r: r.ok, timeout=60)
@@ -277,17 +283,23 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
         described = live_assignment(real.bootstrap, group)
         assert described == plan_assignment(first.document)
 
-        # A reassignment that changes rack sets: a new plan (new cluster fingerprint), adopted too.
-        real.move_off(1, [topic])
+        # A reassignment that changes rack sets (partition 0 to az-b, 2 to az-a): a new plan (new
+        # cluster fingerprint) that moves both, adopted the same way.
+        assert real.kafka is not None, "the launcher's cluster (reassignments are ours to make)"
+        real.kafka.reassign({(topic, 0): [2], (topic, 2): [1]})
         second = next(
             p
             for p in agent.wait_for(
-                lambda r: any(p.key == key and p.generation > first.generation for p in r.published),
+                lambda r: any(
+                    p.key == key and p.generation > first.generation and p.locality_after.cross_rack == 0
+                    for p in r.published
+                ),
                 timeout=60,
             ).published
-            if p.key == key
+            if p.key == key and p.locality_after.cross_rack == 0
         )
         took_second = adopted(second, owned())
+        assert plan_assignment(second.document) != plan_assignment(first.document), "the plan moved"
         plan_topics = {x["partitions"][0][0] for m in members for x in list(m.lines) if x["partitions"]}
         e2e_report(
             target="kafka",
