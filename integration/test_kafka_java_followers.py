@@ -28,7 +28,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from agent.plans import PlanRecord
-from integration.kafka.apps import JavaApp, plan_member
+from integration.kafka.apps import JavaApp, plan_member, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR
 
 from .conftest import RunningAgent, Target
@@ -165,9 +165,12 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
             raise AssertionError(f"plan {plan.generation} {want} not adopted: live {live}; {tails}") from None
 
         # A counted stream through a kill -9: the rest of the group takes over (fallback: plan members gone).
-        feeder = threading.Thread(
-            target=lambda: [produce(real.bootstrap, topic, range(i, i + 250)) for i in range(1000, 3000, 250)]
-        )
+        def feed() -> None:  # 2,000 more over about 4 s, so that messages are in flight across the kill
+            for i in range(1000, 3000, 250):
+                produce(real.bootstrap, topic, range(i, i + 250))
+                time.sleep(0.5)
+
+        feeder = threading.Thread(target=feed)
         feeder.start()
         time.sleep(1.0)
         victim = members[2]
@@ -187,11 +190,22 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
         wait_until(lambda: len(consumed(members)) == 3000, 40, "every message consumed")
         lost = 3000 - len(consumed(members) & {str(v) for v in range(3000)})
         twice = overlaps(intervals(members, {victim_name: killed_at_ms}))
+
         # What the leaders' RackplanAssignor said (each callback line carries its counters).
+        def fallback_reasons() -> set[str]:
+            """Reasons the survivors' RackplanAssignor gave for falling back, after the kill."""
+            return {
+                x["reason"]
+                for m in members[:2]
+                for x in list(m.lines)
+                if "plan_assignments" in x and x["at_ms"] > killed_at_ms and x["fallbacks"] > 0
+            }
+
+        wait_until(
+            lambda: any("differ from the live members" in r for r in fallback_reasons()), 20, "fallback"
+        )
         lines = [x for m in members for x in list(m.lines) if "plan_assignments" in x]
         by_plan = max(x["plan_assignments"] for x in lines)
-        after_kill = [x for x in lines if x["at_ms"] > killed_at_ms and x["member"] != victim_name]
-        fallback_reasons = {x["reason"] for x in after_kill if x["fallbacks"] > 0}
         e2e_report(
             target="kafka",
             protocol=f"classic-{'eager' if protocol == 'eager' else 'cooperative'}",
@@ -205,7 +219,6 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
         for m in members[:2]:
             assert m.process.poll() is None, f"a member died: {m.log.read_text(errors='replace')[-1500:]}"
         assert by_plan >= 1, "the leader assigned by the plan"
-        assert any("differ from the live members" in r for r in fallback_reasons), fallback_reasons
         assert lost == 0
         assert twice == [], twice
     finally:
@@ -314,3 +327,101 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
         dump(members, tmp_path)
         for m in members:
             m.stop()
+
+
+def process_id(state_dir: Path) -> str:
+    """The Streams process id (a UUID) Kafka Streams keeps in its state directory."""
+    deadline = time.monotonic() + 60
+    while True:
+        for f in state_dir.rglob("kafka-streams-process-metadata"):
+            doc = json.loads(f.read_text())
+            return str(doc["processId"])
+        assert time.monotonic() < deadline, f"no process metadata under {state_dir}"
+        time.sleep(0.5)
+
+
+def test_streams_app_follows_its_plan_with_the_task_assignor(
+    real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
+) -> None:
+    """Three Streams instances (a repartition, a state store, one standby) with ``RackplanTaskAssignor``:
+    Kafka's StickyTaskAssignor first (no plan), then the agent's plan, picked up by a follow-up rebalance."""
+    app_id = real.name("jf-clicks")
+    source = create(real, "jf-clicks-in", [[1], [2], [3], [4], [5], [6]])
+    p = Producer({"bootstrap.servers": real.bootstrap})
+    for i in range(600):
+        p.produce(source, key=f"k{i}", value=f"v{i % 37}", partition=i % 6)
+    assert p.flush(30) == 0
+    plan_topic = real.control_topics["plan_topic"]
+    racks = {f"s-{r}": f"az-{r}" for r in "abc"}
+    apps: list[JavaApp] = []
+
+    def placement() -> dict[str, dict[str, list[str]]] | None:
+        last = {a.lines[-1]["process"]: a.lines[-1] for a in apps if a.lines}
+        if len(last) != len(apps) or any(v["state"] != "RUNNING" for v in last.values()):
+            return None
+        return {k: {"active": sorted(v["active"]), "standby": sorted(v["standby"])} for k, v in last.items()}
+
+    try:
+        for name, rack in racks.items():
+            apps.append(
+                streams_instance(real.bootstrap, app_id, name, rack, source, tmp_path, plan_topic=plan_topic)
+            )
+        tasks = sorted(f"{s}_{q}" for s in (0, 1) for q in range(6))
+
+        def settled() -> bool:
+            now = placement()
+            return now is not None and sorted(t for v in now.values() for t in v["active"]) == tasks
+
+        wait_until(settled, 120, "the app runs every task (fallback: no plan yet)")
+        before = placement()
+        assert before is not None
+        pids = {name: process_id(tmp_path / f"state-{name}") for name in racks}
+        name_of = {pid: name for name, pid in pids.items()}
+        app_doc = {
+            "application_id": app_id,
+            "subtopologies": [
+                {"id": "0", "source_topics": [source], "changelog_topics": [], "stateful": False},
+                {
+                    "id": "1",
+                    "source_topics": [f"{app_id}-by-value-repartition"],
+                    "changelog_topics": [f"{app_id}-counts-changelog"],
+                    "stateful": True,
+                },
+            ],
+            "clients": [{"process_id": pids[n], "rack": r, "threads": 1} for n, r in racks.items()],
+            "num_standby_replicas": 1,
+            "rack_aware": {"strategy": "balance_subtopology"},
+            "assignor": "high-availability",
+        }
+        agent = run_agent(real.agent_settings([], {"streams_apps": [app_doc]}))
+        key = f"streams/{app_id}"
+        plan = next(
+            x
+            for x in agent.wait_for(lambda r: any(x.key == key for x in r.published), timeout=60).published
+            if x.key == key
+        )
+        want = {
+            name_of[pid]: {"active": sorted(t["active"]), "standby": sorted(t["standby"] + t["warmup"])}
+            for pid, t in plan.document["streams_app"]["assignment"].items()
+        }
+        took = wait_until(lambda: placement() == want, 60, "the app's tasks are where the plan puts them")
+        # The leader's RackplanTaskAssignor assigned by the plan (not Kafka's assignor by coincidence).
+        wait_until(
+            lambda: any(a.last is not None and a.last.get("plan_assignments", 0) > 0 for a in apps),
+            15,
+            "an assignment by the plan",
+        )
+        e2e_report(
+            target="kafka",
+            app="streams (3 instances, 1 standby)",
+            plan_generation=plan.generation,
+            adopted_s=round(took, 1),
+            cross_rack_before=plan.locality_before.cross_rack if plan.locality_before else None,
+            cross_rack_after=plan.locality_after.cross_rack,
+            placement_before=json.dumps(before, sort_keys=True),
+        )
+        for tasks_of in want.values():
+            assert not set(tasks_of["active"]) & set(tasks_of["standby"])
+    finally:
+        for a in apps:
+            a.stop()

@@ -115,11 +115,14 @@ def streams_instance(
     work_dir: Path,
     standbys: int = 1,
     strategy: str = "balance_subtopology",
+    plan_topic: str | None = None,
 ) -> JavaApp:
     """One instance of the Streams app (kafka-streams): repartition by value, count in store ``counts``."""
     state = work_dir / f"state-{process}"
     state.mkdir(parents=True, exist_ok=True)
     args = [bootstrap, application_id, process, rack, str(state), input_topic, str(standbys), strategy]
+    if plan_topic is not None:  # RackplanTaskAssignor (clients/java) follows the app's plans
+        args.append(plan_topic)
     return JavaApp("dev.rackplan.it.StreamsApp", args, work_dir / f"{process}.log", heap_mb=256)
 
 

@@ -47,6 +47,12 @@ public class RackplanTaskAssignor implements TaskAssignor {
   private final TaskAssignor fallback = new StickyTaskAssignor();
   final AtomicLong planCount = new AtomicLong();
   final AtomicLong fallbackCount = new AtomicLong();
+  /** Across the JVM's assignor instances (Streams makes one per assignment): assignments by plan. */
+  private static final AtomicLong PLAN_ASSIGNMENTS = new AtomicLong();
+
+  public static long planAssignments() {
+    return PLAN_ASSIGNMENTS.get();
+  }
   volatile String lastReason = "";
 
   @Override
@@ -100,6 +106,7 @@ public class RackplanTaskAssignor implements TaskAssignor {
         out.add(KafkaStreamsAssignment.of(pid, tasks).withFollowupRebalance(followup));
       }
       planCount.incrementAndGet();
+      PLAN_ASSIGNMENTS.incrementAndGet();
       LOG.info("rackplan: app {} assigned by plan generation {}", applicationId, plan.generation);
       return new TaskAssignment(out);
     }
