@@ -33,6 +33,7 @@ from integration.kafka.cluster import CLIENTS_JAR
 
 from .conftest import RunningAgent, Target
 from .test_kafka_operations import create
+from .test_kafka_streams import cross_rack as streams_cross_rack
 
 RunAgent = Callable[..., RunningAgent]
 Assignment = dict[str, list[tuple[str, int]]]
@@ -411,15 +412,32 @@ def test_streams_app_follows_its_plan_with_the_task_assignor(
             15,
             "an assignment by the plan",
         )
+        # Cross-rack (active, standby) task partitions of Kafka's placement and of the plan's, as the
+        # contract counts them, on the brokers' replicas now.
+        md = AdminClient({"bootstrap.servers": real.bootstrap}).list_topics(timeout=10).topics
+        repartition, changelog = f"{app_id}-by-value-repartition", f"{app_id}-counts-changelog"
+        replicas = {
+            t: [list(md[t].partitions[q].replicas) for q in sorted(md[t].partitions)]
+            for t in (source, repartition, changelog)
+        }
+
+        def task_partitions(task: str, standby: bool) -> list[tuple[str, int]]:
+            sub, q = task.split("_")
+            if sub == "0":
+                return [] if standby else [(source, int(q))]
+            return ([] if standby else [(repartition, int(q))]) + [(changelog, int(q))]
+
+        x_before = streams_cross_rack(before, racks, task_partitions, replicas)
+        x_after = streams_cross_rack(want, racks, task_partitions, replicas)
         e2e_report(
             target="kafka",
             app="streams (3 instances, 1 standby)",
             plan_generation=plan.generation,
             adopted_s=round(took, 1),
-            cross_rack_before=plan.locality_before.cross_rack if plan.locality_before else None,
-            cross_rack_after=plan.locality_after.cross_rack,
-            placement_before=json.dumps(before, sort_keys=True),
+            kafka_cross_rack_active_standby=x_before,
+            plan_cross_rack_active_standby=x_after,
         )
+        assert x_after[0] <= x_before[0], "the plan's actives read no more cross-rack than Kafka's placement"
         for tasks_of in want.values():
             assert not set(tasks_of["active"]) & set(tasks_of["standby"])
     finally:
