@@ -127,6 +127,7 @@ public class RackplanAssignor implements ConsumerPartitionAssignor, Configurable
           RackplanConfig.MEMBER_ID, null,
           "RackplanAssignor needs a stable member id: set group.instance.id or rackplan.member.id");
     if (groupId == null) throw new ConfigException(ConsumerConfig.GROUP_ID_CONFIG, null, "RackplanAssignor needs group.id");
+    config.readerConfig("check"); // a missing bootstrap is refused here, naming the setting, not retried forever
     String rack = str(configs.get(ConsumerConfig.CLIENT_RACK_CONFIG));
     String clientId = Optional.ofNullable(str(configs.get(ConsumerConfig.CLIENT_ID_CONFIG))).orElse(memberId);
     client =

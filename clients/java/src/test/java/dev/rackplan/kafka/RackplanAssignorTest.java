@@ -169,6 +169,8 @@ class RackplanAssignorTest {
     e = assertThrows(ConfigException.class,
         () -> a.configure(Map.of("group.id", "g", "group.instance.id", "i", "rackplan.fallback", "sticky")));
     assertTrue(e.getMessage().contains("rackplan.fallback"));
+    e = assertThrows(ConfigException.class, () -> a.configure(Map.of("group.id", "g", "group.instance.id", "i")));
+    assertTrue(e.getMessage().contains("rackplan.bootstrap.servers"), e.getMessage());
   }
 
   @Test
