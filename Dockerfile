@@ -6,6 +6,9 @@ COPY assignor ./assignor
 COPY agent ./agent
 RUN pip install --no-cache-dir . && useradd --uid 10001 rackplan
 USER rackplan
+# Inside the container only: listen on every interface, so a published port reaches the agent.
+# Outside a container the default stays 127.0.0.1 (docs/settings.md).
+ENV RACKPLAN_HTTP__HOST=0.0.0.0
 EXPOSE 9464
 ENTRYPOINT []
 CMD ["rackplan", "agent", "run"]

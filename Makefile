@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BASE := $(VENV)/.installed-base
 
-.PHONY: demo test lint typecheck unit bench integration browser kafka oracle clients clean
+.PHONY: demo test lint typecheck unit bench integration browser promtool kafka oracle clients clean
 
 # The demo needs the package alone; tests, lint and benchmarks need every extra.
 $(BASE): pyproject.toml
@@ -58,6 +58,17 @@ browser:
 	      || echo "chromium could not be installed: the report rendering test will skip"; \
 	  else echo "no chromium and no root apt-get: the report rendering test will skip"; fi; }
 
+# promtool checks the agent's /metrics, the alerting rules and the dashboard's queries,
+# amtool the Alertmanager config (tests/promtool.py, tests/test_monitoring.py). Debian's
+# `prometheus` and `prometheus-alertmanager` packages ship them (measured on bookworm:
+# promtool 2.42.0, amtool 0.25.0); without them those tests skip locally and fail in CI.
+promtool:
+	@{ command -v promtool && command -v amtool; } >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null \
+	      || echo "prometheus (promtool) could not be installed: the promtool tests will skip (fail in CI)"; \
+	  else echo "no promtool and no root apt-get: the promtool tests will skip (fail in CI)"; fi; }
+
 # Kafka's own assignors (Java 17, Maven) as the tests' oracle: tests/kafka_oracle.py.
 ORACLE_JAR := oracle/target/rackplan-oracle.jar
 oracle: $(ORACLE_JAR)
@@ -66,7 +77,7 @@ $(ORACLE_JAR): oracle/pom.xml $(shell find oracle/src -name '*.java')
 	mvn -q -B -f oracle/pom.xml package
 	touch $@
 
-test: lint typecheck browser kafka oracle clients $(STAMP)
+test: lint typecheck browser promtool kafka oracle clients $(STAMP)
 	$(BIN)/pytest tests integration
 
 # rackplan's JVM side (docs/java.md): RackplanAssignor, RackplanServerAssignor, RackplanTaskAssignor in

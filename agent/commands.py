@@ -62,16 +62,19 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
 
 def cmd_agent_run(args: argparse.Namespace) -> int:
+    from confluent_kafka import KafkaException
+    from pydantic_settings import SettingsError as SourceError
+
     from .kafka_io import PublishError
     from .logging import configure, get_logger
     from .loop import Agent, AgentError
-    from .settings import Settings
+    from .settings import Settings, describe_error
     from .supervisor import child_command, supervise, supervised
 
     try:
         settings = Settings.load(args.config)
-    except (OSError, ValueError, ValidationError) as e:
-        print(f"rackplan: error: settings: {e}", file=sys.stderr)
+    except (OSError, ValueError, ValidationError, SourceError) as e:
+        print(f"rackplan: error: settings: {describe_error(e)}", file=sys.stderr)
         return 2
     configure(settings.log.format, settings.log.level)
     log = get_logger("rackplan.agent")
@@ -79,7 +82,12 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
         argv = ["agent", "run", *(["--config", args.config] if args.config else [])]
         return supervise(child_command(argv), get_logger("rackplan.supervisor"))
     log.info("agent starting", settings=settings.redacted())
-    agent = Agent(settings, serve_http=True)
+    try:
+        agent = Agent(settings, serve_http=True)
+    except ValueError as e:  # a secret file that cannot be read (SettingsError)
+        return _settings_failed(log, describe_error(e))
+    except KafkaException as e:  # librdkafka refuses kafka.config (an unknown property, a bad value)
+        return _settings_failed(log, librdkafka_config_error(e, settings.kafka.client_config()))
     install_stop_handlers(agent.stop)
     try:
         return agent.run()
@@ -93,12 +101,34 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
         return 1
 
 
+def _settings_failed(log: Any, message: str) -> int:
+    log.error("agent cannot run", error=message)
+    print(f"rackplan: error: settings: {message}", file=sys.stderr)
+    return 2
+
+
+def librdkafka_config_error(e: Exception, config: dict[str, Any]) -> str:
+    """librdkafka's refusal of a client config, naming ``kafka.config``, with secret values masked."""
+    from .settings import MASK, is_secret_key
+
+    text = " ".join(str(e.args[0].str() if e.args and hasattr(e.args[0], "str") else e).split())
+    for key, value in config.items():
+        if is_secret_key(key) and str(value):
+            text = text.replace(str(value), MASK)
+    return f"kafka.config: librdkafka refuses it: {text}"
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
+    from .settings import describe_error
 
-    return run_demo(
-        poll_interval_s=args.poll_interval,
-        keep_running=args.keep_running,
-        log_level=args.log_level,
-        log_file=args.log_file,
-    )
+    try:
+        return run_demo(
+            poll_interval_s=args.poll_interval,
+            keep_running=args.keep_running,
+            log_level=args.log_level,
+            log_file=args.log_file,
+        )
+    except ValidationError as e:  # --poll-interval out of range: the demo's settings name it
+        print(f"rackplan: error: demo: {describe_error(e)}", file=sys.stderr)
+        return 2

@@ -30,7 +30,7 @@ from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
-from .alerts import FIRING, AlertEvent
+from .alerts import FIRING, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from .diff import change_title
 from .embedded import EmbeddedCluster
 from .kafka_io import Publisher, TopicSpec
@@ -130,7 +130,13 @@ def demo_settings(
             "consumer_groups": groups,
             "streams_apps": apps,
             "change_persist_polls": 2,
-            "alerts": {"cross_rack_threshold": 0.25, "worsen_delta": 0.05, "cooldown_s": 0},
+            "alerts": {
+                "cross_rack_threshold": 0.25,
+                "worsen_delta": 0.05,
+                "cooldown_s": 0,
+                "for_s": 0,
+                "keep_firing_for_s": 0,
+            },
             "webhook": {
                 "url": webhook_url,
                 "timeout_s": 2,
@@ -167,7 +173,7 @@ class WebhookReceiver:
 
     def __init__(self) -> None:
         self.posts: list[list[dict[str, Any]]] = []
-        #: (status when received, alert key) of every alert received
+        #: (status when received: firing, resolved or unfixable; alert key) of every alert received
         self.received: list[tuple[str, str]] = []
         self._lock = threading.Lock()
         receiver = self
@@ -187,7 +193,10 @@ class WebhookReceiver:
                         for a in alerts:
                             ends = dt.datetime.fromisoformat(a["endsAt"])
                             key = f"{a['labels']['kind']}/{a['labels']['group']}"
-                            receiver.received.append(("resolved" if ends <= now else "firing", key))
+                            status = "resolved" if ends <= now else "firing"
+                            if a["labels"].get("alertname") == UNFIXABLE_ALERTNAME:
+                                status = "unfixable"  # a one-off report, not a page
+                            receiver.received.append((status, key))
                 self.send_response(200 if ok else 400)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -260,7 +269,9 @@ def _alert_rows(s: Summary, alerts: list[AlertEvent]) -> None:
     if not alerts:
         s.line("  (none)")
     for a in alerts:
-        if a.status == FIRING and a.reason.startswith("initial state"):
+        if a.status == UNFIXABLE:
+            what = f"{a.current:.0%} cross-rack; no assignment gets under"
+        elif a.status == FIRING and a.reason.startswith("initial state"):
             what = f"{a.current:.0%} cross-rack already at start"
         elif a.status == FIRING:
             what = f"{a.previous:.0%} -> {a.current:.0%} cross-rack after the change"
@@ -311,6 +322,53 @@ def _register_audit(settings: Settings, cluster: EmbeddedCluster) -> None:
         settings.io_timeout_s,
     )
     publisher.flush(settings.io_timeout_s)
+
+
+#: topics of the operator's own ``agent run`` beside the demo's agent (the mock cannot create topics)
+TRY_PREFIX = "_rackplan-try."
+
+
+def write_try_settings(cluster: EmbeddedCluster, demo: Settings, path: str) -> Settings:
+    """A settings file for ``rackplan agent run`` against the demo's cluster, its topics created.
+
+    Its own topics (:data:`TRY_PREFIX`): on the demo's, the demo agent's heartbeat would make it
+    refuse to start (another agent publishes there).  HTTP on a free port, named in the file.
+    """
+    import socket
+
+    import yaml
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    doc = {
+        "kafka": {"bootstrap_servers": cluster.bootstrap_servers},
+        "poll_interval_s": 2,
+        "plan_topic": f"{TRY_PREFIX}plans",
+        "alerts_topic": f"{TRY_PREFIX}alerts",
+        "registrations_topic": f"{TRY_PREFIX}registrations",
+        "ha": {"lease_topic": f"{TRY_PREFIX}lease"},
+        "http": {"host": "127.0.0.1", "port": port},
+        "consumer_groups": [dict(g) for g in demo.consumer_groups],
+        "log": {"format": "console"},
+    }
+    settings = Settings.model_validate(doc)
+    topic_creator(cluster)(topic_specs(settings))
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("# rackplan demo: your own agent beside the demo's, on the same embedded cluster\n")
+        yaml.safe_dump(doc, f, sort_keys=False)
+    return settings
+
+
+def try_it(s: Summary, bootstrap: str, base: str, config: str, plan_topic: str) -> None:
+    """What to run against the demo's cluster: ``agent run``, kcat and curl (docs/agent.md)."""
+    s.section("Try it: the cluster stays up")
+    s.line(f"  bootstrap    {bootstrap}")
+    s.line(f"  agent HTTP   {base}  (/metrics /v1/plans /v1/groups /readyz)")
+    s.line(f"  plans        kcat -b {bootstrap.split(',')[0]} -C -t {plan_topic} -K '\\t' -e")
+    s.line(f"  curl         curl -s {base}/v1/plans")
+    s.line(f"  your agent   rackplan agent run --config {config}")
+    s.line(f"               (its own topics {TRY_PREFIX}*; its HTTP port is in the file)")
 
 
 def run_demo(
@@ -404,11 +462,13 @@ def run_demo(
         if agent.webhook is not None:
             agent.webhook.wait_idle(max(0.0, min(5.0, deadline - time.monotonic())))
         received = receiver.statuses()
-        resolved = sum(1 for status, _ in received if status == "resolved")
+        tally = {
+            st: sum(1 for status, _ in received if status == st) for st in ("firing", "resolved", "unfixable")
+        }
         s.section("5. Webhook (Alertmanager API v2)")
         s.line(
             f"  received {len(received)} alerts in {len(receiver.posts)} POSTs: "
-            f"{len(received) - resolved} firing, {resolved} resolved"
+            f"{tally['firing']} firing, {tally['resolved']} resolved, {tally['unfixable']} unfixable (sent once)"
         )
 
         s.line()
@@ -419,10 +479,11 @@ def run_demo(
         if keep_running:
             from .commands import install_stop_handlers
 
-            if agent.http is not None:
-                base = f"http://127.0.0.1:{agent.http.port}"
-                s.line(f"HTTP: {base}/metrics {base}/v1/plans {base}/v1/groups {base}/readyz")
-            s.line("Keeping the agent running; Ctrl-C to stop.")
+            config = stack.enter_context(tempfile.TemporaryDirectory(prefix="rackplan-demo-")) + "/try.yaml"
+            write_try_settings(cluster, settings, config)
+            base = f"http://127.0.0.1:{agent.http.port}" if agent.http is not None else "(no HTTP)"
+            try_it(s, cluster.bootstrap_servers, base, config, settings.plan_topic)
+            s.line("Keeping the cluster and the agent running; Ctrl-C to stop.")
             install_stop_handlers(agent.stop)
             while thread.is_alive():
                 thread.join(0.5)

@@ -134,6 +134,11 @@ def load_librdkafka() -> Any:
         if delay is not None:
             delay.restype = None
             delay.argtypes = [vp, i32]
+        # Optional: a slow broker (tests of publishes that time out and land later).
+        rtt = getattr(lib, "rd_kafka_mock_broker_set_rtt", None)
+        if rtt is not None:
+            rtt.restype = ctypes.c_int
+            rtt.argtypes = [vp, i32, ctypes.c_int]
         _lib = lib
         return lib
 
@@ -243,6 +248,14 @@ class EmbeddedCluster:
         """Accept connections again (-1: all)."""
         with self._lock:
             self._check(self._lib.rd_kafka_mock_broker_set_up(self._handle(), broker_id), "set up")
+
+    def set_rtt(self, broker_id: int, rtt_ms: int) -> None:
+        """Delay every response of one broker (-1: all) by ``rtt_ms``; 0 restores it."""
+        fn = getattr(self._lib, "rd_kafka_mock_broker_set_rtt", None)
+        if fn is None or not fn.argtypes:
+            raise EmbeddedClusterError("this librdkafka lacks rd_kafka_mock_broker_set_rtt")
+        with self._lock:
+            self._check(fn(self._handle(), broker_id, rtt_ms), "set rtt")
 
     def close(self) -> None:
         """Stop the brokers and free the handle; idempotent."""

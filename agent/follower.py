@@ -46,8 +46,10 @@ its own, no message returned before the checks above ran.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -57,6 +59,7 @@ from .lease import Heartbeat, HeartbeatError, decode_heartbeat
 from .logging import get_logger, with_kafka_logger
 from .plans import CONSUMER, PlanDecodeError, PlanRecord, decode_record, plan_key
 from .registry import FollowerStatus, consumer_registration
+from .settings import read_secret_file
 
 TP = tuple[str, int]
 Hook = Callable[["PlanFollower", list[TP]], None]
@@ -112,6 +115,10 @@ class PlanFollowerSettings(BaseModel):
     #: group-level registration fields (the newest record carrying them wins, unless the agent's file says)
     assignor: Literal["range", "cooperative-sticky", "rack-optimal"] | None = None
     fetch_mode: Literal["nearest-replica", "leader"] | None = None
+    #: a heartbeat dated further than this ahead of our clock counts as written when it is read
+    max_clock_skew_s: float = Field(default=10.0, ge=0)
+    #: the agent's registrations.secret_file: when set, this member's registration is signed with it
+    registration_secret_file: Path | None = None
 
     @model_validator(mode="after")
     def _coherent(self) -> PlanFollowerSettings:
@@ -176,6 +183,11 @@ class PlanFollower:
             raise FollowerError("instance_id: a non-empty stable id without '/' is required")
         if not topics or not all(isinstance(t, str) and t for t in topics):
             raise FollowerError("topics: at least one topic name is required")
+        try:
+            path = self.settings.registration_secret_file
+            self._secret = None if path is None else read_secret_file(path, "registration_secret_file")
+        except ValueError as e:
+            raise FollowerError(f"follower settings: {e}") from None
         rack = consumer_config.get("client.rack")
         self.group_id = group
         self.member_id = instance_id
@@ -213,6 +225,8 @@ class PlanFollower:
         self._latest_assignment: dict[str, list[TP]] = {}
         self._seen_generation = 0
         self._heartbeat: Heartbeat | None = None
+        #: when the newest heartbeat was written, as far as we trust it (see Heartbeat.seen_at)
+        self._heartbeat_ms = 0
         self._control: TopicTail | None = None
         self._control_retry_at = 0.0
         now = clock()
@@ -353,13 +367,27 @@ class PlanFollower:
         for r in raw:
             if r.topic == s.lease_topic:
                 try:
-                    hb = decode_heartbeat(r.key, r.value)
+                    hb = dataclasses.replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms)
                 except HeartbeatError as e:
                     self.stats["heartbeats_skipped"] += 1
+                    self.stats[f"records_skipped_{e.reason}"] += 1
                     self.log.warning("lease record skipped", reason=str(e), offset=r.offset)
                     continue
-                if self._heartbeat is None or hb.timestamp_ms >= self._heartbeat.timestamp_ms:
-                    self._heartbeat = hb
+                # Liveness by the broker's timestamp, bounded by our clock plus the skew: a heartbeat dated
+                # a day ahead counts as written now, and keeps nobody from falling back for a day.
+                now_ms = int(self._wall() * 1000)
+                seen = hb.seen_at(now_ms, int(s.max_clock_skew_s * 1000))
+                dated = hb.seen_ms if hb.seen_ms is not None else hb.timestamp_ms
+                if seen != dated:
+                    self.stats["heartbeats_future_dated"] += 1
+                    self.log.warning(
+                        "heartbeat dated in the future beyond the clock skew; counted as written now",
+                        agent_id=hb.agent_id,
+                        ahead_s=round((dated - now_ms) / 1000, 1),
+                        offset=r.offset,
+                    )
+                if self._heartbeat is None or seen >= self._heartbeat_ms:
+                    self._heartbeat, self._heartbeat_ms = hb, seen
             elif r.key == self.key.encode():
                 self._plan_record(r.value, r.offset)
 
@@ -379,6 +407,7 @@ class PlanFollower:
                 raise PlanDecodeError(f"group_id {rec.body.get('group_id')!r} does not match the key")
         except PlanDecodeError as e:
             self.stats["plans_skipped"] += 1
+            self.stats[f"records_skipped_{e.reason}"] += 1
             self.log.warning("plan record skipped", reason=str(e), offset=offset)
             return
         if rec.generation <= self._seen_generation:
@@ -394,10 +423,9 @@ class PlanFollower:
         self._latest, self._latest_assignment = rec, assignment
 
     def _agent_alive(self) -> bool:
-        hb = self._heartbeat
-        if hb is None:
+        if self._heartbeat is None:
             return False
-        return self._wall() - hb.timestamp_ms / 1000 <= self.settings.agent_timeout_s
+        return self._wall() - self._heartbeat_ms / 1000 <= self.settings.agent_timeout_s
 
     def _agent_gone(self) -> bool:
         """A heartbeat was seen and is now too old (no heartbeat at all: only the plan timeout counts)."""
@@ -768,6 +796,7 @@ class PlanFollower:
             assignor=self.settings.assignor,
             fetch_mode=self.settings.fetch_mode,
             follower=FollowerStatus(released_generation=self.generation, mode=self.mode),
+            secret=self._secret,
         )
 
     def _register(self, force: bool = False) -> None:

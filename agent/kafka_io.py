@@ -55,6 +55,16 @@ class PublishError(RuntimeError):
     """A record was not confirmed by the brokers."""
 
 
+class DeliveryUncertain(PublishError):
+    """A record was sent but its fate is unknown (no delivery report in time, or a timeout that may
+    have persisted it): it may still appear on the topic.  A plan's generation is then never reused
+    with another content (see :meth:`agent.plans.PlanBook.reserve`)."""
+
+
+#: delivery errors after which the record may be on the topic all the same
+_UNCERTAIN = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_INFLIGHT"})
+
+
 class PlanTooLargeError(PublishError):
     """A plan exceeds the producer's or topic's maximum message size even compressed."""
 
@@ -368,11 +378,16 @@ class TopicTail:
 
 
 def read_back(
-    config: Mapping[str, Any], topic: str, timeout_s: float, log: Any
+    config: Mapping[str, Any],
+    topic: str,
+    timeout_s: float,
+    log: Any,
+    skipped: Callable[[str], None] | None = None,
 ) -> list[tuple[str, PlanRecord | None]]:
     """Every record of the plan topic, oldest first per partition, up to the current end.
 
-    Malformed records are skipped with a logged reason; they never stop the agent.
+    Malformed records (:func:`agent.records.load_record` bounds them) are
+    skipped with a logged reason and ``skipped(reason)``; they never stop the agent.
     """
     tail = TopicTail(config, topic, timeout_s)
     try:
@@ -383,14 +398,16 @@ def read_back(
         raise TopicReadError(f"plan topic {topic!r}: replay timed out after {timeout_s}s")
     out: list[tuple[str, PlanRecord | None]] = []
     for r in raw:
-        if r.key is None:
-            log.warning("plan record skipped", reason="no key", partition=r.partition, offset=r.offset)
-            continue
         try:
-            key = r.key.decode("utf-8")
-            out.append((key, decode_record(key, r.value)))
-        except (PlanDecodeError, UnicodeDecodeError) as e:
+            if r.key is None:
+                raise PlanDecodeError("no key", "bad_key")
+            rec = decode_record(r.key, r.value)
+        except PlanDecodeError as e:
             log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
+            if skipped is not None:
+                skipped(e.reason)
+            continue
+        out.append((r.key.decode("utf-8"), rec))
     return out
 
 
@@ -453,7 +470,7 @@ class Publisher:
         while len(results) < len(records):
             left = deadline - time.monotonic()
             if left <= 0:
-                raise PublishError(
+                raise DeliveryUncertain(
                     f"{len(records) - len(results)} record(s) to {topic} not confirmed in time"
                 )
             self._producer.flush(min(left, 1.0))
@@ -462,7 +479,10 @@ class Publisher:
             first_key, first = next(iter(failed.items()))
             if getattr(first, "name", lambda: "")() in ("MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"):
                 raise PlanTooLargeError(f"{first_key}: plan exceeds the topic's max.message.bytes: {first}")
-            raise PublishError(f"{len(failed)} record(s) to {topic} failed, first {first_key}: {first}")
+            uncertain = any(getattr(err, "name", lambda: "")() in _UNCERTAIN for err in failed.values())
+            raise (DeliveryUncertain if uncertain else PublishError)(
+                f"{len(failed)} record(s) to {topic} failed, first {first_key}: {first}"
+            )
 
     def send(self, topic: str, key: str, value: bytes, on_result: Callable[[str | None], None]) -> None:
         """Send one record without waiting: ``on_result`` gets None or the error, from a later :meth:`poll`."""

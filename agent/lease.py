@@ -32,17 +32,20 @@ import json
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .kafka_io import PublishError, TopicReadError, TopicTail
 from .logging import with_kafka_logger
+from .records import MAX_HEARTBEAT_BYTES, RecordError, load_record, safe_int
 from .settings import HaSettings
 
 LEASE_SCHEMA = 1
 HEARTBEAT_KEY = b"leader"
 LEASE_PARTITIONS = 1
+#: a heartbeat's interval_s above this is refused: a forged day-long interval would keep it "live" for days
+MAX_INTERVAL_S = 3600.0
 #: commit errors that mean this member is no longer in the group.  A rebalance in progress or a generation
 #: that just moved on is not one of them: with the cooperative protocol the holder keeps the partition
 #: through a rebalance, so those only postpone publishing (and a real loss arrives as a revocation).
@@ -58,7 +61,11 @@ class LeaseUnconfirmed(PublishError):
 
 
 class HeartbeatError(ValueError):
-    """A record on the lease topic that is not a heartbeat."""
+    """A record on the lease topic that is not a heartbeat; ``reason`` is a metric label."""
+
+    def __init__(self, detail: str, reason: str = "invalid") -> None:
+        super().__init__(detail)
+        self.reason = reason
 
 
 def default_agent_id() -> str:
@@ -85,12 +92,19 @@ class Heartbeat:
                 "agent_id": self.agent_id,
                 "epoch": self.epoch,
                 "timestamp_ms": self.timestamp_ms,
-                "interval_s": self.interval_s,
+                "interval_s": min(self.interval_s, MAX_INTERVAL_S),  # readers refuse more
                 "lease_group": self.lease_group,
                 "released": self.released,
             },
             separators=(",", ":"),
         ).encode()
+
+    def seen_at(self, now_ms: int, max_skew_ms: int) -> int:
+        """When it was written, as far as a reader can trust: the broker's record timestamp (else the
+        writer's), but never later than the reader's clock plus ``max_skew_ms``: a heartbeat dated
+        further ahead counts as written now (``now_ms``: when it was read)."""
+        ts = self.seen_ms if self.seen_ms is not None else self.timestamp_ms
+        return now_ms if ts > now_ms + max_skew_ms else ts
 
     def age_ms(self, now_ms: int) -> int:
         """How old it is by the broker's timestamp when known (a writer's clock can lie), else its own."""
@@ -128,29 +142,34 @@ def foreign_writer(hb: Heartbeat | None, agent_id: str, lease_group: str | None,
 
 def decode_heartbeat(key: bytes | None, value: bytes | None) -> Heartbeat:
     if key != HEARTBEAT_KEY:
-        raise HeartbeatError(f"key {key!r} is not {HEARTBEAT_KEY!r}")
+        raise HeartbeatError(f"key {(key or b'')[:200]!r} is not {HEARTBEAT_KEY!r}", "bad_key")
     if value is None:
-        raise HeartbeatError("tombstone")
+        raise HeartbeatError("tombstone", "invalid")
     try:
-        v = json.loads(value)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise HeartbeatError(f"value is not JSON: {e}") from None
+        v = load_record(value, MAX_HEARTBEAT_BYTES, "heartbeat")
+    except RecordError as e:
+        raise HeartbeatError(str(e), e.reason) from None
     if not isinstance(v, dict) or v.get("schema") != LEASE_SCHEMA:
-        raise HeartbeatError("not a schema-1 heartbeat object")
-    agent, epoch, ts, interval = v.get("agent_id"), v.get("epoch"), v.get("timestamp_ms"), v.get("interval_s")
+        raise HeartbeatError("not a schema-1 heartbeat object", "schema")
+    agent, interval = v.get("agent_id"), v.get("interval_s")
     if not isinstance(agent, str) or not agent:
         raise HeartbeatError("agent_id must be a non-empty string")
-    for name, n in (("epoch", epoch), ("timestamp_ms", ts)):
-        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-            raise HeartbeatError(f"{name} must be a non-negative integer")
-    if not isinstance(interval, int | float) or isinstance(interval, bool) or interval <= 0:
-        raise HeartbeatError("interval_s must be a positive number")
+    try:
+        epoch = safe_int(v.get("epoch"), "epoch")
+        ts = safe_int(v.get("timestamp_ms"), "timestamp_ms")
+    except RecordError as e:
+        raise HeartbeatError(str(e), e.reason) from None
+    if (
+        not isinstance(interval, int | float)
+        or isinstance(interval, bool)
+        or not 0 < interval <= MAX_INTERVAL_S
+    ):
+        raise HeartbeatError(f"interval_s must be a positive number of seconds up to {MAX_INTERVAL_S}")
     group, released = v.get("lease_group"), v.get("released", False)
     if group is not None and not isinstance(group, str):
         raise HeartbeatError("lease_group must be a string or null")
     if not isinstance(released, bool):
         raise HeartbeatError("released must be a boolean")
-    assert isinstance(epoch, int) and isinstance(ts, int)
     return Heartbeat(agent, epoch, ts, float(interval), group, released)
 
 
@@ -270,8 +289,17 @@ class Lease:
         self._consumer.close()
 
 
-def last_heartbeat(config: Mapping[str, Any], topic: str, timeout_s: float, log: Any) -> Heartbeat | None:
-    """The newest well-formed heartbeat on the lease topic (its epoch is the one to continue from)."""
+def last_heartbeat(
+    config: Mapping[str, Any],
+    topic: str,
+    timeout_s: float,
+    log: Any,
+    skipped: Callable[[str], None] | None = None,
+) -> Heartbeat | None:
+    """The newest well-formed heartbeat on the lease topic (its epoch is the one to continue from).
+
+    Malformed records are skipped with a logged reason and ``skipped(reason)``.
+    """
     tail = TopicTail(config, topic, timeout_s)
     try:
         raw, complete = tail.read_available(timeout_s)
@@ -285,6 +313,8 @@ def last_heartbeat(config: Mapping[str, Any], topic: str, timeout_s: float, log:
             hb = decode_heartbeat(r.key, r.value)
         except HeartbeatError as e:
             log.warning("lease record skipped", reason=str(e), partition=r.partition, offset=r.offset)
+            if skipped is not None:
+                skipped(e.reason)
             continue
         if best is None or hb.epoch >= best.epoch:
             best = dataclasses.replace(hb, seen_ms=r.timestamp_ms)

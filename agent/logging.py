@@ -17,6 +17,8 @@ from typing import Any, TextIO
 
 import structlog
 
+from .settings import mask_tree
+
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 KAFKA_LOGGER = "rackplan.librdkafka"
 #: how confluent-kafka formats a librdkafka line: facility, client name, message
@@ -57,6 +59,19 @@ def _librdkafka_fields(
     return event_dict
 
 
+def _mask_secrets(_logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """Every event, whoever wrote it (our code, librdkafka, a library): secret-bearing values masked.
+
+    The same rule as the settings logged at start (:func:`agent.settings.mask_tree`):
+    a field named like a secret is ``***``, URLs lose their credentials and
+    query values, ``clientSecret=...`` in any text becomes ``clientSecret=***``.
+    """
+    for k, v in list(event_dict.items()):
+        if not k.startswith("_"):
+            event_dict[k] = mask_tree(v, k)
+    return event_dict
+
+
 def use_json(fmt: str, stream: TextIO) -> bool:
     """``auto`` means console on a TTY, JSON everywhere else (containers, pipes, files)."""
     if fmt == "json":
@@ -82,7 +97,7 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
     structlog.configure(
-        processors=[*shared, structlog.processors.format_exc_info, renderer],
+        processors=[*shared, structlog.processors.format_exc_info, _mask_secrets, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
         logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
@@ -91,7 +106,7 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
     handler = logging.StreamHandler(out)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, _mask_secrets, renderer],
             foreign_pre_chain=[structlog.stdlib.add_logger_name, _librdkafka_fields, *shared],
             pass_foreign_args=True,
         )

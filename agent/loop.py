@@ -37,6 +37,7 @@ from .http import AgentHttpServer
 from .kafka_io import (
     LEASE_GROUP_HEADER,
     WRITER_HEADER,
+    DeliveryUncertain,
     PlanTooLargeError,
     Publisher,
     PublishError,
@@ -68,6 +69,7 @@ from .planner import (
     PlanSkipped,
     Registration,
     assignment_locality,
+    best_locality,
     current_locality,
     current_locality_by_rack,
     plan_for,
@@ -75,16 +77,29 @@ from .planner import (
     scope_fingerprint,
     total_locality,
 )
-from .plans import CONSUMER, STATE_REVOKING, Locality, PlanBook, PlanRecord, encode_value, utc_now_iso
+from .plans import (
+    CONSUMER,
+    STATE_REVOKING,
+    Locality,
+    PlanBook,
+    PlanDecodeError,
+    PlanRecord,
+    decode_record,
+    encode_value,
+    utc_now_iso,
+)
+from .preflight import http_bind_error, reach_brokers
+from .records import MAX_SAFE_INT
 from .registry import (
     FOLLOWER_MODES,
     RegistrationRecordError,
     RegistrationStore,
     decode_registration,
     merge_registrations,
+    settings_group_refusal,
 )
 from .settings import Settings
-from .webhook import Post, WebhookNotifier, urllib_post
+from .webhook import Post, WebhookNotifier, default_agent_url, with_cluster_label
 
 PLAN_TOPIC_PARTITIONS = 1
 ALERT_TOPIC_PARTITIONS = 1
@@ -123,14 +138,15 @@ class CycleReport:
 
 
 def topic_specs(settings: Settings) -> list[TopicSpec]:
+    """The agent's topics.  Registrations and heartbeats are judged by their record timestamps, so those
+    topics take the broker's append time: a writer cannot date its record (docs/security.md)."""
     compact = {"cleanup.policy": "compact", "max.message.bytes": str(settings.plan_max_message_bytes)}
+    stamped = {"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime"}
     return [
         TopicSpec(settings.plan_topic, PLAN_TOPIC_PARTITIONS, compact),
         TopicSpec(settings.alerts_topic, ALERT_TOPIC_PARTITIONS, {"cleanup.policy": "delete"}),
-        TopicSpec(
-            settings.registrations_topic, settings.registrations.partitions, {"cleanup.policy": "compact"}
-        ),
-        TopicSpec(settings.ha.lease_topic, LEASE_PARTITIONS, {"cleanup.policy": "compact"}),
+        TopicSpec(settings.registrations_topic, settings.registrations.partitions, stamped),
+        TopicSpec(settings.ha.lease_topic, LEASE_PARTITIONS, stamped),
     ]
 
 
@@ -150,7 +166,7 @@ class Agent:
         serve_http: bool = False,
         admin: Any = None,
         publisher: Publisher | None = None,
-        webhook_post: Post = urllib_post,
+        webhook_post: Post | None = None,
     ) -> None:
         """``create_missing_topics`` creates topics the brokers would not (the embedded cluster).
 
@@ -160,6 +176,8 @@ class Agent:
         self.settings = settings
         self.log = get_logger("rackplan.agent")
         self.client_config = settings.kafka.client_config()
+        #: a real client: bootstrap host names are resolved before the first contact (not for replacements)
+        self._real_admin = admin is None
         if admin is None:
             from confluent_kafka.admin import AdminClient
 
@@ -169,8 +187,10 @@ class Agent:
         self.clock = clock
         self.on_cycle = on_cycle
         self.stop = threading.Event()
-        self.metrics = Metrics()
+        self.metrics = Metrics(cluster=settings.cluster_name)
         self.file_regs: list[Registration] = registrations(settings)
+        #: shared secret of signed registrations (registrations.secret_file), None: unsigned accepted
+        self._reg_secret = settings.registrations.secret()
         self._reg_tail: TopicTail | None = None
         #: broker id -> rack as DescribeCluster last said: asked again only for brokers not in it
         self._rack_cache: dict[int, str | None] = {}
@@ -225,7 +245,14 @@ class Agent:
         self.regs: list[Registration] = list(self.file_regs)
         #: registrations that cannot be used now: key -> reason
         self.problems: dict[str, str] = {}
-        self.store = RegistrationStore(s.registrations.ttl_s)
+        self.store = RegistrationStore(s.registrations.ttl_s, s.registrations.max_clock_skew_s)
+        #: plan keys whose newest record on the plan topic another writer wrote (see :meth:`_watch_plans`)
+        self.discrepancies: dict[str, dict[str, Any]] = {}
+        self.metrics.set("rackplan_plan_discrepancies", 0)
+        #: plans whose publish timed out: they may still land, so their generation is never reused
+        self._in_doubt: dict[str, PlanRecord] = {}
+        #: keys whose newest record followers act on is foreign: key -> that plan (None: a tombstone)
+        self._reassert: dict[str, PlanRecord | None] = {}
         if self._reg_tail is not None:
             self._reg_tail.close()
         self._reg_tail = None
@@ -334,7 +361,7 @@ class Agent:
         """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
         s = self.settings
         names = self._ensure_topics()
-        records = read_back(self.client_config, s.plan_topic, s.io_timeout_s, self.log)
+        records = read_back(self.client_config, s.plan_topic, s.io_timeout_s, self.log, self._plan_skipped)
         # From here on the plan topic is watched for records this agent did not write (see _watch_plans).
         self._plan_tail = TopicTail(self.client_config, s.plan_topic, s.io_timeout_s)
         self._plan_tail.read_available(s.io_timeout_s)
@@ -363,9 +390,12 @@ class Agent:
             )
         if self._lease_topic_ok:
             last = self._no_foreign_writer(
-                last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
+                last_heartbeat(
+                    self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log, self._lease_skipped
+                )
             )
-            self.epoch = (0 if last is None else last.epoch) + 1
+            # Epochs are bounded when read (agent.records.safe_int); one at the bound stays there.
+            self.epoch = min((0 if last is None else last.epoch) + 1, MAX_SAFE_INT)
             self._lease_tail = TopicTail(self.client_config, s.ha.lease_topic, s.io_timeout_s)
             self._lease_tail.read_available(s.io_timeout_s)  # from here on, only what others write next
         self.begin(records)
@@ -393,7 +423,9 @@ class Agent:
         deadline = time.monotonic() + 2 * last.interval_s + 1.0
         while time.monotonic() < deadline and not self.stop.is_set():
             self.stop.wait(min(1.0, last.interval_s / 2))
-            newest = last_heartbeat(self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log)
+            newest = last_heartbeat(
+                self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log, self._lease_skipped
+            )
             if (
                 newest is not None
                 and newest.agent_id == last.agent_id
@@ -408,6 +440,12 @@ class Agent:
         self.log.info("the other agent's heartbeat stopped: taking over its epoch", agent_id=last.agent_id)
         return last
 
+    def _plan_skipped(self, reason: str) -> None:
+        self.metrics.inc("rackplan_records_skipped_total", {"topic": "plans", "reason": reason})
+
+    def _lease_skipped(self, reason: str) -> None:
+        self.metrics.inc("rackplan_records_skipped_total", {"topic": "lease", "reason": reason})
+
     def _watch_plans(self) -> None:
         """Records on the plan topic this agent did not write: a foreign writer is reported, never silent.
 
@@ -415,24 +453,33 @@ class Agent:
         :data:`LEASE_GROUP_HEADER`.  A record without them, or from an agent outside our lease group,
         was written by someone else: a tool, a forger, an agent started with other settings.  It is
         counted (``rackplan_foreign_writers_total{topic="plans"}``) and logged with its key,
-        generation and writer.  A late record of a previous leader of our own group (the window a
-        lease leaves between confirmation and publish) is logged as such.
+        generation and writer; followers read it, so it is a *discrepancy* until this agent
+        publishes that key again: ``rackplan_plan_discrepancies`` and ``/v1/plans`` show it.  A
+        foreign plan's generation is reserved (never planned again), so the agent's next plan of
+        the key outranks it for followers.  A late record of a previous leader of our own group
+        (the window a lease leaves between confirmation and publish) is logged as such.  Records
+        are decoded with the bounded decoder: a poison record is skipped and counted, like at start.
         """
         if self._plan_tail is None:
             return
         raw, _errors = self._plan_tail.read_new()
         for r in raw:
             writer = r.header(WRITER_HEADER)
+            key = (r.key or b"").decode("utf-8", "replace")[:500]
+            try:
+                rec = decode_record(r.key or b"", r.value) if r.key is not None else None
+                bad = None if r.key is not None else "bad_key"
+            except PlanDecodeError as e:
+                rec, bad = None, e.reason
+                self._plan_skipped(e.reason)
+                self.log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
             if writer is not None and writer.decode("utf-8", "replace") == self.agent_id:
+                self._own_record_read_back(key, rec)
                 continue
             group = (r.header(LEASE_GROUP_HEADER) or b"").decode("utf-8", "replace") or None
-            key = (r.key or b"").decode("utf-8", "replace")
-            generation = None
-            if r.value is not None:
-                try:
-                    generation = json.loads(r.value).get("generation")
-                except (ValueError, AttributeError):
-                    generation = "not a plan"
+            generation: Any = None if rec is None else rec.generation
+            if bad is not None:
+                generation = f"not a plan ({bad})"
             who = None if writer is None else writer.decode("utf-8", "replace")
             if who is not None and self._lease_group is not None and group == self._lease_group:
                 self.log.warning(
@@ -441,8 +488,29 @@ class Agent:
                     writer=who,
                     generation=generation,
                 )
+                if rec is not None:
+                    self.book.reserve(key, rec.generation)
                 continue
             self.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
+            # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
+            followed = bad is None and (
+                self.book.latest(key) is not None
+                if rec is None
+                else rec.generation >= self.book.next_generation(key)
+            )
+            if rec is not None and self.book.reserve(key, rec.generation):
+                self.metrics.inc("rackplan_generations_reserved_total", {"reason": "foreign_plan"})
+            if followed:
+                self._reassert[key] = rec
+                self.discrepancies[key] = {
+                    "writer": who or "unknown (no rackplan header)",
+                    "writer_lease_group": group,
+                    "tombstone": r.value is None,
+                    "generation": generation,
+                    "offset": r.offset,
+                    "timestamp_ms": r.timestamp_ms,
+                }
+                self.metrics.set("rackplan_plan_discrepancies", len(self.discrepancies))
             self.log.error(
                 "foreign writer on the plan topic: a record this agent did not write",
                 key=key,
@@ -454,6 +522,22 @@ class Agent:
                 offset=r.offset,
             )
 
+    def _own_record_read_back(self, key: str, rec: PlanRecord | None) -> None:
+        """Our own record, read back: it ends a discrepancy, and confirms a plan whose publish timed out."""
+        if self.discrepancies.pop(key, None) is not None:
+            self.metrics.set("rackplan_plan_discrepancies", len(self.discrepancies))
+        doubt = self._in_doubt.get(key)
+        if rec is not None and doubt is not None and rec.generation == doubt.generation:
+            del self._in_doubt[key]
+            if self.book.apply(key, doubt):  # delivered after all: it is what followers hold
+                self._retry.add(key)  # planned again against it, in case the cluster moved on meanwhile
+                if doubt.state == STATE_REVOKING and doubt.handover is not None:  # its target must follow
+                    self.handovers[key] = Pending(doubt, tuple(doubt.handover["awaiting"]), self.clock())
+                    self._handover_metrics()
+                self.log.info(
+                    "plan whose publish timed out was delivered", key=key, generation=rec.generation
+                )
+
     def _watch_lease(self) -> None:
         """Heartbeats others wrote since the last cycle: a foreign writer stops us, a newer leader of our group
         means the lease was lost (:class:`LeaseLost`)."""
@@ -464,8 +548,12 @@ class Agent:
         for r in raw:
             try:
                 hb = dataclasses.replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms)
-            except HeartbeatError:
-                continue  # skipped with a reason by the followers and at start; not a writer
+            except HeartbeatError as e:
+                self._lease_skipped(e.reason)
+                self.log.warning(
+                    "lease record skipped", reason=str(e), partition=r.partition, offset=r.offset
+                )
+                continue
             if hb.agent_id == self.agent_id or hb.released:
                 continue
             reason = foreign_writer(hb, self.agent_id, self._lease_group, now_ms)
@@ -500,11 +588,12 @@ class Agent:
             self._reg_synced = True  # nothing to wait for: the file is all there is
         if s.webhook.url is not None and self.webhook is None:
             self.webhook = WebhookNotifier(
-                s.webhook,
+                with_cluster_label(s.webhook, s.cluster_name),
                 self.metrics,
                 get_logger("rackplan.webhook"),
                 firing_ttl_s=4 * max(s.webhook.resend_interval_s, s.poll_interval_s),
                 post=self._webhook_post,
+                agent_url=default_agent_url(s.http),
             )
         self._refresh_registrations(CycleReport(ok=True), self._discovery)
         if self._reg_synced:
@@ -598,17 +687,31 @@ class Agent:
     def _apply_raw_registrations(self, raw: list[RawRecord]) -> None:
         m = self.metrics
         now_ms = int(self.clock() * 1000)
+        reg = self.settings.registrations
+        skew_ms = int(reg.max_clock_skew_s * 1000)
         for r in raw:
             try:
-                entry = decode_registration(r.key, r.value, r.timestamp_ms)
+                entry = decode_registration(
+                    r.key, r.value, r.timestamp_ms, secret=self._reg_secret, max_skew_ms=skew_ms
+                )
                 key = r.key.decode("utf-8") if r.key is not None else ""
+                refusal = None if entry is None else settings_group_refusal(self.settings, entry)
+                if refusal is not None:
+                    raise RegistrationRecordError("settings_group", refusal)
             except RegistrationRecordError as e:
                 m.inc("rackplan_registration_records_total", {"result": "skipped"})
                 m.inc("rackplan_registration_records_skipped_total", {"reason": e.reason})
+                m.inc("rackplan_records_skipped_total", {"topic": "registrations", "reason": e.reason})
                 self.log.warning(
                     "registration record skipped", reason=str(e), partition=r.partition, offset=r.offset
                 )
                 continue
+            if entry is not None and entry.timestamp_ms > now_ms + skew_ms:
+                self.log.warning(
+                    "registration dated in the future beyond the clock skew; its TTL counts from now",
+                    key=key,
+                    ahead_s=round((entry.timestamp_ms - now_ms) / 1000, 1),
+                )
             self.store.apply(key, entry, now_ms)
             m.inc(
                 "rackplan_registration_records_total", {"result": "tombstone" if entry is None else "applied"}
@@ -728,7 +831,7 @@ class Agent:
         report.duration_s = time.monotonic() - t0
         m = self.metrics
         m.inc("rackplan_polls_total", {"result": "ok" if report.ok else "failed"})
-        m.set("rackplan_poll_duration_seconds", report.duration_s)
+        m.observe("rackplan_cycle_duration_seconds", report.duration_s)
         if self._tombstoned_at_start:
             report.tombstoned = self._tombstoned_at_start + report.tombstoned
             self._tombstoned_at_start = []
@@ -758,6 +861,7 @@ class Agent:
                 "metadata poll failed; retrying", attempt=attempt, delay_s=round(delay, 3), error=str(err)
             )
 
+        polled_at = time.monotonic()
         try:
             snap = poll_snapshot(
                 self.admin,
@@ -768,11 +872,13 @@ class Agent:
                 fetch=lambda admin, ms, ex: fetch_snapshot(admin, ms, ex, rack_cache=self._rack_cache),
             )
         except MetadataError as e:
+            self.metrics.observe("rackplan_poll_duration_seconds", time.monotonic() - polled_at)
             age = None if self.last_good is None else round(self.clock() - self.last_good.taken_at, 3)
             self.log.error(
                 "metadata poll failed; keeping the last good snapshot", error=str(e), snapshot_age_s=age
             )
             return CycleReport(ok=False, error=str(e))
+        self.metrics.observe("rackplan_poll_duration_seconds", time.monotonic() - polled_at)
         if self.acted is not None:
             snap = hold_reassignments(self.acted[0], snap)
         self.known = known_racks(self.known, snap)
@@ -814,11 +920,15 @@ class Agent:
         self._live_locality(report, snap, racks)
         report.completed += self._advance_handovers()
         rejoin = self._rejoin_wanted()
+        registered = {r.key for r in self.regs}
+        for key in [k for k in self._reassert if k not in registered]:
+            del self._reassert[key]  # not ours to plan: reported (discrepancy), not answered
         candidates = [
             r
             for r in self.regs
             if r.key in self._retry
             or r.key in rejoin
+            or r.key in self._reassert
             or (change is not None and not change.touched_topics.isdisjoint(r.topics))
         ]
         self._retry = set()
@@ -829,7 +939,15 @@ class Agent:
             if reg.key in self.handovers:  # one handover at a time: planned again once it completes
                 self._retry.add(reg.key)
                 continue
-            rec = self._plan(reg, acted_snap, acted_racks, change, report, rejoin=reg.key in rejoin)
+            rec = self._plan(
+                reg,
+                acted_snap,
+                acted_racks,
+                change,
+                report,
+                rejoin=reg.key in rejoin,
+                reassert=reg.key in self._reassert,
+            )
             if rec is not None:
                 records.append((rec, reg))
         replaced = self._publish(records, report)
@@ -865,7 +983,7 @@ class Agent:
                 or (change is not None and not change.touched_topics.isdisjoint(reg.topics))
             ):
                 want.add(reg.name)
-        want.update(k.partition("/")[2] for k in self.alerts.firing() if k.startswith(f"{CONSUMER}/"))
+        want.update(k.partition("/")[2] for k in self.alerts.tracked() if k.startswith(f"{CONSUMER}/"))
         return sorted(want)
 
     def _plan(
@@ -876,6 +994,7 @@ class Agent:
         change: SnapshotDiff | None,
         report: CycleReport,
         rejoin: bool = False,
+        reassert: bool = False,
     ) -> PlanRecord | None:
         """The next plan of ``reg``, or None when the plan of record holds.
 
@@ -883,13 +1002,26 @@ class Agent:
         withheld) and, when a partition moves away from a live follower, comes
         as the revoking phase of a two-phase handover.  ``rejoin``: its
         followers fell back to group subscription and must be brought back, so
-        a plan is made even if nothing else changed.
+        a plan is made even if nothing else changed.  ``reassert``: the newest
+        record followers act on was written by someone else (a forged plan or
+        tombstone); a plan above it is made even if nothing else changed, its
+        handover judged against what the followers were told to hold.
         """
         last = self.book.latest(reg.key)
         fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
         self._fp[reg.key] = fp
+        doubt = self._in_doubt.get(reg.key)
+        if (
+            doubt is not None
+            and not rejoin
+            and doubt.generation == self.book.next_generation(reg.key) - 1  # nothing above it since
+            and doubt.cluster_fingerprint == fp
+            and doubt.registration_fingerprint == reg.fingerprint
+        ):
+            return doubt  # the same record again, byte for byte: one generation, one content
         if (
             not rejoin
+            and not reassert
             and last is not None
             and last.cluster_fingerprint == fp
             and last.registration_fingerprint == reg.fingerprint
@@ -914,7 +1046,9 @@ class Agent:
             return None
         self._skip_logged.pop(reg.key, None)
         self._planned_by_rack[reg.key] = result.after_by_rack
-        if rejoin:
+        if reassert:
+            reason = "the plan of record again, above a record another writer put on the plan topic"
+        elif rejoin:
             reason = "followers rejoin the plan after group subscription"
         elif last is None:
             reason = "initial plan"
@@ -943,6 +1077,8 @@ class Agent:
         if followers:
             target = assignment_of(rec.body)
             held = last if last is not None else self.book.last_live(reg.key)  # a tombstone releases nothing
+            if reassert and self._reassert.get(reg.key) is not None:
+                held = self._reassert[reg.key]  # followers follow the forged plan: they hold what it gave
             phase = split(target, None if held is None else held.body, followers)
             if phase is not None:
                 return revoking_record(rec, phase, self.settings.followers.release_timeout_s)
@@ -978,8 +1114,12 @@ class Agent:
                 self.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
                 self._retry.add(rec.key)
                 self._unpublished_reason[rec.key] = rec.reason
+                if isinstance(e, DeliveryUncertain):
+                    self._doubt(rec)
                 continue
             self._unpublished_reason.pop(rec.key, None)
+            self._in_doubt.pop(rec.key, None)
+            self._reassert.pop(rec.key, None)
             replaced[rec.key] = self.book.latest(rec.key)
             self.book.apply(rec.key, rec)
             if rec.state == STATE_REVOKING and rec.handover is not None:
@@ -1005,6 +1145,21 @@ class Agent:
                 **({} if rec.handover is None else {"awaiting": rec.handover.get("awaiting")}),
             )
         return replaced
+
+    def _doubt(self, rec: PlanRecord) -> None:
+        """A plan whose publish timed out may still land: its generation names its content for good.
+
+        The retry re-sends the same bytes if the plan still holds then (same
+        cluster and registration fingerprints), else plans the next generation.
+        """
+        self._in_doubt[rec.key] = rec
+        if self.book.reserve(rec.key, rec.generation):  # not again when the same record is re-sent
+            self.metrics.inc("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"})
+        self.log.warning(
+            "plan delivery uncertain: its generation is never reused for another content",
+            key=rec.key,
+            generation=rec.generation,
+        )
 
     # ---- leadership and handovers ------------------------------------------------
 
@@ -1108,6 +1263,9 @@ class Agent:
                 self._guard()
                 self.publisher.publish(s.plan_topic, key, encode_value(target), s.io_timeout_s)
             except PublishError as e:
+                if isinstance(e, DeliveryUncertain):  # the retry's target goes above it
+                    self.book.reserve(key, target.generation)
+                    self.metrics.inc("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"})
                 self._handover_retry_at[key] = now + s.poll_interval_s
                 self.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
                 self.log.error("handover target not confirmed; will retry", key=key, error=str(e))
@@ -1235,6 +1393,14 @@ class Agent:
             return rec.locality_after
         return current_locality(snap, racks, reg, rec)
 
+    def _best_locality(
+        self, reg: Registration, rec: PlanRecord | None, snap: Snapshot, racks: Racks, current: Locality
+    ) -> Locality | None:
+        """The floor no assignment beats, computed only when the threshold is crossed (it matters then)."""
+        if rec is None or current.fraction <= self.settings.alerts.cross_rack_threshold:
+            return None
+        return best_locality(snap, racks, reg, rec)
+
     def _evaluate_alerts(
         self,
         records: list[tuple[PlanRecord, Registration]],
@@ -1272,13 +1438,20 @@ class Agent:
                 if before is None or now_loc is None:
                     continue
                 evaluated.add(reg.key)
+                if rec is not None:
+                    planned: Locality | None = rec.locality_after
+                else:  # no new plan: the plan of record, when it was made at this scope
+                    planned = (
+                        old.locality_after if old is not None and old.cluster_fingerprint == fp_now else None
+                    )
                 ev = self.alerts.evaluate(
                     reg.key,
                     before,
                     now_loc,
-                    None if rec is None else rec.locality_after,
+                    planned,
                     change.reason(reg.topics, limit=5),
                     now,
+                    best=self._best_locality(reg, rec or old, snap, racks, now_loc),
                 )
                 if ev is not None:
                     events.append(ev)
@@ -1297,11 +1470,12 @@ class Agent:
             ev = self.alerts.evaluate(
                 key, loc, loc, latest.locality_after,
                 f"initial state: {loc.cross_rack} of {loc.total} partitions read cross-rack", now,
+                best=self._best_locality(initial, latest, snap, racks, loc),
             )  # fmt: skip
             if ev is not None:
                 events.append(ev)
-        # Firing alerts resolve once the group's assignment is local enough again.
-        for key in self.alerts.firing():
+        # Firing alerts resolve once the group's assignment is local enough again; hold-downs run out.
+        for key in self.alerts.tracked():
             if key in evaluated or key not in regs:
                 continue
             latest = self.book.latest(key)
@@ -1309,12 +1483,15 @@ class Agent:
             if loc is None:
                 continue
             ev = self.alerts.evaluate(
-                key, loc, loc, None if latest is None else latest.locality_after, "", now
-            )
+                key, loc, loc, None if latest is None else latest.locality_after, "", now,
+                best=self._best_locality(regs[key], latest, snap, racks, loc),
+            )  # fmt: skip
             if ev is not None:
                 events.append(ev)
         report.alerts = events
         self._emit_alerts(events, now)
+        unfixable = {tuple(sorted(_labels(k).items())): 1.0 for k in self.alerts.unfixable() if k in regs}
+        self.metrics.replace("rackplan_alerts_unfixable", {}, unfixable)
 
     def _emit_alerts(self, events: list[AlertEvent], now: float) -> None:
         m = self.metrics
@@ -1345,9 +1522,14 @@ class Agent:
         """Run until :attr:`stop` is set; returns the process exit code."""
         try:
             if self.serve_http:
-                self.http = AgentHttpServer(self, self.settings.http.host, self.settings.http.port)
+                host, port = self.settings.http.host, self.settings.http.port
+                try:
+                    self.http = AgentHttpServer(self, host, port)
+                except OSError as e:  # a busy port, an address not of this machine: the settings' to fix
+                    raise AgentError(http_bind_error(e, host, port)) from None
                 self.http.start()
-                self.log.info("http serving", host=self.settings.http.host, port=self.http.port)
+                self.log.info("http serving", host=host, port=self.http.port)
+            self._first_contact()
             if self.settings.ha.enabled:
                 self._run_ha()
             else:
@@ -1356,6 +1538,22 @@ class Agent:
         finally:
             self.close()
         return 0
+
+    def _first_contact(self) -> None:
+        """Reach the bootstrap servers within ``kafka.startup_timeout_s``, else :class:`AgentError` naming
+        them: a wrong address must not look like an outage.  Later outages are retried."""
+        s = self.settings
+        problem = reach_brokers(
+            lambda timeout: self.admin.list_topics(timeout=timeout),
+            s.kafka.bootstrap_servers,
+            s.kafka.startup_timeout_s,
+            min(s.metadata.request_timeout_s, max(1.0, s.kafka.startup_timeout_s / 3)),
+            s.metadata.backoff_initial_s,
+            check_names=self._real_admin,
+            stopped=self.stop.is_set,
+        )
+        if problem is not None:
+            raise AgentError(problem)
 
     def _serve_term(self) -> None:
         """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`)."""

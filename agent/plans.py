@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .records import MAX_PLAN_BYTES, RecordError, load_record, safe_int
+
 SCHEMA_VERSION = 1
 CONSUMER = "consumer"
 STREAMS = "streams"
@@ -27,7 +29,14 @@ _BODY = {CONSUMER: "consumer_group", STREAMS: "streams_app"}
 
 
 class PlanDecodeError(ValueError):
-    """A record on the plan topic that is not a plan this agent can read."""
+    """A record on the plan topic that is not a plan this agent can read.
+
+    ``reason`` is one of :data:`agent.records.REASONS` (a metric label).
+    """
+
+    def __init__(self, detail: str, reason: str = "invalid") -> None:
+        super().__init__(detail)
+        self.reason = reason
 
 
 def plan_key(kind: str, name: str) -> str:
@@ -40,7 +49,9 @@ def plan_key(kind: str, name: str) -> str:
 def split_key(key: str) -> tuple[str, str]:
     kind, sep, name = key.partition("/")
     if not sep or kind not in _BODY or not name:
-        raise PlanDecodeError(f"bad plan key {key!r}: expected consumer/<group> or streams/<app>")
+        raise PlanDecodeError(
+            f"bad plan key {key[:200]!r}: expected consumer/<group> or streams/<app>", "bad_key"
+        )
     return kind, name
 
 
@@ -163,28 +174,33 @@ def _check_partitions(v: Any, where: str, required: bool) -> None:
 
 def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
     """A plan record, or None for a tombstone; :class:`PlanDecodeError` when malformed."""
-    k = key.decode("utf-8", errors="strict") if isinstance(key, bytes) else key
+    try:
+        k = key.decode("utf-8", errors="strict") if isinstance(key, bytes) else key
+    except UnicodeDecodeError:
+        raise PlanDecodeError("plan key is not UTF-8", "not_utf8") from None
     kind, _ = split_key(k)
     if value is None:
         return None
     try:
-        v = json.loads(value)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise PlanDecodeError(f"{k}: value is not JSON: {e}") from None
+        v = load_record(value, MAX_PLAN_BYTES, k)
+    except RecordError as e:
+        raise PlanDecodeError(str(e), e.reason) from None
     if not isinstance(v, dict):
-        raise PlanDecodeError(f"{k}: value must be a JSON object")
+        raise PlanDecodeError(f"{k}: value must be a JSON object", "not_object")
     if v.get("schema") != SCHEMA_VERSION:
-        raise PlanDecodeError(f"{k}: unsupported schema {v.get('schema')!r}")
-    gen = v.get("generation")
-    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 1:
-        raise PlanDecodeError(f"{k}: generation must be a positive integer")
+        raise PlanDecodeError(f"{k}: unsupported schema {repr(v.get('schema'))[:40]}", "schema")
+    try:
+        gen = safe_int(v.get("generation"), f"{k}: generation", minimum=1)
+    except RecordError as e:
+        raise PlanDecodeError(str(e), e.reason) from None
     body_key = _BODY[kind]
     if not isinstance(v.get(body_key), dict) or not isinstance(v.get("stats"), dict):
         raise PlanDecodeError(f"{k}: missing {body_key} or stats")
     name_field = "group_id" if kind == CONSUMER else "application_id"
     if v[body_key].get(name_field) != split_key(k)[1]:
         raise PlanDecodeError(
-            f"{k}: {body_key}.{name_field} {v[body_key].get(name_field)!r} does not match the key"
+            f"{k}: {body_key}.{name_field} {repr(v[body_key].get(name_field))[:200]} does not match the key",
+            "key_mismatch",
         )
     if kind == CONSUMER:
         _check_partitions(v[body_key].get("assignment"), f"{k}: consumer_group.assignment", required=True)
@@ -229,6 +245,21 @@ class PlanBook:
         self._latest: dict[str, PlanRecord | None] = {}
         self._max_generation: dict[str, int] = {}
         self._last_live: dict[str, PlanRecord] = {}
+        #: generations that may be on the topic with a content this book does not hold
+        self._reserved: dict[str, int] = {}
+
+    def reserve(self, key: str, generation: int) -> bool:
+        """Never plan ``generation`` of ``key`` again: a record of it may be on the topic already.
+
+        An uncertain delivery (a publish that timed out may still land) or a
+        foreign writer's plan: the next plan of the key goes above it, so one
+        generation never names two contents and followers never take ours for stale.
+        False when the next generation is above it already.
+        """
+        if generation < self.next_generation(key):
+            return False
+        self._reserved[key] = generation
+        return True
 
     def apply(self, key: str, record: PlanRecord | None) -> bool:
         """Record a plan (or a tombstone) read back or just published; False for a stale one.
@@ -261,7 +292,7 @@ class PlanBook:
         return self._last_live.get(key)
 
     def next_generation(self, key: str) -> int:
-        return self._max_generation.get(key, 0) + 1
+        return max(self._max_generation.get(key, 0), self._reserved.get(key, 0)) + 1
 
     def live_keys(self) -> list[str]:
         """Keys whose latest record is a plan, not a tombstone; sorted."""

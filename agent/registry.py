@@ -5,18 +5,25 @@ Records on ``registrations_topic`` (compacted) are keyed per member or client:
 (UTF-8, with ``%`` and ``/`` inside an id written ``%25`` and ``%2F`` so two
 members never share a key); the value (JSON, docs/registration-schema.json)
 repeats the ids and must match the key.  A tombstone removes the entry.  An
-entry expires ``registrations.ttl_s`` after its ``timestamp_ms`` (else the
-record's timestamp): clients re-publish their record to stay registered.  A
-malformed record is skipped with a logged reason and counted, never fatal.
+entry expires ``registrations.ttl_s`` after the record's broker timestamp (or
+its ``timestamp_ms`` when that is older; a timestamp further in the future
+than ``registrations.max_clock_skew_s`` counts as the record's arrival):
+clients re-publish their record to stay registered.  With
+``registrations.secret_file`` set, only records signed with that shared
+secret count (:func:`sign_registration`).  A malformed record is skipped with
+a logged reason and counted, never fatal (docs/security.md).
 
 Merge precedence, per group or app:
 
 1. The settings file wins for everything it states: group-level fields
    (assignor, fetch_mode, topics, Streams sub-topologies and options) and the
-   members or clients it lists.
-2. The topic adds members / clients the file does not list (by member_id /
-   process_id).  For a group the file does not define, each group-level field
-   comes from the newest record (timestamp, then key) that carries it.
+   members or clients it lists.  Records of members it does not list are
+   refused (:func:`settings_group_refusal`) unless
+   ``registrations.allow_override_settings_groups`` is on.
+2. With that setting on, the topic adds members / clients the file does not
+   list (by member_id / process_id).  For a group the file does not define,
+   each group-level field comes from the newest record (timestamp, then key)
+   that carries it.
 3. A consumer group left with no members takes its real members from
    DescribeGroups, each member's rack from ``rack_mapping`` (first matching
    rule), its topics from the group's ``topics`` or else the topics of the
@@ -36,6 +43,8 @@ re-planning anything: they are kept apart from the registration (see
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -44,6 +53,7 @@ from typing import Any
 from .membership import RealGroup
 from .planner import Registration, make_registration
 from .plans import CONSUMER, STREAMS
+from .records import MAX_REGISTRATION_BYTES, REASONS, RecordError, load_record, safe_int
 from .settings import RackRule, Settings, check_consumer_group, check_streams_app, rack_for
 
 REGISTRATION_SCHEMA = 1
@@ -65,15 +75,11 @@ STREAMS_APP_FIELDS = (
 #: ``mode`` of a follower's record: no plan applied yet, following the plan, or ordinary group subscription
 FOLLOWER_MODES = ("waiting", "plan", "subscription")
 #: labels of rackplan_registration_records_skipped_total
-SKIP_REASONS = ("bad_key", "not_utf8", "not_json", "not_object", "schema", "key_mismatch", "invalid")
+SKIP_REASONS = REASONS
 
 
-class RegistrationRecordError(ValueError):
+class RegistrationRecordError(RecordError):
     """A record that is not a registration; ``reason`` is one of :data:`SKIP_REASONS`."""
-
-    def __init__(self, reason: str, detail: str) -> None:
-        super().__init__(detail)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +114,43 @@ class Entry:
 
     def with_timestamp(self, timestamp_ms: int) -> Entry:
         return Entry(self.key, self.kind, self.name, self.member, self.group, timestamp_ms, self.follower)
+
+
+#: field of a signed registration: ``hmac-sha256:<hex>`` over :func:`canonical_payload`
+SIGNATURE_FIELD = "signature"
+_SIGNATURE_PREFIX = "hmac-sha256:"
+
+
+def canonical_payload(value: Mapping[str, Any]) -> bytes:
+    """What a registration's signature covers: the value without its signature, as compact JSON with
+    keys sorted and non-ASCII characters escaped (Python's ``json.dumps(v, sort_keys=True,
+    separators=(",", ":"))``)."""
+    body = {k: v for k, v in value.items() if k != SIGNATURE_FIELD}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def sign_registration(value: Mapping[str, Any], secret: bytes) -> str:
+    """HMAC-SHA256 of the canonical payload with the shared secret, as :data:`SIGNATURE_FIELD` holds it."""
+    return _SIGNATURE_PREFIX + hmac.new(secret, canonical_payload(value), hashlib.sha256).hexdigest()
+
+
+def _verify(v: Mapping[str, Any], k: str, secret: bytes, broker_ts: int | None, max_skew_ms: int) -> None:
+    sig = v.get(SIGNATURE_FIELD)
+    if not isinstance(sig, str) or not sig:
+        raise RegistrationRecordError("unsigned", f"{k}: registration is not signed and a secret is set")
+    if not hmac.compare_digest(sig.encode(), sign_registration(v, secret).encode()):
+        raise RegistrationRecordError("bad_signature", f"{k}: the registration's signature is not valid")
+    # The signed timestamp is what the entry's age counts from (never a later broker timestamp), so a
+    # signed record replayed later is as old as when it was signed: expired once the TTL has passed.
+    ts = v.get("timestamp_ms")
+    if not isinstance(ts, int):
+        raise RegistrationRecordError("invalid", f"{k}: a signed registration needs timestamp_ms")
+    if broker_ts is not None and ts - broker_ts > max_skew_ms:
+        raise RegistrationRecordError(
+            "invalid",
+            f"{k}: signed timestamp_ms is {(ts - broker_ts) / 1000:.1f} s ahead of the record's timestamp "
+            f"(more than the {max_skew_ms / 1000:g} s clock skew)",
+        )
 
 
 def _escape(part: str) -> str:
@@ -154,8 +197,10 @@ def _follower_status(v: Mapping[str, Any], k: str) -> FollowerStatus | None:
     gen = v.get("released_generation")
     if gen is None:
         gen = 0
-    if not isinstance(gen, int) or isinstance(gen, bool) or gen < 0:
-        raise RegistrationRecordError("invalid", f"{k}: released_generation must be a non-negative integer")
+    try:
+        gen = safe_int(gen, f"{k}: released_generation")
+    except RecordError as e:
+        raise RegistrationRecordError(e.reason, str(e)) from None
     mode = v.get("mode", "waiting")
     if mode not in FOLLOWER_MODES:
         raise RegistrationRecordError("invalid", f"{k}: mode must be one of {', '.join(FOLLOWER_MODES)}")
@@ -173,8 +218,12 @@ def consumer_registration(
     assignor: str | None = None,
     fetch_mode: str | None = None,
     follower: FollowerStatus | None = None,
+    secret: bytes | None = None,
 ) -> tuple[str, bytes]:
-    """Key and value of a consumer member's record, as :func:`decode_registration` reads them."""
+    """Key and value of a consumer member's record, as :func:`decode_registration` reads them.
+
+    With a ``secret`` the value is signed (:func:`sign_registration`).
+    """
     value: dict[str, Any] = {
         "schema": REGISTRATION_SCHEMA,
         "group_id": group_id,
@@ -192,34 +241,53 @@ def consumer_registration(
         value["follower"] = True
         value["released_generation"] = follower.released_generation
         value["mode"] = follower.mode
+    if secret is not None:
+        value[SIGNATURE_FIELD] = sign_registration(value, secret)
     key = registration_key(CONSUMER, group_id, member_id)
     return key, json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
 
 
 def decode_registration(
-    key: bytes | str | None, value: bytes | None, record_ts_ms: int | None
+    key: bytes | str | None,
+    value: bytes | None,
+    record_ts_ms: int | None,
+    *,
+    secret: bytes | None = None,
+    max_skew_ms: int = 10_000,
 ) -> Entry | None:
-    """An entry, or None for a tombstone; :class:`RegistrationRecordError` when malformed."""
+    """An entry, or None for a tombstone; :class:`RegistrationRecordError` when malformed.
+
+    ``record_ts_ms`` is the record's broker timestamp.  With a ``secret``, a
+    value must carry a valid :data:`SIGNATURE_FIELD` and a ``timestamp_ms`` not
+    more than ``max_skew_ms`` ahead of the record's timestamp; the entry's age
+    counts from it, so a signed record replayed later is already old.
+    """
     k = decode_key(key)
     kind = _key_kind(k)
     if value is None:
         return None
     try:
-        v = json.loads(value)
-    except UnicodeDecodeError:
-        raise RegistrationRecordError("not_utf8", f"{k}: value is not UTF-8") from None
-    except ValueError as e:
-        raise RegistrationRecordError("not_json", f"{k}: value is not JSON: {e}") from None
+        v = load_record(value, MAX_REGISTRATION_BYTES, k)
+    except RecordError as e:
+        raise RegistrationRecordError(e.reason, str(e)) from None
     if not isinstance(v, dict):
         raise RegistrationRecordError("not_object", f"{k}: value must be a JSON object")
     if v.get("schema") != REGISTRATION_SCHEMA:
-        raise RegistrationRecordError("schema", f"{k}: unsupported schema {v.get('schema')!r}")
+        raise RegistrationRecordError("schema", f"{k}: unsupported schema {repr(v.get('schema'))[:40]}")
     ts = v.get("timestamp_ms")
-    if ts is not None and (not isinstance(ts, int) or isinstance(ts, bool) or ts < 0):
-        raise RegistrationRecordError("invalid", f"{k}: timestamp_ms must be a non-negative integer")
-    timestamp = (
-        ts if ts is not None else (record_ts_ms if record_ts_ms is not None and record_ts_ms >= 0 else -1)
-    )
+    if ts is not None:
+        try:
+            ts = safe_int(ts, f"{k}: timestamp_ms")
+        except RecordError as e:
+            raise RegistrationRecordError(e.reason, str(e)) from None
+    broker_ts = record_ts_ms if record_ts_ms is not None and record_ts_ms >= 0 else None
+    if secret is not None:
+        _verify(v, k, secret, broker_ts, max_skew_ms)
+    # Freshness is the broker's record timestamp; the payload's may only make an entry older (a client
+    # that says it registered earlier shortens its own life).  A writer's clock never extends it.
+    # RegistrationStore.apply bounds a record timestamp in the future to the reader's clock plus the skew.
+    stamps = [t for t in (ts, broker_ts) if t is not None]
+    timestamp = min(stamps) if stamps else -1
     if kind == CONSUMER:
         name = _nonempty_str(v.get("group_id"), f"{k}: group_id")
         mid = _nonempty_str(v.get("member_id"), f"{k}: member_id")
@@ -252,8 +320,9 @@ def decode_registration(
 class RegistrationStore:
     """Live entries of the registrations topic; ``version`` changes whenever what they say changes."""
 
-    def __init__(self, ttl_s: float) -> None:
+    def __init__(self, ttl_s: float, max_skew_s: float = 10.0) -> None:
         self.ttl_ms = int(ttl_s * 1000)
+        self.max_skew_ms = int(max_skew_s * 1000)
         self._entries: dict[str, Entry] = {}
         self.version = 0
 
@@ -269,7 +338,9 @@ class RegistrationStore:
             del self._entries[key]
             self.version += 1
             return True
-        if entry.timestamp_ms < 0:  # neither the value nor the record had a timestamp
+        if entry.timestamp_ms < 0 or entry.timestamp_ms > now_ms + self.max_skew_ms:
+            # No timestamp, or one further ahead than clocks drift: it counts from its arrival, so a
+            # record dated in the future cannot make an entry immune to the TTL.
             entry = entry.with_timestamp(now_ms)
         self._entries[key] = entry
         if old is not None and old.same_content(entry):
@@ -336,6 +407,34 @@ def _discovered_members(
     return out
 
 
+def settings_group_refusal(settings: Settings, entry: Entry) -> str | None:
+    """Why ``entry`` may not change a group the settings file defines, or None.
+
+    The settings file is the operator's word; anyone who can write the
+    registrations topic could otherwise add members to a file-defined group
+    (and take its partitions).  Unless ``registrations.allow_override_settings_groups``
+    is on, a record of such a group counts only for a member the file lists (a
+    plan follower's status); any other member is refused.
+    """
+    if settings.registrations.allow_override_settings_groups:
+        return None
+    if entry.kind == CONSUMER:
+        specs = [g for g in settings.consumer_groups if g["group_id"] == entry.name]
+        members_key, id_key = "members", "member_id"
+    else:
+        specs = [a for a in settings.streams_apps if a["application_id"] == entry.name]
+        members_key, id_key = "clients", "process_id"
+    if not specs:
+        return None
+    listed = {str(m.get(id_key)) for m in specs[0].get(members_key) or []}
+    if str(entry.member.get(id_key)) in listed:
+        return None
+    return (
+        f"{entry.kind}/{entry.name} is defined in the settings file, which does not list "
+        f"{str(entry.member.get(id_key))[:200]!r}; registrations.allow_override_settings_groups is false"
+    )
+
+
 def merge_registrations(
     settings: Settings,
     entries: Iterable[Entry],
@@ -345,7 +444,8 @@ def merge_registrations(
     discovered = discovered or {}
     by_group: dict[tuple[str, str], list[Entry]] = {}
     for e in entries:
-        by_group.setdefault((e.kind, e.name), []).append(e)
+        if settings_group_refusal(settings, e) is None:
+            by_group.setdefault((e.kind, e.name), []).append(e)
     files: dict[tuple[str, str], Mapping[str, Any]] = {}
     for g in settings.consumer_groups:
         files[(CONSUMER, g["group_id"])] = g

@@ -1,6 +1,6 @@
 """The agent's settings: one YAML file, every key overridable by environment.
 
-The keys of ../shared/CONTRACT.md ("The agent's interfaces") are fixed; the
+The keys of docs/CONTRACT.md ("The agent's interfaces") are fixed; the
 rest have defaults documented in docs/settings.md.  The environment wins over
 the file (``RACKPLAN_`` prefix, ``__`` between levels), and nested objects are
 merged key by key, so ``RACKPLAN_KAFKA__BOOTSTRAP_SERVERS`` keeps the file's
@@ -13,14 +13,24 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import json
+import os
 import re
+import ssl
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from assignor.model import Cluster
@@ -28,7 +38,14 @@ from assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
 ENV_PREFIX = "RACKPLAN_"
 MASK = "***"
-_SECRET_KEY = re.compile(r"(password|secret|token|jaas|credential|\.key$|key\.pem|keystore|private)", re.I)
+#: key names whose values are secrets: librdkafka properties, HTTP headers, URL query parameters, log fields
+_SECRET_KEY = re.compile(
+    r"(password|passwd|secret|token|jaas|credential|\.key$|key\.pem|keystore|private|oauthbearer\.config"
+    r"|oauthbearer\.extensions|authorization|api[._-]?key|signature|^sig$|^auth$|cookie)",
+    re.I,
+)
+#: keys whose values are file paths (where a secret lives, not the secret)
+_PATH_KEY = re.compile(r"(\.location|_files?)$")
 
 FetchMode = Literal["nearest-replica", "leader"]
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
@@ -36,9 +53,40 @@ _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 RESERVED_ALERT_LABELS = frozenset({"alertname", "kind", "group"})
 
 
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
+
+
+def is_host(text: str) -> bool:
+    """An IP address (v4, v6) or a host name by RFC 1123 (``_`` allowed, as DNS in practice does)."""
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+        return True
+    except ValueError:
+        pass
+    name = text.removesuffix(".")
+    return 0 < len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in name.split("."))
+
+
+def bootstrap_problem(entry: str) -> str | None:
+    """What is wrong with one ``[PROTOCOL://]host[:port]`` of ``kafka.bootstrap_servers``; None: nothing."""
+    rest = entry.split("://", 1)[1] if "://" in entry else entry
+    if rest.startswith("["):  # [v6]:port
+        host, _, port = rest[1:].partition("]")
+        port = port.removeprefix(":")
+    elif rest.count(":") > 1:  # a bare IPv6 address has no port
+        host, port = rest, ""
+    else:
+        host, _, port = rest.partition(":")
+    if not is_host(host):
+        return "not a host name or address"
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        return f"port {port[:16]!r} is not 1-65535"
+    return None
+
+
 def is_secret_key(key: str) -> bool:
-    """librdkafka properties whose values must never be logged."""
-    return bool(_SECRET_KEY.search(key)) and not key.endswith(".location")
+    """Keys (librdkafka properties, headers, query parameters, log fields) whose values must never be logged."""
+    return bool(_SECRET_KEY.search(key)) and not _PATH_KEY.search(key)
 
 
 def mask_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -46,19 +94,95 @@ def mask_config(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (MASK if is_secret_key(k) else v) for k, v in sorted(config.items())}
 
 
+#: ``user:password@`` in a URL anywhere in a text
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@?#]+@")
+#: ``name=value`` (a query parameter, a JAAS or OAUTHBEARER option) whose name is secret-bearing
+_SECRET_PAIR = re.compile(
+    r"(?P<name>[A-Za-z0-9_.\-]+)(?P<eq>\s*=\s*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s&;,\"')}\]]+)"
+)
+
+
+def mask_text(text: str) -> str:
+    """Free text with URL credentials and every secret-bearing ``name=value`` masked.
+
+    Catches what a key-based mask cannot: ``clientSecret=...`` inside a
+    ``sasl.oauthbearer.config`` string, ``?token=...`` in a URL, a JAAS
+    ``password="..."``, whatever message echoes them.
+    """
+    if "=" not in text and "@" not in text:
+        return text
+    out = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    return _SECRET_PAIR.sub(
+        lambda m: f"{m['name']}{m['eq']}{MASK}" if is_secret_key(m["name"]) else m.group(0), out
+    )
+
+
 def redact_url(url: str) -> str:
-    """A URL with any ``user:password@`` replaced by ``***@``."""
+    """A URL safe to log: ``user:password@`` becomes ``***@`` and every query value ``***``.
+
+    Every query value, not only those with a secret-sounding name: an alert
+    endpoint's query string is how many receivers take their token.
+    """
     parts = urllib.parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{MASK}@{host}"))
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        query = "&".join(f"{urllib.parse.quote(k, safe='')}={MASK}" for k, _ in pairs) or MASK
+    fragment = MASK if parts.fragment else ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
+
+
+def mask_tree(value: Any, key: str = "") -> Any:
+    """A copy of a JSON-like value safe to log: the values of secret-bearing keys masked, URLs redacted.
+
+    One rule for every output (the settings at start, every log event): a
+    scalar under a secret-bearing key is ``***``; any other string has its URL
+    credentials, query values and secret ``name=value`` pairs masked.
+    """
+    if isinstance(value, Mapping):
+        if key and _PATH_KEY.search(key):  # secret_files, header_files: names -> paths, not secrets
+            return {k: v if isinstance(v, str) else mask_tree(v) for k, v in value.items()}
+        return {k: mask_tree(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_tree(v, key) for v in value]
+    if key and is_secret_key(key) and value is not None:
+        return MASK
+    if isinstance(value, str):
+        if "://" in value and " " not in value:
+            return redact_url(value)
+        return mask_text(value)
+    return value
+
+
+class SettingsError(ValueError):
+    """Settings the agent cannot use: one line naming the key (or the file and line), never a secret."""
+
+
+#: every duration setting (a name ending in ``_s``) is at most this: a week
+MAX_DURATION_S = 7 * 24 * 3600.0
+#: ... and, unless 0 (which some settings read as "never"), at least this: 1e-9 is a busy loop
+MIN_DURATION_S = 0.01
+
+
+def check_duration(value: Any, info: ValidationInfo) -> Any:
+    """Sane bounds for every ``*_s`` setting, whichever model it is in (NaN and infinity are refused
+    by ``allow_inf_nan=False``): a week-long timeout is a typo, a nanosecond poll a busy loop."""
+    name = info.field_name or ""
+    if name.endswith("_s") and isinstance(value, int | float) and not isinstance(value, bool) and value:
+        if value > MAX_DURATION_S:
+            raise ValueError(f"at most {MAX_DURATION_S:g} seconds (a week)")
+        if 0 < value < MIN_DURATION_S:
+            raise ValueError(f"0 or at least {MIN_DURATION_S:g} seconds")
+    return value
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    _durations = field_validator("*")(check_duration)
 
 
 class KafkaSettings(_Section):
@@ -67,6 +191,17 @@ class KafkaSettings(_Section):
     config: dict[str, str | int | float | bool] = Field(default_factory=dict)
     #: librdkafka property -> file whose content is its value (e.g. a mounted secret)
     secret_files: dict[str, Path] = Field(default_factory=dict)
+    #: at start, how long the agent tries to reach the bootstrap servers before it exits 2
+    startup_timeout_s: float = Field(default=15.0, ge=1.0)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _host_port_list(cls, v: str) -> str:
+        for entry in v.split(","):
+            problem = bootstrap_problem(entry.strip())
+            if problem:
+                raise ValueError(f"{entry.strip()!r}: {problem} (expected host:port[,host:port...])")
+        return v
 
     @field_validator("config", mode="before")
     @classmethod
@@ -82,7 +217,11 @@ class KafkaSettings(_Section):
         out: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
         out.update(self.config)
         for key, path in sorted(self.secret_files.items()):
-            out[key] = path.read_text(encoding="utf-8").strip()
+            try:
+                out[key] = path.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as e:
+                why = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
+                raise SettingsError(f"kafka.secret_files.{key}: cannot read {str(path)!r}: {why}") from None
         return out
 
     def __repr_args__(self) -> Any:
@@ -95,6 +234,13 @@ class HttpSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=9464, ge=0, le=65535)
 
+    @field_validator("host")
+    @classmethod
+    def _address_or_name(cls, v: str) -> str:
+        if not is_host(v):
+            raise ValueError(f"{v!r} is neither an IP address nor a host name")
+        return v
+
 
 class AlertSettings(_Section):
     #: fire when a group's cross-rack fraction exceeds this (0..1) ...
@@ -106,18 +252,60 @@ class AlertSettings(_Section):
     #: fnmatch patterns on group ids / application ids; deny wins
     allow: tuple[str, ...] = ("*",)
     deny: tuple[str, ...] = ()
+    #: hold-down: a group must stay bad this long before its alert fires (Prometheus' ``for:``)
+    for_s: float = Field(default=60.0, ge=0.0)
+    #: hold-down: a firing alert resolves only once the group has been fine this long (no flapping)
+    keep_firing_for_s: float = Field(default=60.0, ge=0.0)
+    #: ``severity`` label of the locality alert
+    severity: str = Field(default="warning", min_length=1)
+    #: ``severity`` label of the one-off report that a group's best plan is itself above the threshold
+    unfixable_severity: str = Field(default="info", min_length=1)
+    #: the runbook; every alert's ``runbook_url`` annotation is this plus ``#<alertname in lower case>``
+    runbook_url: str = Field(default="docs/runbook.md", min_length=1)
 
 
 class MetadataSettings(_Section):
     request_timeout_s: float = Field(default=15.0, gt=0)
     #: unused since snapshots come from one Metadata request; accepted so existing settings files still load
-    describe_batch_size: int = Field(default=500, ge=1)
+    describe_batch_size: int = Field(default=500, ge=1, le=1_000_000)
     #: attempts per poll before the poll counts as failed (the last good snapshot is kept)
-    max_attempts: int = Field(default=4, ge=1)
+    max_attempts: int = Field(default=4, ge=1, le=1000)
     backoff_initial_s: float = Field(default=0.5, gt=0)
     backoff_max_s: float = Field(default=30.0, gt=0)
     #: topics whose names start with these are not watched
     exclude_prefixes: tuple[str, ...] = ("__",)
+
+
+class WebhookTlsSettings(_Section):
+    """TLS of an ``https://`` webhook: the CA to trust and the client certificate to present."""
+
+    #: PEM bundle of the CAs that sign the receiver's certificate; default: the system's
+    ca_file: Path | None = None
+    #: PEM client certificate (mutual TLS); its key in ``key_file`` or in the same file
+    cert_file: Path | None = None
+    key_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _loads(self) -> WebhookTlsSettings:
+        if self.key_file is not None and self.cert_file is None:
+            raise ValueError("key_file needs cert_file")
+        self.context()  # unreadable or invalid files are a settings error, named, at start
+        return self
+
+    def context(self) -> ssl.SSLContext:
+        """The client context: verifies the receiver (hostname included), presents the certificate."""
+        try:
+            ctx = ssl.create_default_context(cafile=None if self.ca_file is None else str(self.ca_file))
+        except (OSError, ssl.SSLError) as e:
+            raise ValueError(f"ca_file {self.ca_file}: {e}") from None
+        if self.cert_file is not None:
+            try:
+                ctx.load_cert_chain(
+                    str(self.cert_file), None if self.key_file is None else str(self.key_file)
+                )
+            except (OSError, ssl.SSLError) as e:
+                raise ValueError(f"cert_file {self.cert_file} / key_file {self.key_file}: {e}") from None
+        return ctx
 
 
 class WebhookSettings(_Section):
@@ -126,25 +314,43 @@ class WebhookSettings(_Section):
     url: str | None = None
     #: per HTTP request; the poll loop never waits for the webhook
     timeout_s: float = Field(default=5.0, gt=0)
-    max_attempts: int = Field(default=5, ge=1)
+    max_attempts: int = Field(default=5, ge=1, le=1000)
     backoff_initial_s: float = Field(default=0.5, gt=0)
     backoff_max_s: float = Field(default=30.0, gt=0)
     #: firing alerts are sent again this often while they fire (Alertmanager expects it)
     resend_interval_s: float = Field(default=60.0, gt=0)
     #: batches waiting for delivery; beyond it the oldest batch is dropped (and counted)
-    queue_size: int = Field(default=100, ge=1)
+    queue_size: int = Field(default=100, ge=1, le=1_000_000)
     #: extra labels on every alert (e.g. ``{cluster: prod}``)
     labels: dict[str, str] = Field(default_factory=dict)
     #: extra HTTP headers (e.g. Authorization); values are secrets, never logged
     headers: dict[str, str] = Field(default_factory=dict)
     #: back-link on every alert; default: none
     generator_url: str | None = None
+    #: the agent's HTTP address as the receiver's users reach it (``http://rackplan:9464``): every alert's
+    #: ``generatorURL`` is then the group's ``/v1/groups/<kind>/<name>`` view there (wins over generator_url)
+    agent_url: str | None = None
+    #: TLS of an https:// url: CA file, client certificate and key
+    tls: WebhookTlsSettings = Field(default_factory=WebhookTlsSettings)
+    #: HTTP header -> file whose content is its value (a mounted secret, e.g. ``Authorization: Bearer ...``);
+    #: read at every delivery, so a rotated secret is used without a restart
+    header_files: dict[str, Path] = Field(default_factory=dict)
+
+    @field_validator("header_files")
+    @classmethod
+    def _readable(cls, v: dict[str, Path]) -> dict[str, Path]:
+        for name, path in v.items():
+            if not path.is_file():
+                raise ValueError(f"{name}: no such file {str(path)!r}")
+        return v
 
     @field_validator("url")
     @classmethod
     def _http_url(cls, v: str | None) -> str | None:
         if v is not None and urllib.parse.urlsplit(v).scheme not in ("http", "https"):
-            raise ValueError(f"expected an http:// or https:// URL, got {redact_url(v)!r}")
+            # Never echo the URL: it may carry a password or a token.
+            scheme = urllib.parse.urlsplit(v).scheme
+            raise ValueError(f"expected an http:// or https:// URL, got scheme {scheme[:16]!r}")
         return v
 
     @field_validator("labels")
@@ -171,7 +377,39 @@ class RegistrationSettings(_Section):
     #: per cycle, how long reading new registration records may take
     read_timeout_s: float = Field(default=5.0, gt=0)
     #: partitions of a registrations topic the agent creates
-    partitions: int = Field(default=1, ge=1)
+    partitions: int = Field(default=1, ge=1, le=100_000)
+    #: let records of the registrations topic add members to groups the settings file defines (docs/security.md)
+    allow_override_settings_groups: bool = False
+    #: a record timestamp further than this in the future counts as the record's arrival
+    max_clock_skew_s: float = Field(default=10.0, ge=0)
+    #: file holding a shared secret: only registrations signed with it (HMAC-SHA256) count
+    secret_file: Path | None = None
+
+    @field_validator("secret_file")
+    @classmethod
+    def _secret_readable(cls, v: Path | None) -> Path | None:
+        if v is not None:
+            read_secret_file(v, "registrations.secret_file")
+        return v
+
+    def secret(self) -> bytes | None:
+        """The shared registration secret (the file's content without surrounding whitespace)."""
+        return (
+            None
+            if self.secret_file is None
+            else read_secret_file(self.secret_file, "registrations.secret_file")
+        )
+
+
+def read_secret_file(path: Path, setting: str) -> bytes:
+    """A secret's bytes; a clear error naming ``setting`` (never the content) when unreadable or empty."""
+    try:
+        data = path.read_bytes().strip()
+    except OSError as e:
+        raise ValueError(f"{setting}: cannot read {str(path)!r}: {e.strerror}") from None
+    if not data:
+        raise ValueError(f"{setting}: {str(path)!r} is empty")
+    return data
 
 
 class RackRule(_Section):
@@ -272,14 +510,155 @@ class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
+#: a settings file may expand (through YAML aliases) to at most this many values
+MAX_YAML_NODES = 200_000
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """Safe YAML that refuses duplicate keys (the second would silently win); merge keys still work."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *base``: explicit keys override, by design
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+            except TypeError:  # an unhashable key: the base class says so
+                break
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    "while constructing a mapping",
+                    node.start_mark,
+                    f"duplicate key {key!r}",
+                    key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """Values the document holds once every alias is expanded, counted without expanding (memoised
+    per node), so a 400-byte "billion laughs" is refused in microseconds instead of built."""
+    sizes: dict[int, int] = {}
+    busy: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in busy:
+            raise ValueError("a YAML alias refers to a node that contains it")
+        busy.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(size(n) for n in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(size(k) + size(v) for k, v in node.value)
+        busy.discard(key)
+        sizes[key] = min(total, limit + 1)
+        return sizes[key]
+
+    return size(root)
+
+
+def _where(path: str | Path, mark: Any) -> str:
+    return f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(path)
+
+
+def load_yaml(text: str, path: str | Path) -> Any:
+    """A YAML document, strictly: :class:`SettingsError` naming the file and line for bad YAML,
+    duplicate keys, recursive aliases, or more than :data:`MAX_YAML_NODES` values once expanded."""
+    loader = _StrictLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, MAX_YAML_NODES) > MAX_YAML_NODES:
+            raise SettingsError(
+                f"{path}: expands to more than {MAX_YAML_NODES} values (YAML aliases?); refused"
+            )
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as e:
+        what = " ".join(p for p in (e.context, e.problem) if p)
+        raise SettingsError(f"{_where(path, e.problem_mark)}: invalid YAML: {what}") from None
+    except yaml.YAMLError as e:
+        raise SettingsError(f"{path}: invalid YAML: {e}") from None
+    except RecursionError:
+        raise SettingsError(f"{path}: YAML nested too deeply") from None
+    except ValueError as e:
+        if isinstance(e, SettingsError):
+            raise
+        raise SettingsError(f"{path}: {e}") from None
+    finally:
+        loader.dispose()
+
+
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """A settings file's top-level mapping (an empty file is an empty mapping)."""
-    loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    """A settings file's top-level mapping (an empty file is an empty mapping).
+
+    :class:`SettingsError` (one line, file and line named) when it cannot be read or is not one.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise SettingsError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise SettingsError(f"{path}: cannot read: {e.strerror or type(e).__name__}") from None
+    loaded = load_yaml(text, path)
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ValueError(f"{path}: the settings file must hold a mapping, got {type(loaded).__name__}")
+        raise SettingsError(f"{path}: the settings file must hold a mapping, got {type(loaded).__name__}")
     return loaded
+
+
+#: ``RACKPLAN_`` variables that are not agent settings: the command's own, the fleet job's sections, tests'
+OTHER_ENV_VARIABLES = frozenset({"config", "debug", "agent_supervised", "it_target", "oracle_examples"})
+OTHER_ENV_SECTIONS = frozenset({"spark", "fleet"})
+
+
+def unknown_env_variables(fields: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> list[str]:
+    """``RACKPLAN_*`` variables that name no setting (``RACKPLAN_POLL_INTERVALL_S``), sorted.
+
+    pydantic-settings reads only the variables it expects, so a misspelt top-level one would be
+    ignored silently; nested typos (``RACKPLAN_HTTP__PORTT``) are already refused by the models.
+    """
+    env = os.environ if environ is None else environ
+    out = []
+    for name in env:
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        rest = name[len(ENV_PREFIX) :].lower()
+        head = rest.split("__", 1)[0]
+        if head in fields or rest in OTHER_ENV_VARIABLES or head in OTHER_ENV_SECTIONS:
+            continue
+        out.append(name)
+    return sorted(out)
+
+
+#: the trailing location pydantic adds for each member of a union (``config.x.str``, ``config.x.int``)
+_UNION_MEMBERS = frozenset({"str", "int", "float", "bool", "none", "json-or-python[json=float,python=float]"})
+
+
+def describe_error(e: BaseException) -> str:
+    """One line for any settings error, naming each key; input values are never shown (secrets)."""
+    if not isinstance(e, ValidationError):
+        text = " ".join(str(e).split())
+        env = re.fullmatch(r'error parsing value for field "(\w+)" from source "EnvSettingsSource"', text)
+        if env:  # pydantic-settings could not decode a variable holding a list or an object
+            return f"{env[1]}: {ENV_PREFIX}{env[1].upper()} (or one of its __ keys) is not valid JSON"
+        return text
+    by_loc: dict[str, list[str]] = {}
+    for err in e.errors(include_url=False, include_input=False, include_context=False):
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_MEMBERS)]
+        # An empty location: a whole-model check, whose message names the key itself.
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if msg not in by_loc.setdefault(where, []):
+            by_loc[where].append(msg)
+    return "; ".join(f"{where}: {' or '.join(m)}" if where else " or ".join(m) for where, m in by_loc.items())
 
 
 class EnvFirstSettings(BaseSettings):
@@ -304,11 +683,18 @@ class Settings(EnvFirstSettings):
     """All settings; build with :meth:`load`."""
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True, case_sensitive=False
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        case_sensitive=False,
+        allow_inf_nan=False,
     )
+    _durations = field_validator("*")(check_duration)
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
-    poll_interval_s: float = Field(default=30.0, gt=0)
+    #: at least 0.1 s: below that the agent would only poll
+    poll_interval_s: float = Field(default=30.0, ge=0.1)
     plan_topic: str = "_rackplan.plans"
     alerts_topic: str = "_rackplan.alerts"
     registrations_topic: str = "_rackplan.registrations"
@@ -318,11 +704,11 @@ class Settings(EnvFirstSettings):
     #: each entry: a ``streams_app`` object of the contract
     streams_apps: tuple[dict[str, Any], ...] = ()
     #: a metadata change must be seen in this many consecutive polls before plans change
-    change_persist_polls: int = Field(default=2, ge=1)
+    change_persist_polls: int = Field(default=2, ge=1, le=1000)
     #: how locality is judged when a group does not say: KIP-392 follower fetching, or leader only
     fetch_mode: FetchMode = "nearest-replica"
     #: max.message.bytes of a plan topic the agent creates (plans are never split)
-    plan_max_message_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    plan_max_message_bytes: int = Field(default=16 * 1024 * 1024, ge=1024, le=1_000_000_000)
     #: seconds to wait for a publish (delivery confirmed) or the plan-topic replay
     io_timeout_s: float = Field(default=30.0, gt=0)
     alerts: AlertSettings = Field(default_factory=AlertSettings)
@@ -359,6 +745,7 @@ class Settings(EnvFirstSettings):
             seen.add(key)
         for i, a in enumerate(self.streams_apps):
             check_streams_app(a, f"streams_apps[{i}]")
+            check_streams_keys(a, f"streams_apps[{i}]")
             key = f"streams/{a['application_id']}"
             if key in seen:
                 raise ValueError(f"streams_apps[{i}].application_id: duplicate app {a['application_id']!r}")
@@ -367,16 +754,24 @@ class Settings(EnvFirstSettings):
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Settings:
-        """Settings from a YAML file (optional), overridden by the environment."""
+        """Settings from a YAML file (optional), overridden by the environment.
+
+        :class:`SettingsError` for an unreadable file, bad YAML or an unknown ``RACKPLAN_`` variable;
+        pydantic's ``ValidationError`` for bad values (:func:`describe_error` makes one line of either).
+        """
+        unknown = unknown_env_variables(cls.model_fields)
+        if unknown:
+            raise SettingsError(
+                f"{', '.join(unknown)}: unknown environment variable{'s' if len(unknown) > 1 else ''}; "
+                f"settings are {ENV_PREFIX}<KEY>, {ENV_PREFIX}<SECTION>__<KEY> (docs/settings.md)"
+            )
         return cls(**({} if path is None else read_yaml_mapping(path)))
 
     def redacted(self) -> dict[str, Any]:
         """Settings as a dict safe to log: secrets masked."""
-        d = self.model_dump(mode="json")
-        d["kafka"]["config"] = mask_config(self.kafka.config)
+        d: dict[str, Any] = mask_tree(self.model_dump(mode="json"))
+        d["kafka"]["config"] = mask_config(d["kafka"]["config"])
         d["webhook"]["headers"] = {k: MASK for k in sorted(self.webhook.headers)}
-        if self.webhook.url is not None:
-            d["webhook"]["url"] = redact_url(self.webhook.url)
         return d
 
     def group_fetch_mode(self, group: Mapping[str, Any]) -> FetchMode:
@@ -414,6 +809,39 @@ def _reraise(e: InputError, where: str, kind: str) -> ValueError:
 GROUP_KEYS = frozenset({"group_id", "assignor", "members", "topics", "fetch_mode"})
 #: keys of a member of a ``consumer_groups`` entry (the contract's)
 MEMBER_KEYS = frozenset({"member_id", "rack", "topics", "owned", "generation", "group_instance_id"})
+
+
+#: keys of a ``streams_apps`` entry and of its parts: the contract's, plus ``fetch_mode``
+STREAMS_APP_KEYS = frozenset(
+    {
+        "application_id",
+        "subtopologies",
+        "clients",
+        "num_standby_replicas",
+        "acceptable_recovery_lag",
+        "max_warmup_replicas",
+        "rack_aware_assignment_tags",
+        "rack_aware",
+        "assignor",
+        "fetch_mode",
+    }
+)
+SUBTOPOLOGY_KEYS = frozenset({"id", "source_topics", "changelog_topics", "stateful"})
+CLIENT_KEYS = frozenset(
+    {"process_id", "rack", "threads", "tags", "previous_active", "previous_standby", "task_lags"}
+)
+RACK_AWARE_KEYS = frozenset({"strategy", "traffic_cost", "non_overlap_cost", "sticky_to_previous"})
+
+
+def check_streams_keys(entry: Mapping[str, Any], where: str) -> None:
+    """A settings file's ``streams_apps`` entry is as strict as a consumer group: a typo is named."""
+    _no_unknown_keys(entry, STREAMS_APP_KEYS, where)
+    for part, allowed in (("subtopologies", SUBTOPOLOGY_KEYS), ("clients", CLIENT_KEYS)):
+        for i, item in enumerate(entry.get(part) or []):
+            if isinstance(item, dict):
+                _no_unknown_keys(item, allowed, f"{where}.{part}[{i}]")
+    if isinstance(entry.get("rack_aware"), dict):
+        _no_unknown_keys(entry["rack_aware"], RACK_AWARE_KEYS, f"{where}.rack_aware")
 
 
 def _no_unknown_keys(entry: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:

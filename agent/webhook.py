@@ -12,6 +12,15 @@ firing and the resolved alert of a group carry the same labels:
   fires, so it stays active only as long as the agent keeps saying so.
 - resolved: the same labels with ``endsAt`` = when it resolved.
 
+Every alert carries a ``severity`` label and a ``runbook_url`` annotation;
+``generatorURL`` is the group's own ``/v1/groups/<kind>/<name>`` view.  An
+*unfixable* report is sent once and never re-sent (it expires at ``endsAt``).
+
+Transport: redirects are never followed (a 3xx is a failed delivery, not
+retried: urllib would turn the POST into a GET and send ``Authorization`` to
+wherever the answer points); ``user:password@`` in the URL becomes a Basic
+``Authorization`` header; ``https://`` uses ``webhook.tls``.
+
 Delivery never blocks the poll loop: :meth:`WebhookNotifier.notify` only
 queues a batch; one worker thread posts it with a per-request timeout,
 retrying connection errors, timeouts, 408, 429 and 5xx with bounded
@@ -23,23 +32,26 @@ given up on (or dropped because the queue is full) is counted in
 
 from __future__ import annotations
 
+import base64
 import collections
 import datetime as dt
 import json
 import random
+import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .alerts import RESOLVED, AlertEvent
+from .alerts import ALERTNAME, FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from .metadata import jittered_delays
 from .metrics import Metrics
-from .settings import WebhookSettings, redact_url
+from .settings import HttpSettings, WebhookSettings, redact_url
 
-ALERTNAME = "RackplanCrossRackLocality"
+__all__ = ["ALERTNAME", "UNFIXABLE_ALERTNAME", "WebhookNotifier", "alertmanager_alert", "rfc3339"]
 _KIND_TITLES = {"consumer": "consumer group", "streams": "Streams app"}
 
 #: what a post returns: the HTTP status; raising means no answer (timeout, connection)
@@ -65,16 +77,66 @@ def _pct(f: float | None) -> str:
     return "-" if f is None else f"{f:.1%}"
 
 
+def group_view_url(agent_url: str, key: str) -> str:
+    """The agent's ``/v1`` view of one group: where an alert's ``generatorURL`` points."""
+    kind, _, name = key.partition("/")
+    return f"{agent_url.rstrip('/')}/v1/groups/{urllib.parse.quote(kind, safe='')}/{urllib.parse.quote(name, safe='')}"
+
+
+def default_agent_url(http: HttpSettings) -> str:
+    """The agent's own HTTP address; a wildcard bind address is replaced by this host's name."""
+    host = http.host
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.getfqdn()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{http.port}"
+
+
+def with_cluster_label(settings: WebhookSettings, cluster: str | None) -> WebhookSettings:
+    """The webhook settings with ``cluster=<cluster_name>`` among the extra labels.
+
+    Alertmanager routes and silences by label; the agent's own metrics carry
+    ``cluster`` once ``cluster_name`` is set, so its alerts do too.  A
+    ``cluster`` label set explicitly in ``webhook.labels`` wins.
+    """
+    if not cluster or "cluster" in settings.labels:
+        return settings
+    return settings.model_copy(update={"labels": {**settings.labels, "cluster": cluster}})
+
+
 def alertmanager_alert(
-    event: AlertEvent, settings: WebhookSettings, now: float, firing_ttl_s: float
+    event: AlertEvent,
+    settings: WebhookSettings,
+    now: float,
+    firing_ttl_s: float,
+    agent_url: str | None = None,
 ) -> dict[str, Any]:
-    """One postable alert (Alertmanager API v2) for a firing or resolved event."""
-    labels = {**settings.labels, "alertname": ALERTNAME, "kind": event.kind, "group": event.name}
+    """One postable alert (Alertmanager API v2) for a firing, resolved or unfixable event.
+
+    ``generatorURL`` is the group's ``/v1/groups/<kind>/<name>`` view at
+    ``webhook.agent_url``; else the static ``webhook.generator_url``; else the
+    view at ``agent_url`` (the agent's own HTTP address).
+    """
+    labels = {
+        **settings.labels,
+        "alertname": event.alertname,
+        "kind": event.kind,
+        "group": event.name,
+        "severity": event.severity,
+    }
     what = f"{_KIND_TITLES.get(event.kind, event.kind)} {event.name}"
-    summary = (
-        f"{what}: {_pct(event.current)} of partitions read cross-rack "
-        f"(threshold {_pct(event.threshold)}, before {_pct(event.previous)})"
-    )
+    if event.status == UNFIXABLE:
+        summary = (
+            f"{what}: even its best plan reads {_pct(event.planned)} of partitions cross-rack "
+            f"(threshold {_pct(event.threshold)}, now {_pct(event.current)}); "
+            "no assignment fixes it, replica placement or member racks must change"
+        )
+    else:
+        summary = (
+            f"{what}: {_pct(event.current)} of partitions read cross-rack "
+            f"(threshold {_pct(event.threshold)}, before {_pct(event.previous)})"
+        )
     annotations = {
         "summary": summary,
         "description": event.reason,
@@ -82,6 +144,8 @@ def alertmanager_alert(
         "cross_rack_fraction_now": f"{event.current:.6f}",
         "threshold": f"{event.threshold:.6f}",
     }
+    if event.runbook_url:
+        annotations["runbook_url"] = event.runbook_url
     if event.planned is not None:
         annotations["cross_rack_fraction_planned"] = f"{event.planned:.6f}"
     alert: dict[str, Any] = {
@@ -90,21 +154,61 @@ def alertmanager_alert(
         "startsAt": rfc3339(event.started_at),
         "endsAt": rfc3339(event.at if event.status == RESOLVED else now + firing_ttl_s),
     }
-    if settings.generator_url:
+    if settings.agent_url:
+        alert["generatorURL"] = group_view_url(settings.agent_url, event.key)
+    elif settings.generator_url:  # a static link, as before webhook.agent_url existed
         alert["generatorURL"] = settings.generator_url
+    elif agent_url:
+        alert["generatorURL"] = group_view_url(agent_url, event.key)
     return alert
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Alerts never follow a redirect: urllib would turn the POST into a GET, drop the body and
+    send our headers (Authorization) to wherever the answer points.  The 3xx is the answer."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def urllib_poster(settings: WebhookSettings) -> Post:
+    """POST with the standard library: no redirects, the TLS settings' CA and client certificate."""
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
+    if settings.url is not None and settings.url.lower().startswith("https:"):
+        handlers.append(urllib.request.HTTPSHandler(context=settings.tls.context()))
+    opener = urllib.request.build_opener(*handlers)
+
+    def post(url: str, body: bytes, headers: Mapping[str, str], timeout_s: float) -> int:
+        req = urllib.request.Request(url, data=body, method="POST", headers=dict(headers))
+        try:
+            with opener.open(req, timeout=timeout_s) as resp:
+                resp.read()
+                return int(resp.status)
+        except urllib.error.HTTPError as e:
+            e.close()
+            return int(e.code)
+
+    return post
+
+
 def urllib_post(url: str, body: bytes, headers: Mapping[str, str], timeout_s: float) -> int:
-    """POST with the standard library; the status of any answer, an exception when there is none."""
-    req = urllib.request.Request(url, data=body, method="POST", headers=dict(headers))
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            resp.read()
-            return int(resp.status)
-    except urllib.error.HTTPError as e:
-        e.close()
-        return int(e.code)
+    """POST with the standard library and the system's CAs (no redirects); the status of any answer."""
+    return urllib_poster(WebhookSettings(url=url))(url, body, headers, timeout_s)
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``http://user:pass@host/x`` -> (``http://host/x``, the Basic ``Authorization`` value).
+
+    urllib would take ``user:pass@host`` for the host name; the credentials
+    (percent-decoded) go in a header instead, as every HTTP client does.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(token).decode()
 
 
 def _attempt(post: Post, url: str, body: bytes, headers: Mapping[str, str], timeout_s: float) -> None:
@@ -120,6 +224,10 @@ def _attempt(post: Post, url: str, body: bytes, headers: Mapping[str, str], time
         raise WebhookError("connection", str(e), retry=True) from e
     if 200 <= status < 300:
         return
+    if 300 <= status < 400:
+        raise WebhookError(
+            "http_3xx", f"HTTP {status}: redirects are not followed (not retried)", retry=False
+        )
     if status >= 500 or status in (408, 429):
         raise WebhookError(f"http_{status // 100}xx", f"HTTP {status}", retry=True)
     raise WebhookError(f"http_{status // 100}xx", f"HTTP {status} (not retried)", retry=False)
@@ -135,17 +243,21 @@ class WebhookNotifier:
         log: Any,
         *,
         firing_ttl_s: float,
-        post: Post = urllib_post,
+        post: Post | None = None,
         rng: Callable[[], float] = random.random,
+        agent_url: str | None = None,
     ) -> None:
+        """``post``: how to POST (default: urllib with the TLS settings); ``agent_url``: see :func:`alertmanager_alert`."""
         if settings.url is None:
             raise ValueError("webhook.url is not set")
         self.settings = settings
-        self.url = settings.url
+        #: the URL without credentials; they become the Basic Authorization header
+        self.url, self._basic_auth = split_credentials(settings.url)
+        self.agent_url = agent_url
         self.metrics = metrics
         self.log = log
         self.firing_ttl_s = firing_ttl_s
-        self._post = post
+        self._post = post if post is not None else urllib_poster(settings)
         self._rng = rng
         self._queue: collections.deque[list[dict[str, Any]]] = collections.deque()
         self._cond = threading.Condition()
@@ -164,16 +276,17 @@ class WebhookNotifier:
         batch: list[dict[str, Any]] = []
         sent: set[str] = set()
         for ev in events:
-            batch.append(alertmanager_alert(ev, self.settings, now, self.firing_ttl_s))
+            batch.append(alertmanager_alert(ev, self.settings, now, self.firing_ttl_s, self.agent_url))
             sent.add(ev.key)
             if ev.status == RESOLVED:
                 self._last_sent.pop(ev.key, None)
-            else:
+            elif ev.status == FIRING:
                 self._last_sent[ev.key] = now
+            # unfixable: reported once, never re-sent (it expires at endsAt in Alertmanager)
         for ev in firing:
             if ev.key in sent or now - self._last_sent.get(ev.key, -1e18) < self.settings.resend_interval_s:
                 continue
-            batch.append(alertmanager_alert(ev, self.settings, now, self.firing_ttl_s))
+            batch.append(alertmanager_alert(ev, self.settings, now, self.firing_ttl_s, self.agent_url))
             self._last_sent[ev.key] = now
         if batch:
             self._enqueue(batch)
@@ -213,7 +326,12 @@ class WebhookNotifier:
     def _deliver(self, batch: list[dict[str, Any]]) -> bool:
         s = self.settings
         body = json.dumps(batch, separators=(",", ":"), sort_keys=True).encode()
-        headers = {"Content-Type": "application/json", "User-Agent": "rackplan-agent", **s.headers}
+        try:
+            headers = self._headers()
+        except OSError as e:
+            self.metrics.inc("rackplan_webhook_failures_total", {"reason": "header_file"})
+            self.log.error("webhook header file unreadable; alerts dropped", alerts=len(batch), error=str(e))
+            return False
         delays = jittered_delays(s.max_attempts, s.backoff_initial_s, s.backoff_max_s, self._rng)
         for attempt in range(s.max_attempts):
             try:
@@ -246,6 +364,17 @@ class WebhookNotifier:
             self.log.debug("webhook delivered", alerts=len(batch), attempts=attempt + 1)
             return True
         return False  # pragma: no cover
+
+    def _headers(self) -> dict[str, str]:
+        """Content type, credentials of the URL, ``headers``, then ``header_files`` (read now: rotation)."""
+        s = self.settings
+        headers = {"Content-Type": "application/json", "User-Agent": "rackplan-agent"}
+        if self._basic_auth is not None:
+            headers["Authorization"] = self._basic_auth
+        headers.update(s.headers)
+        for name, path in sorted(s.header_files.items()):
+            headers[name] = path.read_text(encoding="utf-8").strip()
+        return headers
 
     # ---- shutdown -----------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """``rackplan``: the command line.
 
-``rackplan assign`` is the contract of ../shared/CONTRACT.md: one JSON document
+``rackplan assign`` is the contract of docs/CONTRACT.md: one JSON document
 in, one out, exit 2 with one line naming the field on bad input.  Other
 subcommands (agent, demo) live in :mod:`agent` and are imported lazily so
 that ``assign`` never loads a Kafka client.
@@ -210,6 +210,17 @@ def _assign(args: argparse.Namespace) -> int:
     return 0
 
 
+def version() -> str:
+    """The installed distribution's version (package metadata), or say that it is not installed."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("rackplan")
+    except PackageNotFoundError:
+        return "(not installed: run from a source tree)"
+
+
 def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
     """The ``rackplan`` parser; ``with_agent=False`` leaves out the agent's subcommands.
 
@@ -217,6 +228,7 @@ def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
     importing the Kafka client, pydantic-settings or PySpark glue.
     """
     parser = argparse.ArgumentParser(prog="rackplan", description="Rack-locality planning for Kafka.")
+    parser.add_argument("--version", action="version", version=f"rackplan {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("assign", help="compute a plan for one instance (JSON in, JSON out)")
     p.add_argument("instance", help="instance JSON file, or - for stdin")

@@ -130,7 +130,7 @@ def settings(topics: list[str], groups: int, rng: random.Random) -> Settings:
             "consumer_groups": regs,
             "change_persist_polls": 1,
             "membership": {"describe_groups": False},
-            "alerts": {"cooldown_s": 0},
+            "alerts": {"cooldown_s": 0, "for_s": 0, "keep_firing_for_s": 0},
             "log": {"level": "error"},
         }
     )

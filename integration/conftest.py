@@ -63,7 +63,13 @@ def agent_settings(bootstrap: str, groups: list[dict[str, Any]], **extra: Any) -
         "poll_interval_s": POLL_S,
         "change_persist_polls": 2,
         "consumer_groups": groups,
-        "alerts": {"cross_rack_threshold": 0.25, "worsen_delta": 0.05, "cooldown_s": 0},
+        "alerts": {
+            "cross_rack_threshold": 0.25,
+            "worsen_delta": 0.05,
+            "cooldown_s": 0,
+            "for_s": 0,
+            "keep_firing_for_s": 0,
+        },
         "metadata": {
             "request_timeout_s": 1.5,
             "max_attempts": 2,

@@ -94,7 +94,7 @@ def test_demo_ends_by_itself_with_a_readable_summary(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert time.monotonic() - t0 < 60
     out = p.stdout
-    for expected in ("1. Initial plans", "FIRING   consumer/audit", "already at start",
+    for expected in ("1. Initial plans", "UNFIXABLE consumer/audit", "no assignment gets under",
                      "2. Decommissioning broker 3", "change confirmed", "replica racks changed",
                      "3. Republished plans", "4. Locality alerts", "RESOLVED", "5. Webhook",
                      "consumer/audit by its 2 members on _rackplan.registrations"):  # fmt: skip
@@ -113,3 +113,78 @@ def test_demo_ends_by_itself_with_a_readable_summary(tmp_path: Path) -> None:
     assert all(e["level"] == "info" for e in created)
     received = [e for e in events if e["event"] == "registrations topic replayed"]
     assert received and received[0]["entries"] == 2
+
+
+def test_demo_keep_running_prints_a_cluster_to_try_agent_run_on(tmp_path: Path) -> None:
+    """Issue 12: without Docker, ``demo --keep-running`` is the cluster to try ``agent run`` on.
+
+    It prints the bootstrap, its agent's URL, and a settings file; the printed ``agent run`` publishes a
+    plan there, both HTTP URLs answer, and the kcat line names the demo's plan topic, which has plans.
+    """
+    import re
+    import urllib.request
+
+    demo = subprocess.Popen(
+        [*RACKPLAN, "demo", "--keep-running", "--log-file", str(tmp_path / "demo.log")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    agent: subprocess.Popen[str] | None = None
+    try:
+        assert demo.stdout is not None
+        lines: list[str] = []
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not any(
+            line.startswith("Keeping the cluster") for line in lines
+        ):
+            line = demo.stdout.readline()
+            if not line:
+                break
+            lines.append(line.rstrip("\n"))
+        out = "\n".join(lines)
+        bootstrap = re.search(r"^  bootstrap    (\S+)$", out, re.M)
+        base = re.search(r"^  agent HTTP   (http://127\.0\.0\.1:\d+)  ", out, re.M)
+        config = re.search(r"^  your agent   rackplan agent run --config (\S+)$", out, re.M)
+        assert bootstrap and base and config, out
+        assert f"kcat -b {bootstrap[1].split(',')[0]} -C -t _rackplan.plans" in out
+        assert f"curl -s {base[1]}/v1/plans" in out
+        with urllib.request.urlopen(f"{base[1]}/v1/plans", timeout=10) as r:
+            assert "consumer/payments" in json.loads(r.read())
+        records = read_back({"bootstrap.servers": bootstrap[1]}, "_rackplan.plans", 10, get_logger("t"))
+        assert "consumer/payments" in {k for k, _ in records}
+
+        doc = yaml.safe_load(Path(config[1]).read_text(encoding="utf-8"))
+        assert doc["kafka"]["bootstrap_servers"] == bootstrap[1]
+        agent = subprocess.Popen(
+            [*RACKPLAN, "agent", "run", "--config", config[1]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={k: v for k, v in os.environ.items() if not k.startswith("RACKPLAN_")},
+        )
+        url = f"http://127.0.0.1:{doc['http']['port']}/v1/plans"
+        plans: dict[str, object] = {}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and "consumer/payments" not in plans:
+            assert agent.poll() is None, agent.communicate()
+            time.sleep(0.5)
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    plans = json.loads(r.read())
+            except OSError:
+                continue
+        assert "consumer/payments" in plans
+        records = read_back({"bootstrap.servers": bootstrap[1]}, doc["plan_topic"], 10, get_logger("t"))
+        assert [k for k, _ in records] == ["consumer/payments"]
+        agent.send_signal(signal.SIGTERM)
+        agent.communicate(timeout=30)
+        assert agent.returncode == 0
+        demo.send_signal(signal.SIGINT)
+        demo.communicate(timeout=30)
+        assert demo.returncode == 0
+    finally:
+        for p in (agent, demo):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.communicate()

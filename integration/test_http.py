@@ -12,6 +12,7 @@ from typing import Any
 from agent.demo import topic_creator
 from agent.embedded import EmbeddedCluster
 from agent.loop import Agent
+from tests import promtool
 
 from .conftest import RunningAgent, agent_settings, range_group
 
@@ -52,6 +53,8 @@ def test_endpoints(make_cluster: Callable[..., EmbeddedCluster]) -> None:
         assert 'rackplan_registrations{kind="consumer",source="file"} 1' in body
         assert "rackplan_ready 1" in body and "rackplan_snapshot_age_seconds " in body
         assert "payments-a" not in body  # no member ids in labels
+        checked = promtool.run("check", "metrics", stdin=body)  # the running agent's exposition, linted
+        assert checked.returncode == 0, checked.stdout + checked.stderr
         status, body = get(port, "/v1/plans")
         plans: dict[str, Any] = json.loads(body)
         assert status == 200 and plans["consumer/payments"]["generation"] == 1

@@ -76,6 +76,8 @@ def test_agent_creates_its_topics_compacted_and_checks_existing_ones(
         assert configs[name]["cleanup.policy"].value == "compact", name
     assert configs[t["plan_topic"]]["max.message.bytes"].value == str(settings.plan_max_message_bytes)
     assert configs[t["alerts_topic"]]["cleanup.policy"].value == "delete"
+    for name in (t["registrations_topic"], t["lease_topic"]):  # judged by record time: the broker's clock
+        assert configs[name]["message.timestamp.type"].value == "LogAppendTime", name
 
     # A plan topic that exists without compaction: `rackplan agent run` stops at start with one clear
     # line naming the topic and the fix, exit 2.

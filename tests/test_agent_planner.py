@@ -138,7 +138,9 @@ def loc(cross: int, total: int = 100) -> Locality:
 
 
 def test_alert_fires_on_threshold_once_and_resolves() -> None:
-    a = AlertState(AlertSettings(cross_rack_threshold=0.25, worsen_delta=0.5, cooldown_s=0))
+    a = AlertState(
+        AlertSettings(cross_rack_threshold=0.25, worsen_delta=0.5, cooldown_s=0, for_s=0, keep_firing_for_s=0)
+    )
     ev = a.evaluate("consumer/g", loc(20), loc(30), loc(5), "racks changed", now=1)
     assert ev is not None and ev.status == FIRING and ev.current == 0.30 and ev.planned == 0.05
     assert a.firing() == ["consumer/g"]
@@ -148,14 +150,23 @@ def test_alert_fires_on_threshold_once_and_resolves() -> None:
 
 
 def test_alert_fires_on_worsening_below_threshold() -> None:
-    a = AlertState(AlertSettings(cross_rack_threshold=0.9, worsen_delta=0.1))
+    a = AlertState(AlertSettings(cross_rack_threshold=0.9, worsen_delta=0.1, for_s=0))
     assert a.evaluate("consumer/g", loc(0), loc(9), None, "", now=1) is None
     ev = a.evaluate("consumer/h", loc(0), loc(10), None, "", now=1)
     assert ev is not None and ev.status == FIRING
 
 
 def test_alert_cooldown_and_patterns() -> None:
-    a = AlertState(AlertSettings(cross_rack_threshold=0.1, cooldown_s=60, allow=("pay*",), deny=("*-test",)))
+    a = AlertState(
+        AlertSettings(
+            cross_rack_threshold=0.1,
+            cooldown_s=60,
+            allow=("pay*",),
+            deny=("*-test",),
+            for_s=0,
+            keep_firing_for_s=0,
+        )
+    )
     assert a.evaluate("consumer/audit", loc(0), loc(50), None, "", now=0) is None  # not allowed
     assert a.evaluate("consumer/pay-test", loc(0), loc(50), None, "", now=0) is None  # denied
     assert a.evaluate("consumer/payments", loc(0), loc(50), None, "", now=0) is not None

@@ -191,13 +191,13 @@ def test_topic_only_group_takes_group_fields_from_the_newest_record() -> None:
     assert reg.topics == frozenset({"orders"})
 
 
-def test_the_settings_file_wins_and_the_topic_adds_members() -> None:
+def test_the_settings_file_wins_and_the_topic_adds_members_when_allowed() -> None:
     file_group = {
         "group_id": "payments",
         "assignor": "range",
         "members": [{"member_id": "m-1", "rack": "az-c", "topics": ["orders"]}],
     }
-    s = settings(consumer_groups=[file_group])
+    s = settings(consumer_groups=[file_group], registrations={"allow_override_settings_groups": True})
     entries = [entry(member("m-1", assignor="rack-optimal")), entry(member("m-2", rack="az-b"))]
     (reg,) = merge_registrations(s, entries).registrations
     assert reg.source == "file+topic" and reg.spec["assignor"] == "range"

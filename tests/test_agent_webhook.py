@@ -2,23 +2,35 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import io
 import json
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from agent.alerts import FIRING, RESOLVED, AlertEvent
-from agent.logging import get_logger
+from agent.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
+from agent.logging import configure, get_logger
 from agent.metrics import Metrics
-from agent.settings import Settings, WebhookSettings
-from agent.webhook import ALERTNAME, WebhookNotifier, alertmanager_alert, rfc3339
+from agent.settings import HttpSettings, Settings, WebhookSettings
+from agent.webhook import (
+    ALERTNAME,
+    WebhookNotifier,
+    alertmanager_alert,
+    default_agent_url,
+    rfc3339,
+    with_cluster_label,
+)
 
 
 def event(status: str = FIRING, key: str = "consumer/payments", at: float = 1000.0, started: float = 1000.0) -> AlertEvent:  # fmt: skip
@@ -102,6 +114,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def test_cluster_name_becomes_the_cluster_label_unless_set() -> None:
+    bare = WebhookSettings(url="http://am/")
+    assert with_cluster_label(bare, None) is bare
+    labelled = alertmanager_alert(event(), with_cluster_label(bare, "eu-1"), now=0, firing_ttl_s=1)
+    assert labelled["labels"]["cluster"] == "eu-1"
+    explicit = WebhookSettings(url="http://am/", labels={"cluster": "prod"})
+    assert with_cluster_label(explicit, "eu-1").labels["cluster"] == "prod"
+
+
 def test_payload_is_alertmanager_api_v2() -> None:
     s = WebhookSettings(
         url="http://am:9093/api/v2/alerts", labels={"cluster": "prod"}, generator_url="http://x/v1/groups"
@@ -110,7 +131,7 @@ def test_payload_is_alertmanager_api_v2() -> None:
     resolved = alertmanager_alert(event(RESOLVED, at=3000.0), s, now=3000.0, firing_ttl_s=240)
     # The same labels identify the alert in both states; Alertmanager dedupes on them.
     assert firing["labels"] == resolved["labels"] == {
-        "alertname": ALERTNAME, "cluster": "prod", "group": "payments", "kind": "consumer"
+        "alertname": ALERTNAME, "cluster": "prod", "group": "payments", "kind": "consumer", "severity": "warning"
     }  # fmt: skip
     assert firing["startsAt"] == resolved["startsAt"] == "1970-01-01T00:16:40.000Z"
     assert firing["endsAt"] == rfc3339(2240.0)  # in the future: re-sent while it fires
@@ -265,3 +286,208 @@ def test_settings_validate_and_never_leak_secrets() -> None:
                 {"url": "http://x", "labels": {"bad-name": "x"}}, {"url": "http://x", "max_attempts": 0}):  # fmt: skip
         with pytest.raises(ValidationError):
             Settings.model_validate({"webhook": bad})
+
+
+class Recorder:
+    """Answers every request (any method) with ``code`` and ``location``; records method, path and headers."""
+
+    def __init__(self, code: int = 200, location: str | None = None, tls: Any = None) -> None:
+        self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _any(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                recorder.requests.append((self.command, self.path, dict(self.headers), body))
+                self.send_response(code)
+                if location is not None:
+                    self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = _any
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_url_credentials_become_basic_auth_and_the_host_is_the_host() -> None:
+    """Issue 11 F: ``user:password@`` was taken for the host name; every alert was dropped."""
+    r = Recorder()
+    m = Metrics()
+    try:
+        n = notifier(f"http://alert%40ops:p%3Ass@127.0.0.1:{r.port}/api/v2/alerts", m)
+        n.notify([event()], [], now=1000.0)
+        assert n.wait_idle(5)
+        n.close(1)
+    finally:
+        r.close()
+    (method, path, headers, body) = r.requests[0]
+    assert (method, path) == ("POST", "/api/v2/alerts") and json.loads(body)[0]["labels"][
+        "group"
+    ] == "payments"
+    assert headers["Host"] == f"127.0.0.1:{r.port}"
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"alert@ops:p:ss").decode()
+    assert m.get("rackplan_webhook_attempts_total", {"result": "ok"}) == 1
+
+
+def test_a_redirect_is_a_failure_never_followed() -> None:
+    """Issue 11 E: a 302 turned the POST into a GET, forwarded Authorization, dropped the body, counted ok."""
+    target = Recorder()
+    redirector = Recorder(302, location=f"http://127.0.0.1:{target.port}/steal")
+    m = Metrics()
+    buf = io.StringIO()
+    configure("json", "info", stream=buf)
+    try:
+        n = notifier(
+            f"http://127.0.0.1:{redirector.port}/api/v2/alerts", m, headers={"Authorization": "Bearer s3"}
+        )
+        n.notify([event()], [], now=1000.0)
+        assert n.wait_idle(5)
+        n.close(1)
+    finally:
+        target.close()
+        redirector.close()
+    assert len(redirector.requests) == 1  # not retried: a redirect will not go away
+    assert target.requests == []  # never followed: no request, no Authorization there
+    assert m.get("rackplan_webhook_failures_total", {"reason": "http_3xx"}) == 1
+    assert m.get("rackplan_webhook_attempts_total", {"result": "ok"}) == 0
+    assert "redirects are not followed" in buf.getvalue() and "s3" not in buf.getvalue()
+
+
+def test_auth_header_from_a_secret_file_read_at_every_delivery(tmp_path: Path) -> None:
+    secret = tmp_path / "am-auth"
+    secret.write_text("Bearer first\n", encoding="utf-8")
+    r = Recorder()
+    try:
+        n = notifier(
+            f"http://127.0.0.1:{r.port}/api/v2/alerts", Metrics(), header_files={"Authorization": secret}
+        )
+        n.notify([event()], [], now=1000.0)
+        assert n.wait_idle(5)
+        secret.write_text("Bearer rotated\n", encoding="utf-8")
+        n.notify([event(key="consumer/other")], [], now=1001.0)
+        assert n.wait_idle(5)
+        n.close(1)
+    finally:
+        r.close()
+    assert [h["Authorization"] for _, _, h, _ in r.requests] == ["Bearer first", "Bearer rotated"]
+    s = Settings.model_validate(
+        {"webhook": {"url": "http://x", "header_files": {"Authorization": str(secret)}}}
+    )
+    assert "rotated" not in json.dumps(s.redacted()) and "rotated" not in repr(s)
+    with pytest.raises(ValidationError, match=r"webhook\.header_files[\s\S]*Authorization: no such file"):
+        Settings.model_validate(
+            {"webhook": {"url": "http://x", "header_files": {"Authorization": "/nonexistent"}}}
+        )
+
+
+def _openssl(*args: str | Path) -> None:
+    subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
+
+
+def _cert(d: Path, name: str, ca: str | None, san: str) -> tuple[Path, Path]:
+    key, pem = d / f"{name}.key", d / f"{name}.pem"
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key)
+    if ca is None:
+        _openssl("req", "-x509", *ec, "-out", pem, "-days", "1", "-subj", f"/CN={name}")
+        return pem, key
+    csr, ext = d / f"{name}.csr", d / f"{name}.ext"
+    ext.write_text(f"subjectAltName={san}\n", encoding="utf-8")
+    _openssl("req", *ec, "-out", csr, "-subj", f"/CN={name}")
+    _openssl("x509", "-req", "-in", csr, "-CA", d / f"{ca}.pem", "-CAkey", d / f"{ca}.key",
+             "-CAcreateserial", "-out", pem, "-days", "1", "-extfile", ext)  # fmt: skip
+    return pem, key
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("pki")
+    _cert(d, "ca", None, "")
+    _cert(d, "server", "ca", "IP:127.0.0.1")
+    _cert(d, "client", "ca", "DNS:rackplan")
+    return d
+
+
+def test_webhook_tls_with_a_private_ca_and_a_client_certificate(pki: Path) -> None:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(pki / "server.pem", pki / "server.key")
+    ctx.load_verify_locations(pki / "ca.pem")
+    ctx.verify_mode = ssl.CERT_REQUIRED  # mutual TLS: no client certificate, no answer
+    r = Recorder(tls=ctx)
+    url = f"https://127.0.0.1:{r.port}/api/v2/alerts"
+    mutual = {"ca_file": pki / "ca.pem", "cert_file": pki / "client.pem", "key_file": pki / "client.key"}
+    cases = {"mutual": mutual, "no client cert": {"ca_file": pki / "ca.pem"}, "system CAs": {}}
+    results = {}
+    try:
+        for name, tls in cases.items():
+            m = Metrics()
+            n = notifier(url, m, tls=tls, max_attempts=1)
+            n.notify([event()], [], now=1000.0)
+            assert n.wait_idle(10)
+            n.close(1)
+            results[name] = (
+                m.get("rackplan_webhook_attempts_total", {"result": "ok"}),
+                m.get("rackplan_webhook_failures_total", {"reason": "connection"}),
+            )
+    finally:
+        r.close()
+    assert results == {"mutual": (1, 0), "no client cert": (0, 1), "system CAs": (0, 1)}
+    assert len(r.requests) == 1
+    with pytest.raises(ValidationError, match=r"webhook\.tls[\s\S]*ca_file"):
+        Settings.model_validate({"webhook": {"url": url, "tls": {"ca_file": str(pki / "missing.pem")}}})
+    with pytest.raises(ValidationError, match=r"key_file needs cert_file"):
+        Settings.model_validate({"webhook": {"url": url, "tls": {"key_file": str(pki / "client.key")}}})
+
+
+def test_generator_url_is_the_groups_own_view() -> None:
+    ev = event(key="consumer/pay ments")
+    s = WebhookSettings(url="http://am/", agent_url="http://rackplan:9464/")
+    assert (
+        alertmanager_alert(ev, s, 0, 1)["generatorURL"]
+        == "http://rackplan:9464/v1/groups/consumer/pay%20ments"
+    )
+    derived = alertmanager_alert(ev, WebhookSettings(url="http://am/"), 0, 1, agent_url="http://h:1")
+    assert derived["generatorURL"] == "http://h:1/v1/groups/consumer/pay%20ments"
+    static = WebhookSettings(url="http://am/", generator_url="http://x/v1/groups")
+    assert (
+        alertmanager_alert(ev, static, 0, 1, agent_url="http://h:1")["generatorURL"] == "http://x/v1/groups"
+    )
+    assert default_agent_url(HttpSettings(host="0.0.0.0", port=9464)) == f"http://{socket.getfqdn()}:9464"
+    assert default_agent_url(HttpSettings(host="::1", port=1)) == "http://[::1]:1"
+
+
+def test_severity_label_runbook_annotation_and_unfixable_sent_once(receiver: Callable[..., Receiver]) -> None:
+    r = receiver()
+    n = notifier(r.url, Metrics(), resend_interval_s=60)
+    fired = AlertEvent(
+        "consumer/a", FIRING, 0, 0.5, 0.0, 0.25, "x", 0, 0, "critical", "rb.md#rackplancrossracklocality"
+    )
+    unfix = AlertEvent(
+        "consumer/b", UNFIXABLE, 1, 1, 1, 0.25, "y", 0, 0, "info", "rb.md#rackplanlocalityunfixable"
+    )
+    assert n.notify([fired, unfix], [fired], now=0.0) == 2
+    assert n.notify([], [fired], now=61.0) == 1  # the firing one is re-sent; the unfixable report is not
+    assert n.notify([], [fired], now=122.0) == 1
+    assert n.wait_idle(5)
+    n.close(1)
+    alerts = [a for body in r.bodies for a in body]
+    assert [(a["labels"]["alertname"], a["labels"]["severity"]) for a in alerts] == [
+        (ALERTNAME, "critical"), (UNFIXABLE_ALERTNAME, "info"), (ALERTNAME, "critical"), (ALERTNAME, "critical")
+    ]  # fmt: skip
+    assert alerts[0]["annotations"]["runbook_url"] == "rb.md#rackplancrossracklocality"
+    assert "no assignment fixes it" in alerts[1]["annotations"]["summary"]

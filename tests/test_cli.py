@@ -19,6 +19,11 @@ GOOD = [p for p in SAMPLES if not p.name.startswith("bad-")]
 BAD = [p for p in SAMPLES if p.name.startswith("bad-")]
 
 
+def test_the_shared_samples_are_there(shared_dir: Path) -> None:
+    """The sample tests below are generated from ../shared/samples: none found must fail, not skip."""
+    assert GOOD and BAD, f"no contract samples in {shared_dir / 'samples'}"
+
+
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "assignor.cli", *args],

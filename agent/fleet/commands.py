@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..settings import Settings
+from ..settings import Settings, describe_error
 from .snapshot import FleetSnapshot, SnapshotError
 
 EXIT_BAD_INPUT = 2
@@ -151,7 +151,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     try:
         settings = Settings.load(args.config)
     except (OSError, ValueError, ValidationError) as e:
-        return _fail(f"settings: {e}")
+        return _fail(f"settings: {describe_error(e)}")
     try:
         snap = capture(
             settings, args.cluster_id, args.traffic, args.sample_seconds, args.record_bytes, args.with_plans

@@ -507,6 +507,11 @@ def main_up(workdir: Path | None, compose_file: Path = COMPOSE_FILE) -> int:
                 flush=True,
             )
         print(f"bootstrap: {cluster.bootstrap}", flush=True)
+        from integration.kafka.example import create_example_topic, try_lines
+
+        replicas = create_example_topic(cluster.bootstrap, [n.node_id for n in cluster.brokers])
+        for line in try_lines(cluster.bootstrap, replicas):
+            print(line, flush=True)
         print("Ctrl-C stops the cluster and removes its data.", flush=True)
         while not stop:
             time.sleep(0.5)

@@ -1,0 +1,147 @@
+"""``pip install`` of the built wheel works in a fresh virtual environment, and the container listens
+where a published port reaches it.
+
+The wheel is built from the files the Dockerfile copies (pyproject.toml, README.md, assignor/, agent/)
+in a scratch directory, installed without its dependencies into a new venv that borrows them from
+this interpreter's site-packages (a plain path in a .pth file: no editable finder of this checkout is
+activated), and run from a directory outside the repository, so nothing can come from the source tree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pytest
+
+from assignor.cli import assign_document, dumps
+
+ROOT = Path(__file__).resolve().parent.parent
+
+INSTANCE = {
+    "cluster": {
+        "brokers": [{"id": 1, "rack": "az-a"}, {"id": 2, "rack": "az-b"}, {"id": 3, "rack": None}],
+        "topics": {"orders": [[1, 2], [2, 3], [3, 1]]},
+    },
+    "consumer_group": {
+        "group_id": "payments",
+        "assignor": "rack-optimal",
+        "members": [
+            {"member_id": "m-1", "rack": "az-a", "topics": ["orders"]},
+            {"member_id": "m-2", "rack": "az-b", "topics": ["orders"]},
+        ],
+    },
+}
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("RACKPLAN_", "PYTHON"))}
+
+
+@pytest.mark.timeout(240)
+def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for pkg in ("assignor", "agent"):
+        shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    dist = tmp_path / "dist"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_clean_env(),
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    (wheel,) = dist.glob("rackplan-*.whl")
+    built = time.monotonic()
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    py = venv / "bin" / "python"
+    install = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(py),
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # The dependencies (confluent-kafka, pydantic, ...) from this interpreter, after the venv's own.
+    Path(site, "zz-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    rackplan = str(venv / "bin" / "rackplan")
+
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            args, capture_output=True, text=True, timeout=60, cwd=work, env={**_clean_env(), **env}
+        )
+
+    where = run(str(py), "-c", "import assignor, agent; print(assignor.__file__); print(agent.__file__)")
+    assert where.returncode == 0, where.stderr
+    assert all(line.startswith(site) for line in where.stdout.split()), where.stdout
+
+    version = run(rackplan, "--version")
+    assert version.returncode == 0 and re.fullmatch(r"rackplan \d+\.\d+\.\d+.*\n", version.stdout), version
+
+    instance = work / "instance.json"
+    instance.write_text(json.dumps(INSTANCE), encoding="utf-8")
+    plan = run(rackplan, "assign", str(instance))
+    assert plan.returncode == 0, plan.stderr
+    out = json.loads(plan.stdout)
+    expected = json.loads(dumps(assign_document(INSTANCE)))
+    out["stats"].pop("elapsed_ms"), expected["stats"].pop("elapsed_ms")
+    assert out == expected
+    assert out["stats"]["cross_rack"] == 0
+
+    # The agent's half is in the wheel too: its settings are checked (exit 2, the key named).
+    bad = run(rackplan, "agent", "run", RACKPLAN_POLL_INTERVAL_S="0")
+    assert bad.returncode == 2 and "poll_interval_s" in bad.stderr, bad.stderr
+    print(f"wheel built in {built - t0:.1f} s, installed and run in {time.monotonic() - built:.1f} s")
+
+
+def test_the_container_listens_on_every_interface_and_the_default_stays_loopback(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agent.settings import Settings
+
+    for k in list(os.environ):
+        if k.startswith("RACKPLAN_"):
+            monkeypatch.delenv(k)
+    text = (ROOT / "Dockerfile").read_text(encoding="utf-8")
+    env = dict(re.findall(r"^ENV\s+(RACKPLAN_\w+)=(\S+)$", text, re.M))
+    assert env == {"RACKPLAN_HTTP__HOST": "0.0.0.0"}
+    exposed = re.findall(r"^EXPOSE\s+(\d+)$", text, re.M)
+    assert Settings.load().http.host == "127.0.0.1"
+    assert exposed == [str(Settings.load().http.port)]
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert Settings.load().http.host == "0.0.0.0"
