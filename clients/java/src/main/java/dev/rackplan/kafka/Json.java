@@ -200,22 +200,29 @@ public final class Json {
   /** Canonical JSON: keys sorted, no spaces, non-ASCII kept (Python's sort_keys / compact separators). */
   public static String canonical(Object v) {
     StringBuilder b = new StringBuilder();
-    write(b, v, true);
+    write(b, v, true, false);
+    return b.toString();
+  }
+
+  /** The same with non-ASCII characters escaped (Python's default ensure_ascii=True): what signatures cover. */
+  public static String canonicalAscii(Object v) {
+    StringBuilder b = new StringBuilder();
+    write(b, v, true, true);
     return b.toString();
   }
 
   /** JSON in the map's own key order (records this jar publishes). */
   public static String write(Object v) {
     StringBuilder b = new StringBuilder();
-    write(b, v, false);
+    write(b, v, false, false);
     return b.toString();
   }
 
-  private static void write(StringBuilder b, Object v, boolean sorted) {
+  private static void write(StringBuilder b, Object v, boolean sorted, boolean ascii) {
     if (v == null) {
       b.append("null");
     } else if (v instanceof String) {
-      quote(b, (String) v);
+      quote(b, (String) v, ascii);
     } else if (v instanceof Boolean || v instanceof Long || v instanceof Integer) {
       b.append(v);
     } else if (v instanceof Number) {
@@ -229,9 +236,9 @@ public final class Json {
       for (Map.Entry<?, ?> e : entries) {
         if (!first) b.append(',');
         first = false;
-        quote(b, String.valueOf(e.getKey()));
+        quote(b, String.valueOf(e.getKey()), ascii);
         b.append(':');
-        write(b, e.getValue(), sorted);
+        write(b, e.getValue(), sorted, ascii);
       }
       b.append('}');
     } else if (v instanceof Iterable) {
@@ -240,7 +247,7 @@ public final class Json {
       for (Object o : (Iterable<?>) v) {
         if (!first) b.append(',');
         first = false;
-        write(b, o, sorted);
+        write(b, o, sorted, ascii);
       }
       b.append(']');
     } else {
@@ -248,7 +255,7 @@ public final class Json {
     }
   }
 
-  private static void quote(StringBuilder b, String s) {
+  private static void quote(StringBuilder b, String s, boolean ascii) {
     b.append('"');
     for (int k = 0; k < s.length(); k++) {
       char c = s.charAt(k);
@@ -261,7 +268,7 @@ public final class Json {
         case '\b': b.append("\\b"); break;
         case '\f': b.append("\\f"); break;
         default:
-          if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
+          if (c < 0x20 || (ascii && c > 0x7f)) b.append(String.format("\\u%04x", (int) c));
           else b.append(c);
       }
     }

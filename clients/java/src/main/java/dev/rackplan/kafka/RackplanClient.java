@@ -101,7 +101,27 @@ public final class RackplanClient implements AutoCloseable {
     v.put("timestamp_ms", nowMs);
     if (config.planAssignor != null) v.put("assignor", config.planAssignor);
     if (config.fetchMode != null) v.put("fetch_mode", config.fetchMode);
+    if (config.registrationSecret != null) v.put("signature", sign(v, config.registrationSecret));
     return Json.write(v).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * The agent's registration signature (docs/security.md): HMAC-SHA256 with the shared secret of the
+   * value without its signature, as compact JSON with sorted keys and ASCII escapes.
+   */
+  static String sign(Map<String, Object> value, byte[] secret) {
+    Map<String, Object> body = new LinkedHashMap<>(value);
+    body.remove("signature");
+    try {
+      javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+      mac.init(new javax.crypto.spec.SecretKeySpec(secret, "HmacSHA256"));
+      byte[] d = mac.doFinal(Json.canonicalAscii(body).getBytes(StandardCharsets.US_ASCII));
+      StringBuilder b = new StringBuilder("hmac-sha256:");
+      for (byte x : d) b.append(String.format("%02x", x & 0xff));
+      return b.toString();
+    } catch (java.security.GeneralSecurityException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   private void run() {

@@ -27,12 +27,13 @@ public final class RackplanConfig {
   public static final String BOOTSTRAP = "rackplan.bootstrap.servers";
   public static final String HANDLE = "rackplan.handle";
   public static final String STREAMS_FOLLOWUP_MS = "rackplan.streams.followup.ms";
+  public static final String REGISTRATION_SECRET_FILE = "rackplan.registration.secret.file";
 
   static final Set<String> KNOWN =
       Set.of(
           PLAN_TOPIC, PLAN_TOPIC_PATTERN, REGISTRATIONS_TOPIC, MEMBER_ID, REGISTRATION_TTL_MS,
           PLAN_POLL_MS, FALLBACK, PLAN_ASSIGNOR, FETCH_MODE, REBALANCE_PROTOCOL, BOOTSTRAP, HANDLE,
-          STREAMS_FOLLOWUP_MS);
+          STREAMS_FOLLOWUP_MS, REGISTRATION_SECRET_FILE);
 
   public final Map<String, Object> originals;
   public final String planTopic;
@@ -45,6 +46,8 @@ public final class RackplanConfig {
   public final String fetchMode;
   public final String rebalanceProtocol;
   public final long streamsFollowupMs;
+  /** The agent's registrations.secret_file content (stripped), or null: registrations are not signed. */
+  public final byte[] registrationSecret;
 
   public RackplanConfig(Map<String, ?> configs) {
     originals = new HashMap<>(configs);
@@ -61,6 +64,27 @@ public final class RackplanConfig {
     fetchMode = oneOf(FETCH_MODE, null, "nearest-replica", "leader");
     rebalanceProtocol = oneOf(REBALANCE_PROTOCOL, "cooperative", "cooperative", "eager");
     streamsFollowupMs = positive(STREAMS_FOLLOWUP_MS, 60_000L);
+    registrationSecret = secret(str(REGISTRATION_SECRET_FILE, null));
+  }
+
+  /** A secret file's bytes without surrounding ASCII whitespace (as the agent reads it); never logged. */
+  private static byte[] secret(String path) {
+    if (path == null) return null;
+    byte[] data;
+    try {
+      data = java.nio.file.Files.readAllBytes(java.nio.file.Path.of(path));
+    } catch (java.io.IOException | RuntimeException e) {
+      throw new ConfigException(REGISTRATION_SECRET_FILE, path, "cannot be read: " + e.getClass().getSimpleName());
+    }
+    int from = 0, to = data.length;
+    while (from < to && isSpace(data[from])) from++;
+    while (to > from && isSpace(data[to - 1])) to--;
+    if (from == to) throw new ConfigException(REGISTRATION_SECRET_FILE, path, "is empty");
+    return java.util.Arrays.copyOfRange(data, from, to);
+  }
+
+  private static boolean isSpace(byte b) {
+    return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == 0x0b || b == 0x0c;
   }
 
   public String str(String key, String dflt) {
@@ -115,6 +139,8 @@ public final class RackplanConfig {
   Map<String, Object> readerConfig(String clientId) {
     Map<String, Object> c = connection(ConsumerConfig.configNames());
     c.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+    // assign() only, never joined nor committed; the group id is what ACLs name (docs/security.md)
+    c.put(ConsumerConfig.GROUP_ID_CONFIG, "rackplan-reader");
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, "org.apache.kafka.common.serialization.StringDeserializer");

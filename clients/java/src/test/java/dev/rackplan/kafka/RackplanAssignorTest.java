@@ -174,6 +174,34 @@ class RackplanAssignorTest {
   }
 
   @Test
+  void signedRegistrationsCarryTheAgentsSignature() throws Exception {
+    RackplanConfig cfg = new RackplanConfig(Map.of("rackplan.plan.assignor", "rack-optimal"));
+    RackplanClient.Member m = new RackplanClient.Member("pay/ments", "m\u00e9%1", "az-a", null);
+    Map<String, Object> v = new java.util.LinkedHashMap<>();
+    for (Map.Entry<?, ?> e : ((Map<?, ?>) Json.parse(new String(
+        RackplanClient.registrationValue(m, Set.of("b", "a"), 42L, cfg), "UTF-8"))).entrySet())
+      v.put((String) e.getKey(), e.getValue());
+    // Expected: agent.registry.sign_registration(the same value, b"k3y\n") in Python.
+    assertEquals("hmac-sha256:b3fadd2ea66c762175e350a235873c206d47f21fd2112e4596fa29e22d237c94",
+        RackplanClient.sign(v, "k3y\n".getBytes("UTF-8")));
+    java.nio.file.Path f = java.nio.file.Files.createTempFile("secret", "");
+    try {
+      java.nio.file.Files.writeString(f, "  s3cret\n");
+      RackplanConfig signed = new RackplanConfig(Map.of("rackplan.registration.secret.file", f.toString()));
+      Map<?, ?> rec = (Map<?, ?>) Json.parse(new String(RackplanClient.registrationValue(m, Set.of("a"), 1L, signed), "UTF-8"));
+      Map<String, Object> body = new java.util.LinkedHashMap<>();
+      for (Map.Entry<?, ?> e : rec.entrySet()) body.put((String) e.getKey(), e.getValue());
+      assertEquals(RackplanClient.sign(body, "s3cret".getBytes("UTF-8")), rec.get("signature"));
+      java.nio.file.Files.writeString(f, " \n");
+      ConfigException e = assertThrows(ConfigException.class,
+          () -> new RackplanConfig(Map.of("rackplan.registration.secret.file", f.toString())));
+      assertTrue(e.getMessage().contains("is empty"));
+    } finally {
+      java.nio.file.Files.delete(f);
+    }
+  }
+
+  @Test
   void registrationRecordMatchesTheSchema() throws Exception {
     RackplanConfig cfg = new RackplanConfig(Map.of("rackplan.plan.assignor", "rack-optimal"));
     RackplanClient.Member m = new RackplanClient.Member("pay/ments", "m%1", "az-a", "m%1");
