@@ -135,7 +135,8 @@ public final class RackplanClient implements AutoCloseable {
         if (reader == null) reader = new KafkaConsumer<>(config.readerConfig(clientId + "-plans"));
         long now = System.currentTimeMillis();
         if (now >= nextTopicCheck) {
-          nextTopicCheck = now + (assigned.isEmpty() ? 1000 : 5000);
+          // A pattern finds new plan topics within a second; one named topic is re-checked every 5 s.
+          nextTopicCheck = now + (assigned.isEmpty() || pattern != null ? 1000 : 5000);
           Set<TopicPartition> want = new HashSet<>();
           for (Map.Entry<String, List<PartitionInfo>> e : reader.listTopics(Duration.ofSeconds(5)).entrySet()) {
             boolean match = pattern == null ? e.getKey().equals(config.planTopic) : pattern.matcher(e.getKey()).matches();

@@ -152,10 +152,11 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   }
 
   /**
-   * Bumps per plan generation: the first one 2 x plan.poll.ms after the plan arrived, then after 2 and
-   * 4 s again while the member does not hold what the plan gives it.
+   * Bumps per plan generation: the first one 2 x plan.poll.ms after the plan arrived, then after 2, 4,
+   * 8, 16 and 32 s again while the member does not hold what the plan gives it (the brokers' reader may
+   * be behind; a plan that does not fit bumps the group at most this often, then never again).
    */
-  static final int MAX_NUDGES = 3;
+  static final int MAX_NUDGES = 6;
 
   private void nudge(long now) {
     nudges++;

@@ -53,7 +53,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   private RackplanConfig config = new RackplanConfig(Map.of());
   private java.util.regex.Pattern planTopicPattern;
   private RackplanClient client;
-  private Admin admin;
+  private volatile Admin admin;
   private Thread topicThread;
   private volatile boolean running = true;
   private volatile boolean refreshWanted = true;
@@ -92,6 +92,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     client = new RackplanClient(config, store, null, "rackplan-server-assignor", null).start();
     Map<String, Object> ac = config.connection(AdminClientConfig.configNames());
     ac.put(AdminClientConfig.CLIENT_ID_CONFIG, "rackplan-server-assignor-topics");
+    admin = Admin.create(ac);
     topicThread = new Thread(() -> refreshTopics(ac), "rackplan-server-assignor-topics");
     topicThread.setDaemon(true);
     topicThread.start();
@@ -132,7 +133,6 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       try {
         long now = System.currentTimeMillis();
         if (refreshWanted || now - last > 30_000) {
-          if (admin == null) admin = Admin.create(ac);
           Set<String> names = admin.listTopics().names().get(10, TimeUnit.SECONDS);
           Map<String, TopicDescription> d = admin.describeTopics(names).allTopicNames().get(10, TimeUnit.SECONDS);
           for (TopicDescription td : d.values()) topicNames.put(td.topicId(), td.name());
@@ -153,8 +153,30 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     }
   }
 
+  /**
+   * Names of topic ids not known yet, asked for now (assignments run on the coordinator's
+   * background thread; at most 2 s). A topic whose name stays unknown is never assigned: it might
+   * be a plan topic (see {@link #isPlanTopic}); the next epoch bump assigns it.
+   */
+  private void resolve(GroupSpec spec, SubscribedTopicDescriber describer) {
+    Set<Uuid> unknown = new HashSet<>();
+    for (String m : spec.memberIds())
+      for (Uuid id : spec.memberSubscription(m).subscribedTopicIds())
+        if (describer.numPartitions(id) >= 0 && !topicNames.containsKey(id)) unknown.add(id);
+    Admin a = admin;
+    if (unknown.isEmpty() || a == null) return;
+    try {
+      Map<Uuid, TopicDescription> d =
+          a.describeTopics(org.apache.kafka.common.TopicCollection.ofTopicIds(unknown)).allTopicIds().get(2, TimeUnit.SECONDS);
+      for (Map.Entry<Uuid, TopicDescription> e : d.entrySet()) topicNames.put(e.getKey(), e.getValue().name());
+    } catch (Exception e) {
+      LOG.warn("rackplan: names of topics {} not resolved: {}", unknown, e.toString());
+    }
+  }
+
   @Override
   public GroupAssignment assign(GroupSpec spec, SubscribedTopicDescriber describer) {
+    resolve(spec, describer);
     List<String> memberIds = new ArrayList<>(spec.memberIds());
     Map<String, String> instanceOf = new TreeMap<>();
     Map<String, Set<String>> members = new HashMap<>();
@@ -230,7 +252,8 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       Set<String> ts = new HashSet<>();
       for (Uuid id : s.subscribedTopicIds()) {
         int n = describer.numPartitions(id);
-        if (n >= 0 && !isPlanTopic(topicNames.get(id))) {
+        String name = topicNames.get(id);
+        if (n >= 0 && name != null && !isPlanTopic(name)) {
           ts.add(id.toString());
           byId.put(id.toString(), n);
         }

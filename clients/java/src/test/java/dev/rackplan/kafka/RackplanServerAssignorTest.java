@@ -135,9 +135,11 @@ class RackplanServerAssignorTest {
     noInstance.put("uuid-d", new Member(null, "az-a", Map.of()));
     a.assign(spec(noInstance), DESCRIBER);
     assertTrue(a.lastReason.contains("has no group.instance.id"), a.lastReason);
+    // A topic whose name is unknown (it might be a plan topic) is never assigned, not even by the fallback.
     RackplanServerAssignor unknown = RackplanServerAssignor.forTest(store, Map.of());
-    unknown.assign(spec(three(Map.of())), DESCRIBER);
+    GroupAssignment none = unknown.assign(spec(three(Map.of())), DESCRIBER);
     assertTrue(unknown.lastReason.contains("not known yet"), unknown.lastReason);
+    for (MemberAssignment m : none.members().values()) assertTrue(m.partitions().isEmpty(), m.partitions().toString());
     assertEquals(2, a.fallbackCount.get());
   }
 
