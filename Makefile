@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BASE := $(VENV)/.installed-base
 
-.PHONY: demo test lint typecheck unit bench integration browser promtool kafka oracle clean
+.PHONY: demo test lint typecheck unit bench integration browser promtool kafka oracle clients clean
 
 # The demo needs the package alone; tests, lint and benchmarks need every extra.
 $(BASE): pyproject.toml
@@ -44,7 +44,7 @@ $(KAFKA_LIB): integration/kafka/pom.xml
 
 # Java programs the suite runs on that cluster (Kafka's own assignors, a Streams app).
 KAFKA_APPS := integration/kafka/apps/target/rackplan-it-apps.jar
-$(KAFKA_APPS): integration/kafka/apps/pom.xml $(wildcard integration/kafka/apps/src/main/java/dev/rackplan/it/*.java)
+$(KAFKA_APPS): integration/kafka/apps/pom.xml $(wildcard integration/kafka/apps/src/main/java/dev/rackplan/it/*.java) clients/java/target/rackplan-clients.jar
 	mvn -q -B -f integration/kafka/apps/pom.xml package
 
 kafka: $(KAFKA_LIB) $(KAFKA_APPS)
@@ -77,11 +77,21 @@ $(ORACLE_JAR): oracle/pom.xml $(shell find oracle/src -name '*.java')
 	mvn -q -B -f oracle/pom.xml package
 	touch $@
 
-test: lint typecheck browser promtool kafka oracle $(STAMP)
+test: lint typecheck browser promtool kafka oracle clients $(STAMP)
 	$(BIN)/pytest tests integration
+
+# rackplan's JVM side (docs/java.md): RackplanAssignor, RackplanServerAssignor, RackplanTaskAssignor in
+# one jar without dependencies of its own; its JUnit tests run in the build. Offline when Maven's cache
+# has everything (fast), else Maven Central. The real cluster puts it on the brokers' classpath.
+CLIENTS_JAR := clients/java/target/rackplan-clients.jar
+clients: $(CLIENTS_JAR)
+
+$(CLIENTS_JAR): clients/java/pom.xml $(shell find clients/java/src -name '*.java')
+	mvn -q -B -o -f clients/java/pom.xml package || mvn -q -B -f clients/java/pom.xml package
+	touch $@
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) integration/kafka/lib integration/kafka/apps/target .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) integration/kafka/lib integration/kafka/apps/target clients/java/target .mypy_cache .pytest_cache .ruff_cache .hypothesis

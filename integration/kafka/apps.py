@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from integration.kafka.cluster import JVM_OPTS, KAFKA_DIR, LauncherError
+from integration.kafka.cluster import CLIENTS_JAR, JVM_OPTS, KAFKA_DIR, LauncherError
 
 APPS_DIR = KAFKA_DIR / "apps"
 APPS_JAR = APPS_DIR / "target" / "rackplan-it-apps.jar"
@@ -24,7 +24,7 @@ APPS_JAR = APPS_DIR / "target" / "rackplan-it-apps.jar"
 def apps_classpath() -> str:
     if not APPS_JAR.exists():
         raise LauncherError(f"{APPS_JAR} is missing: run `make kafka`")
-    return f"{APPS_JAR}:{APPS_DIR / 'target' / 'lib' / '*'}"
+    return f"{APPS_JAR}:{APPS_DIR / 'target' / 'lib' / '*'}:{CLIENTS_JAR}"
 
 
 class JavaApp:
@@ -115,9 +115,39 @@ def streams_instance(
     work_dir: Path,
     standbys: int = 1,
     strategy: str = "balance_subtopology",
+    plan_topic: str | None = None,
 ) -> JavaApp:
     """One instance of the Streams app (kafka-streams): repartition by value, count in store ``counts``."""
     state = work_dir / f"state-{process}"
     state.mkdir(parents=True, exist_ok=True)
     args = [bootstrap, application_id, process, rack, str(state), input_topic, str(standbys), strategy]
+    if plan_topic is not None:  # RackplanTaskAssignor (clients/java) follows the app's plans
+        args.append(plan_topic)
     return JavaApp("dev.rackplan.it.StreamsApp", args, work_dir / f"{process}.log", heap_mb=256)
+
+
+def plan_member(
+    bootstrap: str,
+    group: str,
+    name: str,
+    rack: str,
+    topics: Sequence[str],
+    protocol: str,
+    control_topics: dict[str, str],
+    log_dir: Path,
+) -> JavaApp:
+    """A Java consumer following rackplan's plans (clients/java): ``classic`` (cooperative), ``eager`` or
+    ``consumer`` (KIP-848, the brokers' RackplanServerAssignor); it registers itself under ``name``."""
+    if not CLIENTS_JAR.exists():
+        raise LauncherError(f"{CLIENTS_JAR} is missing: run `make clients`")
+    args = [
+        bootstrap,
+        group,
+        name,
+        rack,
+        ",".join(topics),
+        protocol,
+        control_topics["plan_topic"],
+        control_topics["registrations_topic"],
+    ]
+    return JavaApp("dev.rackplan.it.PlanMember", args, log_dir / f"{name}.log")

@@ -51,6 +51,14 @@ TEST_OVERRIDES: Mapping[str, str] = {
     "replica.fetch.wait.max.ms": "100",
 }
 
+#: rackplan's JVM jar (``make clients``): on the brokers' classpath when built, so that KIP-848 groups
+#: can choose its server-side assignor (``group.remote.assignor=rackplan``; docs/java.md).
+CLIENTS_JAR = KAFKA_DIR.parents[1] / "clients" / "java" / "target" / "rackplan-clients.jar"
+#: Kafka's built-in server-side assignors stay first (``uniform`` remains the default), rackplan's is added.
+RACKPLAN_ASSIGNORS = "uniform,range,dev.rackplan.kafka.RackplanServerAssignor"
+#: The tests' plan topics are prefixed per test: the broker-side assignor reads every one of them.
+RACKPLAN_PLAN_TOPIC_PATTERN = r".*_rackplan\.plans"
+
 JVM_OPTS: tuple[str, ...] = (
     "-XX:+UseSerialGC",  # one GC thread: six JVMs on two cores
     "-XX:TieredStopAtLevel=1",  # C1 only: a third of the start-up CPU, ample for test traffic
@@ -101,6 +109,12 @@ def java_classpath() -> str:
     return str(LIB / "*")
 
 
+def broker_classpath() -> str:
+    """Kafka's jars, and rackplan's when built (its server-side assignor)."""
+    cp = java_classpath()
+    return f"{cp}:{CLIENTS_JAR}" if CLIENTS_JAR.exists() else cp
+
+
 def kafka_version() -> str:
     """The version of the jars in lib/ (the pom's ``kafka.version``)."""
     (jar,) = LIB.glob("kafka_2.13-*.jar")
@@ -109,7 +123,7 @@ def kafka_version() -> str:
 
 def run_tool(main_class: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
     """One of Kafka's command-line tools, by class, on the launcher's classpath."""
-    cmd = ["java", "-Xmx256m", *JVM_OPTS, "-cp", java_classpath(), main_class, *args]
+    cmd = ["java", "-Xmx256m", *JVM_OPTS, "-cp", broker_classpath(), main_class, *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -201,7 +215,7 @@ class KafkaCluster:
 
     def start(self, timeout: float = 180.0) -> StartReport:
         t0 = time.monotonic()
-        classpath = java_classpath()
+        classpath = broker_classpath()
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix="rackplan-kafka-"))
             self._own_dir = True
@@ -265,6 +279,14 @@ class KafkaCluster:
             props["controller.quorum.voters"] = voters
             props["log.dirs"] = str(node.dir / "data")
             props.update(self.overrides)
+            if CLIENTS_JAR.exists() and node.spec.is_broker:
+                props["group.consumer.assignors"] = RACKPLAN_ASSIGNORS
+                props["rackplan.bootstrap.servers"] = ",".join(
+                    f"127.0.0.1:{n.ports[self.client_listener]}"
+                    for n in self.nodes.values()
+                    if n.spec.is_broker
+                )
+                props["rackplan.plan.topic.pattern"] = RACKPLAN_PLAN_TOPIC_PATTERN
             node.properties = props
             node.dir.mkdir(parents=True, exist_ok=True)
             (node.dir / "server.properties").write_text(
@@ -286,7 +308,7 @@ class KafkaCluster:
             *JVM_OPTS,
             f"-Dlog4j2.configurationFile={node.dir / 'log4j2.yaml'}",
             "-cp",
-            classpath or java_classpath(),
+            classpath or broker_classpath(),
             "kafka.Kafka",
             str(node.dir / "server.properties"),
         ]

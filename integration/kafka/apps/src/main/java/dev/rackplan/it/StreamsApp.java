@@ -21,7 +21,9 @@ import org.apache.kafka.streams.kstream.Materialized;
 /**
  * A Kafka Streams instance: {@code input} re-keyed by value (a repartition), counted in a state store.
  *
- * <p>Arguments: {@code bootstrap applicationId processId rack stateDir inputTopic [standbys] [strategy]}.
+ * <p>Arguments: {@code bootstrap applicationId processId rack stateDir inputTopic [standbys] [strategy]
+ * [planTopic]}; with a plan topic, tasks are assigned by rackplan's {@code RackplanTaskAssignor}
+ * (clients/java), which looks at the plan topic again every 3 s (KIP-924 follow-up rebalances).
  * Sub-topology 0 reads {@code inputTopic} and writes the repartition topic; sub-topology 1 reads the
  * repartition topic and keeps the store {@code counts} (changelog {@code <app>-counts-changelog}).
  * Every change of the instance's tasks is printed as one line
@@ -62,6 +64,11 @@ public final class StreamsApp {
     p.put(StreamsConfig.consumerPrefix("client.rack"), rack);
     p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 10000);
     p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 1000);
+    if (args.length > 8) {
+      p.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, "dev.rackplan.kafka.RackplanTaskAssignor");
+      p.put("rackplan.plan.topic", args[8]);
+      p.put("rackplan.streams.followup.ms", "3000");
+    }
 
     AtomicBoolean stop = new AtomicBoolean(false);
     Thread stdin = new Thread(() -> {
@@ -86,7 +93,8 @@ public final class StreamsApp {
           for (TaskMetadata task : t.standbyTasks()) standby.add(task.taskId().toString());
         }
         String line = "{\"process\":\"" + process + "\",\"state\":\"" + streams.state() + "\",\"active\":"
-            + list(active) + ",\"standby\":" + list(standby);
+            + list(active) + ",\"standby\":" + list(standby)
+            + (args.length > 8 ? ",\"plan_assignments\":" + dev.rackplan.kafka.RackplanTaskAssignor.planAssignments() : "");
         if (!line.equals(last)) {
           System.out.println(line + ",\"at_ms\":" + System.currentTimeMillis() + "}");
           System.out.flush();

@@ -1,0 +1,219 @@
+package dev.rackplan.kafka;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Consumer;
+import java.util.regex.Pattern;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * rackplan's I/O for one consumer (or one broker): a daemon thread that reads the plan topic from
+ * the beginning into a {@link PlanStore} (no consumer group: an assign()ed reader) and, when a
+ * member is set, keeps its registration record fresh on the registrations topic (every third of
+ * the TTL, and at once when its topics change). {@link #close} publishes a tombstone so the agent
+ * re-plans at once instead of after the TTL.
+ */
+public final class RackplanClient implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(RackplanClient.class);
+
+  /** Who registers: a consumer group member. */
+  public static final class Member {
+    final String groupId;
+    final String memberId;
+    final String rack;
+    final String groupInstanceId;
+
+    public Member(String groupId, String memberId, String rack, String groupInstanceId) {
+      this.groupId = groupId;
+      this.memberId = memberId;
+      this.rack = rack;
+      this.groupInstanceId = groupInstanceId;
+    }
+  }
+
+  private final RackplanConfig config;
+  private final PlanStore store;
+  private final Member member;
+  private final Consumer<ConsumerPlan> onPlan;
+  private final Thread thread;
+  private final String clientId;
+  private volatile boolean running = true;
+  private volatile Set<String> topics;
+  private volatile boolean topicsChanged;
+  private volatile long lastRegistrationMs;
+
+  public RackplanClient(
+      RackplanConfig config, PlanStore store, Member member, String clientId, Consumer<ConsumerPlan> onPlan) {
+    this.config = config;
+    this.store = store;
+    this.member = member;
+    this.onPlan = onPlan;
+    this.clientId = clientId;
+    this.thread = new Thread(this::run, "rackplan-" + clientId);
+    this.thread.setDaemon(true);
+  }
+
+  public RackplanClient start() {
+    thread.start();
+    return this;
+  }
+
+  /** The member's subscribed topics (known once it joins); a change re-registers at once. */
+  public void setTopics(Set<String> subscribed) {
+    Set<String> s = new TreeSet<>(subscribed);
+    if (!s.equals(topics)) {
+      topics = s;
+      topicsChanged = true;
+    }
+  }
+
+  static String escape(String id) {
+    return id.replace("%", "%25").replace("/", "%2F");
+  }
+
+  static String registrationKey(Member m) {
+    return "consumer/" + escape(m.groupId) + "/" + escape(m.memberId);
+  }
+
+  /** The registration record value (docs/registration-schema.json, consumer member). */
+  static byte[] registrationValue(Member m, Set<String> topics, long nowMs, RackplanConfig config) {
+    Map<String, Object> v = new LinkedHashMap<>();
+    v.put("schema", 1L);
+    v.put("group_id", m.groupId);
+    v.put("member_id", m.memberId);
+    v.put("rack", m.rack);
+    v.put("topics", new ArrayList<>(new TreeSet<>(topics)));
+    v.put("group_instance_id", m.groupInstanceId);
+    v.put("timestamp_ms", nowMs);
+    if (config.planAssignor != null) v.put("assignor", config.planAssignor);
+    if (config.fetchMode != null) v.put("fetch_mode", config.fetchMode);
+    if (config.registrationSecret != null) v.put("signature", sign(v, config.registrationSecret));
+    return Json.write(v).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * The agent's registration signature (docs/security.md): HMAC-SHA256 with the shared secret of the
+   * value without its signature, as compact JSON with sorted keys and ASCII escapes.
+   */
+  static String sign(Map<String, Object> value, byte[] secret) {
+    Map<String, Object> body = new LinkedHashMap<>(value);
+    body.remove("signature");
+    try {
+      javax.crypto.Mac mac = javax.crypto.Mac.getInstance("HmacSHA256");
+      mac.init(new javax.crypto.spec.SecretKeySpec(secret, "HmacSHA256"));
+      byte[] d = mac.doFinal(Json.canonicalAscii(body).getBytes(StandardCharsets.US_ASCII));
+      StringBuilder b = new StringBuilder("hmac-sha256:");
+      for (byte x : d) b.append(String.format("%02x", x & 0xff));
+      return b.toString();
+    } catch (java.security.GeneralSecurityException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private void run() {
+    KafkaConsumer<String, byte[]> reader = null;
+    KafkaProducer<String, byte[]> producer = null;
+    Set<TopicPartition> assigned = new HashSet<>();
+    long nextTopicCheck = 0;
+    Pattern pattern = config.planTopicPattern == null ? null : Pattern.compile(config.planTopicPattern);
+    while (running) {
+      try {
+        if (reader == null) reader = new KafkaConsumer<>(config.readerConfig(clientId + "-plans"));
+        long now = System.currentTimeMillis();
+        if (now >= nextTopicCheck) {
+          // A pattern finds new plan topics within a second; one named topic is re-checked every 5 s.
+          nextTopicCheck = now + (assigned.isEmpty() || pattern != null ? 1000 : 5000);
+          Set<TopicPartition> want = new HashSet<>();
+          for (Map.Entry<String, List<PartitionInfo>> e : reader.listTopics(Duration.ofSeconds(5)).entrySet()) {
+            boolean match = pattern == null ? e.getKey().equals(config.planTopic) : pattern.matcher(e.getKey()).matches();
+            if (match) for (PartitionInfo p : e.getValue()) want.add(new TopicPartition(p.topic(), p.partition()));
+          }
+          if (!want.equals(assigned)) {
+            Set<TopicPartition> added = new HashSet<>(want);
+            added.removeAll(assigned);
+            reader.assign(want);
+            reader.seekToBeginning(added);
+            assigned = want;
+          }
+        }
+        if (!assigned.isEmpty()) {
+          for (ConsumerRecord<String, byte[]> r : reader.poll(Duration.ofMillis(config.planPollMs))) {
+            if (store.apply(r.key(), r.value()) == PlanStore.Outcome.APPLIED && onPlan != null) {
+              ConsumerPlan p = store.latest(r.key());
+              if (p != null) onPlan.accept(p);
+            }
+          }
+        } else {
+          Thread.sleep(Math.min(config.planPollMs, 1000));
+        }
+        if (member != null && topics != null) {
+          long t = System.currentTimeMillis();
+          if (topicsChanged || t - lastRegistrationMs >= config.registrationTtlMs / 3) {
+            if (producer == null) producer = new KafkaProducer<>(config.producerConfig(clientId + "-registration"));
+            topicsChanged = false;
+            lastRegistrationMs = t;
+            producer.send(
+                new ProducerRecord<>(config.registrationsTopic, registrationKey(member),
+                    registrationValue(member, topics, t, config)),
+                (md, err) -> {
+                  if (err != null) LOG.warn("rackplan registration not published: {}", err.toString());
+                });
+          }
+        }
+      } catch (InterruptedException e) {
+        break;
+      } catch (org.apache.kafka.common.errors.InterruptException e) {
+        break;
+      } catch (RuntimeException e) {
+        // A broker outage: retry with a pause, never die (the assignor falls back meanwhile).
+        LOG.warn("rackplan plan reader: {} (retrying)", e.toString());
+        try {
+          Thread.sleep(1000);
+        } catch (InterruptedException ie) {
+          break;
+        }
+      }
+    }
+    if (reader != null) reader.close(Duration.ofSeconds(2));
+    if (producer != null) {
+      if (member != null && topics != null) {
+        try {
+          producer.send(new ProducerRecord<>(config.registrationsTopic, registrationKey(member), null));
+          producer.flush();
+        } catch (RuntimeException e) {
+          LOG.warn("rackplan registration tombstone not published: {}", e.toString());
+        }
+      }
+      producer.close(Duration.ofSeconds(5));
+    }
+  }
+
+  public PlanStore store() {
+    return store;
+  }
+
+  /** Stop the thread; a registered member publishes its tombstone first. */
+  @Override
+  public void close() {
+    running = false;
+    try {
+      thread.join(15_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,160 @@
+package dev.rackplan.kafka;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import org.apache.kafka.clients.CommonClientConfigs;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.ConfigException;
+
+/**
+ * rackplan's settings, read from the consumer's (or broker's) own properties, all prefixed
+ * {@code rackplan.}. Unknown {@code rackplan.*} keys are refused, naming the key.
+ */
+public final class RackplanConfig {
+  public static final String PREFIX = "rackplan.";
+  public static final String PLAN_TOPIC = "rackplan.plan.topic";
+  public static final String PLAN_TOPIC_PATTERN = "rackplan.plan.topic.pattern";
+  public static final String REGISTRATIONS_TOPIC = "rackplan.registrations.topic";
+  public static final String MEMBER_ID = "rackplan.member.id";
+  public static final String REGISTRATION_TTL_MS = "rackplan.registration.ttl.ms";
+  public static final String PLAN_POLL_MS = "rackplan.plan.poll.ms";
+  public static final String FALLBACK = "rackplan.fallback";
+  public static final String PLAN_ASSIGNOR = "rackplan.plan.assignor";
+  public static final String FETCH_MODE = "rackplan.fetch.mode";
+  public static final String REBALANCE_PROTOCOL = "rackplan.rebalance.protocol";
+  public static final String BOOTSTRAP = "rackplan.bootstrap.servers";
+  public static final String HANDLE = "rackplan.handle";
+  public static final String STREAMS_FOLLOWUP_MS = "rackplan.streams.followup.ms";
+  public static final String REGISTRATION_SECRET_FILE = "rackplan.registration.secret.file";
+
+  static final Set<String> KNOWN =
+      Set.of(
+          PLAN_TOPIC, PLAN_TOPIC_PATTERN, REGISTRATIONS_TOPIC, MEMBER_ID, REGISTRATION_TTL_MS,
+          PLAN_POLL_MS, FALLBACK, PLAN_ASSIGNOR, FETCH_MODE, REBALANCE_PROTOCOL, BOOTSTRAP, HANDLE,
+          STREAMS_FOLLOWUP_MS, REGISTRATION_SECRET_FILE);
+
+  public final Map<String, Object> originals;
+  public final String planTopic;
+  public final String planTopicPattern;
+  public final String registrationsTopic;
+  public final long registrationTtlMs;
+  public final long planPollMs;
+  public final String fallback;
+  public final String planAssignor;
+  public final String fetchMode;
+  public final String rebalanceProtocol;
+  public final long streamsFollowupMs;
+  /** The agent's registrations.secret_file content (stripped), or null: registrations are not signed. */
+  public final byte[] registrationSecret;
+
+  public RackplanConfig(Map<String, ?> configs) {
+    originals = new HashMap<>(configs);
+    for (String k : configs.keySet())
+      if (k.startsWith(PREFIX) && !KNOWN.contains(k))
+        throw new ConfigException(k, configs.get(k), "unknown rackplan setting; known: " + new java.util.TreeSet<>(KNOWN));
+    planTopic = str(PLAN_TOPIC, "_rackplan.plans");
+    planTopicPattern = str(PLAN_TOPIC_PATTERN, null);
+    registrationsTopic = str(REGISTRATIONS_TOPIC, "_rackplan.registrations");
+    registrationTtlMs = positive(REGISTRATION_TTL_MS, 300_000L);
+    planPollMs = positive(PLAN_POLL_MS, 500L);
+    fallback = oneOf(FALLBACK, "cooperative-sticky", "cooperative-sticky", "range");
+    planAssignor = oneOf(PLAN_ASSIGNOR, null, "range", "cooperative-sticky", "rack-optimal");
+    fetchMode = oneOf(FETCH_MODE, null, "nearest-replica", "leader");
+    rebalanceProtocol = oneOf(REBALANCE_PROTOCOL, "cooperative", "cooperative", "eager");
+    streamsFollowupMs = positive(STREAMS_FOLLOWUP_MS, 60_000L);
+    registrationSecret = secret(str(REGISTRATION_SECRET_FILE, null));
+  }
+
+  /** A secret file's bytes without surrounding ASCII whitespace (as the agent reads it); never logged. */
+  private static byte[] secret(String path) {
+    if (path == null) return null;
+    byte[] data;
+    try {
+      data = java.nio.file.Files.readAllBytes(java.nio.file.Path.of(path));
+    } catch (java.io.IOException | RuntimeException e) {
+      throw new ConfigException(REGISTRATION_SECRET_FILE, path, "cannot be read: " + e.getClass().getSimpleName());
+    }
+    int from = 0, to = data.length;
+    while (from < to && isSpace(data[from])) from++;
+    while (to > from && isSpace(data[to - 1])) to--;
+    if (from == to) throw new ConfigException(REGISTRATION_SECRET_FILE, path, "is empty");
+    return java.util.Arrays.copyOfRange(data, from, to);
+  }
+
+  private static boolean isSpace(byte b) {
+    return b == ' ' || b == '\t' || b == '\n' || b == '\r' || b == 0x0b || b == 0x0c;
+  }
+
+  public String str(String key, String dflt) {
+    Object v = originals.get(key);
+    if (v == null) return dflt;
+    String s = v.toString().trim();
+    if (s.isEmpty()) throw new ConfigException(key, v, "must not be empty");
+    return s;
+  }
+
+  private long positive(String key, long dflt) {
+    String s = str(key, null);
+    if (s == null) return dflt;
+    try {
+      long n = Long.parseLong(s);
+      if (n > 0) return n;
+    } catch (NumberFormatException ignored) {
+      // refused below
+    }
+    throw new ConfigException(key, s, "must be a positive integer (milliseconds)");
+  }
+
+  private String oneOf(String key, String dflt, String... allowed) {
+    String s = str(key, dflt);
+    if (s == null) return null;
+    for (String a : allowed) if (a.equals(s)) return s;
+    throw new ConfigException(key, s, "must be one of " + String.join(", ", allowed));
+  }
+
+  /** Connection and security settings of the application's client, for rackplan's own clients. */
+  Map<String, Object> connection(Set<String> allowedKeys) {
+    Map<String, Object> out = new HashMap<>();
+    for (Map.Entry<String, Object> e : originals.entrySet()) {
+      String k = e.getKey();
+      boolean common =
+          k.startsWith("ssl.") || k.startsWith("sasl.") || k.equals(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG)
+              || k.equals(CommonClientConfigs.CLIENT_DNS_LOOKUP_CONFIG);
+      if (common && allowedKeys.contains(k)) out.put(k, e.getValue());
+    }
+    String bootstrap = str(BOOTSTRAP, null);
+    if (bootstrap == null) {
+      Object b = originals.get(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG);
+      if (b instanceof java.util.List) bootstrap = String.join(",", ((java.util.List<?>) b).stream().map(Object::toString).toList());
+      else if (b != null) bootstrap = b.toString();
+    }
+    if (bootstrap == null)
+      throw new ConfigException(BOOTSTRAP, null, "no bootstrap.servers to read rackplan's topics from");
+    out.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    return out;
+  }
+
+  Map<String, Object> readerConfig(String clientId) {
+    Map<String, Object> c = connection(ConsumerConfig.configNames());
+    c.put(ConsumerConfig.CLIENT_ID_CONFIG, clientId);
+    // assign() only, never joined nor committed; the group id is what ACLs name (docs/security.md)
+    c.put(ConsumerConfig.GROUP_ID_CONFIG, "rackplan-reader");
+    c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+    c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, "org.apache.kafka.common.serialization.StringDeserializer");
+    c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, "org.apache.kafka.common.serialization.ByteArrayDeserializer");
+    return c;
+  }
+
+  Map<String, Object> producerConfig(String clientId) {
+    Map<String, Object> c = connection(ProducerConfig.configNames());
+    c.put(ProducerConfig.CLIENT_ID_CONFIG, clientId);
+    c.put(ProducerConfig.ACKS_CONFIG, "all");
+    c.put(ProducerConfig.LINGER_MS_CONFIG, "0");
+    c.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, "org.apache.kafka.common.serialization.StringSerializer");
+    c.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, "org.apache.kafka.common.serialization.ByteArraySerializer");
+    return c;
+  }
+}

@@ -1,0 +1,200 @@
+package dev.rackplan.kafka;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * A {@link KafkaConsumer} that follows rackplan's plans: the one line an application changes
+ * ({@code new RackplanConsumer<>(props)} instead of {@code new KafkaConsumer<>(props)}).
+ *
+ * <p><b>Classic groups</b> ({@code partition.assignment.strategy=dev.rackplan.kafka.RackplanAssignor}):
+ * the assignor's plan reader (a background thread) only raises a flag, since Kafka's consumer is
+ * single-threaded; the next {@link #poll} calls {@link #enforceRebalance(String)} on the
+ * application's thread. The leader stamps every assignment with the newest plan generation it
+ * considered, so one rebalance per plan suffices and a plan that does not fit does not make the
+ * group rebalance again.
+ *
+ * <p><b>KIP-848 groups</b> ({@code group.protocol=consumer}, {@code group.remote.assignor=rackplan}):
+ * no client-side assignor runs, so this class registers the member (its {@code group.instance.id} or
+ * {@code rackplan.member.id}, rack and topics) and reads the plans itself. The coordinator runs the
+ * assignor only when the group's epoch changes, and Kafka 4.3 has no request to ask for that; a new
+ * plan generation of the group therefore makes the next {@link #poll} toggle the subscription
+ * between the application's topics and the same topics plus the plan topic. The change bumps the
+ * epoch; {@code RackplanServerAssignor} never assigns the plan topic, so the application never sees
+ * a record of it.
+ *
+ * <p>Bound, both protocols: a plan reaches the group within the plan reader's poll ({@code
+ * rackplan.plan.poll.ms}, 500 ms) + the application's poll interval + the rebalance (classic
+ * cooperative: two rounds). {@link #close()} also stops the plan reader and unregisters the member.
+ */
+public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
+  private final String handle;
+  /** KIP-848 groups: the registration and plan reader, which no client-side assignor does there. */
+  private final RackplanClient registration;
+  private final String groupId;
+  private final String planTopic;
+  private final long planPollMs;
+  private final AtomicLong pendingGeneration = new AtomicLong();
+  private long handledGeneration;
+  private final PlanStore plans = new PlanStore();
+  private String memberId;
+  private int nudges;
+  private long nextCheckMs;
+  private List<String> topics;
+  private ConsumerRebalanceListener listener;
+  private boolean toggled;
+
+  public RackplanConsumer(Map<String, Object> configs) {
+    this(tagged(configs), true);
+  }
+
+  public RackplanConsumer(Properties properties) {
+    this(tagged(toMap(properties)), true);
+  }
+
+  private RackplanConsumer(Map<String, Object> tagged, boolean marker) {
+    super(tagged);
+    this.handle = (String) tagged.get(RackplanConfig.HANDLE);
+    Object group = tagged.get(ConsumerConfig.GROUP_ID_CONFIG);
+    this.groupId = group == null ? null : group.toString();
+    RackplanConfig config = new RackplanConfig(tagged);
+    this.planTopic = config.planTopic;
+    this.planPollMs = config.planPollMs;
+    boolean kip848 = "consumer".equalsIgnoreCase(String.valueOf(tagged.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG)));
+    this.registration = kip848 ? registrar(config, tagged) : null;
+  }
+
+  private RackplanClient registrar(RackplanConfig config, Map<String, Object> configs) {
+    Object instance = configs.get(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG);
+    String member = config.str(RackplanConfig.MEMBER_ID, instance == null ? null : instance.toString());
+    if (member == null || groupId == null) return null; // the server-side assignor matches by group.instance.id
+    memberId = member;
+    Object rack = configs.get(ConsumerConfig.CLIENT_RACK_CONFIG);
+    RackplanClient.Member m = new RackplanClient.Member(groupId, member,
+        rack == null || rack.toString().isEmpty() ? null : rack.toString(), instance == null ? null : instance.toString());
+    return new RackplanClient(config, plans, m, member, this::onPlan).start();
+  }
+
+  private void onPlan(ConsumerPlan plan) {
+    if (plan.groupId.equals(groupId)) pendingGeneration.accumulateAndGet(plan.generation, Math::max);
+  }
+
+  private static Map<String, Object> toMap(Properties p) {
+    Map<String, Object> m = new HashMap<>();
+    for (String k : p.stringPropertyNames()) m.put(k, p.getProperty(k));
+    return m;
+  }
+
+  private static Map<String, Object> tagged(Map<String, Object> configs) {
+    Map<String, Object> m = new HashMap<>(configs);
+    m.put(RackplanConfig.HANDLE, UUID.randomUUID().toString());
+    return m;
+  }
+
+  /** The consumer's RackplanAssignor (null when the strategy does not list it, e.g. KIP-848 groups). */
+  public RackplanAssignor assignor() {
+    return RackplanAssignor.BY_HANDLE.get(handle);
+  }
+
+  @Override
+  public void subscribe(Collection<String> topics) {
+    subscribe(topics, new ConsumerRebalanceListener() {
+      @Override public void onPartitionsRevoked(Collection<TopicPartition> partitions) {}
+
+      @Override public void onPartitionsAssigned(Collection<TopicPartition> partitions) {}
+    });
+  }
+
+  @Override
+  public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) {
+    super.subscribe(topics, listener);
+    this.topics = new ArrayList<>(topics);
+    this.listener = listener;
+    this.toggled = false;
+    if (registration != null) registration.setTopics(new HashSet<>(topics));
+  }
+
+  @Override
+  public ConsumerRecords<K, V> poll(Duration timeout) {
+    RackplanAssignor a = assignor();
+    if (a != null) {
+      long g = a.rebalanceNeeded();
+      if (g > 0) {
+        a.markHandled(g);
+        enforceRebalance("rackplan plan generation " + g);
+      }
+    } else if (registration != null && topics != null) {
+      long now = System.currentTimeMillis();
+      if (pendingGeneration.get() > handledGeneration) {
+        // Give the brokers' plan reader (same poll interval) time to read it too, then bump.
+        handledGeneration = pendingGeneration.get();
+        nudges = 0;
+        nextCheckMs = now + 2 * planPollMs;
+      } else if (handledGeneration > 0 && now >= nextCheckMs
+          && (nudges == 0 || (nudges < MAX_NUDGES && !holdsItsShare()))) {
+        nudge(now); // later bumps: the brokers may have read the plan after the first one (bounded)
+      }
+    }
+    return super.poll(timeout);
+  }
+
+  /**
+   * Bumps per plan generation: the first one 2 x plan.poll.ms after the plan arrived, then after 2, 4,
+   * 8, 16 and 32 s again while the member does not hold what the plan gives it (the brokers' reader may
+   * be behind; a plan that does not fit bumps the group at most this often, then never again).
+   */
+  static final int MAX_NUDGES = 6;
+
+  private void nudge(long now) {
+    nudges++;
+    nextCheckMs = now + 2000L * (1L << (nudges - 1));
+    List<String> next = new ArrayList<>(topics);
+    toggled = !toggled;
+    if (toggled && !next.contains(planTopic)) next.add(planTopic);
+    super.subscribe(next, listener);
+  }
+
+  /** The member holds what the newest plan gives it (or the plan does not name it: nothing to wait for). */
+  private boolean holdsItsShare() {
+    ConsumerPlan plan = plans.latest(ConsumerPlan.key(groupId));
+    if (plan == null || plan.generation != handledGeneration || !plan.assignment.containsKey(memberId)) return true;
+    return new HashSet<>(plan.assignment.get(memberId)).equals(assignment());
+  }
+
+  @Override
+  public void close() {
+    try {
+      super.close();
+    } finally {
+      release();
+    }
+  }
+
+  @Override
+  public void close(Duration timeout) {
+    try {
+      super.close(timeout);
+    } finally {
+      release();
+    }
+  }
+
+  private void release() {
+    RackplanAssignor a = assignor();
+    if (a != null) a.close();
+    if (registration != null) registration.close();
+  }
+}

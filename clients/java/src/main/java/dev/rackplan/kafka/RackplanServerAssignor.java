@@ -1,0 +1,286 @@
+package dev.rackplan.kafka;
+
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.management.ObjectName;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.Configurable;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.ConsumerGroupPartitionAssignor;
+import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A server-side assignor for KIP-848 consumer groups ({@code group.protocol=consumer}), named {@code
+ * rackplan}: brokers load it with {@code group.consumer.assignors=uniform,range,
+ * dev.rackplan.kafka.RackplanServerAssignor} (this jar on their classpath) and consumers choose it
+ * with {@code group.remote.assignor=rackplan}.
+ *
+ * <p>Kafka does not tell a server-side assignor which group it assigns, nor topic names (only ids).
+ * So a plan is found by its members: the group's members must all have a {@code group.instance.id},
+ * and the one plan whose member ids are exactly those instance ids is applied when it also fits
+ * (subscriptions, partition counts, cluster fingerprint of replica racks; in leader fetch mode the
+ * fingerprint cannot be recomputed here and is not checked). Anything else falls back to {@link
+ * RackAwareUniform}, the reason logged and counted (JMX {@code dev.rackplan:type=RackplanServerAssignor}).
+ * The coordinator itself revokes before it reassigns (KIP-848 reconciliation), so a plan is applied
+ * as is.
+ *
+ * <p>Plans are read by a daemon thread (broker properties: {@code rackplan.bootstrap.servers}, {@code
+ * rackplan.plan.topic} or {@code rackplan.plan.topic.pattern}); {@code assign} only reads memory.
+ */
+public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(RackplanServerAssignor.class);
+
+  private PlanStore store = new PlanStore();
+  private RackplanConfig config = new RackplanConfig(Map.of());
+  private java.util.regex.Pattern planTopicPattern;
+  private RackplanClient client;
+  private volatile Admin admin;
+  private Thread topicThread;
+  private volatile boolean running = true;
+  private volatile boolean refreshWanted = true;
+  /** topic id -> name (the plans name topics). */
+  final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
+
+  final AtomicLong planCount = new AtomicLong();
+  final AtomicLong fallbackCount = new AtomicLong();
+  volatile String lastReason = "";
+
+  /** JMX view. */
+  public interface StatsMBean {
+    long getPlanAssignments();
+
+    long getFallbackAssignments();
+
+    String getLastFallbackReason();
+  }
+
+  @Override
+  public String name() {
+    return "rackplan";
+  }
+
+  @Override
+  public void configure(Map<String, ?> configs) {
+    Map<String, Object> mine = new HashMap<>();
+    for (Map.Entry<String, ?> e : configs.entrySet())
+      if (e.getKey().startsWith(RackplanConfig.PREFIX)) mine.put(e.getKey(), e.getValue());
+    config = new RackplanConfig(mine);
+    if (config.planTopicPattern != null) planTopicPattern = java.util.regex.Pattern.compile(config.planTopicPattern);
+    if (config.str(RackplanConfig.BOOTSTRAP, null) == null) {
+      LOG.warn("rackplan: no rackplan.bootstrap.servers in the broker's properties: every group falls back");
+      return;
+    }
+    client = new RackplanClient(config, store, null, "rackplan-server-assignor", null).start();
+    Map<String, Object> ac = config.connection(AdminClientConfig.configNames());
+    ac.put(AdminClientConfig.CLIENT_ID_CONFIG, "rackplan-server-assignor-topics");
+    admin = Admin.create(ac);
+    topicThread = new Thread(() -> refreshTopics(ac), "rackplan-server-assignor-topics");
+    topicThread.setDaemon(true);
+    topicThread.start();
+    try {
+      ObjectName name = new ObjectName("dev.rackplan:type=RackplanServerAssignor");
+      StatsMBean stats = new StatsMBean() {
+        @Override public long getPlanAssignments() { return planCount.get(); }
+        @Override public long getFallbackAssignments() { return fallbackCount.get(); }
+        @Override public String getLastFallbackReason() { return lastReason; }
+      };
+      if (!ManagementFactory.getPlatformMBeanServer().isRegistered(name))
+        ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(stats, StatsMBean.class), name);
+    } catch (Exception e) {
+      LOG.debug("rackplan: no JMX metrics: {}", e.toString());
+    }
+  }
+
+  /** For tests: no I/O, plans from ``store``, topic names given. */
+  static RackplanServerAssignor forTest(PlanStore store, Map<Uuid, String> names) {
+    RackplanServerAssignor a = new RackplanServerAssignor();
+    a.store = store;
+    a.topicNames.putAll(names);
+    return a;
+  }
+
+  /**
+   * A plan topic: {@code RackplanConsumer} adds it to a KIP-848 member's subscription for a moment to
+   * make the coordinator run the assignor; it is never assigned, so the application never reads it.
+   */
+  boolean isPlanTopic(String name) {
+    return name != null
+        && (planTopicPattern != null ? planTopicPattern.matcher(name).matches() : name.equals(config.planTopic));
+  }
+
+  private void refreshTopics(Map<String, Object> ac) {
+    long last = 0;
+    while (running) {
+      try {
+        long now = System.currentTimeMillis();
+        if (refreshWanted || now - last > 30_000) {
+          Set<String> names = admin.listTopics().names().get(10, TimeUnit.SECONDS);
+          Map<String, TopicDescription> d = admin.describeTopics(names).allTopicNames().get(10, TimeUnit.SECONDS);
+          for (TopicDescription td : d.values()) topicNames.put(td.topicId(), td.name());
+          refreshWanted = false;
+          last = now;
+        }
+        Thread.sleep(200);
+      } catch (InterruptedException e) {
+        return;
+      } catch (Exception e) {
+        LOG.debug("rackplan: topic names not refreshed: {}", e.toString());
+        try {
+          Thread.sleep(1000);
+        } catch (InterruptedException ie) {
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * Names of topic ids not known yet, asked for now (assignments run on the coordinator's
+   * background thread; at most 2 s). A topic whose name stays unknown is never assigned: it might
+   * be a plan topic (see {@link #isPlanTopic}); the next epoch bump assigns it.
+   */
+  private void resolve(GroupSpec spec, SubscribedTopicDescriber describer) {
+    Set<Uuid> unknown = new HashSet<>();
+    for (String m : spec.memberIds())
+      for (Uuid id : spec.memberSubscription(m).subscribedTopicIds())
+        if (describer.numPartitions(id) >= 0 && !topicNames.containsKey(id)) unknown.add(id);
+    Admin a = admin;
+    if (unknown.isEmpty() || a == null) return;
+    try {
+      Map<Uuid, TopicDescription> d =
+          a.describeTopics(org.apache.kafka.common.TopicCollection.ofTopicIds(unknown)).allTopicIds().get(2, TimeUnit.SECONDS);
+      for (Map.Entry<Uuid, TopicDescription> e : d.entrySet()) topicNames.put(e.getKey(), e.getValue().name());
+    } catch (Exception e) {
+      LOG.warn("rackplan: names of topics {} not resolved: {}", unknown, e.toString());
+    }
+  }
+
+  @Override
+  public GroupAssignment assign(GroupSpec spec, SubscribedTopicDescriber describer) {
+    resolve(spec, describer);
+    List<String> memberIds = new ArrayList<>(spec.memberIds());
+    Map<String, String> instanceOf = new TreeMap<>();
+    Map<String, Set<String>> members = new HashMap<>();
+    Map<String, Integer> counts = new TreeMap<>();
+    Map<String, Uuid> idOf = new HashMap<>();
+    String reason = null;
+    for (String m : memberIds) {
+      MemberSubscription s = spec.memberSubscription(m);
+      Set<String> topics = new HashSet<>();
+      for (Uuid id : s.subscribedTopicIds()) {
+        int n = describer.numPartitions(id);
+        if (n < 0) continue;
+        String name = topicNames.get(id);
+        if (name == null) {
+          refreshWanted = true;
+          if (reason == null) reason = "topic id " + id + " is not known yet";
+          continue;
+        }
+        if (isPlanTopic(name)) continue;
+        topics.add(name);
+        counts.put(name, n);
+        idOf.put(name, id);
+      }
+      String inst = s.instanceId().orElse(null);
+      if (inst == null) {
+        if (reason == null) reason = "member " + m + " has no group.instance.id";
+      } else if (members.put(inst, topics) != null) {
+        if (reason == null) reason = "two members have group.instance.id " + inst;
+      } else {
+        instanceOf.put(m, inst);
+      }
+    }
+    ConsumerPlan plan = null;
+    if (reason == null) {
+      List<ConsumerPlan> candidates = new ArrayList<>();
+      for (ConsumerPlan p : store.all()) if (p.assignment.keySet().equals(members.keySet())) candidates.add(p);
+      if (candidates.size() == 1) plan = candidates.get(0);
+      else if (candidates.size() > 1) reason = "plans of several groups name exactly these members: " + candidates;
+    }
+    if (reason == null) {
+      String fp = null;
+      if (plan != null && !"leader".equals(plan.fetchMode)) {
+        Map<String, List<Plans.PartitionRacks>> racks = new TreeMap<>();
+        for (Map.Entry<String, Integer> t : counts.entrySet()) {
+          List<Plans.PartitionRacks> rows = new ArrayList<>();
+          for (int p = 0; p < t.getValue(); p++)
+            rows.add(new Plans.PartitionRacks(describer.racksForPartition(idOf.get(t.getKey()), p), null, false));
+          racks.put(t.getKey(), rows);
+        }
+        fp = Plans.fingerprint(racks, "nearest-replica");
+      }
+      reason = Plans.mismatch(plan, members, counts, fp);
+    }
+    Map<String, MemberAssignment> out = new HashMap<>();
+    if (reason == null) {
+      for (Map.Entry<String, String> e : instanceOf.entrySet()) {
+        Map<Uuid, Set<Integer>> parts = new HashMap<>();
+        for (TopicPartition tp : plan.assignment.get(e.getValue()))
+          parts.computeIfAbsent(idOf.get(tp.topic()), k -> new HashSet<>()).add(tp.partition());
+        out.put(e.getKey(), new Parts(parts));
+      }
+      planCount.incrementAndGet();
+      LOG.info("rackplan: group of {} assigned by plan {}", new TreeSet<>(members.keySet()), plan);
+      return new GroupAssignment(out);
+    }
+    fallbackCount.incrementAndGet();
+    if (!reason.equals(lastReason)) LOG.warn("rackplan: falling back to rack-aware uniform: {}", reason);
+    lastReason = reason;
+    Map<String, RackAwareUniform.Member> um = new TreeMap<>();
+    Map<String, Integer> byId = new TreeMap<>();
+    for (String m : memberIds) {
+      MemberSubscription s = spec.memberSubscription(m);
+      Set<String> ts = new HashSet<>();
+      for (Uuid id : s.subscribedTopicIds()) {
+        int n = describer.numPartitions(id);
+        String name = topicNames.get(id);
+        if (n >= 0 && name != null && !isPlanTopic(name)) {
+          ts.add(id.toString());
+          byId.put(id.toString(), n);
+        }
+      }
+      Map<String, Set<Integer>> current = new HashMap<>();
+      for (Map.Entry<Uuid, Set<Integer>> e : spec.memberAssignment(m).partitions().entrySet())
+        current.put(e.getKey().toString(), e.getValue());
+      um.put(m, new RackAwareUniform.Member(s.rackId().orElse(null), ts, current));
+    }
+    Map<String, Map<String, Set<Integer>>> res =
+        RackAwareUniform.assign(um, byId, (t, p) -> describer.racksForPartition(Uuid.fromString(t), p));
+    for (Map.Entry<String, Map<String, Set<Integer>>> e : res.entrySet()) {
+      Map<Uuid, Set<Integer>> parts = new HashMap<>();
+      for (Map.Entry<String, Set<Integer>> t : e.getValue().entrySet()) parts.put(Uuid.fromString(t.getKey()), t.getValue());
+      out.put(e.getKey(), new Parts(parts));
+    }
+    return new GroupAssignment(out);
+  }
+
+  /** A member's partitions, with value equality (the coordinator compares assignments). */
+  record Parts(Map<Uuid, Set<Integer>> partitions) implements MemberAssignment {}
+
+  @Override
+  public void close() {
+    running = false;
+    if (client != null) client.close();
+    if (topicThread != null) topicThread.interrupt();
+    if (admin != null) admin.close();
+  }
+}

@@ -1,0 +1,153 @@
+package dev.rackplan.kafka;
+
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.processor.TaskId;
+import org.apache.kafka.streams.processor.assignment.ApplicationState;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment.AssignedTask;
+import org.apache.kafka.streams.processor.assignment.KafkaStreamsState;
+import org.apache.kafka.streams.processor.assignment.ProcessId;
+import org.apache.kafka.streams.processor.assignment.TaskAssignor;
+import org.apache.kafka.streams.processor.assignment.TaskInfo;
+import org.apache.kafka.streams.processor.assignment.assignors.StickyTaskAssignor;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A KIP-924 {@link TaskAssignor} for Kafka Streams ({@code task.assignor.class}) that applies the
+ * app's plan ({@code streams/<application.id>} on the plan topic) when it fits the live app: the
+ * same clients (plan process ids = the live Streams process ids), every task exactly once active,
+ * standbys and warm-ups only of stateful tasks, and never a task's active and a standby (or warm-up)
+ * on one client. Warm-ups are given as standbys (KIP-924 has no other kind).
+ *
+ * <p>Otherwise Kafka's {@link StickyTaskAssignor} assigns (the only assignor of Kafka's own that the
+ * public KIP-924 API offers; the HighAvailabilityTaskAssignor is internal to Kafka Streams and
+ * reachable only when no {@code task.assignor.class} is set), with the reason logged and counted.
+ *
+ * <p>Every assignment asks for a follow-up rebalance after {@code rackplan.streams.followup.ms}
+ * (60 s): KIP-924's way for the leader to look at the plan topic again, so a new plan reaches the
+ * app within that time plus one rebalance. The cluster fingerprint is not checked: Streams gives an
+ * assignor replica racks only when rack-aware assignment is configured.
+ */
+public class RackplanTaskAssignor implements TaskAssignor {
+  private static final Logger LOG = LoggerFactory.getLogger(RackplanTaskAssignor.class);
+
+  private PlanStore store = new PlanStore();
+  private String applicationId;
+  private long followupMs = 60_000L;
+  private final TaskAssignor fallback = new StickyTaskAssignor();
+  final AtomicLong planCount = new AtomicLong();
+  final AtomicLong fallbackCount = new AtomicLong();
+  /** Across the JVM's assignor instances (Streams makes one per assignment): assignments by plan. */
+  private static final AtomicLong PLAN_ASSIGNMENTS = new AtomicLong();
+
+  public static long planAssignments() {
+    return PLAN_ASSIGNMENTS.get();
+  }
+  volatile String lastReason = "";
+
+  @Override
+  public void configure(Map<String, ?> configs) {
+    Map<String, Object> mine = new HashMap<>();
+    for (Map.Entry<String, ?> e : configs.entrySet())
+      if (e.getKey().startsWith(RackplanConfig.PREFIX) || e.getKey().equals(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG)
+          || e.getKey().startsWith("ssl.") || e.getKey().startsWith("sasl.") || e.getKey().equals("security.protocol"))
+        mine.put(e.getKey(), e.getValue());
+    RackplanConfig config = new RackplanConfig(mine);
+    followupMs = config.streamsFollowupMs;
+    Object app = configs.get(StreamsConfig.APPLICATION_ID_CONFIG);
+    applicationId = app == null ? null : app.toString();
+    if (applicationId != null && mine.containsKey(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG)) {
+      // Kafka Streams makes a new TaskAssignor for every assignment: the plan reader is shared.
+      String readerKey = mine.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG) + "|" + config.planTopic + "|" + config.planTopicPattern;
+      store = READERS.computeIfAbsent(readerKey, k -> {
+        PlanStore s = new PlanStore();
+        new RackplanClient(config, s, null, "rackplan-streams-" + applicationId, null).start();
+        return s;
+      });
+    }
+  }
+
+  /** One plan reader per (bootstrap, plan topic) in the JVM, alive as long as the JVM (daemon thread). */
+  static final Map<String, PlanStore> READERS = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** For tests: no I/O. */
+  static RackplanTaskAssignor forTest(String applicationId, PlanStore store, long followupMs) {
+    RackplanTaskAssignor a = new RackplanTaskAssignor();
+    a.applicationId = applicationId;
+    a.store = store;
+    a.followupMs = followupMs;
+    return a;
+  }
+
+  @Override
+  public TaskAssignment assign(ApplicationState state) {
+    StreamsPlan plan = applicationId == null ? null : store.latestStreams(StreamsPlan.key(applicationId));
+    Map<ProcessId, KafkaStreamsState> clients = state.kafkaStreamsStates(false);
+    String reason = mismatch(plan, clients.keySet(), state.allTasks());
+    Instant followup = Instant.now().plusMillis(followupMs);
+    List<KafkaStreamsAssignment> out = new java.util.ArrayList<>();
+    if (reason == null) {
+      for (ProcessId pid : clients.keySet()) {
+        StreamsPlan.Tasks t = plan.assignment.get(pid.id().toString());
+        Set<AssignedTask> tasks = new HashSet<>();
+        for (String id : t.active) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.ACTIVE));
+        for (String id : t.standby) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.STANDBY));
+        for (String id : t.warmup) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.STANDBY));
+        out.add(KafkaStreamsAssignment.of(pid, tasks).withFollowupRebalance(followup));
+      }
+      planCount.incrementAndGet();
+      PLAN_ASSIGNMENTS.incrementAndGet();
+      LOG.info("rackplan: app {} assigned by plan generation {}", applicationId, plan.generation);
+      return new TaskAssignment(out);
+    }
+    fallbackCount.incrementAndGet();
+    if (!reason.equals(lastReason)) LOG.warn("rackplan: app {} falls back to StickyTaskAssignor: {}", applicationId, reason);
+    lastReason = reason;
+    for (KafkaStreamsAssignment a : fallback.assign(state).assignment()) {
+      Instant own = a.followupRebalanceDeadline().orElse(followup);
+      out.add(a.withFollowupRebalance(own.isBefore(followup) ? own : followup));
+    }
+    return new TaskAssignment(out);
+  }
+
+  /** Why ``plan`` does not fit the live app, or null. */
+  static String mismatch(StreamsPlan plan, Set<ProcessId> clients, Map<TaskId, TaskInfo> tasks) {
+    if (plan == null) return "no plan for the app";
+    Set<String> live = new TreeSet<>();
+    for (ProcessId p : clients) live.add(p.id().toString());
+    if (!plan.assignment.keySet().equals(live))
+      return "plan generation " + plan.generation + " clients " + plan.assignment.keySet()
+          + " differ from the live clients " + live;
+    Map<TaskId, String> activeOwner = new TreeMap<>();
+    for (Map.Entry<String, StreamsPlan.Tasks> e : plan.assignment.entrySet()) {
+      Set<TaskId> mine = new HashSet<>();
+      for (String s : e.getValue().active) {
+        TaskId id = TaskId.parse(s);
+        if (!tasks.containsKey(id)) return "plan names task " + s + ", which the app does not have";
+        if (activeOwner.put(id, e.getKey()) != null) return "plan makes task " + s + " active twice";
+        mine.add(id);
+      }
+      for (List<String> l : List.of(e.getValue().standby, e.getValue().warmup))
+        for (String s : l) {
+          TaskId id = TaskId.parse(s);
+          TaskInfo info = tasks.get(id);
+          if (info == null) return "plan names task " + s + ", which the app does not have";
+          if (!info.isStateful()) return "plan gives a standby of stateless task " + s;
+          if (!mine.add(id)) return "plan puts task " + s + " twice on client " + e.getKey() + " (active and standby)";
+        }
+    }
+    if (activeOwner.size() != tasks.size())
+      return "plan has an active owner for " + activeOwner.size() + " tasks, the app has " + tasks.size();
+    return null;
+  }
+}

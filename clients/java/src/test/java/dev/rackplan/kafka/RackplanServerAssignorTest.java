@@ -1,0 +1,178 @@
+package dev.rackplan.kafka;
+
+import static dev.rackplan.kafka.Fixtures.tp;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
+import org.junit.jupiter.api.Test;
+
+class RackplanServerAssignorTest {
+  static final Uuid T = Uuid.randomUuid();
+  /** The plan topic: RackplanConsumer subscribes to it for a moment to bump a KIP-848 group's epoch. */
+  static final Uuid P = Uuid.randomUuid();
+  static Set<Uuid> subscribed = Set.of(T);
+  static final String[] RACKS = {"az-a", "az-b", "az-c"};
+
+  /** Topic t: 6 partitions, partition p's replicas in racks p%3 and (p+1)%3. */
+  static final SubscribedTopicDescriber DESCRIBER = new SubscribedTopicDescriber() {
+    @Override public int numPartitions(Uuid id) { return id.equals(T) ? 6 : id.equals(P) ? 1 : -1; }
+    @Override public Set<String> racksForPartition(Uuid id, int p) { return Set.of(RACKS[p % 3], RACKS[(p + 1) % 3]); }
+  };
+
+  record Member(String instance, String rack, Map<Uuid, Set<Integer>> current) {}
+
+  static GroupSpec spec(Map<String, Member> members) {
+    return new GroupSpec() {
+      @Override public java.util.Collection<String> memberIds() { return members.keySet(); }
+      @Override public SubscriptionType subscriptionType() { return SubscriptionType.HOMOGENEOUS; }
+      @Override public boolean isPartitionAssigned(Uuid t, int p) { return false; }
+      @Override public boolean isPartitionAssignable(Uuid t, int p) { return true; }
+      @Override public MemberSubscription memberSubscription(String m) {
+        Member x = members.get(m);
+        return new MemberSubscription() {
+          @Override public Optional<String> rackId() { return Optional.ofNullable(x.rack()); }
+          @Override public Optional<String> instanceId() { return Optional.ofNullable(x.instance()); }
+          @Override public Set<Uuid> subscribedTopicIds() { return subscribed; }
+        };
+      }
+      @Override public MemberAssignment memberAssignment(String m) { return () -> members.get(m).current(); }
+    };
+  }
+
+  static Map<String, List<TopicPartition>> named(GroupAssignment g) {
+    Map<String, List<TopicPartition>> out = new TreeMap<>();
+    for (Map.Entry<String, MemberAssignment> e : g.members().entrySet()) {
+      List<TopicPartition> l = new ArrayList<>();
+      for (Map.Entry<Uuid, Set<Integer>> t : e.getValue().partitions().entrySet())
+        for (int p : t.getValue()) l.add(tp(t.getKey().equals(T) ? "t" : "?", p));
+      l.sort(Plans.TP_ORDER);
+      out.put(e.getKey(), l);
+    }
+    return out;
+  }
+
+  static String fingerprint() {
+    Map<String, List<Plans.PartitionRacks>> m = new TreeMap<>();
+    List<Plans.PartitionRacks> rows = new ArrayList<>();
+    for (int p = 0; p < 6; p++) rows.add(new Plans.PartitionRacks(DESCRIBER.racksForPartition(T, p), null, false));
+    m.put("t", rows);
+    return Plans.fingerprint(m, "nearest-replica");
+  }
+
+  static final Map<String, List<TopicPartition>> TARGET = Map.of(
+      "i-a", List.of(tp("t", 1), tp("t", 5)), "i-b", List.of(tp("t", 0), tp("t", 2)), "i-c", List.of(tp("t", 3), tp("t", 4)));
+
+  static Map<String, Member> three(Map<Uuid, Set<Integer>> currentOfA) {
+    Map<String, Member> m = new HashMap<>();
+    m.put("uuid-a", new Member("i-a", "az-a", currentOfA));
+    m.put("uuid-b", new Member("i-b", "az-b", Map.of()));
+    m.put("uuid-c", new Member("i-c", "az-c", Map.of()));
+    return m;
+  }
+
+  @Test
+  void appliesThePlanWhoseMembersAreTheGroupsInstanceIds() {
+    PlanStore store = new PlanStore();
+    store.apply("consumer/other", Fixtures.plan("other", 1, fingerprint(), Map.of("x", List.of(tp("t", 0)))));
+    store.apply("consumer/g", Fixtures.plan("g", 3, fingerprint(), TARGET));
+    RackplanServerAssignor a = RackplanServerAssignor.forTest(store, Map.of(T, "t"));
+    Map<String, List<TopicPartition>> got = named(a.assign(spec(three(Map.of())), DESCRIBER));
+    assertEquals(TARGET.get("i-a"), got.get("uuid-a"));
+    assertEquals(TARGET.get("i-b"), got.get("uuid-b"));
+    assertEquals(TARGET.get("i-c"), got.get("uuid-c"));
+    assertEquals(1, a.planCount.get());
+  }
+
+  @Test
+  void neverAssignsThePlanTopicOfAnEpochBump() {
+    PlanStore store = new PlanStore();
+    store.apply("consumer/g", Fixtures.plan("g", 3, fingerprint(), TARGET));
+    RackplanServerAssignor a = RackplanServerAssignor.forTest(store, Map.of(T, "t", P, "_rackplan.plans"));
+    subscribed = Set.of(T, P);
+    try {
+      Map<String, List<TopicPartition>> got = named(a.assign(spec(three(Map.of())), DESCRIBER));
+      assertEquals(TARGET.get("i-a"), got.get("uuid-a"));
+      assertEquals(1, a.planCount.get());
+      store.apply("consumer/g", null); // no plan: the fallback must leave the plan topic out too
+      got = named(a.assign(spec(three(Map.of())), DESCRIBER));
+      assertEquals(6, got.values().stream().mapToInt(List::size).sum());
+      for (List<TopicPartition> l : got.values()) for (TopicPartition tp : l) assertEquals("t", tp.topic());
+    } finally {
+      subscribed = Set.of(T);
+    }
+  }
+
+  @Test
+  void fallsBackToRackAwareUniformWithAReason() {
+    PlanStore store = new PlanStore();
+    store.apply("consumer/g", Fixtures.plan("g", 3, "e".repeat(64), TARGET));
+    RackplanServerAssignor a = RackplanServerAssignor.forTest(store, Map.of(T, "t"));
+    Map<String, List<TopicPartition>> got = named(a.assign(spec(three(Map.of())), DESCRIBER));
+    assertTrue(a.lastReason.contains("cluster fingerprint differs"), a.lastReason);
+    // Rack-aware: every partition has a replica in its member's rack (each rack holds 4 of 6).
+    for (Map.Entry<String, List<TopicPartition>> e : got.entrySet()) {
+      String rack = three(Map.of()).get(e.getKey()).rack();
+      assertEquals(2, e.getValue().size());
+      for (TopicPartition tp : e.getValue()) assertTrue(DESCRIBER.racksForPartition(T, tp.partition()).contains(rack));
+    }
+    Map<String, Member> noInstance = new HashMap<>(three(Map.of()));
+    noInstance.put("uuid-d", new Member(null, "az-a", Map.of()));
+    a.assign(spec(noInstance), DESCRIBER);
+    assertTrue(a.lastReason.contains("has no group.instance.id"), a.lastReason);
+    // A topic whose name is unknown (it might be a plan topic) is never assigned, not even by the fallback.
+    RackplanServerAssignor unknown = RackplanServerAssignor.forTest(store, Map.of());
+    GroupAssignment none = unknown.assign(spec(three(Map.of())), DESCRIBER);
+    assertTrue(unknown.lastReason.contains("not known yet"), unknown.lastReason);
+    for (MemberAssignment m : none.members().values()) assertTrue(m.partitions().isEmpty(), m.partitions().toString());
+    assertEquals(2, a.fallbackCount.get());
+  }
+
+  @Test
+  void rackAwareUniformIsBalancedStickyAndDeterministic() {
+    java.util.Random rnd = new java.util.Random(7);
+    for (int trial = 0; trial < 200; trial++) {
+      int n = 1 + rnd.nextInt(6), parts = rnd.nextInt(20);
+      Map<String, RackAwareUniform.Member> ms = new TreeMap<>();
+      for (int i = 0; i < n; i++) {
+        Set<Integer> cur = new HashSet<>();
+        for (int p = 0; p < parts; p++) if (rnd.nextInt(n) == 0) cur.add(p);
+        String rack = rnd.nextInt(4) == 0 ? null : RACKS[rnd.nextInt(3)];
+        ms.put("m" + i, new RackAwareUniform.Member(rack, Set.of("t"), Map.of("t", cur)));
+      }
+      RackAwareUniform.Racks racks = (t, p) -> Set.of(RACKS[p % 3]);
+      Map<String, Map<String, Set<Integer>>> out = RackAwareUniform.assign(ms, Map.of("t", parts), racks);
+      assertEquals(out, RackAwareUniform.assign(ms, Map.of("t", parts), racks));
+      Set<Integer> seen = new HashSet<>();
+      int min = Integer.MAX_VALUE, max = 0;
+      for (Map<String, Set<Integer>> a : out.values()) {
+        Set<Integer> ps = a.getOrDefault("t", Set.of());
+        for (int p : ps) assertTrue(seen.add(p), "partition twice");
+        min = Math.min(min, ps.size());
+        max = Math.max(max, ps.size());
+      }
+      assertEquals(parts, seen.size(), "every partition once");
+      assertTrue(max - min <= 1, "balanced: " + out);
+    }
+    // In-rack when a balanced in-rack assignment exists: 3 members in 3 racks, 6 single-rack partitions.
+    Map<String, RackAwareUniform.Member> ms = new TreeMap<>();
+    for (int i = 0; i < 3; i++) ms.put("m" + i, new RackAwareUniform.Member(RACKS[i], Set.of("t"), Map.of("t", Set.of(i, i + 1))));
+    Map<String, Map<String, Set<Integer>>> out = RackAwareUniform.assign(ms, Map.of("t", 6), (t, p) -> Set.of(RACKS[p % 3]));
+    for (int i = 0; i < 3; i++) assertEquals(Set.of(i, i + 3), out.get("m" + i).get("t"));
+  }
+}
