@@ -205,7 +205,7 @@ def test_worst_groups_plot_shows_the_cost_it_is_ordered_by(
     assert bars == pytest.approx(list(worst["cost"])) and bars == sorted(bars, reverse=True)
     assert "USD" in ax.get_xlabel()
     notes = [t.get_text() for t in ax.texts]
-    assert len(notes) == len(worst) and all(n.startswith("$") and "/month" in n for n in notes)
+    assert len(notes) == len(worst) and all(n.startswith("\\$") and "/month" in n for n in notes)
 
 
 def test_long_labels_stay_inside_a_plot_of_bounded_size(report: tuple[Path, Any]) -> None:

@@ -184,7 +184,7 @@ def plot_groups(worst: Any, out: Path) -> str:
     )
     for k, (cost, saved) in enumerate(zip(registered, worst["saved"].fillna(0.0), strict=True)):
         ax.annotate(
-            f"${cost:,.0f}/month, saves ${float(saved):,.0f}",
+            f"\\${cost:,.0f}/month, saves \\${float(saved):,.0f}",  # \\$: a dollar, not mathtext
             (cost, k),
             xytext=(4, 0),
             textcoords="offset points",
