@@ -101,6 +101,10 @@ class Standalone:
         self.stop()
         raise StandaloneError(f"the standalone cluster did not start; see {self.work}/*.log")
 
+    def pids(self) -> list[int]:
+        """Process ids of the workers (their executors are their descendants)."""
+        return [p.pid for p in self._procs[1:]]
+
     def stop(self) -> None:
         """SIGTERM to each process group started here (workers end their executors), then SIGKILL."""
         for p in reversed(self._procs):
