@@ -44,6 +44,7 @@ def _tables(out: Path) -> dict[str, Any]:
 
 
 @pytest.mark.spark
+@pytest.mark.timeout(600)  # two JVM runs and a cluster on two shared cores
 def test_standalone_cluster_gives_the_tables_of_local_mode(tmp_path: Path) -> None:
     reason = _spark_missing()
     if reason:
