@@ -415,3 +415,29 @@ def test_progress_lines_are_monotonic_with_rate_and_eta() -> None:
     assert done[0] == 10 and done == sorted(done) and done[-1] == 100  # never back (5), capped at the total
     assert all("units/s" in line and "ETA" in line for line in counted)
     assert lines[-1].startswith("rackplan fleet: tables")
+
+
+def test_no_spark_context_needed_on_the_hot_path() -> None:
+    """Spark Connect sessions have no ``sparkContext``: sizing, job names and progress do without it."""
+    from agent.fleet.job import _name_jobs, context, parallelism
+
+    class Conf:
+        def get(self, key: str, default: str) -> str:
+            return {"spark.default.parallelism": "6"}.get(key, default)
+
+    class ConnectSession:
+        def __init__(self) -> None:
+            self.conf = Conf()
+            self.tags: list[str] = []
+
+        @property
+        def sparkContext(self) -> Any:
+            raise RuntimeError("[JVM_ATTRIBUTE_NOT_SUPPORTED] sparkContext is not supported in Spark Connect")
+
+        def addTag(self, tag: str) -> None:
+            self.tags.append(tag)
+
+    session = ConnectSession()
+    assert context(session) is None and parallelism(session) == 6
+    _name_jobs(session, "r1", "units (rackplan assign on every unit)")
+    assert session.tags == ["rackplan-fleet-units"]
