@@ -265,6 +265,13 @@ def test_outputs_are_partitioned_typed_and_of_one_run(fleet_run: dict[str, Any])
 
 
 @pytest.mark.spark
+def test_spark_jobs_are_named_by_run_and_phase(spark: Any, fleet_run: dict[str, Any]) -> None:
+    tracker = spark.sparkContext.statusTracker()
+    jobs = tracker.getJobIdsForGroup(f"rackplan-fleet-{fleet_run['summary'].run_id}")
+    assert len(jobs) >= 4  # list, units, tables (three writes and the status counts)
+
+
+@pytest.mark.spark
 def test_commit_through_the_hadoop_file_system(spark: Any, tmp_path: Path) -> None:
     """URI outputs (here ``file://``) commit and write summary.json through Hadoop's FileSystem API."""
     from agent.fleet.job import commit

@@ -12,6 +12,10 @@ The job's three stages are the three functions of this module:
 3. :func:`evaluate`: a unit row -> its figures, computed with
    :func:`assignor.cli.assign_document`, the exact ``rackplan assign``.
 
+The job runs 2 and 3 as one pass per group, :func:`group_results`, with the
+units in memory (no instance is serialized); ``unit_rows`` and ``evaluate``
+remain the replayable, row-by-row form (tests compare the two).
+
 A cooperative plan withholds partitions that change owner (``revoked``); the
 locality and cost of a unit are those of the settled assignment, after the
 follow-up rebalance(s) that assign them, which is again ``rackplan assign`` on
