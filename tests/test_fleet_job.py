@@ -265,6 +265,24 @@ def test_outputs_are_partitioned_typed_and_of_one_run(fleet_run: dict[str, Any])
 
 
 @pytest.mark.spark
+def test_parquet_snapshots_with_the_documents_fields_as_columns(spark: Any, tmp_path: Path) -> None:
+    """A Parquet archive whose columns are the documents' fields (not a ``document`` column) reads as
+    the same snapshots, topics absent from a cluster (null struct fields) included."""
+    import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
+    import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
+
+    from agent.fleet.job import read_documents
+    from agent.fleet.snapshot import parse_snapshot
+
+    docs = [cluster_document(i, 3, seed=5, streams_apps=1) for i in range(2)]
+    docs[1]["topics"]["only-here"] = [[1]]
+    pq.write_table(pa.Table.from_pylist(docs), tmp_path / "fleet.parquet")
+    rows = read_documents(spark, [str(tmp_path)]).collect()
+    got = sorted((parse_snapshot(json.loads(r["value"])) for r in rows), key=lambda s: s.cluster_id)
+    assert got == [parse_snapshot(d) for d in docs]
+
+
+@pytest.mark.spark
 def test_spark_jobs_are_named_by_run_and_phase(spark: Any, fleet_run: dict[str, Any]) -> None:
     tracker = spark.sparkContext.statusTracker()
     jobs = tracker.getJobIdsForGroup(f"rackplan-fleet-{fleet_run['summary'].run_id}")
