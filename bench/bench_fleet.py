@@ -1,14 +1,19 @@
-"""Benchmark the fleet job: 2,000 groups across 20 synthetic clusters, 3 scenarios, local mode.
+"""Benchmark the fleet job: plain Python vs local[1] vs local[2] vs a standalone cluster of 1 and 2 workers.
 
-Run:  .venv/bin/python bench/bench_fleet.py [--repeats 3] [--clusters 20] [--groups 100]
+Run:  .venv/bin/python bench/bench_fleet.py [--repeats 3] [--groups 100,1000,2000]
+      [--configs plain,local1,local2,standalone1,standalone2]
 
-Every run is a fresh process (``python -m agent.fleet.job``), so each pays
-the JVM start as a user would, and its memory is that of the whole job:
-the peak of the summed resident memory of the process tree (driver Python,
-JVM, Python workers), sampled every 0.2 s.  Configurations, interleaved per
-repeat to spread machine noise: ``local[1]`` (the baseline), ``local[2]``,
-and the same units in one plain Python process without Spark (what Spark's
-overhead costs).  Prints medians; the speed-up is local[1] / local[2].
+Fleets: ``--groups`` consumer groups in total (synthetic, ``agent.fleet.synthetic``),
+spread over up to 20 clusters, baseline + 3 scenarios x 3 assignors = 12 units a group.
+Every run is a fresh process, so each pays the JVM start as a user would:
+``python -m agent.fleet.job --master local[N]``, or ``spark-submit`` to a
+loopback standalone cluster (master + N 1-core workers from PySpark's own
+``spark-class``, started once per N and not timed; the job is submitted as
+docs/fleet.md says: code zip, packed environment).  Memory is the peak of the
+summed resident memory of the process tree (driver, JVMs, Python workers;
+standalone: plus the workers' trees, i.e. the executors and the two worker
+JVMs), sampled every 0.2 s.  Prints medians per size and configuration, and
+the job's own phase timings (``summary.json``: Spark start, list, units, tables).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +46,8 @@ scenarios = load_scenarios(sys.argv[2])
 n = 0
 for f in snapshot_files([sys.argv[1]]):
     for g in units.group_rows(f.read_text(), str(f)):
-        for u in units.unit_rows(g, scenarios):
-            assert units.evaluate(u)["status"] == units.OK
+        for r in units.group_results(g, scenarios):  # what each Spark task runs, in one process
+            assert r["status"] in (units.OK, units.NOT_APPLICABLE), r["detail"]
             n += 1
 print(json.dumps({"units": n}))
 """
@@ -81,7 +87,7 @@ def tree_sample(root: int) -> tuple[int, dict[int, float]]:
     return total, cpu
 
 
-def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()) -> dict[str, Any]:
     """Wall time, CPU seconds, peak resident memory of the process tree, and the JSON ``cmd`` prints.
 
     CPU is sampled per process (the JVM does not wait for its children's
@@ -97,6 +103,10 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
         nonlocal peak
         while not done.wait(0.2):
             rss, times = tree_sample(proc.pid)
+            for root in extra_roots:  # a standalone cluster's workers and their executors
+                more, more_times = tree_sample(root)
+                rss += more
+                times.update(more_times)
             peak = max(peak, rss)
             for pid, t in times.items():
                 cpu[pid] = max(cpu.get(pid, 0.0), t)
@@ -110,7 +120,8 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}")
     text = out.strip()
-    doc = json.loads(text[text.index("{") :]) if "{" in text else {}
+    start_doc = text.find("\n{") + 1 if not text.startswith("{") else 0  # the summary: the last thing printed
+    doc = json.loads(text[start_doc:]) if "{" in text else {}
     return {
         "wall_s": wall,
         "cpu_s": sum(cpu.values()),
@@ -120,71 +131,121 @@ def measure(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     }
 
 
+CONFIGS = ("plain", "local1", "local2", "standalone1", "standalone2")
+
+
+def fleet_shape(groups: int) -> tuple[int, int]:
+    """(clusters, groups per cluster) for a total number of groups."""
+    clusters = max(1, min(20, groups // 10))
+    return clusters, max(1, groups // clusters)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--clusters", type=int, default=20)
-    parser.add_argument("--groups", type=int, default=100, help="consumer groups per cluster")
-    parser.add_argument("--no-plain", action="store_true", help="skip the plain-Python baseline")
+    parser.add_argument("--groups", default="100,1000,2000", help="fleet sizes: consumer groups in total")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help=f"some of {','.join(CONFIGS)}")
     args = parser.parse_args(argv)
     try:
         import pyspark  # noqa: F401
     except ImportError:
         print("bench_fleet: skipped, pyspark is not installed (pip install -e '.[spark]')")
         return 0
+    sys.path.insert(
+        0, str(Path(__file__).resolve().parent.parent)
+    )  # this checkout's package, not an installed one
+    from agent.fleet.standalone import Standalone, pack_code, pack_env, submit_command
     from agent.fleet.synthetic import cluster_document
 
+    configs = [c for c in args.configs.split(",") if c]
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root)}
+    sizes = [int(g) for g in args.groups.split(",")]
+    results: dict[tuple[int, str], list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="bench_fleet_") as tmp:
-        snaps = Path(tmp, "snapshots")
-        snaps.mkdir()
-        for i in range(args.clusters):
-            doc = cluster_document(i, args.groups, seed=2026)
-            (snaps / f"{doc['cluster_id']}.json").write_text(json.dumps(doc))
         scen = Path(tmp, "scenarios.json")
         scen.write_text(json.dumps(SCENARIOS))
-        configs: dict[str, list[str]] = {}
-        for cores in (1, 2):
-            configs[f"local[{cores}]"] = [
-                sys.executable, "-m", "agent.fleet.job", "--snapshots", str(snaps), "--scenarios", str(scen),
-                "--out", str(Path(tmp, f"out{cores}")), "--master", f"local[{cores}]", "--progress", "0",
-            ]  # fmt: skip
-        if not args.no_plain:
-            configs["plain Python, no Spark"] = [sys.executable, "-c", PLAIN, str(snaps), str(scen)]
-        results: dict[str, list[dict[str, Any]]] = {k: [] for k in configs}
-        for r in range(args.repeats):
-            for name, cmd in configs.items():
-                res = measure(cmd, env)
-                results[name].append(res)
-                print(
-                    f"  run {r + 1}: {name}: {res['wall_s']:.1f} s wall, {res['cpu_s']:.1f} s CPU, "
-                    f"peak {res['peak_rss_mb']:.0f} MB, load average {res['load']:.1f}",
-                    flush=True,
-                )
-    groups = args.clusters * args.groups
-    units_count = results["local[1]"][0]["out"].get("units")
+        code = pack_code(root, Path(tmp, "rackplan.zip"))
+        envzip = (
+            pack_env(root, Path(tmp, "env.zip")) if any(c.startswith("standalone") for c in configs) else None
+        )
+        script = Path(tmp, "fleet_job.py")
+        script.write_text((root / "agent" / "fleet" / "job.py").read_text())
+
+        def spark_args(snaps: Path, out: str) -> list[str]:
+            return ["--snapshots", str(snaps), "--scenarios", str(scen), "--out", out, "--progress", "0"]
+
+        for groups in sizes:
+            clusters, per = fleet_shape(groups)
+            snaps = Path(tmp, f"snapshots-{groups}")
+            snaps.mkdir()
+            for i in range(clusters):
+                doc = cluster_document(i, per, seed=2026)
+                (snaps / f"{doc['cluster_id']}.json").write_text(json.dumps(doc))
+            for r in range(args.repeats):
+                for name in configs:
+                    out = str(Path(tmp, f"out-{groups}-{name}"))
+                    if name == "plain":
+                        res = measure([sys.executable, "-c", PLAIN, str(snaps), str(scen)], env)
+                    elif name.startswith("local"):
+                        cmd = [
+                            sys.executable,
+                            "-m",
+                            "agent.fleet.job",
+                            *spark_args(snaps, out),
+                            "--master",
+                            f"local[{name[-1]}]",
+                        ]
+                        res = measure(cmd, env)
+                    else:
+                        assert envzip is not None
+                        with Standalone(
+                            Path(tmp, f"cluster-{name}"), workers=int(name[-1]), cores=1
+                        ) as cluster:
+                            cmd = submit_command(
+                                cluster.url, code, envzip, script, spark_args(snaps, out),
+                                **{"spark.executor.memory": "1g", "spark.ui.enabled": "false"},
+                            )  # fmt: skip
+                            res = measure(cmd, {**env, **cluster.env()}, extra_roots=cluster.pids())
+                    results.setdefault((groups, name), []).append(res)
+                    timings = res["out"].get("timings_s", {})
+                    print(
+                        f"  {groups:,} groups, run {r + 1}: {name}: {res['wall_s']:.1f} s wall, "
+                        f"{res['cpu_s']:.1f} s CPU, peak {res['peak_rss_mb']:.0f} MB, load {res['load']:.1f}; "
+                        f"units {res['out'].get('units')}, phases {timings}",
+                        flush=True,
+                    )
+    print(f"medians of {args.repeats} run(s); load average at the end {os.getloadavg()[0]:.1f}")
     print(
-        f"{groups:,} groups across {args.clusters} clusters, {len(SCENARIOS)} scenarios + baseline, "
-        f"3 assignors: {units_count:,} units; median of {args.repeats} run(s); "
-        f"load average at the end {os.getloadavg()[0]:.1f}"
+        f"{'groups':>7}{'units':>8}  {'configuration':<14}{'wall s':>8}{'job s':>8}{'start s':>9}{'units s':>9}{'CPU s':>8}{'peak MB':>9}"
     )
-    print(f"{'configuration':<26}{'wall s':>9}{'job s':>9}{'CPU s':>9}{'cores':>7}{'peak MB':>10}")
-    med: dict[str, tuple[float, float]] = {}
-    for name, runs in results.items():
-        wall = statistics.median(x["wall_s"] for x in runs)
-        job = statistics.median(x["out"].get("elapsed_s", x["wall_s"]) for x in runs)
-        cpu = statistics.median(x["cpu_s"] for x in runs)
-        peak = statistics.median(x["peak_rss_mb"] for x in runs)
-        med[name] = (wall, job)
-        print(f"{name:<26}{wall:>9.1f}{job:>9.1f}{cpu:>9.1f}{cpu / wall:>7.2f}{peak:>10.0f}")
-    w1, j1 = med["local[1]"]
-    w2, j2 = med["local[2]"]
-    print(
-        f"speed-up local[1] -> local[2]: {j1 / j2:.2f}x on the job, {w1 / w2:.2f}x wall (JVM start included)"
-    )
+    for groups in sizes:
+        walls: dict[str, float] = {}
+        for name in configs:
+            runs = results[(groups, name)]
+            wall = statistics.median(x["wall_s"] for x in runs)
+            walls[name] = wall
+            job = statistics.median(x["out"].get("elapsed_s", x["wall_s"]) for x in runs)
+            start = statistics.median(x["out"].get("timings_s", {}).get("spark_start", 0.0) for x in runs)
+            unit_phase = statistics.median(
+                x["out"].get("timings_s", {}).get("units", x["wall_s"]) for x in runs
+            )
+            cpu = statistics.median(x["cpu_s"] for x in runs)
+            peak = statistics.median(x["peak_rss_mb"] for x in runs)
+            units_count = runs[0]["out"].get("units", 0)
+            print(
+                f"{groups:>7,}{units_count:>8,}  {name:<14}{wall:>8.1f}{job:>8.1f}{start:>9.1f}{unit_phase:>9.1f}{cpu:>8.1f}{peak:>9.0f}"
+            )
+        pairs = [
+            ("local1", "local2"),
+            ("standalone1", "standalone2"),
+            ("plain", "local2"),
+            ("plain", "standalone2"),
+        ]
+        notes = [f"{b} vs {a}: {walls[a] / walls[b]:.2f}x" for a, b in pairs if a in walls and b in walls]
+        print(f"{'':>17}speed-up (wall): " + "; ".join(notes))
     return 0
 
 

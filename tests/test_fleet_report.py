@@ -28,12 +28,16 @@ CHROMIUM = Path("/usr/bin/chromium")
 SCENARIOS = [
     {"name": "lose-az-a", "kind": "lose_rack", "rack": "az-a"},
     {"name": "shift-to-b", "kind": "shift_members", "fraction": 0.5, "to_rack": "az-b"},
+    {"name": "no-match", "kind": "raise_rf", "topic": "zzz*", "replication_factor": 3},
 ]
 
 
 def write_tables(out: Path) -> Any:
     """The locality table of a small fleet (one bad snapshot among them), as the job writes it."""
     texts = [json.dumps(cluster_document(i, 6, seed=5, streams_apps=1)) for i in range(2)]
+    long_name = json.loads(texts[0])
+    long_name["consumer_groups"][0]["group_id"] = "payments-" + "x" * 150  # a very long label
+    texts[0] = json.dumps(long_name)
     rows = []
     scenarios = parse_scenarios(SCENARIOS)
     for source, text in [*((f"c{i}.json", t) for i, t in enumerate(texts)), ("broken.json", "{")]:
@@ -116,7 +120,9 @@ def test_worst_groups_come_first(report: tuple[Path, Any]) -> None:
     page.feed((base / "site" / "index.html").read_text(encoding="utf-8"))
     worst = page.tables[0]
     header, body = worst[0], worst[1:]
-    cost = [float(r[header.index("cost")].replace(",", "")) for r in body]  # headers show spaces for _
+    cost = [
+        float(r[header.index("cost")].replace(",", "").lstrip("$")) for r in body
+    ]  # headers show spaces for _
     assert cost == sorted(cost, reverse=True) and cost[0] > 0
     # The first row is the registered baseline unit with the highest cost in its own fetch mode.
     reg = frame[(frame["status"] == "ok") & (frame["scenario"] == "baseline") & frame["registered"]]
@@ -180,3 +186,59 @@ def test_renders_in_headless_chromium(report: tuple[Path, Any], tmp_path: Path) 
 
     pixels = matplotlib.image.imread(shot)
     assert pixels.shape[:2] == (1600, 1200) and pixels[..., :3].std() > 0.05
+
+
+def test_worst_groups_plot_shows_the_cost_it_is_ordered_by(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The bars are the groups' monthly cost in USD (the order of the list), not a fraction."""
+    from agent.fleet import report as rep
+
+    write_tables(tmp_path / "t")
+    loc = rep.load_locality(tmp_path / "t")
+    worst = rep.worst_groups(loc)
+    figures: list[Any] = []
+    monkeypatch.setattr(rep, "_save", lambda fig, path: figures.append(fig) or path.name)
+    rep.plot_groups(worst, tmp_path)
+    ax = figures[0].axes[0]
+    bars = [p.get_width() for p in ax.patches][: len(worst)]
+    assert bars == pytest.approx(list(worst["cost"])) and bars == sorted(bars, reverse=True)
+    assert "USD" in ax.get_xlabel()
+    notes = [t.get_text() for t in ax.texts]
+    assert len(notes) == len(worst) and all(n.startswith("\\$") and "/month" in n for n in notes)
+
+
+def test_long_labels_stay_inside_a_plot_of_bounded_size(report: tuple[Path, Any]) -> None:
+    import matplotlib.image
+
+    base, _ = report
+    assert "x" * 150 in (base / "site" / "index.html").read_text(encoding="utf-8")  # the table keeps it
+    for png in ("locality_groups.png", "scenario_impact.png", "locality_clusters.png", "cost_saved.png"):
+        _height, width = matplotlib.image.imread(base / "site" / png).shape[:2]
+        assert width <= 1200, (
+            png,
+            width,
+        )  # 10-11 inches at 100 dpi: the label was elided, not the plot widened
+
+
+def test_scenarios_that_match_nothing_and_lost_partitions_are_said(report: tuple[Path, Any]) -> None:
+    from agent.fleet import report as rep
+
+    base, _ = report
+    totals = rep.scenario_totals(rep.load_locality(base / "tables")).set_index("scenario")
+    assert totals.loc["no-match", "applies"] == "not applicable"
+    assert totals.loc["no-match", "groups"] == 0
+    lost = totals.loc["lose-az-a"]
+    assert lost["offline_partitions"] > 0  # RF-1 partitions on az-a
+    label = rep.scenario_label({"scenario": "lose-az-a", **lost.to_dict()})
+    assert "OFFLINE" in label and f"{int(lost['offline_partitions']):,}" in label
+    assert "(not applicable)" in rep.scenario_label(
+        {"scenario": "no-match", **totals.loc["no-match"].to_dict()}
+    )
+    page = Page()
+    page.feed((base / "site" / "index.html").read_text(encoding="utf-8"))
+    scen = next(t for t in page.tables if t[0][0] == "scenario")
+    row = next(r for r in scen[1:] if r[0] == "no-match")
+    assert row[scen[0].index("applies")] == "not applicable"
+    problems = page.tables[-1]
+    assert any(r[problems[0].index("status")] == "not applicable" for r in problems[1:])

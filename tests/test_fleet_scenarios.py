@@ -150,6 +150,23 @@ def test_add_rack_moves_its_fair_share_of_replicas() -> None:
         apply(one({"kind": "add_rack", "rack": "az-a"}), unit(state(topics), group(["az-a"])))
 
 
+def test_add_rack_moves_a_non_leader_replica_whatever_the_replica_order() -> None:
+    """Leaders that are not the first replica (moved leadership) stay put too (issue 15)."""
+    topics = {"orders": [[1, 3], [3, 5], [5, 1], [2, 4], [4, 6], [6, 2], [1, 4], [3, 6], [2]]}
+    leaders = {"orders": [3, 5, 1, 4, 6, 2, 4, 6, 2]}  # every leader the last replica
+    before = state(topics, leaders=leaders)
+    for seed in range(8):
+        step = {"kind": "add_rack", "rack": "az-d", "seed": seed, "reassign_fraction": 1.0}
+        after = apply(one(step), unit(before, group(["az-a"])))
+        new = {b for b, r in after.state.brokers if r == "az-d"}
+        for p, (old, cur) in enumerate(zip(topics["orders"], after.state.topics["orders"], strict=True)):
+            assert sum(1 for b in cur if b in new) == 1  # every partition moved one replica
+            if len(old) > 1:
+                assert after.state.leaders["orders"][p] == leaders["orders"][p] in cur
+            else:  # its only replica was the leader: leadership follows it
+                assert after.state.leaders["orders"][p] == cur[0] in new
+
+
 def test_move_replicas_moves_one_replica_of_n_partitions_to_the_rack() -> None:
     st_ = state(ORDERS, leaders={"orders": [1, 3, 5, 2, 4, 6]})
     after = apply(

@@ -133,7 +133,9 @@ def test_capture_from_an_embedded_cluster(tmp_path: Path) -> None:
         pytest.skip(f"librdkafka mock cluster unavailable: {e}")
     with cluster:
         cluster.create_topic("orders", 6, 2)
-        cluster.create_topic("_rackplan.plans", 1, 1)  # the agent's own topics are not part of a snapshot
+        # The agent's own topics (every one, the HA lease included) are not part of a snapshot.
+        for own in ("_rackplan.plans", "_rackplan.alerts", "_rackplan.registrations", "_rackplan.lease"):
+            cluster.create_topic(own, 1, 1)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
         for i in range(12):
             producer.produce("orders", value=b"x" * 10, partition=i % 6)

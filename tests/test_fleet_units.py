@@ -169,6 +169,41 @@ def test_invalid_registrations_and_scenarios_are_reported_not_raised() -> None:
     assert units.group_rows("{not json", "f.json")[0]["status"] == units.INVALID
 
 
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        {"name": "x", "kind": "raise_rf", "topic": "invoices*", "replication_factor": 3},
+        {"name": "x", "kind": "shift_members", "fraction": 1.0, "to_rack": "az-c", "groups": "other-*"},
+        {"name": "x", "kind": "move_replicas", "topic": "invoices", "count": 2},
+        {"name": "x", "kind": "shift_members", "fraction": 0.1, "to_rack": "az-c"},  # rounds to no member
+    ],
+)
+def test_a_scenario_that_matches_nothing_of_a_group_is_not_applicable(scenario: dict[str, Any]) -> None:
+    """Not ``ok`` rows that repeat the baseline's numbers (issue 15): ``n/a``, with the reason."""
+    rows = all_units(snapshot_doc(INSTANCE, TRAFFIC), [scenario])
+    assert [r["status"] for r in rows] == [units.OK] * 3 + [units.NOT_APPLICABLE] * 3
+    assert all("changes nothing" in r["detail"] and r["cross_nearest"] is None for r in rows[3:])
+
+
+def test_one_pass_group_results_equal_the_staged_rows() -> None:
+    """What the job runs (all units of a group in one call) equals unit_rows then evaluate, row for row."""
+    scenarios = [
+        {"name": "lose-c", "kind": "lose_rack", "rack": "az-c"},
+        {"name": "none", "kind": "raise_rf", "topic": "zzz", "replication_factor": 3},
+        {"name": "gone", "kind": "lose_rack", "rack": "az-q"},
+    ]
+    text = snapshot_doc(INSTANCE, TRAFFIC)
+    staged = all_units(text, scenarios)
+    (group,) = units.group_rows(text)
+    one_pass = units.group_results(group, parse_scenarios(scenarios), 0.02, keep_plans=True)
+
+    def strip(r: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in r.items() if k != "elapsed_ms"}
+
+    assert [strip(r) for r in one_pass] == [strip(r) for r in staged]
+    assert [r["status"] for r in one_pass].count(units.NOT_APPLICABLE) == 6
+
+
 def test_unknown_traffic_counts_nothing() -> None:
     rows = all_units(snapshot_doc(INSTANCE, {"orders": [None, None, None, None, None, 10.0]}))
     for r in rows:

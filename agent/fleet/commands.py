@@ -110,6 +110,14 @@ def last_plan_specs(
     return out
 
 
+def agent_topics(settings: Settings) -> frozenset[str]:
+    """Every topic the agent itself writes: never part of a fleet snapshot (plans, alerts,
+    registrations and the leader-election lease)."""
+    return frozenset(
+        {settings.plan_topic, settings.alerts_topic, settings.registrations_topic, settings.ha.lease_topic}
+    )
+
+
 def capture(
     settings: Settings,
     cluster_id: str | None = None,
@@ -127,7 +135,7 @@ def capture(
 
     config = with_kafka_logger(settings.kafka.client_config())
     admin = AdminClient(config)
-    own = frozenset({settings.plan_topic, settings.alerts_topic, settings.registrations_topic})
+    own = agent_topics(settings)
     snap = poll_snapshot(admin, settings.metadata, exclude=own)
     racks = snap.resolve_racks({})
     timeout = settings.metadata.request_timeout_s

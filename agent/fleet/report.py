@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from .scenarios import BASELINE
-from .units import OK
+from .storage import filesystem, read_table, read_text
+from .units import NOT_APPLICABLE, OK
 
 LOCALITY_COLUMNS = [
     "cluster_id",
@@ -45,6 +46,8 @@ LOCALITY_COLUMNS = [
     "max_minus_min",
 ]
 WORST_GROUPS = 25
+#: longest tick label on a plot; longer names are elided in the middle (the tables keep them whole)
+LABEL_CHARS = 36
 TABLE_ROWS = 50
 
 
@@ -59,12 +62,16 @@ def _pd() -> Any:
 
 
 def load_locality(directory: str | Path) -> Any:
-    """The locality table of the newest snapshot of each cluster, with own-mode figures added."""
-    pd = _pd()
-    path = Path(directory) / "locality"
-    if not path.exists():
-        raise ReportError(f"{path}: no locality table (run `rackplan fleet` first)")
-    loc = pd.read_parquet(path, columns=LOCALITY_COLUMNS)
+    """The locality table (a local path or any URI pyarrow reads) of the newest snapshot of each
+    cluster, with own-mode figures added."""
+    from pyarrow import fs as pafs  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    fs, root = filesystem(str(directory))
+    if fs.get_file_info(f"{root.rstrip('/')}/locality").type == pafs.FileType.NotFound:
+        raise ReportError(f"{directory}/locality: no locality table (run `rackplan fleet` first)")
+    loc = read_table(f"{str(directory).rstrip('/')}/locality", LOCALITY_COLUMNS).to_pandas()
+    loc["cluster_id"] = loc["cluster_id"].astype(str)
+    loc["taken_at"] = loc["taken_at"].astype(str)  # timestamps (schema 2) or text (schema 1) compare alike
     newest = loc.groupby("cluster_id")["taken_at"].transform("max")
     loc = loc[loc["taken_at"] == newest].copy()
     leader = loc["fetch_mode"] == "leader"
@@ -72,6 +79,11 @@ def load_locality(directory: str | Path) -> Any:
     loc["cost"] = loc["cost_leader_usd_month"].where(leader, loc["cost_nearest_usd_month"])
     loc["cross_fraction"] = (loc["cross"] / loc["pairs"].where(loc["pairs"] > 0)).fillna(0.0)
     return loc
+
+
+def short(label: str, limit: int = LABEL_CHARS) -> str:
+    """A label of at most ``limit`` characters (the middle elided), so plots keep their size."""
+    return label if len(label) <= limit else label[: limit // 2 - 1] + "…" + label[-(limit - limit // 2) :]
 
 
 def _plt() -> Any:
@@ -97,6 +109,7 @@ def _save(fig: Any, path: Path) -> str:
 def _bars(
     ax: Any, labels: Sequence[str], series: Mapping[str, Sequence[float]], horizontal: bool = False
 ) -> None:
+    labels = [short(str(label)) for label in labels]
     n = max(1, len(series))
     width = 0.8 / n
     for i, (name, values) in enumerate(series.items()):
@@ -157,20 +170,31 @@ def worst_groups(loc: Any, n: int = WORST_GROUPS) -> Any:
 
 
 def plot_groups(worst: Any, out: Path) -> str:
+    """The worst groups' monthly cost (what the list is ordered by), registered vs reference, in USD."""
     plt = _plt()
     labels = [f"{c} / {g}" for c, g in zip(worst["cluster_id"], worst["group"], strict=True)]
-    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.28 * len(labels) + 1)))
+    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.32 * len(labels) + 1)))
+    registered = [float(v) for v in worst["cost"]]
+    reference = [float(v) for v in worst["cost_ref"].fillna(0.0)]
     _bars(
         ax,
         labels,
-        {
-            "registered assignor": list(worst["cross_fraction"]),
-            "rack-optimal / min_traffic": list(worst["cross_fraction_ref"].fillna(0.0)),
-        },
+        {"registered assignor": registered, "rack-optimal / min_traffic": reference},
         horizontal=True,
     )
-    ax.set_xlim(0, 1)
-    ax.set_title("cross-rack fraction of the most expensive groups (own fetch mode)")
+    for k, (cost, saved) in enumerate(zip(registered, worst["saved"].fillna(0.0), strict=True)):
+        ax.annotate(
+            f"\\${cost:,.0f}/month, saves \\${float(saved):,.0f}",  # \\$: a dollar, not mathtext
+            (cost, k),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=7,
+        )
+    ax.set_xlim(0, max([*registered, *reference, 1.0]) * 1.35)  # room for the money labels
+    ax.xaxis.set_major_formatter("${x:,.0f}")
+    ax.set_xlabel("cross-zone cost, USD per month (own fetch mode)")
+    ax.set_title("most expensive groups: monthly cross-zone cost, registered vs reference assignor")
     return _save(fig, out / "locality_groups.png")
 
 
@@ -218,30 +242,39 @@ def plot_assignors(totals: Any, out: Path) -> str:
 
 
 def scenario_totals(loc: Any) -> Any:
-    """Per scenario: fleet cost and cross-rack pairs with the registered and the reference assignors."""
+    """Per scenario: fleet cost and cross-rack pairs with the registered and the reference assignors,
+    over the groups where it applies, next to the baseline cost of those same groups.
+
+    ``applies`` is ``not applicable`` when the scenario matched no group (then no figure is given)."""
     pd = _pd()
     rows = []
+    base = loc[(loc["scenario"] == BASELINE) & (loc["status"] == OK) & loc["registered"]]
+    base_cost = base.set_index(["cluster_id", "kind", "group"])["cost"]
     for scenario, sub in loc.groupby("scenario", sort=False):
+        if scenario == "":
+            continue  # rows of bad snapshots
         ok = sub[sub["status"] == OK]
         reg, ref = ok[ok["registered"]], ok[ok["reference"]]
+        keys = list(zip(reg["cluster_id"], reg["kind"], reg["group"], strict=True))
+        applies = len(reg) > 0
         rows.append(
             {
                 "scenario": scenario,
-                "groups": int(
-                    sub[sub["registered"] | (sub["status"] != OK)][["cluster_id", "group"]]
-                    .drop_duplicates()
-                    .shape[0]
-                ),
+                "applies": "yes" if applies else "not applicable",
+                "groups": int(reg.shape[0]),
                 "not_applicable": int(
                     sub[sub["status"] != OK][["cluster_id", "group"]].drop_duplicates().shape[0]
                 ),
-                "cross_rack_registered": int(reg["cross"].sum()),
-                "cross_rack_reference": int(ref["cross"].sum()),
-                "cost_registered_usd_month": float(reg["cost"].sum()),
-                "cost_reference_usd_month": float(ref["cost"].sum()),
-                "moves_registered": int(reg["moved"].sum()),
-                "moves_reference": int(ref["moved"].sum()),
-                "offline_partitions": int(reg["offline_partitions"].sum()),
+                "cross_rack_registered": int(reg["cross"].sum()) if applies else None,
+                "cross_rack_reference": int(ref["cross"].sum()) if applies else None,
+                "cost_baseline_usd_month": float(base_cost.reindex(keys).fillna(0.0).sum())
+                if applies
+                else None,
+                "cost_registered_usd_month": float(reg["cost"].sum()) if applies else None,
+                "cost_reference_usd_month": float(ref["cost"].sum()) if applies else None,
+                "moves_registered": int(reg["moved"].sum()) if applies else None,
+                "moves_reference": int(ref["moved"].sum()) if applies else None,
+                "offline_partitions": int(reg["offline_partitions"].sum()) if applies else None,
             }
         )
     frame = pd.DataFrame(rows)
@@ -252,35 +285,68 @@ def scenario_totals(loc: Any) -> Any:
     return frame.sort_values(["_o", "scenario"], kind="mergesort").drop(columns="_o").reset_index(drop=True)
 
 
+def scenario_label(row: Mapping[str, Any]) -> str:
+    """A scenario's tick label: its name, and what the bars cannot show (not applicable, offline data)."""
+    name = short(str(row["scenario"]))
+    if row["applies"] != "yes":
+        return f"{name}\n(not applicable)"
+    offline = row["offline_partitions"]
+    return f"{name}\n{int(offline):,} partitions OFFLINE" if offline else name
+
+
 def plot_scenarios(totals: Any, out: Path) -> str:
     plt = _plt()
-    labels = list(totals["scenario"])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    records = totals.to_dict("records")
+    labels = [scenario_label(r) for r in records]
+
+    def vals(col: str) -> list[float]:
+        return [0.0 if r[col] is None or r[col] != r[col] else float(r[col]) for r in records]
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     _bars(
         axes[0],
         labels,
         {
-            "registered": list(totals["cost_registered_usd_month"]),
-            "rack-optimal / min_traffic": list(totals["cost_reference_usd_month"]),
+            "baseline (same groups)": vals("cost_baseline_usd_month"),
+            "registered": vals("cost_registered_usd_month"),
+            "rack-optimal / min_traffic": vals("cost_reference_usd_month"),
         },
     )
     axes[0].set_title("monthly cross-zone cost per scenario (USD, own fetch mode)")
+    axes[0].yaxis.set_major_formatter("${x:,.0f}")
+    for k, r in enumerate(records):
+        if r["applies"] == "yes" and r["offline_partitions"]:
+            # Offline partitions are read by nobody: cheaper, not better. Say so on the bars.
+            axes[0].annotate(
+                f"{int(r['offline_partitions']):,} offline:\nunread, not cheaper",
+                (k, max(vals("cost_baseline_usd_month")[k], vals("cost_registered_usd_month")[k])),
+                xytext=(0, 4),
+                textcoords="offset points",
+                ha="center",
+                fontsize=7,
+                color="#b00020",
+            )
     _bars(
         axes[1],
         labels,
-        {
-            "registered": list(totals["moves_registered"]),
-            "rack-optimal / min_traffic": list(totals["moves_reference"]),
-        },
+        {"registered": vals("moves_registered"), "rack-optimal / min_traffic": vals("moves_reference")},
     )
     axes[1].set_title("partitions / tasks moved to reach the plan")
+    for ax in axes:
+        for tick in ax.get_xticklabels():
+            if "OFFLINE" in tick.get_text() or "not applicable" in tick.get_text():
+                tick.set_color("#b00020")
     return _save(fig, out / "scenario_impact.png")
 
 
 # ---- HTML ------------------------------------------------------------------------
 
 
-def _cell(v: Any) -> str:
+def _cell(v: Any, money: bool = False) -> str:
+    if v is None or (isinstance(v, float) and v != v):
+        return "\u2014"  # no figure: not applicable or unknown
+    if money and isinstance(v, int | float) and not isinstance(v, bool):
+        return f"${v:,.2f}"
     if isinstance(v, bool):
         return "yes" if v else ""
     if isinstance(v, float):
@@ -301,7 +367,8 @@ def table(frame: Any, columns: Sequence[str], limit: int = TABLE_ROWS, cls: str 
             v = v.item() if hasattr(v, "item") else v  # numpy scalars to Python
             num = isinstance(v, int | float) and not isinstance(v, bool)
             if num:
-                cells.append(f'<td class="num">{_cell(v)}</td>')
+                money = "cost" in c or "saved" in c
+                cells.append(f'<td class="num">{_cell(v, money)}</td>')
             else:  # names stay on one line; long texts (a reason) wrap
                 cells.append(
                     f'<td class="wrap">{_cell(v)}</td>' if len(str(v)) > 40 else f"<td>{_cell(v)}</td>"
@@ -325,16 +392,19 @@ th{vertical-align:bottom;min-width:4em}td{white-space:nowrap}td.wrap{white-space
 
 def render(directory: str | Path, out: str | Path) -> Path:
     """Write ``index.html`` and its PNGs to ``out``; returns the page's path."""
-    src, dst = Path(directory), Path(out)
+    dst = Path(out)
     dst.mkdir(parents=True, exist_ok=True)
-    loc = load_locality(src)
-    summary_path = src / "summary.json"
-    summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else {}
+    loc = load_locality(directory)
+    try:
+        summary = json.loads(read_text(f"{str(directory).rstrip('/')}/summary.json"))
+    except (OSError, ValueError):
+        summary = {}
     price = summary.get("settings", {}).get("price_per_gb")
     worst = worst_groups(loc)
     assignors = assignor_totals(loc)
     scenarios = scenario_totals(loc)
     problems = loc[loc["status"] != OK].sort_values(["status", "cluster_id", "group", "scenario", "assignor"])
+    problems = problems.assign(status=problems["status"].replace({NOT_APPLICABLE: "not applicable"}))
     images = {
         "clusters": plot_clusters(loc, dst),
         "groups": plot_groups(worst, dst),
@@ -354,7 +424,7 @@ def render(directory: str | Path, out: str | Path) -> Path:
         f"{len(scenarios):,} scenarios; units {html.escape(statuses)}. Costs: {html.escape(price_note)}, "
         "730 hours a month, consumer reads only.</p>",
         '<h2 id="worst">Worst groups first</h2>',
-        f'<img src="{images["groups"]}" alt="cross-rack fraction of the most expensive groups">',
+        f'<img src="{images["groups"]}" alt="monthly cross-zone cost of the most expensive groups">',
         table(
             worst,
             ["cluster_id", "kind", "group", "assignor", "fetch_mode", "pairs", "cross", "cost", "cross_ref", "cost_ref", "saved", "moved_ref"],
@@ -373,7 +443,7 @@ def render(directory: str | Path, out: str | Path) -> Path:
         f'<img src="{images["scenarios"]}" alt="cost and moves per scenario">',
         table(
             scenarios,
-            ["scenario", "groups", "not_applicable", "cross_rack_registered", "cross_rack_reference", "cost_registered_usd_month", "cost_reference_usd_month", "moves_registered", "moves_reference", "offline_partitions"],
+            ["scenario", "applies", "groups", "not_applicable", "cross_rack_registered", "cross_rack_reference", "cost_baseline_usd_month", "cost_registered_usd_month", "cost_reference_usd_month", "moves_registered", "moves_reference", "offline_partitions"],
         ),
         '<h2 id="problems">Units not evaluated</h2>',
         table(problems, ["cluster_id", "group", "scenario", "assignor", "status", "detail"])

@@ -275,8 +275,10 @@ def add_rack(unit: Unit, step: AddRack) -> Unit:
         offset = rng.randrange(count)
         for i, p in enumerate(chosen):
             r = parts[p]
-            # Keep the leader where it is when another replica can move.
-            pos = rng.randrange(1, len(r)) if len(r) > 1 else 0
+            # A non-leader replica moves, so leadership stays where it is; a partition whose
+            # only replica is its leader moves that one, and its leadership with it.
+            followers = [k for k, b in enumerate(r) if b != lead[p]]
+            pos = rng.choice(followers) if followers else 0
             broker = new[(offset + i) % count]
             if lead[p] == r[pos]:
                 lead[p] = broker

@@ -33,9 +33,10 @@ class SparkSettings(_Section):
     executor_cores: int | None = Field(default=None, ge=1)
     executor_memory: str | None = None
     driver_memory: str | None = None
-    #: partitions of the group and unit stages; 0: eight per core Spark reports (at least 16)
+    #: partitions of the unit stage; 0: sized from the unit count (a multiple of the cores, at most eight
+    #: waves, about 400 units per core and wave); also the small tables' shuffle partitions (0: 8)
     partitions: int = Field(default=0, ge=0)
-    #: rows per Arrow batch handed to Python: units hold whole instances, keep batches small
+    #: rows per Arrow batch handed to Python: group rows hold a slice of a cluster, keep batches small
     arrow_batch_rows: int = Field(default=64, ge=1)
     #: the Spark web UI (off by default: a batch job needs no open port)
     ui: bool = False

@@ -3,69 +3,109 @@
 Kept apart from :mod:`agent.fleet.job` so that these functions are pickled by
 reference to an importable module even when the job runs as ``__main__``
 (``spark-submit agent/fleet/job.py``, ``python -m agent.fleet.job``).
+
+Both stages are ``mapInArrow`` functions: Arrow record batches in, Arrow
+record batches out, no pandas on the way (rows are plain dicts).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import units
 from .scenarios import Scenario, parse_scenarios
 
-_PANDAS_DTYPES = {"string": "string", "boolean": "boolean", "long": "Int64", "double": "Float64"}
+_ARROW_TYPES = {"string": "string", "boolean": "bool_", "long": "int64", "double": "float64"}
 
 
 def schema(columns: Sequence[tuple[str, str]]) -> str:
+    """Spark DDL of a column list."""
     return ", ".join(f"`{name}` {kind}" for name, kind in columns)
 
 
-def frame(rows: list[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> Any:
-    """Rows as a pandas frame with nullable dtypes, so null figures stay null in Arrow."""
-    import pandas as pd  # type: ignore[import-untyped,import-not-found,unused-ignore]
+@functools.lru_cache(maxsize=8)
+def arrow_schema(columns: tuple[tuple[str, str], ...]) -> Any:
+    import pyarrow as pa  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-    frame = pd.DataFrame.from_records(rows, columns=[n for n, _ in columns])
-    return frame.astype({n: _PANDAS_DTYPES[k] for n, k in columns})
-
-
-def map_rows(fn: Callable[[dict[str, Any]], list[dict[str, Any]]], columns: Sequence[tuple[str, str]]) -> Any:
-    """A ``mapInPandas`` function applying ``fn`` to every input row."""
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        for batch in batches:
-            rows = [r for record in batch.to_dict("records") for r in fn(record)]
-            if rows:
-                yield frame(rows, columns)
-
-    return run
+    return pa.schema([(name, getattr(pa, _ARROW_TYPES[kind])()) for name, kind in columns])
 
 
-def groups_of(record: dict[str, Any]) -> list[dict[str, Any]]:
-    return units.group_rows(record["value"], record["source"])
+def batch(rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> Any:
+    """Rows as one Arrow record batch of ``columns`` (missing keys: null)."""
+    import pyarrow as pa  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    return pa.RecordBatch.from_pylist(rows, schema=arrow_schema(columns))
 
 
 @functools.lru_cache(maxsize=4)
 def parsed(scenarios: str) -> list[Scenario]:
+    """Scenarios from their JSON, parsed once per Python worker."""
     return parse_scenarios(json.loads(scenarios))
 
 
 @dataclass(frozen=True)
-class Expand:
-    scenarios: str  # JSON: parsed once per Python worker
-    consumer_assignors: tuple[str, ...]
-    strategies: tuple[str, ...]
+class GroupsOf:
+    """Stage 1: snapshot documents -> one row per group or app of the documents to evaluate.
 
-    def __call__(self, record: dict[str, Any]) -> list[dict[str, Any]]:
-        return units.unit_rows(record, parsed(self.scenarios), self.consumer_assignors, self.strategies)
+    ``keep``: the digests (``xxhash64`` of the text) of the documents chosen on
+    the driver (the newest of each cluster, one per (cluster, taken_at));
+    None keeps every one.  A document that does not parse is always
+    reported (an ``invalid`` row), whatever its age.
+    """
+
+    keep: frozenset[int] | None
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        seen: set[int] = set()  # identical lines of one archive: once
+        for b in batches:
+            rows: list[dict[str, Any]] = []
+            for rec in b.to_pylist():
+                digest = int(rec["digest"])
+                groups = units.group_rows(rec["value"], rec["source"])
+                bad = len(groups) == 1 and groups[0]["kind"] == "snapshot"
+                if not bad and (digest in seen or (self.keep is not None and digest not in self.keep)):
+                    continue
+                seen.add(digest)
+                rows.extend(groups)
+            if rows:
+                yield batch(rows, units.GROUP_COLUMNS)
 
 
 @dataclass(frozen=True)
-class Evaluate:
+class EvaluateGroups:
+    """Stage 2, in one pass per group: every (scenario, assignor) unit of the group evaluated
+    with ``rackplan assign``; only figures leave the worker (plans too with ``keep_plans``).
+
+    ``counter``: an accumulator-like object (``add(n)``) counting units, for progress.
+    """
+
+    scenarios: str  # JSON: parsed once per Python worker
     price_per_gb: float
     keep_plans: bool
+    consumer_assignors: tuple[str, ...]
+    strategies: tuple[str, ...]
+    counter: Any = None
 
-    def __call__(self, record: dict[str, Any]) -> list[dict[str, Any]]:
-        return [units.evaluate(record, self.price_per_gb, self.keep_plans)]
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        scenarios = parsed(self.scenarios)
+        for b in batches:
+            rows: list[dict[str, Any]] = []
+            for group in b.to_pylist():
+                rows.extend(
+                    units.group_results(
+                        group,
+                        scenarios,
+                        self.price_per_gb,
+                        self.keep_plans,
+                        self.consumer_assignors,
+                        self.strategies,
+                    )
+                )
+            if self.counter is not None:
+                self.counter.add(len(rows))
+            if rows:
+                yield batch(rows, units.RESULT_COLUMNS)

@@ -12,6 +12,10 @@ The job's three stages are the three functions of this module:
 3. :func:`evaluate`: a unit row -> its figures, computed with
    :func:`assignor.cli.assign_document`, the exact ``rackplan assign``.
 
+The job runs 2 and 3 as one pass per group, :func:`group_results`, with the
+units in memory (no instance is serialized); ``unit_rows`` and ``evaluate``
+remain the replayable, row-by-row form (tests compare the two).
+
 A cooperative plan withholds partitions that change owner (``revoked``); the
 locality and cost of a unit are those of the settled assignment, after the
 follow-up rebalance(s) that assign them, which is again ``rackplan assign`` on
@@ -24,7 +28,7 @@ import copy
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from assignor.cli import assign_document
@@ -32,7 +36,7 @@ from assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 from assignor.parse import InputError
 
 from ..metadata import NO_LEADER
-from .scenarios import CONSUMER, STREAMS, NotApplicable, Scenario, Unit, apply, offline_partitions
+from .scenarios import BASELINE, CONSUMER, STREAMS, NotApplicable, Scenario, Unit, apply, offline_partitions
 from .snapshot import ClusterState, SnapshotError, parse_snapshot
 
 #: 730 hours, the month cloud providers bill by
@@ -267,34 +271,24 @@ def _current_unit(row: Mapping[str, Any], payload: Mapping[str, Any]) -> tuple[U
     return Unit(str(row["cluster_id"]), kind, state, spec), OK, ""
 
 
-def unit_rows(
+def _units_of(
     row: Mapping[str, Any],
     scenarios: Sequence[Scenario],
-    consumer_assignors: Sequence[str] = CONSUMER_ASSIGNORS,
-    strategies: Sequence[str] = RACK_STRATEGIES,
-) -> list[dict[str, Any]]:
-    """Stage 2: one row per (scenario, assignor) of a group row."""
+    consumer_assignors: Sequence[str],
+    strategies: Sequence[str],
+) -> Iterator[tuple[dict[str, Any], Unit | None, str, str]]:
+    """Every (scenario, assignor) of a group row: its key columns, its unit (None when not evaluated),
+    status and detail.  In memory: the one-pass job evaluates them without serializing instances."""
     common = {k: row[k] for k in ("cluster_id", "taken_at", "kind", "group", "fetch_mode")}
     if row["status"] != OK:
-        return [
-            _row(
-                UNIT_COLUMNS,
-                **common,
-                scenario="",
-                assignor="",
-                registered=False,
-                reference=False,
-                payload="",
-                status=row["status"],
-                detail=row["detail"],
-            )
-        ]
+        key = {**common, "scenario": "", "assignor": "", "registered": False, "reference": False}
+        yield key, None, str(row["status"]), str(row["detail"])
+        return
     kind = str(row["kind"])
     payload = json.loads(row["payload"])
     labels = assignor_labels(kind, payload["spec"], consumer_assignors, strategies)
     registered, reference = str(row["registered"]), reference_label(kind, payload["spec"])
     base, base_status, base_detail = _current_unit(row, payload)
-    out = []
     for scenario in scenarios:
         unit, status, detail = None, base_status, base_detail
         if base is not None:
@@ -302,24 +296,62 @@ def unit_rows(
                 unit = apply(scenario, base)
             except NotApplicable as e:
                 status, detail = NOT_APPLICABLE, str(e)
+            if unit is not None and scenario.name != BASELINE and unit == base:
+                # Nothing this group reads or runs on changed (no topic, group or rack of the
+                # scenario matches it): not a what-if for this group, so no figures to compare.
+                unit, status = None, NOT_APPLICABLE
+                detail = f"scenario {scenario.name!r} changes nothing this group reads"
         for label in labels:
-            unit_payload = ""
-            if unit is not None:
-                spec = with_assignor(kind, unit.spec, label)
-                unit_payload = dumps({"state": unit.state.to_json(), "spec": spec})
-            out.append(
-                _row(
-                    UNIT_COLUMNS,
-                    **common,
-                    scenario=scenario.name,
-                    assignor=label,
-                    registered=label == registered,
-                    reference=label == reference,
-                    payload=unit_payload,
-                    status=status,
-                    detail=detail,
+            key = {
+                **common,
+                "scenario": scenario.name,
+                "assignor": label,
+                "registered": label == registered,
+                "reference": label == reference,
+            }
+            if unit is None:
+                yield key, None, status, detail
+            else:
+                yield (
+                    key,
+                    Unit(unit.cluster_id, kind, unit.state, with_assignor(kind, unit.spec, label)),
+                    OK,
+                    "",
                 )
-            )
+
+
+def unit_rows(
+    row: Mapping[str, Any],
+    scenarios: Sequence[Scenario],
+    consumer_assignors: Sequence[str] = CONSUMER_ASSIGNORS,
+    strategies: Sequence[str] = RACK_STRATEGIES,
+) -> list[dict[str, Any]]:
+    """Stage 2 as rows: one per (scenario, assignor) of a group row, the instance serialized in ``payload``."""
+    out = []
+    for key, unit, status, detail in _units_of(row, scenarios, consumer_assignors, strategies):
+        payload = "" if unit is None else dumps({"state": unit.state.to_json(), "spec": unit.spec})
+        out.append(_row(UNIT_COLUMNS, **key, payload=payload, status=status, detail=detail))
+    return out
+
+
+def group_results(
+    row: Mapping[str, Any],
+    scenarios: Sequence[Scenario],
+    price_per_gb: float = DEFAULT_PRICE_PER_GB,
+    keep_plans: bool = False,
+    consumer_assignors: Sequence[str] = CONSUMER_ASSIGNORS,
+    strategies: Sequence[str] = RACK_STRATEGIES,
+) -> list[dict[str, Any]]:
+    """Stages 2 and 3 in one pass: the figures of every unit of a group row (what the job runs).
+
+    Equal, row for row, to :func:`evaluate` over :func:`unit_rows` (a test checks it).
+    """
+    out = []
+    for key, unit, status, detail in _units_of(row, scenarios, consumer_assignors, strategies):
+        if unit is None:
+            out.append(_row(RESULT_COLUMNS, **key, status=status, detail=detail))
+        else:
+            out.append(evaluate_unit(key, unit.kind, unit.state, unit.spec, price_per_gb, keep_plans))
     return out
 
 
@@ -517,14 +549,25 @@ def _streams(instance: dict[str, Any], state: ClusterState, keep: bool) -> tuple
 def evaluate(
     row: Mapping[str, Any], price_per_gb: float = DEFAULT_PRICE_PER_GB, keep_plans: bool = False
 ) -> dict[str, Any]:
-    """Stage 3: the figures of one unit (a row of :data:`RESULT_COLUMNS`)."""
+    """Stage 3: the figures of one unit row (a row of :data:`RESULT_COLUMNS`)."""
     common = {k: row[k] for k, _ in UNIT_COLUMNS if k not in ("payload", "status", "detail")}
     if row["status"] != OK:
         return _row(RESULT_COLUMNS, **common, status=row["status"], detail=row["detail"])
     payload = json.loads(row["payload"])
     state = ClusterState.from_json(payload["state"])
-    kind = str(row["kind"])
-    instance = instance_document(kind, state, payload["spec"])
+    return evaluate_unit(common, str(row["kind"]), state, payload["spec"], price_per_gb, keep_plans)
+
+
+def evaluate_unit(
+    common: Mapping[str, Any],
+    kind: str,
+    state: ClusterState,
+    spec: Mapping[str, Any],
+    price_per_gb: float = DEFAULT_PRICE_PER_GB,
+    keep_plans: bool = False,
+) -> dict[str, Any]:
+    """The figures of one unit (``common``: its key columns)."""
+    instance = instance_document(kind, state, spec)
     try:
         cols, figures = (_consumer if kind == CONSUMER else _streams)(instance, state, keep_plans)
     except (InputError, NotImplementedError) as e:
