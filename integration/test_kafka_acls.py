@@ -58,27 +58,17 @@ def documented_acl_commands() -> list[list[str]]:
     return commands
 
 
-def for_principal(commands: list[list[str]], docs_principal: str, user: str) -> list[list[str]]:
-    """The commands that name ``docs_principal``, granting to ``user`` alone."""
-    out = []
-    for cmd in commands:
-        principals = [cmd[i + 1] for i, w in enumerate(cmd) if w == "--allow-principal"]
-        if docs_principal not in principals:
-            continue
-        rest: list[str] = []
-        skip = False
-        for i, w in enumerate(cmd):
-            if skip:
-                skip = False
-                continue
-            if w == "--allow-principal":
-                skip = True
-                if cmd[i + 1] == docs_principal:
-                    rest += ["--allow-principal", f"User:{user}"]
-                continue
-            rest.append(w)
-        out.append(rest)
-    return out
+def with_users(cmd: list[str], users: dict[str, list[str]]) -> list[str]:
+    """``cmd`` granting to this cluster's users: each docs principal replaced by its users (maybe none)."""
+    out: list[str] = []
+    words = iter(cmd)
+    for w in words:
+        if w == "--allow-principal":
+            for user in users.get(next(words), []):
+                out += ["--allow-principal", f"User:{user}"]
+        else:
+            out.append(w)
+    return out if "--allow-principal" in out else []
 
 
 def grants_write_on(cmd: list[str], topic: str) -> bool:
@@ -114,18 +104,19 @@ def sec() -> Iterator[Secured]:
         report = cluster.start()
         print(report.line())
         s = Secured(cluster)
-        commands = for_principal(docs, AGENT_PRINCIPAL, "agent")
-        commands += [
-            c for c in for_principal(docs, APP_PRINCIPAL, "follower") if not grants_write_on(c, REGS)
-        ]
-        commands += for_principal(docs, APP_PRINCIPAL, "intruder")
+        commands = []
+        for cmd in docs:
+            # the read-only follower gets every line of the docs' follower but the Write one
+            apps = ["intruder"] if grants_write_on(cmd, REGS) else ["follower", "intruder"]
+            if mapped := with_users(cmd, {AGENT_PRINCIPAL: ["agent"], APP_PRINCIPAL: apps}):
+                commands.append(mapped)
         # what any consumer application needs for its own data, whatever rackplan does
         app = ["--allow-principal", "User:follower", "--allow-principal", "User:intruder"]
         app += ["--allow-principal", "User:stranger", "--operation", "Read", "--operation", "Describe"]
-        commands.append([*app, "--topic", TOPIC, "--group", GROUP])
+        commands.append(["--add", *app, "--topic", TOPIC, "--group", GROUP])
         t0 = time.monotonic()
         with ThreadPoolExecutor(3) as pool:  # one JVM each: their start-up, not the broker, is the cost
-            list(pool.map(lambda cmd: s.cluster.kafka_acls("--add", "--force", *cmd), commands))
+            list(pool.map(lambda cmd: s.cluster.kafka_acls("--force", *cmd), commands))
         s.acl_commands, s.acl_seconds = len(commands), time.monotonic() - t0
         print(f"{s.acl_commands} kafka-acls commands in {s.acl_seconds:.1f} s")
         admin = AdminClient(s.config("admin"))

@@ -93,23 +93,20 @@ class SecuredCluster(KafkaCluster):
 
     compose: ComposeCluster = field(default_factory=secured_compose)
     client_config: Mapping[str, str] = field(default_factory=lambda: client_config(SUPER_USER))
+    #: one node holds every partition of the offsets topic: three are plenty
     overrides: Mapping[str, str] = field(
-        default_factory=lambda: (
-            {k: v for k, v in TEST_OVERRIDES.items() if k != "offsets.topic.num.partitions"}
-            | {"offsets.topic.num.partitions": "3"}
-        )
+        default_factory=lambda: {**TEST_OVERRIDES, "offsets.topic.num.partitions": "3"}
     )
 
     def admin_properties(self) -> Path:
         """The ``--command-config`` file of Kafka's tools: the super user's SASL settings."""
         assert self.workdir is not None
         path = self.workdir / "admin.properties"
-        users = USERS
         path.write_text(
             "security.protocol=SASL_PLAINTEXT\n"
             "sasl.mechanism=PLAIN\n"
             "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
-            f'username="{SUPER_USER}" password="{users[SUPER_USER]}";\n'
+            f'username="{SUPER_USER}" password="{USERS[SUPER_USER]}";\n'
         )
         return path
 
