@@ -37,7 +37,13 @@ What it does (docs/followers.md has the whole protocol):
   and publishes a newer plan, it leaves the group and follows the plan again.
 * **Fences itself**: a follower whose registration has not been confirmed by
   the brokers for 2/3 of the TTL stops reading (the agent will soon expire it
-  and give its partitions away) until a refresh is confirmed.
+  and give its partitions away) until a refresh is confirmed.  A registration
+  the brokers *refuse* (no Write right on the registrations topic) is an
+  answer, not silence: it is logged once and counted
+  (``registrations_refused``), the follower does not fence itself for it, and
+  it keeps following every plan that names it (a group of the agent's settings
+  file); the agent cannot see such a member, so a group made of registrations
+  never names it and it falls back after ``plan_timeout_s``.
 
 Everything happens inside :meth:`PlanFollower.poll`: no background thread of
 its own, no message returned before the checks above ran.
@@ -46,6 +52,7 @@ its own, no message returned before the checks above ran.
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -85,6 +92,8 @@ _CONSUMER_ONLY = (
     "offset.store",
 )
 _SLICE_S = 0.05
+#: registration errors that are the brokers' answer (this principal may not write), not silence
+_REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})
 _CONTROL_RETRY_S = 2.0
 
 
@@ -202,16 +211,12 @@ class PlanFollower:
         self._reset_policy = str(consumer_config.get("auto.offset.reset", "latest"))
         self._app_on_commit = consumer_config.get("on_commit")
 
-        from confluent_kafka import Producer
-
         self._consumer_config = dict(consumer_config)
         self._consumer = self._new_consumer()
         self._client_config = _client_config(consumer_config)
-        self._producer = Producer(
-            with_kafka_logger(
-                {**self._client_config, "enable.idempotence": True, "acks": "all", "linger.ms": 5}
-            )
-        )
+        self._producer = self._new_producer()
+        #: the producer hit a fatal error (e.g. no right to an idempotent producer id): replaced when due
+        self._producer_broken = False
         self.mode = WAITING
         #: partitions this member may read now -> next offset to commit (None: nothing read yet)
         self._owned: dict[TP, int | None] = {}
@@ -239,6 +244,8 @@ class PlanFollower:
         #: wall-clock ms: when the last registration record was made, and the newest one confirmed
         self._reg_sent_ms = 0
         self._reg_confirmed_ms = int(wall_clock() * 1000)
+        #: wall-clock ms of the newest registration the brokers refused (ACLs): alive, but not registered
+        self._reg_refused_ms = 0
         self._reg_status: FollowerStatus | None = None
         self._fenced_self = False
         #: when a self-fenced member may follow its plan again (set once its registration is confirmed)
@@ -286,6 +293,45 @@ class PlanFollower:
             )
         )
 
+    def _new_producer(self) -> Any:
+        from confluent_kafka import Producer
+
+        return Producer(
+            with_kafka_logger(
+                {**self._client_config, "enable.idempotence": True, "acks": "all", "linger.ms": 5}
+            )
+        )
+
+    def _poll_producer(self) -> None:
+        """Serve delivery reports; a fatal producer error is counted, never raised into the application."""
+        from confluent_kafka import KafkaException
+
+        if self._producer_broken:
+            return
+        try:
+            self._producer.poll(0)
+        except KafkaException as e:
+            self._registration_failed(e.args[0] if e.args else e, int(self._wall() * 1000))
+
+    def _registration_failed(self, err: Any, made_ms: int) -> None:
+        """A registration not delivered; the brokers' refusal (ACLs) is remembered as an answer."""
+        self.stats["registrations_failed"] += 1
+        name = _error_name(err)
+        fatal = getattr(err, "fatal", None)
+        if name == "_FATAL" or (callable(fatal) and fatal()):
+            self._producer_broken = True  # librdkafka: a fatal producer cannot be used again
+        if name not in _REFUSED:
+            return
+        self.stats["registrations_refused"] += 1
+        self._reg_refused_ms = max(self._reg_refused_ms, made_ms)
+        if self.stats["registrations_refused"] == 1:
+            self.log.warning(
+                "registration refused by the brokers (no Write right on the registrations topic): "
+                "the agent cannot see this member; following plans that name it",
+                error=name,
+                topic=self.settings.registrations_topic,
+            )
+
     def commit(self) -> None:
         """Commit what was read so far (the follower also does this every ``commit_interval_s``)."""
         self._commit_positions(list(self._owned))
@@ -302,8 +348,15 @@ class PlanFollower:
             self._release(list(self._owned), commit=True)
             self._consumer.close()
         key, _ = self._registration()
-        self._producer.produce(self.settings.registrations_topic, key=key.encode(), value=None)
-        self._producer.flush(self.settings.io_timeout_s)
+        from confluent_kafka import KafkaException
+
+        try:
+            if not self._producer_broken:
+                self._producer.produce(self.settings.registrations_topic, key=key.encode(), value=None)
+                self._producer.flush(self.settings.io_timeout_s)
+        except (BufferError, KafkaException) as e:
+            self.stats["registrations_failed"] += 1
+            self.log.warning("registration not removed", error=str(e))
         self._close_control()
         self._closed = True
         self.log.info("follower closed")
@@ -316,8 +369,11 @@ class PlanFollower:
         self._owned.clear()
         self._on_assign_hook = self._on_revoke_hook = None
         self._close_control()
-        self._producer.purge()
-        self._producer.flush(0)
+        from confluent_kafka import KafkaException
+
+        with contextlib.suppress(KafkaException):
+            self._producer.purge()
+            self._producer.flush(0)
         self._consumer.close()
 
     # ---- the control topics ----------------------------------------------------
@@ -437,7 +493,7 @@ class PlanFollower:
         """Everything but reading messages: control records, registration, plan, fences, fallback."""
         if self._closed:
             return
-        self._producer.poll(0)
+        self._poll_producer()
         self._read_control()
         now = self._clock()
         if self.mode == SUBSCRIPTION:
@@ -656,7 +712,8 @@ class PlanFollower:
     def _self_fence(self) -> None:
         """Stop reading while the registration is not confirmed: the agent may be about to expire us."""
         ttl_ms = self.settings.registration_ttl_s * 1000
-        stale = int(self._wall() * 1000) - self._reg_confirmed_ms > ttl_ms * 2 / 3
+        answered_ms = max(self._reg_confirmed_ms, self._reg_refused_ms)
+        stale = int(self._wall() * 1000) - answered_ms > ttl_ms * 2 / 3
         if stale:
             self._unfence_at = None
         if stale and not self._fenced_self:
@@ -808,25 +865,33 @@ class PlanFollower:
         due = now_ms - self._reg_sent_ms >= self.settings.registration_ttl_s * 1000 / 3
         if not (force or due or status != self._reg_status):
             return
+        if self._producer_broken:
+            if not due:
+                return
+            with contextlib.suppress(KafkaException):
+                self._producer.purge()
+            self._producer = self._new_producer()
+            self._producer_broken = False
         key, value = self._registration()
 
         def delivered(err: Any, _msg: Any, made_ms: int = now_ms) -> None:
             if err is None:
                 self._reg_confirmed_ms = max(self._reg_confirmed_ms, made_ms)
             else:
-                self.stats["registrations_failed"] += 1
+                self._registration_failed(err, made_ms)
 
         try:
             self._producer.produce(
                 self.settings.registrations_topic, key=key.encode(), value=value, on_delivery=delivered
             )
         except (BufferError, KafkaException) as e:
-            self.stats["registrations_failed"] += 1
-            self.log.warning("registration not sent", error=str(e))
+            self._registration_failed(e.args[0] if isinstance(e, KafkaException) and e.args else e, now_ms)
+            if not self._producer_broken:
+                self.log.warning("registration not sent", error=str(e))
             return
         self._reg_sent_ms = now_ms
         self._reg_status = status
-        self._producer.poll(0)
+        self._poll_producer()
 
     # ---- delivery ----------------------------------------------------------------------
 

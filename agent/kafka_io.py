@@ -242,6 +242,10 @@ class RawRecord:
 TAIL_FETCH_WAIT_MS = 100
 
 
+#: metadata errors that are the brokers' authorizer saying no (a topic this principal may not see)
+_REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED"})
+
+
 class TopicTail:
     """Reads topics from their beginning, then on each call whatever was added since; no consumer group.
 
@@ -294,6 +298,9 @@ class TopicTail:
             tmd = md.topics.get(topic)
             if tmd is not None and tmd.error is None and tmd.partitions:
                 return sorted(tmd.partitions)
+            if tmd is not None and tmd.error is not None and tmd.error.name() in _REFUSED:
+                # the brokers' answer (ACLs), not a topic they do not know yet: waiting changes nothing
+                raise TopicReadError(f"topic {topic!r} not readable: {tmd.error.name()} (no Describe right)")
             if time.monotonic() >= deadline:
                 raise TopicReadError(f"topic {topic!r} unavailable: {None if tmd is None else tmd.error}")
             time.sleep(0.1)

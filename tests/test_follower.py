@@ -45,6 +45,10 @@ class Broker:
     members: set[int] = field(default_factory=set)
     records: list[tuple[str, bytes, bytes | None]] = field(default_factory=list)
     deliver: bool = True
+    #: the authorizer's answer to registrations: "" accepted, "topic" no Write on the topic, "fatal" no right
+    #: to an idempotent producer id (librdkafka's fatal error: that producer can never produce again)
+    refuse: str = ""
+    producers: int = 0
     events: list[tuple[str, Any]] = field(default_factory=list)
 
     def append(self, p: int, n: int) -> None:
@@ -166,15 +170,24 @@ class FakeProducer:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.pending: list[Callable[[], None]] = []
+        self.fatal = False
+        broker.producers += 1
 
     def produce(self, topic: str, key: bytes, value: bytes | None, on_delivery: Any = None) -> None:
-        if self.broker.deliver:
+        if self.fatal:
+            raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message"))
+        err = None if self.broker.deliver else KafkaError(KafkaError._MSG_TIMED_OUT)
+        if self.broker.refuse == "topic":
+            err = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+        if err is None and not self.broker.refuse:
             self.broker.records.append((topic, key, value))
-        if on_delivery is not None:
-            err = None if self.broker.deliver else KafkaError(KafkaError._MSG_TIMED_OUT)
+        if on_delivery is not None and self.broker.refuse != "fatal":
             self.pending.append(lambda: on_delivery(err, None))
 
     def poll(self, timeout: float = 0) -> int:
+        if self.broker.refuse == "fatal" and not self.fatal:
+            self.fatal = True
+            raise KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED, "no PID", fatal=True))
         done, self.pending = self.pending, []
         for cb in done:
             cb()
@@ -515,6 +528,30 @@ def test_an_unconfirmed_registration_fences_the_follower_until_confirmed(h: Harn
     f.poll(0)
     f.poll(0)
     assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+
+
+@pytest.mark.parametrize("refuse", ["topic", "fatal"])
+def test_a_registration_refused_by_acls_is_counted_and_the_plan_still_followed(
+    h: Harness, refuse: str
+) -> None:
+    """No Write right on the registrations topic (issue 11 C): the brokers' refusal is an answer, not
+    silence.  Before: the idempotent producer's fatal error (no producer id without any Write right) was
+    raised from ``poll()`` into the application; and an unconfirmed registration fenced the member."""
+    h.broker.refuse = refuse
+    f = h.follower()
+    tail = FakeTail.instances[-1]
+    h.heartbeat()
+    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
+    for _ in range(90):  # 90 s: three TTLs without one registration landing
+        h.advance(1.0)
+        h.heartbeat()
+        f.poll(0)
+        assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)] and f.mode == "plan"
+    assert f.stats["self_fenced"] == 0 and h.broker.registrations() == []
+    assert f.stats["registrations_refused"] >= 9  # every refresh (TTL / 3) refused and counted
+    if refuse == "fatal":  # a fatal producer is replaced at each refresh, not at every poll
+        assert 9 <= h.broker.producers <= 11
+    f.close()  # the unregistration is refused too: never raised
 
 
 def test_a_member_fenced_then_expired_does_not_retake_what_a_newer_plan_gave_away(h: Harness) -> None:

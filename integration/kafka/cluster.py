@@ -200,6 +200,8 @@ class KafkaCluster:
     heap_mb: int = 320
     overrides: Mapping[str, str] = field(default_factory=lambda: dict(TEST_OVERRIDES))
     client_listener: str = "EXTERNAL"
+    #: librdkafka settings the launcher's own clients need besides the bootstrap (a secured cluster's SASL)
+    client_config: Mapping[str, str] = field(default_factory=dict)
     nodes: dict[int, Node] = field(default_factory=dict, init=False)
     report: StartReport | None = field(default=None, init=False)
     _own_dir: bool = field(default=False, init=False)
@@ -348,7 +350,11 @@ class KafkaCluster:
         if not live:
             return set()
         admin = AdminClient(
-            {"bootstrap.servers": ",".join(self.address(n.node_id) for n in live), "log_level": 0}
+            {
+                **self.client_config,
+                "bootstrap.servers": ",".join(self.address(n.node_id) for n in live),
+                "log_level": 0,
+            }
         )
         try:
             md = admin.list_topics(timeout=timeout)
