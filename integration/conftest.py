@@ -78,6 +78,8 @@ def agent_settings(bootstrap: str, groups: list[dict[str, Any]], **extra: Any) -
         },
         "io_timeout_s": 10,
         "log": {"format": "json", "level": "warning"},
+        # any free port: agents run side by side (and beside whatever else holds the default 9464)
+        "http": {"port": 0},
         **extra,
     }
     return Settings.model_validate(doc)

@@ -123,13 +123,14 @@ def test_decommission_hands_partitions_over_and_alerts(
     wait_until(lambda: len(ledger.consumed) > 100, 20, "the stream to flow")
     handover_start = len(ledger.intervals)
     # Broker 3's partitions move to another rack; on real Kafka a reassignment may confirm in two steps.
+    while not agent.reports.empty():  # cycles so far go to the history: what follows is the change's
+        agent.history.append(agent.reports.get_nowait())
+    history_start = len(agent.history)
     target.move_off(3, [topic])
     confirmed = agent.wait_for(
         lambda r: r.confirmed and any(p.key == key and p.state == "revoking" for p in r.published), timeout=40
     )
     assert confirmed.change is not None and confirmed.change.counts()["replica_racks"] > 0
-    firing = [a for r in agent.history for a in r.alerts if a.status == "firing" and a.key == key]
-    assert firing, "the change's alert fired"
     (revoking,) = [p for p in confirmed.published if p.key == key]
     assert revoking.state == "revoking" and revoking.generation == before.generation + 1
     assert revoking.reason.startswith("replica racks changed: ")
@@ -144,8 +145,21 @@ def test_decommission_hands_partitions_over_and_alerts(
     assert final.state == "proposed" and final.generation == revoking.generation + 1
     assert final.handover == {"from_generation": revoking.generation, "timed_out": []}
     assert final.locality_after.cross_rack <= revoking.locality_before.cross_rack  # type: ignore[union-attr]
+    # Whether the change pages (agent/alerts.py): the live assignment under the new metadata is above the
+    # threshold, or worse than both the old and the new plan by worsen_delta. On the embedded cluster the
+    # decommission leaves az-c without replicas (it pages); on real Kafka az-c keeps one, and the live
+    # assignment is already as local as any balanced plan (nothing to page about).
+    rules = settings.alerts
+    live_f = revoking.locality_before.fraction  # type: ignore[union-attr]
+    pages = (
+        live_f > rules.cross_rack_threshold
+        or live_f - max(before.locality_after.fraction, final.locality_after.fraction) >= rules.worsen_delta
+    )
+    since_change = agent.history[history_start:]
+    firing = [a for r in since_change for a in r.alerts if a.status == "firing" and a.key == key]
+    assert bool(firing) == pages, f"the change's alert fired: {bool(firing)}, live {live_f:.3f}"
     wait_until(lambda: settled(agent, key, apps), 20, "the followers to apply the target")
-    if not any(a.status == "resolved" for r in agent.history for a in r.alerts):
+    if pages and not any(a.status == "resolved" for r in agent.history[history_start:] for a in r.alerts):
         agent.wait_for(lambda r: any(a.status == "resolved" for a in r.alerts), timeout=20)
 
     producer.stop()
@@ -156,7 +170,8 @@ def test_decommission_hands_partitions_over_and_alerts(
     # Alertmanager's view: the change's alert fired and resolved (the followers joining one by one may
     # have fired and resolved an initial-state alert before it: the first follower alone reads cross-rack).
     statuses = [s for s in receiver.statuses() if s[0] != "unfixable"]  # the first follower alone: unfixable
-    assert statuses[-2:] == [("firing", key), ("resolved", key)]
+    if pages:
+        assert statuses[-2:] == [("firing", key), ("resolved", key)]
     assert statuses == [("firing", key), ("resolved", key)] * (len(statuses) // 2)
     receiver.close()
 
