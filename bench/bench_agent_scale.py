@@ -34,7 +34,9 @@ Polls measured:
   real.  The figure is the confirming cycle (``change_persist_polls: 1``) that
   re-plans and publishes every touched group, then the change is undone;
 - big registration: one registration record of ``--reg-topics`` topic names
-  (most not existing) on the registrations topic, then idle polls.
+  (most not existing) on the registrations topic, then idle polls.  Above
+  ``MAX_REGISTRATION_TOPICS`` (10,000) the record is refused when read; with
+  ``--reg-topics 9000`` it is accepted and its plan skipped (topics missing).
 """
 
 from __future__ import annotations

@@ -135,3 +135,34 @@ def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: 
     admin.topics["x"] = [[1]]
     cycle(agent)
     assert floors[0] > after_first and agent.alerts.unfixable() == ["consumer/g"]
+
+
+def test_a_registration_naming_too_many_topics_is_refused_with_its_count() -> None:
+    from agent.registry import (
+        MAX_REGISTRATION_TOPICS,
+        RegistrationRecordError,
+        consumer_registration,
+        decode_registration,
+    )
+
+    names = [f"t{i:06d}" for i in range(MAX_REGISTRATION_TOPICS + 1)]
+    key, value = consumer_registration("g", "m", rack="az-a", topics=names[:-1], timestamp_ms=1)
+    entry = decode_registration(key, value, 1)
+    assert entry is not None and len(entry.member["topics"]) == MAX_REGISTRATION_TOPICS
+    key, value = consumer_registration("g", "m", rack="az-a", topics=names, timestamp_ms=1)
+    with pytest.raises(RegistrationRecordError) as e:
+        decode_registration(key, value, 1)
+    print(f"refused: {e.value}")
+    assert e.value.reason == "too_large" and f"names {MAX_REGISTRATION_TOPICS + 1} topics" in str(e.value)
+    streams = {
+        "schema": 1,
+        "application_id": "app",
+        "process_id": "p",
+        "rack": "az-a",
+        "subtopologies": [
+            {"id": "0", "source_topics": names[:6000]},
+            {"id": "1", "source_topics": ["x"], "changelog_topics": names[6000:]},
+        ],
+    }
+    with pytest.raises(RegistrationRecordError, match="names 10002 topics"):
+        decode_registration(b"streams/app/p", json.dumps(streams).encode(), 1)
