@@ -1153,7 +1153,7 @@ class Agent:
         values: list[tuple[str, bytes | None]] = [(rec.key, encode_value(rec)) for rec, _reg in records]
         outcomes = self.publisher.publish_each(s.plan_topic, values, s.io_timeout_s)
         for (key, value), outcome in zip(values, outcomes, strict=True):
-            if outcome is None and value is not None:
+            if outcome is None and value is not None and self._plan_tail is not None:
                 self._sent[key] = value  # read back next cycle without decoding (see _watch_plans)
         for (rec, _reg), outcome in zip(records, outcomes, strict=True):
             try:

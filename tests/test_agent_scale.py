@@ -97,6 +97,7 @@ def test_a_plan_skipped_for_an_assignor_error_is_tried_every_cycle(monkeypatch: 
 def test_own_plans_read_back_byte_for_byte_are_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     admin = FakeAdmin({"t": [[1], [2], [3]]})
     agent, pub, _ = make_agent(admin, [group("g")])
+    agent._plan_tail = PlanTail([])  # type: ignore[assignment]
     report = cycle(agent)
     (rec,) = report.published
     (topic_key, value) = next((k, v) for k, v in pub.on(agent.settings.plan_topic))
