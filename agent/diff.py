@@ -126,19 +126,40 @@ def _leader_rack(leader: int, racks: Mapping[int, str | None]) -> str | None:
     return None if leader == NO_LEADER else racks.get(leader)
 
 
+class _RackSets:
+    """Rack set of each distinct replica list under one rack map, computed once.
+
+    Replica lists repeat (a cluster of a few brokers has few distinct ones),
+    so a rack change that reaches every partition costs one lookup each.
+    """
+
+    __slots__ = ("_sets", "racks")
+
+    def __init__(self, racks: Mapping[int, str | None]) -> None:
+        self.racks = racks
+        self._sets: dict[tuple[int, ...], frozenset[str]] = {}
+
+    def of(self, replicas: tuple[int, ...]) -> frozenset[str]:
+        out = self._sets.get(replicas)
+        if out is None:
+            out = self._sets[replicas] = _rack_set(replicas, self.racks)
+        return out
+
+
 def _diff_topic(
     topic: str,
     old: TopicState,
     new: TopicState,
-    old_racks: Mapping[int, str | None],
-    new_racks: Mapping[int, str | None],
+    old_sets: _RackSets,
+    new_sets: _RackSets,
     out: list[Change],
 ) -> None:
+    old_racks, new_racks = old_sets.racks, new_sets.racks
     n_old, n_new = len(old.replicas), len(new.replicas)
     for p in range(min(n_old, n_new)):
         a, b = old.replicas[p], new.replicas[p]
         if a != b or old_racks is not new_racks:
-            ra, rb = _rack_set(a, old_racks), _rack_set(b, new_racks)
+            ra, rb = old_sets.of(a), new_sets.of(b)
             if ra != rb:
                 out.append(Change(REPLICA_RACKS, topic, p, before=_fmt(ra), after=_fmt(rb)))
         la, lb = old.leaders[p], new.leaders[p]
@@ -175,6 +196,8 @@ def diff(
     # With identical rack maps, one shared map lets _diff_topic skip rack lookups of unchanged lists.
     nr = old_racks if racks_same else new_racks
     touched: set[str] = set()
+    old_sets = _RackSets(old_racks)
+    new_sets = old_sets if nr is old_racks else _RackSets(nr)
     for topic in sorted(set(old.topics).union(new.topics)):
         ta, tb = old.topics.get(topic), new.topics.get(topic)
         if ta is None:
@@ -188,7 +211,7 @@ def diff(
         if racks_same and ta.fingerprint == tb.fingerprint and ta == tb:
             continue
         before = len(changes)
-        _diff_topic(topic, ta, tb, old_racks, nr, changes)
+        _diff_topic(topic, ta, tb, old_sets, new_sets, changes)
         if len(changes) > before:
             touched.add(topic)
     return SnapshotDiff(changes=tuple(changes), touched_topics=frozenset(touched))

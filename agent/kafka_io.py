@@ -69,6 +69,15 @@ class PlanTooLargeError(PublishError):
     """A plan exceeds the producer's or topic's maximum message size even compressed."""
 
 
+def _delivery_error(key: str, topic: str, err: Any) -> PublishError:
+    """The exception a failed delivery report stands for."""
+    name = getattr(err, "name", lambda: "")()
+    if name in ("MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"):
+        return PlanTooLargeError(f"{key}: plan exceeds the topic's max.message.bytes: {err}")
+    cls = DeliveryUncertain if name in _UNCERTAIN else PublishError
+    return cls(f"{key}: record to {topic} failed: {err}")
+
+
 class TopicReadError(PublishError):
     """A topic could not be read (missing, unavailable, or not to its end in time)."""
 
@@ -449,16 +458,43 @@ class Publisher:
 
     def publish_many(self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float) -> None:
         """Send records and wait for every delivery report; raise if any failed."""
+        outcomes = self.publish_each(topic, records, timeout_s)
+        failed = [(records[i][0], e) for i, e in enumerate(outcomes) if e is not None]
+        if not failed:
+            return
+        first_key, first = failed[0]
+        if len(failed) == 1 or isinstance(first, PlanTooLargeError):
+            raise first
+        uncertain = any(isinstance(e, DeliveryUncertain) for _, e in failed)
+        raise (DeliveryUncertain if uncertain else PublishError)(
+            f"{len(failed)} record(s) to {topic} failed, first {first_key}: {first}"
+        )
+
+    def publish_each(
+        self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> list[PublishError | None]:
+        """Send every record, then wait (``timeout_s`` in all) for their delivery reports: one outcome each.
+
+        None: confirmed.  :class:`PlanTooLargeError`: refused for its size;
+        :class:`DeliveryUncertain`: no report in time, or a timeout after
+        which it may be on the topic all the same; :class:`PublishError`:
+        refused.  One round trip for all of them, not one per record: a
+        change that republishes hundreds of plans waits for the brokers once.
+        """
         from confluent_kafka import KafkaException
 
-        results: dict[int, Any] = {}
+        outcomes: list[PublishError | None] = [None] * len(records)
+        reported: set[int] = set()
 
         def report(i: int) -> Callable[[Any, Any], None]:
             def cb(err: Any, _msg: Any) -> None:
-                results[i] = err
+                reported.add(i)
+                if err is not None:
+                    outcomes[i] = _delivery_error(records[i][0], topic, err)
 
             return cb
 
+        waiting: list[int] = []
         for i, (key, value) in enumerate(records):
             try:
                 self._producer.produce(
@@ -466,30 +502,29 @@ class Publisher:
                 )
             except KafkaException as e:
                 if _error_name(e) == "MSG_SIZE_TOO_LARGE":
-                    raise PlanTooLargeError(
+                    outcomes[i] = PlanTooLargeError(
                         f"{key}: {len(value or b'')} bytes exceed message.max.bytes {self.max_message_bytes}"
-                    ) from e
-                raise PublishError(f"{key}: {e}") from e
+                    )
+                else:
+                    outcomes[i] = PublishError(f"{key}: {e}")
+                continue
             except BufferError as e:
-                raise PublishError(f"{key}: producer queue full: {e}") from e
+                outcomes[i] = PublishError(f"{key}: producer queue full: {e}")
+                continue
+            waiting.append(i)
             self._producer.poll(0)
         deadline = time.monotonic() + timeout_s
-        while len(results) < len(records):
+        while not reported.issuperset(waiting):
             left = deadline - time.monotonic()
             if left <= 0:
-                raise DeliveryUncertain(
-                    f"{len(records) - len(results)} record(s) to {topic} not confirmed in time"
-                )
+                for i in waiting:
+                    if i not in reported:
+                        outcomes[i] = DeliveryUncertain(
+                            f"{records[i][0]}: record to {topic} not confirmed in time"
+                        )
+                break
             self._producer.flush(min(left, 1.0))
-        failed = {records[i][0]: err for i, err in sorted(results.items()) if err is not None}
-        if failed:
-            first_key, first = next(iter(failed.items()))
-            if getattr(first, "name", lambda: "")() in ("MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"):
-                raise PlanTooLargeError(f"{first_key}: plan exceeds the topic's max.message.bytes: {first}")
-            uncertain = any(getattr(err, "name", lambda: "")() in _UNCERTAIN for err in failed.values())
-            raise (DeliveryUncertain if uncertain else PublishError)(
-                f"{len(failed)} record(s) to {topic} failed, first {first_key}: {first}"
-            )
+        return outcomes
 
     def send(self, topic: str, key: str, value: bytes, on_result: Callable[[str | None], None]) -> None:
         """Send one record without waiting: ``on_result`` gets None or the error, from a later :meth:`poll`."""

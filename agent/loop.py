@@ -278,6 +278,14 @@ class Agent:
         self._planned_by_rack: dict[str, Mapping[str | None, Locality]] = {}
         #: scope fingerprint of every registration at the acted snapshot (see :meth:`_plan`)
         self._fp: dict[str, str] = {}
+        #: key -> value of the plan last confirmed, recognised when read back (see :meth:`_watch_plans`)
+        self._sent: dict[str, bytes] = {}
+        #: key -> (snapshot, racks, registration fingerprint, scope fingerprint): see :meth:`_scope_fingerprint`
+        self._fp_memo: dict[str, tuple[Snapshot, Racks, str, str]] = {}
+        #: key -> (inputs, reason) of a plan skipped (PlanSkipped) on those inputs: see :meth:`_plan`
+        self._skipped_inputs: dict[str, tuple[tuple[str, str, PlanRecord | None, bool], str]] = {}
+        #: key -> (snapshot, racks, plan, registration fingerprint, floor): see :meth:`_best_locality`
+        self._best_memo: dict[str, tuple[Snapshot, Racks, PlanRecord, str, Locality]] = {}
         self._skip_logged: dict[str, str] = {}
         self._problem_logged: dict[str, str] = {}
         #: reasons of plans whose publish failed, reused when they are retried
@@ -466,6 +474,17 @@ class Agent:
         for r in raw:
             writer = r.header(WRITER_HEADER)
             key = (r.key or b"").decode("utf-8", "replace")[:500]
+            if (
+                r.value is not None
+                and self._sent.get(key) == r.value
+                and key not in self._in_doubt
+                and writer is not None
+                and writer.decode("utf-8", "replace") == self.agent_id
+            ):
+                # Our own plan, byte for byte as published and confirmed: nothing to decode or learn.
+                del self._sent[key]
+                self._own_record_read_back(key, None)
+                continue
             try:
                 rec = decode_record(r.key or b"", r.value) if r.key is not None else None
                 bad = None if r.key is not None else "bad_key"
@@ -768,6 +787,9 @@ class Agent:
                 self._tombstone_pending.add(key)
             self._forget_metrics(key)
             self._fp.pop(key, None)
+            self._best_memo.pop(key, None)
+            self._fp_memo.pop(key, None)
+            self._skipped_inputs.pop(key, None)
         if report.registered or report.reregistered or report.unregistered:
             self.log.info(
                 "registrations changed",
@@ -1008,7 +1030,7 @@ class Agent:
         handover judged against what the followers were told to hold.
         """
         last = self.book.latest(reg.key)
-        fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
+        fp = self._scope_fingerprint(reg, snap, racks)
         self._fp[reg.key] = fp
         doubt = self._in_doubt.get(reg.key)
         if (
@@ -1028,6 +1050,17 @@ class Agent:
         ):
             return None  # the plan of record still holds
         followers = self.store.followers(reg.kind, reg.name) if reg.kind == CONSUMER else {}
+        inputs = (reg.fingerprint, fp, last, bool(followers))
+        skipped = self._skipped_inputs.get(reg.key)
+        if not rejoin and not reassert and skipped is not None and skipped[0] == inputs:
+            # Skipped before on these very inputs (a topic missing, no members): the same reason again,
+            # without planning again.  Any change of the registration, its topics' racks or its plan of
+            # record plans it again.
+            report.skipped[reg.key] = skipped[1]
+            self.metrics.inc("rackplan_plan_failures_total", {"kind": reg.kind})
+            self._retry.add(reg.key)
+            return None
+        self._skipped_inputs.pop(reg.key, None)
         try:
             if followers:
                 result = plan_for(snap, racks, reg, last, complete=True)
@@ -1042,6 +1075,8 @@ class Agent:
                 else:
                     self.log.error("planning failed", key=reg.key, error=repr(e), exc_info=True)
                 self._skip_logged[reg.key] = report.skipped[reg.key]
+            if isinstance(e, PlanSkipped):  # a verdict on these inputs, not a failure that may pass
+                self._skipped_inputs[reg.key] = (inputs, report.skipped[reg.key])
             self._retry.add(reg.key)
             return None
         self._skip_logged.pop(reg.key, None)
@@ -1084,6 +1119,19 @@ class Agent:
                 return revoking_record(rec, phase, self.settings.followers.release_timeout_s)
         return rec
 
+    def _scope_fingerprint(self, reg: Registration, snap: Snapshot, racks: Racks) -> str:
+        """:func:`scope_fingerprint`, computed again only for another snapshot, rack map or registration.
+
+        A registration retried every cycle (skipped, or waiting for a handover)
+        would otherwise hash all its topics' partitions each time.
+        """
+        memo = self._fp_memo.get(reg.key)
+        if memo is not None and memo[0] is snap and memo[1] is racks and memo[2] == reg.fingerprint:
+            return memo[3]
+        fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
+        self._fp_memo[reg.key] = (snap, racks, reg.fingerprint, fp)
+        return fp
+
     def _publish(
         self, records: list[tuple[PlanRecord, Registration]], report: CycleReport
     ) -> dict[str, PlanRecord | None]:
@@ -1101,9 +1149,16 @@ class Agent:
                 self._retry.add(rec.key)
                 self._unpublished_reason[rec.key] = rec.reason
             return replaced
-        for rec, _reg in records:
+        # One batch, one wait for the brokers: each plan still succeeds or fails on its own.
+        values: list[tuple[str, bytes | None]] = [(rec.key, encode_value(rec)) for rec, _reg in records]
+        outcomes = self.publisher.publish_each(s.plan_topic, values, s.io_timeout_s)
+        for (key, value), outcome in zip(values, outcomes, strict=True):
+            if outcome is None and value is not None and self._plan_tail is not None:
+                self._sent[key] = value  # read back next cycle without decoding (see _watch_plans)
+        for (rec, _reg), outcome in zip(records, outcomes, strict=True):
             try:
-                self.publisher.publish(s.plan_topic, rec.key, encode_value(rec), s.io_timeout_s)
+                if outcome is not None:
+                    raise outcome
             except PlanTooLargeError as e:
                 self.log.error("plan too large to publish", key=rec.key, error=str(e))
                 self.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
@@ -1396,10 +1451,26 @@ class Agent:
     def _best_locality(
         self, reg: Registration, rec: PlanRecord | None, snap: Snapshot, racks: Racks, current: Locality
     ) -> Locality | None:
-        """The floor no assignment beats, computed only when the threshold is crossed (it matters then)."""
+        """The floor no assignment beats, computed only when the threshold is crossed (it matters then).
+
+        A firing alert asks every cycle; the floor depends only on the
+        snapshot, the plan and the registration, so it is computed again only
+        when one of them is another object (or registration) than last time.
+        """
         if rec is None or current.fraction <= self.settings.alerts.cross_rack_threshold:
             return None
-        return best_locality(snap, racks, reg, rec)
+        memo = self._best_memo.get(reg.key)
+        if (
+            memo is not None
+            and memo[0] is snap
+            and memo[1] is racks
+            and memo[2] is rec
+            and memo[3] == reg.fingerprint
+        ):
+            return memo[4]
+        best = best_locality(snap, racks, reg, rec)
+        self._best_memo[reg.key] = (snap, racks, rec, reg.fingerprint, best)
+        return best
 
     def _evaluate_alerts(
         self,

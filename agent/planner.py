@@ -11,7 +11,7 @@ leader is in the member's rack).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,12 +138,33 @@ class LocalityJudge:
             return rack is not None and lrack is not None and lrack != rack
         return is_cross_rack(rack, self.cluster.member_bit(rack), masks[partition])
 
+    def verdicts(self, pairs: Iterable[tuple[str | None, str, int]]) -> Iterator[tuple[str | None, bool]]:
+        """``(rack, cross)`` of each pair whose partition exists: :meth:`cross` without a call per pair.
+
+        Counting runs over every partition of every plan; in nearest-replica
+        mode each rack's mask bit is looked up once, not once per partition.
+        """
+        if self.mode == "leader":
+            for rack, t, p in pairs:
+                c = self.cross(rack, t, p)
+                if c is not None:
+                    yield rack, c
+            return
+        masks_of = self.cluster.masks
+        bits: dict[str | None, int] = {}
+        for rack, t, p in pairs:
+            masks = masks_of.get(t)
+            if masks is None or p >= len(masks):
+                continue
+            bit = bits.get(rack)
+            if bit is None:
+                bit = bits[rack] = self.cluster.member_bit(rack or None)
+            mask = masks[p]
+            yield rack, bool(rack) and mask != 0 and not (mask & bit)
+
     def count(self, pairs: Iterable[tuple[str | None, str, int]]) -> Locality:
         cross = total = 0
-        for rack, t, p in pairs:
-            c = self.cross(rack, t, p)
-            if c is None:
-                continue
+        for _rack, c in self.verdicts(pairs):
             total += 1
             cross += c
         return Locality(cross, total)
@@ -151,10 +172,7 @@ class LocalityJudge:
     def count_by_rack(self, pairs: Iterable[tuple[str | None, str, int]]) -> dict[str | None, Locality]:
         """Locality per member rack (None: members without a rack); sums to :meth:`count`."""
         tallies: dict[str | None, list[int]] = {}
-        for rack, t, p in pairs:
-            c = self.cross(rack, t, p)
-            if c is None:
-                continue
+        for rack, c in self.verdicts(pairs):
             tally = tallies.setdefault(rack, [0, 0])
             tally[0] += c
             tally[1] += 1

@@ -247,6 +247,19 @@ def consumer_registration(
     return key, json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
 
 
+#: topic names one registration record may carry (a member's topics, or an app's sub-topology topics):
+#: every cycle that plans the group works on each, so a record cannot make cycles arbitrarily slow
+MAX_REGISTRATION_TOPICS = 10_000
+
+
+def _topic_names(v: Any) -> int:
+    return len(v) if isinstance(v, list) else 0
+
+
+def _dicts(v: Any) -> list[Mapping[str, Any]]:
+    return [x for x in v if isinstance(x, Mapping)] if isinstance(v, list) else []
+
+
 def decode_registration(
     key: bytes | str | None,
     value: bytes | None,
@@ -308,6 +321,16 @@ def decode_registration(
         follower = None
     if k != expected:
         raise RegistrationRecordError("key_mismatch", f"key {k!r} does not match its value ({expected!r})")
+    named = _topic_names(member.get("topics")) + sum(
+        _topic_names(s.get(f))
+        for s in _dicts(group.get("subtopologies"))
+        for f in ("source_topics", "changelog_topics")
+    )
+    if named > MAX_REGISTRATION_TOPICS:
+        raise RegistrationRecordError(
+            "too_large",
+            f"{k}: names {named} topics; a registration names at most {MAX_REGISTRATION_TOPICS}",
+        )
     try:
         check(spec, k)
     except ValueError as e:

@@ -34,6 +34,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent.kafka_io import PublishError
 from agent.logging import configure
 from agent.loop import Agent
 from agent.metadata import fetch_snapshot
@@ -78,6 +79,12 @@ class FakePublisher:
 
     def publish_many(self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float) -> None:
         self.records += len(records)
+
+    def publish_each(
+        self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> list[PublishError | None]:
+        self.records += len(records)
+        return [None] * len(records)
 
     def poll(self) -> None:
         return None

@@ -101,6 +101,20 @@ class FakePublisher:
         for key, value in records:
             self.records.append((topic, key, None if value is None else json.loads(value)))
 
+    def publish_each(
+        self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> list[PublishError | None]:
+        """Like the real one: every record on its own, one outcome each."""
+        out: list[PublishError | None] = []
+        for record in records:
+            try:
+                self.publish_many(topic, [record], timeout_s)
+            except PublishError as e:
+                out.append(e)
+            else:
+                out.append(None)
+        return out
+
     def poll(self) -> None:
         return None
 
