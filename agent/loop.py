@@ -194,6 +194,7 @@ class Agent:
         self._reg_tail: TopicTail | None = None
         #: broker id -> rack as DescribeCluster last said: asked again only for brokers not in it
         self._rack_cache: dict[int, str | None] = {}
+        self._racks_asked_at = time.monotonic()
         #: the lease topic read on each cycle for heartbeats of other agents (see :meth:`_watch_lease`)
         self._lease_tail: TopicTail | None = None
         #: the plan topic read on each cycle for records of other writers (see :meth:`_watch_plans`)
@@ -884,6 +885,9 @@ class Agent:
             )
 
         polled_at = time.monotonic()
+        if polled_at - self._racks_asked_at >= s.metadata.rack_refresh_s:
+            self._rack_cache.clear()  # every rack asked again: a restart inside one poll changes no broker id
+            self._racks_asked_at = polled_at
         try:
             snap = poll_snapshot(
                 self.admin,

@@ -157,8 +157,14 @@ def _broker_racks(
     """Rack of every live broker: from the cache, else DescribeCluster (which then fills the cache).
 
     A DescribeCluster that fails leaves the new brokers' racks unknown (None)
-    for this poll; the caller keeps each broker's last known rack.
+    for this poll; the caller keeps each broker's last known rack.  A broker
+    that leaves the metadata is forgotten, so its rack is asked again when it
+    returns (a rack changes only with a restart); the caller also empties the
+    cache every ``metadata.rack_refresh_s`` for restarts shorter than a poll.
     """
+    if cache is not None and live:
+        for gone in [b for b in cache if b not in live]:
+            del cache[gone]  # back from a restart, it may bring another broker.rack: ask again then
     if cache is not None and live and live <= cache.keys():
         return {b: cache[b] for b in sorted(live)}
     try:

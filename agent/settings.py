@@ -274,6 +274,9 @@ class MetadataSettings(_Section):
     backoff_max_s: float = Field(default=30.0, gt=0)
     #: topics whose names start with these are not watched
     exclude_prefixes: tuple[str, ...] = ("__",)
+    #: every broker's rack is asked again (DescribeCluster) at least this often: a broker restarted with a
+    #: new ``broker.rack`` inside one poll never leaves the metadata, so only this notices it
+    rack_refresh_s: float = Field(default=300.0, ge=1.0, le=86_400.0)
 
 
 class WebhookTlsSettings(_Section):

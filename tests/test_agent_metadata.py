@@ -75,6 +75,18 @@ def test_racks_are_asked_once_per_new_broker() -> None:
     assert a.described == 2
 
 
+def test_a_broker_back_from_a_restart_is_asked_its_rack_again() -> None:
+    """broker.rack changes only with a restart: a broker that left the metadata and returns may bring a new one."""
+    a = admin()
+    cache: dict[int, str | None] = {}
+    fetch_snapshot(a, MetadataSettings(), rack_cache=cache)
+    a.nodes = [n for n in a.nodes if n.id != 2]  # broker 2 down
+    assert 2 not in fetch_snapshot(a, MetadataSettings(), rack_cache=cache).brokers
+    a.nodes.append(Node(2, "c"))  # back, in another rack
+    assert fetch_snapshot(a, MetadataSettings(), rack_cache=cache).brokers[2] == "c"
+    assert a.described == 2  # the poll without broker 2 asked nothing: every live rack was known
+
+
 def test_a_topic_deleted_meanwhile_is_skipped() -> None:
     a = admin()
     a.errors["gone"] = KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
