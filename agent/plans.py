@@ -61,6 +61,15 @@ def utc_now_iso(now: float) -> str:
     return t.isoformat().replace("+00:00", "Z")
 
 
+def epoch_ms(rfc3339: str) -> int | None:
+    """``created_at`` as Unix epoch milliseconds, the one time encoding every record also carries."""
+    try:
+        t = dt.datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return None if t.tzinfo is None else round(t.timestamp() * 1000)
+
+
 def fingerprint(doc: Any) -> str:
     """sha256 of canonical JSON: equal inputs, equal fingerprints, across processes."""
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -123,6 +132,7 @@ class PlanRecord:
             "registration_fingerprint": self.registration_fingerprint,
             "reason": self.reason,
             "created_at": self.created_at,
+            **({} if (ms := epoch_ms(self.created_at)) is None else {"created_at_ms": ms}),
             "moved": self.moved,
             "locality": {
                 "fetch_mode": self.fetch_mode,

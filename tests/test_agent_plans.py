@@ -59,6 +59,7 @@ def test_value_has_the_contract_fields() -> None:
     v = json.loads(encode_value(record()))
     assert v["schema"] == 1 and v["generation"] == 7 and v["state"] == "proposed"
     assert v["created_at"] == "2026-11-22T00:00:00Z"
+    assert v["created_at_ms"] == 1_795_305_600_000  # the same instant in the one encoding all records share
     assert v["reason"] == "replica racks changed: orders-3, orders-7"
     assert v["consumer_group"]["assignment"] == {"m-1": [["orders", 0]]}
     assert v["consumer_group"]["revoked"] == {}
