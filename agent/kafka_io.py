@@ -65,6 +65,32 @@ class DeliveryUncertain(PublishError):
 _UNCERTAIN = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_INFLIGHT"})
 
 
+class ProducerFenced(Exception):
+    """Another producer with this publisher's ``transactional.id`` initialised after it: a newer agent
+    publishes now.  This producer can never publish again (its open transaction was aborted, so none of
+    its records reach read_committed readers); the agent stops publishing and steps down.  Not a
+    :class:`PublishError`: no retry can succeed, so it must not be caught as one."""
+
+
+#: transaction errors meaning a newer producer of the same transactional.id took over
+_FENCED_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+
+
+def _fatal(e: BaseException | Any) -> bool:
+    """A fatal producer error, or one naming a fence (the KafkaError itself or a KafkaException around it)."""
+    err = e.args[0] if isinstance(e, BaseException) and e.args else e
+    name = getattr(err, "name", None)
+    fatal = getattr(err, "fatal", None)
+    return (callable(name) and name() in _FENCED_ERRORS) or (callable(fatal) and bool(fatal()))
+
+
+def transactional_id(group_id: str, plan_topic: str) -> str:
+    """The plan publisher's transactional.id: one per lease group and plan topic, so every agent that may
+    take over from another shares it, and the broker fences the previous holder when the next one starts
+    publishing (Kafka's producer epochs), with or without the lease."""
+    return f"rackplan-{group_id}-{plan_topic}"
+
+
 class PlanTooLargeError(PublishError):
     """A plan exceeds the producer's or topic's maximum message size even compressed."""
 
@@ -412,13 +438,24 @@ def read_back(
 
 
 class Publisher:
-    """Idempotent, acks=all, zstd producer; :meth:`publish` returns once the broker confirmed."""
+    """Idempotent, acks=all, zstd producer; :meth:`publish` returns once the broker confirmed.
+
+    With ``transactional_id``, records to ``fenced_topics`` (the plan topic) go through a second,
+    transactional producer: each :meth:`publish_many` to them is one transaction, committed before it
+    returns.  Transactions are initialised on the first such publish (not before: an agent that refuses
+    to start must not fence the one running), and from then on a newer producer with the same id fences
+    this one: :class:`ProducerFenced`, and none of its uncommitted records reach a read_committed reader.
+    Heartbeats and alerts stay on the plain producer, never blocked by a transaction.
+    """
 
     def __init__(
         self,
         config: Mapping[str, Any],
         max_message_bytes: int,
         headers: Sequence[tuple[str, bytes]] = (),
+        transactional_id: str | None = None,
+        fenced_topics: Sequence[str] = (),
+        transaction_timeout_s: float = 60.0,
     ) -> None:
         """``headers`` go on every record: who wrote it, so readers can tell a foreign writer."""
         from confluent_kafka import Producer
@@ -435,13 +472,121 @@ class Publisher:
         }
         self._producer = Producer(with_kafka_logger(conf))
         self.max_message_bytes = max_message_bytes
+        self.transactional_id = transactional_id
+        self._fenced_topics = frozenset(fenced_topics) if transactional_id is not None else frozenset()
+        self._txn: Any = None
+        self._txn_conf: dict[str, Any] = {
+            **conf,
+            "transactional.id": transactional_id,
+            # an agent stalled inside a transaction holds back read_committed readers at most this long
+            "transaction.timeout.ms": max(1000, int(transaction_timeout_s * 1000)),
+        }
+        #: the last commit's outcome is unknown: it is retried before the next transaction begins
+        self._commit_pending = False
+        #: why this publisher was fenced, once it was: it never publishes to ``fenced_topics`` again
+        self.fenced: str | None = None
+
+    def _fence(self, detail: str) -> ProducerFenced:
+        self.fenced = detail
+        return ProducerFenced(
+            f"plan producer fenced: another agent with transactional.id {self.transactional_id!r} "
+            f"publishes now ({detail})"
+        )
+
+    def _transactional(self, timeout_s: float) -> Any:
+        """The transactional producer, initialised on first use (InitProducerId bumps the epoch: fences others)."""
+        from confluent_kafka import KafkaException, Producer
+
+        if self.fenced is not None:
+            raise self._fence(self.fenced)
+        if self._txn is None:
+            producer = Producer(with_kafka_logger(self._txn_conf))
+            try:
+                producer.init_transactions(timeout_s)
+            except KafkaException as e:
+                if _fatal(e):
+                    raise self._fence(f"init: {e}") from e
+                # retriable (coordinator loading, timeout): a later call starts over
+                raise PublishError(f"transactions not initialised: {e}") from e
+            self._txn = producer
+        return self._txn
+
+    def _txn_failed(self, e: BaseException, timeout_s: float) -> Exception:
+        """A transaction call failed: fenced (fatal) or aborted; the error to raise."""
+        from confluent_kafka import KafkaException
+
+        err = e.args[0] if e.args else None
+        if _fatal(e):
+            return self._fence(str(e))
+        abortable = bool(getattr(err, "txn_requires_abort", lambda: False)())
+        if abortable:
+            try:
+                self._txn.abort_transaction(timeout_s)
+            except KafkaException as abort_error:
+                if _fatal(abort_error):
+                    return self._fence(str(abort_error))
+                # its fate is unknown: it may still commit
+                return DeliveryUncertain(f"transaction not aborted: {abort_error}")
+            return PublishError(f"transaction aborted: {e}")
+        # retriable: a commit that timed out may still complete; librdkafka wants it called again (next publish)
+        self._commit_pending = True
+        return DeliveryUncertain(f"transaction outcome unknown: {e}")
 
     def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None:
         """Send one record and wait for its delivery report."""
         self.publish_many(topic, [(key, value)], timeout_s)
 
     def publish_many(self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float) -> None:
-        """Send records and wait for every delivery report; raise if any failed."""
+        """Send records and wait for every delivery report; raise if any failed.
+
+        To a fenced topic: one transaction, committed (all records visible) or not at all.
+        """
+        if topic in self._fenced_topics:
+            self._publish_transaction(topic, records, timeout_s)
+        else:
+            self._publish_on(self._producer, topic, records, timeout_s)
+
+    def _publish_transaction(
+        self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> None:
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + timeout_s
+        producer = self._transactional(timeout_s)
+        if self._commit_pending:
+            try:
+                producer.commit_transaction(timeout_s)
+            except KafkaException as e:
+                raise self._txn_failed(e, timeout_s) from e
+            self._commit_pending = False
+        try:
+            producer.begin_transaction()
+        except KafkaException as e:
+            raise self._txn_failed(e, timeout_s) from e
+        try:
+            self._publish_on(producer, topic, records, max(0.1, deadline - time.monotonic()))
+        except ProducerFenced:
+            raise
+        except PublishError as e:
+            try:
+                producer.abort_transaction(timeout_s)
+            except KafkaException as abort_error:
+                raise self._txn_failed(abort_error, timeout_s) from e
+            if self.fenced is not None:
+                raise self._fence(self.fenced) from e
+            if isinstance(
+                e, DeliveryUncertain
+            ):  # aborted: nothing of it is visible to read_committed readers
+                raise PublishError(str(e)) from e
+            raise
+        try:
+            producer.commit_transaction(max(0.5, deadline - time.monotonic()))
+        except KafkaException as e:
+            raise self._txn_failed(e, timeout_s) from e
+
+    def _publish_on(
+        self, producer: Any, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> None:
         from confluent_kafka import KafkaException
 
         results: dict[int, Any] = {}
@@ -454,7 +599,7 @@ class Publisher:
 
         for i, (key, value) in enumerate(records):
             try:
-                self._producer.produce(
+                producer.produce(
                     topic, key=key.encode(), value=value, on_delivery=report(i), headers=self._headers
                 )
             except KafkaException as e:
@@ -462,10 +607,12 @@ class Publisher:
                     raise PlanTooLargeError(
                         f"{key}: {len(value or b'')} bytes exceed message.max.bytes {self.max_message_bytes}"
                     ) from e
+                if producer is self._txn and _fatal(e):
+                    raise self._fence(str(e)) from e
                 raise PublishError(f"{key}: {e}") from e
             except BufferError as e:
                 raise PublishError(f"{key}: producer queue full: {e}") from e
-            self._producer.poll(0)
+            producer.poll(0)
         deadline = time.monotonic() + timeout_s
         while len(results) < len(records):
             left = deadline - time.monotonic()
@@ -473,11 +620,14 @@ class Publisher:
                 raise DeliveryUncertain(
                     f"{len(records) - len(results)} record(s) to {topic} not confirmed in time"
                 )
-            self._producer.flush(min(left, 1.0))
+            producer.flush(min(left, 1.0))
         failed = {records[i][0]: err for i, err in sorted(results.items()) if err is not None}
         if failed:
             first_key, first = next(iter(failed.items()))
-            if getattr(first, "name", lambda: "")() in ("MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"):
+            name = getattr(first, "name", lambda: "")()
+            if producer is self._txn and _fatal(first):
+                raise self._fence(str(first))
+            if name in ("MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"):
                 raise PlanTooLargeError(f"{first_key}: plan exceeds the topic's max.message.bytes: {first}")
             uncertain = any(getattr(err, "name", lambda: "")() in _UNCERTAIN for err in failed.values())
             raise (DeliveryUncertain if uncertain else PublishError)(
@@ -502,6 +652,8 @@ class Publisher:
     def poll(self) -> None:
         """Serve delivery reports and librdkafka's logs without waiting."""
         self._producer.poll(0)
+        if self._txn is not None:
+            self._txn.poll(0)
 
     def flush(self, timeout_s: float) -> int:
         remaining: int = self._producer.flush(timeout_s)
