@@ -612,7 +612,12 @@ class Publisher:
                 raise PublishError(f"{key}: {e}") from e
             except BufferError as e:
                 raise PublishError(f"{key}: producer queue full: {e}") from e
-            producer.poll(0)
+            try:
+                producer.poll(0)
+            except KafkaException as e:
+                if producer is self._txn and _fatal(e):
+                    raise self._fence(str(e)) from e
+                raise DeliveryUncertain(f"{key}: {e}") from e
         deadline = time.monotonic() + timeout_s
         while len(results) < len(records):
             left = deadline - time.monotonic()
@@ -620,7 +625,12 @@ class Publisher:
                 raise DeliveryUncertain(
                     f"{len(records) - len(results)} record(s) to {topic} not confirmed in time"
                 )
-            producer.flush(min(left, 1.0))
+            try:
+                producer.flush(min(left, 1.0))
+            except KafkaException as e:  # a transactional producer raises its fatal error (fenced) here
+                if producer is self._txn and _fatal(e):
+                    raise self._fence(str(e)) from e
+                raise DeliveryUncertain(f"{len(records) - len(results)} record(s) to {topic}: {e}") from e
         failed = {records[i][0]: err for i, err in sorted(results.items()) if err is not None}
         if failed:
             first_key, first = next(iter(failed.items()))
@@ -651,9 +661,15 @@ class Publisher:
 
     def poll(self) -> None:
         """Serve delivery reports and librdkafka's logs without waiting."""
+        from confluent_kafka import KafkaException
+
         self._producer.poll(0)
-        if self._txn is not None:
-            self._txn.poll(0)
+        if self._txn is not None and self.fenced is None:
+            try:
+                self._txn.poll(0)
+            except KafkaException as e:  # fenced between publishes: the next plan-topic publish says so
+                if _fatal(e):
+                    self._fence(str(e))
 
     def flush(self, timeout_s: float) -> int:
         remaining: int = self._producer.flush(timeout_s)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,91 @@ def _plans(real: Target, topic: str) -> list[RawRecord]:
         return read_plan_topic(real.bootstrap, topic)
     except TopicReadError:  # the topic may not exist until the first agent created it
         return []
+
+
+def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_successor(
+    real: Target, launched: KafkaCluster, run_agent: Any, tmp_path: Path, e2e_report: Any
+) -> None:
+    """The window the lease leaves, made to happen: agent A confirms its lease for a new plan, then stalls
+    before sending it (its publish blocked here) for longer than ``ha.max_cycle_s``, so the group gives the
+    lease to agent B, which plans and publishes.  A then sends: the broker refuses its transaction (B's
+    InitProducerId bumped the epoch), A logs it, counts it and stands by; nothing of A lands after B."""
+    pay = create(real, "zpay", [[1], [4], [1], [2], [5], [2]])
+    group = {**range_group(real.name("zpay"), [pay], racks="ab"), "assignor": "rack-optimal"}
+    key = f"consumer/{group['group_id']}"
+    doc = {
+        "poll_interval_s": 0.5,
+        "change_persist_polls": 2,
+        "http": {"port": 0},
+        "log": {"format": "json", "level": "info"},
+        # max_cycle_s: a leader stalled longer than the session timeout (6 s) is removed from the group
+        "ha": {"enabled": True, "session_timeout_s": 6.0, "max_cycle_s": 1.0},
+    }
+    a_settings = real.agent_settings([group], doc, {"ha": {"agent_id": "agent-a"}})
+    a = run_agent(a_settings)
+    a.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
+    agent = a.agent
+    stalled, release = threading.Event(), threading.Event()
+    publisher = agent.publisher
+    assert publisher is not None
+    real_publish = publisher.publish
+
+    def stalling_publish(topic: str, k: str, value: bytes | None, timeout_s: float) -> None:
+        if topic == a_settings.plan_topic and not release.is_set():
+            stalled.set()
+            release.wait(120)  # lease confirmed a moment ago; the process stalls here
+        real_publish(topic, k, value, timeout_s)
+
+    publisher.publish = stalling_publish  # type: ignore[method-assign]
+    b_doc = a_settings.model_dump(mode="json")
+    b_doc["ha"].pop("agent_id", None)
+    b = AgentProcess(b_doc, tmp_path, "agent-b")
+    try:
+        b.start()
+        time.sleep(5)  # B joins the group and stands by
+        launched.reassign({(pay, 0): [2], (pay, 3): [1]})
+        assert stalled.wait(60), "A never planned for the reassignment"
+        stalled_at = time.monotonic()
+        deadline = time.monotonic() + 120
+        while not (
+            b_plans := [
+                r
+                for r in _plans(real, a_settings.plan_topic)
+                if writer(r) == "agent-b" and r.key == key.encode()
+            ]
+        ):
+            assert time.monotonic() < deadline, b.log_path.read_text()[-3000:]
+            assert b.proc is not None and b.proc.poll() is None, b.log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        takeover_s = time.monotonic() - stalled_at
+        release.set()
+        deadline = time.monotonic() + 60
+        while not agent.metrics.get("rackplan_publisher_fenced_total"):
+            assert time.monotonic() < deadline, "A's late publish was not fenced"
+            assert a.error is None, repr(a.error)
+            time.sleep(0.2)
+        time.sleep(2)
+        assert a.thread.is_alive() and a.error is None and not agent.leader, "A stands by, never crashes"
+        records = _plans(real, a_settings.plan_topic)
+        everything = read_plan_topic(real.bootstrap, a_settings.plan_topic, "read_uncommitted")
+        takeover_offset = min(r.offset for r in b_plans)
+        late = [r for r in records if writer(r) == "agent-a" and r.offset > takeover_offset]
+        assert late == [], [(r.offset, r.key) for r in late]
+        generations = [
+            rec.generation
+            for r in records
+            if r.key == key.encode() and (rec := decode_record(r.key, r.value)) is not None
+        ]
+        assert generations == sorted(generations) and len(set(generations)) == len(generations), generations
+        e2e_report(
+            target="kafka",
+            takeover_after_stall_s=round(takeover_s, 2),
+            publisher_fenced=agent.metrics.get("rackplan_publisher_fenced_total"),
+            plan_records_committed=len(records),
+            plan_records_in_log=len(everything),
+            late_records_of_deposed_agent=len(late),
+            generations=generations,
+        )
+    finally:
+        release.set()
+        b.stop()

@@ -104,6 +104,25 @@ def test_a_commit_of_unknown_outcome_is_uncertain_and_completed_before_the_next_
     assert txn.calls == ["commit", "begin", "produce", "abort"] and not p._commit_pending
 
 
+class FencedOnFlush(FakeTxnProducer):
+    """A transactional producer the broker fenced while its record was in flight: librdkafka raises the
+    fatal error from flush (seen on real Kafka), not in a delivery report."""
+
+    def produce(self, *_args: object, **_kw: object) -> None:
+        self.calls.append("produce")
+
+    def flush(self, _timeout: float) -> int:
+        raise fail(KafkaError._FENCED, fatal=True)
+
+
+def test_a_fence_raised_by_flush_is_a_fence() -> None:
+    txn = FencedOnFlush()
+    p = publisher(txn)
+    with pytest.raises(ProducerFenced):
+        p.publish_many(PLANS, [("consumer/g", b"{}")], 1.0)
+    assert txn.calls == ["begin", "produce"] and p.fenced is not None
+
+
 class FencedPublisher(FakePublisher):
     """A publisher whose plan producer a newer agent fenced: plan-topic records never land."""
 
