@@ -481,8 +481,8 @@ class Publisher:
             # an agent stalled inside a transaction holds back read_committed readers at most this long
             "transaction.timeout.ms": max(1000, int(transaction_timeout_s * 1000)),
         }
-        #: the last commit's outcome is unknown: it is retried before the next transaction begins
-        self._commit_pending = False
+        #: a commit or abort whose outcome is unknown: librdkafka wants it called again (before the next begin)
+        self._pending: str | None = None
         #: why this publisher was fenced, once it was: it never publishes to ``fenced_topics`` again
         self.fenced: str | None = None
 
@@ -511,25 +511,31 @@ class Publisher:
             self._txn = producer
         return self._txn
 
-    def _txn_failed(self, e: BaseException, timeout_s: float) -> Exception:
-        """A transaction call failed: fenced (fatal) or aborted; the error to raise."""
+    def _txn_failed(self, e: BaseException, timeout_s: float, during: str = "commit") -> Exception:
+        """A transaction call (``during``: begin, commit or abort) failed: the error to raise.
+
+        Fenced (fatal): :class:`ProducerFenced`.  An abortable error: aborted, nothing of it is visible to
+        read_committed readers (:class:`PublishError`).  A commit whose outcome is unknown may still
+        complete (:class:`DeliveryUncertain`): it is called again before the next transaction, as is an
+        abort that did not complete (that transaction can only be aborted: not visible, PublishError).
+        """
         from confluent_kafka import KafkaException
 
         err = e.args[0] if e.args else None
         if _fatal(e):
             return self._fence(str(e))
-        abortable = bool(getattr(err, "txn_requires_abort", lambda: False)())
-        if abortable:
+        if during == "abort":
+            self._pending = "abort"
+            return PublishError(f"transaction abort not completed (retried next time): {e}")
+        if bool(getattr(err, "txn_requires_abort", lambda: False)()):
             try:
                 self._txn.abort_transaction(timeout_s)
             except KafkaException as abort_error:
-                if _fatal(abort_error):
-                    return self._fence(str(abort_error))
-                # its fate is unknown: it may still commit
-                return DeliveryUncertain(f"transaction not aborted: {abort_error}")
+                return self._txn_failed(abort_error, timeout_s, "abort")
             return PublishError(f"transaction aborted: {e}")
-        # retriable: a commit that timed out may still complete; librdkafka wants it called again (next publish)
-        self._commit_pending = True
+        if during == "begin":
+            return PublishError(f"transaction not begun: {e}")
+        self._pending = "commit"
         return DeliveryUncertain(f"transaction outcome unknown: {e}")
 
     def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None:
@@ -553,16 +559,19 @@ class Publisher:
 
         deadline = time.monotonic() + timeout_s
         producer = self._transactional(timeout_s)
-        if self._commit_pending:
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
             try:
-                producer.commit_transaction(timeout_s)
+                if pending == "commit":
+                    producer.commit_transaction(timeout_s)
+                else:
+                    producer.abort_transaction(timeout_s)
             except KafkaException as e:
-                raise self._txn_failed(e, timeout_s) from e
-            self._commit_pending = False
+                raise self._txn_failed(e, timeout_s, pending) from e
         try:
             producer.begin_transaction()
         except KafkaException as e:
-            raise self._txn_failed(e, timeout_s) from e
+            raise self._txn_failed(e, timeout_s, "begin") from e
         try:
             self._publish_on(producer, topic, records, max(0.1, deadline - time.monotonic()))
         except ProducerFenced:
@@ -571,7 +580,7 @@ class Publisher:
             try:
                 producer.abort_transaction(timeout_s)
             except KafkaException as abort_error:
-                raise self._txn_failed(abort_error, timeout_s) from e
+                raise self._txn_failed(abort_error, timeout_s, "abort") from e
             if self.fenced is not None:
                 raise self._fence(self.fenced) from e
             if isinstance(

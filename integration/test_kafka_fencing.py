@@ -8,7 +8,8 @@ read_committed, so a deposed agent's records sent in the window between its last
 and its publish never reach them.
 
 librdkafka's mock cluster accepts transactions but never fences (checked when this was written:
-a second producer of the same id leaves the first one publishing), so these run on real Kafka only.
+a second producer of the same id leaves the first one publishing), so these run on real Kafka only, and
+the agent on the embedded cluster keeps its plain producer (agent/loop.py ``start``).
 """
 
 from __future__ import annotations

@@ -92,16 +92,27 @@ def test_an_abortable_error_aborts_so_nothing_of_the_transaction_is_visible() ->
     assert isinstance(p._txn_failed(fail(KafkaError._STATE, txn_requires_abort=True), 1.0), ProducerFenced)
 
 
+def test_an_abort_that_did_not_complete_is_retried_before_the_next_transaction() -> None:
+    txn = FakeTxnProducer(KafkaError(KafkaError._TIMED_OUT, "slow", retriable=True))
+    p = publisher(txn)
+    out = p._txn_failed(fail(KafkaError._STATE, txn_requires_abort=True), 1.0)
+    assert type(out) is PublishError and p._pending == "abort", "never committed: not uncertain"
+    txn.abort_error = None
+    with pytest.raises(PublishError, match="queue full"):
+        p.publish_many(PLANS, [("consumer/g", b"{}")], 0.2)
+    assert txn.calls == ["abort", "abort", "begin", "produce", "abort"]
+
+
 def test_a_commit_of_unknown_outcome_is_uncertain_and_completed_before_the_next_transaction() -> None:
     txn = FakeTxnProducer()
     p = publisher(txn)
     out = p._txn_failed(fail(KafkaError._TIMED_OUT, retriable=True), 1.0)
     assert isinstance(out, DeliveryUncertain), "its generation is never reused for another content"
-    assert p._commit_pending
+    assert p._pending == "commit"
     with pytest.raises(PublishError, match="queue full"):
         p.publish_many(PLANS, [("consumer/g", b"{}")], 0.2)
     # the pending commit first, then the new transaction, aborted when its record could not be sent
-    assert txn.calls == ["commit", "begin", "produce", "abort"] and not p._commit_pending
+    assert txn.calls == ["commit", "begin", "produce", "abort"] and p._pending is None
 
 
 class FencedOnFlush(FakeTxnProducer):
