@@ -65,6 +65,32 @@ class DeliveryUncertain(PublishError):
 _UNCERTAIN = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_INFLIGHT"})
 
 
+class ProducerFenced(Exception):
+    """Another producer with this publisher's ``transactional.id`` initialised after it: a newer agent
+    publishes now.  This producer can never publish again (its open transaction was aborted, so none of
+    its records reach read_committed readers); the agent stops publishing and steps down.  Not a
+    :class:`PublishError`: no retry can succeed, so it must not be caught as one."""
+
+
+#: transaction errors meaning a newer producer of the same transactional.id took over
+_FENCED_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+
+
+def _fatal(e: BaseException | Any) -> bool:
+    """A fatal producer error, or one naming a fence (the KafkaError itself or a KafkaException around it)."""
+    err = e.args[0] if isinstance(e, BaseException) and e.args else e
+    name = getattr(err, "name", None)
+    fatal = getattr(err, "fatal", None)
+    return (callable(name) and name() in _FENCED_ERRORS) or (callable(fatal) and bool(fatal()))
+
+
+def transactional_id(group_id: str, plan_topic: str) -> str:
+    """The plan publisher's transactional.id: one per lease group and plan topic, so every agent that may
+    take over from another shares it, and the broker fences the previous holder when the next one starts
+    publishing (Kafka's producer epochs), with or without the lease."""
+    return f"rackplan-{group_id}-{plan_topic}"
+
+
 class PlanTooLargeError(PublishError):
     """A plan exceeds the producer's or topic's maximum message size even compressed."""
 
@@ -428,13 +454,24 @@ def read_back(
 
 
 class Publisher:
-    """Idempotent, acks=all, zstd producer; :meth:`publish` returns once the broker confirmed."""
+    """Idempotent, acks=all, zstd producer; :meth:`publish` returns once the broker confirmed.
+
+    With ``transactional_id``, records to ``fenced_topics`` (the plan topic) go through a second,
+    transactional producer: each :meth:`publish_many` to them is one transaction, committed before it
+    returns.  Transactions are initialised on the first such publish (not before: an agent that refuses
+    to start must not fence the one running), and from then on a newer producer with the same id fences
+    this one: :class:`ProducerFenced`, and none of its uncommitted records reach a read_committed reader.
+    Heartbeats and alerts stay on the plain producer, never blocked by a transaction.
+    """
 
     def __init__(
         self,
         config: Mapping[str, Any],
         max_message_bytes: int,
         headers: Sequence[tuple[str, bytes]] = (),
+        transactional_id: str | None = None,
+        fenced_topics: Sequence[str] = (),
+        transaction_timeout_s: float = 60.0,
     ) -> None:
         """``headers`` go on every record: who wrote it, so readers can tell a foreign writer."""
         from confluent_kafka import Producer
@@ -451,13 +488,81 @@ class Publisher:
         }
         self._producer = Producer(with_kafka_logger(conf))
         self.max_message_bytes = max_message_bytes
+        self.transactional_id = transactional_id
+        self._fenced_topics = frozenset(fenced_topics) if transactional_id is not None else frozenset()
+        self._txn: Any = None
+        self._txn_conf: dict[str, Any] = {
+            **conf,
+            "transactional.id": transactional_id,
+            # an agent stalled inside a transaction holds back read_committed readers at most this long
+            "transaction.timeout.ms": max(1000, int(transaction_timeout_s * 1000)),
+        }
+        #: a commit or abort whose outcome is unknown: librdkafka wants it called again (before the next begin)
+        self._pending: str | None = None
+        #: why this publisher was fenced, once it was: it never publishes to ``fenced_topics`` again
+        self.fenced: str | None = None
+
+    def _fence(self, detail: str) -> ProducerFenced:
+        self.fenced = detail
+        return ProducerFenced(
+            f"plan producer fenced: another agent with transactional.id {self.transactional_id!r} "
+            f"publishes now ({detail})"
+        )
+
+    def _transactional(self, timeout_s: float) -> Any:
+        """The transactional producer, initialised on first use (InitProducerId bumps the epoch: fences others)."""
+        from confluent_kafka import KafkaException, Producer
+
+        if self.fenced is not None:
+            raise self._fence(self.fenced)
+        if self._txn is None:
+            producer = Producer(with_kafka_logger(self._txn_conf))
+            try:
+                producer.init_transactions(timeout_s)
+            except KafkaException as e:
+                if _fatal(e):
+                    raise self._fence(f"init: {e}") from e
+                # retriable (coordinator loading, timeout): a later call starts over
+                raise PublishError(f"transactions not initialised: {e}") from e
+            self._txn = producer
+        return self._txn
+
+    def _txn_failed(self, e: BaseException, timeout_s: float, during: str = "commit") -> Exception:
+        """A transaction call (``during``: begin, commit or abort) failed: the error to raise.
+
+        Fenced (fatal): :class:`ProducerFenced`.  An abortable error: aborted, nothing of it is visible to
+        read_committed readers (:class:`PublishError`).  A commit whose outcome is unknown may still
+        complete (:class:`DeliveryUncertain`): it is called again before the next transaction, as is an
+        abort that did not complete (that transaction can only be aborted: not visible, PublishError).
+        """
+        from confluent_kafka import KafkaException
+
+        err = e.args[0] if e.args else None
+        if _fatal(e):
+            return self._fence(str(e))
+        if during == "abort":
+            self._pending = "abort"
+            return PublishError(f"transaction abort not completed (retried next time): {e}")
+        if bool(getattr(err, "txn_requires_abort", lambda: False)()):
+            try:
+                self._txn.abort_transaction(timeout_s)
+            except KafkaException as abort_error:
+                return self._txn_failed(abort_error, timeout_s, "abort")
+            return PublishError(f"transaction aborted: {e}")
+        if during == "begin":
+            return PublishError(f"transaction not begun: {e}")
+        self._pending = "commit"
+        return DeliveryUncertain(f"transaction outcome unknown: {e}")
 
     def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None:
         """Send one record and wait for its delivery report."""
         self.publish_many(topic, [(key, value)], timeout_s)
 
     def publish_many(self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float) -> None:
-        """Send records and wait for every delivery report; raise if any failed."""
+        """Send records and wait for every delivery report; raise if any failed.
+
+        To a fenced topic: one transaction, committed (all records visible) or not at all.
+        """
         outcomes = self.publish_each(topic, records, timeout_s)
         failed = [(records[i][0], e) for i, e in enumerate(outcomes) if e is not None]
         if not failed:
@@ -480,16 +585,74 @@ class Publisher:
         which it may be on the topic all the same; :class:`PublishError`:
         refused.  One round trip for all of them, not one per record: a
         change that republishes hundreds of plans waits for the brokers once.
+        To a fenced topic the batch is one transaction: every record
+        confirmed (committed), or every one failed (aborted: none visible to
+        read_committed readers; or a commit of unknown outcome: all
+        uncertain).  A fence raises :class:`ProducerFenced`, never an outcome.
         """
+        if topic not in self._fenced_topics:
+            return self._publish_on(self._producer, topic, records, timeout_s)
+        try:
+            return self._publish_transaction(topic, records, timeout_s)
+        except ProducerFenced:
+            raise
+        except PublishError as e:
+            return [e] * len(records)
+
+    def _publish_transaction(
+        self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> list[PublishError | None]:
         from confluent_kafka import KafkaException
 
+        deadline = time.monotonic() + timeout_s
+        producer = self._transactional(timeout_s)
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            try:
+                if pending == "commit":
+                    producer.commit_transaction(timeout_s)
+                else:
+                    producer.abort_transaction(timeout_s)
+            except KafkaException as e:
+                raise self._txn_failed(e, timeout_s, pending) from e
+        try:
+            producer.begin_transaction()
+        except KafkaException as e:
+            raise self._txn_failed(e, timeout_s, "begin") from e
+        outcomes = self._publish_on(producer, topic, records, max(0.1, deadline - time.monotonic()))
+        failed = [e for e in outcomes if e is not None]
+        if failed:
+            try:
+                producer.abort_transaction(timeout_s)
+            except KafkaException as abort_error:
+                raise self._txn_failed(abort_error, timeout_s, "abort") from failed[0]
+            if self.fenced is not None:
+                raise self._fence(self.fenced) from failed[0]
+            # Aborted: nothing of it is visible to read_committed readers, so nothing is uncertain.
+            aborted = PublishError(f"transaction aborted: {failed[0]}")
+            return [e if isinstance(e, PlanTooLargeError) else aborted for e in outcomes]
+        try:
+            producer.commit_transaction(max(0.5, deadline - time.monotonic()))
+        except KafkaException as e:
+            raise self._txn_failed(e, timeout_s) from e
+        return outcomes
+
+    def _publish_on(
+        self, producer: Any, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> list[PublishError | None]:
+        from confluent_kafka import KafkaException
+
+        transactional = producer is self._txn
         outcomes: list[PublishError | None] = [None] * len(records)
         reported: set[int] = set()
+        fatal: list[Any] = []
 
         def report(i: int) -> Callable[[Any, Any], None]:
             def cb(err: Any, _msg: Any) -> None:
                 reported.add(i)
                 if err is not None:
+                    if transactional and _fatal(err):
+                        fatal.append(err)
                     outcomes[i] = _delivery_error(records[i][0], topic, err)
 
             return cb
@@ -497,10 +660,12 @@ class Publisher:
         waiting: list[int] = []
         for i, (key, value) in enumerate(records):
             try:
-                self._producer.produce(
+                producer.produce(
                     topic, key=key.encode(), value=value, on_delivery=report(i), headers=self._headers
                 )
             except KafkaException as e:
+                if transactional and _fatal(e):
+                    raise self._fence(str(e)) from e
                 if _error_name(e) == "MSG_SIZE_TOO_LARGE":
                     outcomes[i] = PlanTooLargeError(
                         f"{key}: {len(value or b'')} bytes exceed message.max.bytes {self.max_message_bytes}"
@@ -512,18 +677,27 @@ class Publisher:
                 outcomes[i] = PublishError(f"{key}: producer queue full: {e}")
                 continue
             waiting.append(i)
-            self._producer.poll(0)
+            try:
+                producer.poll(0)
+            except KafkaException as e:  # a transactional producer raises its fatal error (fenced) here
+                if transactional and _fatal(e):
+                    raise self._fence(str(e)) from e
         deadline = time.monotonic() + timeout_s
         while not reported.issuperset(waiting):
             left = deadline - time.monotonic()
             if left <= 0:
-                for i in waiting:
-                    if i not in reported:
-                        outcomes[i] = DeliveryUncertain(
-                            f"{records[i][0]}: record to {topic} not confirmed in time"
-                        )
                 break
-            self._producer.flush(min(left, 1.0))
+            try:
+                producer.flush(min(left, 1.0))
+            except KafkaException as e:  # a transactional producer raises its fatal error (fenced) here
+                if transactional and _fatal(e):
+                    raise self._fence(str(e)) from e
+                break
+        if fatal:
+            raise self._fence(str(fatal[0]))
+        for i in waiting:
+            if i not in reported:
+                outcomes[i] = DeliveryUncertain(f"{records[i][0]}: record to {topic} not confirmed in time")
         return outcomes
 
     def send(self, topic: str, key: str, value: bytes, on_result: Callable[[str | None], None]) -> None:
@@ -543,7 +717,15 @@ class Publisher:
 
     def poll(self) -> None:
         """Serve delivery reports and librdkafka's logs without waiting."""
+        from confluent_kafka import KafkaException
+
         self._producer.poll(0)
+        if self._txn is not None and self.fenced is None:
+            try:
+                self._txn.poll(0)
+            except KafkaException as e:  # fenced between publishes: the next plan-topic publish says so
+                if _fatal(e):
+                    self._fence(str(e))
 
     def flush(self, timeout_s: float) -> int:
         remaining: int = self._producer.flush(timeout_s)

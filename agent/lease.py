@@ -190,6 +190,7 @@ class Lease:
         self.held = False
         self._commits = 0
         self._commit_error: Any = None
+        self._last_group_error: str | None = None
         session_ms = int(ha.session_timeout_s * 1000)
         self._consumer = Consumer(
             with_kafka_logger(
@@ -233,9 +234,18 @@ class Lease:
         """Serve the group protocol (rebalances); True while the lease is held."""
         deadline = time.monotonic() + timeout_s
         while True:
-            self._consumer.poll(max(0.0, min(0.05, deadline - time.monotonic())))
+            msg = self._consumer.poll(max(0.0, min(0.05, deadline - time.monotonic())))
+            if msg is not None and msg.error() is not None:
+                self._group_error(str(msg.error()))
             if time.monotonic() >= deadline:
                 return self.held
+
+    def _group_error(self, error: str) -> None:
+        """An error of the group protocol (a session timeout the brokers refuse, no access to the group):
+        logged once per distinct error, or the agent would stand by in silence forever."""
+        if error != self._last_group_error:
+            self._last_group_error = error
+            self.log.error("lease group error; the lease cannot be acquired while it lasts", error=error)
 
     def confirm(self, timeout_s: float) -> None:
         """Prove the lease is still ours: a commit as a member of the current generation.

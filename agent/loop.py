@@ -39,6 +39,7 @@ from .kafka_io import (
     WRITER_HEADER,
     DeliveryUncertain,
     PlanTooLargeError,
+    ProducerFenced,
     Publisher,
     PublishError,
     RawRecord,
@@ -47,6 +48,7 @@ from .kafka_io import (
     ensure_topics,
     read_back,
     topic_config_problems,
+    transactional_id,
 )
 from .lease import (
     HEARTBEAT_KEY,
@@ -396,6 +398,15 @@ class Agent:
                     (WRITER_HEADER, self.agent_id.encode()),
                     (LEASE_GROUP_HEADER, (self._lease_group or "").encode()),
                 ],
+                # Plan-topic records in transactions: a newer agent of these settings fences this one.  Not on
+                # the embedded cluster (librdkafka's mock): it neither fences a producer nor hides aborted
+                # records from read_committed readers, so an aborted publish would show a second content
+                # under one generation there; the plain idempotent path keeps "one generation, one content".
+                transactional_id=None
+                if self.create_missing_topics is not None
+                else transactional_id(s.ha.group_id, s.plan_topic),
+                fenced_topics=[s.plan_topic],
+                transaction_timeout_s=max(10.0, 2 * s.io_timeout_s),
             )
         if self._lease_topic_ok:
             last = self._no_foreign_writer(
@@ -1608,8 +1619,12 @@ class Agent:
             if self.settings.ha.enabled:
                 self._run_ha()
             else:
-                self.start()
-                self._serve_term()
+                try:
+                    self.start()
+                    self._serve_term()
+                except ProducerFenced as e:  # without a lease there is nothing to stand by for
+                    self._fenced(e)
+                    raise AgentError(f"{e}; this agent stopped publishing and exits") from None
         finally:
             self.close()
         return 0
@@ -1636,7 +1651,7 @@ class Agent:
             t0 = time.monotonic()
             try:
                 self.run_once()
-            except (LeaseLost, AgentError):
+            except (LeaseLost, AgentError, ProducerFenced):
                 raise
             except Exception as e:  # keep serving; the next cycle starts from the last good state
                 self.log.error("cycle failed", error=repr(e), exc_info=True)
@@ -1654,7 +1669,7 @@ class Agent:
             if self.handovers:
                 try:
                     self._tick()
-                except LeaseLost:
+                except (LeaseLost, ProducerFenced):
                     raise
                 except Exception as e:
                     self.log.error("handover check failed", error=repr(e), exc_info=True)
@@ -1682,6 +1697,9 @@ class Agent:
                     self._serve_term()
                 except LeaseLost as e:
                     self.log.warning("leadership lost; standing by", agent_id=self.agent_id, reason=str(e))
+                except ProducerFenced as e:
+                    self._fenced(e)
+                    self.log.warning("leadership lost; standing by", agent_id=self.agent_id, reason=str(e))
                 finally:
                     self._set_leader(False)
                     self.ready = False
@@ -1689,6 +1707,16 @@ class Agent:
         finally:
             self.lease.close()
             self.lease = None
+
+    def _fenced(self, e: ProducerFenced) -> None:
+        """A newer agent's producer fenced ours: nothing of ours lands any more; a new term needs a new producer."""
+        self.metrics.inc("rackplan_publisher_fenced_total")
+        self.log.error(
+            "plan producer fenced: another agent publishes now; this agent stops publishing", error=str(e)
+        )
+        if self._own_publisher and self.publisher is not None:
+            self.publisher.flush(min(1.0, self.settings.io_timeout_s))
+            self.publisher = None
 
     def close(self) -> None:
         if self.http is not None:

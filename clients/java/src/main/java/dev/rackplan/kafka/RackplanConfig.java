@@ -143,6 +143,8 @@ public final class RackplanConfig {
     c.put(ConsumerConfig.GROUP_ID_CONFIG, "rackplan-reader");
     c.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
     c.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    // the agent publishes plans in transactions: an aborted (fenced) leader's records are never read
+    c.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     c.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, "org.apache.kafka.common.serialization.StringDeserializer");
     c.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, "org.apache.kafka.common.serialization.ByteArrayDeserializer");
     return c;

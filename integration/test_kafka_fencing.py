@@ -1,0 +1,314 @@
+"""Producer-epoch fencing of the plan publisher on real Kafka (issue 9, "Also").
+
+The agent publishes plan-topic records in transactions whose ``transactional.id`` is one per lease
+group and plan topic (:func:`agent.kafka_io.transactional_id`).  When another agent of the same
+settings starts publishing, its InitProducerId bumps the producer epoch: the broker aborts the
+previous holder's open transaction and refuses its next send or commit.  Readers read the plan topic
+read_committed, so a deposed agent's records sent in the window between its last lease confirmation
+and its publish never reach them.
+
+librdkafka's mock cluster accepts transactions but never fences (checked when this was written:
+a second producer of the same id leaves the first one publishing), so these run on real Kafka only, and
+the agent on the embedded cluster keeps its plain producer (agent/loop.py ``start``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.kafka_io import (
+    WRITER_HEADER,
+    ProducerFenced,
+    Publisher,
+    RawRecord,
+    TopicReadError,
+    TopicTail,
+    transactional_id,
+)
+from agent.plans import decode_record
+from integration.e2e import AgentProcess
+from integration.kafka.cluster import KafkaCluster
+
+from .conftest import Target, range_group
+from .test_kafka_operations import create
+
+
+def read_plan_topic(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[RawRecord]:
+    tail = TopicTail({"bootstrap.servers": bootstrap}, topic, 30, overrides={"isolation.level": isolation})
+    try:
+        records, complete = tail.read_available(30)
+    finally:
+        tail.close()
+    assert complete, f"{topic} not read to its end"
+    return records
+
+
+def writer(r: RawRecord) -> str:
+    return (r.header(WRITER_HEADER) or b"").decode()
+
+
+def test_a_zombie_publishers_open_transaction_is_fenced_and_never_read(real: Target, e2e_report: Any) -> None:
+    """A publisher stalled inside a transaction (records sent and acknowledged, commit not yet called)
+    when a newer one of the same transactional.id initialises: its commit is refused (ProducerFenced),
+    its records are in the log but aborted, so read_committed readers never see them; and it can never
+    publish again."""
+    topic = create(real, "fence-plans", [[1, 2, 3]], {"cleanup.policy": "compact"})
+    conf = {"bootstrap.servers": real.bootstrap}
+    tid = transactional_id(real.name("agents"), topic)
+
+    def publisher(name: str) -> Publisher:
+        return Publisher(
+            conf,
+            1_000_000,
+            headers=[(WRITER_HEADER, name.encode())],
+            transactional_id=tid,
+            fenced_topics=[topic],
+        )
+
+    old = publisher("old")
+    t0 = time.monotonic()
+    old.publish_many(topic, [("consumer/g", b'{"g":1}')], 30)
+    first_txn_s = time.monotonic() - t0
+    # The window: the old leader begins a transaction, its records reach the brokers... and it stalls.
+    producer = old._transactional(30)
+    producer.begin_transaction()
+    producer.produce(
+        topic, key=b"consumer/g", value=b'{"g":2,"zombie":true}', headers=[(WRITER_HEADER, b"old")]
+    )
+    assert producer.flush(30) == 0
+    t1 = time.monotonic()
+    new = publisher("new")
+    new.publish_many(topic, [("consumer/g", b'{"g":3}')], 60)  # InitProducerId aborts the old transaction
+    takeover_s = time.monotonic() - t1
+    with pytest.raises(ProducerFenced, match="publishes now"):
+        producer_commit_or_publish(old, topic)
+    assert old.fenced is not None
+    with pytest.raises(ProducerFenced):  # and never again
+        old.publish_many(topic, [("consumer/g", b'{"g":4}')], 10)
+
+    committed = read_plan_topic(real.bootstrap, topic)
+    everything = read_plan_topic(real.bootstrap, topic, "read_uncommitted")
+    assert [(writer(r), r.value) for r in committed] == [("old", b'{"g":1}'), ("new", b'{"g":3}')]
+    zombies = [r for r in everything if r.value is not None and b"zombie" in r.value]
+    assert len(zombies) == 1, "the stalled record did reach the log: the window was real"
+    e2e_report(
+        target="kafka",
+        first_transaction_s=round(first_txn_s, 3),
+        takeover_publish_s=round(takeover_s, 3),
+        records_in_log=len(everything),
+        records_read_committed=len(committed),
+        zombie_records_read_committed=0,
+    )
+
+
+def producer_commit_or_publish(old: Publisher, topic: str) -> None:
+    """The stalled publisher resumes: commits its open transaction as the agent would (through the
+    publisher's error handling)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        old._txn.commit_transaction(30)
+    except KafkaException as e:
+        raise old._txn_failed(e, 30) from e
+
+
+def test_a_paused_leader_resumed_after_a_takeover_lands_nothing_and_steps_down(
+    real: Target, launched: KafkaCluster, tmp_path: Path, e2e_report: Any
+) -> None:
+    """Two agents with the same settings (HA); the leader is paused (SIGSTOP), the other takes over and
+    publishes a new plan after a reassignment; the first is resumed (SIGCONT): nothing it writes lands
+    after the takeover (plan topic read read_committed, by the rackplan-agent header), it steps down
+    and keeps running, and generations never go backwards."""
+    pay = create(real, "fpay", [[1], [4], [1], [2], [5], [2]])
+    group = {**range_group(real.name("fpay"), [pay], racks="ab"), "assignor": "rack-optimal"}
+    key = f"consumer/{group['group_id']}"
+    settings = real.agent_settings(
+        [group],
+        {
+            "poll_interval_s": 0.5,
+            "change_persist_polls": 2,
+            "log": {"format": "json", "level": "info"},
+            "http": {"port": 0},
+        },
+        {"ha": {"enabled": True, "session_timeout_s": 6.0}},  # brokers refuse less than 6 s,
+    ).model_dump(mode="json")
+    settings["ha"].pop("agent_id", None)
+    plan_topic = settings["plan_topic"]
+    agent_pid: int | None = None
+    a = AgentProcess(settings, tmp_path, "agent-a")
+    b = AgentProcess(settings, tmp_path, "agent-b")
+    try:
+        t0 = time.monotonic()
+        a.start()
+        deadline = time.monotonic() + 120
+        while not any(writer(r) == "agent-a" and r.key == key.encode() for r in _plans(real, plan_topic)):
+            assert time.monotonic() < deadline, a.log_path.read_text()[-3000:]
+            assert a.proc is not None and a.proc.poll() is None, a.log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        first_publish_s = time.monotonic() - t0
+        b.start()
+        time.sleep(5)  # B stands by (group joined)
+        assert a.proc is not None
+        agent_pid = supervised_child(a.proc.pid)
+        os.kill(agent_pid, signal.SIGSTOP)
+        paused_at = time.monotonic()
+        # While A is paused: a reassignment across racks that B, once leading, plans for.
+        launched.reassign({(pay, 0): [2], (pay, 3): [1]})
+        deadline = time.monotonic() + 120
+        while not (
+            b_plans := [
+                r for r in _plans(real, plan_topic) if writer(r) == "agent-b" and r.key == key.encode()
+            ]
+        ):
+            assert time.monotonic() < deadline, b.log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        takeover_s = time.monotonic() - paused_at
+        before_resume = len(_plans(real, plan_topic))
+        os.kill(agent_pid, signal.SIGCONT)
+        resumed_at = time.monotonic()
+        deadline = time.monotonic() + 60
+        while not (stepped := [e for e in a.events() if e.get("event") == "leadership lost; standing by"]):
+            assert time.monotonic() < deadline, a.log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        step_down_s = time.monotonic() - resumed_at
+        time.sleep(3 * 0.5 + 2)  # a few of A's cycles after resuming
+        assert a.proc.poll() is None and supervised_child(a.proc.pid) == agent_pid, "never crashes: stands by"
+        records = _plans(real, plan_topic)
+        takeover_offset = min(r.offset for r in b_plans)
+        late = [r for r in records if writer(r) == "agent-a" and r.offset > takeover_offset]
+        assert late == [], [(r.offset, r.key) for r in late]
+        generations = [
+            rec.generation
+            for r in records
+            if r.key == key.encode() and (rec := decode_record(r.key, r.value)) is not None
+        ]
+        assert generations == sorted(generations) and len(set(generations)) == len(generations), generations
+        fenced = [e for e in a.events() if e.get("event", "").startswith("plan producer fenced")]
+        e2e_report(
+            target="kafka",
+            first_publish_s=round(first_publish_s, 2),
+            takeover_after_pause_s=round(takeover_s, 2),
+            step_down_after_resume_s=round(step_down_s, 2),
+            step_down_reason=stepped[0].get("reason"),
+            producer_fenced_events=len(fenced),
+            plan_records=len(records),
+            records_at_resume=before_resume,
+            late_records_of_deposed_agent=len(late),
+            generations=generations,
+        )
+    finally:
+        if agent_pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(agent_pid, signal.SIGCONT)
+        a.stop()
+        b.stop()
+
+
+def supervised_child(pid: int) -> int:
+    """The agent process under ``rackplan agent run``'s supervisor (agent/supervisor.py): the one to pause."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    assert len(children) == 1, children
+    return int(children[0])
+
+
+def _plans(real: Target, topic: str) -> list[RawRecord]:
+    try:
+        return read_plan_topic(real.bootstrap, topic)
+    except TopicReadError:  # the topic may not exist until the first agent created it
+        return []
+
+
+def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_successor(
+    real: Target, launched: KafkaCluster, run_agent: Any, tmp_path: Path, e2e_report: Any
+) -> None:
+    """The window the lease leaves, made to happen: agent A confirms its lease for a new plan, then stalls
+    before sending it (its publish blocked here) for longer than ``ha.max_cycle_s``, so the group gives the
+    lease to agent B, which plans and publishes.  A then sends: the broker refuses its transaction (B's
+    InitProducerId bumped the epoch), A logs it, counts it and stands by; nothing of A lands after B."""
+    pay = create(real, "zpay", [[1], [4], [1], [2], [5], [2]])
+    group = {**range_group(real.name("zpay"), [pay], racks="ab"), "assignor": "rack-optimal"}
+    key = f"consumer/{group['group_id']}"
+    doc = {
+        "poll_interval_s": 0.5,
+        "change_persist_polls": 2,
+        "http": {"port": 0},
+        "log": {"format": "json", "level": "info"},
+        # max_cycle_s: a leader stalled longer than the session timeout (6 s) is removed from the group
+        "ha": {"enabled": True, "session_timeout_s": 6.0, "max_cycle_s": 1.0},
+    }
+    a_settings = real.agent_settings([group], doc, {"ha": {"agent_id": "agent-a"}})
+    a = run_agent(a_settings)
+    a.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
+    agent = a.agent
+    stalled, release = threading.Event(), threading.Event()
+    publisher = agent.publisher
+    assert publisher is not None
+    real_publish = publisher.publish
+
+    def stalling_publish(topic: str, k: str, value: bytes | None, timeout_s: float) -> None:
+        if topic == a_settings.plan_topic and not release.is_set():
+            stalled.set()
+            release.wait(120)  # lease confirmed a moment ago; the process stalls here
+        real_publish(topic, k, value, timeout_s)
+
+    publisher.publish = stalling_publish  # type: ignore[method-assign]
+    b_doc = a_settings.model_dump(mode="json")
+    b_doc["ha"].pop("agent_id", None)
+    b = AgentProcess(b_doc, tmp_path, "agent-b")
+    try:
+        b.start()
+        time.sleep(5)  # B joins the group and stands by
+        launched.reassign({(pay, 0): [2], (pay, 3): [1]})
+        assert stalled.wait(60), "A never planned for the reassignment"
+        stalled_at = time.monotonic()
+        deadline = time.monotonic() + 120
+        while not (
+            b_plans := [
+                r
+                for r in _plans(real, a_settings.plan_topic)
+                if writer(r) == "agent-b" and r.key == key.encode()
+            ]
+        ):
+            assert time.monotonic() < deadline, b.log_path.read_text()[-3000:]
+            assert b.proc is not None and b.proc.poll() is None, b.log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        takeover_s = time.monotonic() - stalled_at
+        release.set()
+        deadline = time.monotonic() + 60
+        while not agent.metrics.get("rackplan_publisher_fenced_total"):
+            assert time.monotonic() < deadline, "A's late publish was not fenced"
+            assert a.error is None, repr(a.error)
+            time.sleep(0.2)
+        time.sleep(2)
+        assert a.thread.is_alive() and a.error is None and not agent.leader, "A stands by, never crashes"
+        records = _plans(real, a_settings.plan_topic)
+        everything = read_plan_topic(real.bootstrap, a_settings.plan_topic, "read_uncommitted")
+        takeover_offset = min(r.offset for r in b_plans)
+        late = [r for r in records if writer(r) == "agent-a" and r.offset > takeover_offset]
+        assert late == [], [(r.offset, r.key) for r in late]
+        generations = [
+            rec.generation
+            for r in records
+            if r.key == key.encode() and (rec := decode_record(r.key, r.value)) is not None
+        ]
+        assert generations == sorted(generations) and len(set(generations)) == len(generations), generations
+        e2e_report(
+            target="kafka",
+            takeover_after_stall_s=round(takeover_s, 2),
+            publisher_fenced=agent.metrics.get("rackplan_publisher_fenced_total"),
+            plan_records_committed=len(records),
+            plan_records_in_log=len(everything),
+            late_records_of_deposed_agent=len(late),
+            generations=generations,
+        )
+    finally:
+        release.set()
+        b.stop()
