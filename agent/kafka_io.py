@@ -84,6 +84,15 @@ def _fatal(e: BaseException | Any) -> bool:
     return (callable(name) and name() in _FENCED_ERRORS) or (callable(fatal) and bool(fatal()))
 
 
+def _kafka_cause(e: BaseException) -> BaseException:
+    """The KafkaException behind ``e``: confluent-kafka raises a fatal error that arrives while a delivery
+    callback runs as a SystemError ("returned a result with an exception set") caused by it (seen on real
+    Kafka when a newer agent fences the plan producer)."""
+    if isinstance(e, SystemError) and e.__cause__ is not None:
+        return e.__cause__
+    return e
+
+
 def transactional_id(group_id: str, plan_topic: str) -> str:
     """The plan publisher's transactional.id: one per lease group and plan topic, so every agent that may
     take over from another shares it, and the broker fences the previous holder when the next one starts
@@ -679,9 +688,12 @@ class Publisher:
             waiting.append(i)
             try:
                 producer.poll(0)
-            except KafkaException as e:  # a transactional producer raises its fatal error (fenced) here
-                if transactional and _fatal(e):
-                    raise self._fence(str(e)) from e
+            except (KafkaException, SystemError) as e:  # a transactional producer's fatal error (fenced)
+                cause = _kafka_cause(e)
+                if transactional and _fatal(cause):
+                    raise self._fence(str(cause)) from e
+                if not isinstance(cause, KafkaException):
+                    raise
         deadline = time.monotonic() + timeout_s
         while not reported.issuperset(waiting):
             left = deadline - time.monotonic()
@@ -689,9 +701,12 @@ class Publisher:
                 break
             try:
                 producer.flush(min(left, 1.0))
-            except KafkaException as e:  # a transactional producer raises its fatal error (fenced) here
-                if transactional and _fatal(e):
-                    raise self._fence(str(e)) from e
+            except (KafkaException, SystemError) as e:  # a transactional producer's fatal error (fenced)
+                cause = _kafka_cause(e)
+                if transactional and _fatal(cause):
+                    raise self._fence(str(cause)) from e
+                if not isinstance(cause, KafkaException):
+                    raise
                 break
         if fatal:
             raise self._fence(str(fatal[0]))

@@ -28,6 +28,7 @@ from agent.kafka_io import (
     WRITER_HEADER,
     ProducerFenced,
     Publisher,
+    PublishError,
     RawRecord,
     TopicReadError,
     TopicTail,
@@ -251,15 +252,17 @@ def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_succ
     stalled, release = threading.Event(), threading.Event()
     publisher = agent.publisher
     assert publisher is not None
-    real_publish = publisher.publish
+    real_publish = publisher.publish_each
 
-    def stalling_publish(topic: str, k: str, value: bytes | None, timeout_s: float) -> None:
+    def stalling_publish(
+        topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> list[PublishError | None]:
         if topic == a_settings.plan_topic and not release.is_set():
             stalled.set()
             release.wait(120)  # lease confirmed a moment ago; the process stalls here
-        real_publish(topic, k, value, timeout_s)
+        return real_publish(topic, records, timeout_s)
 
-    publisher.publish = stalling_publish  # type: ignore[method-assign]
+    publisher.publish_each = stalling_publish  # type: ignore[method-assign]
     b_doc = a_settings.model_dump(mode="json")
     b_doc["ha"].pop("agent_id", None)
     b = AgentProcess(b_doc, tmp_path, "agent-b")
