@@ -563,6 +563,24 @@ class Publisher:
         self._pending = "commit"
         return DeliveryUncertain(f"transaction outcome unknown: {e}")
 
+    def _reraise_fenced(self, e: BaseException, transactional: bool) -> None:
+        """After ``poll``/``flush`` raised: :class:`ProducerFenced` for a transactional producer's fatal
+        error; a Kafka error otherwise passes (the delivery reports say what became of each record), and
+        so does a transactional producer's SystemError (seen on real Kafka when fenced); the rest again."""
+        from confluent_kafka import KafkaException
+
+        cause = _kafka_cause(e)
+        if transactional and _fatal(cause):
+            raise self._fence(str(cause)) from e
+        if isinstance(cause, KafkaException):
+            return
+        if transactional and isinstance(e, SystemError):
+            # confluent-kafka lost the fatal error it meant to raise ("returned NULL without setting an
+            # exception"): the records count as unconfirmed, the transaction is aborted, and the abort
+            # raises the fence itself.
+            return
+        raise e
+
     def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None:
         """Send one record and wait for its delivery report."""
         self.publish_many(topic, [(key, value)], timeout_s)
@@ -653,16 +671,13 @@ class Publisher:
 
         transactional = producer is self._txn
         outcomes: list[PublishError | None] = [None] * len(records)
-        reported: set[int] = set()
-        fatal: list[Any] = []
+        #: delivery reports, judged after flush: the callback only stores (a fatal error may already be
+        #: pending in confluent-kafka while it runs, and any call that checks or clears it misreports it)
+        results: dict[int, Any] = {}
 
         def report(i: int) -> Callable[[Any, Any], None]:
             def cb(err: Any, _msg: Any) -> None:
-                reported.add(i)
-                if err is not None:
-                    if transactional and _fatal(err):
-                        fatal.append(err)
-                    outcomes[i] = _delivery_error(records[i][0], topic, err)
+                results[i] = err
 
             return cb
 
@@ -688,31 +703,25 @@ class Publisher:
             waiting.append(i)
             try:
                 producer.poll(0)
-            except (KafkaException, SystemError) as e:  # a transactional producer's fatal error (fenced)
-                cause = _kafka_cause(e)
-                if transactional and _fatal(cause):
-                    raise self._fence(str(cause)) from e
-                if not isinstance(cause, KafkaException):
-                    raise
+            except (KafkaException, SystemError) as e:
+                self._reraise_fenced(e, transactional)
         deadline = time.monotonic() + timeout_s
-        while not reported.issuperset(waiting):
+        while not results.keys() >= set(waiting):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             try:
                 producer.flush(min(left, 1.0))
-            except (KafkaException, SystemError) as e:  # a transactional producer's fatal error (fenced)
-                cause = _kafka_cause(e)
-                if transactional and _fatal(cause):
-                    raise self._fence(str(cause)) from e
-                if not isinstance(cause, KafkaException):
-                    raise
+            except (KafkaException, SystemError) as e:
+                self._reraise_fenced(e, transactional)
                 break
-        if fatal:
-            raise self._fence(str(fatal[0]))
         for i in waiting:
-            if i not in reported:
+            if i not in results:
                 outcomes[i] = DeliveryUncertain(f"{records[i][0]}: record to {topic} not confirmed in time")
+            elif (err := results[i]) is not None:
+                if transactional and _fatal(err):
+                    raise self._fence(str(err))
+                outcomes[i] = _delivery_error(records[i][0], topic, err)
         return outcomes
 
     def send(self, topic: str, key: str, value: bytes, on_result: Callable[[str | None], None]) -> None:

@@ -91,7 +91,7 @@ def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -
             target.start_broker(broker)
             mark = len(producer.delivered)
             wait_until(
-                lambda: len(ledger.counts()) >= mark, 30, "the stream to catch up after the outage", 0.2
+                lambda: len(ledger.counts()) >= mark, 90, "the stream to catch up after the outage", 0.2
             )
 
         # 2. The leading agent is killed; the standby takes over; the killed one comes back as standby.
