@@ -211,7 +211,8 @@ def test_a_timed_out_plan_read_back_later_becomes_the_plan_of_record() -> None:
     assert contents_by_generation(late.log)[("consumer/g", 2)] == {value}
 
 
-def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> None:
+def _b_joins_behind_a_late_publisher() -> tuple[Agent, LatePublisher]:
+    """Follower a holds every partition under plan 1; b joins, so the next cycle plans a handover."""
     from tests.test_agent_handover import follow
 
     admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
@@ -222,6 +223,13 @@ def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> No
     cycle(agent, 1)
     follow(agent, "a", "az-a", released=1, mode="plan")
     follow(agent, "b", "az-b")
+    return agent, late
+
+
+def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> None:
+    from tests.test_agent_handover import follow
+
+    agent, late = _b_joins_behind_a_late_publisher()
     late.timeouts = 1
     assert cycle(agent, 1).published == [], "the revoking plan timed out (and lands)"
     key, value = late.log[-1]
@@ -240,14 +248,7 @@ def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> No
 def test_a_timed_out_handover_target_never_shares_its_generation() -> None:
     from tests.test_agent_handover import follow
 
-    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
-    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 120}, followers={"release_timeout_s": 60})
-    late = LatePublisher()
-    agent.publisher = late  # type: ignore[assignment]
-    follow(agent, "a", "az-a")
-    cycle(agent, 1)
-    follow(agent, "a", "az-a", released=1, mode="plan")
-    follow(agent, "b", "az-b")
+    agent, late = _b_joins_behind_a_late_publisher()
     r = cycle(agent, 1)  # a revoking plan: a gives b's partitions up
     assert [p.state for p in r.published] == ["revoking"]
     follow(agent, "a", "az-a", released=r.published[0].generation, mode="plan")
