@@ -2,8 +2,11 @@
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
+# rackplan/ holds links to the three package folders: copied together, they resolve.
+COPY rackplan ./rackplan
 COPY assignor ./assignor
 COPY agent ./agent
+COPY fleet ./fleet
 RUN pip install --no-cache-dir . && useradd --uid 10001 rackplan
 USER rackplan
 # Inside the container only: listen on every interface, so a published port reaches the agent.

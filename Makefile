@@ -22,8 +22,8 @@ demo: $(BASE)
 	$(BIN)/rackplan demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check assignor agent tests bench integration
-	$(BIN)/ruff format --check assignor agent tests bench integration
+	$(BIN)/ruff check rackplan assignor agent fleet tests bench integration
+	$(BIN)/ruff format --check rackplan assignor agent fleet tests bench integration
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,4 +1,4 @@
-"""``rackplan agent run`` and ``rackplan demo``: registered by assignor/cli.py when importable."""
+"""``rackplan agent run`` and ``rackplan demo``: registered by the composition root, :mod:`rackplan.cli`."""
 
 from __future__ import annotations
 
@@ -39,16 +39,6 @@ def register(sub: Any) -> None:
         help="where the agent's log goes (JSON lines); '-' for stderr. Default: a file in the temp directory",
     )
     demo.set_defaults(func=cmd_demo)
-
-    try:  # the fleet subcommands live in an optional subpackage
-        from agent.fleet.commands import (  # type: ignore[import-not-found, unused-ignore]
-            register as register_fleet,
-        )
-    except ImportError as e:
-        if e.name not in (None, "agent.fleet", "agent.fleet.commands"):
-            raise  # the subpackage exists but is broken: say so
-    else:
-        register_fleet(sub)
 
 
 def install_stop_handlers(stop: threading.Event) -> None:

@@ -55,8 +55,8 @@ def _has_module(name: str) -> bool:
 
 def _streams_available() -> bool:
     """Until assignor/streams.py plans, the demo leaves Streams out."""
-    from assignor.model import Cluster, StreamsApp
-    from assignor.streams import plan_document
+    from rackplan.assignor.model import Cluster, StreamsApp
+    from rackplan.assignor.streams import plan_document
 
     try:
         plan_document(Cluster(broker_racks={}, topics={}), StreamsApp("probe", (), ()))
@@ -95,7 +95,7 @@ def demo_settings(
 ) -> tuple[Settings, list[str]]:
     """The demo's settings-file registrations; notes say what had to be left out."""
     notes: list[str] = []
-    optimal = "rack-optimal" if _has_module("assignor.rack_optimal") else "range"
+    optimal = "rack-optimal" if _has_module("rackplan.assignor.rack_optimal") else "range"
     if optimal != "rack-optimal":
         notes.append("assignor rack-optimal not available yet: group 'payments' uses range")
     groups = [

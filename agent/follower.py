@@ -145,7 +145,7 @@ def _error_name(err: Any) -> str:
 
 
 def _plan_assignment(body: Mapping[str, Any]) -> dict[str, list[TP]]:
-    """A plan's ``assignment`` (already checked by :func:`agent.plans.decode_record`) as tuples."""
+    """A plan's ``assignment`` (already checked by :func:`rackplan.agent.plans.decode_record`) as tuples."""
     return {str(m): [(t, p) for t, p in parts] for m, parts in body["assignment"].items()}
 
 

@@ -1,7 +1,7 @@
 """Kafka I/O around the agent's topics: create, read (replay and tail), publish with confirmation.
 
 Every client made here routes librdkafka's logs through structlog
-(:func:`agent.logging.with_kafka_logger`); their poll calls serve the logs.
+(:func:`rackplan.agent.logging.with_kafka_logger`); their poll calls serve the logs.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class PublishError(RuntimeError):
 class DeliveryUncertain(PublishError):
     """A record was sent but its fate is unknown (no delivery report in time, or a timeout that may
     have persisted it): it may still appear on the topic.  A plan's generation is then never reused
-    with another content (see :meth:`agent.plans.PlanBook.reserve`)."""
+    with another content (see :meth:`rackplan.agent.plans.PlanBook.reserve`)."""
 
 
 #: delivery errors after which the record may be on the topic all the same
@@ -437,7 +437,7 @@ def read_back(
 ) -> list[tuple[str, PlanRecord | None]]:
     """Every record of the plan topic, oldest first per partition, up to the current end.
 
-    Malformed records (:func:`agent.records.load_record` bounds them) are
+    Malformed records (:func:`rackplan.agent.records.load_record` bounds them) are
     skipped with a logged reason and ``skipped(reason)``; they never stop the agent.
     """
     tail = TopicTail(config, topic, timeout_s)

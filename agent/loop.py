@@ -414,7 +414,7 @@ class Agent:
                     self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log, self._lease_skipped
                 )
             )
-            # Epochs are bounded when read (agent.records.safe_int); one at the bound stays there.
+            # Epochs are bounded when read (rackplan.agent.records.safe_int); one at the bound stays there.
             self.epoch = min((0 if last is None else last.epoch) + 1, MAX_SAFE_INT)
             self._lease_tail = TopicTail(self.client_config, s.ha.lease_topic, s.io_timeout_s)
             self._lease_tail.read_available(s.io_timeout_s)  # from here on, only what others write next
@@ -754,7 +754,7 @@ class Agent:
         if directory is None:
             return
         try:
-            from .fleet.snapshot import append_archive, build_snapshot
+            from .archive import append_archive, build_snapshot
 
             name = self.settings.cluster_name or self.settings.kafka.bootstrap_servers
             path = append_archive(build_snapshot(name, snap, racks, self.settings), directory)

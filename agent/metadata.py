@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from assignor.model import Cluster
+from rackplan.assignor.model import Cluster
 
 from .settings import MetadataSettings
 

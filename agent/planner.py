@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assignor.model import Cluster, is_cross_rack
-from assignor.parse import InputError, parse_consumer_group, parse_streams_app
+from rackplan.assignor.model import Cluster, is_cross_rack
+from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
 from .metadata import NO_LEADER, Snapshot
 from .plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
@@ -78,7 +78,7 @@ def make_registration(
 
 
 def registrations(settings: Settings) -> list[Registration]:
-    """Registrations from the settings file alone, sorted by key (see :mod:`agent.registry` for the merge)."""
+    """Registrations from the settings file alone, sorted by key (see :mod:`rackplan.agent.registry` for the merge)."""
     out = [make_registration(CONSUMER, g, settings.fetch_mode, "file") for g in settings.consumer_groups]
     out += [make_registration(STREAMS, a, settings.fetch_mode, "file") for a in settings.streams_apps]
     return sorted(out, key=lambda r: r.key)
@@ -223,7 +223,7 @@ COMPLETION_ROUNDS = 3
 
 
 def _assign(cluster: Cluster, spec: Mapping[str, Any], key: str) -> dict[str, Any]:
-    from assignor.consumer import plan_document
+    from rackplan.assignor.consumer import plan_document
 
     try:
         group = parse_consumer_group(spec, cluster)
@@ -331,7 +331,7 @@ def _sticky_streams_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> di
 def plan_streams(
     snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
 ) -> PlanResult:
-    from assignor.streams import plan_document
+    from rackplan.assignor.streams import plan_document
 
     if not reg.spec.get("clients"):
         raise PlanSkipped(f"registration {reg.key}: no clients registered")
@@ -433,7 +433,7 @@ def best_locality(
     A partition counts as cross-rack here only when it is cross-rack for every
     rack the group's members (or Streams clients) are in, so balance aside,
     no assignor can do better.  When this is above the alert threshold the
-    group is *unfixable* by rebalancing (see :mod:`agent.alerts`).
+    group is *unfixable* by rebalancing (see :mod:`rackplan.agent.alerts`).
     """
     cluster = snapshot.to_cluster(racks, reg.topics)
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)

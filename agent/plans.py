@@ -1,6 +1,6 @@
 """Plan records on the plan topic: keys, values, and the generation of each key.
 
-Pure encoding; the Kafka I/O is in :mod:`agent.kafka_io`.  A value is the
+Pure encoding; the Kafka I/O is in :mod:`rackplan.agent.kafka_io`.  A value is the
 contract's output document (``consumer_group`` or ``streams_app`` plus
 ``stats``) with the fields of "The agent's interfaces" around it; the JSON
 Schema is docs/plan-schema.json.  Values are canonical JSON (compact, keys in
@@ -31,7 +31,7 @@ _BODY = {CONSUMER: "consumer_group", STREAMS: "streams_app"}
 class PlanDecodeError(ValueError):
     """A record on the plan topic that is not a plan this agent can read.
 
-    ``reason`` is one of :data:`agent.records.REASONS` (a metric label).
+    ``reason`` is one of :data:`rackplan.agent.records.REASONS` (a metric label).
     """
 
     def __init__(self, detail: str, reason: str = "invalid") -> None:

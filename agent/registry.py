@@ -32,7 +32,7 @@ Merge precedence, per group or app:
 A group whose merged definition changes gets a new registration fingerprint,
 so the loop re-plans it; a group that disappears gets a tombstone.
 
-Members that follow plans (:class:`agent.follower.PlanFollower`) add
+Members that follow plans (:class:`rackplan.agent.follower.PlanFollower`) add
 ``follower: true``, ``mode`` and ``released_generation`` to their record: the
 last says which plan generation the member has applied (everything outside its
 assignment in that plan released, offsets committed), which is how a two-phase

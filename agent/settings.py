@@ -33,8 +33,8 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from assignor.model import Cluster
-from assignor.parse import InputError, parse_consumer_group, parse_streams_app
+from rackplan.assignor.model import Cluster
+from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
 ENV_PREFIX = "RACKPLAN_"
 MASK = "***"
@@ -481,7 +481,7 @@ class MembershipSettings(_Section):
 
 
 class FollowerSettings(_Section):
-    """Two-phase handovers of groups whose members follow plans (agent.follower.PlanFollower)."""
+    """Two-phase handovers of groups whose members follow plans (rackplan.agent.follower.PlanFollower)."""
 
     #: a handover completes without a follower's release confirmation after this long (a dead follower
     #: must not block its group forever); keep it above the followers' agent_timeout_s + fallback_grace_s

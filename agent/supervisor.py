@@ -97,7 +97,7 @@ def _die_with_parent() -> None:
 
 def child_command(argv: Sequence[str]) -> list[str]:
     """This process's own ``rackplan agent run ...`` command line, for the child."""
-    return [sys.executable, "-m", "assignor.cli", *argv]
+    return [sys.executable, "-m", "rackplan", *argv]
 
 
 def supervised() -> bool:

@@ -1,9 +1,8 @@
-"""``rackplan``: the command line.
+"""``rackplan assign``: the contract's command (docs/CONTRACT.md).
 
-``rackplan assign`` is the contract of docs/CONTRACT.md: one JSON document
-in, one out, exit 2 with one line naming the field on bad input.  Other
-subcommands (agent, demo) live in :mod:`agent` and are imported lazily so
-that ``assign`` never loads a Kafka client.
+One JSON document in, one out, exit 2 with one line naming the field on bad
+input.  The parser and the other subcommands are wired by the composition
+root, :mod:`rackplan.cli`; this module knows nothing above the assignor.
 """
 
 from __future__ import annotations
@@ -11,10 +10,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import sys
 import threading
-from collections.abc import Sequence
 from typing import Any, TextIO
 
 from .model import Cluster, ConsumerGroup, StreamsApp
@@ -29,7 +26,7 @@ _DEEP_STACK = 256 * 1024 * 1024
 
 
 def _fail(message: str) -> int:
-    _write_err(f"rackplan: error: {one_line(message)}\n")
+    write_err(f"rackplan: error: {one_line(message)}\n")
     return EXIT_BAD_INPUT
 
 
@@ -44,7 +41,8 @@ def _write(stream: TextIO, text: str, errors: str = "strict") -> None:
     buffer.flush()
 
 
-def _write_err(text: str) -> None:
+def write_err(text: str) -> None:
+    """Text to stderr as UTF-8 (unencodable characters escaped): the one way the command line reports."""
     _write(sys.stderr, text, "backslashreplace")
 
 
@@ -84,11 +82,11 @@ def decode(data: bytes) -> tuple[Any, bool]:
 
     Returns the document and whether it provably holds no boolean and no
     float (no ``true``/``false`` bytes anywhere, no float literal), which
-    lets :func:`~assignor.parse.parse_cluster` check replica lists by their
+    lets :func:`~rackplan.assignor.parse.parse_cluster` check replica lists by their
     distinct values.  Raises :class:`UnicodeDecodeError`, :class:`ValueError`
     (not JSON) or :class:`RecursionError` (too deep).  The common case is one
     ``json.loads``; only documents that hit a limit are decoded again: with
-    integers too long for ``int`` kept as :class:`~assignor.parse.HugeInt`
+    integers too long for ``int`` kept as :class:`~rackplan.assignor.parse.HugeInt`
     (an ignored field may hold one), or on a thread with a deep stack.
     """
     text = data.decode("utf-8")
@@ -139,8 +137,8 @@ def assign_document(
     """Validate ``doc`` and compute its plan document; raises :class:`InputError`.
 
     ``pairs_as_lists=False``: partitions stay tuples, for :func:`dumps` only
-    (see :func:`assignor.consumer.plan_document`); ``no_bools_or_floats``
-    as :func:`decode` says (see :func:`assignor.parse.parse_cluster`).
+    (see :func:`rackplan.assignor.consumer.plan_document`); ``no_bools_or_floats``
+    as :func:`decode` says (see :func:`rackplan.assignor.parse.parse_cluster`).
     """
     cluster, spec = parse_instance(doc, no_bools_or_floats)
     return plan_model(cluster, spec, pairs_as_lists)
@@ -208,62 +206,3 @@ def _assign(args: argparse.Namespace) -> int:
         return _fail(str(e))
     _write(sys.stdout, dumps(out) + "\n")
     return 0
-
-
-def version() -> str:
-    """The installed distribution's version (package metadata), or say that it is not installed."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("rackplan")
-    except PackageNotFoundError:
-        return "(not installed: run from a source tree)"
-
-
-def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
-    """The ``rackplan`` parser; ``with_agent=False`` leaves out the agent's subcommands.
-
-    ``assign`` is run by outside tests thousands of times: it must not pay for
-    importing the Kafka client, pydantic-settings or PySpark glue.
-    """
-    parser = argparse.ArgumentParser(prog="rackplan", description="Rack-locality planning for Kafka.")
-    parser.add_argument("--version", action="version", version=f"rackplan {version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("assign", help="compute a plan for one instance (JSON in, JSON out)")
-    p.add_argument("instance", help="instance JSON file, or - for stdin")
-    p.set_defaults(func=cmd_assign)
-    if not with_agent:
-        return parser
-    try:
-        from agent.commands import register  # the agent adds its own subcommands
-    except ImportError:
-        pass
-    else:
-        register(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(with_agent=argv[:1] != ["assign"])
-    args = parser.parse_args(argv)
-    try:
-        code: int = args.func(args)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as e:  # a bug, not bad input: one line, traceback on request
-        if os.environ.get("RACKPLAN_DEBUG"):
-            raise
-        _write_err(
-            one_line(
-                f"rackplan: internal error: {type(e).__name__}: {e} (set RACKPLAN_DEBUG=1 for a traceback)"
-            )
-            + "\n"
-        )
-        return 1
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

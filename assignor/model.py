@@ -1,6 +1,6 @@
 """The in-memory model every assignor works on.
 
-Instances are immutable and validated (see :mod:`assignor.parse`), so the
+Instances are immutable and validated (see :mod:`rackplan.assignor.parse`), so the
 algorithms never re-check input.  Racks are opaque strings; for hot loops the
 cluster also exposes them as small integers and each partition's replica racks
 as a bit mask (bit ``i`` set when rack ``racks[i]`` holds a replica), so

@@ -77,7 +77,7 @@ def key_path(path: str, key: str) -> str:
 class HugeInt:
     """A JSON integer with more digits than Python converts (``sys.get_int_max_str_digits``).
 
-    :mod:`assignor.cli` decodes such a document again with this placeholder,
+    :mod:`rackplan.assignor.cli` decodes such a document again with this placeholder,
     so that an ignored field may hold one and a used field is rejected by
     name (every integer the contract uses is far smaller).
     """
@@ -189,7 +189,7 @@ def parse_cluster(doc: object, no_bools_or_floats: bool = False) -> Cluster:
 
     JSON ``true`` and ``1.0`` compare (and hash) equal to ``1``, so a replica
     list can only be checked by its distinct values when the document holds
-    no boolean or float at all (:func:`assignor.cli.decode` knows).  Then each
+    no boolean or float at all (:func:`rackplan.assignor.cli.decode` knows).  Then each
     topic costs two C-level passes (lists to tuples, tuples to a set of a few
     distinct lists), else one more over every replica's type.
     """

@@ -2,7 +2,7 @@
 
 Exactness, precisely: the result minimises the number of cross-rack
 partitions over *every* assignment the contract calls balanced (invariant 2),
-and among those the moves (valid owned partitions, see :mod:`assignor.owned`,
+and among those the moves (valid owned partitions, see :mod:`rackplan.assignor.owned`,
 whose owner still subscribes to the topic but that go to another member).
 
 * Equal subscriptions: balanced means counts ``floor(P/N)`` or ``ceil(P/N)``,
@@ -14,9 +14,9 @@ whose owner still subscribes to the topic but that go to another member).
   partitions of t1 local only to A, one of t2 local only to B, C in a third
   rack: counts (2, 1, 0) are balanced with no cross-rack partition, while
   every fair assignment (1, 1, 1) has two.  :func:`fair_assign` gives a
-  balanced starting point and :mod:`assignor.rack_optimal_balanced` makes the
+  balanced starting point and :mod:`rackplan.assignor.rack_optimal_balanced` makes the
   result exact over all balanced assignments (a per-component bound, else a
-  mixed-integer program, :mod:`assignor.rack_optimal_milp`) within a
+  mixed-integer program, :mod:`rackplan.assignor.rack_optimal_milp`) within a
   deterministic work budget.  The plan's ``stats`` say ``optimal`` (proven);
   when not, the plan is still balanced and never worse than the fair optimum,
   and ``cross_rack_lower_bound`` is a proven bound for any balanced plan.
@@ -37,8 +37,8 @@ one class are interchangeable for their owner, so a member needs one arc per
 class it owned partitions of, and the member that keeps ``k`` of them keeps
 ``k`` of its own.  Not cooperative: ``revoked`` is always empty.
 
-Both stages use :func:`assignor.flow.min_cost_flow_phases` (primal-dual with
-blocking flows, exact like :func:`assignor.flow.min_cost_flow`): stage B has
+Both stages use :func:`rackplan.assignor.flow.min_cost_flow_phases` (primal-dual with
+blocking flows, exact like :func:`rackplan.assignor.flow.min_cost_flow`): stage B has
 one node per sticky member and thousands of distinct augmenting paths, and
 even stage A, for a thousand members with distinct subscriptions, ran 25 times
 slower with one path per Dijkstra run.
@@ -280,7 +280,7 @@ def _owned_by_class(
 ) -> list[dict[int, list[TopicPartition]]]:
     """Per member and partition class, the owned partitions that count for stickiness (sorted).
 
-    Valid claims (:func:`assignor.owned.previous_owners`) whose owner still
+    Valid claims (:func:`rackplan.assignor.owned.previous_owners`) whose owner still
     subscribes to the topic.
     """
     index_of = {m.member_id: i for i, m in enumerate(c.members)}

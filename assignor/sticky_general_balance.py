@@ -11,9 +11,9 @@ another); else out of the high member, symmetrically.  Only if no such path
 exists does an owned partition move, a non-matching one first.  Every step
 lowers (sum of squares, total excess gap) lexicographically, so this ends.
 
-Kept apart from :mod:`assignor.sticky_general` because it is the one step that
+Kept apart from :mod:`rackplan.assignor.sticky_general` because it is the one step that
 trades stickiness for balance; the per-topic histograms of
-:class:`~assignor.sticky_general_state.GeneralState` make a step cost only the
+:class:`~rackplan.assignor.sticky_general_state.GeneralState` make a step cost only the
 topics of the members it touches, and its histogram of members holding free
 partitions rules out hopeless path searches at once.
 """

@@ -1,6 +1,6 @@
-"""The count-shift search of the general cooperative-sticky path (see :mod:`assignor.sticky_general_flow`).
+"""The count-shift search of the general cooperative-sticky path (see :mod:`rackplan.assignor.sticky_general_flow`).
 
-At fixed counts :func:`~assignor.sticky_general_flow.place` is exact; this
+At fixed counts :func:`~rackplan.assignor.sticky_general_flow.place` is exact; this
 module chooses which counts to try: all shifts at once first, then one first
 loser at a time with repairs and named gainers, within a deterministic work
 budget.  Kept apart from the flow itself because it is the heuristic part:

@@ -1,8 +1,8 @@
 """Kafka Streams task assignment (KIP-925): run the app's assignor, describe the result.
 
 ``plan_document`` is the contract's ``streams_app`` output; the assignors
-live in :mod:`assignor.streams_ha` and :mod:`assignor.streams_sticky`, the
-rack optimisation in :mod:`assignor.streams_rack`.
+live in :mod:`rackplan.assignor.streams_ha` and :mod:`rackplan.assignor.streams_sticky`, the
+rack optimisation in :mod:`rackplan.assignor.streams_rack`.
 """
 
 from __future__ import annotations

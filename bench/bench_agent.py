@@ -34,12 +34,12 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.kafka_io import PublishError
-from agent.logging import configure
-from agent.loop import Agent
-from agent.metadata import fetch_snapshot
-from agent.planner import plan_for
-from agent.settings import Settings
+from rackplan.agent.kafka_io import PublishError
+from rackplan.agent.logging import configure
+from rackplan.agent.loop import Agent
+from rackplan.agent.metadata import fetch_snapshot
+from rackplan.agent.planner import plan_for
+from rackplan.agent.settings import Settings
 from tests.fake_admin import ClusterMeta, Node, TopicMeta, cluster_metadata
 from tests.fake_admin import done as _done
 

@@ -56,11 +56,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent import loop as agent_loop
-from agent.kafka_io import TopicReadError
-from agent.logging import configure
-from agent.loop import Agent, CycleReport
-from agent.settings import Settings
+from rackplan.agent import loop as agent_loop
+from rackplan.agent.kafka_io import TopicReadError
+from rackplan.agent.logging import configure
+from rackplan.agent.loop import Agent, CycleReport
+from rackplan.agent.settings import Settings
 
 RACKS = ("az-a", "az-b", "az-c")
 MEMBERS_PER_RACK = 2
@@ -247,7 +247,7 @@ def cycle(
 
 def big_registration(agent: Agent, topics: int, existing: list[str]) -> int:
     """One registration record naming ``topics`` topics (a few existing), as a member would publish it."""
-    from agent.kafka_io import Publisher
+    from rackplan.agent.kafka_io import Publisher
 
     names = sorted({*existing[:4], *(f"nope-{i:07d}" for i in range(topics - 4))})
     value = {

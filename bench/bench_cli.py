@@ -9,7 +9,7 @@ For each case the instance is written to a temporary JSON file once, then:
   in process (``assignor`` is the core call, the figure docs/performance.md
   reports elsewhere; ``stats`` the contract's statistics; ``output`` building
   and encoding the plan document);
-* ``end to end``: ``rackplan assign FILE`` (``assignor.cli.main``) in a fresh
+* ``end to end``: ``rackplan assign FILE`` (``rackplan.cli.main``) in a fresh
   interpreter, from process start to the plan on stdout (written to
   /dev/null), with the child's CPU time from ``wait4`` and its own peak
   resident memory (``VmHWM``).
@@ -44,10 +44,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assignor.cli import decode, dumps
-from assignor.consumer import consumer_stats, get_assignor, instance_document, plan_body
-from assignor.model import Cluster, ConsumerGroup, StreamsApp
-from assignor.parse import parse_instance
+from rackplan.assignor.cli import decode, dumps
+from rackplan.assignor.consumer import consumer_stats, get_assignor, instance_document, plan_body
+from rackplan.assignor.model import Cluster, ConsumerGroup, StreamsApp
+from rackplan.assignor.parse import parse_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 RACKS = ("az-a", "az-b", "az-c")
@@ -120,7 +120,7 @@ def _median(fn: Callable[[], object], repeats: int) -> float:
 def stages(data: bytes, repeats: int) -> dict[str, float]:
     """Seconds per stage of the command, in process."""
     out: dict[str, float] = {"json.loads": _median(lambda: json.loads(data), repeats)}
-    gc.disable()  # as the command runs (see assignor.cli.cmd_assign)
+    gc.disable()  # as the command runs (see rackplan.assignor.cli.cmd_assign)
     try:
         out["json.loads, no GC"] = _median(lambda: json.loads(data), repeats)
         out["decode"] = _median(lambda: decode(data), repeats)
@@ -151,7 +151,7 @@ def _assignor_stages(
 #: across ``exec``; ``VmHWM`` belongs to the child's own address space.
 _CHILD = """
 import sys
-from assignor.cli import main
+from rackplan.cli import main
 try:
     code = main(["assign", sys.argv[1]])
 finally:

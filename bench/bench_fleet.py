@@ -3,10 +3,10 @@
 Run:  .venv/bin/python bench/bench_fleet.py [--repeats 3] [--groups 100,1000,2000]
       [--configs plain,local1,local2,standalone1,standalone2]
 
-Fleets: ``--groups`` consumer groups in total (synthetic, ``agent.fleet.synthetic``),
+Fleets: ``--groups`` consumer groups in total (synthetic, ``rackplan.fleet.synthetic``),
 spread over up to 20 clusters, baseline + 3 scenarios x 3 assignors = 12 units a group.
 Every run is a fresh process, so each pays the JVM start as a user would:
-``python -m agent.fleet.job --master local[N]``, or ``spark-submit`` to a
+``python -m rackplan.fleet.job --master local[N]``, or ``spark-submit`` to a
 loopback standalone cluster (master + N 1-core workers from PySpark's own
 ``spark-class``, started once per N and not timed; the job is submitted as
 docs/fleet.md says: code zip, packed environment).  Memory is the peak of the
@@ -39,9 +39,9 @@ SCENARIOS = [
 
 PLAIN = """
 import json, sys
-from agent.fleet import units
-from agent.fleet.scenarios import load_scenarios
-from agent.fleet.snapshot import snapshot_files
+from rackplan.fleet import units
+from rackplan.fleet.scenarios import load_scenarios
+from rackplan.agent.archive import snapshot_files
 scenarios = load_scenarios(sys.argv[2])
 n = 0
 for f in snapshot_files([sys.argv[1]]):
@@ -156,8 +156,8 @@ def main(argv: list[str]) -> int:
     sys.path.insert(
         0, str(Path(__file__).resolve().parent.parent)
     )  # this checkout's package, not an installed one
-    from agent.fleet.standalone import Standalone, pack_code, pack_env, submit_command
-    from agent.fleet.synthetic import cluster_document
+    from rackplan.fleet.standalone import Standalone, pack_code, pack_env, submit_command
+    from rackplan.fleet.synthetic import cluster_document
 
     configs = [c for c in args.configs.split(",") if c]
     root = Path(__file__).resolve().parent.parent
@@ -172,7 +172,7 @@ def main(argv: list[str]) -> int:
             pack_env(root, Path(tmp, "env.zip")) if any(c.startswith("standalone") for c in configs) else None
         )
         script = Path(tmp, "fleet_job.py")
-        script.write_text((root / "agent" / "fleet" / "job.py").read_text())
+        script.write_text((root / "fleet" / "job.py").read_text())
 
         def spark_args(snaps: Path, out: str) -> list[str]:
             return ["--snapshots", str(snaps), "--scenarios", str(scen), "--out", out, "--progress", "0"]
@@ -193,7 +193,7 @@ def main(argv: list[str]) -> int:
                         cmd = [
                             sys.executable,
                             "-m",
-                            "agent.fleet.job",
+                            "rackplan.fleet.job",
                             *spark_args(snaps, out),
                             "--master",
                             f"local[{name[-1]}]",

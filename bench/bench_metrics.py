@@ -24,8 +24,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.metrics import METRICS, Metrics
 from bench.common import timed
+from rackplan.agent.metrics import METRICS, Metrics
 
 RACKS = ("az-a", "az-b", "az-c")
 GROUP_GAUGES = (

@@ -41,11 +41,18 @@ import sys
 from dataclasses import replace
 from functools import partial
 
-from assignor.consumer import cross_rack_count
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition, is_cross_rack
-from assignor.owned import previous_owners
-from assignor.rack_optimal import assign, fair_assign
 from bench.common import in_child, peak_memory, peak_rss_mib, timed
+from rackplan.assignor.consumer import cross_rack_count
+from rackplan.assignor.model import (
+    Cluster,
+    ConsumerGroup,
+    ConsumerPlan,
+    Member,
+    TopicPartition,
+    is_cross_rack,
+)
+from rackplan.assignor.owned import previous_owners
+from rackplan.assignor.rack_optimal import assign, fair_assign
 
 RACKS = ("az-a", "az-b", "az-c")
 

@@ -50,12 +50,12 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from assignor.consumer import cross_rack_count, subscribed_partitions
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
-from assignor.owned import count_moved, previous_owners
-from assignor.rack_optimal import assign as rack_optimal_assign
-from assignor.sticky_assignor import assign
 from bench.common import peak_memory, peak_rss_mib, timed
+from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+from rackplan.assignor.owned import count_moved, previous_owners
+from rackplan.assignor.rack_optimal import assign as rack_optimal_assign
+from rackplan.assignor.sticky_assignor import assign
 
 RACKS = ("az-a", "az-b", "az-c")
 N_BROKERS = 9

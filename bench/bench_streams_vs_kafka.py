@@ -23,7 +23,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, seed, settings
 
-from assignor.cli import assign_document
+from rackplan.assignor.cli import assign_document
 
 
 def collect(n: int, at: int) -> list[dict[str, Any]]:

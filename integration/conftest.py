@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from agent.embedded import EmbeddedCluster
-from agent.loop import Agent, CycleReport
-from agent.settings import Settings
 from integration.kafka.cluster import KafkaCluster
+from rackplan.agent.embedded import EmbeddedCluster
+from rackplan.agent.loop import Agent, CycleReport
+from rackplan.agent.settings import Settings
 
 POLL_S = 0.3
 
@@ -31,7 +31,7 @@ def _logs_to_stderr() -> None:
     """Each test logs JSON to the real stderr, whatever an earlier test configured."""
     import sys
 
-    from agent.logging import configure
+    from rackplan.agent.logging import configure
 
     configure("json", "warning", stream=sys.__stderr__)
 
@@ -140,7 +140,7 @@ def run_agent() -> Iterator[Callable[..., RunningAgent]]:
     running: list[RunningAgent] = []
 
     def start(settings: Settings, cluster: EmbeddedCluster | None = None) -> RunningAgent:
-        from agent.demo import topic_creator
+        from rackplan.agent.demo import topic_creator
 
         agent = Agent(settings, create_missing_topics=None if cluster is None else topic_creator(cluster))
         r = RunningAgent(agent)
@@ -186,7 +186,7 @@ def rackplan_assign(instance: Mapping[str, Any]) -> dict[str, Any]:
     import sys
 
     r = subprocess.run(
-        [sys.executable, "-m", "assignor.cli", "assign", "-"],
+        [sys.executable, "-m", "rackplan", "assign", "-"],
         input=json.dumps(instance),
         capture_output=True,
         text=True,

@@ -25,14 +25,14 @@ from typing import Any
 
 import yaml
 
-from agent.follower import PlanFollower
-from agent.kafka_io import TopicTail, read_back
-from agent.lease import Heartbeat, decode_heartbeat
-from agent.logging import get_logger
-from agent.plans import PlanRecord
+from rackplan.agent.follower import PlanFollower
+from rackplan.agent.kafka_io import TopicTail, read_back
+from rackplan.agent.lease import Heartbeat, decode_heartbeat
+from rackplan.agent.logging import get_logger
+from rackplan.agent.plans import PlanRecord
 
 TP = tuple[str, int]
-RACKPLAN = [sys.executable, "-c", "import sys; from assignor.cli import main; sys.exit(main())"]
+RACKPLAN = [sys.executable, "-c", "import sys; from rackplan.cli import main; sys.exit(main())"]
 
 
 def wait_until(pred: Callable[[], bool], timeout: float, what: str, step: float = 0.05) -> None:
@@ -292,7 +292,7 @@ class Watcher:
         self.beats: list[Heartbeat] = []
 
     def refresh(self) -> Watcher:
-        from agent.plans import decode_record
+        from rackplan.agent.plans import decode_record
 
         raw, _ = self._tail.read_new()
         for r in raw:

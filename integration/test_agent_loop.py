@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from agent.embedded import EmbeddedCluster
-from agent.kafka_io import read_back
-from agent.logging import get_logger
-from agent.planner import instance_document
+from rackplan.agent.embedded import EmbeddedCluster
+from rackplan.agent.kafka_io import read_back
+from rackplan.agent.logging import get_logger
+from rackplan.agent.planner import instance_document
 
 from .conftest import POLL_S, RunningAgent, agent_settings, range_group
 
@@ -78,7 +78,7 @@ def test_change_detected_and_plans_republished(
 
 
 def test_alert_raised_and_resolved(make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent) -> None:
-    from agent.demo import WebhookReceiver
+    from rackplan.agent.demo import WebhookReceiver
 
     c = make_cluster()
     c.create_topic("payments", 6, 1)  # rf 1: decommissioning moves whole partitions between racks
@@ -184,9 +184,9 @@ def test_missing_topics_are_named_with_the_command(
 ) -> None:
     import io
 
-    from agent.kafka_io import ensure_topics
-    from agent.logging import configure
-    from agent.loop import topic_specs
+    from rackplan.agent.kafka_io import ensure_topics
+    from rackplan.agent.logging import configure
+    from rackplan.agent.loop import topic_specs
 
     c = make_cluster()
     settings = agent_settings(c.bootstrap_servers, [])
@@ -217,17 +217,16 @@ def test_agent_refuses_to_run_without_a_plan_topic(
 def test_a_failing_assignor_does_not_stop_other_groups(
     make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent, monkeypatch: Any
 ) -> None:
-    import agent.loop
-    import agent.planner
+    from rackplan.agent import loop, planner
 
-    real = agent.planner.plan_for
+    real = planner.plan_for
 
     def flaky(snapshot: Any, racks: Any, reg: Any, last: Any) -> Any:
         if reg.key == "consumer/bad":
             raise RuntimeError("assignor bug")
         return real(snapshot, racks, reg, last)
 
-    monkeypatch.setattr(agent.loop, "plan_for", flaky)
+    monkeypatch.setattr(loop, "plan_for", flaky)
     c = cluster_with_topics(make_cluster)
     groups = [range_group("bad", ["orders"]), range_group("good", ["orders"])]
     a = run_agent(agent_settings(c.bootstrap_servers, groups), c)
@@ -249,7 +248,7 @@ def test_published_plans_pass_the_contract_checker(
         pytest.fail(f"contract checker not found at {CHECKER}", pytrace=False)
     c = cluster_with_topics(make_cluster)
     groups = [range_group("payments", ["orders", "payments"])]
-    if importlib.util.find_spec("assignor.rack_optimal") is not None:
+    if importlib.util.find_spec("rackplan.assignor.rack_optimal") is not None:
         groups.append({**range_group("optimal", ["orders", "payments"]), "assignor": "rack-optimal"})
     a = run_agent(agent_settings(c.bootstrap_servers, groups), c)
     first = a.wait_for(lambda r: r.ok)
@@ -278,7 +277,7 @@ def test_published_plans_pass_the_contract_checker(
 def test_archives_a_snapshot_at_start_and_at_every_confirmed_change(
     make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent, tmp_path: Path
 ) -> None:
-    from agent.fleet.snapshot import parse_snapshot, read_documents
+    from rackplan.agent.archive import parse_snapshot, read_documents
 
     c = cluster_with_topics(make_cluster)
     settings = agent_settings(

@@ -84,7 +84,7 @@ def test_by_hand_on_real_kafka(launched: KafkaCluster, tmp_path: Path) -> None:
     env.update(dict(w.split("=", 1) for w in env_words))
     env.update(own)
     agent = subprocess.Popen(
-        [sys.executable, "-m", "assignor.cli", *command[1:]],
+        [sys.executable, "-m", "rackplan", *command[1:]],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from agent.embedded import EmbeddedCluster
-from agent.kafka_io import read_back
-from agent.logging import get_logger
-from agent.plans import PlanRecord
+from rackplan.agent.embedded import EmbeddedCluster
+from rackplan.agent.kafka_io import read_back
+from rackplan.agent.logging import get_logger
+from rackplan.agent.plans import PlanRecord
 
-RACKPLAN = [sys.executable, "-c", "import sys; from assignor.cli import main; sys.exit(main())"]
+RACKPLAN = [sys.executable, "-c", "import sys; from rackplan.cli import main; sys.exit(main())"]
 
 
 def test_agent_run_publishes_then_exits_0_on_sigterm(

@@ -96,7 +96,7 @@ def test_followers_consume_exactly_where_the_plan_says(
 def test_decommission_hands_partitions_over_and_alerts(
     target: Target, run_agent: RunAgent, e2e_report: Any
 ) -> None:
-    from agent.demo import WebhookReceiver
+    from rackplan.agent.demo import WebhookReceiver
 
     # rf 1: decommissioning moves whole partitions between racks (real Kafka: Kafka's reassignment tool)
     if target.kind == "kafka":  # one partition per broker: broker 3 (az-c) holds partition 2

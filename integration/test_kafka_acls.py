@@ -30,9 +30,9 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from agent.loop import Agent
-from agent.settings import Settings
 from integration.kafka import secured
+from rackplan.agent.loop import Agent
+from rackplan.agent.settings import Settings
 
 from .conftest import FOLLOWER_SETTINGS, RunningAgent, agent_settings
 from .e2e import FollowerApp, Ledger, member_assignment, wait_until

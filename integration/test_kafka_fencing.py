@@ -1,7 +1,7 @@
 """Producer-epoch fencing of the plan publisher on real Kafka (issue 9, "Also").
 
 The agent publishes plan-topic records in transactions whose ``transactional.id`` is one per lease
-group and plan topic (:func:`agent.kafka_io.transactional_id`).  When another agent of the same
+group and plan topic (:func:`rackplan.agent.kafka_io.transactional_id`).  When another agent of the same
 settings starts publishing, its InitProducerId bumps the producer epoch: the broker aborts the
 previous holder's open transaction and refuses its next send or commit.  Readers read the plan topic
 read_committed, so a deposed agent's records sent in the window between its last lease confirmation
@@ -24,7 +24,9 @@ from typing import Any
 
 import pytest
 
-from agent.kafka_io import (
+from integration.e2e import AgentProcess
+from integration.kafka.cluster import KafkaCluster
+from rackplan.agent.kafka_io import (
     WRITER_HEADER,
     ProducerFenced,
     Publisher,
@@ -34,9 +36,7 @@ from agent.kafka_io import (
     TopicTail,
     transactional_id,
 )
-from agent.plans import decode_record
-from integration.e2e import AgentProcess
-from integration.kafka.cluster import KafkaCluster
+from rackplan.agent.plans import decode_record
 
 from .conftest import Target, range_group
 from .test_kafka_operations import create

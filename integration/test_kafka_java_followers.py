@@ -27,9 +27,9 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from agent.plans import PlanRecord
 from integration.kafka.apps import JavaApp, plan_member, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR
+from rackplan.agent.plans import PlanRecord
 
 from .conftest import RunningAgent, Target
 from .test_kafka_operations import create

@@ -21,9 +21,9 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.admin._config import ConfigResource
 
-from agent.loop import CycleReport
-from agent.plans import PlanRecord
 from integration.kafka.cluster import KafkaCluster
+from rackplan.agent.loop import CycleReport
+from rackplan.agent.plans import PlanRecord
 
 from .conftest import RunningAgent, Target, merged, range_group
 
@@ -87,7 +87,7 @@ def test_agent_creates_its_topics_compacted_and_checks_existing_ones(
         config = tmp_path / "rackplan.yaml"
         config.write_text(yaml.safe_dump(other.agent_settings([]).model_dump(mode="json")))
         r = subprocess.run(
-            [sys.executable, "-m", "assignor.cli", "agent", "run", "--config", str(config)],
+            [sys.executable, "-m", "rackplan", "agent", "run", "--config", str(config)],
             capture_output=True,
             text=True,
             timeout=120,
@@ -246,8 +246,8 @@ def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
 ) -> None:
     """Agent A (no lease) publishes for its group; agent B on the same topics with other settings (HA on,
     no groups) would tombstone A's plan and move epochs backwards: B refuses to start, exit 2, naming A."""
-    from agent.kafka_io import read_back
-    from agent.logging import get_logger
+    from rackplan.agent.kafka_io import read_back
+    from rackplan.agent.logging import get_logger
 
     topic = create(real, "fenced", [[1, 2], [2, 3], [3, 1]])
     group = range_group(real.name("fenced"), [topic])
@@ -260,7 +260,7 @@ def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
     config.write_text(yaml.safe_dump(b_settings.model_dump(mode="json")))
     t0 = time.monotonic()
     r = subprocess.run(
-        [sys.executable, "-m", "assignor.cli", "agent", "run", "--config", str(config)],
+        [sys.executable, "-m", "rackplan", "agent", "run", "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=180,
@@ -288,7 +288,7 @@ def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
     assert p.flush(10) == 0
     a.wait_for(lambda r: (m.get("rackplan_foreign_writers_total", {"topic": "plans"}) or 0) == 1, timeout=30)
 
-    from agent.lease import HEARTBEAT_KEY, Heartbeat
+    from rackplan.agent.lease import HEARTBEAT_KEY, Heartbeat
 
     forged = Heartbeat("intruder", a.agent.epoch + 1, int(time.time() * 1000), 1.0)
     p.produce(real.control_topics["lease_topic"], key=HEARTBEAT_KEY, value=forged.encode())

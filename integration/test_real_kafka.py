@@ -8,8 +8,8 @@ import uuid
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.admin._config import ConfigResource
 
-from agent.kafka_io import TopicSpec, ensure_topics
-from agent.logging import get_logger
+from rackplan.agent.kafka_io import TopicSpec, ensure_topics
+from rackplan.agent.logging import get_logger
 
 
 def test_create_topics_makes_a_compacted_plan_topic(kafka_bootstrap: str) -> None:
@@ -41,10 +41,10 @@ def test_describe_groups_gives_real_members_and_mapped_racks(kafka_bootstrap: st
 
     from confluent_kafka import Consumer
 
-    from agent.membership import GroupDescriber, member_racks
-    from agent.metrics import Metrics
-    from agent.registry import merge_registrations
-    from agent.settings import MembershipSettings, RackRule, Settings
+    from rackplan.agent.membership import GroupDescriber, member_racks
+    from rackplan.agent.metrics import Metrics
+    from rackplan.agent.registry import merge_registrations
+    from rackplan.agent.settings import MembershipSettings, RackRule, Settings
 
     admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
     topic = f"_rackplan.test.{uuid.uuid4().hex[:8]}"

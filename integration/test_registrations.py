@@ -11,9 +11,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from agent.embedded import EmbeddedCluster
-from agent.logging import configure
-from agent.registry import registration_key
+from rackplan.agent.embedded import EmbeddedCluster
+from rackplan.agent.logging import configure
+from rackplan.agent.registry import registration_key
 
 from .conftest import RunningAgent, agent_settings, range_group
 

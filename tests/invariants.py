@@ -8,9 +8,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from assignor.consumer import subscribed_partitions
-from assignor.flow import FlowResult
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
+from rackplan.assignor.consumer import subscribed_partitions
+from rackplan.assignor.flow import FlowResult
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 
 
 def assert_valid(cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan) -> None:

@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from assignor.consumer import instance_document
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
+from rackplan.assignor.consumer import instance_document
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 
 ROOT = Path(__file__).resolve().parent.parent
 ORACLE_DIR = ROOT / "oracle"

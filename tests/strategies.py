@@ -6,7 +6,7 @@ import dataclasses
 
 from hypothesis import strategies as st
 
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 
 RACKS = ("az-a", "az-b", "az-c", "az-d")
 

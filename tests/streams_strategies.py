@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology, task_id
+from rackplan.assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology, task_id
 
 RACKS = ("az-a", "az-b", "az-c")
 

@@ -10,7 +10,7 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.alerts import (
+from rackplan.agent.alerts import (
     ALERT_SCHEMA,
     ALERTNAME,
     FIRING,
@@ -20,8 +20,8 @@ from agent.alerts import (
     AlertEvent,
     AlertState,
 )
-from agent.plans import Locality
-from agent.settings import AlertSettings
+from rackplan.agent.plans import Locality
+from rackplan.agent.settings import AlertSettings
 from tests.test_agent_cycle import FakeAdmin, cycle, discovered, group, keys, make_agent
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"

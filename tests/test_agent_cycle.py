@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from agent.kafka_io import PublishError
-from agent.logging import configure
-from agent.loop import Agent, CycleReport
-from agent.registry import decode_registration, registration_key
-from agent.settings import Settings
+from rackplan.agent.kafka_io import PublishError
+from rackplan.agent.logging import configure
+from rackplan.agent.loop import Agent, CycleReport
+from rackplan.agent.registry import decode_registration, registration_key
+from rackplan.agent.settings import Settings
 from tests.fake_admin import Node, cluster_metadata, done
 
 RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
@@ -411,7 +411,7 @@ def _restore_logging() -> Any:
 
 
 def test_groups_endpoint_lists_sources_and_unusable_registrations() -> None:
-    from agent.http import _groups
+    from rackplan.agent.http import _groups
 
     admin = FakeAdmin({"t": [[1], [2]]})
     agent, _, buf = make_agent(admin, [group("g")])
@@ -488,7 +488,7 @@ class PlanTail:
 
 
 def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> None:
-    from agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord
+    from rackplan.agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord
 
     admin = FakeAdmin({"t": [[1], [2], [3]]})
     agent, _pub, buf = make_agent(admin, [])

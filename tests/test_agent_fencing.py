@@ -9,7 +9,13 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from agent.kafka_io import DeliveryUncertain, ProducerFenced, Publisher, PublishError, transactional_id
+from rackplan.agent.kafka_io import (
+    DeliveryUncertain,
+    ProducerFenced,
+    Publisher,
+    PublishError,
+    transactional_id,
+)
 from tests.test_agent_cycle import FakeAdmin, FakePublisher, cycle, group, make_agent
 
 PLANS = "_rackplan.plans"

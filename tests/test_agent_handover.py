@@ -8,9 +8,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.handover import holders, pending_from, split
-from agent.plans import decode_record
-from agent.registry import FollowerStatus, decode_registration, registration_key
+from rackplan.agent.handover import holders, pending_from, split
+from rackplan.agent.plans import decode_record
+from rackplan.agent.registry import FollowerStatus, decode_registration, registration_key
 
 from .test_agent_cycle import FakeAdmin, cycle, make_agent
 

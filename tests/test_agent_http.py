@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.http import BACKLOG, WORKERS, AgentHttpServer
-from agent.logging import configure
-from agent.loop import Agent
+from rackplan.agent.http import BACKLOG, WORKERS, AgentHttpServer
+from rackplan.agent.logging import configure
+from rackplan.agent.loop import Agent
 from tests.test_agent_cycle import FakeAdmin, cycle, group, make_agent
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from agent.logging import configure, get_logger
-from agent.membership import GroupDescriber, RealGroup, RealMember, member_racks, real_group
-from agent.metrics import Metrics
-from agent.settings import MembershipSettings, RackRule
+from rackplan.agent.logging import configure, get_logger
+from rackplan.agent.membership import GroupDescriber, RealGroup, RealMember, member_racks, real_group
+from rackplan.agent.metrics import Metrics
+from rackplan.agent.settings import MembershipSettings, RackRule
 
 
 @dataclass

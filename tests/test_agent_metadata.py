@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from agent.metadata import (
+from rackplan.agent.metadata import (
     NO_LEADER,
     MetadataError,
     Snapshot,
@@ -19,7 +19,7 @@ from agent.metadata import (
     known_racks,
     poll_snapshot,
 )
-from agent.settings import MetadataSettings
+from rackplan.agent.settings import MetadataSettings
 from tests.fake_admin import Node, cluster_metadata, done
 
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent import alerts, diff, plans, registry, webhook
-from agent.metrics import (
+from rackplan.agent import alerts, diff, plans, registry, webhook
+from rackplan.agent.metrics import (
     BUCKETS,
     COUNTER,
     GAUGE,
@@ -27,7 +27,7 @@ from agent.metrics import (
     ZERO_SERIES,
     Metrics,
 )
-from agent.process_stats import PROCESS_METRICS, process_values
+from rackplan.agent.process_stats import PROCESS_METRICS, process_values
 
 NAME = re.compile(r"rackplan_[a-z][a-z0-9_]*[a-z0-9]")
 #: unit suffixes that are not base units
@@ -291,7 +291,7 @@ def test_promtool_accepts_the_agents_metrics_endpoint(cluster: str | None) -> No
     parser and linter (which rejects, e.g., a counter without ``_total`` or a malformed label)."""
     import urllib.request
 
-    from agent.http import AgentHttpServer
+    from rackplan.agent.http import AgentHttpServer
     from tests import promtool
     from tests.test_agent_cycle import FakeAdmin, cycle, group, make_agent
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from agent.alerts import FIRING, RESOLVED, AlertState
-from agent.metadata import NO_LEADER, Snapshot, TopicState
-from agent.planner import (
+from rackplan.agent.alerts import FIRING, RESOLVED, AlertState
+from rackplan.agent.metadata import NO_LEADER, Snapshot, TopicState
+from rackplan.agent.planner import (
     LocalityJudge,
     PlanSkipped,
     current_locality,
@@ -16,8 +16,8 @@ from agent.planner import (
     registrations,
     scope_fingerprint,
 )
-from agent.plans import Locality, PlanRecord
-from agent.settings import AlertSettings, Settings
+from rackplan.agent.plans import Locality, PlanRecord
+from rackplan.agent.settings import AlertSettings, Settings
 
 RACKS: dict[int, str | None] = {1: "a", 2: "a", 3: "b", 4: "b"}
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent.plans import (
+from rackplan.agent.plans import (
     Locality,
     PlanBook,
     PlanDecodeError,
@@ -184,7 +184,7 @@ def test_followers_never_see_a_malformed_assignment(body: dict[str, Any], text: 
 
 
 def test_handover_records_validate_against_the_schema() -> None:
-    from agent.handover import Split, revoking_record
+    from rackplan.agent.handover import Split, revoking_record
 
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not a dev dependency yet")
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))

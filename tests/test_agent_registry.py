@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent.membership import RealGroup, RealMember
-from agent.registry import (
+from rackplan.agent.membership import RealGroup, RealMember
+from rackplan.agent.registry import (
     REGISTRATION_SCHEMA,
     SKIP_REASONS,
     RegistrationRecordError,
@@ -19,7 +19,7 @@ from agent.registry import (
     merge_registrations,
     registration_key,
 )
-from agent.settings import RackRule, Settings, rack_for
+from rackplan.agent.settings import RackRule, Settings, rack_for
 
 SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "registration-schema.json"
 SUBS = [{"id": "0", "source_topics": ["clicks"], "changelog_topics": ["clicks-store"]}]
@@ -299,7 +299,7 @@ def test_schema_constant() -> None:
 
 
 def test_follower_records_round_trip_and_never_replan() -> None:
-    from agent.registry import FollowerStatus, RegistrationStore, consumer_registration
+    from rackplan.agent.registry import FollowerStatus, RegistrationStore, consumer_registration
 
     key, value = consumer_registration(
         "pay",

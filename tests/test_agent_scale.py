@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-import agent.loop as agent_loop
-from agent.kafka_io import WRITER_HEADER, DeliveryUncertain, PlanTooLargeError, Publisher, RawRecord
+import rackplan.agent.loop as agent_loop
+from rackplan.agent.kafka_io import WRITER_HEADER, DeliveryUncertain, PlanTooLargeError, Publisher, RawRecord
 from tests.test_agent_cycle import FakeAdmin, PlanTail, cycle, group, make_agent
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    """Count the calls of ``agent.loop.<name>`` (still calling it)."""
+    """Count the calls of ``rackplan.agent.loop.<name>`` (still calling it)."""
     calls = [0]
     original = getattr(agent_loop, name)
 
@@ -139,7 +139,7 @@ def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: 
 
 
 def test_a_registration_naming_too_many_topics_is_refused_with_its_count() -> None:
-    from agent.registry import (
+    from rackplan.agent.registry import (
         MAX_REGISTRATION_TOPICS,
         RegistrationRecordError,
         consumer_registration,

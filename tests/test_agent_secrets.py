@@ -14,8 +14,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.logging import configure, get_logger, kafka_logger, log_librdkafka
-from agent.settings import Settings, is_secret_key, mask_text, mask_tree, redact_url
+from rackplan.agent.logging import configure, get_logger, kafka_logger, log_librdkafka
+from rackplan.agent.settings import Settings, is_secret_key, mask_text, mask_tree, redact_url
 
 SECRETS = ["Cl1entS3cret", "T0kenValue", "Us3rPassw0rd", "H3aderValue", "Jaa5Pw", "Extens10n", "F1le"]
 
@@ -155,7 +155,7 @@ def test_the_real_agent_starting_line(tmp_path: Path) -> None:
         "log": {"format": "json"},
     }
     config.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    cmd = [sys.executable, "-c", "import sys; from assignor.cli import main; sys.exit(main())"]
+    cmd = [sys.executable, "-c", "import sys; from rackplan.cli import main; sys.exit(main())"]
     p = subprocess.Popen(
         [*cmd, "agent", "run", "--no-supervisor", "--config", str(config)],
         stdout=subprocess.PIPE,

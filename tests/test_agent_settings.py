@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent.settings import (
+from rackplan.agent.settings import (
     MAX_YAML_NODES,
     Settings,
     SettingsError,

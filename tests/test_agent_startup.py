@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.preflight import bootstrap_hosts, reach_brokers
+from rackplan.agent.preflight import bootstrap_hosts, reach_brokers
 
-RACKPLAN = [sys.executable, "-m", "assignor.cli"]
+RACKPLAN = [sys.executable, "-m", "rackplan"]
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agent.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
-from agent.logging import configure, get_logger
-from agent.metrics import Metrics
-from agent.settings import HttpSettings, Settings, WebhookSettings
-from agent.webhook import (
+from rackplan.agent.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
+from rackplan.agent.logging import configure, get_logger
+from rackplan.agent.metrics import Metrics
+from rackplan.agent.settings import HttpSettings, Settings, WebhookSettings
+from rackplan.agent.webhook import (
     ALERTNAME,
     WebhookNotifier,
     alertmanager_alert,

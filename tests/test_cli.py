@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from assignor.cli import main
+from rackplan.cli import main
 from tests.invariants import assert_contract_checker_passes
 
 SAMPLES = sorted((Path(__file__).resolve().parents[2] / "shared" / "samples").glob("*.json"))
@@ -26,7 +26,7 @@ def test_the_shared_samples_are_there(shared_dir: Path) -> None:
 
 def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "assignor.cli", *args],
+        [sys.executable, "-m", "rackplan", *args],
         input=stdin,
         capture_output=True,
         text=True,

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from agent.fleet import units
-from agent.fleet.job import TABLES
-from agent.fleet.scenarios import parse_scenarios
-from agent.fleet.settings import FleetOptions, FleetSettings, SparkSettings
-from agent.fleet.synthetic import cluster_document
+from rackplan.fleet import units
+from rackplan.fleet.job import TABLES
+from rackplan.fleet.scenarios import parse_scenarios
+from rackplan.fleet.settings import FleetOptions, FleetSettings, SparkSettings
+from rackplan.fleet.synthetic import cluster_document
 from tests.test_fleet_units import assign_cli
 
 SCENARIOS = [
@@ -50,7 +50,7 @@ def spark() -> Iterator[Any]:
     reason = _spark_missing()
     if reason:
         pytest.skip(reason)
-    from agent.fleet.job import build_session
+    from rackplan.fleet.job import build_session
 
     session = build_session(SparkSettings(master="local[2]", partitions=4, arrow_batch_rows=16))
     yield session
@@ -64,7 +64,7 @@ def fleet_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
-    from agent.fleet.job import Progress, run_fleet
+    from rackplan.fleet.job import Progress, run_fleet
 
     base = tmp_path_factory.mktemp("fleet")
     snaps = base / "snapshots"
@@ -95,7 +95,7 @@ def fleet_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 def table(run: dict[str, Any], name: str) -> Any:
     """A table as pandas: partition columns as text, ``taken_at`` as RFC 3339 text."""
-    from agent.fleet.storage import read_table
+    from rackplan.fleet.storage import read_table
 
     frame = read_table(str(run["out"] / name)).to_pandas()
     frame["taken_at"] = [
@@ -234,7 +234,7 @@ def test_progress_summary_and_report(fleet_run: dict[str, Any]) -> None:
     assert done == sorted(done) and done[-1] == summary.units  # monotonic, ends at every unit
     assert all("units/s" in line and "ETA" in line for line in counted)
     pytest.importorskip("matplotlib", reason="the report needs matplotlib")
-    from agent.fleet.report import render
+    from rackplan.fleet.report import render
 
     page = render(fleet_run["out"].as_uri(), fleet_run["base"] / "site")  # any URI
     assert (
@@ -247,7 +247,7 @@ def test_progress_summary_and_report(fleet_run: dict[str, Any]) -> None:
 def test_outputs_are_partitioned_typed_and_of_one_run(fleet_run: dict[str, Any]) -> None:
     """Partitioned by cluster and snapshot date, typed taken_at, one run_id in every table, no
     staging left, and the previous run's table replaced whole (its stray file is gone)."""
-    from agent.fleet.storage import read_table
+    from rackplan.fleet.storage import read_table
 
     out = fleet_run["out"]
     run_id = fleet_run["summary"].run_id
@@ -271,8 +271,8 @@ def test_parquet_snapshots_with_the_documents_fields_as_columns(spark: Any, tmp_
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
-    from agent.fleet.job import read_documents
-    from agent.fleet.snapshot import parse_snapshot
+    from rackplan.agent.archive import parse_snapshot
+    from rackplan.fleet.job import read_documents
 
     docs = [cluster_document(i, 3, seed=5, streams_apps=1) for i in range(2)]
     docs[1]["topics"]["only-here"] = [[1]]
@@ -292,8 +292,8 @@ def test_spark_jobs_are_named_by_run_and_phase(spark: Any, fleet_run: dict[str, 
 @pytest.mark.spark
 def test_commit_through_the_hadoop_file_system(spark: Any, tmp_path: Path) -> None:
     """URI outputs (here ``file://``) commit and write summary.json through Hadoop's FileSystem API."""
-    from agent.fleet.job import commit
-    from agent.fleet.storage import HadoopStore
+    from rackplan.fleet.job import commit
+    from rackplan.fleet.storage import HadoopStore
 
     out = tmp_path / "out"
     for d in (out / "locality", *(out / "_staging-r2" / n for n in TABLES)):
@@ -310,7 +310,7 @@ def test_commit_through_the_hadoop_file_system(spark: Any, tmp_path: Path) -> No
 
 @pytest.mark.spark
 def test_only_invalid_snapshots_evaluate_no_unit(spark: Any, tmp_path: Path) -> None:
-    from agent.fleet.job import EXIT_NO_UNIT_OK, exit_code, run_fleet
+    from rackplan.fleet.job import EXIT_NO_UNIT_OK, exit_code, run_fleet
 
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "a.jsonl").write_text('{"schema": 1}\n{"schema": 2, "cluster_id": "x"}\n')
@@ -325,7 +325,7 @@ def test_only_invalid_snapshots_evaluate_no_unit(spark: Any, tmp_path: Path) -> 
 
 
 def test_settings_file_environment_and_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from agent.fleet.job import add_arguments, settings_from_args
+    from rackplan.fleet.job import add_arguments, settings_from_args
 
     f = tmp_path / "fleet.yaml"
     f.write_text("spark: {master: 'local[1]', executor_memory: 2g}\nfleet: {price_per_gb: 0.05}\n")
@@ -360,7 +360,7 @@ def test_settings_file_environment_and_flags(tmp_path: Path, monkeypatch: pytest
 
 
 def test_fleet_command_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from assignor.cli import main
+    from rackplan.cli import main
 
     assert main(["fleet", "--snapshots", str(tmp_path / "none"), "--out", str(tmp_path / "o")]) == 2
     assert "no such snapshot file" in capsys.readouterr().err
@@ -374,7 +374,7 @@ def test_fleet_command_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_snapshot_paths_are_checked_before_spark(tmp_path: Path) -> None:
-    from agent.fleet.storage import InputError, check_inputs
+    from rackplan.fleet.storage import InputError, check_inputs
 
     (tmp_path / "a" / "deep").mkdir(parents=True)
     (tmp_path / "a" / "deep" / "x.jsonl").write_text("{}\n")
@@ -400,7 +400,7 @@ def test_snapshot_paths_are_checked_before_spark(tmp_path: Path) -> None:
 
 
 def test_spark_errors_map_to_exit_codes() -> None:
-    from agent.fleet.job import EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, classify, exit_code
+    from rackplan.fleet.job import EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, classify, exit_code
 
     code, line = classify(RuntimeError("[PATH_NOT_FOUND] Path does not exist: hdfs://nn/x."))
     assert code == EXIT_BAD_INPUT and "hdfs://nn/x" in line
@@ -417,7 +417,7 @@ def test_spark_errors_map_to_exit_codes() -> None:
 
 
 def test_partitions_are_sized_from_the_unit_count() -> None:
-    from agent.fleet.job import partitions_for
+    from rackplan.fleet.job import partitions_for
 
     assert partitions_for(90, 10, 2) == 2  # a small fleet: one wave, one partition per core
     assert partitions_for(1_200, 100, 2) == 4
@@ -427,7 +427,7 @@ def test_partitions_are_sized_from_the_unit_count() -> None:
 
 
 def test_progress_lines_are_monotonic_with_rate_and_eta() -> None:
-    from agent.fleet.job import Progress
+    from rackplan.fleet.job import Progress
 
     lines: list[str] = []
     values = iter([10, 5, 40, 200])  # an accumulator read while tasks end (and a stale read)
@@ -444,7 +444,7 @@ def test_progress_lines_are_monotonic_with_rate_and_eta() -> None:
 
 def test_no_spark_context_needed_on_the_hot_path() -> None:
     """Spark Connect sessions have no ``sparkContext``: sizing, job names and progress do without it."""
-    from agent.fleet.job import _name_jobs, context, parallelism
+    from rackplan.fleet.job import _name_jobs, context, parallelism
 
     class Conf:
         def get(self, key: str, default: str) -> str:

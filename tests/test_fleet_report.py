@@ -19,10 +19,10 @@ pd = pytest.importorskip("pandas", reason="the report needs the spark extra (pan
 pytest.importorskip("pyarrow", reason="the report needs the spark extra (pyarrow)")
 pytest.importorskip("matplotlib", reason="the report needs the spark extra (matplotlib)")
 
-from agent.fleet import units  # noqa: E402
-from agent.fleet.report import render  # noqa: E402
-from agent.fleet.scenarios import parse_scenarios  # noqa: E402
-from agent.fleet.synthetic import cluster_document  # noqa: E402
+from rackplan.fleet import units  # noqa: E402
+from rackplan.fleet.report import render  # noqa: E402
+from rackplan.fleet.scenarios import parse_scenarios  # noqa: E402
+from rackplan.fleet.synthetic import cluster_document  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCENARIOS = [
@@ -192,7 +192,7 @@ def test_worst_groups_plot_shows_the_cost_it_is_ordered_by(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The bars are the groups' monthly cost in USD (the order of the list), not a fraction."""
-    from agent.fleet import report as rep
+    from rackplan.fleet import report as rep
 
     write_tables(tmp_path / "t")
     loc = rep.load_locality(tmp_path / "t")
@@ -222,7 +222,7 @@ def test_long_labels_stay_inside_a_plot_of_bounded_size(report: tuple[Path, Any]
 
 
 def test_scenarios_that_match_nothing_and_lost_partitions_are_said(report: tuple[Path, Any]) -> None:
-    from agent.fleet import report as rep
+    from rackplan.fleet import report as rep
 
     base, _ = report
     totals = rep.scenario_totals(rep.load_locality(base / "tables")).set_index("scenario")

@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agent.fleet import scenarios as sc
-from agent.fleet.scenarios import CONSUMER, STREAMS, NotApplicable, Unit, apply, parse_scenarios
-from agent.fleet.snapshot import ClusterState
+from rackplan.agent.archive import ClusterState
+from rackplan.fleet import scenarios as sc
+from rackplan.fleet.scenarios import CONSUMER, STREAMS, NotApplicable, Unit, apply, parse_scenarios
 from tests.strategies import clusters
 
 RACK_OF = {1: "az-a", 2: "az-a", 3: "az-b", 4: "az-b", 5: "az-c", 6: "az-c"}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent.fleet.snapshot import (
+from rackplan.agent.archive import (
     ClusterState,
     SnapshotError,
     append_archive,
@@ -20,7 +20,7 @@ from agent.fleet.snapshot import (
     snapshot_json,
     write_snapshot,
 )
-from agent.fleet.synthetic import cluster_document
+from rackplan.fleet.synthetic import cluster_document
 
 
 def doc(**over: Any) -> dict[str, Any]:
@@ -119,13 +119,15 @@ def test_synthetic_documents_are_valid_and_deterministic() -> None:
 
 def test_capture_from_an_embedded_cluster(tmp_path: Path) -> None:
     """``rackplan snapshot`` reads the cluster with the agent's metadata reader."""
-    embedded = pytest.importorskip("agent.embedded", reason="the embedded cluster needs confluent-kafka")
+    embedded = pytest.importorskip(
+        "rackplan.agent.embedded", reason="the embedded cluster needs confluent-kafka"
+    )
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
 
-    from agent.fleet.commands import capture
-    from agent.fleet.snapshot import end_offsets
-    from agent.settings import Settings
+    from rackplan.agent.archive import end_offsets
+    from rackplan.agent.settings import Settings
+    from rackplan.fleet.commands import capture
 
     try:
         cluster = embedded.EmbeddedCluster(brokers_per_rack=1, racks=3)
@@ -164,12 +166,14 @@ def test_capture_from_an_embedded_cluster(tmp_path: Path) -> None:
 
 def test_capture_with_plans_owns_the_last_published_assignment() -> None:
     """``--with-plans``: members own what the agent's last plan on the plan topic gave them."""
-    embedded = pytest.importorskip("agent.embedded", reason="the embedded cluster needs confluent-kafka")
+    embedded = pytest.importorskip(
+        "rackplan.agent.embedded", reason="the embedded cluster needs confluent-kafka"
+    )
     from confluent_kafka import Producer
 
-    from agent.fleet.commands import capture
-    from agent.plans import Locality, PlanRecord, encode_value
-    from agent.settings import Settings
+    from rackplan.agent.plans import Locality, PlanRecord, encode_value
+    from rackplan.agent.settings import Settings
+    from rackplan.fleet.commands import capture
 
     try:
         cluster = embedded.EmbeddedCluster(brokers_per_rack=1, racks=2)

@@ -1,6 +1,6 @@
 """The fleet job on a real Spark standalone cluster: a master and two 1-core workers on loopback.
 
-Started from the PySpark package's own ``spark-class`` (:mod:`agent.fleet.standalone`),
+Started from the PySpark package's own ``spark-class`` (:mod:`rackplan.fleet.standalone`),
 the job submitted with ``spark-submit`` exactly as docs/fleet.md tells a user
 (the code as a zip, the Python environment as an ``--archives`` archive), its
 tables compared with a local-mode run of the same input: identical but for
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agent.fleet.synthetic import cluster_document
+from rackplan.fleet.synthetic import cluster_document
 from tests.test_fleet_job import _spark_missing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,8 +31,8 @@ VOLATILE = {"run_id", "elapsed_ms"}
 
 
 def _tables(out: Path) -> dict[str, Any]:
-    from agent.fleet.job import TABLES
-    from agent.fleet.storage import read_table
+    from rackplan.fleet.job import TABLES
+    from rackplan.fleet.storage import read_table
 
     frames = {}
     for name in TABLES:
@@ -49,7 +49,7 @@ def test_standalone_cluster_gives_the_tables_of_local_mode(tmp_path: Path) -> No
     reason = _spark_missing()
     if reason:
         pytest.skip(reason)
-    from agent.fleet.standalone import Standalone, pack_code, pack_env, submit_command
+    from rackplan.fleet.standalone import Standalone, pack_code, pack_env, submit_command
 
     snaps = tmp_path / "snapshots"
     snaps.mkdir()
@@ -61,7 +61,7 @@ def test_standalone_cluster_gives_the_tables_of_local_mode(tmp_path: Path) -> No
     args = ["--snapshots", snaps.as_uri(), "--scenarios", str(scen), "--progress", "5"]
 
     local = subprocess.run(
-        [sys.executable, "-m", "agent.fleet.job", *args, "--out", str(tmp_path / "local"), "--master", "local[1]"],
+        [sys.executable, "-m", "rackplan.fleet.job", *args, "--out", str(tmp_path / "local"), "--master", "local[1]"],
         cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert local.returncode == 0, local.stderr[-3000:]
@@ -71,7 +71,7 @@ def test_standalone_cluster_gives_the_tables_of_local_mode(tmp_path: Path) -> No
     code = pack_code(ROOT, tmp_path / "rackplan.zip")
     env = pack_env(ROOT, tmp_path / "env.zip")
     script = tmp_path / "fleet_job.py"
-    shutil.copy(ROOT / "agent" / "fleet" / "job.py", script)
+    shutil.copy(ROOT / "fleet" / "job.py", script)
     cluster_dir = tmp_path / "cluster"
     with Standalone(cluster_dir, workers=2, cores=1) as cluster:
         cmd = submit_command(

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.fleet import units
-from agent.fleet.scenarios import parse_scenarios
-from assignor.cli import main as rackplan
-from assignor.consumer import instance_document
+from rackplan.assignor.consumer import instance_document
+from rackplan.cli import main as rackplan
+from rackplan.fleet import units
+from rackplan.fleet.scenarios import parse_scenarios
 from tests.strategies import clusters, consumer_groups
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignor.flow import FlowResult, InfeasibleFlow, min_cost_flow, min_cost_flow_phases
+from rackplan.assignor.flow import FlowResult, InfeasibleFlow, min_cost_flow, min_cost_flow_phases
 from tests.invariants import assert_feasible_flow
 
 Solver = Callable[[int, list[tuple[int, int, int, int]], list[int]], FlowResult]

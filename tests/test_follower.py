@@ -16,11 +16,11 @@ from typing import Any, ClassVar
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-import agent.follower as follower_mod
-from agent.follower import FollowerError, PlanFollower
-from agent.kafka_io import RawRecord
-from agent.lease import Heartbeat
-from agent.registry import decode_registration
+import rackplan.agent.follower as follower_mod
+from rackplan.agent.follower import FollowerError, PlanFollower
+from rackplan.agent.kafka_io import RawRecord
+from rackplan.agent.lease import Heartbeat
+from rackplan.agent.registry import decode_registration
 
 TOPIC = "orders"
 PLANS, LEASE, REGS = "_rackplan.plans", "_rackplan.lease", "_rackplan.registrations"

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignor.cli import main
+from rackplan.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKER = ROOT.parent / "shared" / "tools" / "check_plan.py"
@@ -192,7 +192,7 @@ def test_subtopology_ids_int_rejects_still_plan(sid: str) -> None:
 
 
 def test_task_order_is_numeric_for_ascii_digits_only() -> None:
-    from assignor.model import sorted_tasks
+    from rackplan.assignor.model import sorted_tasks
 
     tasks = ["10_0", "2_10", "2_9", "²_0", "01_0", "1_0", "a_0", "9" * 5000 + "_0"]
     assert sorted_tasks(tasks) == ["01_0", "1_0", "2_9", "2_10", "10_0", "9" * 5000 + "_0", "a_0", "²_0"]
@@ -308,8 +308,8 @@ def test_empty_client_rack_is_no_rack_for_streams() -> None:
 
 
 def test_agent_locality_judge_treats_empty_rack_as_none() -> None:
-    from agent.planner import LocalityJudge
-    from assignor.model import Cluster
+    from rackplan.agent.planner import LocalityJudge
+    from rackplan.assignor.model import Cluster
 
     cluster = Cluster(broker_racks={1: "az-a", 2: "az-b"}, topics={"t": ((1,), (2,))})
     judge = LocalityJudge(cluster, None, {1: "az-a", 2: "az-b"}, "nearest-replica")  # type: ignore[arg-type]
@@ -322,8 +322,8 @@ FOLLOW_UP_CASE = ROOT / "tests" / "data" / "issue16-follow-up.json"
 
 def test_issue16_round_withholds_and_its_follow_up_withholds_nothing() -> None:
     """The issue's instance (a round after a previous one) and the round after it."""
-    from assignor.parse import parse_instance
-    from assignor.sticky_assignor import assign
+    from rackplan.assignor.parse import parse_instance
+    from rackplan.assignor.sticky_assignor import assign
     from tests.strategies import follow_up
 
     cluster, group = parse_instance(json.loads(FOLLOW_UP_CASE.read_text()))
@@ -336,8 +336,8 @@ def test_issue16_round_withholds_and_its_follow_up_withholds_nothing() -> None:
 
 def test_contested_partition_follow_up_withholds_nothing() -> None:
     """Hypothesis' smallest case of the bug: a partition claimed twice was re-placed in the follow-up."""
-    from assignor.model import Cluster, ConsumerGroup, Member
-    from assignor.sticky_assignor import assign
+    from rackplan.assignor.model import Cluster, ConsumerGroup, Member
+    from rackplan.assignor.sticky_assignor import assign
     from tests.strategies import follow_up
 
     cluster = Cluster({1: "az-a"}, {"t0": ((1,),), "t1": tuple((1,) for _ in range(23)), "t2": ((1,),) * 3})
@@ -375,7 +375,7 @@ def random_previous_owners(draw: st.DrawFn) -> tuple[Any, Any]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_previous_owners())
 def test_follow_up_round_withholds_nothing_after_any_previous_owners(case: tuple[Any, Any]) -> None:
-    from assignor.sticky_assignor import assign
+    from rackplan.assignor.sticky_assignor import assign
     from tests.invariants import assert_balanced, assert_valid
     from tests.strategies import follow_up
 
@@ -436,7 +436,7 @@ def test_errors_are_one_line_whatever_the_keys(where: str) -> None:
 
 
 def test_agent_registration_errors_are_one_line() -> None:
-    from agent.settings import check_streams_app
+    from rackplan.agent.settings import check_streams_app
 
     spec = streams_doc()["streams_app"]
     spec["clients"][0]["task_lags"] = {INJECT: "x"}
@@ -447,7 +447,7 @@ def test_agent_registration_errors_are_one_line() -> None:
 
 def _cli(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        [sys.executable, "-m", "assignor.cli", *args], input=stdin, capture_output=True, timeout=120, cwd=ROOT
+        [sys.executable, "-m", "rackplan", *args], input=stdin, capture_output=True, timeout=120, cwd=ROOT
     )
 
 
@@ -477,7 +477,7 @@ def test_deeply_nested_ignored_fields_are_accepted(depth: int) -> None:
 
 
 def test_nesting_beyond_the_documented_bound_exits_2() -> None:
-    from assignor.cli import MAX_DEPTH
+    from rackplan.assignor.cli import MAX_DEPTH
 
     doc = consumer_doc()
     doc["ignored"] = 0

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-import agent.kafka_io as kafka_io
-from agent.http import _plans
-from agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
-from agent.lease import HeartbeatError, decode_heartbeat
-from agent.loop import Agent
-from agent.plans import PlanDecodeError, decode_record
-from agent.registry import (
+import rackplan.agent.kafka_io as kafka_io
+from rackplan.agent.http import _plans
+from rackplan.agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
+from rackplan.agent.lease import HeartbeatError, decode_heartbeat
+from rackplan.agent.loop import Agent
+from rackplan.agent.plans import PlanDecodeError, decode_record
+from rackplan.agent.registry import (
     RegistrationRecordError,
     consumer_registration,
     decode_registration,
@@ -376,8 +376,8 @@ def test_followers_sign_their_registrations_when_given_the_secret(
 def test_an_unreadable_secret_file_is_a_settings_error_naming_the_setting(tmp_path: Path) -> None:
     from pydantic import ValidationError
 
-    from agent.follower import FollowerError
-    from agent.settings import Settings
+    from rackplan.agent.follower import FollowerError
+    from rackplan.agent.settings import Settings
 
     with pytest.raises(ValidationError, match=r"registrations.secret_file: cannot read"):
         Settings.model_validate({"registrations": {"secret_file": str(tmp_path / "missing")}})
@@ -385,7 +385,7 @@ def test_an_unreadable_secret_file_is_a_settings_error_naming_the_setting(tmp_pa
     with pytest.raises(ValidationError, match=r"is empty"):
         Settings.model_validate({"registrations": {"secret_file": str(tmp_path / "empty")}})
     with pytest.raises(FollowerError, match="registration_secret_file"):
-        from agent.follower import PlanFollower
+        from rackplan.agent.follower import PlanFollower
 
         PlanFollower(
             {"bootstrap.servers": "x:1", "group.id": "g"},
@@ -400,7 +400,7 @@ def test_an_unreadable_secret_file_is_a_settings_error_naming_the_setting(tmp_pa
 
 def test_a_heartbeat_dated_a_day_ahead_does_not_delay_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     """Found: one heartbeat dated a day ahead kept followers from falling back 45 s after the agent died."""
-    from agent.lease import Heartbeat
+    from rackplan.agent.lease import Heartbeat
 
     h = Harness(monkeypatch)  # agent_timeout_s 10, fallback_grace_s 2
     f = h.follower()
@@ -429,7 +429,7 @@ def test_a_heartbeat_dated_a_day_ahead_does_not_delay_fallback(monkeypatch: pyte
 def test_a_heartbeat_within_the_skew_is_taken_at_its_broker_timestamp(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agent.lease import Heartbeat
+    from rackplan.agent.lease import Heartbeat
 
     h = Harness(monkeypatch)
     f = h.follower()

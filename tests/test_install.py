@@ -1,7 +1,7 @@
 """``pip install`` of the built wheel works in a fresh virtual environment, and the container listens
 where a published port reaches it.
 
-The wheel is built from the files the Dockerfile copies (pyproject.toml, README.md, assignor/, agent/)
+The wheel is built from the files the Dockerfile copies (pyproject.toml, README.md, rackplan/, assignor/, agent/, fleet/)
 in a scratch directory, installed without its dependencies into a new venv that borrows them from
 this interpreter's site-packages (a plain path in a .pth file: no editable finder of this checkout is
 activated), and run from a directory outside the repository, so nothing can come from the source tree.
@@ -17,11 +17,12 @@ import subprocess
 import sys
 import sysconfig
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from assignor.cli import assign_document, dumps
+from rackplan.assignor.cli import assign_document, dumps
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,8 +53,8 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
-    for pkg in ("assignor", "agent"):
-        shutil.copytree(ROOT / pkg, src / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    for pkg in ("rackplan", "assignor", "agent", "fleet"):  # rackplan/ links to the other three
+        shutil.copytree(ROOT / pkg, src / pkg, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     dist = tmp_path / "dist"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)],
@@ -65,6 +66,12 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
     assert build.returncode == 0, build.stdout + build.stderr
     (wheel,) = dist.glob("rackplan-*.whl")
     built = time.monotonic()
+    with zipfile.ZipFile(wheel) as zf:
+        tops = {name.split("/")[0] for name in zf.namelist()}
+        names = set(zf.namelist())
+    # One import name: no generic top-level packages (agent, assignor) claimed in site-packages.
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"rackplan"}, tops
+    assert {"rackplan/agent/loop.py", "rackplan/assignor/cli.py", "rackplan/fleet/job.py"} <= names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
@@ -105,9 +112,16 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
             args, capture_output=True, text=True, timeout=60, cwd=work, env={**_clean_env(), **env}
         )
 
-    where = run(str(py), "-c", "import assignor, agent; print(assignor.__file__); print(agent.__file__)")
+    where = run(
+        str(py),
+        "-c",
+        "import rackplan.assignor, rackplan.agent, rackplan.fleet as f;"
+        " print(rackplan.assignor.__file__); print(rackplan.agent.__file__); print(f.__file__)",
+    )
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(site) for line in where.stdout.split()), where.stdout
+    generic = run(str(py), "-c", "import agent")
+    assert generic.returncode == 1 and "No module named 'agent'" in generic.stderr, generic.stderr
 
     version = run(rackplan, "--version")
     assert version.returncode == 0 and re.fullmatch(r"rackplan \d+\.\d+\.\d+.*\n", version.stdout), version
@@ -131,7 +145,7 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
 def test_the_container_listens_on_every_interface_and_the_default_stays_loopback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agent.settings import Settings
+    from rackplan.agent.settings import Settings
 
     for k in list(os.environ):
         if k.startswith("RACKPLAN_"):

@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from agent import webhook
-from agent.metrics import METRICS, Metrics
+from rackplan.agent import webhook
+from rackplan.agent.metrics import METRICS, Metrics
 from tests import promtool
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -30,13 +30,25 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from assignor.consumer import cross_rack_count, get_assignor, instance_document, subscribed_partitions
-from assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition, is_cross_rack
-from assignor.owned import previous_owners
-from assignor.rack_optimal import assign
-from assignor.rack_optimal_fair import fair_box
-from assignor.rack_optimal_flow import residual_potentials
+from rackplan.assignor.consumer import (
+    cross_rack_count,
+    get_assignor,
+    instance_document,
+    subscribed_partitions,
+)
+from rackplan.assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
+from rackplan.assignor.model import (
+    Cluster,
+    ConsumerGroup,
+    ConsumerPlan,
+    Member,
+    TopicPartition,
+    is_cross_rack,
+)
+from rackplan.assignor.owned import previous_owners
+from rackplan.assignor.rack_optimal import assign
+from rackplan.assignor.rack_optimal_fair import fair_box
+from rackplan.assignor.rack_optimal_flow import residual_potentials
 from tests.invariants import (
     assert_balanced,
     assert_contract_checker_passes,
@@ -342,7 +354,7 @@ def test_issue_counterexample_through_the_cli_and_the_contract_checker(
     instance = tmp_path / "instance.json"
     instance.write_text(json.dumps(instance_document(cluster, group)))
     run = subprocess.run(
-        [sys.executable, "-m", "assignor.cli", "assign", str(instance)],
+        [sys.executable, "-m", "rackplan", "assign", str(instance)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -448,7 +460,10 @@ def test_empty_subscriptions_and_empty_topics() -> None:
 
 @pytest.mark.parametrize(
     ("name", "module"),
-    [("range", "assignor.range_assignor"), ("cooperative-sticky", "assignor.sticky_assignor")],
+    [
+        ("range", "rackplan.assignor.range_assignor"),
+        ("cooperative-sticky", "rackplan.assignor.sticky_assignor"),
+    ],
 )
 def test_never_more_cross_rack_than_another_balanced_plan(name: str, module: str) -> None:
     """Whenever another assignor's plan is in rack-optimal's feasible set, it is not better."""

@@ -1,6 +1,6 @@
 """rack-optimal's work budget: a budgeted plan is balanced, never worse than fair, marked, and deterministic.
 
-The budget (:data:`assignor.rack_optimal_milp.NODE_WORK`, nodes times
+The budget (:data:`rackplan.assignor.rack_optimal_milp.NODE_WORK`, nodes times
 nonzeros) is forced to nothing here, so HiGHS stops before its root node; the
 stats then say ``optimal: false`` with a proven lower bound.  The CLI runs
 on the benchmark's 100 members x 908 partitions shape, where the unbudgeted
@@ -18,12 +18,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignor.consumer import cross_rack_count, instance_document
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan
-from assignor.rack_optimal import fair_assign
-from assignor.rack_optimal_balanced import rebalance
-from assignor.rack_optimal_milp import NODE_WORK
 from bench.bench_rack_optimal import unequal_case
+from rackplan.assignor.consumer import cross_rack_count, instance_document
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan
+from rackplan.assignor.rack_optimal import fair_assign
+from rackplan.assignor.rack_optimal_balanced import rebalance
+from rackplan.assignor.rack_optimal_milp import NODE_WORK
 from tests.invariants import assert_balanced, assert_valid
 from tests.test_rack_optimal import gap_prone, instances, moves_of
 
@@ -79,7 +79,7 @@ def test_cli_finishes_on_a_moderately_hard_unequal_group(tmp_path: Path) -> None
     for _ in range(2):
         start = time.monotonic()
         run = subprocess.run(
-            [sys.executable, "-m", "assignor.cli", "assign", str(instance)],
+            [sys.executable, "-m", "rackplan", "assign", str(instance)],
             capture_output=True,
             text=True,
             timeout=60,

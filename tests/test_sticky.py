@@ -24,10 +24,17 @@ from collections.abc import Mapping, Sequence
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from assignor.consumer import cross_rack_count, subscribed_partitions
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition, is_cross_rack
-from assignor.owned import count_moved, previous_owners
-from assignor.sticky_assignor import assign
+from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
+from rackplan.assignor.model import (
+    Cluster,
+    ConsumerGroup,
+    ConsumerPlan,
+    Member,
+    TopicPartition,
+    is_cross_rack,
+)
+from rackplan.assignor.owned import count_moved, previous_owners
+from rackplan.assignor.sticky_assignor import assign
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import clusters, consumer_groups, follow_up
 

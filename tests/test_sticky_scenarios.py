@@ -9,7 +9,7 @@ Kafka's expected assignment is the only one our priorities allow, it is
 asserted exactly; where it reflects Kafka's hash-map iteration order, the
 properties Kafka's test checks are asserted instead.
 
-Deviations by design, from :mod:`assignor.owned`: claims of members of an
+Deviations by design, from :mod:`rackplan.assignor.owned`: claims of members of an
 older generation are dropped (Kafka 3.5+ keeps those that no newer member
 contradicts), and a partition claimed twice in the newest generation is
 unowned, so it is handed out at once instead of being withheld.
@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from assignor.consumer import cross_rack_count, subscribed_partitions
-from assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
-from assignor.owned import count_moved, previous_owners
-from assignor.sticky_assignor import assign
+from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+from rackplan.assignor.owned import count_moved, previous_owners
+from rackplan.assignor.sticky_assignor import assign
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import follow_up
 from tests.test_range import kafka_cluster, kafka_mismatches, null_racks, racks, tps

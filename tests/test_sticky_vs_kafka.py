@@ -15,7 +15,7 @@ import dataclasses
 
 import pytest
 
-from assignor.model import Cluster, ConsumerGroup, Member
+from rackplan.assignor.model import Cluster, ConsumerGroup, Member
 from tests.invariants import assert_balanced
 from tests.kafka_oracle import KafkaOracle, session_oracle
 from tests.test_vs_kafka_java import kafka, ours, run_rounds, settle_start

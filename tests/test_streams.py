@@ -11,8 +11,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignor.model import Cluster, StreamsApp
-from assignor.streams import plan_document, run
+from rackplan.assignor.model import Cluster, StreamsApp
+from rackplan.assignor.streams import plan_document, run
 from tests.invariants import assert_contract_checker_passes
 from tests.streams_strategies import streams_instances
 
@@ -90,7 +90,7 @@ def test_standbys_spread_over_racks_without_tags(
 
 
 def test_standbys_use_other_racks_simple() -> None:
-    from assignor.model import RackAwareConfig, StreamsClient, Subtopology
+    from rackplan.assignor.model import RackAwareConfig, StreamsClient, Subtopology
 
     cluster = Cluster(broker_racks={1: "a", 2: "b"}, topics={"in": ((1,),) * 6, "log": ((2,),) * 6})
     clients = tuple(StreamsClient(f"p{i}", "a" if i < 2 else "b", 1, {}) for i in range(4))
@@ -111,7 +111,7 @@ def test_standbys_use_other_racks_simple() -> None:
 
 def _run_cli(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "assignor.cli", "assign", str(path)],
+        [sys.executable, "-m", "rackplan", "assign", str(path)],
         capture_output=True,
         text=True,
         check=False,
@@ -174,8 +174,8 @@ def test_sticky_heap_picks_what_kafkas_scan_picks(
     inst: tuple[Cluster, StreamsApp], rng: random.Random
 ) -> None:
     """The sticky assignor's heap answers as Kafka's scans over all clients do, as loads change."""
-    from assignor.streams_sticky import _Sticky
-    from assignor.streams_tasks import State, build_model
+    from rackplan.assignor.streams_sticky import _Sticky
+    from rackplan.assignor.streams_tasks import State, build_model
 
     cluster, app = inst
     model = build_model(cluster, app)

@@ -15,8 +15,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient
-from assignor.streams import run
+from rackplan.assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient
+from rackplan.assignor.streams import run
 from tests.streams_strategies import RACKS, streams_instances
 
 Snapshot = dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]

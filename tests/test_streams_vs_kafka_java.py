@@ -46,7 +46,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from assignor.cli import assign_document
+from rackplan.assignor.cli import assign_document
 from tests.kafka_oracle import KafkaOracle, session_oracle
 from tests.streams_oracle_cases import Instance, ha_documents
 

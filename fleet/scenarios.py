@@ -30,8 +30,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from ..metadata import NO_LEADER
-from .snapshot import ClusterState, Replicas
+from rackplan.agent.archive import ClusterState, Replicas
+from rackplan.agent.metadata import NO_LEADER
 
 BASELINE = "baseline"
 CONSUMER = "consumer"

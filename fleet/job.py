@@ -13,7 +13,7 @@ Jobs (named in the Spark UI and the event log: ``rackplan fleet <run_id>: <phase
 
 Snapshots and instances stay on the executors: the driver collects one small
 row per snapshot document and, at the end, one count per status.  Runs in
-``rackplan fleet`` or under ``spark-submit agent/fleet/job.py --snapshots ...``.
+``rackplan fleet`` or under ``spark-submit fleet/job.py --snapshots ...``.
 Under Spark Connect (no ``sparkContext``) the job runs without the progress
 counter, job names and the Hadoop file-system commit (see docs/fleet.md).
 """
@@ -37,11 +37,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a file by spark-submit: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from agent.fleet import units
-from agent.fleet.scenarios import BASELINE, Scenario, load_scenarios, scenarios_json
-from agent.fleet.settings import FleetOptions, FleetSettings, SparkSettings
-from agent.fleet.stages import EvaluateGroups, GroupsOf, schema
-from agent.fleet.storage import InputError, Store, check_inputs, store_for
+from rackplan.fleet import units
+from rackplan.fleet.scenarios import BASELINE, Scenario, load_scenarios, scenarios_json
+from rackplan.fleet.settings import FleetOptions, FleetSettings, SparkSettings
+from rackplan.fleet.stages import EvaluateGroups, GroupsOf, schema
+from rackplan.fleet.storage import InputError, Store, check_inputs, store_for
 
 TABLES = ("locality", "assignors", "scenarios", "clusters")
 #: version of the tables' layout; 2: partitioned by cluster_id/snapshot_date, run_id, typed taken_at

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..metadata import NO_LEADER, Snapshot
-from ..settings import Settings
+from .metadata import NO_LEADER, Snapshot
+from .settings import Settings
 
 SCHEMA = 1
 KIND = "rackplan.snapshot"

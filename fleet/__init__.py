@@ -7,3 +7,8 @@ figures of one (cluster, group, scenario, assignor) with the project's own
 ``report`` turns the Parquet tables into a static HTML page.  Only ``job`` and
 ``report`` need the ``spark`` extra (pyspark, pandas, pyarrow, matplotlib).
 """
+
+if __name__ != "rackplan.fleet":  # one copy of every module: never both ``fleet.x`` and ``rackplan.fleet.x``
+    raise ImportError(
+        f"import rackplan.fleet, not {__name__} (the distribution's only top-level name is rackplan)"
+    )

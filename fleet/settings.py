@@ -15,9 +15,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
+from rackplan.agent.settings import EnvFirstSettings, read_yaml_mapping
+from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
-from ..settings import EnvFirstSettings, read_yaml_mapping
 from .units import DEFAULT_PRICE_PER_GB
 
 

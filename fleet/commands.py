@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..settings import Settings, describe_error
-from .snapshot import FleetSnapshot, SnapshotError
+from rackplan.agent.archive import FleetSnapshot, SnapshotError
+from rackplan.agent.settings import Settings, describe_error
 
 EXIT_BAD_INPUT = 2
 SPARK_EXTRA_HINT = "install the spark extra: pip install 'rackplan[spark]'"
@@ -88,10 +88,10 @@ def last_plan_specs(
     settings: Settings, snapshot: Any, racks: dict[int, str | None]
 ) -> dict[str, dict[str, Any]]:
     """Registrations as the agent would plan them next: members own what their last plan gave them."""
-    from ..kafka_io import read_back
-    from ..logging import get_logger, with_kafka_logger
-    from ..planner import instance_document, registrations
-    from ..plans import PlanBook
+    from rackplan.agent.kafka_io import read_back
+    from rackplan.agent.logging import get_logger, with_kafka_logger
+    from rackplan.agent.planner import instance_document, registrations
+    from rackplan.agent.plans import PlanBook
 
     book = PlanBook()
     log = get_logger("rackplan.snapshot")
@@ -129,9 +129,9 @@ def capture(
     """Read the cluster through the agent's metadata reader and build its fleet snapshot."""
     from confluent_kafka.admin import AdminClient
 
-    from ..logging import with_kafka_logger
-    from ..metadata import poll_snapshot
-    from .snapshot import build_snapshot, end_offsets, load_traffic, rates_from_offsets
+    from rackplan.agent.archive import build_snapshot, end_offsets, load_traffic, rates_from_offsets
+    from rackplan.agent.logging import with_kafka_logger
+    from rackplan.agent.metadata import poll_snapshot
 
     config = with_kafka_logger(settings.kafka.client_config())
     admin = AdminClient(config)
@@ -153,8 +153,8 @@ def capture(
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from ..metadata import MetadataError
-    from .snapshot import append_archive, dumps, snapshot_json, write_snapshot
+    from rackplan.agent.archive import append_archive, dumps, snapshot_json, write_snapshot
+    from rackplan.agent.metadata import MetadataError
 
     try:
         settings = Settings.load(args.config)

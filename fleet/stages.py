@@ -1,8 +1,8 @@
 """The Python side of the job's stages: what runs inside Spark's Python workers.
 
-Kept apart from :mod:`agent.fleet.job` so that these functions are pickled by
+Kept apart from :mod:`rackplan.fleet.job` so that these functions are pickled by
 reference to an importable module even when the job runs as ``__main__``
-(``spark-submit agent/fleet/job.py``, ``python -m agent.fleet.job``).
+(``spark-submit fleet/job.py``, ``python -m rackplan.fleet.job``).
 
 Both stages are ``mapInArrow`` functions: Arrow record batches in, Arrow
 record batches out, no pandas on the way (rows are plain dicts).

@@ -141,9 +141,9 @@ _IMPORTS = """
 import json, sys, sysconfig
 from pathlib import Path
 import pyarrow, pyarrow.parquet
-from agent.fleet import job, stages, units
-from agent.fleet.scenarios import parse_scenarios
-from agent.fleet.synthetic import cluster_document
+from rackplan.fleet import job, stages, units
+from rackplan.fleet.scenarios import parse_scenarios
+from rackplan.fleet.synthetic import cluster_document
 for g in units.group_rows(json.dumps(cluster_document(0, 4, streams_apps=1))):
     units.group_results(g, parse_scenarios([{"name": "x", "kind": "lose_rack", "rack": "az-a"}]))
 pure = Path(sysconfig.get_paths()["purelib"]).resolve()

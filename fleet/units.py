@@ -10,7 +10,7 @@ The job's three stages are the three functions of this module:
    it is) is the sticky input of every instance, so ``moved`` counts what
    reaching that plan would move;
 3. :func:`evaluate`: a unit row -> its figures, computed with
-   :func:`assignor.cli.assign_document`, the exact ``rackplan assign``.
+   :func:`rackplan.assignor.cli.assign_document`, the exact ``rackplan assign``.
 
 The job runs 2 and 3 as one pass per group, :func:`group_results`, with the
 units in memory (no instance is serialized); ``unit_rows`` and ``evaluate``
@@ -31,13 +31,13 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from assignor.cli import assign_document
-from assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
-from assignor.parse import InputError
+from rackplan.agent.archive import ClusterState, SnapshotError, parse_snapshot
+from rackplan.agent.metadata import NO_LEADER
+from rackplan.assignor.cli import assign_document
+from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
+from rackplan.assignor.parse import InputError
 
-from ..metadata import NO_LEADER
 from .scenarios import BASELINE, CONSUMER, STREAMS, NotApplicable, Scenario, Unit, apply, offline_partitions
-from .snapshot import ClusterState, SnapshotError, parse_snapshot
 
 #: 730 hours, the month cloud providers bill by
 SECONDS_PER_MONTH = 730 * 3600

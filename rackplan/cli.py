@@ -1,0 +1,69 @@
+"""The composition root of the ``rackplan`` command: the one module that sees every package.
+
+Each package contributes its own subcommands and knows nothing above itself:
+``assign`` comes from :mod:`rackplan.assignor.cli`, ``agent run`` and ``demo``
+from :mod:`rackplan.agent.commands`, ``fleet ...`` from
+:mod:`rackplan.fleet.commands`.  ``assign`` is run by outside tests thousands
+of times, so for it the parser is built without importing the agent (no Kafka
+client, no pydantic-settings, no PySpark glue).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from rackplan import __version__
+from rackplan.assignor.cli import cmd_assign, write_err
+from rackplan.assignor.parse import one_line
+
+
+def version() -> str:
+    """The installed distribution's version, from the package metadata."""
+    return __version__
+
+
+def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
+    """The ``rackplan`` parser; ``with_agent=False`` leaves out the agent's and the fleet's subcommands."""
+    parser = argparse.ArgumentParser(prog="rackplan", description="Rack-locality planning for Kafka.")
+    parser.add_argument("--version", action="version", version=f"rackplan {version()}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("assign", help="compute a plan for one instance (JSON in, JSON out)")
+    p.add_argument("instance", help="instance JSON file, or - for stdin")
+    p.set_defaults(func=cmd_assign)
+    if not with_agent:
+        return parser
+    from rackplan.agent.commands import register as register_agent
+    from rackplan.fleet.commands import register as register_fleet
+
+    register_agent(sub)
+    register_fleet(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; bad input exits 2 (inside the commands), a bug 1 with one line."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(with_agent=argv[:1] != ["assign"])
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # a bug, not bad input: one line, traceback on request
+        if os.environ.get("RACKPLAN_DEBUG"):
+            raise
+        write_err(
+            one_line(
+                f"rackplan: internal error: {type(e).__name__}: {e} (set RACKPLAN_DEBUG=1 for a traceback)"
+            )
+            + "\n"
+        )
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

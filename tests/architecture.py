@@ -1,0 +1,164 @@
+"""The shape of the code, measured: layers, import cycles, sizes (docs/architecture.md).
+
+``python -m tests.architecture [ROOT]`` prints the numbers docs/architecture.md
+reports; :mod:`tests.test_architecture` asserts the rules.  Modules are read
+with :mod:`ast` (nothing is imported), so a source tree of any age can be
+measured: packages are found under ``ROOT/rackplan`` when it exists, else as
+the bare top-level folders of older trees (``agent``, ``assignor``).
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import networkx as nx
+
+#: The layers from the bottom up: a module may import its own layer and those below, never above.
+LAYERS = ("assignor", "agent", "fleet", "cli")
+FOLDERS = ("assignor", "agent", "fleet")
+
+
+@dataclass(frozen=True)
+class Module:
+    """One source file: its dotted name (``rackplan.agent.loop``), path and parsed tree."""
+
+    name: str
+    path: Path
+    tree: ast.Module
+    lines: int
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.name == "__init__.py"
+
+    @property
+    def layer(self) -> str:
+        parts = self.name.split(".")
+        return parts[1] if len(parts) > 1 and parts[0] == "rackplan" else parts[0]
+
+
+def modules(root: Path) -> dict[str, Module]:
+    """Every module of the packages under ``root``, by dotted name (as imported)."""
+    found: dict[str, Module] = {}
+    prefix: tuple[str, ...] = ("rackplan",) if (root / "rackplan").is_dir() else ()
+    for folder in FOLDERS:
+        base = root / folder
+        if not base.is_dir():
+            continue
+        for path in sorted(base.rglob("*.py")):
+            rel = path.relative_to(root).with_suffix("").parts
+            parts = (*prefix, *rel)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            text = path.read_text(encoding="utf-8")
+            found[".".join(parts)] = Module(".".join(parts), path, ast.parse(text), len(text.splitlines()))
+    for path in sorted((root / "rackplan").glob("*.py")) if prefix else []:
+        parts = ("rackplan",) if path.stem == "__init__" else ("rackplan", path.stem)
+        text = path.read_text(encoding="utf-8")
+        found[".".join(parts)] = Module(".".join(parts), path, ast.parse(text), len(text.splitlines()))
+    return found
+
+
+def _absolute(module: Module, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = module.name.split(".")
+    if not module.is_package:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def imports(module: Module, known: dict[str, Module]) -> Iterator[str]:
+    """The project modules ``module`` imports, anywhere in its body (lazy imports included)."""
+
+    def resolve(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    for node in ast.walk(module.tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(module, node)
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        for t in targets:
+            hit = resolve(t)
+            if hit is not None and hit != module.name:
+                yield hit
+
+
+def import_graph(known: dict[str, Module]) -> nx.DiGraph:
+    g = nx.DiGraph()
+    g.add_nodes_from(known)
+    for m in known.values():
+        g.add_edges_from((m.name, t) for t in imports(m, known))
+    return g
+
+
+def upward_imports(known: dict[str, Module]) -> list[tuple[str, str]]:
+    """Imports from a lower layer into a higher one (``assignor`` -> ``agent``, ``agent`` -> ``fleet``...)."""
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    bad = []
+    for m in known.values():
+        for t in set(imports(m, known)):
+            src, dst = rank.get(m.layer, len(LAYERS)), rank.get(known[t].layer, len(LAYERS))
+            if dst > src and known[t].name != "rackplan":
+                bad.append((m.name, t))
+    return sorted(bad)
+
+
+def cycles(known: dict[str, Module]) -> list[list[str]]:
+    """Strongly connected components of more than one module, a package's ``__init__`` left out.
+
+    A package importing its own submodules to re-export them (``__all__``) is not a
+    cycle a maintainer trips over; two modules that need each other are.
+    """
+    g = import_graph(known)
+    g.remove_nodes_from([n for n in list(g) if known[n].is_package])
+    return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
+
+
+def long_functions(known: dict[str, Module], limit: int = 60) -> list[tuple[int, str]]:
+    out = []
+    for m in known.values():
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                n = node.end_lineno - node.lineno + 1
+                if n > limit:
+                    out.append((n, f"{m.name}:{node.name}"))
+    return sorted(out, reverse=True)
+
+
+def classes(known: dict[str, Module]) -> list[tuple[int, str]]:
+    out = []
+    for m in known.values():
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                out.append((node.end_lineno - node.lineno + 1, f"{m.name}.{node.name}"))
+    return sorted(out, reverse=True)
+
+
+def report(root: Path) -> str:
+    known = modules(root)
+    biggest = max(known.values(), key=lambda m: m.lines)
+    lines = [
+        f"modules: {len(known)}",
+        f"largest module: {biggest.name} ({biggest.lines} lines)",
+        "largest classes: " + ", ".join(f"{name} ({n})" for n, name in classes(known)[:3]),
+        f"functions over 60 lines: {len(long_functions(known))}",
+        f"import cycles: {len(cycles(known))} " + "; ".join(" <-> ".join(c) for c in cycles(known)),
+        f"upward imports: {len(upward_imports(known))} "
+        + "; ".join(f"{a} -> {b}" for a, b in upward_imports(known)),
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[1]))
