@@ -27,21 +27,18 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rackplan.agent.kafka_io import PublishError
 from rackplan.agent.logging import configure
 from rackplan.agent.loop import Agent
 from rackplan.agent.metadata import fetch_snapshot
 from rackplan.agent.planner import plan_for
 from rackplan.agent.settings import Settings
-from tests.fake_admin import ClusterMeta, Node, TopicMeta, cluster_metadata
-from tests.fake_admin import done as _done
+from rackplan.agent.testing import FakeAdmin, FakePublisher, Node, TopicMeta, cluster_metadata
 
 RACKS = ("az-a", "az-b", "az-c")
 BROKERS = 9  # broker b is in rack RACKS[b % 3]
@@ -51,46 +48,9 @@ TOPICS_PER_GROUP = 4
 ASSIGNORS = ("range", "cooperative-sticky", "rack-optimal")
 
 
-class FakeAdmin:
-    """Answers like confluent-kafka's AdminClient, from descriptions built beforehand."""
-
-    def __init__(self, topics: dict[str, TopicMeta]) -> None:
-        self.nodes = [Node(b, RACKS[b % 3]) for b in range(BROKERS)]
-        self.topics = topics
-
-    def describe_cluster(self, **_kw: Any) -> Future[Any]:
-        return _done(type("C", (), {"nodes": self.nodes})())
-
-    def list_topics(self, timeout: float = 0) -> ClusterMeta:
-        return ClusterMeta(self.topics, dict.fromkeys(range(BROKERS)))
-
-    def poll(self, _timeout: float) -> int:
-        return 0
-
-
-class FakePublisher:
-    """Confirms every record at once (the encoding is the agent's work and is timed)."""
-
-    def __init__(self) -> None:
-        self.records = 0
-
-    def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None:
-        self.records += 1
-
-    def publish_many(self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float) -> None:
-        self.records += len(records)
-
-    def publish_each(
-        self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
-    ) -> list[PublishError | None]:
-        self.records += len(records)
-        return [None] * len(records)
-
-    def poll(self) -> None:
-        return None
-
-    def flush(self, timeout_s: float) -> int:
-        return 0
+def fake_admin(topics: dict[str, TopicMeta]) -> FakeAdmin:
+    """An AdminClient over ready descriptions: :data:`BROKERS` brokers, broker b in rack ``RACKS[b % 3]``."""
+    return FakeAdmin(topics, nodes=[Node(b, RACKS[b % 3]) for b in range(BROKERS)])
 
 
 def describe(replicas: list[tuple[int, int]]) -> TopicMeta:
@@ -174,8 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     state_a = {t: describe(r) for t, r in replicas.items()}
     changed = sorted(rng.sample(names, max(1, len(names) // 10)))
     state_b = {**state_a, **{t: describe(moved(replicas[t])) for t in changed}}
-    admin = FakeAdmin(dict(state_a))
-    agent = Agent(settings(names, args.groups, rng), admin=admin, publisher=FakePublisher())  # type: ignore[arg-type]
+    admin = fake_admin(dict(state_a))
+    agent = Agent(settings(names, args.groups, rng), admin=admin, publisher=FakePublisher(decode=False))
     agent.begin([])
     partitions = args.topics * PARTITIONS_PER_TOPIC
     t0 = time.perf_counter()

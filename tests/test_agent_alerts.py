@@ -22,7 +22,8 @@ from rackplan.agent.alerts import (
 )
 from rackplan.agent.plans import Locality
 from rackplan.agent.settings import AlertSettings
-from tests.test_agent_cycle import FakeAdmin, cycle, discovered, group, keys, make_agent
+from rackplan.agent.testing import FakeAdmin
+from tests.test_agent_cycle import cycle, discovered, group, keys, make_agent
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

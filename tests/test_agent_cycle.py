@@ -6,123 +6,16 @@ from __future__ import annotations
 
 import io
 import json
-from concurrent.futures import Future
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 
 from rackplan.agent.kafka_io import PublishError
 from rackplan.agent.logging import configure
 from rackplan.agent.loop import Agent, CycleReport
 from rackplan.agent.registry import decode_registration, registration_key
 from rackplan.agent.settings import Settings
-from tests.fake_admin import Node, cluster_metadata, done
-
-RACKS = {1: "az-a", 2: "az-b", 3: "az-c"}
-
-
-@dataclass
-class TP:
-    topic: str
-    partition: int
-
-
-@dataclass
-class MemberAssignment:
-    topic_partitions: list[TP]
-
-
-@dataclass
-class MemberDesc:
-    member_id: str
-    client_id: str
-    host: str
-    assignment: MemberAssignment
-    group_instance_id: str | None = None
-
-
-@dataclass
-class GroupDesc:
-    group_id: str
-    members: list[MemberDesc]
-    state: str = "STABLE"
-
-
-def error(code: int) -> Future[Any]:
-    f: Future[Any] = Future()
-    f.set_exception(KafkaException(KafkaError(code)))
-    return f
-
-
-class FakeAdmin:
-    """An AdminClient over ``topics``: name -> replica lists (leader first); ``groups`` answers DescribeGroups."""
-
-    def __init__(
-        self, topics: dict[str, list[list[int]]], groups: dict[str, GroupDesc] | None = None
-    ) -> None:
-        self.topics = topics
-        self.groups = groups  # None: the brokers do not support DescribeGroups
-        self.down = False
-        self.described: list[list[str]] = []
-
-    def describe_cluster(self, **_kw: Any) -> Future[Any]:
-        if self.down:
-            return error(KafkaError._TRANSPORT)
-        return done(type("C", (), {"nodes": [Node(b, r) for b, r in RACKS.items()]})())
-
-    def list_topics(self, timeout: float = 0) -> Any:
-        if self.down:
-            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
-        return cluster_metadata(self.topics, RACKS)
-
-    def describe_consumer_groups(self, ids: list[str], **_kw: Any) -> dict[str, Future[Any]]:
-        self.described.append(list(ids))
-        if self.groups is None:
-            return {g: error(KafkaError._UNSUPPORTED_FEATURE) for g in ids}
-        return {g: done(self.groups.get(g, GroupDesc(g, [], "DEAD"))) for g in ids}
-
-    def poll(self, _timeout: float) -> int:
-        return 0
-
-
-class FakePublisher:
-    def __init__(self) -> None:
-        self.records: list[tuple[str, str, Any]] = []
-        self.fail = False
-
-    def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None:
-        self.publish_many(topic, [(key, value)], timeout_s)
-
-    def publish_many(self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float) -> None:
-        if self.fail:
-            raise PublishError("brokers unreachable")
-        for key, value in records:
-            self.records.append((topic, key, None if value is None else json.loads(value)))
-
-    def publish_each(
-        self, topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
-    ) -> list[PublishError | None]:
-        """Like the real one: every record on its own, one outcome each."""
-        out: list[PublishError | None] = []
-        for record in records:
-            try:
-                self.publish_many(topic, [record], timeout_s)
-            except PublishError as e:
-                out.append(e)
-            else:
-                out.append(None)
-        return out
-
-    def poll(self) -> None:
-        return None
-
-    def flush(self, timeout_s: float) -> int:
-        return 0
-
-    def on(self, topic: str) -> list[tuple[str, Any]]:
-        return [(k, v) for t, k, v in self.records if t == topic]
+from rackplan.agent.testing import TP, FakeAdmin, FakePublisher, GroupDesc, MemberAssignment, MemberDesc
 
 
 def member(mid: str, rack: str, topics: list[str]) -> dict[str, Any]:
@@ -350,7 +243,7 @@ def test_without_describe_groups_a_memberless_group_waits_and_the_reason_is_logg
     log = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert sum("not supported by the brokers" in e["event"] for e in log) == 1
     assert sum(e["event"] == "plan skipped" for e in log) == 1
-    assert len(admin.described) == 1  # not asked again until retry_unsupported_s
+    assert len(admin.groups_described) == 1  # not asked again until retry_unsupported_s
 
 
 def test_the_real_assignment_drives_alerts_when_described() -> None:

@@ -16,7 +16,8 @@ from rackplan.agent.kafka_io import (
     PublishError,
     transactional_id,
 )
-from tests.test_agent_cycle import FakeAdmin, FakePublisher, cycle, group, make_agent
+from rackplan.agent.testing import FakeAdmin, FakePublisher
+from tests.test_agent_cycle import cycle, group, make_agent
 
 PLANS = "_rackplan.plans"
 

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from rackplan.agent.handover import holders, pending_from, split
 from rackplan.agent.plans import decode_record
 from rackplan.agent.registry import FollowerStatus, decode_registration, registration_key
+from rackplan.agent.testing import FakeAdmin
 
-from .test_agent_cycle import FakeAdmin, cycle, make_agent
+from .test_agent_cycle import cycle, make_agent
 
 TP = tuple[str, int]
 PARTS = [("t", p) for p in range(8)]

@@ -16,7 +16,8 @@ import pytest
 from rackplan.agent.http import BACKLOG, WORKERS, AgentHttpServer
 from rackplan.agent.logging import configure
 from rackplan.agent.loop import Agent
-from tests.test_agent_cycle import FakeAdmin, cycle, group, make_agent
+from rackplan.agent.testing import FakeAdmin
+from tests.test_agent_cycle import cycle, group, make_agent
 
 
 @pytest.fixture

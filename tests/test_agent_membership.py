@@ -14,6 +14,7 @@ from rackplan.agent.logging import configure, get_logger
 from rackplan.agent.membership import GroupDescriber, RealGroup, RealMember, member_racks, real_group
 from rackplan.agent.metrics import Metrics
 from rackplan.agent.settings import MembershipSettings, RackRule
+from rackplan.agent.testing import FakeAdmin
 
 
 @dataclass
@@ -58,18 +59,6 @@ def failed(code: int) -> Future[Any]:
     f: Future[Any] = Future()
     f.set_exception(KafkaException(KafkaError(code)))
     return f
-
-
-class FakeAdmin:
-    def __init__(self, groups: dict[str, Any]) -> None:
-        self.groups = groups
-        self.calls: list[list[str]] = []
-
-    def describe_consumer_groups(self, ids: list[str], **_kw: Any) -> dict[str, Future[Any]]:
-        self.calls.append(list(ids))
-        return {
-            g: (self.groups[g] if isinstance(self.groups[g], Future) else done(self.groups[g])) for g in ids
-        }
 
 
 def desc() -> Desc:
@@ -123,20 +112,20 @@ def describer(admin: FakeAdmin, clock: list[float], **kw: Any) -> tuple[GroupDes
 
 
 def test_described_in_batches() -> None:
-    admin = FakeAdmin({"a": Desc("a", []), "b": desc(), "c": Desc("c", [], State("DEAD"))})
+    admin = FakeAdmin({}, {"a": Desc("a", []), "b": desc(), "c": Desc("c", [], State("DEAD"))})
     d, _, _ = describer(admin, [0.0])
     out = d.describe(["c", "b", "a", "b"])
-    assert admin.calls == [["a", "b"], ["c"]]
+    assert admin.groups_described == [["a", "b"], ["c"]]
     assert out["b"] == real_group(desc()) and out["c"] == RealGroup("c", "DEAD", ())
 
 
 def test_unsupported_brokers_degrade_with_a_logged_reason_and_retry_later() -> None:
     clock = [0.0]
-    admin = FakeAdmin({"a": failed(KafkaError._UNSUPPORTED_FEATURE), "b": desc()})
+    admin = FakeAdmin({}, {"a": failed(KafkaError._UNSUPPORTED_FEATURE), "b": desc()})
     d, m, buf = describer(admin, clock, retry_unsupported_s=600)
     assert d.describe(["a", "b"]) == {}
     assert not d.enabled and d.unsupported is not None and "_UNSUPPORTED_FEATURE" in d.unsupported
-    assert d.describe(["a", "b"]) == {} and len(admin.calls) == 1  # not asked again meanwhile
+    assert d.describe(["a", "b"]) == {} and len(admin.groups_described) == 1  # not asked again meanwhile
     logs = [json.loads(line) for line in buf.getvalue().splitlines()]
     assert len(logs) == 1 and logs[0]["level"] == "warning" and "not supported" in logs[0]["event"]
     assert m.get("rackplan_describe_groups_failures_total", {"reason": "unsupported"}) == 1
@@ -146,7 +135,7 @@ def test_unsupported_brokers_degrade_with_a_logged_reason_and_retry_later() -> N
 
 
 def test_a_failing_group_does_not_hide_the_others() -> None:
-    admin = FakeAdmin({"a": failed(KafkaError.GROUP_AUTHORIZATION_FAILED), "b": desc()})
+    admin = FakeAdmin({}, {"a": failed(KafkaError.GROUP_AUTHORIZATION_FAILED), "b": desc()})
     d, m, buf = describer(admin, [0.0])
     assert set(d.describe(["a", "b"])) == {"b"}
     assert set(d.describe(["a", "b"])) == {"b"}
@@ -156,6 +145,6 @@ def test_a_failing_group_does_not_hide_the_others() -> None:
 
 
 def test_switched_off() -> None:
-    admin = FakeAdmin({"a": desc()})
+    admin = FakeAdmin({}, {"a": desc()})
     d, _, _ = describer(admin, [0.0], describe_groups=False)
-    assert d.describe(["a"]) == {} and admin.calls == []
+    assert d.describe(["a"]) == {} and admin.groups_described == []

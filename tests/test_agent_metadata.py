@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -20,30 +19,7 @@ from rackplan.agent.metadata import (
     poll_snapshot,
 )
 from rackplan.agent.settings import MetadataSettings
-from tests.fake_admin import Node, cluster_metadata, done
-
-
-def failed(e: BaseException) -> Future[Any]:
-    f: Future[Any] = Future()
-    f.set_exception(e)
-    return f
-
-
-@dataclass
-class FakeAdmin:
-    nodes: list[Node]
-    topics: dict[str, list[list[int]]]
-    errors: dict[str, BaseException] = field(default_factory=dict)
-    described: int = 0
-
-    def describe_cluster(self, **kw: Any) -> Future[Any]:
-        assert kw["include_authorized_operations"] is False
-        self.described += 1
-        return done(type("C", (), {"nodes": self.nodes})())
-
-    def list_topics(self, timeout: float) -> Any:
-        errors = {t: e.args[0] for t, e in self.errors.items()}
-        return cluster_metadata(self.topics, [n.id for n in self.nodes], errors)
+from rackplan.agent.testing import FakeAdmin, Node
 
 
 def admin() -> FakeAdmin:
@@ -68,11 +44,11 @@ def test_racks_are_asked_once_per_new_broker() -> None:
     cache: dict[int, str | None] = {}
     first = fetch_snapshot(a, MetadataSettings(), rack_cache=cache)
     again = fetch_snapshot(a, MetadataSettings(), rack_cache=cache, exclude=frozenset({"x"}))
-    assert a.described == 1 and first.brokers == again.brokers == {1: "a", 2: "b", 3: None}
+    assert a.cluster_described == 1 and first.brokers == again.brokers == {1: "a", 2: "b", 3: None}
     assert "x" not in again.topics
     a.nodes.append(Node(4, "c"))
     assert fetch_snapshot(a, MetadataSettings(), rack_cache=cache).brokers[4] == "c"
-    assert a.described == 2
+    assert a.cluster_described == 2
 
 
 def test_a_broker_back_from_a_restart_is_asked_its_rack_again() -> None:
@@ -84,7 +60,7 @@ def test_a_broker_back_from_a_restart_is_asked_its_rack_again() -> None:
     assert 2 not in fetch_snapshot(a, MetadataSettings(), rack_cache=cache).brokers
     a.nodes.append(Node(2, "c"))  # back, in another rack
     assert fetch_snapshot(a, MetadataSettings(), rack_cache=cache).brokers[2] == "c"
-    assert a.described == 2  # the poll without broker 2 asked nothing: every live rack was known
+    assert a.cluster_described == 2  # the poll without broker 2 asked nothing: every live rack was known
 
 
 def test_a_topic_deleted_meanwhile_is_skipped() -> None:

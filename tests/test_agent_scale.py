@@ -13,7 +13,8 @@ import pytest
 
 import rackplan.agent.loop as agent_loop
 from rackplan.agent.kafka_io import WRITER_HEADER, DeliveryUncertain, PlanTooLargeError, Publisher, RawRecord
-from tests.test_agent_cycle import FakeAdmin, PlanTail, cycle, group, make_agent
+from rackplan.agent.testing import FakeAdmin
+from tests.test_agent_cycle import PlanTail, cycle, group, make_agent
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:

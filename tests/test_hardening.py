@@ -23,7 +23,8 @@ from rackplan.agent.registry import (
     decode_registration,
     registration_key,
 )
-from tests.test_agent_cycle import FakeAdmin, FakePublisher, PlanTail, cycle, group, make_agent
+from rackplan.agent.testing import FakeAdmin, FakePublisher
+from tests.test_agent_cycle import PlanTail, cycle, group, make_agent
 from tests.test_follower import LEASE, PLANS, REGS, FakeTail, Harness, plan
 
 #: the issue's poison record: 100,000 nested arrays, ~200 kB
