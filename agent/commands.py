@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 from typing import Any
 
 from pydantic import ValidationError
+
+from .signals import install_stop_handlers
 
 
 def register(sub: Any) -> None:
@@ -39,16 +39,6 @@ def register(sub: Any) -> None:
         help="where the agent's log goes (JSON lines); '-' for stderr. Default: a file in the temp directory",
     )
     demo.set_defaults(func=cmd_demo)
-
-
-def install_stop_handlers(stop: threading.Event) -> None:
-    """SIGTERM and SIGINT end the loop after its current cycle (exit code 0)."""
-
-    def handler(_signum: int, _frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
 
 
 def cmd_agent_run(args: argparse.Namespace) -> int:

@@ -39,6 +39,7 @@ from .loop import Agent, CycleReport, topic_specs
 from .plans import PlanRecord
 from .registry import REGISTRATION_SCHEMA, registration_key
 from .settings import Settings
+from .signals import install_stop_handlers
 
 DECOMMISSIONED_BROKER = 3  # in az-b
 DEADLINE_S = 50.0
@@ -453,7 +454,7 @@ def run_demo(
             s.line("  (none: no registered group's rack sets changed)")
 
         alerts = list(confirmed.alerts)
-        if any(a.status == FIRING for a in [*alerts, *agent.alerts.firing_events()]):
+        if any(a.status == FIRING for a in [*alerts, *agent.status().firing]):
             later = _wait(reports, lambda r: r.ok and bool(r.alerts), deadline, thread)
             alerts += [a for r in later for a in r.alerts]
         s.section("4. Locality alerts after the change")
@@ -477,8 +478,6 @@ def run_demo(
             f"registrations on {settings.registrations_topic}."
         )
         if keep_running:
-            from .commands import install_stop_handlers
-
             config = stack.enter_context(tempfile.TemporaryDirectory(prefix="rackplan-demo-")) + "/try.yaml"
             write_try_settings(cluster, settings, config)
             base = f"http://127.0.0.1:{agent.http.port}" if agent.http is not None else "(no HTTP)"

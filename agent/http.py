@@ -20,12 +20,11 @@ import threading
 import urllib.parse
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .logging import get_logger
-
-if TYPE_CHECKING:
-    from .loop import Agent
+from .ports import Logger
+from .status import StatusView
 
 #: pending connections the kernel queues before the server accepts them
 BACKLOG = 128
@@ -43,82 +42,29 @@ MAX_HEAD_BYTES = 16 * 1024
 Answer = tuple[int, bytes, str]
 
 
-def _plans(agent: Agent) -> dict[str, Any]:
-    """The agent's plans of record; a key whose newest record on the plan topic someone else wrote (what
-    followers read then) carries ``discrepancy``: that record's writer, generation, offset, tombstone."""
-    out: dict[str, Any] = {
-        k: rec.value() for k in agent.book.live_keys() if (rec := agent.book.latest(k)) is not None
-    }
-    for key, seen in sorted(dict(agent.discrepancies).items()):
-        out.setdefault(key, {})["discrepancy"] = seen
-    return out
+class MetricsSource(Protocol):
+    """What renders the Prometheus exposition (:class:`rackplan.agent.metrics.Metrics`: its own lock)."""
+
+    def render(self) -> str: ...
 
 
-def _groups(agent: Agent) -> list[dict[str, Any]]:
-    """Registrations (with where they came from) and, last, those that cannot be used and why."""
-    firing = set(agent.alerts.firing())
-    handovers = dict(agent.handovers)
-    out = []
-    for reg in list(agent.regs):
-        rec = agent.book.latest(reg.key)
-        followers = agent.store.followers(reg.kind, reg.name)
-        pending = handovers.get(reg.key)
-        out.append(
-            {
-                "key": reg.key,
-                "kind": reg.kind,
-                "name": reg.name,
-                "source": reg.source,
-                "members": reg.members,
-                "fetch_mode": reg.fetch_mode,
-                "topics": sorted(reg.topics),
-                "generation": None if rec is None else rec.generation,
-                "locality": None if rec is None else rec.locality_after.as_json(),
-                "alert_firing": reg.key in firing,
-                "alert_state": agent.alerts.state(reg.key),
-                "state": None if rec is None else rec.state,
-                "followers": {
-                    m: {"mode": f.mode, "released_generation": f.released_generation}
-                    for m, f in followers.items()
-                },
-                "handover": None
-                if pending is None
-                else {
-                    "revoking_generation": pending.generation,
-                    "awaiting": list(pending.awaiting),
-                    "outstanding": pending.outstanding(followers),
-                },
-            }
-        )
-    for key, reason in sorted(dict(agent.problems).items()):
-        kind, _, name = key.partition("/")
-        out.append({"key": key, "kind": kind, "name": name, "problem": reason})
-    return out
-
-
-def _group(agent: Agent, kind: str, name: str) -> dict[str, Any] | None:
-    key = f"{kind}/{name}"
-    return next((g for g in _groups(agent) if g["key"] == key), None)
-
-
-def route(agent: Agent, path: str) -> Answer:
-    """The answer to ``GET path``: status, body, content type."""
+def route(view: StatusView, metrics: MetricsSource, path: str) -> Answer:
+    """The answer to ``GET path`` from one status view: status, body, content type."""
     if path == "/healthz":
         return 200, b"ok\n", "text/plain"
     if path == "/readyz":
         # Ready once the plan topic was replayed and a first complete snapshot taken.
-        ready = agent.ready
-        return (200, b"ready\n", "text/plain") if ready else (503, b"not ready\n", "text/plain")
+        return (200, b"ready\n", "text/plain") if view.ready else (503, b"not ready\n", "text/plain")
     if path == "/metrics":
-        return 200, agent.metrics.render().encode(), "text/plain; version=0.0.4; charset=utf-8"
+        return 200, metrics.render().encode(), "text/plain; version=0.0.4; charset=utf-8"
     if path == "/v1/plans":
-        return _json(200, _plans(agent))
+        return _json(200, view.plans_json())
     if path == "/v1/groups":
-        return _json(200, _groups(agent))
+        return _json(200, view.groups_json())
     parts = path.split("/")
     if len(parts) == 5 and parts[:3] == ["", "v1", "groups"]:
         kind, name = urllib.parse.unquote(parts[3]), urllib.parse.unquote(parts[4])
-        group = _group(agent, kind, name)
+        group = view.group_json(kind, name)
         if group is not None:
             return _json(200, group)
         return _json(404, {"error": f"no such group {kind}/{name}"})
@@ -169,7 +115,8 @@ class AgentHttpServer:
 
     def __init__(
         self,
-        agent: Agent,
+        status: Callable[[], StatusView],
+        metrics: MetricsSource,
         host: str,
         port: int,
         *,
@@ -177,14 +124,14 @@ class AgentHttpServer:
         header_timeout_s: float = HEADER_TIMEOUT_S,
         workers: int = WORKERS,
         max_connections: int = MAX_CONNECTIONS,
-        log: Any = None,
+        log: Logger | None = None,
     ) -> None:
-        agent_ref = agent
-        self.route: Callable[[str], Answer] = lambda path: route(agent_ref, path)
+        """``status``: the agent's current view (read once per request); ``metrics``: what ``/metrics`` renders."""
+        self.route: Callable[[str], Answer] = lambda path: route(status(), metrics, path)
         self.backlog = backlog
         self.header_timeout_s = header_timeout_s
         self.max_connections = max_connections
-        self.log = log if log is not None else get_logger("rackplan.http")
+        self.log: Logger = log if log is not None else get_logger("rackplan.http")
         family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][
             0
         ]

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Protocol
 
+from .kafka_io import PublishError
+
 #: seconds since the epoch (``time.time``): a test passes a hand-wound one
 Clock = Callable[[], float]
 
@@ -48,11 +50,11 @@ class PlanPublisher(Protocol):
 
     def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None: ...
 
-    def publish_many(self, topic: str, records: Sequence[KeyValue], timeout_s: float) -> None: ...
+    def publish_many(self, topic: str, records: list[KeyValue], timeout_s: float) -> None: ...
 
     def publish_each(
-        self, topic: str, records: Sequence[KeyValue], timeout_s: float
-    ) -> Sequence[Exception | None]:
+        self, topic: str, records: list[KeyValue], timeout_s: float
+    ) -> Sequence[PublishError | None]:
         """One outcome per record, in order: None when confirmed, else the error (a PublishError)."""
         ...
 

@@ -166,11 +166,11 @@ def test_broker_outage_keeps_last_snapshot_and_loses_no_plan(
     c = cluster_with_topics(make_cluster)
     agent = run_agent(agent_settings(c.bootstrap_servers, [range_group("payments", ["orders"])]), c)
     assert agent.wait_for(lambda r: r.ok).published[0].generation == 1
-    good = agent.agent.last_good
+    good = agent.agent.term.last_good
     c.set_down(-1)
     failed = agent.wait_for(lambda r: not r.ok, timeout=20)
     assert failed.error and failed.published == []
-    assert agent.agent.last_good is good
+    assert agent.agent.term.last_good is good
     c.set_up(-1)
     back = agent.wait_for(lambda r: r.ok, timeout=30)
     assert back.published == []  # nothing changed: no plan regressed or republished
@@ -217,7 +217,7 @@ def test_agent_refuses_to_run_without_a_plan_topic(
 def test_a_failing_assignor_does_not_stop_other_groups(
     make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent, monkeypatch: Any
 ) -> None:
-    from rackplan.agent import loop, planner
+    from rackplan.agent import planner, planning
 
     real = planner.plan_for
 
@@ -226,7 +226,7 @@ def test_a_failing_assignor_does_not_stop_other_groups(
             raise RuntimeError("assignor bug")
         return real(snapshot, racks, reg, last)
 
-    monkeypatch.setattr(loop, "plan_for", flaky)
+    monkeypatch.setattr(planning, "plan_for", flaky)
     c = cluster_with_topics(make_cluster)
     groups = [range_group("bad", ["orders"]), range_group("good", ["orders"])]
     a = run_agent(agent_settings(c.bootstrap_servers, groups), c)
@@ -256,12 +256,12 @@ def test_published_plans_pass_the_contract_checker(
     c.decommission(3)
     confirmed = a.wait_for(lambda r: r.confirmed)
     assert confirmed.published
-    snap, racks = a.agent.acted  # type: ignore[misc]
+    snap, racks = a.agent.term.acted  # type: ignore[misc]
     regs = {r.key: r for r in a.agent.regs}
     for i, rec in enumerate([*first.published, *confirmed.published]):
         last = None if rec.generation == 1 else previous[rec.key]
         basis = first.snapshot if rec.generation == 1 else snap
-        basis_racks = basis.resolve_racks(a.agent.known) if basis is not None else racks
+        basis_racks = basis.resolve_racks(a.agent.term.known) if basis is not None else racks
         assert basis is not None
         inst = tmp_path / f"inst{i}.json"
         plan = tmp_path / f"plan{i}.json"

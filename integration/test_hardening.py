@@ -109,7 +109,7 @@ def test_poison_on_every_control_topic_leaves_the_agent_working(
         lambda: skipped(a, "plans") == 3 and skipped(a, "lease") == 2, 10, "the running agent to skip poison"
     )
     assert skipped(a, "registrations") == 2
-    assert a.agent.discrepancies == {}, "poison is not something followers act on"
+    assert a.agent.term.discrepancies() == {}, "poison is not something followers act on"
     assert a.stop() == 0
     e2e_report(
         agent_start_s=round(started_s, 2),

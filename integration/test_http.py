@@ -78,7 +78,7 @@ def test_not_ready_until_replayed_and_a_first_complete_snapshot(
     agent = Agent(settings, create_missing_topics=topic_creator(c))
     from rackplan.agent.http import AgentHttpServer
 
-    server = AgentHttpServer(agent, "127.0.0.1", 0)
+    server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0)
     server.start()
     try:
         assert get(server.port, "/readyz") == (503, "not ready\n")  # nothing replayed yet

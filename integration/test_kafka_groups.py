@@ -113,7 +113,7 @@ def test_live_groups_are_discovered_and_judged_on_their_real_assignment(
         key = f"consumer/{group}"
         agent = run_agent(settings)
         live = agent.wait_for(lambda r: key in r.live, timeout=60)
-        real_group = agent.agent.real_groups[group]
+        real_group = agent.agent.term.real_groups[group]
         by_client = {m.client_id: sorted(m.assignment) for m in real_group.members}
         e2e_report(
             target="kafka",

@@ -304,8 +304,6 @@ def _restore_logging() -> Any:
 
 
 def test_groups_endpoint_lists_sources_and_unusable_registrations() -> None:
-    from rackplan.agent.http import _groups
-
     admin = FakeAdmin({"t": [[1], [2]]})
     agent, _, buf = make_agent(admin, [group("g")])
     key = registration_key("streams", "app", "p-1")
@@ -314,7 +312,7 @@ def test_groups_endpoint_lists_sources_and_unusable_registrations() -> None:
     agent.store.apply(key, decode_registration(key, json.dumps(value).encode(), now_ms), now_ms)
     cycle(agent)
     cycle(agent)
-    listed = _groups(agent)
+    listed = agent.status().groups_json()
     assert [(g["key"], g.get("source"), g.get("members")) for g in listed] == [
         ("consumer/g", "file", 2),
         ("streams/app", None, None),
@@ -354,8 +352,8 @@ def test_registrations_do_not_expire_while_the_topic_cannot_be_read_to_its_end()
     register(agent, "dyn", "m-b", "az-b", assignor="range")
     assert cycle(agent).registered == ["consumer/dyn"]
     tail = SilentTail(caught_up=False)
-    agent._reg_tail = tail  # type: ignore[assignment]
-    agent._reg_synced = True
+    agent.intake.tail = tail  # type: ignore[assignment]
+    agent.term.reg_synced = True
     r = cycle(agent, 130)  # both records are past the TTL, but nothing says they were not refreshed
     assert r.unregistered == [] and r.published == [] and tail.asked == 1
     assert agent.metrics.get("rackplan_registrations_expired_total") in (None, 0)
@@ -394,7 +392,7 @@ def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> N
             "stats": {},
         }
     ).encode()
-    agent._plan_tail = PlanTail(  # type: ignore[assignment]
+    agent.plan_tail = PlanTail(  # type: ignore[assignment]
         [
             RawRecord(0, 1, b"consumer/g", plan, 1, "p", mine),  # our own: not counted
             RawRecord(0, 2, b"consumer/g", None, 1, "p", ()),  # a tombstone with no writer

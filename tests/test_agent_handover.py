@@ -162,7 +162,7 @@ def test_a_follower_group_hands_over_in_two_phases() -> None:
     assert cycle(agent).published == [] and plans(pub) == [(1, "proposed"), (2, "revoking")]
     for m, rack in (("a", "az-a"), ("b", "az-b")):
         follow(agent, m, rack, released=2)
-    agent._tick()  # between cycles: the releases are in
+    agent.serve_handovers()  # between cycles: the releases are in
     r = cycle(agent)
     (final,) = r.completed
     assert (final.generation, final.state) == (3, "proposed")
@@ -228,7 +228,7 @@ def test_a_takeover_resumes_the_handover_and_does_not_start_another() -> None:
     # Another agent takes over: same registrations, the plan topic replayed.
     other, pub2, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
     entries = agent.store.entries()
-    other._init_term()
+    other._new_term()
     for e in entries:
         other.store.apply(e.key, e, int(other.tick[0] * 1000))  # type: ignore[attr-defined]
     other.begin(records)

@@ -39,7 +39,7 @@ def get(port: int, path: str, timeout: float = 5.0) -> tuple[int, bytes]:
 
 
 def serve(agent: Agent, **kw: float) -> AgentHttpServer:
-    server = AgentHttpServer(agent, "127.0.0.1", 0, **kw)  # type: ignore[arg-type]
+    server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0, **kw)
     server.start()
     return server
 

@@ -306,7 +306,7 @@ def test_promtool_accepts_the_agents_metrics_endpoint(cluster: str | None) -> No
     cycle(agent)
     admin.down = True
     cycle(agent)
-    server = AgentHttpServer(agent, "127.0.0.1", 0)
+    server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0)
     server.start()
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as resp:

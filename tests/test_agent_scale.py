@@ -7,26 +7,27 @@ everything again, with the work done only when an input changed.
 from __future__ import annotations
 
 import json
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-import rackplan.agent.loop as agent_loop
+from rackplan.agent import alerting, planning, watch
 from rackplan.agent.kafka_io import WRITER_HEADER, DeliveryUncertain, PlanTooLargeError, Publisher, RawRecord
 from rackplan.agent.testing import FakeAdmin
 from tests.test_agent_cycle import PlanTail, cycle, group, make_agent
 
 
-def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    """Count the calls of ``rackplan.agent.loop.<name>`` (still calling it)."""
+def counting(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -> list[int]:
+    """Count the calls of ``<module>.<name>`` (still calling it)."""
     calls = [0]
-    original = getattr(agent_loop, name)
+    original = getattr(module, name)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls[0] += 1
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(agent_loop, name, counted)
+    monkeypatch.setattr(module, name, counted)
     return calls
 
 
@@ -68,7 +69,7 @@ def test_a_cycle_publishes_all_its_plans_in_one_batch() -> None:
 def test_a_skipped_plan_is_not_planned_again_until_its_inputs_change(monkeypatch: pytest.MonkeyPatch) -> None:
     admin = FakeAdmin({"t": [[1], [2], [3]]})
     agent, _pub, _ = make_agent(admin, [group("g", topics=["t", "later"])])
-    plans = counting(monkeypatch, "plan_for")
+    plans = counting(monkeypatch, planning, "plan_for")
     reports = [cycle(agent) for _ in range(4)]
     print(f"plan_for calls over 4 cycles with a topic missing: {plans[0]}")
     assert plans[0] == 1
@@ -89,7 +90,7 @@ def test_a_plan_skipped_for_an_assignor_error_is_tried_every_cycle(monkeypatch: 
         calls[0] += 1
         raise RuntimeError("assignor bug")
 
-    monkeypatch.setattr(agent_loop, "plan_for", broken)
+    monkeypatch.setattr(planning, "plan_for", broken)
     for _ in range(3):
         assert list(cycle(agent).skipped) == ["consumer/g"]
     assert calls[0] == 3  # not a verdict on the inputs: it may pass
@@ -98,20 +99,20 @@ def test_a_plan_skipped_for_an_assignor_error_is_tried_every_cycle(monkeypatch: 
 def test_own_plans_read_back_byte_for_byte_are_not_decoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     admin = FakeAdmin({"t": [[1], [2], [3]]})
     agent, pub, _ = make_agent(admin, [group("g")])
-    agent._plan_tail = PlanTail([])  # type: ignore[assignment]
+    agent.plan_tail = PlanTail([])  # type: ignore[assignment]
     report = cycle(agent)
     (rec,) = report.published
     (topic_key, value) = next((k, v) for k, v in pub.on(agent.settings.plan_topic))
     raw = json.dumps(value).encode()  # what the fake kept, re-encoded: not the published bytes
-    published = agent._sent["consumer/g"]
+    published = agent.term.groups["consumer/g"].sent
     mine = ((WRITER_HEADER, agent.agent_id.encode()),)
-    decodes = counting(monkeypatch, "decode_record")
-    agent._plan_tail = PlanTail(  # type: ignore[assignment]
+    decodes = counting(monkeypatch, watch, "decode_record")
+    agent.plan_tail = PlanTail(  # type: ignore[assignment]
         [RawRecord(0, 1, b"consumer/g", published, 1, "p", mine)]
     )
     cycle(agent)
-    assert decodes[0] == 0 and "consumer/g" not in agent._sent
-    agent._plan_tail = PlanTail([RawRecord(0, 2, b"consumer/g", raw, 1, "p", mine)])  # type: ignore[assignment]
+    assert decodes[0] == 0 and agent.term.groups["consumer/g"].sent is None
+    agent.plan_tail = PlanTail([RawRecord(0, 2, b"consumer/g", raw, 1, "p", mine)])  # type: ignore[assignment]
     cycle(agent)
     assert decodes[0] == 1  # other bytes (or no memory of them): decoded as before
     assert topic_key == rec.key
@@ -121,7 +122,7 @@ def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: 
     # Every replica in az-a and az-b; members in az-c read everything cross-rack: the alert fires, unfixable.
     admin = FakeAdmin({"t": [[1], [2], [1], [2]]})
     agent, _, _ = make_agent(admin, [group("g", racks="c")])
-    floors = counting(monkeypatch, "best_locality")
+    floors = counting(monkeypatch, alerting, "best_locality")
     first = cycle(agent)
     assert [(e.key, e.status) for e in first.alerts] == [("consumer/g", "unfixable")]
     after_first = floors[0]

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 import rackplan.agent.kafka_io as kafka_io
-from rackplan.agent.http import _plans
 from rackplan.agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
 from rackplan.agent.lease import HeartbeatError, decode_heartbeat
 from rackplan.agent.loop import Agent
@@ -91,7 +90,7 @@ def test_a_poison_registration_takes_none_of_its_neighbours() -> None:
         for i in range(5)
     ]
     records.insert(2, raw(b"consumer/dyn/poison", POISON, ts))
-    agent._apply_raw_registrations(records)
+    agent.intake.apply_raw(agent.term, records)
     r = cycle(agent, 1)
     applied = sorted(r.published[0].document["consumer_group"]["assignment"])
     skipped = agent.metrics.get(
@@ -107,13 +106,13 @@ def test_a_running_agent_skips_poison_on_the_plan_and_lease_topics() -> None:
     agent, _pub, _buf = make_agent(FakeAdmin({"t": [[1]]}), [group("g", racks="a")])
     cycle(agent)
 
-    agent._plan_tail = PlanTail([raw(b"consumer/g", POISON, topic="p")])  # type: ignore[assignment]
-    agent._lease_tail = PlanTail([raw(b"leader", POISON, topic="l")])  # type: ignore[assignment]
+    agent.plan_tail = PlanTail([raw(b"consumer/g", POISON, topic="p")])  # type: ignore[assignment]
+    agent.lease_tail = PlanTail([raw(b"leader", POISON, topic="l")])  # type: ignore[assignment]
     assert cycle(agent).ok
     m = agent.metrics
     assert m.get("rackplan_records_skipped_total", {"topic": "plans", "reason": "too_deep"}) == 1
     assert m.get("rackplan_records_skipped_total", {"topic": "lease", "reason": "too_deep"}) == 1
-    assert agent.discrepancies == {}, "a record followers skip too is no discrepancy"
+    assert agent.term.discrepancies() == {}, "a record followers skip too is no discrepancy"
 
 
 def test_a_follower_survives_poison_in_its_constructor_and_in_poll(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -205,10 +204,12 @@ def test_a_timed_out_plan_read_back_later_becomes_the_plan_of_record() -> None:
     assert agent.book.latest("consumer/g").generation == 1  # type: ignore[union-attr]
     mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
     key, value = late.log[-1]
-    agent._plan_tail = PlanTail([raw(key.encode(), value, 1, topic="p", headers=mine)])  # type: ignore[assignment]
+    agent.plan_tail = PlanTail([raw(key.encode(), value, 1, topic="p", headers=mine)])  # type: ignore[assignment]
     r = cycle(agent)
     assert agent.book.latest("consumer/g").generation == 2, "it landed: followers hold it"  # type: ignore[union-attr]
-    assert r.published == [] and agent._in_doubt == {}, "nothing to re-send, nothing in doubt"
+    assert r.published == [] and all(g.in_doubt is None for g in agent.term.groups.values()), (
+        "nothing to re-send, nothing in doubt"
+    )
     assert contents_by_generation(late.log)[("consumer/g", 2)] == {value}
 
 
@@ -236,7 +237,7 @@ def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> No
     key, value = late.log[-1]
     assert json.loads(value or b"{}")["state"] == "revoking"
     mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
-    agent._plan_tail = PlanTail([raw(key.encode(), value, 1, topic="p", headers=mine)])  # type: ignore[assignment]
+    agent.plan_tail = PlanTail([raw(key.encode(), value, 1, topic="p", headers=mine)])  # type: ignore[assignment]
     cycle(agent, 1)
     assert key in agent.handovers, "the landed revoking plan is a handover whose target must follow"
     gen = agent.handovers[key].generation
@@ -267,8 +268,8 @@ def test_a_forged_member_of_a_settings_group_is_refused() -> None:
     """Found: a forged member got 3 of 12 partitions of a group defined in the settings file."""
     agent, _pub, buf = make_agent(FakeAdmin({"t": [[1], [2], [3], [1], [2], [3]]}), [group("g")])
     assert [p.generation for p in cycle(agent).published] == [1]
-    agent._apply_raw_registrations(
-        [raw(b"consumer/g/intruder", reg_value("g", "intruder", "az-c"), now_ms(agent))]
+    agent.intake.apply_raw(
+        agent.term, [raw(b"consumer/g/intruder", reg_value("g", "intruder", "az-c"), now_ms(agent))]
     )
     r = cycle(agent)
     assert r.published == [] and agent.regs[0].source == "file"
@@ -286,7 +287,9 @@ def test_overriding_settings_groups_is_an_explicit_choice() -> None:
         registrations={"allow_override_settings_groups": True},
     )
     cycle(agent)
-    agent._apply_raw_registrations([raw(b"consumer/g/extra", reg_value("g", "extra", "az-c"), now_ms(agent))])
+    agent.intake.apply_raw(
+        agent.term, [raw(b"consumer/g/extra", reg_value("g", "extra", "az-c"), now_ms(agent))]
+    )
     r = cycle(agent)
     assert agent.regs[0].source == "file+topic" and "extra" in r.published[0].body["assignment"]
 
@@ -298,7 +301,7 @@ def test_a_registration_dated_in_the_future_still_expires(forged: str) -> None:
     now = now_ms(agent)
     far = 10**15
     value = reg_value("dyn", "m", timestamp_ms=far) if forged == "payload" else reg_value("dyn", "m")
-    agent._apply_raw_registrations([raw(b"consumer/dyn/m", value, far if forged == "record" else now)])
+    agent.intake.apply_raw(agent.term, [raw(b"consumer/dyn/m", value, far if forged == "record" else now)])
     assert cycle(agent, 1).registered == ["consumer/dyn"]
     assert cycle(agent, 30).unregistered == []
     assert cycle(agent, 31).unregistered == ["consumer/dyn"], "expired 61 s after it arrived"
@@ -308,7 +311,8 @@ def test_the_newest_payload_timestamp_no_longer_decides_a_groups_assignor() -> N
     """Found: the newest timestamp_ms switched a group's assignor."""
     agent, _pub, _ = make_agent(FakeAdmin({"t": [[1], [2], [3]]}), [])
     t = now_ms(agent)
-    agent._apply_raw_registrations(
+    agent.intake.apply_raw(
+        agent.term,
         [
             raw(
                 b"consumer/dyn/forger",
@@ -316,7 +320,7 @@ def test_the_newest_payload_timestamp_no_longer_decides_a_groups_assignor() -> N
                 t - 5000,
             ),
             raw(b"consumer/dyn/m", reg_value("dyn", "m", assignor="range"), t),
-        ]
+        ],
     )
     cycle(agent, 1)
     assert agent.regs[0].spec["assignor"] == "range", "the record written last wins, by its broker timestamp"
@@ -340,14 +344,15 @@ def test_signed_registrations(tmp_path: Path) -> None:
     )
     tampered = json.loads(good)
     tampered["rack"] = "az-c"
-    agent._apply_raw_registrations(
+    agent.intake.apply_raw(
+        agent.term,
         [
             raw(b"consumer/dyn/m-good", good, t),
             raw(b"consumer/dyn/m-wrong", wrong, t),
             raw(b"consumer/dyn/m-plain", reg_value("dyn", "m-plain", timestamp_ms=t), t),
             raw(b"consumer/dyn/m-old", old, t),  # a signed record replayed an hour later (ttl_s 300)
             raw(b"consumer/dyn/m-good", json.dumps(tampered).encode(), t),
-        ]
+        ],
     )
     r = cycle(agent, 1)
     assert sorted(r.published[0].body["assignment"]) == ["m-good"]
@@ -483,9 +488,9 @@ def test_a_foreign_tombstone_and_a_forged_plan_are_discrepancies_the_agent_repor
             ),
         ]
     )
-    agent._plan_tail = tail  # type: ignore[assignment]
+    agent.plan_tail = tail  # type: ignore[assignment]
     r = cycle(agent)
-    shown = _plans(agent)
+    shown = agent.status().plans_json()
     print("discrepancies:", json.dumps({k: v["discrepancy"] for k, v in shown.items()}))
     assert shown["consumer/g"]["discrepancy"]["tombstone"] is True
     assert shown["consumer/h"]["discrepancy"] == {
@@ -515,7 +520,7 @@ def test_a_foreign_tombstone_and_a_forged_plan_are_discrepancies_the_agent_repor
         for k, v in pub.on("_rackplan.plans")[-2:]
     ]
     cycle(agent)
-    assert agent.discrepancies == {}
+    assert agent.term.discrepancies() == {}
     assert agent.metrics.get("rackplan_plan_discrepancies") == 0
     assert "foreign writer on the plan topic" in buf.getvalue()
 

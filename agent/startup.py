@@ -1,0 +1,167 @@
+"""Start-up steps: the agent's topics (created or checked), the newest heartbeat (refusing a foreign writer), and
+the term's first state from the replayed plan topic and registrations."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from .handover import pending_from
+from .intake import Intake
+from .kafka_io import TopicSpec, ensure_topics, topic_config_problems
+from .lease import LEASE_PARTITIONS, Heartbeat, foreign_writer
+from .plans import PlanRecord
+from .ports import AdminPort
+from .publishing import handover_metrics, publish_tombstones
+from .settings import Settings
+from .state import AgentError, CycleReport, Term, Wiring, labels
+
+PLAN_TOPIC_PARTITIONS = 1
+ALERT_TOPIC_PARTITIONS = 1
+EMBEDDED_FALLBACK = "the embedded cluster's mock API"
+
+
+def topic_specs(settings: Settings) -> list[TopicSpec]:
+    """The agent's topics.  Registrations and heartbeats are judged by their record timestamps, so those
+    topics take the broker's append time: a writer cannot date its record (docs/security.md)."""
+    compact = {"cleanup.policy": "compact", "max.message.bytes": str(settings.plan_max_message_bytes)}
+    stamped = {"cleanup.policy": "compact", "message.timestamp.type": "LogAppendTime"}
+    return [
+        TopicSpec(settings.plan_topic, PLAN_TOPIC_PARTITIONS, compact),
+        TopicSpec(settings.alerts_topic, ALERT_TOPIC_PARTITIONS, {"cleanup.policy": "delete"}),
+        TopicSpec(settings.registrations_topic, settings.registrations.partitions, stamped),
+        TopicSpec(settings.ha.lease_topic, LEASE_PARTITIONS, stamped),
+    ]
+
+
+def prepare_topics(
+    w: Wiring, admin: AdminPort, create_missing: Callable[[list[TopicSpec]], None] | None
+) -> set[str]:
+    """Create the agent's missing topics (through the embedded cluster when given); names still missing.
+
+    :class:`AgentError` when the plan topic (or, with ``ha.enabled``, the lease topic) is missing.
+    """
+    s = w.settings
+    timeout = s.metadata.request_timeout_s
+    existed = set(admin.list_topics(timeout=timeout).topics)
+    missing = ensure_topics(
+        admin, topic_specs(s), timeout, w.log, fallback=EMBEDDED_FALLBACK if create_missing else None
+    )
+    if missing and create_missing is not None:
+        create_missing(missing)
+        w.log.info("topics created through the embedded cluster", topics=[m.name for m in missing])
+        existing = set(admin.list_topics(timeout=timeout).topics)
+        missing = [m for m in missing if m.name not in existing]
+    names = {m.name for m in missing}
+    # Topics created just now have the settings they were created with; the others are checked.
+    check_topic_configs(w, admin, [t for t in topic_specs(s) if t.name in existed])
+    if s.plan_topic in names:
+        raise AgentError(f"plan topic {s.plan_topic!r} does not exist; see the logged command to create it")
+    if s.ha.lease_topic in names:
+        if s.ha.enabled:
+            raise AgentError(
+                f"lease topic {s.ha.lease_topic!r} does not exist; see the logged command to create it"
+            )
+        w.log.warning(
+            "no lease topic: no heartbeat is published, so plan followers cannot tell that the agent "
+            "is alive (they fall back to group subscription when no plan comes)",
+            topic=s.ha.lease_topic,
+        )
+    if s.alerts_topic in names:
+        w.log.warning("no alerts topic: alerts go to the log, metrics and webhook only", topic=s.alerts_topic)
+    return names
+
+
+def check_topic_configs(w: Wiring, admin: AdminPort, present: list[TopicSpec]) -> None:
+    """DescribeConfigs on the agent's topics: a plan (or, with HA, lease) topic without compaction stops start-up.
+
+    Other topics' problems are logged with the command that fixes them.
+    """
+    s = w.settings
+    problems = topic_config_problems(admin, present, s.metadata.request_timeout_s)
+    if problems is None:
+        w.log.info("topic configuration not checked: the brokers do not answer DescribeConfigs")
+        return
+    fatal = {s.plan_topic} | ({s.ha.lease_topic} if s.ha.enabled else set())
+    for name, problem in sorted(problems.items()):
+        if name in fatal:
+            raise AgentError(f"topic {name!r}: {problem}")
+        w.log.error("topic misconfigured", topic=name, problem=problem)
+
+
+def no_foreign_writer(w: Wiring, newest: Callable[[], Heartbeat | None]) -> Heartbeat | None:
+    """The newest heartbeat on the lease topic, to continue its epoch; :class:`AgentError` while another agent
+    outside our lease group publishes.
+
+    A fresh heartbeat of a foreign agent may be its last (it was killed, or
+    restarted under a new id): wait up to two of its intervals for a newer
+    one before refusing.
+    """
+    last = newest()
+    reason = foreign_writer(last, w.agent_id, w.lease_group, int(w.clock() * 1000))
+    if reason is None or last is None:
+        return last
+    w.log.warning("another agent's heartbeat is fresh; waiting to see whether it still runs", reason=reason)
+    deadline = time.monotonic() + 2 * last.interval_s + 1.0
+    while time.monotonic() < deadline and not w.stop.is_set():
+        w.stop.wait(min(1.0, last.interval_s / 2))
+        now = newest()
+        if now is not None and now.agent_id == last.agent_id and now.timestamp_ms > last.timestamp_ms:
+            again = foreign_writer(now, w.agent_id, w.lease_group, int(w.clock() * 1000))
+            if again is not None:
+                w.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
+                raise AgentError(again)
+        if now is not None and (now.released or now.agent_id != last.agent_id):
+            return now if now.epoch >= last.epoch else last
+    w.log.info("the other agent's heartbeat stopped: taking over its epoch", agent_id=last.agent_id)
+    return last
+
+
+def replay(w: Wiring, term: Term, intake: Intake, plan_records: list[tuple[str, PlanRecord | None]]) -> None:
+    """The term's first state: replayed plans in, registrations merged, the unregistered tombstoned,
+    every registration due for planning and for its initial alert, handovers in flight resumed."""
+    s = w.settings
+    for key, generation in term.book.replay(plan_records):
+        w.log.warning(
+            "stale plan record ignored: its generation is not above an earlier one",
+            key=key,
+            generation=generation,
+        )
+    w.log.info(
+        "plan topic replayed",
+        topic=s.plan_topic,
+        records=len(plan_records),
+        live_plans=len(term.book.live_keys()),
+    )
+    if intake.tail is None:
+        term.reg_synced = True  # nothing to wait for: the file is all there is
+    intake.refresh(term, CycleReport(ok=True), intake.discovery)
+    if term.reg_synced:
+        registered = term.registered()
+        stale = sorted(k for k in term.book.live_keys() if k not in registered)
+        if stale:
+            for k in stale:
+                term.group(k).tombstone_pending = True
+            term.tombstoned_at_start = publish_tombstones(w, term)
+            if term.tombstoned_at_start:
+                w.log.info("tombstoned plans of unregistered groups", keys=term.tombstoned_at_start)
+    keys = set(term.registered())
+    for g in term.groups.values():
+        g.retry = g.initial_pending = False
+    for k in keys:
+        g = term.group(k)
+        g.retry = g.initial_pending = True
+    now = w.clock()
+    for key in term.book.live_keys():
+        rec = term.book.latest(key)
+        if rec is not None:
+            w.metrics.set("rackplan_plan_generation", rec.generation, labels(key))
+            term.group(key).metrics_pending = True
+        pending = pending_from(rec, now) if key in keys else None
+        if pending is not None:  # another agent (or this one, before a restart) started it
+            term.group(key).handover = pending
+            w.log.info(
+                "resuming handover", key=key, generation=pending.generation, awaiting=list(pending.awaiting)
+            )
+    handover_metrics(w, term)
+    term.replayed = True

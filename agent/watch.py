@@ -1,0 +1,159 @@
+"""Records others wrote since the last cycle: on the plan topic (a foreign writer, a late record of ours) and on
+the lease topic (another agent's heartbeat)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, TopicTail
+from .lease import HeartbeatError, LeaseLost, decode_heartbeat, foreign_writer
+from .plans import PlanDecodeError, PlanRecord, decode_record
+from .publishing import commit_plan
+from .state import AgentError, Term, Wiring
+
+
+def plan_skipped(w: Wiring, reason: str) -> None:
+    w.metrics.inc("rackplan_records_skipped_total", {"topic": "plans", "reason": reason})
+
+
+def lease_skipped(w: Wiring, reason: str) -> None:
+    w.metrics.inc("rackplan_records_skipped_total", {"topic": "lease", "reason": reason})
+
+
+def _discrepancies_metric(w: Wiring, term: Term) -> None:
+    w.metrics.set(
+        "rackplan_plan_discrepancies", sum(1 for g in term.groups.values() if g.discrepancy is not None)
+    )
+
+
+def watch_plans(w: Wiring, term: Term, tail: TopicTail | None) -> None:
+    """Records on the plan topic this agent did not write: a foreign writer is reported, never silent.
+
+    Every record the agent publishes carries :data:`WRITER_HEADER` (its id) and
+    :data:`LEASE_GROUP_HEADER`.  A record without them, or from an agent outside our lease group,
+    was written by someone else: a tool, a forger, an agent started with other settings.  It is
+    counted (``rackplan_foreign_writers_total{topic="plans"}``) and logged with its key,
+    generation and writer; followers read it, so it is a *discrepancy* until this agent
+    publishes that key again: ``rackplan_plan_discrepancies`` and ``/v1/plans`` show it.  A
+    foreign plan's generation is reserved (never planned again), so the agent's next plan of
+    the key outranks it for followers.  A late record of a previous leader of our own group
+    (the window a lease leaves between confirmation and publish) is logged as such.  Records
+    are decoded with the bounded decoder: a poison record is skipped and counted, like at start.
+    """
+    if tail is None:
+        return
+    raw, _errors = tail.read_new()
+    for r in raw:
+        writer = r.header(WRITER_HEADER)
+        key = (r.key or b"").decode("utf-8", "replace")[:500]
+        g = term.groups.get(key)
+        if (
+            g is not None
+            and r.value is not None
+            and g.sent == r.value
+            and g.in_doubt is None
+            and writer is not None
+            and writer.decode("utf-8", "replace") == w.agent_id
+        ):
+            # Our own plan, byte for byte as published and confirmed: nothing to decode or learn.
+            g.sent = None
+            own_record_read_back(w, term, key, None)
+            continue
+        try:
+            rec = decode_record(r.key or b"", r.value) if r.key is not None else None
+            bad = None if r.key is not None else "bad_key"
+        except PlanDecodeError as e:
+            rec, bad = None, e.reason
+            plan_skipped(w, e.reason)
+            w.log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
+        if writer is not None and writer.decode("utf-8", "replace") == w.agent_id:
+            own_record_read_back(w, term, key, rec)
+            continue
+        group = (r.header(LEASE_GROUP_HEADER) or b"").decode("utf-8", "replace") or None
+        generation: Any = None if rec is None else rec.generation
+        if bad is not None:
+            generation = f"not a plan ({bad})"
+        who = None if writer is None else writer.decode("utf-8", "replace")
+        if who is not None and w.lease_group is not None and group == w.lease_group:
+            w.log.warning(
+                "plan record of another leader of this lease group",
+                key=key,
+                writer=who,
+                generation=generation,
+            )
+            if rec is not None:
+                term.book.reserve(key, rec.generation)
+            continue
+        w.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
+        # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
+        followed = bad is None and (
+            term.book.latest(key) is not None
+            if rec is None
+            else rec.generation >= term.book.next_generation(key)
+        )
+        if rec is not None and term.book.reserve(key, rec.generation):
+            w.metrics.inc("rackplan_generations_reserved_total", {"reason": "foreign_plan"})
+        if followed:
+            g = term.group(key)
+            g.reassert, g.reassert_plan = True, rec
+            g.discrepancy = {
+                "writer": who or "unknown (no rackplan header)",
+                "writer_lease_group": group,
+                "tombstone": r.value is None,
+                "generation": generation,
+                "offset": r.offset,
+                "timestamp_ms": r.timestamp_ms,
+            }
+            _discrepancies_metric(w, term)
+        w.log.error(
+            "foreign writer on the plan topic: a record this agent did not write",
+            key=key,
+            tombstone=r.value is None,
+            generation=generation,
+            writer=who or "unknown (no rackplan header)",
+            writer_lease_group=group,
+            partition=r.partition,
+            offset=r.offset,
+        )
+
+
+def own_record_read_back(w: Wiring, term: Term, key: str, rec: PlanRecord | None) -> None:
+    """Our own record, read back: it ends a discrepancy, and confirms a plan whose publish timed out."""
+    g = term.groups.get(key)
+    if g is None:
+        return
+    if g.discrepancy is not None:
+        g.discrepancy = None
+        _discrepancies_metric(w, term)
+    doubt = g.in_doubt
+    if rec is not None and doubt is not None and rec.generation == doubt.generation:
+        g.in_doubt = None
+        if commit_plan(w, term, key, doubt, counted=False):  # delivered after all: it is what followers hold
+            g.retry = True  # planned again against it, in case the cluster moved on meanwhile
+            w.log.info("plan whose publish timed out was delivered", key=key, generation=rec.generation)
+
+
+def watch_lease(w: Wiring, tail: TopicTail | None, leased: bool) -> None:
+    """Heartbeats others wrote since the last cycle: a foreign writer stops us (:class:`AgentError`), a newer
+    leader of our group means the lease was lost (:class:`LeaseLost`; ``leased``: we hold one)."""
+    if tail is None:
+        return
+    raw, _errors = tail.read_new()
+    now_ms = int(w.clock() * 1000)
+    for r in raw:
+        try:
+            hb = dataclasses.replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms)
+        except HeartbeatError as e:
+            lease_skipped(w, e.reason)
+            w.log.warning("lease record skipped", reason=str(e), partition=r.partition, offset=r.offset)
+            continue
+        if hb.agent_id == w.agent_id or hb.released:
+            continue
+        reason = foreign_writer(hb, w.agent_id, w.lease_group, now_ms)
+        if reason is not None:
+            w.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
+            w.log.error("foreign writer on the lease topic; this agent stops publishing", reason=reason)
+            raise AgentError(reason)
+        if leased and hb.epoch >= w.epoch:
+            raise LeaseLost(f"agent {hb.agent_id!r} leads with epoch {hb.epoch} (ours {w.epoch})")
