@@ -9,7 +9,6 @@ one returned.  What persists between cycles is in :class:`~.state.Term` (one
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from .alerting import emit_alerts, evaluate_alerts
@@ -75,8 +74,6 @@ class CycleIO:
 
     snapshots: SnapshotSource
     intake: Intake
-    #: append a confirmed snapshot to the fleet job's archive (never fatal)
-    archive: Callable[[Snapshot, Racks], None]
     webhook: WebhookNotifier | None = None
     alerts_topic_ok: bool = True
     #: the plan topic is read back each cycle (a confirmed value is kept to recognise it)
@@ -106,7 +103,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
         age = None if term.last_good is None else round(w.clock() - term.last_good.taken_at, 3)
         w.log.error("metadata poll failed; keeping the last good snapshot", error=str(e), snapshot_age_s=age)
         return CycleReport(ok=False, error=str(e))
-    seen = observe(w, term, snap, io.archive)
+    seen = observe(w, term, snap)
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
     io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery, seen.change))
@@ -137,7 +134,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     return report
 
 
-def observe(w: Wiring, term: Term, polled: Snapshot, archive: Callable[[Snapshot, Racks], None]) -> Observed:
+def observe(w: Wiring, term: Term, polled: Snapshot) -> Observed:
     """The diff step: hold reassignments, resolve racks, and let a change count once it persisted."""
     snap = polled if term.acted is None else hold_reassignments(term.acted[0], polled)
     term.known = known_racks(term.known, snap)
@@ -152,7 +149,7 @@ def observe(w: Wiring, term: Term, polled: Snapshot, archive: Callable[[Snapshot
             topics=len(snap.topics),
             partitions=snap.partition_count(),
         )
-        archive(snap, racks)
+        archive(w, snap, racks)
         return Observed(snap, racks, None, None, None, 0)
     d = diff(term.acted[0], snap, term.acted[1], racks)
     confirmed = term.debounce.observe(not d.empty, (snap, racks))
@@ -161,7 +158,7 @@ def observe(w: Wiring, term: Term, polled: Snapshot, archive: Callable[[Snapshot
         previous, term.acted = term.acted, confirmed
         change_metrics(w.metrics, d)
         w.log.info("metadata change confirmed", changes=d.counts(), reason=d.reason(limit=5))
-        archive(*confirmed)
+        archive(w, *confirmed)
         return Observed(snap, racks, seen, d, previous, term.debounce.pending_polls)
     if not d.empty:
         w.log.info(
@@ -171,6 +168,23 @@ def observe(w: Wiring, term: Term, polled: Snapshot, archive: Callable[[Snapshot
             required_polls=term.debounce.polls,
         )
     return Observed(snap, racks, seen, None, None, term.debounce.pending_polls)
+
+
+def archive(w: Wiring, snap: Snapshot, racks: Racks) -> None:
+    """History for the fleet job: one snapshot line per confirmed change; never fatal."""
+    s = w.settings
+    if s.archive_dir is None:
+        return
+    try:
+        from .archive import append_archive, build_snapshot
+
+        path = append_archive(
+            build_snapshot(s.cluster_name or s.kafka.bootstrap_servers, snap, racks, s), s.archive_dir
+        )
+    except Exception as e:  # a full disk must not stop planning
+        w.log.error("snapshot not archived", directory=str(s.archive_dir), error=str(e))
+    else:
+        w.log.info("snapshot archived", path=str(path))
 
 
 def describe_wanted(term: Term, discovery: list[str], change: SnapshotDiff | None) -> list[str]:

@@ -21,31 +21,23 @@ from .alerts import AlertState
 from .cycle import CycleIO, SnapshotSource, run_cycle
 from .cycle_metrics import follower_metrics
 from .handover import Pending
+from .heartbeat import Heartbeats
 from .http import AgentHttpServer
 from .intake import Intake
 from .kafka_io import (
-    LEASE_GROUP_HEADER,
-    WRITER_HEADER,
     ProducerFenced,
-    Publisher,
-    PublishError,
     TopicSpec,
     TopicTail,
     read_back,
-    transactional_id,
 )
 from .lease import (
-    HEARTBEAT_KEY,
-    Heartbeat,
     Lease,
     LeaseLost,
-    LeaseUnconfirmed,
     default_agent_id,
     last_heartbeat,
 )
 from .logging import get_logger, with_kafka_logger
 from .membership import GroupDescriber
-from .metadata import Snapshot
 from .metrics import Metrics
 from .planner import Registration, registrations
 from .plans import PlanBook, PlanRecord
@@ -55,8 +47,8 @@ from .publishing import advance_handovers
 from .records import MAX_SAFE_INT
 from .registry import RegistrationStore
 from .settings import Settings
-from .startup import no_foreign_writer, prepare_topics, replay, topic_specs
-from .state import AgentError, CycleReport, Racks, Term, Wiring
+from .startup import make_publisher, no_foreign_writer, prepare_topics, replay, topic_specs
+from .state import AgentError, CycleReport, Term, Wiring
 from .status import StatusView, build_status
 from .watch import lease_skipped, plan_skipped, watch_lease, watch_plans
 from .webhook import Post, WebhookNotifier, default_agent_url, with_cluster_label
@@ -113,14 +105,12 @@ class Agent:
         self.intake = Intake(self.w, describer, discovery)
         #: the agent's own topics are not watched: its writes move their leaders and offsets
         own = frozenset({s.plan_topic, s.alerts_topic, s.registrations_topic, s.ha.lease_topic})
-        self.io = CycleIO(SnapshotSource(self.w, admin, own), self.intake, self._archive)
+        self.io = CycleIO(SnapshotSource(self.w, admin, own), self.intake)
         self._webhook_post = webhook_post
         #: the lease and plan topics, read each cycle for records of others (see rackplan.agent.watch)
         self.lease_tail: TopicTail | None = None
         self.plan_tail: TopicTail | None = None
-        #: the lease topic exists (known once start() looked): heartbeats are published there
-        self._lease_topic_ok = False
-        self._heartbeat_failing = False
+        self.heartbeats = Heartbeats(self.w)
         #: the lease when several agents run (settings.ha.enabled); None: this agent always leads
         self.lease: Lease | None = None
         self.leader = not s.ha.enabled
@@ -204,7 +194,7 @@ class Agent:
         """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
         s, w = self.settings, self.w
         names = prepare_topics(w, self.admin, self.create_missing_topics)
-        self._lease_topic_ok = s.ha.lease_topic not in names
+        self.heartbeats.topic_ok = s.ha.lease_topic not in names
         self.io.alerts_topic_ok = s.alerts_topic not in names
         records = read_back(
             self.client_config, s.plan_topic, s.io_timeout_s, self.log, lambda r: plan_skipped(w, r)
@@ -227,24 +217,10 @@ class Agent:
                 complete=self.term.reg_synced,
             )
         if w.publisher is None:
-            w.publisher = Publisher(
-                self.client_config,
-                s.plan_max_message_bytes,
-                headers=[
-                    (WRITER_HEADER, self.agent_id.encode()),
-                    (LEASE_GROUP_HEADER, (w.lease_group or "").encode()),
-                ],
-                # Plan-topic records in transactions: a newer agent of these settings fences this one.  Not on
-                # the embedded cluster (librdkafka's mock): it neither fences a producer nor hides aborted
-                # records from read_committed readers, so an aborted publish would show a second content
-                # under one generation there; the plain idempotent path keeps "one generation, one content".
-                transactional_id=None
-                if self.create_missing_topics is not None
-                else transactional_id(s.ha.group_id, s.plan_topic),
-                fenced_topics=[s.plan_topic],
-                transaction_timeout_s=max(10.0, 2 * s.io_timeout_s),
+            w.publisher = make_publisher(
+                w, self.client_config, embedded=self.create_missing_topics is not None
             )
-        if self._lease_topic_ok:
+        if self.heartbeats.topic_ok:
             last = no_foreign_writer(
                 w,
                 lambda: last_heartbeat(
@@ -324,21 +300,6 @@ class Agent:
         if self.w.publisher is not None:
             self.w.publisher.poll()
 
-    def _archive(self, snap: Snapshot, racks: Racks) -> None:
-        """History for the fleet job: one snapshot line per confirmed change; never fatal."""
-        directory = self.settings.archive_dir
-        if directory is None:
-            return
-        try:
-            from .archive import append_archive, build_snapshot
-
-            name = self.settings.cluster_name or self.settings.kafka.bootstrap_servers
-            path = append_archive(build_snapshot(name, snap, racks, self.settings), directory)
-        except Exception as e:  # a full disk must not stop planning
-            self.log.error("snapshot not archived", directory=str(directory), error=str(e))
-        else:
-            self.log.info("snapshot archived", path=str(path))
-
     # ---- leadership ----------------------------------------------------------------
 
     def _guard(self) -> None:
@@ -347,38 +308,7 @@ class Agent:
             self.lease.confirm(min(self.settings.io_timeout_s, self.settings.ha.session_timeout_s))
 
     def _heartbeat(self) -> None:
-        """The leader's heartbeat on the lease topic: followers tell a live agent from a gone one by it."""
-        w = self.w
-        if not self._lease_topic_ok or w.publisher is None or not self.term.replayed:
-            return
-        s = self.settings
-        hb = Heartbeat(self.agent_id, w.epoch, int(self.clock() * 1000), s.poll_interval_s, w.lease_group)
-        try:
-            self._guard()
-        except LeaseUnconfirmed as e:
-            self.log.warning("heartbeat not published: lease not confirmed", error=str(e))
-            return
-        # Never waited for: a broker outage must not stall the loop; a lost heartbeat is followed by the next.
-        w.publisher.send(s.ha.lease_topic, HEARTBEAT_KEY.decode(), hb.encode(), self._heartbeat_result)
-
-    def _release_heartbeat(self) -> None:
-        """A clean stop's last heartbeat: a successor with other settings need not wait for ours to age."""
-        s, w = self.settings, self.w
-        if w.publisher is None or not self.term.replayed or (self.lease is not None and not self.lease.held):
-            return
-        now_ms = int(self.clock() * 1000)
-        hb = Heartbeat(self.agent_id, w.epoch, now_ms, s.poll_interval_s, w.lease_group, released=True)
-        try:
-            w.publisher.publish(s.ha.lease_topic, HEARTBEAT_KEY.decode(), hb.encode(), s.io_timeout_s)
-        except PublishError as e:
-            self.log.warning("released heartbeat not delivered", error=str(e))
-
-    def _heartbeat_result(self, error: str | None) -> None:
-        if error is not None:
-            self.metrics.inc("rackplan_publish_failures_total", {"record": "heartbeat"})
-            if not self._heartbeat_failing:
-                self.log.warning("heartbeat not delivered", error=error)
-        self._heartbeat_failing = error is not None
+        self.heartbeats.send(self.term.replayed)
 
     def _set_leader(self, leader: bool) -> None:
         self.leader = leader
@@ -517,7 +447,8 @@ class Agent:
         if self.lease_tail is not None:
             self.lease_tail.close()
             self.lease_tail = None
-            self._release_heartbeat()
+            if self.lease is None or self.lease.held:
+                self.heartbeats.release(self.term.replayed)
         if self.w.publisher is not None:
             left = self.w.publisher.flush(self.settings.io_timeout_s) if self._own_publisher else 0
             if left:

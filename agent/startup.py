@@ -5,10 +5,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 from .handover import pending_from
 from .intake import Intake
-from .kafka_io import TopicSpec, ensure_topics, topic_config_problems
+from .kafka_io import (
+    LEASE_GROUP_HEADER,
+    WRITER_HEADER,
+    Publisher,
+    TopicSpec,
+    ensure_topics,
+    topic_config_problems,
+    transactional_id,
+)
 from .lease import LEASE_PARTITIONS, Heartbeat, foreign_writer
 from .plans import PlanRecord
 from .ports import AdminPort
@@ -87,6 +96,23 @@ def check_topic_configs(w: Wiring, admin: AdminPort, present: list[TopicSpec]) -
         if name in fatal:
             raise AgentError(f"topic {name!r}: {problem}")
         w.log.error("topic misconfigured", topic=name, problem=problem)
+
+
+def make_publisher(w: Wiring, client_config: dict[str, Any], *, embedded: bool) -> Publisher:
+    """The plan producer: every record names its writer (agent id, lease group) in its headers."""
+    s = w.settings
+    return Publisher(
+        client_config,
+        s.plan_max_message_bytes,
+        headers=[(WRITER_HEADER, w.agent_id.encode()), (LEASE_GROUP_HEADER, (w.lease_group or "").encode())],
+        # Plan-topic records in transactions: a newer agent of these settings fences this one.  Not on the
+        # embedded cluster (librdkafka's mock): it neither fences a producer nor hides aborted records from
+        # read_committed readers, so an aborted publish would show a second content under one generation
+        # there; the plain idempotent path keeps "one generation, one content".
+        transactional_id=None if embedded else transactional_id(s.ha.group_id, s.plan_topic),
+        fenced_topics=[s.plan_topic],
+        transaction_timeout_s=max(10.0, 2 * s.io_timeout_s),
+    )
 
 
 def no_foreign_writer(w: Wiring, newest: Callable[[], Heartbeat | None]) -> Heartbeat | None:

@@ -56,7 +56,10 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from rackplan.agent import cycle
 from rackplan.agent import loop as agent_loop
+from rackplan.agent.heartbeat import Heartbeats
+from rackplan.agent.intake import Intake
 from rackplan.agent.kafka_io import TopicReadError
 from rackplan.agent.logging import configure
 from rackplan.agent.loop import Agent, CycleReport
@@ -68,21 +71,22 @@ TOPICS_PER_GROUP = 4
 ASSIGNORS = ("range", "cooperative-sticky", "rack-optimal")
 MOVED_BROKER, MOVED_TO = 6, "az-a"
 
-PHASES: dict[str, tuple[str, ...]] = {
-    "metadata": ("poll_snapshot",),
-    "diff": ("diff", "hold_reassignments", "known_racks"),
-    "registrations": ("Agent._read_registrations", "Agent._refresh_registrations"),
-    "planning": ("Agent._plan",),
-    "publish": ("Agent._publish", "Agent._publish_tombstones"),
+#: phase -> (where the agent looks the function up, its name there)
+PHASES: dict[str, tuple[tuple[Any, str], ...]] = {
+    "metadata": ((cycle, "poll_snapshot"),),
+    "diff": ((cycle, "diff"), (cycle, "hold_reassignments"), (cycle, "known_racks")),
+    "registrations": ((Intake, "read"), (Intake, "refresh")),
+    "planning": ((cycle, "plan_group"),),
+    "publish": ((cycle, "publish_plans"), (cycle, "publish_tombstones")),
     "metrics": (
-        "Agent._snapshot_metrics",
-        "Agent._group_metrics",
-        "Agent._change_metrics",
-        "Agent._follower_metrics",
-        "Agent._live_locality",
+        (cycle, "snapshot_metrics"),
+        (cycle, "group_metrics"),
+        (cycle, "change_metrics"),
+        (agent_loop, "follower_metrics"),
+        (cycle, "live_locality"),
     ),
-    "alerts": ("Agent._evaluate_alerts",),
-    "watch": ("Agent._watch_plans", "Agent._watch_lease", "Agent._heartbeat"),
+    "alerts": ((cycle, "evaluate_alerts"),),
+    "watch": ((agent_loop, "watch_plans"), (agent_loop, "watch_lease"), (Heartbeats, "send")),
 }
 
 
@@ -94,11 +98,7 @@ class PhaseClock:
         self._undo: list[Callable[[], None]] = []
         self._depth = 0
         for phase, names in PHASES.items():
-            for name in names:
-                owner: Any = agent_loop
-                attr = name
-                if "." in name:
-                    owner, attr = Agent, name.split(".")[1]
+            for owner, attr in names:
                 original = getattr(owner, attr)
                 setattr(owner, attr, self._wrap(phase, original))
                 self._undo.append(lambda o=owner, a=attr, f=original: setattr(o, a, f))
@@ -344,14 +344,14 @@ def run(args: argparse.Namespace, bootstrap: str) -> int:
         change, republished = [], []
         for i in range(args.repeat):
             admin.moved = not admin.moved
-            agent._rack_cache.clear()  # the broker "came back": its rack is asked again
+            agent.io.snapshots.rack_cache.clear()  # the broker "came back": its rack is asked again
             row, report = cycle(agent, clock, args.profile if i == 0 else None, "change")
             assert report.ok and report.confirmed, report
             change.append(row)
             republished.append(len(report.published))
         if admin.moved:  # back to the real racks
             admin.moved = False
-            agent._rack_cache.clear()
+            agent.io.snapshots.rack_cache.clear()
             cycle(agent, clock, None, "undo")
         show(
             f"rack change (broker {MOVED_BROKER} -> {MOVED_TO}, back and forth; groups republished "
