@@ -88,59 +88,90 @@ def evaluate_alerts(
     snap: Snapshot,
     racks: Racks,
 ) -> list[AlertEvent]:
-    """This cycle's alert events: after a confirmed change, initial states, and resolutions of firing alerts."""
+    """This cycle's alert events: after a confirmed change, initial states, and resolutions of firing alerts.
+
+    Each group is judged once per cycle, in that order of precedence.
+    """
     now = w.clock()
-    events: list[AlertEvent] = []
     evaluated: set[str] = set()
-    regs = term.registered()
-    fp_of = {k: g.fp for k, g in term.groups.items()}
-    # A confirmed change: the group's assignment (real, or its plan before this cycle) under old vs new.
+    events: list[AlertEvent] = []
     if change is not None and previous is not None:
-        new_plans = {rec.key: rec for rec in published}
-        for reg in term.regs:
-            if change.touched_topics.isdisjoint(reg.topics):
-                continue
-            rec = new_plans.get(reg.key)
-            old = replaced.get(reg.key) if rec is not None else term.book.latest(reg.key)
-            fp_before, fp_now = previous_fp.get(reg.key), fp_of.get(reg.key)
-            before = assignment_loc(w, term, reg, old, previous[0], previous[1], fp_before)
-            if reg.name in term.real_groups and reg.kind == CONSUMER:
-                now_loc = assignment_loc(w, term, reg, old, snap, racks)
-            elif rec is not None and rec.locality_before is not None:
-                now_loc = rec.locality_before  # the planner counted the old plan under the new metadata
-            elif fp_before is not None and fp_before == fp_now:
-                now_loc = before  # same rack sets for this group: same locality
-            else:
-                now_loc = assignment_loc(w, term, reg, old, snap, racks, fp_now)
-            if before is None or now_loc is None:
-                continue
-            evaluated.add(reg.key)
-            if rec is not None:
-                planned: Locality | None = rec.locality_after
-            else:  # no new plan: the plan of record, when it was made at this scope
-                planned = (
-                    old.locality_after if old is not None and old.cluster_fingerprint == fp_now else None
-                )
-            ev = term.alerts.evaluate(
-                reg.key,
-                before,
-                now_loc,
-                planned,
-                change.reason(reg.topics, limit=5),
-                now,
-                best=best_loc(w, term, reg, rec or old, snap, racks, now_loc),
-            )
-            if ev is not None:
-                events.append(ev)
-    # The initial state: a group already bad when the agent starts (or when it is registered) alerts once.
+        events += _after_change(
+            w, term, published, replaced, change, previous, previous_fp, snap, racks, now, evaluated
+        )
+    events += _initial_states(w, term, snap, racks, now, evaluated)
+    events += _still_tracked(w, term, snap, racks, now, evaluated)
+    return events
+
+
+def _after_change(
+    w: Wiring,
+    term: Term,
+    published: list[PlanRecord],
+    replaced: Mapping[str, PlanRecord | None],
+    change: SnapshotDiff,
+    previous: tuple[Snapshot, Racks],
+    previous_fp: Mapping[str, str | None],
+    snap: Snapshot,
+    racks: Racks,
+    now: float,
+    evaluated: set[str],
+) -> list[AlertEvent]:
+    """A confirmed change: the group's assignment (real, or its plan before this cycle) under old vs new."""
+    events: list[AlertEvent] = []
+    new_plans = {rec.key: rec for rec in published}
+    for reg in term.regs:
+        if change.touched_topics.isdisjoint(reg.topics):
+            continue
+        rec = new_plans.get(reg.key)
+        old = replaced.get(reg.key) if rec is not None else term.book.latest(reg.key)
+        g = term.groups.get(reg.key)
+        fp_before, fp_now = previous_fp.get(reg.key), None if g is None else g.fp
+        before = assignment_loc(w, term, reg, old, previous[0], previous[1], fp_before)
+        if reg.name in term.real_groups and reg.kind == CONSUMER:
+            now_loc = assignment_loc(w, term, reg, old, snap, racks)
+        elif rec is not None and rec.locality_before is not None:
+            now_loc = rec.locality_before  # the planner counted the old plan under the new metadata
+        elif fp_before is not None and fp_before == fp_now:
+            now_loc = before  # same rack sets for this group: same locality
+        else:
+            now_loc = assignment_loc(w, term, reg, old, snap, racks, fp_now)
+        if before is None or now_loc is None:
+            continue
+        evaluated.add(reg.key)
+        if rec is not None:
+            planned: Locality | None = rec.locality_after
+        else:  # no new plan: the plan of record, when it was made at this scope
+            planned = old.locality_after if old is not None and old.cluster_fingerprint == fp_now else None
+        ev = term.alerts.evaluate(
+            reg.key,
+            before,
+            now_loc,
+            planned,
+            change.reason(reg.topics, limit=5),
+            now,
+            best=best_loc(w, term, reg, rec or old, snap, racks, now_loc),
+        )
+        if ev is not None:
+            events.append(ev)
+    return events
+
+
+def _initial_states(
+    w: Wiring, term: Term, snap: Snapshot, racks: Racks, now: float, evaluated: set[str]
+) -> list[AlertEvent]:
+    """The initial state: a group already bad when the agent starts (or when it is registered) alerts once."""
+    events: list[AlertEvent] = []
+    regs = term.registered()
     for key in term.where(lambda g: g.initial_pending):
         initial, latest = regs.get(key), term.book.latest(key)
         if initial is None or latest is None:
             continue  # not planned yet: evaluated once it is
-        term.groups[key].initial_pending = False
+        g = term.groups[key]
+        g.initial_pending = False
         if key in evaluated:
             continue
-        loc = assignment_loc(w, term, initial, latest, snap, racks, fp_of.get(key))
+        loc = assignment_loc(w, term, initial, latest, snap, racks, g.fp)
         if loc is None:
             continue
         evaluated.add(key)
@@ -151,12 +182,21 @@ def evaluate_alerts(
         )  # fmt: skip
         if ev is not None:
             events.append(ev)
-    # Firing alerts resolve once the group's assignment is local enough again; hold-downs run out.
+    return events
+
+
+def _still_tracked(
+    w: Wiring, term: Term, snap: Snapshot, racks: Racks, now: float, evaluated: set[str]
+) -> list[AlertEvent]:
+    """Firing alerts resolve once the group's assignment is local enough again; hold-downs run out."""
+    events: list[AlertEvent] = []
+    regs = term.registered()
     for key in term.alerts.tracked():
         if key in evaluated or key not in regs:
             continue
         latest = term.book.latest(key)
-        loc = assignment_loc(w, term, regs[key], latest, snap, racks, fp_of.get(key))
+        g = term.groups.get(key)
+        loc = assignment_loc(w, term, regs[key], latest, snap, racks, None if g is None else g.fp)
         if loc is None:
             continue
         ev = term.alerts.evaluate(

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .ports import Logger
 from .signals import install_stop_handlers
 
 
@@ -81,7 +82,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
         return 1
 
 
-def _settings_failed(log: Any, message: str) -> int:
+def _settings_failed(log: Logger, message: str) -> int:
     log.error("agent cannot run", error=message)
     print(f"rackplan: error: settings: {message}", file=sys.stderr)
     return 2

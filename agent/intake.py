@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from .cycle_metrics import forget_metrics
 from .kafka_io import PublishError, RawRecord, TopicTail
 from .membership import GroupDescriber
+from .ports import AdminPort
 from .registry import (
     RegistrationRecordError,
     decode_registration,
@@ -20,11 +21,14 @@ from .state import CycleReport, Term, Wiring
 class Intake:
     """The registrations topic's reader (None: no such topic, the settings file is all there is)."""
 
-    def __init__(self, w: Wiring, describer: GroupDescriber, discovery: list[str]) -> None:
+    def __init__(self, w: Wiring, admin: AdminPort) -> None:
+        s = w.settings
         self.w = w
-        self.describer = describer
+        self.describer = GroupDescriber(
+            admin, s.membership, w.metrics, w.log, request_timeout_s=s.metadata.request_timeout_s
+        )
         #: consumer groups whose members are discovered (DescribeGroups), not registered
-        self.discovery = discovery
+        self.discovery = sorted(g["group_id"] for g in s.consumer_groups if not g.get("members"))
         #: shared secret of signed registrations (registrations.secret_file), None: unsigned accepted
         self.secret = w.settings.registrations.secret()
         self.tail: TopicTail | None = None

@@ -13,6 +13,7 @@ from typing import Any
 
 from .logging import with_kafka_logger
 from .plans import PlanDecodeError, PlanRecord, decode_record
+from .ports import AdminPort, Logger
 
 _UNSUPPORTED = {
     "_UNSUPPORTED_FEATURE",
@@ -133,7 +134,7 @@ class TopicSpec:
 
 
 def ensure_topics(
-    admin: Any, specs: list[TopicSpec], timeout_s: float, log: Any, fallback: str | None = None
+    admin: AdminPort, specs: list[TopicSpec], timeout_s: float, log: Logger, fallback: str | None = None
 ) -> list[TopicSpec]:
     """Create missing topics with CreateTopics; returns those still missing.
 
@@ -182,7 +183,7 @@ def ensure_topics(
     return still
 
 
-def wait_until_led(admin: Any, topics: Sequence[str], timeout_s: float, log: Any) -> bool:
+def wait_until_led(admin: AdminPort, topics: Sequence[str], timeout_s: float, log: Logger) -> bool:
     """Until every partition of ``topics`` has a leader in the metadata clients see.
 
     CreateTopics answers once the controller committed the topic; brokers learn
@@ -218,7 +219,9 @@ REQUIRED_CONFIG_REASONS: Mapping[str, str] = {
 }
 
 
-def topic_config_problems(admin: Any, specs: Sequence[TopicSpec], timeout_s: float) -> dict[str, str] | None:
+def topic_config_problems(
+    admin: AdminPort, specs: Sequence[TopicSpec], timeout_s: float
+) -> dict[str, str] | None:
     """What the existing topics' configuration lacks of ``specs`` (DescribeConfigs), by topic name.
 
     Checks that a spec asking for ``cleanup.policy=compact`` finds compaction
@@ -432,7 +435,7 @@ def read_back(
     config: Mapping[str, Any],
     topic: str,
     timeout_s: float,
-    log: Any,
+    log: Logger,
     skipped: Callable[[str], None] | None = None,
 ) -> list[tuple[str, PlanRecord | None]]:
     """Every record of the plan topic, oldest first per partition, up to the current end.

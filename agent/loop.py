@@ -17,10 +17,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from .alerts import AlertState
 from .cycle import CycleIO, SnapshotSource, run_cycle
 from .cycle_metrics import follower_metrics
-from .handover import Pending
 from .heartbeat import Heartbeats
 from .http import AgentHttpServer
 from .intake import Intake
@@ -37,15 +35,13 @@ from .lease import (
     last_heartbeat,
 )
 from .logging import get_logger, with_kafka_logger
-from .membership import GroupDescriber
 from .metrics import Metrics
-from .planner import Registration, registrations
-from .plans import PlanBook, PlanRecord
+from .planner import registrations
+from .plans import PlanRecord
 from .ports import AdminPort, Clock, Logger, PlanPublisher
 from .preflight import http_bind_error, reach_brokers
 from .publishing import advance_handovers
 from .records import MAX_SAFE_INT
-from .registry import RegistrationStore
 from .settings import Settings
 from .startup import make_publisher, no_foreign_writer, prepare_topics, replay, topic_specs
 from .state import AgentError, CycleReport, Term, Wiring
@@ -98,11 +94,7 @@ class Agent:
         self.w.guard = self._guard
         self._own_publisher = publisher is None
         self.file_regs = registrations(s)
-        describer = GroupDescriber(
-            admin, s.membership, self.metrics, self.log, request_timeout_s=s.metadata.request_timeout_s
-        )
-        discovery = sorted(g["group_id"] for g in s.consumer_groups if not g.get("members"))
-        self.intake = Intake(self.w, describer, discovery)
+        self.intake = Intake(self.w, admin)
         #: the agent's own topics are not watched: its writes move their leaders and offsets
         own = frozenset({s.plan_topic, s.alerts_topic, s.registrations_topic, s.ha.lease_topic})
         self.io = CycleIO(SnapshotSource(self.w, admin, own), self.intake)
@@ -116,14 +108,13 @@ class Agent:
         self.leader = not s.ha.enabled
         self.metrics.set("rackplan_leader", 1 if self.leader else 0)
         self._new_term()
-        self.metrics.set_function(
-            "rackplan_snapshot_age_seconds",
-            lambda: (
-                None if self.term.last_good is None else max(0.0, self.clock() - self.term.last_good.taken_at)
-            ),
-        )
+        self.metrics.set_function("rackplan_snapshot_age_seconds", self._snapshot_age)
         self.serve_http = serve_http
         self.http: AgentHttpServer | None = None
+
+    def _snapshot_age(self) -> float | None:
+        last = self.term.last_good
+        return None if last is None else max(0.0, self.clock() - last.taken_at)
 
     # ---- the view others read -----------------------------------------------------
 
@@ -155,30 +146,6 @@ class Agent:
     @property
     def ready(self) -> bool:
         return self.term.ready
-
-    @property
-    def book(self) -> PlanBook:
-        return self.term.book
-
-    @property
-    def regs(self) -> list[Registration]:
-        return self.term.regs
-
-    @property
-    def store(self) -> RegistrationStore:
-        return self.term.store
-
-    @property
-    def alerts(self) -> AlertState:
-        return self.term.alerts
-
-    @property
-    def handovers(self) -> dict[str, Pending]:
-        return dict(self.term.handovers())
-
-    @property
-    def describer(self) -> GroupDescriber:
-        return self.intake.describer
 
     # ---- a term --------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .metrics import Metrics
+from .ports import AdminPort, Logger
 from .settings import MembershipSettings, RackRule, rack_for
 
 _UNSUPPORTED = {"_UNSUPPORTED_FEATURE", "UNSUPPORTED_VERSION", "INVALID_REQUEST"}
@@ -110,10 +111,10 @@ class GroupDescriber:
 
     def __init__(
         self,
-        admin: Any,
+        admin: AdminPort,
         settings: MembershipSettings,
         metrics: Metrics,
-        log: Any,
+        log: Logger,
         *,
         request_timeout_s: float,
         batch_size: int = 100,

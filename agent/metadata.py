@@ -18,6 +18,7 @@ from typing import Any
 
 from rackplan.assignor.model import Cluster
 
+from .ports import AdminPort
 from .settings import MetadataSettings
 
 NO_LEADER = -1
@@ -101,7 +102,7 @@ def _error_name(err: Any) -> str:
 
 
 def fetch_snapshot(
-    admin: Any,
+    admin: AdminPort,
     settings: MetadataSettings,
     exclude: frozenset[str] = frozenset(),
     now: Callable[[], float] = time.time,
@@ -152,7 +153,7 @@ def fetch_snapshot(
 
 
 def _broker_racks(
-    admin: Any, timeout: float, live: set[int], cache: dict[int, str | None] | None
+    admin: AdminPort, timeout: float, live: set[int], cache: dict[int, str | None] | None
 ) -> dict[int, str | None]:
     """Rack of every live broker: from the cache, else DescribeCluster (which then fills the cache).
 
@@ -204,14 +205,14 @@ def backoff_delays(settings: MetadataSettings, rng: Callable[[], float] = random
 
 
 def poll_snapshot(
-    admin: Any,
+    admin: AdminPort,
     settings: MetadataSettings,
     *,
     sleep: Callable[[float], None] = time.sleep,
     rng: Callable[[], float] = random.random,
     on_retry: Callable[[int, float, MetadataError], None] | None = None,
     exclude: frozenset[str] = frozenset(),
-    fetch: Callable[[Any, MetadataSettings, frozenset[str]], Snapshot] = fetch_snapshot,
+    fetch: Callable[[AdminPort, MetadataSettings, frozenset[str]], Snapshot] = fetch_snapshot,
 ) -> Snapshot:
     """A complete snapshot, retrying with backoff and jitter; raises the last error when all fail."""
     delays = backoff_delays(settings, rng)

@@ -7,7 +7,7 @@ from .handover import assignment_of, revoking_record, split
 from .metadata import Snapshot
 from .planner import PlanSkipped, Registration, plan_for, scope_fingerprint
 from .plans import CONSUMER, PlanRecord, utc_now_iso
-from .state import CycleReport, Racks, Term, Wiring
+from .state import CycleReport, Racks, SkipInputs, Term, Wiring
 
 
 def rejoin_wanted(w: Wiring, term: Term) -> set[str]:
@@ -89,33 +89,12 @@ def plan_group(
     last = term.book.latest(reg.key)
     fp = scope_fp(term, reg, snap, racks)
     g.fp = fp
-    doubt = g.in_doubt
-    if (
-        doubt is not None
-        and not rejoin
-        and doubt.generation == term.book.next_generation(reg.key) - 1  # nothing above it since
-        and doubt.cluster_fingerprint == fp
-        and doubt.registration_fingerprint == reg.fingerprint
-    ):
-        return doubt  # the same record again, byte for byte: one generation, one content
-    if (
-        not rejoin
-        and not reassert
-        and last is not None
-        and last.cluster_fingerprint == fp
-        and last.registration_fingerprint == reg.fingerprint
-    ):
-        return None  # the plan of record still holds
+    spared, again = _spared(term, reg, last, fp, forced=rejoin or reassert, rejoin=rejoin)
+    if spared:
+        return again
     followers = term.store.followers(reg.kind, reg.name) if reg.kind == CONSUMER else {}
     inputs = (reg.fingerprint, fp, last, bool(followers))
-    skipped = g.skipped
-    if not rejoin and not reassert and skipped is not None and skipped[0] == inputs:
-        # Skipped before on these very inputs (a topic missing, no members): the same reason again,
-        # without planning again.  Any change of the registration, its topics' racks or its plan of
-        # record plans it again.
-        report.skipped[reg.key] = skipped[1]
-        w.metrics.inc("rackplan_plan_failures_total", {"kind": reg.kind})
-        g.retry = True
+    if not (rejoin or reassert) and _skipped_again(w, term, reg, inputs, report):
         return None
     g.skipped = None
     try:
@@ -153,14 +132,51 @@ def plan_group(
         publisher=w.publisher_info(),
     )
     if followers:
-        target = assignment_of(rec.body)
         held = last if last is not None else term.book.last_live(reg.key)  # a tombstone releases nothing
         if reassert and g.reassert_plan is not None:
             held = g.reassert_plan  # followers follow the forged plan: they hold what it gave
-        phase = split(target, None if held is None else held.body, followers)
+        phase = split(assignment_of(rec.body), None if held is None else held.body, followers)
         if phase is not None:
             return revoking_record(rec, phase, w.settings.followers.release_timeout_s)
     return rec
+
+
+def _spared(
+    term: Term, reg: Registration, last: PlanRecord | None, fp: str, *, forced: bool, rejoin: bool
+) -> tuple[bool, PlanRecord | None]:
+    """Whether planning is spared, and then the record in doubt to re-send (None: the plan of record holds).
+
+    ``forced``: a rejoin or reassert plans even when the plan of record holds.
+    """
+    doubt = term.group(reg.key).in_doubt
+    if (
+        doubt is not None
+        and not rejoin
+        and doubt.generation == term.book.next_generation(reg.key) - 1  # nothing above it since
+        and doubt.cluster_fingerprint == fp
+        and doubt.registration_fingerprint == reg.fingerprint
+    ):
+        return True, doubt  # the same record again, byte for byte: one generation, one content
+    if (
+        not forced
+        and last is not None
+        and last.cluster_fingerprint == fp
+        and last.registration_fingerprint == reg.fingerprint
+    ):
+        return True, None  # the plan of record still holds
+    return False, None
+
+
+def _skipped_again(w: Wiring, term: Term, reg: Registration, inputs: SkipInputs, report: CycleReport) -> bool:
+    """Skipped before on these very inputs (a topic missing, no members): the same reason again, without
+    planning again.  Any change of the registration, its topics' racks or its plan of record plans it again."""
+    g = term.group(reg.key)
+    if g.skipped is None or g.skipped[0] != inputs:
+        return False
+    report.skipped[reg.key] = g.skipped[1]
+    w.metrics.inc("rackplan_plan_failures_total", {"kind": reg.kind})
+    g.retry = True
+    return True
 
 
 def _reason(

@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Protocol
 
-from .kafka_io import PublishError
-
 #: seconds since the epoch (``time.time``): a test passes a hand-wound one
 Clock = Callable[[], float]
 
@@ -54,8 +52,8 @@ class PlanPublisher(Protocol):
 
     def publish_each(
         self, topic: str, records: list[KeyValue], timeout_s: float
-    ) -> Sequence[PublishError | None]:
-        """One outcome per record, in order: None when confirmed, else the error (a PublishError)."""
+    ) -> Sequence[Exception | None]:
+        """One outcome per record, in order: None when confirmed, else the error (a ``PublishError``)."""
         ...
 
     def send(self, topic: str, key: str, value: bytes, on_result: Callable[[str | None], None]) -> None:

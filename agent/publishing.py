@@ -108,21 +108,25 @@ def publish_plans(
         replaced[rec.key] = term.book.latest(rec.key)
         commit_plan(w, term, rec.key, rec)
         report.published.append(rec)
-        before = rec.locality_before
-        w.log.info(
-            "plan published",
-            key=rec.key,
-            generation=rec.generation,
-            moved=rec.moved,
-            reason=rec.reason,
-            cross_rack_before=None if before is None else before.cross_rack,
-            cross_rack_after=rec.locality_after.cross_rack,
-            cross_rack_fraction_before=None if before is None else round(before.fraction, 4),
-            cross_rack_fraction_after=round(rec.locality_after.fraction, 4),
-            state=rec.state,
-            **({} if rec.handover is None else {"awaiting": rec.handover.get("awaiting")}),
-        )
+        _log_published(w, rec)
     return replaced
+
+
+def _log_published(w: Wiring, rec: PlanRecord) -> None:
+    before = rec.locality_before
+    w.log.info(
+        "plan published",
+        key=rec.key,
+        generation=rec.generation,
+        moved=rec.moved,
+        reason=rec.reason,
+        cross_rack_before=None if before is None else before.cross_rack,
+        cross_rack_after=rec.locality_after.cross_rack,
+        cross_rack_fraction_before=None if before is None else round(before.fraction, 4),
+        cross_rack_fraction_after=round(rec.locality_after.fraction, 4),
+        state=rec.state,
+        **({} if rec.handover is None else {"awaiting": rec.handover.get("awaiting")}),
+    )
 
 
 def doubt(w: Wiring, term: Term, rec: PlanRecord) -> None:

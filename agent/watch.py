@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, TopicTail
+from .kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord, TopicTail
 from .lease import HeartbeatError, LeaseLost, decode_heartbeat, foreign_writer
 from .plans import PlanDecodeError, PlanRecord, decode_record
 from .publishing import commit_plan
@@ -70,52 +70,56 @@ def watch_plans(w: Wiring, term: Term, tail: TopicTail | None) -> None:
         if writer is not None and writer.decode("utf-8", "replace") == w.agent_id:
             own_record_read_back(w, term, key, rec)
             continue
-        group = (r.header(LEASE_GROUP_HEADER) or b"").decode("utf-8", "replace") or None
-        generation: Any = None if rec is None else rec.generation
-        if bad is not None:
-            generation = f"not a plan ({bad})"
-        who = None if writer is None else writer.decode("utf-8", "replace")
-        if who is not None and w.lease_group is not None and group == w.lease_group:
-            w.log.warning(
-                "plan record of another leader of this lease group",
-                key=key,
-                writer=who,
-                generation=generation,
-            )
-            if rec is not None:
-                term.book.reserve(key, rec.generation)
-            continue
-        w.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
-        # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
-        followed = bad is None and (
-            term.book.latest(key) is not None
-            if rec is None
-            else rec.generation >= term.book.next_generation(key)
-        )
-        if rec is not None and term.book.reserve(key, rec.generation):
-            w.metrics.inc("rackplan_generations_reserved_total", {"reason": "foreign_plan"})
-        if followed:
-            g = term.group(key)
-            g.reassert, g.reassert_plan = True, rec
-            g.discrepancy = {
-                "writer": who or "unknown (no rackplan header)",
-                "writer_lease_group": group,
-                "tombstone": r.value is None,
-                "generation": generation,
-                "offset": r.offset,
-                "timestamp_ms": r.timestamp_ms,
-            }
-            _discrepancies_metric(w, term)
-        w.log.error(
-            "foreign writer on the plan topic: a record this agent did not write",
+        _foreign(w, term, r, key, rec, bad, None if writer is None else writer.decode("utf-8", "replace"))
+
+
+def _foreign(
+    w: Wiring, term: Term, r: RawRecord, key: str, rec: PlanRecord | None, bad: str | None, who: str | None
+) -> None:
+    """A plan-topic record another writer wrote (``who``: its writer header; ``bad``: why it is no plan)."""
+    group = (r.header(LEASE_GROUP_HEADER) or b"").decode("utf-8", "replace") or None
+    generation: Any = None if rec is None else rec.generation
+    if bad is not None:
+        generation = f"not a plan ({bad})"
+    if who is not None and w.lease_group is not None and group == w.lease_group:
+        w.log.warning(
+            "plan record of another leader of this lease group",
             key=key,
-            tombstone=r.value is None,
+            writer=who,
             generation=generation,
-            writer=who or "unknown (no rackplan header)",
-            writer_lease_group=group,
-            partition=r.partition,
-            offset=r.offset,
         )
+        if rec is not None:
+            term.book.reserve(key, rec.generation)
+        return
+    w.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
+    # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
+    followed = bad is None and (
+        term.book.latest(key) is not None if rec is None else rec.generation >= term.book.next_generation(key)
+    )
+    if rec is not None and term.book.reserve(key, rec.generation):
+        w.metrics.inc("rackplan_generations_reserved_total", {"reason": "foreign_plan"})
+    if followed:
+        g = term.group(key)
+        g.reassert, g.reassert_plan = True, rec
+        g.discrepancy = {
+            "writer": who or "unknown (no rackplan header)",
+            "writer_lease_group": group,
+            "tombstone": r.value is None,
+            "generation": generation,
+            "offset": r.offset,
+            "timestamp_ms": r.timestamp_ms,
+        }
+        _discrepancies_metric(w, term)
+    w.log.error(
+        "foreign writer on the plan topic: a record this agent did not write",
+        key=key,
+        tombstone=r.value is None,
+        generation=generation,
+        writer=who or "unknown (no rackplan header)",
+        writer_lease_group=group,
+        partition=r.partition,
+        offset=r.offset,
+    )
 
 
 def own_record_read_back(w: Wiring, term: Term, key: str, rec: PlanRecord | None) -> None:

@@ -113,8 +113,8 @@ def naive_poll(agent: Agent, admin: FakeAdmin) -> None:
     """What a stateless agent does every poll: a fresh snapshot, then every group planned again."""
     snap = fetch_snapshot(admin, agent.settings.metadata)
     racks = snap.resolve_racks(agent.term.known)
-    for reg in agent.regs:
-        plan_for(snap, racks, reg, agent.book.latest(reg.key))
+    for reg in agent.term.regs:
+        plan_for(snap, racks, reg, agent.term.book.latest(reg.key))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -135,7 +135,7 @@ def test_restart_resumes_generations(
     # Same registrations, same cluster: nothing to republish.
     a2 = run_agent(agent_settings(c.bootstrap_servers, groups), c)
     assert a2.wait_for(lambda r: r.ok).published == []
-    assert a2.agent.book.latest("consumer/payments").generation == 1  # type: ignore[union-attr]
+    assert a2.agent.term.book.latest("consumer/payments").generation == 1  # type: ignore[union-attr]
     a2.stop()
 
     # 'gone' unregistered, 'payments' re-registered with another member set: tombstone and generation 2.
@@ -257,7 +257,7 @@ def test_published_plans_pass_the_contract_checker(
     confirmed = a.wait_for(lambda r: r.confirmed)
     assert confirmed.published
     snap, racks = a.agent.term.acted  # type: ignore[misc]
-    regs = {r.key: r for r in a.agent.regs}
+    regs = {r.key: r for r in a.agent.term.regs}
     for i, rec in enumerate([*first.published, *confirmed.published]):
         last = None if rec.generation == 1 else previous[rec.key]
         basis = first.snapshot if rec.generation == 1 else snap

@@ -81,7 +81,7 @@ def test_bad_records_on_every_channel(target: Target, run_agent: RunAgent, e2e_r
         for r in "ab"
     ]
     wait_until(lambda: settled(agent, key, apps), 30, "the followers to apply a plan")
-    real = agent.agent.book.latest(key)
+    real = agent.agent.term.book.latest(key)
     assert real is not None
     producer = CountedProducer(target.bootstrap, orders, 6, rate_per_s=150)
     producer.start()
@@ -166,7 +166,7 @@ def test_bad_records_on_every_channel(target: Target, run_agent: RunAgent, e2e_r
     agent2 = run_agent(settings, target.cluster)
     first = agent2.wait_for(lambda r: r.ok)
     assert first.published == [], "nothing changed: nothing republished"
-    book = agent2.agent.book
+    book = agent2.agent.term.book
     assert book.latest(key) == real and book.next_generation(key) == real.generation + 1
     assert agent2.agent.epoch >= 2, "the leadership epoch continues past the garbage heartbeats"
     mark = len(ledger.consumed)
@@ -263,7 +263,7 @@ def test_oversized_plans_are_refused_and_their_group_still_consumes(
     delivered = p_orders.delivered | p_wide.delivered
     wait_until(lambda: not ledger.missing(delivered), 30, "every message to be consumed")
     agent.wait_for(lambda r: r.ok)  # alive
-    assert agent.agent.book.latest(huge_key) is None
+    assert agent.agent.term.book.latest(huge_key) is None
     failures = agent.agent.metrics.get("rackplan_publish_failures_total", {"record": "plan"})
     good.stop()
     huge.stop()

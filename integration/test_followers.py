@@ -23,8 +23,8 @@ MAX_GAP_S = 2 * POLL_S + 1.0
 
 def settled(agent: RunningAgent, key: str, apps: list[FollowerApp]) -> bool:
     """The plan of record is a target plan naming every follower, and every follower applied it."""
-    rec = agent.agent.book.latest(key)
-    if rec is None or rec.state != "proposed" or key in agent.agent.handovers:
+    rec = agent.agent.term.book.latest(key)
+    if rec is None or rec.state != "proposed" or key in dict(agent.agent.term.handovers()):
         return False
     plan = member_assignment(rec)
     if sorted(plan) != sorted(a.name for a in apps):
@@ -56,7 +56,7 @@ def test_followers_consume_exactly_where_the_plan_says(
     apps = start_followers(target, group, [orders], ledger, "rack-optimal")
     key = f"consumer/{group}"
     wait_until(lambda: settled(agent, key, apps), 30, "the followers to apply a plan naming all three")
-    rec = agent.agent.book.latest(key)
+    rec = agent.agent.term.book.latest(key)
     assert rec is not None and rec.body["revoked"] == {}
     owner = {tp: m for m, parts in member_assignment(rec).items() for tp in parts}
     assert len(owner) == 12
@@ -115,7 +115,7 @@ def test_decommission_hands_partitions_over_and_alerts(
     apps = start_followers(target, group, [topic], ledger, "range")
     key = f"consumer/{group}"
     wait_until(lambda: settled(agent, key, apps), 30, "the followers to apply a plan naming all three")
-    before = agent.agent.book.latest(key)
+    before = agent.agent.term.book.latest(key)
     assert before is not None and before.locality_after.cross_rack == 0
 
     producer = CountedProducer(target.bootstrap, topic, 6, rate_per_s=150)

@@ -305,7 +305,7 @@ def test_every_generation_ever_written_has_one_content_when_publishes_time_out(
         c.set_rtt(slow, 0)
 
     def members() -> list[str]:
-        rec = a.agent.book.latest("consumer/dyn")
+        rec = a.agent.term.book.latest("consumer/dyn")
         return [] if rec is None else sorted(rec.body["assignment"])
 
     wait_until(lambda: members() == ["m-a", "m-b", "m-c"], 30, "the plan with all three members confirmed")

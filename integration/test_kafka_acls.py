@@ -160,7 +160,7 @@ def test_the_agent_with_only_the_documented_acls_starts_and_publishes(sec: Secur
     first_plan_s = time.monotonic() - t0
     topics = AdminClient(sec.config("admin")).list_topics(timeout=10).topics
     assert {PLANS, REGS, "_rackplan.lease", "_rackplan.alerts"} <= set(topics), "the agent created its topics"
-    rec = agent.agent.book.latest(KEY)
+    rec = agent.agent.term.book.latest(KEY)
     assert rec is not None and [p.key for p in r.published] == [KEY]
     plan = member_assignment(rec)
     assert sorted(plan) == ["payments-a", "payments-b"]
@@ -178,7 +178,7 @@ def test_a_follower_without_write_on_registrations_still_follows_the_plan(
     ledger = Ledger()
     apps = [sec.follower("follower", f"payments-{m}", ledger) for m in "ab"]
     try:
-        rec = agent.agent.book.latest(KEY)
+        rec = agent.agent.term.book.latest(KEY)
         assert rec is not None
         generation, plan = rec.generation, member_assignment(rec)
 
@@ -209,7 +209,7 @@ def test_a_follower_without_write_on_registrations_still_follows_the_plan(
     assert fenced == 0 and set(modes.values()) == {"plan"}
     # The agent never saw them (nothing landed) and kept cycling on the plan of its settings file.
     agent.wait_for(lambda r: r.ok, timeout=30)
-    assert agent.agent.book.latest(KEY).generation == generation  # type: ignore[union-attr]
+    assert agent.agent.term.book.latest(KEY).generation == generation  # type: ignore[union-attr]
     e2e_report(registrations_refused=sum(refused.values()), held_s=3 * ttl)
 
 
@@ -218,7 +218,7 @@ def test_a_principal_without_write_on_the_plan_topic_cannot_forge_a_plan(
 ) -> None:
     agent = running_agent(sec)
     agent.wait_for(lambda r: r.ok, timeout=60)
-    rec = agent.agent.book.latest(KEY)
+    rec = agent.agent.term.book.latest(KEY)
     assert rec is not None
     forged = json.dumps(
         {"schema": 1, "generation": rec.generation + 1000, "group_id": GROUP, "assignment": {}}
@@ -234,7 +234,7 @@ def test_a_principal_without_write_on_the_plan_topic_cannot_forge_a_plan(
             got.append(e.args[0])
         errors[user] = got[0].name() if got and got[0] is not None else "delivered"
     print(f"forged plans: {errors}")
-    assert agent.agent.book.latest(KEY) == rec, "nothing forged reached the agent either"
+    assert agent.agent.term.book.latest(KEY) == rec, "nothing forged reached the agent either"
     assert errors == {
         "follower": "TOPIC_AUTHORIZATION_FAILED",
         "intruder": "TOPIC_AUTHORIZATION_FAILED",

@@ -130,7 +130,7 @@ def test_live_groups_are_discovered_and_judged_on_their_real_assignment(
         }
         assert live.live[key].total == 6
         assert live.live[key].cross_rack == expected_cross
-        plan = agent.agent.book.latest(key)
+        plan = agent.agent.term.book.latest(key)
         assert plan is not None and plan.locality_after.cross_rack == 0, "the plan for the discovered members"
         agent.stop()
     finally:

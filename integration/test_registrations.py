@@ -62,7 +62,7 @@ def test_registrations_topic_end_to_end(
         ("consumer/file", 1),
         ("consumer/other", 1),
     ]
-    sources = {r.key: r.source for r in a.agent.regs}
+    sources = {r.key: r.source for r in a.agent.term.regs}
     assert sources == {"consumer/dyn": "topic", "consumer/file": "file", "consumer/other": "topic"}
     m = a.agent.metrics
     assert m.get("rackplan_registration_records_skipped_total", {"reason": "not_json"}) == 1
@@ -119,4 +119,4 @@ def test_describe_groups_degrades_on_the_mock(
     unsupported = [e for e in events if "not supported by the brokers" in e["event"]]
     assert len(unsupported) == 1 and unsupported[0]["level"] == "warning"
     assert a.agent.metrics.get("rackplan_describe_groups_failures_total", {"reason": "unsupported"}) == 1
-    assert not a.agent.describer.enabled
+    assert not a.agent.intake.describer.enabled

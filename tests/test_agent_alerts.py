@@ -185,7 +185,7 @@ def test_the_agent_holds_down_and_does_not_flap() -> None:
     }
     agent, pub, _ = make_agent(admin, [legacy], rack_mapping=rules, alerts=hold)
     first = cycle(agent)  # the plan is local (two each); the real assignment reads 2 of 4 cross-rack
-    assert first.published and first.alerts == [] and agent.alerts.state("consumer/legacy") == "pending"
+    assert first.published and first.alerts == [] and agent.term.alerts.state("consumer/legacy") == "pending"
     t_bad = agent.tick[0]  # type: ignore[attr-defined]
     assert cycle(agent).alerts == []
     (ev,) = cycle(agent).alerts

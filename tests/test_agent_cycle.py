@@ -83,7 +83,7 @@ def register(agent: Agent, gid: str, mid: str, rack: str = "az-a", **group_field
     value = {"schema": 1, "group_id": gid, "member_id": mid, "rack": rack, "topics": ["t"], **group_fields}
     key = registration_key("consumer", gid, mid)
     now_ms = int(agent.tick[0] * 1000)  # type: ignore[attr-defined]
-    agent.store.apply(key, decode_registration(key, json.dumps(value).encode(), now_ms), now_ms)
+    agent.term.store.apply(key, decode_registration(key, json.dumps(value).encode(), now_ms), now_ms)
     return key
 
 
@@ -103,7 +103,7 @@ def test_a_group_whose_best_plan_is_cross_rack_at_start_is_reported_unfixable_on
     assert all(cycle(agent).alerts == [] for _ in range(20))  # once
     assert [k for k, _ in pub.on("_rackplan.alerts")] == ["consumer/bad"]
     assert agent.metrics.get("rackplan_alerts_firing", {"kind": "consumer", "group": "bad"}) == 0
-    assert agent.alerts.state("consumer/bad") == "unfixable"
+    assert agent.term.alerts.state("consumer/bad") == "unfixable"
 
 
 def test_change_alert_compares_the_old_assignment_before_and_after_then_resolves() -> None:
@@ -147,7 +147,7 @@ def test_registrations_from_the_topic_plan_replan_expire_and_tombstone() -> None
     r = cycle(agent)
     assert r.registered == ["consumer/dyn"]
     assert [(p.key, p.generation, p.reason) for p in r.published] == [("consumer/dyn", 1, "initial plan")]
-    assert agent.regs[0].source == "topic"
+    assert agent.term.regs[0].source == "topic"
     register(agent, "dyn", "m-b", "az-b", assignor="range")
     r = cycle(agent)
     assert r.reregistered == ["consumer/dyn"]
@@ -176,7 +176,7 @@ def test_an_unregistered_group_resolves_its_firing_alert() -> None:
     admin.topics = {"t": [[2], [1]]}  # racks swap: the plan of record is all cross-rack, a new one is local
     assert keys(cycle(agent).alerts) == [("consumer/dyn", "firing")]
     for key in regs:
-        agent.store.apply(key, None, 0)
+        agent.term.store.apply(key, None, 0)
     r = cycle(agent)
     assert keys(r.alerts) == [("consumer/dyn", "resolved")] and r.alerts[0].reason == "group unregistered"
     assert agent.metrics.series("rackplan_alerts_firing") == {}
@@ -187,7 +187,7 @@ def test_a_failed_tombstone_is_retried() -> None:
     agent, pub, _ = make_agent(admin, [])
     key = register(agent, "dyn", "m")
     cycle(agent)
-    agent.store.apply(key, None, 0)
+    agent.term.store.apply(key, None, 0)
     pub.fail = True
     assert cycle(agent).tombstoned == []
     pub.fail = False
@@ -213,7 +213,7 @@ def test_members_that_do_not_register_are_discovered_with_mapped_racks() -> None
     r = cycle(agent)
     (plan,) = r.published
     assert plan.document["consumer_group"]["assignment"] == {"c-1": [["t", 0], ["t", 1], ["t", 2], ["t", 3]]}
-    assert agent.regs[0].source == "file+discovered"
+    assert agent.term.regs[0].source == "file+discovered"
     # The real assignment is judged with the mapped rack: 2 of 4 partitions are in az-b; with one member
     # in az-a no plan does better: reported unfixable (once), not paged.
     assert keys(r.alerts) == [("consumer/legacy", "unfixable")] and r.alerts[0].current == 0.5
@@ -228,7 +228,9 @@ def test_members_that_do_not_register_are_discovered_with_mapped_racks() -> None
         "c-1": [["t", 0], ["t", 1]],
         "c-2": [["t", 2], ["t", 3]],
     }
-    assert r.alerts == [] and agent.alerts.state("consumer/legacy") == "ok"  # a member in az-b: local now
+    assert (
+        r.alerts == [] and agent.term.alerts.state("consumer/legacy") == "ok"
+    )  # a member in az-b: local now
 
 
 def test_without_describe_groups_a_memberless_group_waits_and_the_reason_is_logged_once() -> None:
@@ -309,7 +311,7 @@ def test_groups_endpoint_lists_sources_and_unusable_registrations() -> None:
     key = registration_key("streams", "app", "p-1")
     value = {"schema": 1, "application_id": "app", "process_id": "p-1", "rack": "az-a"}
     now_ms = int(agent.tick[0] * 1000)  # type: ignore[attr-defined]
-    agent.store.apply(key, decode_registration(key, json.dumps(value).encode(), now_ms), now_ms)
+    agent.term.store.apply(key, decode_registration(key, json.dumps(value).encode(), now_ms), now_ms)
     cycle(agent)
     cycle(agent)
     listed = agent.status().groups_json()

@@ -162,7 +162,7 @@ def test_a_fenced_publish_ends_the_cycle_and_records_nothing() -> None:
     agent.publisher = fenced  # type: ignore[assignment]
     with pytest.raises(ProducerFenced):
         cycle(agent)
-    assert agent.book.latest("consumer/g") is None and fenced.on(PLANS) == []
+    assert agent.term.book.latest("consumer/g") is None and fenced.on(PLANS) == []
     agent._fenced(ProducerFenced("test"))
     assert agent.metrics.get("rackplan_publisher_fenced_total") == 1
     assert agent.publisher is fenced, "a publisher given by the caller is the caller's to replace"

@@ -138,7 +138,7 @@ def follow(agent: Any, mid: str, rack: str, released: int = 0, mode: str = "plan
     }
     key = registration_key("consumer", "g", mid)
     now_ms = int(agent.tick[0] * 1000)
-    agent.store.apply(key, decode_registration(key, json.dumps(value).encode(), now_ms), now_ms)
+    agent.term.store.apply(key, decode_registration(key, json.dumps(value).encode(), now_ms), now_ms)
 
 
 def plans(pub: Any) -> list[tuple[int, str]]:
@@ -197,7 +197,7 @@ def test_a_follower_that_left_counts_as_released() -> None:
     follow(agent, "c", "az-c")
     cycle(agent)
     follow(agent, "a", "az-a", released=2)
-    agent.store.apply(registration_key("consumer", "g", "b"), None, 0)  # b unregistered (closed)
+    agent.term.store.apply(registration_key("consumer", "g", "b"), None, 0)  # b unregistered (closed)
     r = cycle(agent)
     assert [p.state for p in r.completed] == ["proposed"]
     assert r.published and r.published[0].state == "proposed", "then re-planned without b, single phase"
@@ -213,7 +213,7 @@ def test_groups_without_followers_keep_single_phase_plans() -> None:
     cycle(agent)
     register(agent, "g", "c", "az-c")
     assert [(p.generation, p.state) for p in cycle(agent).published] == [(2, "proposed")]
-    assert agent.handovers == {}
+    assert dict(agent.term.handovers()) == {}
 
 
 def test_a_takeover_resumes_the_handover_and_does_not_start_another() -> None:
@@ -227,12 +227,15 @@ def test_a_takeover_resumes_the_handover_and_does_not_start_another() -> None:
     records = [(k, decode_record(k, json.dumps(v).encode())) for k, v in pub.on("_rackplan.plans")]
     # Another agent takes over: same registrations, the plan topic replayed.
     other, pub2, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
-    entries = agent.store.entries()
+    entries = agent.term.store.entries()
     other._new_term()
     for e in entries:
-        other.store.apply(e.key, e, int(other.tick[0] * 1000))  # type: ignore[attr-defined]
+        other.term.store.apply(e.key, e, int(other.tick[0] * 1000))  # type: ignore[attr-defined]
     other.begin(records)
-    assert list(other.handovers) == ["consumer/g"] and other.handovers["consumer/g"].generation == 2
+    assert (
+        list(dict(other.term.handovers())) == ["consumer/g"]
+        and dict(other.term.handovers())["consumer/g"].generation == 2
+    )
     r = cycle(other)
     assert r.published == [] and r.completed == [], "waits for the releases; starts nothing new"
     follow(other, "a", "az-a", released=2)

@@ -128,7 +128,7 @@ def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: 
     after_first = floors[0]
     for _ in range(3):
         cycle(agent)
-    assert floors[0] == after_first and agent.alerts.unfixable() == ["consumer/g"]
+    assert floors[0] == after_first and agent.term.alerts.unfixable() == ["consumer/g"]
     admin.topics["t"] = [
         [2],
         [1],
@@ -137,7 +137,7 @@ def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: 
     ]  # another snapshot (same racks per partition set): computed again
     admin.topics["x"] = [[1]]
     cycle(agent)
-    assert floors[0] > after_first and agent.alerts.unfixable() == ["consumer/g"]
+    assert floors[0] > after_first and agent.term.alerts.unfixable() == ["consumer/g"]
 
 
 def test_a_registration_naming_too_many_topics_is_refused_with_its_count() -> None:

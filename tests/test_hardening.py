@@ -191,7 +191,7 @@ def test_a_timed_out_plan_is_resent_byte_for_byte_or_its_generation_is_skipped()
     )
     assert all(len(c) == 1 for c in by_gen.values()), "a generation written with two contents"
     assert sorted(g for _, g in by_gen) == [1, 2, 3, 4]
-    assert agent.book.latest("consumer/g").generation == 4  # type: ignore[union-attr]
+    assert agent.term.book.latest("consumer/g").generation == 4  # type: ignore[union-attr]
     assert agent.metrics.get("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"}) == 2
 
 
@@ -201,12 +201,12 @@ def test_a_timed_out_plan_read_back_later_becomes_the_plan_of_record() -> None:
     late.timeouts = 1
     admin.topics = {"t": [[2], [2], [1], [1]]}
     cycle(agent)  # generation 2 times out
-    assert agent.book.latest("consumer/g").generation == 1  # type: ignore[union-attr]
+    assert agent.term.book.latest("consumer/g").generation == 1  # type: ignore[union-attr]
     mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
     key, value = late.log[-1]
     agent.plan_tail = PlanTail([raw(key.encode(), value, 1, topic="p", headers=mine)])  # type: ignore[assignment]
     r = cycle(agent)
-    assert agent.book.latest("consumer/g").generation == 2, "it landed: followers hold it"  # type: ignore[union-attr]
+    assert agent.term.book.latest("consumer/g").generation == 2, "it landed: followers hold it"  # type: ignore[union-attr]
     assert r.published == [] and all(g.in_doubt is None for g in agent.term.groups.values()), (
         "nothing to re-send, nothing in doubt"
     )
@@ -239,8 +239,10 @@ def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> No
     mine = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
     agent.plan_tail = PlanTail([raw(key.encode(), value, 1, topic="p", headers=mine)])  # type: ignore[assignment]
     cycle(agent, 1)
-    assert key in agent.handovers, "the landed revoking plan is a handover whose target must follow"
-    gen = agent.handovers[key].generation
+    assert key in dict(agent.term.handovers()), (
+        "the landed revoking plan is a handover whose target must follow"
+    )
+    gen = dict(agent.term.handovers())[key].generation
     follow(agent, "a", "az-a", released=gen, mode="plan")
     done = cycle(agent, 1).completed
     assert [p.state for p in done] == ["proposed"] and done[0].generation > gen
@@ -272,8 +274,8 @@ def test_a_forged_member_of_a_settings_group_is_refused() -> None:
         agent.term, [raw(b"consumer/g/intruder", reg_value("g", "intruder", "az-c"), now_ms(agent))]
     )
     r = cycle(agent)
-    assert r.published == [] and agent.regs[0].source == "file"
-    assert "intruder" not in agent.book.latest("consumer/g").body["assignment"]  # type: ignore[union-attr]
+    assert r.published == [] and agent.term.regs[0].source == "file"
+    assert "intruder" not in agent.term.book.latest("consumer/g").body["assignment"]  # type: ignore[union-attr]
     skipped = agent.metrics.get(
         "rackplan_records_skipped_total", {"topic": "registrations", "reason": "settings_group"}
     )
@@ -291,7 +293,7 @@ def test_overriding_settings_groups_is_an_explicit_choice() -> None:
         agent.term, [raw(b"consumer/g/extra", reg_value("g", "extra", "az-c"), now_ms(agent))]
     )
     r = cycle(agent)
-    assert agent.regs[0].source == "file+topic" and "extra" in r.published[0].body["assignment"]
+    assert agent.term.regs[0].source == "file+topic" and "extra" in r.published[0].body["assignment"]
 
 
 @pytest.mark.parametrize("forged", ["payload", "record"])
@@ -323,7 +325,9 @@ def test_the_newest_payload_timestamp_no_longer_decides_a_groups_assignor() -> N
         ],
     )
     cycle(agent, 1)
-    assert agent.regs[0].spec["assignor"] == "range", "the record written last wins, by its broker timestamp"
+    assert agent.term.regs[0].spec["assignor"] == "range", (
+        "the record written last wins, by its broker timestamp"
+    )
 
 
 def test_signed_registrations(tmp_path: Path) -> None:
@@ -507,8 +511,8 @@ def test_a_foreign_tombstone_and_a_forged_plan_are_discrepancies_the_agent_repor
     answered = {p.key: (p.generation, p.body["assignment"]) for p in r.published}
     print("re-asserted:", {k: g for k, (g, _) in answered.items()})
     assert answered == {
-        "consumer/g": (2, agent.book.last_live("consumer/g").body["assignment"]),  # type: ignore[union-attr]
-        "consumer/h": (51, agent.book.latest("consumer/h").body["assignment"]),  # type: ignore[union-attr]
+        "consumer/g": (2, agent.term.book.last_live("consumer/g").body["assignment"]),  # type: ignore[union-attr]
+        "consumer/h": (51, agent.term.book.latest("consumer/h").body["assignment"]),  # type: ignore[union-attr]
     }
     assert all("another writer" in p.reason for p in r.published)
     assert shown["consumer/h"]["generation"] == 51, "/v1/plans: the agent's plan next to what followers read"
