@@ -4,6 +4,7 @@ groups merged into the registrations the cycle plans (noting what was added, cha
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from .cycle_metrics import forget_metrics
 from .kafka_io import PublishError, RawRecord, TopicTail
@@ -32,6 +33,18 @@ class Intake:
         #: shared secret of signed registrations (registrations.secret_file), None: unsigned accepted
         self.secret = w.settings.registrations.secret()
         self.tail: TopicTail | None = None
+
+    def open(self, client_config: dict[str, Any], term: Term) -> None:
+        """Read the registrations topic (to its end, within ``io_timeout_s``); from then on, what is new."""
+        s = self.w.settings
+        self.tail = TopicTail(client_config, s.registrations_topic, s.io_timeout_s)
+        self.read(term, s.io_timeout_s)
+        self.w.log.info(
+            "registrations topic replayed",
+            topic=s.registrations_topic,
+            entries=len(term.store),
+            complete=term.reg_synced,
+        )
 
     def close(self) -> None:
         if self.tail is not None:

@@ -32,7 +32,6 @@ from .lease import (
     Lease,
     LeaseLost,
     default_agent_id,
-    last_heartbeat,
 )
 from .logging import get_logger, with_kafka_logger
 from .metrics import Metrics
@@ -41,12 +40,11 @@ from .plans import PlanRecord
 from .ports import AdminPort, Clock, Logger, PlanPublisher
 from .preflight import http_bind_error, reach_brokers
 from .publishing import advance_handovers
-from .records import MAX_SAFE_INT
 from .settings import Settings
-from .startup import make_publisher, no_foreign_writer, prepare_topics, replay, topic_specs
+from .startup import continue_epoch, make_publisher, prepare_topics, replay, topic_specs
 from .state import AgentError, CycleReport, Term, Wiring
 from .status import StatusView, build_status
-from .watch import lease_skipped, plan_skipped, watch_lease, watch_plans
+from .watch import plan_skipped, watch_lease, watch_plans
 from .webhook import Post, WebhookNotifier, default_agent_url, with_cluster_label
 
 __all__ = ["Agent", "AgentError", "CycleReport", "topic_specs"]
@@ -175,33 +173,13 @@ class Agent:
                 topic=s.registrations_topic,
             )
         else:
-            self.intake.tail = TopicTail(self.client_config, s.registrations_topic, s.io_timeout_s)
-            self.intake.read(self.term, s.io_timeout_s)
-            self.log.info(
-                "registrations topic replayed",
-                topic=s.registrations_topic,
-                entries=len(self.term.store),
-                complete=self.term.reg_synced,
-            )
+            self.intake.open(self.client_config, self.term)
         if w.publisher is None:
             w.publisher = make_publisher(
                 w, self.client_config, embedded=self.create_missing_topics is not None
             )
         if self.heartbeats.topic_ok:
-            last = no_foreign_writer(
-                w,
-                lambda: last_heartbeat(
-                    self.client_config,
-                    s.ha.lease_topic,
-                    s.io_timeout_s,
-                    self.log,
-                    lambda r: lease_skipped(w, r),
-                ),
-            )
-            # Epochs are bounded when read (rackplan.agent.records.safe_int); one at the bound stays there.
-            w.epoch = min((0 if last is None else last.epoch) + 1, MAX_SAFE_INT)
-            self.lease_tail = TopicTail(self.client_config, s.ha.lease_topic, s.io_timeout_s)
-            self.lease_tail.read_available(s.io_timeout_s)  # from here on, only what others write next
+            w.epoch, self.lease_tail = continue_epoch(w, self.client_config)
         self.begin(records)
         self._heartbeat()
 

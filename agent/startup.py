@@ -14,16 +14,19 @@ from .kafka_io import (
     WRITER_HEADER,
     Publisher,
     TopicSpec,
+    TopicTail,
     ensure_topics,
     topic_config_problems,
     transactional_id,
 )
-from .lease import LEASE_PARTITIONS, Heartbeat, foreign_writer
+from .lease import LEASE_PARTITIONS, Heartbeat, foreign_writer, last_heartbeat
 from .plans import PlanRecord
 from .ports import AdminPort
 from .publishing import handover_metrics, publish_tombstones
+from .records import MAX_SAFE_INT
 from .settings import Settings
 from .state import AgentError, CycleReport, Term, Wiring, labels
+from .watch import lease_skipped
 
 PLAN_TOPIC_PARTITIONS = 1
 ALERT_TOPIC_PARTITIONS = 1
@@ -141,6 +144,24 @@ def no_foreign_writer(w: Wiring, newest: Callable[[], Heartbeat | None]) -> Hear
             return now if now.epoch >= last.epoch else last
     w.log.info("the other agent's heartbeat stopped: taking over its epoch", agent_id=last.agent_id)
     return last
+
+
+def continue_epoch(w: Wiring, client_config: dict[str, Any]) -> tuple[int, TopicTail]:
+    """Our epoch, one above the newest heartbeat's (refusing a foreign writer), and the lease topic's tail
+    from its end on: what other agents write next."""
+    s = w.settings
+
+    def newest() -> Heartbeat | None:
+        return last_heartbeat(
+            client_config, s.ha.lease_topic, s.io_timeout_s, w.log, lambda r: lease_skipped(w, r)
+        )
+
+    last = no_foreign_writer(w, newest)
+    # Epochs are bounded when read (rackplan.agent.records.safe_int); one at the bound stays there.
+    epoch = min((0 if last is None else last.epoch) + 1, MAX_SAFE_INT)
+    tail = TopicTail(client_config, s.ha.lease_topic, s.io_timeout_s)
+    tail.read_available(s.io_timeout_s)
+    return epoch, tail
 
 
 def replay(w: Wiring, term: Term, intake: Intake, plan_records: list[tuple[str, PlanRecord | None]]) -> None:
