@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .admin_timeouts import admin_client_config
 from .alerts import AlertEvent, AlertState
 from .diff import REPLICA_RACKS, Debounce, SnapshotDiff, diff, hold_reassignments
 from .handover import Pending, assignment_of, pending_from, revoking_record, split
@@ -183,7 +184,11 @@ class Agent:
         if admin is None:
             from confluent_kafka.admin import AdminClient
 
-            admin = AdminClient(with_kafka_logger(self.client_config))
+            admin = AdminClient(
+                with_kafka_logger(
+                    admin_client_config(self.client_config, settings.metadata.request_timeout_s)
+                )
+            )
         self.admin = admin
         self.create_missing_topics = create_missing_topics
         self.clock = clock

@@ -29,6 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from integration.kafka.apps import JavaApp, plan_member, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR
+from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.plans import PlanRecord
 
 from .conftest import RunningAgent, Target
@@ -48,8 +49,10 @@ pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR}
 
 def live_assignment(bootstrap: str, group: str) -> Assignment:
     """client id (= the member's rackplan id) -> sorted partitions, as the coordinator reports them."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    desc = admin.describe_consumer_groups([group])[group].result(timeout=30)
+    admin = AdminClient(admin_client_config({"bootstrap.servers": bootstrap}, 20))
+    desc = admin.describe_consumer_groups([group], request_timeout=operation_timeout_s(20))[group].result(
+        timeout=result_timeout_s(20)
+    )
     return {
         m.client_id: sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
         for m in desc.members
