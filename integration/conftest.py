@@ -304,7 +304,8 @@ class Target:
         if self.cluster is not None:
             self.cluster.create_topic(name, partitions, replication_factor)
             return name
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.cimpl import NewTopic
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin.create_topics([NewTopic(name, partitions, replication_factor)])[name].result(timeout=30)

@@ -19,7 +19,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ def live_assignment(bootstrap: str, group: str) -> Assignment:
     }
 
 
-def plan_assignment(doc: dict[str, Any]) -> Assignment:
+def plan_assignment(doc: Mapping[str, Any]) -> Assignment:
     return {m: sorted((t, p) for t, p in parts) for m, parts in doc["consumer_group"]["assignment"].items()}
 
 
@@ -266,11 +266,12 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
         took = wait_until(
             lambda: owned() == want, KIP848_BOUND_S, f"KIP-848 members hold plan {plan.generation}"
         )
-        if real.kafka is not None and before != want:
+        kafka = real.kafka
+        if kafka is not None and before != want:
             line = f"assigned by plan {key}@{plan.generation}"
             wait_until(
                 lambda: any(
-                    line in n.log.read_text(errors="replace") for n in real.kafka.brokers if n.log.exists()
+                    line in n.log.read_text(errors="replace") for n in kafka.brokers if n.log.exists()
                 ),
                 5,
                 f"the brokers' log says {line!r}",

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 import uuid
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.cimpl import NewTopic
 
 from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s
 from rackplan.agent.kafka_io import TopicSpec, ensure_topics
