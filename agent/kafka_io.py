@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .logging import with_kafka_logger
-from .plans import PlanDecodeError, PlanRecord, decode_record
+from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
 
 _UNSUPPORTED = {
     "_UNSUPPORTED_FEATURE",
