@@ -53,7 +53,7 @@ from typing import Any
 from .membership import RealGroup
 from .planner import Registration, make_registration
 from .protocol import registrations as _codec
-from .protocol.plans import CONSUMER, STREAMS
+from .protocol.plans import CONSUMER, STREAMS, plan_key
 from .protocol.registrations import (
     CONSUMER_GROUP_FIELDS,
     CONSUMER_MEMBER_FIELDS,
@@ -270,7 +270,7 @@ def merge_registrations(
             spec.update(_newest_fields(topic_entries))
             spec[members_key] = [dict(e.member) for e in topic_entries]
             source = "topic"
-        key = f"{kind}/{name}"
+        key = plan_key(kind, name)
         if kind == CONSUMER and not spec[members_key] and name in discovered:
             spec[members_key] = _discovered_members(spec, discovered[name], settings.rack_mapping)
             source = "discovered" if file_spec is None else "file+discovered"

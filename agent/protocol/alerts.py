@@ -1,13 +1,15 @@
-"""Locality alert events: the records of the alerts topic (docs/alert-schema.json).
+"""Locality alert events: the records of the alerts topic (docs/alert-schema.json), and the webhook's body.
 
-The state machine that makes them is :mod:`rackplan.agent.alerts`; the
-Alertmanager payload built from them is :mod:`rackplan.agent.webhook`.
-Schema: :class:`rackplan.agent.protocol.models.AlertValue`.
+The state machine that makes the events is :mod:`rackplan.agent.alerts`; the
+Alertmanager alerts built from them, :func:`rackplan.agent.webhook.alertmanager_alert`.
+Schemas: :class:`rackplan.agent.protocol.models.AlertValue`,
+:data:`rackplan.agent.protocol.models.WebhookBody`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,3 +80,8 @@ class AlertEvent:
             "started_at": self.started_at,
             "started_at_ms": round(self.started_at * 1000),
         }
+
+
+def encode_webhook_body(alerts: Sequence[Mapping[str, Any]]) -> bytes:
+    """One webhook request's body: the postable alerts as a compact JSON array, keys sorted."""
+    return json.dumps(alerts, separators=(",", ":"), sort_keys=True).encode()

@@ -365,3 +365,20 @@ class AlertValue(_Value):
         description="When the condition began (the start of the hold-down), epoch seconds (float)."
     )
     started_at_ms: Annotated[int, Field(ge=0)] = Field(description="The same instant, epoch milliseconds.")
+
+
+# ---- the webhook's payload (Alertmanager API v2) ----------------------------------------------------------
+
+
+class PostableAlert(_Value):
+    """One alert of Alertmanager's API v2 ``postableAlerts``, as :func:`rackplan.agent.webhook.alertmanager_alert` makes it."""
+
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    startsAt: str = Field(json_schema_extra={"format": "date-time"})
+    endsAt: str = Field(json_schema_extra={"format": "date-time"})
+    generatorURL: str | SkipJsonSchema[None] = None
+
+
+#: the body of one webhook request: a JSON array of postable alerts
+WebhookBody = list[PostableAlert]
