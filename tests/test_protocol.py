@@ -368,3 +368,63 @@ def test_heartbeats_the_decoder_refuses_the_schema_refuses(change: dict[str, Any
         LEASE.validate(bad)
     with pytest.raises(ValueError):
         decode_heartbeat(b"leader", json.dumps(bad).encode())
+
+
+# ---- property: a value the decoder refuses (key aside), the model refuses --------------------------------
+
+ODD = st.sampled_from(
+    [None, 0, -1, 1.0, 1.5, True, "", "x", [], {}, [["t", -1]], [["t", 0, 0]], MAX_SAFE_INT + 1, {"m": "t"}]
+)
+
+
+def _paths(doc: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for k, v in doc.items():
+        out.append((*prefix, k))
+        if isinstance(v, dict):
+            out.extend(_paths(v, (*prefix, k)))
+    return out
+
+
+def _mutated(doc: dict[str, Any], path: tuple[str, ...], delete: bool, new: Any) -> dict[str, Any]:
+    out = json.loads(json.dumps(doc))
+    node = out
+    for k in path[:-1]:
+        node = node[k]
+    if delete:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = new
+    return out
+
+
+@EXAMPLES
+@given(plan_records(), st.data())
+def test_a_plan_the_decoder_refuses_the_model_refuses(rec: PlanRecord, data: st.DataObject) -> None:
+    doc = json.loads(encode_value(rec))
+    path = data.draw(st.sampled_from(_paths(doc)))
+    value = json.dumps(_mutated(doc, path, data.draw(st.booleans()), data.draw(ODD))).encode()
+    try:
+        decode_record(rec.key, value)
+    except PlanDecodeError as e:
+        if e.reason != "key_mismatch":  # the key is no part of the value
+            with pytest.raises(ValidationError):
+                PlanValue.model_validate_json(value)
+
+
+@EXAMPLES
+@given(
+    st.builds(
+        Heartbeat, names, st.integers(0, 99), st.integers(0, 99), st.floats(1e-3, 9), st.none() | names
+    ),
+    st.data(),
+)
+def test_a_heartbeat_the_decoder_refuses_the_model_refuses(hb: Heartbeat, data: st.DataObject) -> None:
+    doc = json.loads(hb.encode())
+    path = data.draw(st.sampled_from(_paths(doc)))
+    value = json.dumps(_mutated(doc, path, data.draw(st.booleans()), data.draw(ODD))).encode()
+    try:
+        decode_heartbeat(b"leader", value)
+    except ValueError:
+        with pytest.raises(ValidationError):
+            HeartbeatValue.model_validate_json(value)

@@ -18,9 +18,9 @@ extra keys.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypeAliasType
 
@@ -34,16 +34,35 @@ FetchMode = Literal["nearest-replica", "leader"]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
+_ABSENT: Any = SkipJsonSchema[None]  # type: ignore[misc]  # the runtime Annotated[None, SkipJsonSchema()]
+
+
+def _absent_never_null(annotation: Any) -> bool:
+    """``X | SkipJsonSchema[None]``: the schema says the field may be absent, not null."""
+    return any(a == _ABSENT for a in get_args(annotation))
+
+
 class _Value(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_not_absent(cls, data: Any) -> Any:
+        """Validation agrees with the schema: a field that may be absent is not therefore nullable."""
+        if isinstance(data, dict):
+            for name, info in cls.model_fields.items():
+                key = info.alias or name
+                if data.get(key, 0) is None and _absent_never_null(info.annotation):
+                    raise ValueError(f"{key} may be absent but not null")
+        return data
 
 
 # ---- plan records (plan topic) ----------------------------------------------------------------------
 
-#: ``[topic, partition]``
+#: ``[topic, partition]`` (a JSON array: lax about the container, strict about its items)
 TopicPartition = TypeAliasType(
     "TopicPartition",
-    Annotated[tuple[str, Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)],
+    Annotated[tuple[str, Annotated[int, Field(ge=0)]], Strict(False), Field(min_length=2, max_length=2)],
 )
 #: member id -> its partitions
 Partitions = dict[str, list[TopicPartition]]
@@ -176,6 +195,13 @@ class PlanValue(_Value):
         "leadership epoch. Epochs never go backwards on the plan topic.",
     )
 
+    @model_validator(mode="after")
+    def _one_body(self) -> PlanValue:
+        """The schema's ``oneOf``: a plan holds a consumer group or a Streams app, never both."""
+        if (self.consumer_group is None) == (self.streams_app is None):
+            raise ValueError("exactly one of consumer_group or streams_app is required")
+        return self
+
 
 # ---- registrations (registrations topic) --------------------------------------------------------------
 
@@ -183,6 +209,16 @@ _RACK = "The client's client.rack; null: none. Rack ids are opaque strings compa
 
 
 class _Registration(_Value):
+    #: keys of the other kind of record: the schema's ``not`` (validation agrees)
+    _OTHER_KIND: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_the_other_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and (other := [k for k in cls._OTHER_KIND if k in data]):
+            raise ValueError(f"{other[0]} belongs to the other kind of registration")
+        return data
+
     schema_: Literal[1] = Field(alias="schema")
     timestamp_ms: Counter | SkipJsonSchema[None] = Field(
         default=None,
@@ -205,6 +241,7 @@ class ConsumerMemberRegistration(_Registration):
     model_config = ConfigDict(
         json_schema_extra={"not": {"anyOf": [{"required": ["application_id"]}, {"required": ["process_id"]}]}}
     )
+    _OTHER_KIND = ("application_id", "process_id")
 
     group_id: NonEmpty
     member_id: NonEmpty = Field(description="As in plans: the member id the plan assigns partitions to.")
@@ -258,6 +295,7 @@ class StreamsClientRegistration(_Registration):
     model_config = ConfigDict(
         json_schema_extra={"not": {"anyOf": [{"required": ["group_id"]}, {"required": ["member_id"]}]}}
     )
+    _OTHER_KIND = ("group_id", "member_id")
 
     application_id: NonEmpty
     process_id: NonEmpty
@@ -328,8 +366,9 @@ class AlertValue(_Value):
     model_config = ConfigDict(title="rackplan locality alert event (schema 1)")
 
     schema_: Literal[1] = Field(alias="schema")
-    key: Annotated[str, Field(pattern="^(consumer|streams)/.+$")] = Field(
-        description="The plan key: consumer/<group id> or streams/<application id>."
+    key: Annotated[str, Field(pattern=r"^(consumer|streams)/[\s\S]+$")] = Field(
+        description="The plan key: consumer/<group id> or streams/<application id> (an id may hold any "
+        "character, line breaks included)."
     )
     alertname: Literal["RackplanCrossRackLocality", "RackplanLocalityUnfixable"] = Field(
         description="RackplanCrossRackLocality: the group reads too much cross-rack and rebalancing would "
