@@ -13,7 +13,7 @@ from typing import Any
 
 from .admin_timeouts import operation_timeout_s, result_timeout_s
 from .logging import with_kafka_logger
-from .plans import PlanDecodeError, PlanRecord, decode_record
+from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
 
 _UNSUPPORTED = {
     "_UNSUPPORTED_FEATURE",
