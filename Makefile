@@ -32,7 +32,7 @@ unit: $(STAMP)
 	$(BIN)/pytest tests
 
 integration: $(STAMP) kafka
-	$(BIN)/pytest integration
+	integration/run_suite.sh $(BIN)/pytest integration
 
 # Real Apache Kafka (broker, tools, clients, streams) resolved by Maven into
 # integration/kafka/lib: the cluster the integration suite starts on loopback.
@@ -78,7 +78,8 @@ $(ORACLE_JAR): oracle/pom.xml $(shell find oracle/src -name '*.java')
 	touch $@
 
 test: lint typecheck browser promtool kafka oracle clients $(STAMP)
-	$(BIN)/pytest tests integration
+	$(BIN)/pytest tests
+	integration/run_suite.sh $(BIN)/pytest integration
 
 # rackplan's JVM side (docs/java.md): RackplanAssignor, RackplanServerAssignor, RackplanTaskAssignor in
 # one jar without dependencies of its own; its JUnit tests run in the build. Offline when Maven's cache
@@ -95,3 +96,9 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) integration/kafka/lib integration/kafka/apps/target clients/java/target .mypy_cache .pytest_cache .ruff_cache .hypothesis
+
+# The JSON Schemas of the control topics' records, regenerated from rackplan.agent.protocol.models
+# (package copies and docs/*-schema.json; tests/test_protocol.py fails when they drift).
+.PHONY: schemas
+schemas: $(BASE)
+	$(BIN)/python -m rackplan.agent.protocol.schemas --write

@@ -29,75 +29,33 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import Any
 
 from .plans import Locality
+from .protocol.alerts import (
+    ALERT_SCHEMA,
+    ALERTNAME,
+    FIRING,
+    RESOLVED,
+    UNFIXABLE,
+    UNFIXABLE_ALERTNAME,
+    AlertEvent,
+)
 from .settings import AlertSettings
 
-FIRING = "firing"
-RESOLVED = "resolved"
-#: a one-off report: even the best plan is above the threshold
-UNFIXABLE = "unfixable"
-#: the alert names (Alertmanager's ``alertname``; docs/runbook.md has a section for each)
-ALERTNAME = "RackplanCrossRackLocality"
-UNFIXABLE_ALERTNAME = "RackplanLocalityUnfixable"
-#: version of the alerts topic's record values (docs/alert-schema.json); fields are only ever added
-ALERT_SCHEMA = 1
+__all__ = [
+    "ALERTNAME",
+    "ALERT_SCHEMA",
+    "FIRING",
+    "RESOLVED",
+    "UNFIXABLE",
+    "UNFIXABLE_ALERTNAME",
+    "AlertEvent",
+    "AlertState",
+    "runbook_anchor",
+]
 
 _OK = "ok"
 _BAD = "bad"
-
-
-@dataclass(frozen=True, slots=True)
-class AlertEvent:
-    key: str
-    status: str
-    #: cross-rack fraction before the change (the last plan under the old metadata)
-    previous: float
-    #: the group's current assignment under the new metadata
-    current: float
-    #: what the newly published plan would give, when there is one
-    planned: float | None
-    threshold: float
-    reason: str
-    at: float
-    #: when the alert started firing (for a firing event: when the group turned bad)
-    started_at: float
-    severity: str = "warning"
-    #: the runbook section of this alert
-    runbook_url: str = ""
-
-    @property
-    def kind(self) -> str:
-        return self.key.partition("/")[0]
-
-    @property
-    def name(self) -> str:
-        return self.key.partition("/")[2]
-
-    @property
-    def alertname(self) -> str:
-        return UNFIXABLE_ALERTNAME if self.status == UNFIXABLE else ALERTNAME
-
-    def as_json(self) -> dict[str, Any]:
-        """The alerts topic's record value (docs/alert-schema.json)."""
-        return {
-            "schema": ALERT_SCHEMA,
-            "key": self.key,
-            "alertname": self.alertname,
-            "status": self.status,
-            "severity": self.severity,
-            "cross_rack_fraction_before": round(self.previous, 6),
-            "cross_rack_fraction_now": round(self.current, 6),
-            "cross_rack_fraction_planned": None if self.planned is None else round(self.planned, 6),
-            "threshold": self.threshold,
-            "reason": self.reason,
-            "runbook_url": self.runbook_url,
-            "at": self.at,
-            "at_ms": round(self.at * 1000),
-            "started_at": self.started_at,
-            "started_at_ms": round(self.started_at * 1000),
-        }
 
 
 @dataclass(slots=True)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .admin_timeouts import operation_timeout_s, result_timeout_s
 from .metadata import NO_LEADER, Snapshot
 from .settings import Settings
 
@@ -352,10 +353,10 @@ def end_offsets(admin: Any, topics: Mapping[str, int], timeout_s: float) -> Offs
     }
     if not request:
         return {}
-    futures = admin.list_offsets(request, request_timeout=timeout_s)
+    futures = admin.list_offsets(request, request_timeout=operation_timeout_s(timeout_s))
     out: Offsets = {}
     for tp, fut in futures.items():
-        out[(tp.topic, tp.partition)] = int(fut.result(timeout=timeout_s + 5).offset)
+        out[(tp.topic, tp.partition)] = int(fut.result(timeout=result_timeout_s(timeout_s)).offset)
     return out
 
 

@@ -62,11 +62,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .kafka_io import TopicReadError, TopicTail
-from .lease import Heartbeat, HeartbeatError, decode_heartbeat
 from .logging import get_logger, with_kafka_logger
-from .plans import CONSUMER, PlanDecodeError, PlanRecord, decode_record, plan_key
-from .registry import FollowerStatus, consumer_registration
-from .settings import read_secret_file
+from .protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
+from .protocol.plans import CONSUMER, PlanDecodeError, PlanRecord, decode_record, plan_key
+from .protocol.registrations import FollowerStatus, consumer_registration, read_secret_file
 
 TP = tuple[str, int]
 Hook = Callable[["PlanFollower", list[TP]], None]

@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .admin_timeouts import operation_timeout_s, result_timeout_s
 from .logging import with_kafka_logger
-from .plans import PlanDecodeError, PlanRecord, decode_record
 from .ports import AdminPort, Logger
+from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
 
 _UNSUPPORTED = {
     "_UNSUPPORTED_FEATURE",
@@ -150,13 +151,13 @@ def ensure_topics(
         return []
     futures = admin.create_topics(
         [NewTopic(s.name, s.partitions, config=dict(s.config)) for s in missing],
-        request_timeout=timeout_s,
+        request_timeout=operation_timeout_s(timeout_s),
     )
     still: list[TopicSpec] = []
     created: list[str] = []
     for s in missing:
         try:
-            futures[s.name].result(timeout=timeout_s + 5)
+            futures[s.name].result(timeout=result_timeout_s(timeout_s))
             log.info("topic created", topic=s.name, partitions=s.partitions, config=dict(s.config))
             created.append(s.name)
         except Exception as e:
@@ -232,13 +233,15 @@ def topic_config_problems(
 
     resources = {s.name: ConfigResource(ConfigResource.Type.TOPIC, s.name) for s in specs}
     try:
-        futures = admin.describe_configs(list(resources.values()), request_timeout=timeout_s)
+        futures = admin.describe_configs(
+            list(resources.values()), request_timeout=operation_timeout_s(timeout_s)
+        )
     except Exception:
         return None
     problems: dict[str, str] = {}
     for s in specs:
         try:
-            configs = futures[resources[s.name]].result(timeout=timeout_s + 5)
+            configs = futures[resources[s.name]].result(timeout=result_timeout_s(timeout_s))
         except Exception as e:
             if _error_name(e) in _UNSUPPORTED or "not supported" in str(e).lower():
                 return None

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import structlog
 
-from .settings import mask_tree
+from .redact import mask_tree
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 KAFKA_LOGGER = "rackplan.librdkafka"

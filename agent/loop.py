@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from .admin_timeouts import admin_client_config
 from .cycle import CycleIO, SnapshotSource, run_cycle
 from .cycle_metrics import follower_metrics
 from .heartbeat import Heartbeats
@@ -79,7 +80,9 @@ class Agent:
         if admin is None:
             from confluent_kafka.admin import AdminClient
 
-            admin = AdminClient(with_kafka_logger(self.client_config))
+            admin = AdminClient(
+                with_kafka_logger(admin_client_config(self.client_config, s.metadata.request_timeout_s))
+            )
         self.admin: AdminPort = admin
         self.create_missing_topics = create_missing_topics
         self.clock = clock

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .admin_timeouts import operation_timeout_s, result_timeout_s
 from .metrics import Metrics
 from .ports import AdminPort, Logger
 from .settings import MembershipSettings, RackRule, rack_for
@@ -162,13 +163,13 @@ class GroupDescriber:
     def _describe_batch(self, ids: list[str], out: dict[str, RealGroup]) -> None:
         timeout = self.request_timeout_s
         try:
-            futures = self.admin.describe_consumer_groups(ids, request_timeout=timeout)
+            futures = self.admin.describe_consumer_groups(ids, request_timeout=operation_timeout_s(timeout))
         except Exception as e:
             self._failed(_error_name(e), str(e), ids)
             return
         for gid in ids:
             try:
-                desc = futures[gid].result(timeout=timeout + 5)
+                desc = futures[gid].result(timeout=result_timeout_s(timeout))
             except Exception as e:
                 name = _error_name(e)
                 if name in _UNSUPPORTED:

@@ -18,6 +18,7 @@ from typing import Any
 
 from rackplan.assignor.model import Cluster
 
+from .admin_timeouts import operation_timeout_s, result_timeout_s
 from .ports import AdminPort
 from .settings import MetadataSettings
 
@@ -169,8 +170,10 @@ def _broker_racks(
     if cache is not None and live and live <= cache.keys():
         return {b: cache[b] for b in sorted(live)}
     try:
-        described = admin.describe_cluster(include_authorized_operations=False, request_timeout=timeout)
-        nodes = described.result(timeout=timeout + 5).nodes
+        described = admin.describe_cluster(
+            include_authorized_operations=False, request_timeout=operation_timeout_s(timeout)
+        )
+        nodes = described.result(timeout=result_timeout_s(timeout)).nodes
     except Exception as e:
         if not live:
             raise MetadataError(f"describe cluster failed: {e}") from e

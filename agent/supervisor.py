@@ -60,7 +60,7 @@ def supervise(
     try:
         while True:
             started = time.monotonic()
-            proc = subprocess.Popen(list(cmd), env=child_env, preexec_fn=_die_with_parent)
+            proc = subprocess.Popen(list(cmd), env=child_env, preexec_fn=die_with_parent)
             code = proc.wait()
             if code >= 0 or stopping:
                 return code if code >= 0 else 0
@@ -86,7 +86,7 @@ def supervise(
             signal.signal(s, h)
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child: SIGKILL when the supervisor dies (kill -9 of the agent stays a kill of the agent)."""
     if sys.platform.startswith("linux"):
         import ctypes

@@ -35,7 +35,6 @@ from __future__ import annotations
 import base64
 import collections
 import datetime as dt
-import json
 import random
 import socket
 import threading
@@ -49,6 +48,8 @@ from typing import Any
 from .alerts import ALERTNAME, FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from .metadata import jittered_delays
 from .metrics import Metrics
+from .protocol.alerts import encode_webhook_body
+from .protocol.plans import split_key
 from .settings import HttpSettings, WebhookSettings, redact_url
 
 __all__ = ["ALERTNAME", "UNFIXABLE_ALERTNAME", "WebhookNotifier", "alertmanager_alert", "rfc3339"]
@@ -79,7 +80,7 @@ def _pct(f: float | None) -> str:
 
 def group_view_url(agent_url: str, key: str) -> str:
     """The agent's ``/v1`` view of one group: where an alert's ``generatorURL`` points."""
-    kind, _, name = key.partition("/")
+    kind, name = split_key(key)
     return f"{agent_url.rstrip('/')}/v1/groups/{urllib.parse.quote(kind, safe='')}/{urllib.parse.quote(name, safe='')}"
 
 
@@ -325,7 +326,7 @@ class WebhookNotifier:
 
     def _deliver(self, batch: list[dict[str, Any]]) -> bool:
         s = self.settings
-        body = json.dumps(batch, separators=(",", ":"), sort_keys=True).encode()
+        body = encode_webhook_body(batch)
         try:
             headers = self._headers()
         except OSError as e:

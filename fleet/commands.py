@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.archive import FleetSnapshot, SnapshotError
 from rackplan.agent.settings import Settings, describe_error
 
@@ -77,8 +78,10 @@ def _fail(message: str) -> int:
 
 def kafka_cluster_id(admin: Any, timeout_s: float) -> str | None:
     try:
-        desc = admin.describe_cluster(include_authorized_operations=False, request_timeout=timeout_s)
-        cid = desc.result(timeout=timeout_s + 5).cluster_id
+        desc = admin.describe_cluster(
+            include_authorized_operations=False, request_timeout=operation_timeout_s(timeout_s)
+        )
+        cid = desc.result(timeout=result_timeout_s(timeout_s)).cluster_id
     except Exception:
         return None
     return str(cid) if cid else None
@@ -134,7 +137,7 @@ def capture(
     from rackplan.agent.metadata import poll_snapshot
 
     config = with_kafka_logger(settings.kafka.client_config())
-    admin = AdminClient(config)
+    admin = AdminClient(admin_client_config(config, settings.metadata.request_timeout_s))
     own = agent_topics(settings)
     snap = poll_snapshot(admin, settings.metadata, exclude=own)
     racks = snap.resolve_racks({})

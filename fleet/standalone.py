@@ -129,11 +129,17 @@ class Standalone:
 
 
 def pack_code(root: Path, out: Path) -> Path:
-    """The packages as one zip for ``--py-files`` (what ``zip -qr rackplan.zip assignor agent`` gives)."""
+    """The ``rackplan`` package as one zip for ``--py-files`` (what ``zip -qr rackplan.zip rackplan`` gives).
+
+    The source tree keeps the subpackages in top-level folders that ``rackplan/``
+    links to; the zip holds them where the import system looks: ``rackplan/agent/...``.
+    """
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for package in ("assignor", "agent"):
+        for f in sorted((root / "rackplan").glob("*.py")):
+            z.write(f, f.relative_to(root).as_posix())
+        for package in ("assignor", "agent", "fleet"):
             for f in sorted((root / package).rglob("*.py")):
-                z.write(f, f.relative_to(root).as_posix())
+                z.write(f, "rackplan/" + f.relative_to(root).as_posix())
     return out
 
 

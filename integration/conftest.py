@@ -8,6 +8,7 @@ private one.  Every cluster listens on free loopback ports chosen by the mock.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import queue
 import threading
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from integration.kafka.cluster import KafkaCluster
+from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.embedded import EmbeddedCluster
 from rackplan.agent.loop import Agent, CycleReport
 from rackplan.agent.settings import Settings
@@ -170,6 +172,9 @@ def kafka_cluster() -> Iterator[KafkaCluster | None]:
         _E2E_LINES.insert(0, report.line())
         yield cluster
     finally:
+        # Clients some test dropped without closing are destroyed now, while their brokers still answer:
+        # a librdkafka client whose requests time out against dead brokers can abort the process.
+        gc.collect()
         cluster.close()
 
 
@@ -299,7 +304,8 @@ class Target:
         if self.cluster is not None:
             self.cluster.create_topic(name, partitions, replication_factor)
             return name
-        from confluent_kafka.admin import AdminClient, NewTopic
+        from confluent_kafka.admin import AdminClient
+        from confluent_kafka.cimpl import NewTopic
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin.create_topics([NewTopic(name, partitions, replication_factor)])[name].result(timeout=30)
@@ -405,14 +411,14 @@ class Target:
             return
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin = AdminClient(admin_client_config({"bootstrap.servers": self.bootstrap}, 20))
         existing = admin.list_topics(timeout=10).topics
         # Each name once: confluent-kafka 2.16 crashes (SIGSEGV) on a DeleteTopics naming a topic twice.
         names = sorted({n for n in [*self._created, *self.control_topics.values()] if n in existing})
         if names:
-            for f in admin.delete_topics(names, request_timeout=30).values():
+            for f in admin.delete_topics(names, request_timeout=operation_timeout_s(20)).values():
                 with contextlib.suppress(Exception):  # best effort: a leftover topic has a unique name
-                    f.result(timeout=30)
+                    f.result(timeout=result_timeout_s(20))
 
 
 #: ``RACKPLAN_IT_TARGET=embedded`` runs the target-based scenarios on librdkafka's mock instead (no JVM)

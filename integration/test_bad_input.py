@@ -43,7 +43,12 @@ def send(target: Target, topic: str, records: list[tuple[bytes | None, bytes | N
     p = Producer({"bootstrap.servers": target.bootstrap})
     refused: list[str] = []
     for key, value in records:
-        p.produce(topic, key=key, value=value, on_delivery=lambda err, _m: err and refused.append(err.name()))
+        p.produce(
+            topic,
+            key=key,
+            value=value,
+            on_delivery=lambda err, _m: None if err is None else refused.append(err.name()),
+        )
         assert p.flush(10) == 0
     return refused
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from rackplan.agent.embedded import EmbeddedCluster
 from rackplan.agent.follower import PlanFollower
@@ -34,11 +35,16 @@ POISON = b'{"x":' + b"[" * DEEP + b"]" * DEEP + b"}"
 PLANS, REGS, LEASE = "_rackplan.plans", "_rackplan.registrations", "_rackplan.lease"
 
 
-def produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes | None]]) -> None:
+def produce(bootstrap: str, topic: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     errors: list[str] = []
     for key, value in records:
-        p.produce(topic, key=key, value=value, on_delivery=lambda err, _m: err and errors.append(str(err)))
+        p.produce(
+            topic,
+            key=key,
+            value=value,
+            on_delivery=lambda err, _m: None if err is None else errors.append(str(err)),
+        )
     assert p.flush(30) == 0 and errors == []
 
 
@@ -189,7 +195,7 @@ def test_a_publish_that_times_out_is_uncertain_and_lands_later(
         assert m is not None
         if m.error() is not None:
             break
-        values.append(json.loads(m.value())["generation"])
+        values.append(json.loads(m.value() or b"null")["generation"])
     consumer.close()
     print(f"publish timed out after {timed_out_s:.2f} s; generations on the topic afterwards: {values}")
     assert values == [1, 2], "the timed-out record was delivered after all"
@@ -319,9 +325,10 @@ def test_every_generation_ever_written_has_one_content_when_publishes_time_out(
         assert msg is not None
         if msg.error() is not None:
             break
-        if msg.key() == b"consumer/dyn" and msg.value() is not None:
+        value = msg.value()
+        if msg.key() == b"consumer/dyn" and value is not None:
             records += 1
-            by_generation.setdefault(json.loads(msg.value())["generation"], set()).add(msg.value())
+            by_generation.setdefault(json.loads(value)["generation"], set()).add(value)
     consumer.close()
     counts = {g: len(v) for g, v in sorted(by_generation.items())}
     failures = int(m.get("rackplan_publish_failures_total", {"record": "plan"}))

@@ -28,7 +28,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 from integration.kafka import secured
 from rackplan.agent.loop import Agent
@@ -227,8 +228,12 @@ def test_a_principal_without_write_on_the_plan_topic_cannot_forge_a_plan(
     for user in ("follower", "intruder"):
         p = Producer({**sec.config(user), "linger.ms": 0, "message.timeout.ms": 10000})
         got: list[Any] = []
+
+        def delivered(e: Any, _m: Any, got: list[Any] = got) -> None:
+            got.append(e)
+
         try:
-            p.produce(PLANS, key=KEY.encode(), value=forged, on_delivery=lambda e, _m, got=got: got.append(e))
+            p.produce(PLANS, key=KEY.encode(), value=forged, on_delivery=delivered)
             p.flush(15)
         except KafkaException as e:
             got.append(e.args[0])

@@ -19,7 +19,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from confluent_kafka.admin import AdminClient
 
 from integration.kafka.apps import JavaApp, plan_member, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR
+from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.plans import PlanRecord
 
 from .conftest import RunningAgent, Target
@@ -48,15 +49,17 @@ pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR}
 
 def live_assignment(bootstrap: str, group: str) -> Assignment:
     """client id (= the member's rackplan id) -> sorted partitions, as the coordinator reports them."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    desc = admin.describe_consumer_groups([group])[group].result(timeout=30)
+    admin = AdminClient(admin_client_config({"bootstrap.servers": bootstrap}, 20))
+    desc = admin.describe_consumer_groups([group], request_timeout=operation_timeout_s(20))[group].result(
+        timeout=result_timeout_s(20)
+    )
     return {
         m.client_id: sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
         for m in desc.members
     }
 
 
-def plan_assignment(doc: dict[str, Any]) -> Assignment:
+def plan_assignment(doc: Mapping[str, Any]) -> Assignment:
     return {m: sorted((t, p) for t, p in parts) for m, parts in doc["consumer_group"]["assignment"].items()}
 
 
@@ -263,11 +266,12 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
         took = wait_until(
             lambda: owned() == want, KIP848_BOUND_S, f"KIP-848 members hold plan {plan.generation}"
         )
-        if real.kafka is not None and before != want:
+        kafka = real.kafka
+        if kafka is not None and before != want:
             line = f"assigned by plan {key}@{plan.generation}"
             wait_until(
                 lambda: any(
-                    line in n.log.read_text(errors="replace") for n in real.kafka.brokers if n.log.exists()
+                    line in n.log.read_text(errors="replace") for n in kafka.brokers if n.log.exists()
                 ),
                 5,
                 f"the brokers' log says {line!r}",

@@ -21,6 +21,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from integration.kafka.apps import JavaApp, group_member
+from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from tests.kafka_oracle import session_oracle
 
 from .conftest import Target, rackplan_assign
@@ -31,8 +32,10 @@ BROKER_RACKS = {1: "az-a", 2: "az-b", 3: "az-c", 4: "az-a", 5: "az-b", 6: "az-c"
 
 def describe(bootstrap: str, group: str) -> dict[str, Any]:
     """member id -> (client id, sorted assignment) as the group coordinator reports it."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    desc = admin.describe_consumer_groups([group])[group].result(timeout=30)
+    admin = AdminClient(admin_client_config({"bootstrap.servers": bootstrap}, 20))
+    desc = admin.describe_consumer_groups([group], request_timeout=operation_timeout_s(20))[group].result(
+        timeout=result_timeout_s(20)
+    )
     return {
         m.member_id: (m.client_id, sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions))
         for m in desc.members

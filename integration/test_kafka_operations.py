@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.cimpl import NewTopic
 
 from integration.kafka.cluster import KafkaCluster
 from rackplan.agent.loop import CycleReport

@@ -5,15 +5,17 @@ from __future__ import annotations
 import time
 import uuid
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.cimpl import NewTopic
 
+from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s
 from rackplan.agent.kafka_io import TopicSpec, ensure_topics
 from rackplan.agent.logging import get_logger
 
 
 def test_create_topics_makes_a_compacted_plan_topic(kafka_bootstrap: str) -> None:
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin = AdminClient(admin_client_config({"bootstrap.servers": kafka_bootstrap}, 15))
     name = f"_rackplan.test.{uuid.uuid4().hex[:8]}"
     spec = TopicSpec(name, 1, {"cleanup.policy": "compact", "max.message.bytes": "16777216"})
     try:
@@ -32,7 +34,7 @@ def test_create_topics_makes_a_compacted_plan_topic(kafka_bootstrap: str) -> Non
         assert configs["cleanup.policy"].value == "compact"
         assert configs["max.message.bytes"].value == "16777216"
     finally:
-        admin.delete_topics([name], request_timeout=15)
+        admin.delete_topics([name], request_timeout=operation_timeout_s(15))
 
 
 def test_describe_groups_gives_real_members_and_mapped_racks(kafka_bootstrap: str) -> None:
@@ -46,7 +48,7 @@ def test_describe_groups_gives_real_members_and_mapped_racks(kafka_bootstrap: st
     from rackplan.agent.registry import merge_registrations
     from rackplan.agent.settings import MembershipSettings, RackRule, Settings
 
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin = AdminClient(admin_client_config({"bootstrap.servers": kafka_bootstrap}, 15))
     topic = f"_rackplan.test.{uuid.uuid4().hex[:8]}"
     group = f"rackplan-test-{uuid.uuid4().hex[:8]}"
     admin.create_topics([NewTopic(topic, 4, 1)])[topic].result(timeout=15)
@@ -80,4 +82,4 @@ def test_describe_groups_gives_real_members_and_mapped_racks(kafka_bootstrap: st
         assert reg.spec["members"] == [{"member_id": m.member_id, "rack": "az-b", "topics": [topic]}]
     finally:
         consumer.close()
-        admin.delete_topics([topic], request_timeout=15)
+        admin.delete_topics([topic], request_timeout=operation_timeout_s(15))

@@ -45,6 +45,7 @@ class Receiver:
         self.default = default
         self.delay_s = delay_s
         self.bodies: list[Any] = []
+        self.raw: list[bytes] = []
         self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
         self.lock = threading.Lock()
@@ -59,6 +60,7 @@ class Receiver:
                 with receiver.lock:
                     receiver.times.append(time.monotonic())
                     receiver.bodies.append(json.loads(body))
+                    receiver.raw.append(body)
                     receiver.headers.append(dict(self.headers))
                     code = receiver.answers.pop(0) if receiver.answers else receiver.default
                 if receiver.delay_s:
@@ -491,3 +493,31 @@ def test_severity_label_runbook_annotation_and_unfixable_sent_once(receiver: Cal
     ]  # fmt: skip
     assert alerts[0]["annotations"]["runbook_url"] == "rb.md#rackplancrossracklocality"
     assert "no assignment fixes it" in alerts[1]["annotations"]["summary"]
+
+
+def test_delivered_bodies_are_postable_alerts_in_canonical_json(receiver: Callable[..., Receiver]) -> None:
+    """The body validates as Alertmanager's postableAlerts (the protocol model) and is compact, keys sorted."""
+    from pydantic import TypeAdapter
+
+    from rackplan.agent.protocol.alerts import encode_webhook_body
+    from rackplan.agent.protocol.models import WebhookBody
+
+    r = receiver()
+    n = notifier(r.url, Metrics(), agent_url="http://agent:9464", labels={"team": "kafka"})
+    unfix = AlertEvent(
+        "consumer/pay/ments", UNFIXABLE, 0.5, 0.6, 0.55, 0.25, "racks", 1000.0, 990.0, "critical"
+    )
+    assert n.notify([event(), event(RESOLVED, key="streams/clicks"), unfix], [], now=1000.0) == 3
+    assert n.wait_idle(5)
+    n.close(1)
+    (body,) = r.bodies
+    alerts = TypeAdapter(WebhookBody).validate_json(encode_webhook_body(body))
+    assert [(a.labels["kind"], a.labels["group"], a.labels["alertname"]) for a in alerts] == [
+        ("consumer", "payments", "RackplanCrossRackLocality"),
+        ("streams", "clicks", "RackplanCrossRackLocality"),
+        ("consumer", "pay/ments", UNFIXABLE_ALERTNAME),
+    ]
+    assert alerts[2].generatorURL == "http://agent:9464/v1/groups/consumer/pay%2Fments"
+    assert all(a.labels["team"] == "kafka" and a.labels["severity"] for a in alerts)
+    assert r.raw[0] == encode_webhook_body(body)  # what went over the wire: compact, keys sorted
+    assert r.raw[0] == json.dumps(body, separators=(",", ":"), sort_keys=True).encode()

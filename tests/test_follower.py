@@ -637,3 +637,30 @@ def test_a_tombstoned_plan_releases_everything(h: Harness) -> None:
     tail.push(PLANS, KEY.encode(), plan(5, {"m1": [1]}))  # the group is planned again
     f.poll(0)
     assert f.assignment() == [(TOPIC, 1)] and f.generation == 5
+
+
+def test_the_follower_loads_the_protocol_package_not_the_agent() -> None:
+    """A library for user apps: importing it must not pull in the agent's settings, planner or loop."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import sys, rackplan.agent.follower; print(*sorted(m for m in sys.modules if m.startswith('rackplan')))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ),
+        timeout=60,
+    ).stdout.split()
+    assert {"rackplan.agent.protocol.plans", "rackplan.agent.protocol.registrations"} <= set(loaded), loaded
+    agent_side = {
+        "rackplan.agent.settings",
+        "rackplan.agent.planner",
+        "rackplan.agent.membership",
+        "rackplan.agent.loop",
+        "rackplan.agent.registry",
+        "rackplan.assignor.parse",
+    }
+    assert not agent_side & set(loaded), sorted(agent_side & set(loaded))

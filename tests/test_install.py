@@ -72,6 +72,9 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
     # One import name: no generic top-level packages (agent, assignor) claimed in site-packages.
     assert {t for t in tops if not t.endswith(".dist-info")} == {"rackplan"}, tops
     assert {"rackplan/agent/loop.py", "rackplan/assignor/cli.py", "rackplan/fleet/job.py"} <= names
+    schema_files = sorted(p.name for p in (ROOT / "agent" / "protocol" / "schemas").glob("*.json"))
+    assert len(schema_files) == 4, schema_files
+    assert {f"rackplan/agent/protocol/schemas/{n}" for n in schema_files} <= names, sorted(names)
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
@@ -120,6 +123,19 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
     )
     assert where.returncode == 0, where.stderr
     assert all(line.startswith(site) for line in where.stdout.split()), where.stdout
+    # The control topics' schemas ship as package data, read from the installed package, equal to docs/.
+    shipped = run(
+        str(py),
+        "-c",
+        "import json, sys; from importlib import resources;"
+        " d = resources.files('rackplan.agent.protocol.schemas');"
+        " print(json.dumps({n: d.joinpath(n).read_text(encoding='utf-8') for n in sys.argv[1:]}))",
+        *schema_files,
+    )
+    assert shipped.returncode == 0, shipped.stderr
+    assert json.loads(shipped.stdout) == {
+        n: (ROOT / "docs" / n).read_text(encoding="utf-8") for n in schema_files
+    }
     generic = run(str(py), "-c", "import agent")
     assert generic.returncode == 1 and "No module named 'agent'" in generic.stderr, generic.stderr
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from integration.kafka.cluster import CLIENTS_JAR, JVM_OPTS, KAFKA_DIR, LauncherError
+from rackplan.agent.supervisor import die_with_parent
 
 APPS_DIR = KAFKA_DIR / "apps"
 APPS_JAR = APPS_DIR / "target" / "rackplan-it-apps.jar"
@@ -35,7 +36,12 @@ class JavaApp:
         cmd = ["java", f"-Xmx{heap_mb}m", *JVM_OPTS, "-cp", apps_classpath(), main_class, *args]
         self._err = log.open("ab")
         self.process = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, start_new_session=True
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._err,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from integration.kafka.compose import COMPOSE_FILE, ComposeCluster, NodeSpec, listener_names, load_compose
+from rackplan.agent.supervisor import die_with_parent
 
 KAFKA_DIR = Path(__file__).resolve().parent
 LIB = KAFKA_DIR / "lib"
@@ -315,8 +316,13 @@ class KafkaCluster:
             str(node.dir / "server.properties"),
         ]
         out = (node.dir / "stdout.log").open("ab")
-        node.process = subprocess.Popen(
-            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        node.process = subprocess.Popen(  # dies with the suite, even a suite that crashed (run_suite.sh)
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
         out.close()
         node.starts += 1

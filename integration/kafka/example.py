@@ -34,7 +34,8 @@ def example_replicas(broker_ids: list[int], partitions: int = 6) -> list[list[in
 def create_example_topic(bootstrap: str, broker_ids: list[int], timeout: float = 60.0) -> list[list[int]]:
     """Topic ``orders`` with :func:`example_replicas` (left as it is if it exists); its replicas."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     replicas = example_replicas(broker_ids)
