@@ -1,26 +1,24 @@
 """PlanFollower's state machine against fake Kafka clients: every transition, on a controlled clock.
 
-The fake broker keeps what matters to the follower's safety: committed
-offsets, and whether the group has members in group subscription (Kafka
-refuses a plain commit then, which is the follower's fence).  The end-to-end
+The fake Kafka (:class:`rackplan.agent.testing.FakeKafka`) keeps what matters
+to the follower's safety: committed offsets, and whether the group has members
+in group subscription (Kafka refuses a plain commit then, which is the
+follower's fence).  The end-to-end
 behaviour on a real client runs in integration/.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-import rackplan.agent.follower as follower_mod
-from rackplan.agent.follower import FollowerError, PlanFollower
-from rackplan.agent.kafka_io import RawRecord
+from rackplan.agent.follower import FollowerClients, FollowerError, PlanFollower
 from rackplan.agent.lease import Heartbeat
-from rackplan.agent.registry import decode_registration
+from rackplan.agent.testing import FakeControlTail, FakeKafka
 
 TOPIC = "orders"
 PLANS, LEASE, REGS = "_rackplan.plans", "_rackplan.lease", "_rackplan.registrations"
@@ -35,197 +33,14 @@ class Clock:
         return self.now
 
 
-@dataclass
-class Broker:
-    """Logs, committed offsets and group membership, shared by the fake clients."""
-
-    partitions: int = 4
-    logs: dict[tuple[str, int], list[bytes]] = field(default_factory=dict)
-    committed: dict[tuple[str, int], int] = field(default_factory=dict)
-    members: set[int] = field(default_factory=set)
-    records: list[tuple[str, bytes, bytes | None]] = field(default_factory=list)
-    deliver: bool = True
-    #: the authorizer's answer to registrations: "" accepted, "topic" no Write on the topic, "fatal" no right
-    #: to an idempotent producer id (librdkafka's fatal error: that producer can never produce again)
-    refuse: str = ""
-    producers: int = 0
-    events: list[tuple[str, Any]] = field(default_factory=list)
-
-    def append(self, p: int, n: int) -> None:
-        self.logs.setdefault((TOPIC, p), []).extend(b"m" for _ in range(n))
-
-    def registrations(self) -> list[Any]:
-        return [decode_registration(k, v, 0) for t, k, v in self.records if t == REGS]
-
-
-class Msg:
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._t, self._p, self._o = topic, partition, offset
-
-    def error(self) -> None:
-        return None
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-
-class FakeConsumer:
-    def __init__(self, broker: Broker, config: dict[str, Any]) -> None:
-        self.broker = broker
-        self.config = config
-        self.positions: dict[tuple[str, int], int] = {}
-        self.pending: list[Callable[[], None]] = []
-        self.subscribed: dict[str, Any] | None = None
-        self.closed = False
-
-    def _commit_error(self) -> KafkaError | None:
-        if self.subscribed is None and self.broker.members - {id(self)}:
-            return KafkaError(KafkaError.UNKNOWN_MEMBER_ID)
-        return None
-
-    def commit(self, offsets: list[TopicPartition], asynchronous: bool = True) -> Any:
-        err = self._commit_error()
-        if err is None:
-            for tp in offsets:
-                self.broker.committed[(tp.topic, tp.partition)] = tp.offset
-            self.broker.events.append(("commit", sorted((tp.partition, tp.offset) for tp in offsets)))
-        if asynchronous:
-            cb = self.config["on_commit"]
-            self.pending.append(lambda: cb(err, offsets))
-            return None
-        if err is not None:
-            raise KafkaException(err)
-        return offsets
-
-    def committed(self, tps: list[TopicPartition], timeout: float) -> list[TopicPartition]:
-        return [
-            TopicPartition(tp.topic, tp.partition, self.broker.committed.get((tp.topic, tp.partition), -1001))
-            for tp in tps
-        ]
-
-    def get_watermark_offsets(self, tp: TopicPartition, timeout: float, cached: bool) -> tuple[int, int]:
-        return 0, len(self.broker.logs.get((tp.topic, tp.partition), []))
-
-    def incremental_assign(self, tps: list[TopicPartition]) -> None:
-        for tp in tps:
-            self.positions[(tp.topic, tp.partition)] = tp.offset
-        self.broker.events.append(("assign", sorted(tp.partition for tp in tps)))
-
-    def incremental_unassign(self, tps: list[TopicPartition]) -> None:
-        for tp in tps:
-            self.positions.pop((tp.topic, tp.partition), None)
-        self.broker.events.append(("unassign", sorted(tp.partition for tp in tps)))
-
-    def unassign(self) -> None:
-        self.positions.clear()
-
-    def subscribe(self, topics: list[str], on_assign: Any, on_revoke: Any, on_lost: Any) -> None:
-        self.subscribed = {"assign": on_assign, "revoke": on_revoke}
-        self.broker.members.add(id(self))
-        parts = [TopicPartition(TOPIC, p) for p in range(self.broker.partitions)]
-
-        def assign() -> None:
-            for tp in parts:
-                self.positions[(tp.topic, tp.partition)] = self.broker.committed.get(
-                    (tp.topic, tp.partition), 0
-                )
-            on_assign(self, parts)
-
-        self.pending.append(assign)
-
-    def unsubscribe(self) -> None:
-        assert self.subscribed is not None
-        revoke = self.subscribed["revoke"]
-        parts = [TopicPartition(t, p) for t, p in sorted(self.positions)]
-
-        def leave() -> None:
-            revoke(self, parts)
-            self.positions.clear()
-            self.broker.members.discard(id(self))
-
-        self.subscribed = None
-        self.pending.append(leave)
-
-    def poll(self, timeout: float = 0) -> Msg | None:
-        while self.pending:
-            self.pending.pop(0)()
-        for (t, p), pos in sorted(self.positions.items()):
-            if pos < len(self.broker.logs.get((t, p), [])):
-                self.positions[(t, p)] = pos + 1
-                return Msg(t, p, pos)
-        return None
-
-    def close(self) -> None:
-        self.closed = True
-        self.broker.members.discard(id(self))
-
-
-class FakeProducer:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.pending: list[Callable[[], None]] = []
-        self.fatal = False
-        broker.producers += 1
-
-    def produce(self, topic: str, key: bytes, value: bytes | None, on_delivery: Any = None) -> None:
-        if self.fatal:
-            raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message"))
-        err = None if self.broker.deliver else KafkaError(KafkaError._MSG_TIMED_OUT)
-        if self.broker.refuse == "topic":
-            err = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
-        if err is None and not self.broker.refuse:
-            self.broker.records.append((topic, key, value))
-        if on_delivery is not None and self.broker.refuse != "fatal":
-            self.pending.append(lambda: on_delivery(err, None))
-
-    def poll(self, timeout: float = 0) -> int:
-        if self.broker.refuse == "fatal" and not self.fatal:
-            self.fatal = True
-            raise KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED, "no PID", fatal=True))
-        done, self.pending = self.pending, []
-        for cb in done:
-            cb()
-        return len(done)
-
-    def flush(self, timeout: float = 0) -> int:
-        self.poll()
-        return 0
-
-    def purge(self) -> None:
-        self.pending = []
-
-
-class FakeTail:
-    """The follower's control tail: the test pushes plan and lease records into it."""
+class FakeTail(FakeControlTail):
+    """The follower's control tail; ``instances``: every one opened since the last :class:`Harness`."""
 
     instances: ClassVar[list[FakeTail]] = []
 
-    def __init__(self, config: Any, topics: Any, timeout_s: float, overrides: Any = None) -> None:
-        self.topics = tuple(topics)
-        self.backlog: list[RawRecord] = []
-        self.offset = 0
+    def __init__(self, topics: Sequence[str]) -> None:
+        super().__init__(topics)
         FakeTail.instances.append(self)
-
-    def push(self, topic: str, key: bytes | None, value: bytes | None) -> None:
-        self.backlog.append(RawRecord(0, self.offset, key, value, None, topic))
-        self.offset += 1
-
-    def read_available(self, timeout_s: float) -> tuple[list[RawRecord], bool]:
-        out, self.backlog = self.backlog, []
-        return out, True
-
-    def read_new(self) -> tuple[list[RawRecord], list[str]]:
-        out, self.backlog = self.backlog, []
-        return out, []
-
-    def close(self) -> None:
-        pass
 
 
 def plan(
@@ -247,23 +62,19 @@ def plan(
 
 
 class Harness:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, **settings: Any) -> None:
-        import confluent_kafka
+    """One fake Kafka (:class:`FakeKafka`), controlled clocks, and followers made on them.
 
-        self.broker = Broker()
+    ``monkeypatch`` is accepted for the callers that pass it; nothing is patched:
+    the follower gets the fake clients through its ``clients`` argument.
+    """
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch | None = None, **settings: Any) -> None:
+        self.broker = FakeKafka(topic=TOPIC)
+        self.consumers = self.broker.consumers
         self.clock = Clock()
         self.wall = Clock(1_800_000_000.0)
-        self.consumers: list[FakeConsumer] = []
+        self.preload: Sequence[tuple[str, bytes | None, bytes | None]] = ()
         FakeTail.instances = []
-
-        def consumer(config: dict[str, Any]) -> FakeConsumer:
-            c = FakeConsumer(self.broker, config)
-            self.consumers.append(c)
-            return c
-
-        monkeypatch.setattr(confluent_kafka, "Consumer", consumer)
-        monkeypatch.setattr(confluent_kafka, "Producer", lambda config: FakeProducer(self.broker))
-        monkeypatch.setattr(follower_mod, "TopicTail", FakeTail)
         self.settings = {
             "registration_ttl_s": 30,
             "plan_timeout_s": 20,
@@ -274,39 +85,37 @@ class Harness:
         }
         self.assigned: list[tuple[str, list[tuple[str, int]]]] = []
 
+    def tail(self, config: dict[str, Any], topics: Sequence[str], timeout_s: float) -> FakeTail:
+        t = FakeTail(topics)
+        for rec in self.preload:
+            t.push(*rec)
+        return t
+
     def heartbeat(self, tail: FakeTail | None = None) -> None:
         hb = Heartbeat("agent-1", 1, int(self.wall.now * 1000), 1.0)
         (tail or FakeTail.instances[-1]).push(LEASE, b"leader", hb.encode())
 
     def follower(
-        self, member: str = "m1", preload: list[tuple[str, bytes | None, bytes | None]] = ()
+        self, member: str = "m1", preload: Sequence[tuple[str, bytes | None, bytes | None]] = ()
     ) -> PlanFollower:
-        original = FakeTail.__init__
-
-        def init(tail: FakeTail, *a: Any, **kw: Any) -> None:
-            original(tail, *a, **kw)
-            for rec in preload:
-                tail.push(*rec)
-
-        FakeTail.__init__ = init  # type: ignore[method-assign]
-        try:
-            return PlanFollower(
-                {
-                    "bootstrap.servers": "fake:9092",
-                    "group.id": "g",
-                    "client.rack": "az-a",
-                    "auto.offset.reset": "earliest",
-                },
-                [TOPIC],
-                member,
-                self.settings,
-                on_assign=lambda f, parts: self.assigned.append(("assign", parts)),
-                on_revoke=lambda f, parts: self.assigned.append(("revoke", parts)),
-                clock=self.clock,
-                wall_clock=self.wall,
-            )
-        finally:
-            FakeTail.__init__ = original  # type: ignore[method-assign]
+        """A follower of group ``g``; ``preload``: records its control tail holds when it is opened."""
+        self.preload = preload
+        return PlanFollower(
+            {
+                "bootstrap.servers": "fake:9092",
+                "group.id": "g",
+                "client.rack": "az-a",
+                "auto.offset.reset": "earliest",
+            },
+            [TOPIC],
+            member,
+            self.settings,
+            on_assign=lambda f, parts: self.assigned.append(("assign", parts)),
+            on_revoke=lambda f, parts: self.assigned.append(("revoke", parts)),
+            clock=self.clock,
+            wall_clock=self.wall,
+            clients=FollowerClients(self.broker.consumer, self.broker.producer, self.tail),
+        )
 
     def advance(self, seconds: float) -> None:
         self.clock.now += seconds

@@ -1,0 +1,210 @@
+"""The follower's intake: the plan and lease topics read into the newest plan for its group and the
+agent's liveness.
+
+A plan is kept only if its generation exceeds every generation seen before
+(stale and replayed-out-of-order plans are ignored) and it is this group's; a
+heartbeat is dated by the broker's timestamp, bounded by our clock plus the
+allowed skew, so a forged or mis-dated one cannot keep followers from falling
+back.  The decisions are functions of values (:func:`decode_group_plan`,
+:func:`heartbeat_seen_at`); :class:`ControlIntake` keeps what they decide.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kafka_io import TopicReadError
+from .ports import ControlTail, Logger, TailFactory, TopicPart
+from .protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
+from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
+
+#: after the plan topic could not be opened, this long before the next try
+CONTROL_RETRY_S = 2.0
+
+
+def plan_assignment(body: Mapping[str, Any]) -> dict[str, list[TopicPart]]:
+    """A plan's ``assignment`` (already checked by :func:`decode_record`) as member -> (topic, partition)s."""
+    return {str(m): [(t, p) for t, p in parts] for m, parts in body["assignment"].items()}
+
+
+def decode_group_plan(
+    key: str, group_id: str, value: bytes | None
+) -> tuple[PlanRecord, dict[str, list[TopicPart]]] | None:
+    """The plan under our key and its assignment; None for a tombstone.
+
+    Raises :class:`PlanDecodeError` for a malformed record, and for one whose
+    ``group_id`` is not the key's (another group's plan written under ours).
+    """
+    rec = decode_record(key, value)
+    if rec is None:
+        return None
+    assignment = plan_assignment(rec.body)
+    if rec.body.get("group_id") != group_id:
+        raise PlanDecodeError(f"group_id {rec.body.get('group_id')!r} does not match the key")
+    return rec, assignment
+
+
+def heartbeat_seen_at(hb: Heartbeat, now_ms: int, max_skew_ms: int) -> tuple[int, int]:
+    """When ``hb`` counts as written (see :meth:`Heartbeat.seen_at`), and the date it carries."""
+    dated = hb.seen_ms if hb.seen_ms is not None else hb.timestamp_ms
+    return hb.seen_at(now_ms, max_skew_ms), dated
+
+
+@dataclass
+class ControlIntake:
+    """The control tail (plan and lease topics) and what it has told: the newest plan, the newest heartbeat.
+
+    The tail is opened lazily again after a failure (every :data:`CONTROL_RETRY_S`);
+    a cluster without the lease topic is followed without liveness.
+    """
+
+    key: str
+    group_id: str
+    plan_topic: str
+    lease_topic: str
+    io_timeout_s: float
+    max_clock_skew_s: float
+    client_config: dict[str, Any]
+    open_tail: TailFactory
+    clock: Callable[[], float]
+    wall: Callable[[], float]
+    log: Logger
+    stats: collections.Counter[str]
+    tail: ControlTail | None = None
+    retry_at: float = 0.0
+    #: the newest valid plan of the group, and its assignment (member -> partitions)
+    latest: PlanRecord | None = None
+    latest_assignment: dict[str, list[TopicPart]] = field(default_factory=dict)
+    #: every generation up to this one was seen: a plan must be newer to count
+    seen_generation: int = 0
+    #: the group's plan was tombstoned since the follower last looked (it resets this)
+    tombstoned: bool = False
+    heartbeat: Heartbeat | None = None
+    #: when the newest heartbeat was written, as far as we trust it (see Heartbeat.seen_at)
+    heartbeat_ms: int = 0
+
+    def open(self) -> None:
+        """Open the tail (plan and lease topics, else the plan topic alone) and read it to its end."""
+        err = ""
+        for topics in ([self.plan_topic, self.lease_topic], [self.plan_topic]):
+            try:
+                self.tail = self.open_tail(self.client_config, topics, self.io_timeout_s)
+                break
+            except TopicReadError as e:
+                err = str(e)
+        if self.tail is None:
+            self.retry_at = self.clock() + CONTROL_RETRY_S
+            if self.stats["control_unavailable"] == 0:
+                self.log.warning("plan topic not readable yet; will retry", error=err)
+            self.stats["control_unavailable"] += 1
+            return
+        if len(self.tail.topics) == 1:
+            self.log.warning("no lease topic: the agent's liveness is unknown", topic=self.lease_topic)
+        try:
+            raw, _complete = self.tail.read_available(self.io_timeout_s)
+        except TopicReadError as e:
+            self.log.warning("control topics not read to their end", error=str(e))
+            return
+        self.records(raw)
+
+    def close(self) -> None:
+        if self.tail is not None:
+            self.tail.close()
+            self.tail = None
+
+    def read_new(self) -> None:
+        """What the topics got since the last read (or a retry to open them, when due)."""
+        if self.tail is None:
+            if self.clock() >= self.retry_at:
+                self.open()
+            return
+        raw, errors = self.tail.read_new()
+        for e in errors:
+            self.stats["control_errors"] += 1
+            self.log.info("control topics", error=e)
+        self.records(raw)
+
+    def read_to_end(self) -> bool:
+        """Read the topics to their ends; False (and logged) when that did not happen in time."""
+        if self.tail is None:
+            return True
+        try:
+            raw, complete = self.tail.read_available(self.io_timeout_s)
+        except TopicReadError as e:
+            self.log.info("plan topic not read to its end; still fenced", error=str(e))
+            return False
+        self.records(raw)
+        return complete
+
+    def records(self, raw: Iterable[Any]) -> None:
+        for r in raw:
+            if r.topic == self.lease_topic:
+                self._heartbeat_record(r)
+            elif r.key == self.key.encode():
+                self._plan_record(r.value, r.offset)
+
+    def _heartbeat_record(self, r: Any) -> None:
+        try:
+            hb = dataclasses.replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms)
+        except HeartbeatError as e:
+            self.stats["heartbeats_skipped"] += 1
+            self.stats[f"records_skipped_{e.reason}"] += 1
+            self.log.warning("lease record skipped", reason=str(e), offset=r.offset)
+            return
+        # Liveness by the broker's timestamp, bounded by our clock plus the skew: a heartbeat dated
+        # a day ahead counts as written now, and keeps nobody from falling back for a day.
+        now_ms = int(self.wall() * 1000)
+        seen, dated = heartbeat_seen_at(hb, now_ms, int(self.max_clock_skew_s * 1000))
+        if seen != dated:
+            self.stats["heartbeats_future_dated"] += 1
+            self.log.warning(
+                "heartbeat dated in the future beyond the clock skew; counted as written now",
+                agent_id=hb.agent_id,
+                ahead_s=round((dated - now_ms) / 1000, 1),
+                offset=r.offset,
+            )
+        if self.heartbeat is None or seen >= self.heartbeat_ms:
+            self.heartbeat, self.heartbeat_ms = hb, seen
+
+    def _plan_record(self, value: bytes | None, offset: int) -> None:
+        try:
+            decoded = decode_group_plan(self.key, self.group_id, value)
+        except PlanDecodeError as e:
+            self.stats["plans_skipped"] += 1
+            self.stats[f"records_skipped_{e.reason}"] += 1
+            self.log.warning("plan record skipped", reason=str(e), offset=offset)
+            return
+        if decoded is None:
+            self.log.warning(
+                "plan tombstoned: the agent no longer plans this group; releasing its partitions",
+                offset=offset,
+            )
+            self.latest, self.latest_assignment = None, {}
+            self.tombstoned = True
+            return
+        rec, assignment = decoded
+        if rec.generation <= self.seen_generation:
+            self.stats["plans_stale"] += 1
+            self.log.warning(
+                "stale plan ignored",
+                generation=rec.generation,
+                newest_seen=self.seen_generation,
+                offset=offset,
+            )
+            return
+        self.seen_generation = rec.generation
+        self.latest, self.latest_assignment = rec, assignment
+
+    def agent_alive(self, agent_timeout_s: float) -> bool:
+        """A heartbeat was seen and is at most ``agent_timeout_s`` old."""
+        if self.heartbeat is None:
+            return False
+        return self.wall() - self.heartbeat_ms / 1000 <= agent_timeout_s
+
+    def agent_gone(self, agent_timeout_s: float) -> bool:
+        """A heartbeat was seen and is now too old (no heartbeat at all: only the plan timeout counts)."""
+        return self.heartbeat is not None and not self.agent_alive(agent_timeout_s)

@@ -1,0 +1,233 @@
+"""The partitions a follower reads, over its consumer: plain commits, manual assignment, group subscription.
+
+A partition is taken only after a plain (group-less) commit of its starting
+offset succeeds: Kafka accepts such a commit only while the group has no
+members using group subscription, so the commit is the fence that keeps a
+follower off partitions a subscribed consumer may hold.  A partition given up
+is committed first, so that its next owner starts where this one stopped.
+Errors come back as Kafka error names (``""``: none); what to do about a
+fenced commit is the follower's decision, not this module's.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .follower_settings import error_name
+from .ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, TopicPart
+
+#: commit errors meaning the group has members using group subscription (or we lost our membership)
+FENCED = frozenset({"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID"})
+#: ``auto.offset.reset`` values that start a partition without a committed offset at its beginning
+_FROM_START = ("earliest", "smallest", "beginning")
+
+#: told which partitions were taken or given up (the follower passes them on to the application's hooks)
+Notify = Callable[[list[TopicPart]], None]
+
+
+@dataclass
+class Partitions:
+    """The consumer and what it reads: positions to commit, what was committed, messages held back."""
+
+    consumer_config: dict[str, Any]
+    new_consumer: ConsumerFactory
+    io_timeout_s: float
+    clock: Callable[[], float]
+    log: Logger
+    stats: collections.Counter[str]
+    assigned: Notify
+    revoked: Notify
+    consumer: FollowerConsumer = field(init=False)
+    #: partitions this member may read now -> next offset to commit (None: nothing read yet)
+    owned: dict[TopicPart, int | None] = field(default_factory=dict)
+    #: the newest offset committed per partition (a commit without news is skipped)
+    committed: dict[TopicPart, int] = field(default_factory=dict)
+    #: messages fetched while a commit was waited for, handed out later
+    buffer: collections.deque[Any] = field(default_factory=collections.deque)
+    last_commit: float = 0.0
+    _commits_done: int = 0
+    _commit_error: Any = None
+
+    def __post_init__(self) -> None:
+        self.reset_policy = str(self.consumer_config.get("auto.offset.reset", "latest"))
+        self.app_on_commit = self.consumer_config.get("on_commit")
+        self.last_commit = self.clock()
+        self.consumer = self._consumer()
+
+    def _consumer(self) -> FollowerConsumer:
+        """Manual assignment, commits confirmed through :meth:`_on_commit`."""
+        return self.new_consumer(
+            {**self.consumer_config, "enable.auto.commit": False, "on_commit": self._on_commit}
+        )
+
+    def renew_consumer(self) -> None:
+        """Close the consumer and make one that never joined the group.
+
+        A consumer that was a group member keeps sending its old member id with
+        commits, which Kafka refuses (UNKNOWN_MEMBER_ID) once the member left:
+        plain commits need a consumer that never joined.
+        """
+        self.consumer.close()
+        self.consumer = self._consumer()
+
+    def deliverable(self, msg: KafkaMessage, fenced: bool) -> bool:
+        """Only messages of partitions this member reads now reach the application (errors always do)."""
+        if msg.error() is not None:
+            return True
+        tp = (msg.topic() or "", msg.partition() or 0)
+        if tp not in self.owned or fenced:
+            return False
+        self.owned[tp] = (msg.offset() or 0) + 1
+        return True
+
+    # ---- plain commits and manual assignment ---------------------------------------------------
+
+    def commit_positions(self, parts: Iterable[TopicPart]) -> str:
+        """Commit the offsets read so far of ``parts`` (those with news); the error name, ``""`` if none."""
+        offsets = {
+            tp: pos
+            for tp in parts
+            if (pos := self.owned.get(tp)) is not None and pos != self.committed.get(tp)
+        }
+        self.last_commit = self.clock()
+        if not offsets:
+            return ""
+        return self.commit(offsets)
+
+    def commit(self, offsets: Mapping[TopicPart, int]) -> str:
+        """A commit of ``offsets``, waited for at most ``io_timeout_s`` (messages meanwhile are kept)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        done = self._commits_done
+        try:
+            self.consumer.commit(
+                offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=True
+            )
+        except KafkaException as e:
+            return error_name(e)
+        deadline = self.clock() + self.io_timeout_s
+        while self._commits_done == done:
+            if self.clock() >= deadline:
+                return "_TIMED_OUT"
+            msg = self.consumer.poll(0.02)
+            if msg is not None:
+                self.buffer.append(msg)
+        err = error_name(self._commit_error)
+        if not err:
+            self.committed.update(offsets)
+            self.stats["commits"] += 1
+        return err
+
+    def _on_commit(self, err: Any, parts: Any) -> None:
+        self._commits_done += 1
+        self._commit_error = err
+        if callable(self.app_on_commit):
+            self.app_on_commit(err, parts)
+
+    def unassign(self, parts: list[TopicPart]) -> None:
+        """Stop reading ``parts`` (committed before, when the caller wants)."""
+        from confluent_kafka import TopicPartition
+
+        self.consumer.incremental_unassign([TopicPartition(t, p) for t, p in parts])
+        for tp in parts:
+            self.owned.pop(tp, None)
+        self.revoked(parts)
+
+    def starts(self, parts: list[TopicPart]) -> dict[TopicPart, int]:
+        """Where reading ``parts`` starts: the committed offset, else the end ``auto.offset.reset`` names."""
+        from confluent_kafka import TopicPartition
+
+        committed = self.consumer.committed(
+            [TopicPartition(t, p) for t, p in parts], timeout=self.io_timeout_s
+        )
+        out: dict[TopicPart, int] = {}
+        for c in committed:
+            key = (c.topic, c.partition)
+            if c.offset >= 0:
+                out[key] = c.offset
+            else:
+                low, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(*key), timeout=self.io_timeout_s, cached=False
+                )
+                out[key] = low if self.reset_policy in _FROM_START else high
+        return out
+
+    def take(self, parts: list[TopicPart]) -> bool:
+        """Start reading ``parts`` from their committed offsets, after a fencing commit of those offsets."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        try:
+            starts = self.starts(parts)
+        except KafkaException as e:
+            self.stats["take_failed"] += 1
+            self.log.info("committed offsets unknown; taking the partitions later", error=error_name(e))
+            return False
+        err = self.commit(starts)
+        if err in FENCED:
+            self.stats["take_refused"] += 1
+            self.log.warning(
+                "group has members using group subscription; not reading plan partitions yet",
+                error=err,
+                partitions=len(parts),
+            )
+            return False
+        if err:
+            self.stats["take_failed"] += 1
+            self.log.info("starting offsets not committed; taking the partitions later", error=err)
+            return False
+        self.consumer.incremental_assign([TopicPartition(t, p, starts[(t, p)]) for t, p in parts])
+        for tp in parts:
+            self.owned[tp] = None
+            self.committed[tp] = starts[tp]
+        self.assigned(parts)
+        return True
+
+    # ---- group subscription (the fallback) ------------------------------------------------------
+
+    def subscribe(self, topics: Iterable[str]) -> None:
+        """Drop the manual assignment and join the group; its callbacks keep :attr:`owned`."""
+        self.consumer.unassign()
+        self.owned.clear()
+        self.consumer.subscribe(
+            list(topics), on_assign=self._sub_assign, on_revoke=self._sub_revoke, on_lost=self._sub_lost
+        )
+
+    def leave_group(self) -> None:
+        """Leave the group (committing in the revoke callback), then renew the consumer for plain commits."""
+        self.consumer.unsubscribe()
+        deadline = self.clock() + self.io_timeout_s
+        while self.owned and self.clock() < deadline:
+            self.consumer.poll(0.02)  # serves the revoke callback; messages of revoked partitions drop
+        self.owned.clear()
+        self.buffer.clear()
+        self.renew_consumer()
+
+    def _sub_assign(self, _consumer: Any, parts: list[Any]) -> None:
+        tps = [(p.topic, p.partition) for p in parts]
+        for tp in tps:
+            self.owned.setdefault(tp, None)
+        self.assigned(tps)
+
+    def _sub_revoke(self, consumer: Any, parts: list[Any]) -> None:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        tps = [(p.topic, p.partition) for p in parts]
+        offsets = [TopicPartition(t, p, pos) for t, p in tps if (pos := self.owned.get((t, p))) is not None]
+        if offsets:
+            try:
+                consumer.commit(offsets=offsets, asynchronous=False)
+            except KafkaException as e:
+                self.stats["commits_failed"] += 1
+                self.log.warning("offsets not committed at revocation", error=error_name(e))
+        for tp in tps:
+            self.owned.pop(tp, None)
+        self.revoked(tps)
+
+    def _sub_lost(self, _consumer: Any, parts: list[Any]) -> None:
+        tps = [(p.topic, p.partition) for p in parts]
+        for tp in tps:
+            self.owned.pop(tp, None)
+        self.revoked(tps)

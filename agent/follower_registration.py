@@ -1,0 +1,165 @@
+"""The follower's registration record: published when it changes, refreshed every TTL / 3, never waited for.
+
+The record (``consumer/<group>/<instance>``, ``follower: {released_generation,
+mode}``) is how the agent sees this member at all, and how it learns in a
+two-phase handover that a partition is free.  Its delivery reports decide
+whether the member may keep reading: unconfirmed for too long, the agent may
+expire it.  A refusal by the brokers (no Write right) is an answer, not
+silence: it is counted and logged once, and never fences the member.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .follower_settings import Identity, PlanFollowerSettings, error_name
+from .ports import FollowerProducer, Logger, ProducerFactory
+from .protocol.registrations import FollowerStatus, consumer_registration
+
+#: registration errors that are the brokers' answer (this principal may not write), not silence
+REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})
+
+
+@dataclass
+class Registrar:
+    """Publishes this member's registration and remembers the brokers' answers (wall-clock ms)."""
+
+    who: Identity
+    settings: PlanFollowerSettings
+    client_config: dict[str, Any]
+    new_producer: ProducerFactory
+    wall: Callable[[], float]
+    log: Logger
+    stats: collections.Counter[str]
+    producer: FollowerProducer = field(init=False)
+    #: the producer hit a fatal error (e.g. no right to an idempotent producer id): replaced when due
+    broken: bool = False
+    #: when the last record was made, and the newest one the brokers confirmed
+    sent_ms: int = 0
+    confirmed_ms: int = 0
+    #: the newest registration the brokers refused (ACLs): alive, but not registered
+    refused_ms: int = 0
+    #: the status the last record carried
+    status: FollowerStatus | None = None
+
+    def __post_init__(self) -> None:
+        self.producer = self._producer()
+        self.confirmed_ms = self._now_ms()
+
+    def _now_ms(self) -> int:
+        return int(self.wall() * 1000)
+
+    def _producer(self) -> FollowerProducer:
+        return self.new_producer(
+            {**self.client_config, "enable.idempotence": True, "acks": "all", "linger.ms": 5}
+        )
+
+    def answered_ms(self) -> int:
+        """The newest answer of the brokers to a registration: a confirmation or a refusal."""
+        return max(self.confirmed_ms, self.refused_ms)
+
+    def record(self, status: FollowerStatus) -> tuple[str, bytes]:
+        w, s = self.who, self.settings
+        return consumer_registration(
+            w.group_id,
+            w.member_id,
+            rack=w.rack,
+            topics=w.topics,
+            timestamp_ms=self._now_ms(),
+            group_instance_id=w.member_id,
+            assignor=s.assignor,
+            fetch_mode=s.fetch_mode,
+            follower=status,
+            secret=w.secret,
+        )
+
+    def poll(self) -> None:
+        """Serve delivery reports; a fatal producer error is counted, never raised into the application."""
+        from confluent_kafka import KafkaException
+
+        if self.broken:
+            return
+        try:
+            self.producer.poll(0)
+        except KafkaException as e:
+            self.failed(e.args[0] if e.args else e, self._now_ms())
+
+    def failed(self, err: Any, made_ms: int) -> None:
+        """A registration not delivered; the brokers' refusal (ACLs) is remembered as an answer."""
+        self.stats["registrations_failed"] += 1
+        name = error_name(err)
+        fatal = getattr(err, "fatal", None)
+        if name == "_FATAL" or (callable(fatal) and fatal()):
+            self.broken = True  # librdkafka: a fatal producer cannot be used again
+        if name not in REFUSED:
+            return
+        self.stats["registrations_refused"] += 1
+        self.refused_ms = max(self.refused_ms, made_ms)
+        if self.stats["registrations_refused"] == 1:
+            self.log.warning(
+                "registration refused by the brokers (no Write right on the registrations topic): "
+                "the agent cannot see this member; following plans that name it",
+                error=name,
+                topic=self.settings.registrations_topic,
+            )
+
+    def register(self, status: FollowerStatus, force: bool = False) -> None:
+        """Publish the registration when it changed, or to refresh it (every TTL / 3); never waits."""
+        from confluent_kafka import KafkaException
+
+        now_ms = self._now_ms()
+        due = now_ms - self.sent_ms >= self.settings.registration_ttl_s * 1000 / 3
+        if not (force or due or status != self.status):
+            return
+        if self.broken:
+            if not due:
+                return
+            with contextlib.suppress(KafkaException):
+                self.producer.purge()
+            self.producer = self._producer()
+            self.broken = False
+        key, value = self.record(status)
+
+        def delivered(err: Any, _msg: Any, made_ms: int = now_ms) -> None:
+            if err is None:
+                self.confirmed_ms = max(self.confirmed_ms, made_ms)
+            else:
+                self.failed(err, made_ms)
+
+        try:
+            self.producer.produce(
+                self.settings.registrations_topic, key=key.encode(), value=value, on_delivery=delivered
+            )
+        except (BufferError, KafkaException) as e:
+            self.failed(e.args[0] if isinstance(e, KafkaException) and e.args else e, now_ms)
+            if not self.broken:
+                self.log.warning("registration not sent", error=str(e))
+            return
+        self.sent_ms = now_ms
+        self.status = status
+        self.poll()
+
+    def unregister(self, status: FollowerStatus) -> None:
+        """Remove the registration (a tombstone), waiting up to ``io_timeout_s``; a failure is logged."""
+        from confluent_kafka import KafkaException
+
+        key, _ = self.record(status)
+        try:
+            if not self.broken:
+                self.producer.produce(self.settings.registrations_topic, key=key.encode(), value=None)
+                self.producer.flush(self.settings.io_timeout_s)
+        except (BufferError, KafkaException) as e:
+            self.stats["registrations_failed"] += 1
+            self.log.warning("registration not removed", error=str(e))
+
+    def drop(self) -> None:
+        """Forget what is in flight, as a crash would."""
+        from confluent_kafka import KafkaException
+
+        with contextlib.suppress(KafkaException):
+            self.producer.purge()
+            self.producer.flush(0)
