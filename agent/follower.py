@@ -66,10 +66,12 @@ from .follower_settings import FollowerError, PlanFollowerSettings, checked_sett
 from .kafka_io import TopicTail
 from .logging import get_logger, with_kafka_logger
 from .ports import (
+    Clock,
     ConsumerFactory,
     ControlTail,
     FollowerConsumer,
     FollowerProducer,
+    Monotonic,
     ProducerFactory,
     TailFactory,
 )
@@ -143,19 +145,14 @@ class PlanFollower:
         *,
         on_assign: Hook | None = None,
         on_revoke: Hook | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], float] = time.time,
+        clock: Monotonic = time.monotonic,
+        wall_clock: Clock = time.time,
         clients: FollowerClients | None = None,
     ) -> None:
         self.settings = s = checked_settings(settings)
         who = identity(consumer_config, topics, instance_id, s)
-        self.group_id, self.member_id, self.rack, self.topics, self.key = (
-            who.group_id,
-            who.member_id,
-            who.rack,
-            who.topics,
-            who.key,
-        )
+        self.group_id, self.member_id, self.rack = who.group_id, who.member_id, who.rack
+        self.topics, self.key = who.topics, who.key
         self._on_assign_hook, self._on_revoke_hook = on_assign, on_revoke
         self._clock, self._wall = clock, wall_clock
         self.log = get_logger("rackplan.follower").bind(group=who.group_id, member=who.member_id)
@@ -173,20 +170,7 @@ class PlanFollower:
             revoked=lambda parts: self._hook(self._on_revoke_hook, parts),
         )
         self._registrar = Registrar(who, s, own_clients, kafka.producer, wall_clock, self.log, self.stats)
-        self._intake = ControlIntake(
-            who.key,
-            who.group_id,
-            s.plan_topic,
-            s.lease_topic,
-            s.io_timeout_s,
-            s.max_clock_skew_s,
-            own_clients,
-            kafka.tail,
-            clock,
-            wall_clock,
-            self.log,
-            self.stats,
-        )
+        self._intake = ControlIntake(who, s, own_clients, kafka.tail, clock, wall_clock, self.log, self.stats)
         self._cycle = FollowerCycle(
             who.member_id,
             who.topics,

@@ -15,7 +15,7 @@ where the member stands.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from .follower_fallback import fallback_due, registration_stale, should_rejoin
 from .follower_handover import PLAN, SUBSCRIPTION, WAITING, handover, missing, retry_take_after
@@ -23,7 +23,7 @@ from .follower_intake import ControlIntake
 from .follower_partitions import FENCED, Partitions
 from .follower_registration import Registrar
 from .follower_settings import PlanFollowerSettings
-from .ports import Logger, TopicPart
+from .ports import Clock, Logger, Monotonic, TopicPart
 from .protocol.plans import PlanRecord
 from .protocol.registrations import FollowerStatus
 
@@ -41,8 +41,8 @@ class FollowerCycle:
         parts: Partitions,
         registrar: Registrar,
         intake: ControlIntake,
-        clock: Callable[[], float],
-        wall: Callable[[], float],
+        clock: Monotonic,
+        wall: Clock,
         log: Logger,
         stats: collections.Counter[str],
     ) -> None:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .follower_settings import Identity, PlanFollowerSettings
 from .kafka_io import TopicReadError
-from .ports import ControlTail, Logger, TailFactory, TopicPart
+from .ports import Clock, ControlTail, Logger, Monotonic, TailFactory, TopicPart
 from .protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
 from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
 
@@ -62,16 +63,12 @@ class ControlIntake:
     a cluster without the lease topic is followed without liveness.
     """
 
-    key: str
-    group_id: str
-    plan_topic: str
-    lease_topic: str
-    io_timeout_s: float
-    max_clock_skew_s: float
+    who: Identity
+    settings: PlanFollowerSettings
     client_config: dict[str, Any]
     open_tail: TailFactory
-    clock: Callable[[], float]
-    wall: Callable[[], float]
+    clock: Monotonic
+    wall: Clock
     log: Logger
     stats: collections.Counter[str]
     tail: ControlTail | None = None
@@ -90,9 +87,9 @@ class ControlIntake:
     def open(self) -> None:
         """Open the tail (plan and lease topics, else the plan topic alone) and read it to its end."""
         err = ""
-        for topics in ([self.plan_topic, self.lease_topic], [self.plan_topic]):
+        for topics in ([self.settings.plan_topic, self.settings.lease_topic], [self.settings.plan_topic]):
             try:
-                self.tail = self.open_tail(self.client_config, topics, self.io_timeout_s)
+                self.tail = self.open_tail(self.client_config, topics, self.settings.io_timeout_s)
                 break
             except TopicReadError as e:
                 err = str(e)
@@ -103,9 +100,11 @@ class ControlIntake:
             self.stats["control_unavailable"] += 1
             return
         if len(self.tail.topics) == 1:
-            self.log.warning("no lease topic: the agent's liveness is unknown", topic=self.lease_topic)
+            self.log.warning(
+                "no lease topic: the agent's liveness is unknown", topic=self.settings.lease_topic
+            )
         try:
-            raw, _complete = self.tail.read_available(self.io_timeout_s)
+            raw, _complete = self.tail.read_available(self.settings.io_timeout_s)
         except TopicReadError as e:
             self.log.warning("control topics not read to their end", error=str(e))
             return
@@ -133,7 +132,7 @@ class ControlIntake:
         if self.tail is None:
             return True
         try:
-            raw, complete = self.tail.read_available(self.io_timeout_s)
+            raw, complete = self.tail.read_available(self.settings.io_timeout_s)
         except TopicReadError as e:
             self.log.info("plan topic not read to its end; still fenced", error=str(e))
             return False
@@ -142,9 +141,9 @@ class ControlIntake:
 
     def records(self, raw: Iterable[Any]) -> None:
         for r in raw:
-            if r.topic == self.lease_topic:
+            if r.topic == self.settings.lease_topic:
                 self._heartbeat_record(r)
-            elif r.key == self.key.encode():
+            elif r.key == self.who.key.encode():
                 self._plan_record(r.value, r.offset)
 
     def _heartbeat_record(self, r: Any) -> None:
@@ -158,7 +157,7 @@ class ControlIntake:
         # Liveness by the broker's timestamp, bounded by our clock plus the skew: a heartbeat dated
         # a day ahead counts as written now, and keeps nobody from falling back for a day.
         now_ms = int(self.wall() * 1000)
-        seen, dated = heartbeat_seen_at(hb, now_ms, int(self.max_clock_skew_s * 1000))
+        seen, dated = heartbeat_seen_at(hb, now_ms, int(self.settings.max_clock_skew_s * 1000))
         if seen != dated:
             self.stats["heartbeats_future_dated"] += 1
             self.log.warning(
@@ -172,7 +171,7 @@ class ControlIntake:
 
     def _plan_record(self, value: bytes | None, offset: int) -> None:
         try:
-            decoded = decode_group_plan(self.key, self.group_id, value)
+            decoded = decode_group_plan(self.who.key, self.who.group_id, value)
         except PlanDecodeError as e:
             self.stats["plans_skipped"] += 1
             self.stats[f"records_skipped_{e.reason}"] += 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .follower_settings import error_name
-from .ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, TopicPart
+from .ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, Monotonic, TopicPart
 
 #: commit errors meaning the group has members using group subscription (or we lost our membership)
 FENCED = frozenset({"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID"})
@@ -35,7 +35,7 @@ class Partitions:
     consumer_config: dict[str, Any]
     new_consumer: ConsumerFactory
     io_timeout_s: float
-    clock: Callable[[], float]
+    clock: Monotonic
     log: Logger
     stats: collections.Counter[str]
     assigned: Notify

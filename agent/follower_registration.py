@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .follower_settings import Identity, PlanFollowerSettings, error_name
-from .ports import FollowerProducer, Logger, ProducerFactory
+from .ports import Clock, FollowerProducer, Logger, ProducerFactory
 from .protocol.registrations import FollowerStatus, consumer_registration
 
 #: registration errors that are the brokers' answer (this principal may not write), not silence
@@ -32,7 +31,7 @@ class Registrar:
     settings: PlanFollowerSettings
     client_config: dict[str, Any]
     new_producer: ProducerFactory
-    wall: Callable[[], float]
+    wall: Clock
     log: Logger
     stats: collections.Counter[str]
     producer: FollowerProducer = field(init=False)

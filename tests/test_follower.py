@@ -15,8 +15,12 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rackplan.agent.follower import FollowerClients, FollowerError, PlanFollower
+from rackplan.agent.follower_fallback import fallback_due, registration_stale, should_rejoin
+from rackplan.agent.follower_handover import handover, missing
 from rackplan.agent.lease import Heartbeat
 from rackplan.agent.testing import FakeControlTail, FakeKafka
 
@@ -473,3 +477,67 @@ def test_the_follower_loads_the_protocol_package_not_the_agent() -> None:
         "rackplan.assignor.parse",
     }
     assert not agent_side & set(loaded), sorted(agent_side & set(loaded))
+
+
+# ---- the value functions the follower's cycle decides with ---------------------------------------------
+
+parts_st = st.sets(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 5)), max_size=8)
+
+
+@given(owned=parts_st, plan=st.dictionaries(st.sampled_from(["m1", "m2"]), parts_st, max_size=2))
+def test_a_handover_gives_up_what_the_plan_moves_and_takes_only_what_it_names(
+    owned: set[tuple[str, int]], plan: dict[str, set[tuple[str, int]]]
+) -> None:
+    assignment = {m: sorted(ps) for m, ps in plan.items()}
+    step = handover(owned, assignment, "m1")
+    mine = plan.get("m1", set())
+    assert step.revoke == sorted(step.revoke) and step.add == sorted(step.add)
+    assert set(step.revoke) <= owned and not set(step.revoke) & mine, "only what the plan no longer gives"
+    assert not set(step.add) & owned, "nothing read twice"
+    assert (owned - set(step.revoke)) | set(step.add) == mine, "after the step: exactly the plan's share"
+    assert step.mode == ("plan" if "m1" in plan else "waiting")
+    assert missing(assignment, "m1", owned) == bool(step.add)
+
+
+gens = st.one_of(st.none(), st.integers(0, 5))
+
+
+@given(
+    gone=st.booleans(),
+    waited=st.one_of(st.none(), st.floats(0, 40)),
+    latest=gens,
+    applied=st.integers(0, 5),
+    fell_back=st.integers(0, 5),
+    named=st.booleans(),
+    alive=st.booleans(),
+)
+def test_fallback_and_rejoin_decisions(
+    gone: bool,
+    waited: float | None,
+    latest: int | None,
+    applied: int,
+    fell_back: int,
+    named: bool,
+    alive: bool,
+) -> None:
+    due = fallback_due(
+        agent_gone=gone,
+        waiting_for_s=waited,
+        plan_timeout_s=20.0,
+        latest_generation=latest,
+        applied_generation=applied,
+        fallback_generation=fell_back,
+        named=named,
+    )
+    fresh = latest is not None and latest > applied and latest > fell_back and named
+    assert due == (gone or (waited is not None and waited >= 20.0 and not fresh))
+    rejoin = should_rejoin(
+        agent_alive=alive, latest_generation=latest, fallback_generation=fell_back, named=named
+    )
+    assert rejoin == (alive and latest is not None and latest > fell_back and named)
+
+
+def test_a_registration_is_stale_after_two_thirds_of_its_ttl() -> None:
+    assert not registration_stale(20_000, 0, 30.0), "exactly 2/3: still confirmed"
+    assert registration_stale(20_001, 0, 30.0)
+    assert not registration_stale(50_000, 30_001, 30.0)
