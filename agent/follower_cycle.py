@@ -46,7 +46,7 @@ class FollowerCycle:
         log: Logger,
         stats: collections.Counter[str],
     ) -> None:
-        self.member_id, self.topics, self.s = member_id, tuple(topics), settings
+        self.member_id, self.topics, self.settings = member_id, tuple(topics), settings
         self._parts, self._registrar, self._intake = parts, registrar, intake
         self._clock, self._wall, self.log, self.stats = clock, wall, log, stats
         #: WAITING, PLAN or SUBSCRIPTION; and the generation of the plan applied last
@@ -79,7 +79,7 @@ class FollowerCycle:
                 self._rejoin()
         else:
             self._follow(now)
-        if self.mode != WAITING and now - self._parts.last_commit >= self.s.commit_interval_s:
+        if self.mode != WAITING and now - self._parts.last_commit >= self.settings.commit_interval_s:
             self.commit_positions(list(self._parts.owned))
         self.register()
 
@@ -87,21 +87,8 @@ class FollowerCycle:
         """Out of group subscription: the self-fence, a tombstone, the fallback's timers, then the plan."""
         self._self_fence()
         if self._intake.tombstoned:
-            self._intake.tombstoned = False
-            self.release(list(self._parts.owned), commit=True)
-            if self.mode != SUBSCRIPTION:
-                self.mode = WAITING
-                self._waiting_since = self._waiting_since or self._clock()
-                self.register(force=True)
-        due = self._fallback_due()
-        if self._fallback_at is not None:
-            if not due:
-                self.log.info("fallback cancelled: the agent is alive and a plan includes this member")
-                self._fallback_at = None
-            elif now >= self._fallback_at:
-                self._subscribe()
-        elif due:
-            self._begin_fallback(grace=True)
+            self._drop_tombstoned()
+        self._fallback_timers(now)
         latest = self._intake.latest
         if (
             self.mode != SUBSCRIPTION
@@ -112,14 +99,37 @@ class FollowerCycle:
         ):
             self._apply(latest, self._intake.latest_assignment)
 
+    def _drop_tombstoned(self) -> None:
+        """The agent no longer plans the group: give everything up (committed) and wait for a plan."""
+        self._intake.tombstoned = False
+        self.release(list(self._parts.owned), commit=True)
+        if self.mode != SUBSCRIPTION:
+            self.mode = WAITING
+            self._waiting_since = self._waiting_since or self._clock()
+            self.register(force=True)
+
+    def _fallback_timers(self, now: float) -> None:
+        """Start a fallback when due; during its grace, cancel it (no longer due) or finish it (grace over)."""
+        due = self._fallback_due()
+        if self._fallback_at is not None:
+            if not due:
+                self.log.info("fallback cancelled: the agent is alive and a plan includes this member")
+                self._fallback_at = None
+            elif now >= self._fallback_at:
+                self._subscribe()
+        elif due:
+            self._begin_fallback(grace=True)
+
     def status(self) -> FollowerStatus:
+        """What the registration tells the agent: the generation applied (released) and the mode."""
         return FollowerStatus(released_generation=self.generation, mode=self.mode)
 
     def register(self, force: bool = False) -> None:
+        """Publish the registration if it changed or is due (``force``: now)."""
         self._registrar.register(self.status(), force)
 
     def _agent_gone(self) -> bool:
-        return self._intake.agent_gone(self.s.agent_timeout_s)
+        return self._intake.agent_gone(self.settings.agent_timeout_s)
 
     # ---- following the plan ---------------------------------------------------------------
 
@@ -139,7 +149,7 @@ class FollowerCycle:
             return  # fenced: fallen back to group subscription
         took = not step.add or self._parts.take(step.add)
         if not took:
-            self._add_retry_at = retry_take_after(self._clock(), self.s.commit_interval_s)
+            self._add_retry_at = retry_take_after(self._clock(), self.settings.commit_interval_s)
         first = rec.generation != self.generation
         self.generation = rec.generation
         self.mode = step.mode
@@ -204,7 +214,7 @@ class FollowerCycle:
     def _self_fence(self) -> None:
         """Stop reading while the registration is not confirmed: the agent may be about to expire us."""
         now_ms = int(self._wall() * 1000)
-        stale = registration_stale(now_ms, self._registrar.answered_ms(), self.s.registration_ttl_s)
+        stale = registration_stale(now_ms, self._registrar.answered_ms(), self.settings.registration_ttl_s)
         if stale:
             self._unfence_at = None
         if stale and not self.fenced_self:
@@ -225,7 +235,7 @@ class FollowerCycle:
         now = self._clock()
         if self._unfence_at is None:
             hb = self._intake.heartbeat
-            interval = hb.interval_s if hb is not None else self.s.io_timeout_s
+            interval = hb.interval_s if hb is not None else self.settings.io_timeout_s
             self._unfence_at = now + 2 * interval
         if now < self._unfence_at:
             return
@@ -248,7 +258,7 @@ class FollowerCycle:
         return fallback_due(
             agent_gone=self._agent_gone(),
             waiting_for_s=None if self._waiting_since is None else self._clock() - self._waiting_since,
-            plan_timeout_s=self.s.plan_timeout_s,
+            plan_timeout_s=self.settings.plan_timeout_s,
             latest_generation=None if latest is None else latest.generation,
             applied_generation=self.generation,
             fallback_generation=self._fallback_generation,
@@ -256,7 +266,7 @@ class FollowerCycle:
         )
 
     def _begin_fallback(self, grace: bool) -> None:
-        s = self.s
+        s = self.settings
         reason = "the agent's heartbeat stopped" if self._agent_gone() else "no plan for this member arrived"
         if grace:
             self.release(list(self._parts.owned), commit=True)
@@ -285,7 +295,7 @@ class FollowerCycle:
         """The agent is back and published a plan newer than the one we fell back from."""
         latest = self._intake.latest
         return should_rejoin(
-            agent_alive=self._intake.agent_alive(self.s.agent_timeout_s),
+            agent_alive=self._intake.agent_alive(self.settings.agent_timeout_s),
             latest_generation=None if latest is None else latest.generation,
             fallback_generation=self._fallback_generation,
             named=self.member_id in self._intake.latest_assignment,

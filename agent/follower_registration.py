@@ -62,6 +62,7 @@ class Registrar:
         return max(self.confirmed_ms, self.refused_ms)
 
     def record(self, status: FollowerStatus) -> tuple[str, bytes]:
+        """This member's registration (key, value), dated now and signed when a secret is set."""
         w, s = self.who, self.settings
         return consumer_registration(
             w.group_id,
