@@ -1,4 +1,4 @@
-"""Property tests of the cooperative-sticky assignor (assignor/sticky_assignor.py).
+"""Property tests of the cooperative-sticky assignor (assignor/consumer/sticky/).
 
 Rounds are simulated as Kafka's consumers run them: after a round every member
 owns exactly what it was assigned (withheld partitions are owned by nobody) and
@@ -25,6 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
+from rackplan.assignor.consumer.owned import count_moved, previous_owners
+from rackplan.assignor.consumer.sticky import assign
 from rackplan.assignor.model import (
     Cluster,
     ConsumerGroup,
@@ -33,8 +35,6 @@ from rackplan.assignor.model import (
     TopicPartition,
     is_cross_rack,
 )
-from rackplan.assignor.owned import count_moved, previous_owners
-from rackplan.assignor.sticky_assignor import assign
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import clusters, consumer_groups, follow_up
 

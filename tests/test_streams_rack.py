@@ -10,13 +10,13 @@ import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor import streams_rack
 from rackplan.assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
 from rackplan.assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology
+from rackplan.assignor.streams import rack as streams_rack
 from rackplan.assignor.streams import run
-from rackplan.assignor.streams_rack import disabled_reason, optimise_active, subtopology_caps, task_cost
-from rackplan.assignor.streams_standby import optimise_standbys, spread_kept
-from rackplan.assignor.streams_tasks import State, build_model
+from rackplan.assignor.streams.rack import disabled_reason, optimise_active, subtopology_caps, task_cost
+from rackplan.assignor.streams.standby import optimise_standbys, spread_kept
+from rackplan.assignor.streams.tasks import State, build_model
 from tests.invariants import assert_feasible_flow
 from tests.streams_strategies import streams_instances
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import heapq
 import math
 
-from .model import StreamsApp
-from .streams_ha import STATELESS_COSTS, previous_owners
-from .streams_rack import optimise_active
-from .streams_standby import optimise_standbys
-from .streams_tasks import State, TaskModel
+from ..model import StreamsApp
+from .ha import STATELESS_COSTS, previous_owners
+from .rack import optimise_active
+from .standby import optimise_standbys
+from .tasks import State, TaskModel
 
 STATEFUL_COSTS = (1, 10)
 

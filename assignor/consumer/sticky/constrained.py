@@ -29,8 +29,8 @@ partitions plus a flow that does not grow with them.
 
 from __future__ import annotations
 
-from .flow import min_cost_flow_phases
-from .sticky_common import Prepared, deal
+from ...flow import min_cost_flow_phases
+from .common import Prepared, deal
 
 Edge = tuple[int, int, int, int]
 #: (over-full?, rack class, room below q, owned counts per mask: local ones if over-full, else cross-rack)

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .flow import InfeasibleFlow, min_cost_flow_phases
-from .sticky_common import deal
-from .sticky_general_state import GeneralState
+from ...flow import InfeasibleFlow, min_cost_flow_phases
+from .common import deal
+from .general_state import GeneralState
 
 Edge = tuple[int, int, int, int]
 

@@ -2,7 +2,7 @@
 
 Exactness, precisely: the result minimises the number of cross-rack
 partitions over *every* assignment the contract calls balanced (invariant 2),
-and among those the moves (valid owned partitions, see :mod:`rackplan.assignor.owned`,
+and among those the moves (valid owned partitions, see :mod:`rackplan.assignor.consumer.owned`,
 whose owner still subscribes to the topic but that go to another member).
 
 * Equal subscriptions: balanced means counts ``floor(P/N)`` or ``ceil(P/N)``,
@@ -14,9 +14,9 @@ whose owner still subscribes to the topic but that go to another member).
   partitions of t1 local only to A, one of t2 local only to B, C in a third
   rack: counts (2, 1, 0) are balanced with no cross-rack partition, while
   every fair assignment (1, 1, 1) has two.  :func:`fair_assign` gives a
-  balanced starting point and :mod:`rackplan.assignor.rack_optimal_balanced` makes the
+  balanced starting point and :mod:`rackplan.assignor.consumer.rack_optimal.balanced` makes the
   result exact over all balanced assignments (a per-component bound, else a
-  mixed-integer program, :mod:`rackplan.assignor.rack_optimal_milp`) within a
+  mixed-integer program, :mod:`rackplan.assignor.consumer.rack_optimal.milp`) within a
   deterministic work budget.  The plan's ``stats`` say ``optimal`` (proven);
   when not, the plan is still balanced and never worse than the fair optimum,
   and ``cross_rack_lower_bound`` is a proven bound for any balanced plan.
@@ -48,12 +48,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .flow import min_cost_flow_phases
-from .model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
-from .owned import previous_owners
-from .rack_optimal_balanced import rebalance
-from .rack_optimal_fair import fair_box
-from .rack_optimal_flow import Edge, residual_potentials
+from ...flow import min_cost_flow_phases
+from ...flow.prices import Edge, residual_potentials
+from ...model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+from ..owned import previous_owners
+from .balanced import rebalance
+from .fair import fair_box
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
@@ -280,7 +280,7 @@ def _owned_by_class(
 ) -> list[dict[int, list[TopicPartition]]]:
     """Per member and partition class, the owned partitions that count for stickiness (sorted).
 
-    Valid claims (:func:`rackplan.assignor.owned.previous_owners`) whose owner still
+    Valid claims (:func:`rackplan.assignor.consumer.owned.previous_owners`) whose owner still
     subscribes to the topic.
     """
     index_of = {m.member_id: i for i, m in enumerate(c.members)}

@@ -30,9 +30,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from .flow import InfeasibleFlow, min_cost_flow_phases
-from .model import StreamsApp
-from .streams_tasks import State, TaskModel
+from ..flow import InfeasibleFlow, min_cost_flow_phases
+from ..model import StreamsApp
+from .tasks import State, TaskModel
 
 log = logging.getLogger(__name__)
 

@@ -47,8 +47,8 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .flow import InfeasibleFlow, min_cost_flow_phases
-from .streams_tasks import State, TaskModel
+from ..flow import InfeasibleFlow, min_cost_flow_phases
+from .tasks import State, TaskModel
 
 #: value id of a client without a value for the spread key: never covers a value
 NO_VALUE = -1

@@ -16,7 +16,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, cast
 
-from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
+from ..model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from .owned import count_moved, previous_owners
 
 Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]
@@ -24,7 +24,7 @@ Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]
 
 _MODULES = {
     "range": "range_assignor",
-    "cooperative-sticky": "sticky_assignor",
+    "cooperative-sticky": "sticky",
     "rack-optimal": "rack_optimal",
 }
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import heapq
 
-from .model import StreamsApp
-from .streams_balance import balance
-from .streams_movement import Lags, move_tasks
-from .streams_rack import optimise_active
-from .streams_standby import allowed_movement, assign_standbys, optimise_standbys, spread_values
-from .streams_tasks import State, TaskModel
+from ..model import StreamsApp
+from .balance import balance
+from .movement import Lags, move_tasks
+from .rack import optimise_active
+from .standby import allowed_movement, assign_standbys, optimise_standbys, spread_values
+from .tasks import State, TaskModel
 
 #: Kafka's HighAvailabilityTaskAssignor defaults (traffic, non-overlap)
 STATEFUL_COSTS = (10, 1)

@@ -8,17 +8,17 @@ many partitions for nothing when some must stay cross-rack anyway (one member
 of 2,100 leaving a 60/30/10 group with one replica per partition: Kafka moves
 ~560, we move at most one; both end with the same cross-rack count).
 
-Input and output.  Previous owners follow :mod:`rackplan.assignor.owned` (older
+Input and output.  Previous owners follow :mod:`rackplan.assignor.consumer.owned` (older
 generations dropped, a partition claimed twice in the newest generation is
 unowned); an owned partition can only be kept if its owner still subscribes to
 the topic.  Cross-rack is the contract's notion (a partition with no known
 replica rack is never cross-rack), whether or not Kafka would switch its rack
 logic on.  We compute the whole target, then every partition changing owner is
-withheld and listed under ``revoked`` (:func:`rackplan.assignor.owned.withhold_moving`).
+withheld and listed under ``revoked`` (:func:`rackplan.assignor.consumer.owned.withhold_moving`).
 Members are numbered in sorted-id order, partitions in (topic, partition)
 order, and ties go to the lowest number: the output is deterministic.
 
-Equal subscriptions (:mod:`rackplan.assignor.sticky_constrained`).  Every member gets
+Equal subscriptions (:mod:`rackplan.assignor.consumer.sticky.constrained`).  Every member gets
 ``q = P // N`` or ``q + 1`` partitions, ``P % N`` of them ``q + 1``.  Write
 ``L(m)`` for the owned partitions that *match* ``m``'s rack as Kafka's
 ``racksMismatch`` sees it (``m`` has no rack, or a replica is in its rack),
@@ -43,7 +43,7 @@ partitions and, among those, the fewest moves: cost ``BIG * cross + moves``.
   cross-rack partitions (measured against a model of Kafka: in 2.4% of small
   random cases, mostly one extra move per cross-rack partition saved).
 
-Unequal subscriptions (:mod:`rackplan.assignor.sticky_general`).  Kafka's balance rule
+Unequal subscriptions (:mod:`rackplan.assignor.consumer.sticky.general`).  Kafka's balance rule
 is then a local condition; there is no exact flow over all balanced
 assignments.  We keep owned partitions, deal the rest to least-loaded
 subscribers, restore balance with free partitions before owned ones, then
@@ -75,11 +75,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection
 
-from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
-from .owned import contested_partitions, withhold_moving
-from .sticky_common import Prepared, prepare
-from .sticky_constrained import assign_constrained
-from .sticky_general import assign_general_proven
+from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
+from ..owned import contested_partitions, withhold_moving
+from .common import Prepared, prepare
+from .constrained import assign_constrained
+from .general import assign_general_proven
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
