@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from ..flow import InfeasibleFlow, min_cost_flow_phases
+from ..flow import FlowGraph, InfeasibleFlow
 from ..model import StreamsApp
 from .tasks import State, TaskModel
 
@@ -146,32 +146,32 @@ class _Placement:
 
 def _front(
     p: _Problem, direct_target: Callable[[int, int], int], gj_node: dict[tuple[int, int], int], n_nodes: int
-) -> tuple[list[tuple[int, int, int, int]], list[int], list[tuple[int, int]]]:
+) -> tuple[FlowGraph, list[tuple[int, int]]]:
     """Edges from task nodes (to their class and free clients) and from classes to (rack, bucket) nodes.
 
     Task node ``k`` is node ``k``; class ``c`` is node ``len(p.nodes) + c``.
-    Returns the edges, the supplies (tasks only so far) and, per class edge, its (class, rack).
+    Returns the graph (supplies: tasks only so far) and, per class edge, its (class, rack).
     """
-    edges: list[tuple[int, int, int, int]] = []
-    supply = [0] * n_nodes
+    graph = FlowGraph(n_nodes)
+    supply, edge = graph.supply, graph.add_edge
     class_base = len(p.nodes)
     rack_index = {g: gi for gi, g in enumerate(p.groups)}
     traffic = p.traffic
     for node, (cid, fr, members) in enumerate(p.nodes):
         m = len(members)
         supply[node] = m
-        edges.append((node, class_base + cid, m, 0))
+        edge(node, class_base + cid, m, 0)
         j, vec = p.class_keys[cid]
         for c in fr:
-            edges.append((node, direct_target(c, j), m, traffic * vec[rack_index[p.group_of[c]]]))
+            edge(node, direct_target(c, j), m, traffic * vec[rack_index[p.group_of[c]]])
     class_targets: list[tuple[int, int]] = []
     for cid, (j, vec) in enumerate(p.class_keys):
         for gi, g in enumerate(p.groups):
             target = gj_node.get((g, j))
             if target is not None:
                 class_targets.append((cid, g))
-                edges.append((class_base + cid, target, p.class_size[cid], traffic * vec[gi] + p.non_overlap))
-    return edges, supply, class_targets
+                edge(class_base + cid, target, p.class_size[cid], traffic * vec[gi] + p.non_overlap)
+    return graph, class_targets
 
 
 def _read_front(p: _Problem, flow: list[int], class_targets: list[tuple[int, int]], out: _Placement) -> None:
@@ -228,21 +228,21 @@ def _solve_full(p: _Problem) -> _Placement:
             nxt += 1
     client_node = {i: nxt + k for k, i in enumerate(p.clients)}
     nxt += len(p.clients)
-    edges, supply, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    graph, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    supply, edge = graph.supply, graph.add_edge
     pool_edges: list[tuple[int, int, int]] = []  # (edge, client, bucket) out of the (rack, bucket) nodes
     for i in p.clients:
         g = p.group_of[i]
         count = p.counts[i]
         for j, cap in zip(p.buckets, p.caps(i), strict=True):
-            pool_edges.append((len(edges), i, j))
             node = cj_node.get((i, j))
             if node is None:
-                edges.append((gj_node[(g, j)], client_node[i], min(cap, count), 0))
+                pool_edges.append((edge(gj_node[(g, j)], client_node[i], min(cap, count), 0), i, j))
             else:
-                edges.append((gj_node[(g, j)], node, cap, 0))
-                edges.append((node, client_node[i], cap, 0))
+                pool_edges.append((edge(gj_node[(g, j)], node, cap, 0), i, j))
+                edge(node, client_node[i], cap, 0)
         supply[client_node[i]] = -count
-    flow = min_cost_flow_phases(nxt, edges, supply).flow
+    flow = graph.solve().flow
     out = _Placement(p)
     _read_front(p, flow, class_targets, out)
     for e, i, j in pool_edges:
@@ -272,14 +272,15 @@ def _solve_pooled(p: _Problem) -> _Placement | None:
     nxt += len(pool_node)
     client_node = {i: nxt + k for k, i in enumerate(p.clients)}
     nxt += len(p.clients)
-    edges, supply, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    graph, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    supply, edge = graph.supply, graph.add_edge
     bucket_index = {j: k for k, j in enumerate(p.buckets)}
     for (c, j), node in cj_node.items():
-        edges.append((node, client_node[c], p.caps(c)[bucket_index[j]], 0))
+        edge(node, client_node[c], p.caps(c)[bucket_index[j]], 0)
     members: dict[int, list[int]] = {g: [] for g in p.racks}
     for i in p.clients:
         members[p.group_of[i]].append(i)
-    first = len(edges)
+    first = len(graph.edges)
     if p.balance:
         for g in p.racks:
             room = [0] * len(p.buckets)
@@ -287,17 +288,17 @@ def _solve_pooled(p: _Problem) -> _Placement | None:
                 for k, cap in enumerate(p.caps(i)):
                     room[k] += cap
             for k, j in enumerate(p.buckets):
-                edges.append((gj_node[(g, j)], pool_node[g], room[k], 0))
+                edge(gj_node[(g, j)], pool_node[g], room[k], 0)
         for g in p.racks:
             for i in members[g]:
-                edges.append((pool_node[g], client_node[i], p.counts[i], 0))
+                edge(pool_node[g], client_node[i], p.counts[i], 0)
     else:
         for g in p.racks:
             for i in members[g]:
-                edges.append((gj_node[(g, 0)], client_node[i], p.counts[i], 0))
+                edge(gj_node[(g, 0)], client_node[i], p.counts[i], 0)
     for i in p.clients:
         supply[client_node[i]] = -p.counts[i]
-    flow = min_cost_flow_phases(nxt, edges, supply).flow
+    flow = graph.solve().flow
     out = _Placement(p)
     _read_front(p, flow, class_targets, out)
     e = first
@@ -365,19 +366,20 @@ def _realise(
             break
     if not short:
         return sorted((i, k, units) for (i, k), units in got.items())
-    n_b = len(arrivals)
-    edges = [
-        (k, n_b + w, room[k], 0)
-        for w, (_i, _want, room) in enumerate(wants)
-        for k in range(n_b)
-        if arrivals[k] and room[k]
-    ]
-    supply = [*arrivals, *(-want for _i, want, _room in wants)]
+    graph = FlowGraph()
+    buckets = [graph.add_node(a) for a in arrivals]
+    takers = [graph.add_node(-want) for _i, want, _room in wants]
+    for w, (_i, _want, room) in enumerate(wants):
+        for k in buckets:
+            if arrivals[k] and room[k]:
+                graph.add_edge(k, takers[w], room[k], 0)
     try:
-        flow = min_cost_flow_phases(len(supply), edges, supply).flow
+        flow = graph.solve().flow
     except InfeasibleFlow:
         return None
-    return sorted((wants[v - n_b][0], k, f) for (k, v, _c, _w), f in zip(edges, flow, strict=True) if f)
+    return sorted(
+        (wants[v - len(buckets)][0], k, f) for (k, v, _c, _w), f in zip(graph.edges, flow, strict=True) if f
+    )
 
 
 def optimise_active(
