@@ -44,6 +44,15 @@ class InfeasibleFlow(ValueError):
     """The supplies cannot all be routed to the demands within the capacities."""
 
 
+class PostconditionError(AssertionError):
+    """A flow written back into an assignment broke what the write-back must keep: a bug, never bad input.
+
+    Raised where an assignor turns a flow into task or partition owners and
+    checks the result the way Kafka's ``RackAwareTaskAssignor`` does (every
+    item placed once, every holder's load kept); the message names what failed.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class FlowResult:
     """A minimum-cost flow: its total cost and the flow on each edge, in the order edges were added."""

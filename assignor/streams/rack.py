@@ -28,9 +28,10 @@ with the fewest moves.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 
-from ..flow import FlowGraph, InfeasibleFlow
+from ..flow import FlowGraph, InfeasibleFlow, PostconditionError
 from ..model import StreamsApp
 from .tasks import State, TaskModel
 
@@ -443,12 +444,39 @@ def optimise_active(
     for gj, arrived in arriving.items():
         for t, i in _distribute(arrived, placement.client_quota[gj], lambda t: owner[t]):
             new_owner[t] = i
+    check_write_back("optimise_active", tasks, owner, new_owner)
     for t in tasks:
         c = new_owner[t]
         if c != owner[t]:
             state.active[owner[t]].discard(t)
             state.active[c].add(t)
     return True
+
+
+def check_write_back(
+    where: str, tasks: Sequence[int], before: Mapping[int, int], after: Mapping[int, int]
+) -> None:
+    """The flow's placement ``after`` (task -> client) keeps what ``before`` had: checked before it is applied.
+
+    As Kafka's ``RackAwareTaskAssignor`` checks after its min-cost flow: every
+    task is placed exactly once, and every client holds as many of ``tasks``
+    as before (the flow moves load, it never changes it).  Raises
+    :class:`~rackplan.assignor.flow.PostconditionError` naming the first
+    violation; the state is untouched then.
+    """
+    if len(after) != len(tasks) or any(t not in after for t in tasks):
+        missing = [t for t in tasks if t not in after]
+        extra = sorted(set(after) - set(tasks))
+        raise PostconditionError(
+            f"{where}: the flow placed {len(after)} tasks, not the {len(tasks)} given "
+            f"(unplaced: {missing[:5]}, not asked for: {extra[:5]})"
+        )
+    old, new = Counter(before[t] for t in tasks), Counter(after[t] for t in tasks)
+    for c in sorted(old.keys() | new.keys()):
+        if old[c] != new[c]:
+            raise PostconditionError(
+                f"{where}: client {c} held {old[c]} of the optimised tasks before the flow, {new[c]} after"
+            )
 
 
 def _free_clients(baseline: int, previous: Sequence[int], counts: Sequence[int]) -> list[int]:

@@ -67,14 +67,21 @@ the real follow-up then reproduces it and withholds nothing, and feeding the
 converged plan back changes nothing.  Each change either keeps the cross-rack
 count and re-places only withheld partitions, or lowers the cross-rack count
 (the target is the re-run's only zero-move solution), so this ends; in
-practice it costs one or two extra runs.
+practice it costs one or two extra runs.  The simulations are capped at
+:data:`MAX_FOLLOW_UPS`; a target still changing then is returned with
+``Settlement.fixed_point`` False and :func:`assign` logs a warning naming the
+group (the plan stays valid; its real follow-up may move partitions again).
+Every partition must have a holder when settling ends: if not, the write-back
+is broken and :class:`~rackplan.assignor.flow.PostconditionError` says which.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Collection
 
+from ...flow import PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 from ..owned import contested_partitions, withhold_moving
 from .common import Prepared, prepare
@@ -83,6 +90,8 @@ from .general import assign_general_proven
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
+
+log = logging.getLogger(__name__)
 
 #: Claim marker of a contested partition in :func:`settle`: no member number equals it.
 CONTESTED = -2
@@ -104,7 +113,22 @@ def _unproven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
     return assign_constrained(prep), None
 
 
-def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()) -> list[int]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settlement:
+    """What :func:`settle` reached: the holder of each partition, and whether it is a fixed point.
+
+    ``fixed_point`` is False only when :data:`MAX_FOLLOW_UPS` simulations
+    kept changing the target (never seen; the module docstring argues it
+    ends): the plan is still valid and balanced, but the real follow-up round
+    may move partitions again.  :func:`assign` logs a warning then.
+    """
+
+    holder: list[int]
+    fixed_point: bool
+    follow_ups: int
+
+
+def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()) -> Settlement:
     """The target holder of each partition, a fixed point of the follow-up round.
 
     The follow-up round sees every member owning its target minus what this
@@ -129,7 +153,7 @@ def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()
     for gp in contested:
         claim[gp] = CONTESTED
     seen: tuple[list[int], list[int]] | None = None  # last follow-up input and its answer
-    for _ in range(MAX_FOLLOW_UPS):
+    for rounds in range(MAX_FOLLOW_UPS):
         follow_up = [h if claim[gp] == -1 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
         nxt = holder
         if follow_up != holder:
@@ -141,9 +165,9 @@ def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()
         if nxt == holder:
             nxt = run(holder)  # what the follow-up round checks in turn: everything owned
         if nxt == holder:
-            break
+            return Settlement(holder, True, rounds)
         holder = nxt
-    return holder
+    return Settlement(holder, False, MAX_FOLLOW_UPS)
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
@@ -155,7 +179,21 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     contested = contested_partitions(cluster, group)
     index = {t: i for i, t in enumerate(prep.topics)}
     contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
-    holder = settle(prep, _unproven if equal else assign_general_proven, contested_gp)
+    settled = settle(prep, _unproven if equal else assign_general_proven, contested_gp)
+    if not settled.fixed_point:
+        log.warning(
+            "cooperative-sticky: group %s has no fixed point after %d follow-up simulations; "
+            "its real follow-up round may move partitions again",
+            group.group_id,
+            settled.follow_ups,
+        )
+    holder = settled.holder
+    if len(holder) != prep.num_partitions or -1 in holder:
+        gp = holder.index(-1) if -1 in holder else len(holder)
+        raise PostconditionError(
+            f"cooperative-sticky: {holder.count(-1)} of {prep.num_partitions} partitions have no holder "
+            f"after settling (first: global partition {gp}); every subscribed partition must have one"
+        )
     per_member: list[list[int]] = [[] for _ in prep.member_ids]
     for gp, i in enumerate(holder):
         per_member[i].append(gp)
