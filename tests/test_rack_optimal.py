@@ -30,15 +30,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer import (
-    cross_rack_count,
-    get_assignor,
-    instance_document,
-    subscribed_partitions,
-)
+from rackplan.assignor.consumer import cross_rack_count, get_assignor, subscribed_partitions
 from rackplan.assignor.consumer.owned import previous_owners
 from rackplan.assignor.consumer.rack_optimal import assign
 from rackplan.assignor.consumer.rack_optimal.fair import fair_box
+from rackplan.assignor.contract import instance_document
 from rackplan.assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
 from rackplan.assignor.flow.prices import residual_potentials
 from rackplan.assignor.model import (

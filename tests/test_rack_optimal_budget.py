@@ -19,10 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.bench_rack_optimal import unequal_case
-from rackplan.assignor.consumer import cross_rack_count, instance_document
+from rackplan.assignor.consumer import cross_rack_count
 from rackplan.assignor.consumer.rack_optimal import fair_assign
 from rackplan.assignor.consumer.rack_optimal.balanced import rebalance
 from rackplan.assignor.consumer.rack_optimal.milp import NODE_WORK
+from rackplan.assignor.contract import instance_document
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan
 from tests.invariants import assert_balanced, assert_valid
 from tests.test_rack_optimal import gap_prone, instances, moves_of

@@ -37,9 +37,7 @@ def run(cluster: Cluster, app: StreamsApp) -> tuple[TaskModel, State, bool]:
 
 def effective_traffic_cost(app: StreamsApp) -> int:
     """The stateful traffic weight the app's assignor uses (Kafka's default when unset)."""
-    if app.rack_aware.traffic_cost is not None:
-        return app.rack_aware.traffic_cost
-    return 1 if app.assignor == "sticky" else 10
+    return app.rack_aware.costs(app.assignor)[0]
 
 
 def streams_stats(model: TaskModel, state: State, app: StreamsApp, elapsed_ms: float) -> dict[str, Any]:

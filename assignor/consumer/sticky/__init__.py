@@ -78,7 +78,6 @@ is broken and :class:`~rackplan.assignor.flow.PostconditionError` says which.
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Callable, Collection
 
 from ...flow import PostconditionError
@@ -90,8 +89,6 @@ from .general import assign_general_proven
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
-
-log = logging.getLogger(__name__)
 
 #: Claim marker of a contested partition in :func:`settle`: no member number equals it.
 CONTESTED = -2
@@ -181,7 +178,9 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
     settled = settle(prep, _unproven if equal else assign_general_proven, contested_gp)
     if not settled.fixed_point:
-        log.warning(
+        import logging  # only here: ``rackplan assign`` on a consumer group never imports it otherwise
+
+        logging.getLogger(__name__).warning(
             "cooperative-sticky: group %s has no fixed point after %d follow-up simulations; "
             "its real follow-up round may move partitions again",
             group.group_id,
