@@ -14,17 +14,23 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rackplan.assignor.contract import (
+from rackplan.assignor import (
+    Cluster,
+    ConsumerGroup,
+    ConsumerPlan,
+    InputError,
+    StreamsApp,
     app_topics,
+    cluster_document,
     group_topics,
     is_cross_rack,
     leader_cross_rack,
+    parse_consumer_group,
+    parse_streams_app,
     settle_cooperative,
     subtopologies_of,
     task_partitions,
 )
-from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, StreamsApp
-from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
 from .metadata import NO_LEADER, Snapshot
 from .plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
@@ -256,7 +262,7 @@ COMPLETION_ROUNDS = 3
 
 
 def _run(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, float]:
-    from rackplan.assignor.consumer import run_assignor
+    from rackplan.assignor import run_assignor
 
     try:
         return run_assignor(cluster, group)
@@ -282,7 +288,7 @@ def plan_consumer(
     The registration is parsed once, against the snapshot's model; the
     follow-up rounds of ``complete`` stay typed (no document in between).
     """
-    from rackplan.assignor.consumer import document
+    from rackplan.assignor import consumer_document as document
 
     if not reg.spec.get("members"):
         raise PlanSkipped(f"registration {reg.key}: no members registered or discovered")
@@ -353,7 +359,7 @@ def _sticky_streams_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> di
 def plan_streams(
     snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
 ) -> PlanResult:
-    from rackplan.assignor.streams import plan_document
+    from rackplan.assignor import plan_model as plan_document
 
     if not reg.spec.get("clients"):
         raise PlanSkipped(f"registration {reg.key}: no clients registered")
@@ -402,11 +408,8 @@ def instance_document(
     """The contract input a plan of ``reg`` is computed from, so it can be checked like ``rackplan assign``."""
     cluster = cluster_for(snapshot, racks, reg.topics)
     doc: dict[str, Any] = {
-        "cluster": {
-            "brokers": [{"id": b, "rack": r} for b, r in sorted(cluster.broker_racks.items())],
-            "topics": {t: [list(r) for r in parts] for t, parts in cluster.topics.items()},
-        }
-    }
+        "cluster": cluster_document(cluster)
+    }  # brokers sorted by id, as to_cluster makes them
     if reg.kind == CONSUMER:
         doc["consumer_group"] = _sticky_consumer_spec(reg.spec, last)
     else:

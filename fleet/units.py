@@ -33,18 +33,23 @@ from typing import Any
 
 from rackplan.agent.archive import ClusterState, SnapshotError, parse_snapshot
 from rackplan.agent.metadata import NO_LEADER
-from rackplan.assignor.cli import assign_document, plan_model
-from rackplan.assignor.contract import (
+from rackplan.assignor import (
+    Cluster,
+    ConsumerGroup,
+    InputError,
+    StreamsApp,
     app_topics,
     group_topics,
     is_cross_rack,
     leader_cross_rack,
+    parse_instance,
+    plan_model,
     settle_cooperative,
     subtopologies_of,
     task_partitions,
 )
-from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES, Cluster, ConsumerGroup, StreamsApp
-from rackplan.assignor.parse import InputError, parse_instance
+from rackplan.assignor.cli import assign_document
+from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
 from .scenarios import BASELINE, CONSUMER, STREAMS, NotApplicable, Scenario, Unit, apply, offline_partitions
 
@@ -447,7 +452,8 @@ def _consumer(instance: dict[str, Any], state: ClusterState, keep: bool) -> tupl
     One parse; the follow-up rounds are typed (:func:`~rackplan.assignor.contract.settle_cooperative`),
     each at the next generation, and at most ``MAX_ROUNDS`` rounds in all.
     """
-    from rackplan.assignor.consumer import document, run_assignor
+    from rackplan.assignor import consumer_document as document
+    from rackplan.assignor import run_assignor
 
     start = time.perf_counter()
     cluster, group = _parsed(instance, ConsumerGroup)

@@ -10,6 +10,11 @@ follow-up settles it).
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
+
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -142,3 +147,24 @@ def test_cooperative_follow_ups_settle_in_one_round(inst: tuple[Cluster, Consume
         and stopped.follow_ups == 0
         and stopped.settled == (not any(plan.revoked.values()))
     )
+
+
+def test_the_public_api_resolves_lazily() -> None:
+    """Every name of ``__all__`` is importable from the package and is its module's object; nothing else is."""
+    import rackplan.assignor as api
+
+    assert sorted(api.__all__) == sorted(api._EXPORTS)
+    for name in api.__all__:
+        where = api._EXPORTS[name]
+        module, attr = (where, name) if isinstance(where, str) else where
+        module = importlib.import_module(f"rackplan.assignor.{module}")
+        assert getattr(api, name) is getattr(module, attr)
+    with pytest.raises(AttributeError, match="no attribute 'Edge'"):
+        _ = api.Edge
+
+
+def test_importing_the_package_imports_no_assignor() -> None:
+    """``import rackplan.assignor`` loads no submodule: ``rackplan assign`` pays only for the path it takes."""
+    code = "import sys, rackplan.assignor; print(sorted(m for m in sys.modules if m.startswith('rackplan.assignor.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
