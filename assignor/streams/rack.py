@@ -426,8 +426,18 @@ def optimise_active(
     placement = _solve_pooled(p)
     if placement is None:
         placement = _solve_full(p)
+    new_owner = _tasks_from_quotas(p, placement, owner)
+    check_write_back("optimise_active", tasks, owner, new_owner)
+    for t in tasks:
+        c = new_owner[t]
+        if c != owner[t]:
+            state.active[owner[t]].discard(t)
+            state.active[c].add(t)
+    return True
 
-    # Back from quotas to tasks: free edges first, then class -> rack -> client, preferring to stay.
+
+def _tasks_from_quotas(p: _Problem, placement: _Placement, owner: Mapping[int, int]) -> dict[int, int]:
+    """Back from the flow's quotas to tasks: free edges first, then class -> rack -> client, preferring to stay."""
     new_owner: dict[int, int] = {}
     via_class: list[list[int]] = [[] for _ in p.class_keys]
     for node, (cid, _fr, members) in enumerate(p.nodes):
@@ -439,18 +449,12 @@ def optimise_active(
     arriving: dict[tuple[int, int], list[int]] = {}
     for cid, (j, _vec) in enumerate(p.class_keys):
         quota = placement.rack_quota[cid]
-        for t, g in _distribute(via_class[cid], quota, lambda t: model.group_of[owner[t]]):
+        for t, g in _distribute(via_class[cid], quota, lambda t: p.group_of[owner[t]]):
             arriving.setdefault((g, j), []).append(t)
     for gj, arrived in arriving.items():
         for t, i in _distribute(arrived, placement.client_quota[gj], lambda t: owner[t]):
             new_owner[t] = i
-    check_write_back("optimise_active", tasks, owner, new_owner)
-    for t in tasks:
-        c = new_owner[t]
-        if c != owner[t]:
-            state.active[owner[t]].discard(t)
-            state.active[c].add(t)
-    return True
+    return new_owner
 
 
 def check_write_back(
