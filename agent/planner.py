@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rackplan.assignor import (
+    FOLLOW_UP_LIMIT,
     Cluster,
     ConsumerGroup,
     ConsumerPlan,
@@ -258,7 +259,7 @@ class PlanResult:
 
 #: follow-up rounds a cooperative assignor gets to hand out what it withheld (one is enough for Kafka's);
 #: what is still withheld after them stays unassigned until the next plan
-COMPLETION_ROUNDS = 3
+COMPLETION_ROUNDS = FOLLOW_UP_LIMIT
 
 
 def _run(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, float]:

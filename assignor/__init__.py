@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .consumer import document as consumer_document
     from .consumer import run_assignor
     from .contract import (
+        FOLLOW_UP_LIMIT,
         app_topics,
         cluster_document,
         follow_up,
@@ -104,6 +105,7 @@ _EXPORTS: dict[str, str | tuple[str, str]] = {
     ),
     **dict.fromkeys(
         (
+            "FOLLOW_UP_LIMIT",
             "app_topics",
             "cluster_document",
             "follow_up",
@@ -121,6 +123,7 @@ _EXPORTS: dict[str, str | tuple[str, str]] = {
 }
 
 __all__ = [
+    "FOLLOW_UP_LIMIT",
     "Cluster",
     "ConsumerGroup",
     "ConsumerPlan",

@@ -36,6 +36,7 @@ from .model import (
 )
 
 __all__ = [
+    "FOLLOW_UP_LIMIT",
     "app_topics",
     "cluster_document",
     "follow_up",
@@ -163,6 +164,12 @@ def follow_up(
         ),
     )
 
+
+#: Follow-up rounds callers allow after a cooperative round (the agent and the fleet job alike).
+#: Kafka's cooperative assignors, and rackplan's, need one (``tests/test_contract.py`` checks
+#: rackplan's); the sticky assignor's own cap on the rounds it *simulates* inside one run is
+#: another bound, :data:`rackplan.assignor.consumer.sticky.MAX_FOLLOW_UPS`.
+FOLLOW_UP_LIMIT = 3
 
 #: One round of a consumer assignor: the plan of a group, and its elapsed milliseconds.
 Round = Callable[[ConsumerGroup], tuple[ConsumerPlan, float]]

@@ -34,6 +34,7 @@ from typing import Any
 from rackplan.agent.archive import ClusterState, SnapshotError, parse_snapshot
 from rackplan.agent.metadata import NO_LEADER
 from rackplan.assignor import (
+    FOLLOW_UP_LIMIT,
     Cluster,
     ConsumerGroup,
     InputError,
@@ -60,7 +61,7 @@ DEFAULT_PRICE_PER_GB = 0.02
 REFERENCE_CONSUMER = "rack-optimal"
 REFERENCE_STRATEGY = "min_traffic"
 #: rounds a cooperative plan may take (the first and its follow-ups); Kafka's settle in two, more is an error
-MAX_ROUNDS = 4
+MAX_ROUNDS = 1 + FOLLOW_UP_LIMIT
 
 OK = "ok"
 INVALID = "invalid"  # the registration or snapshot breaks the contract
