@@ -61,6 +61,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .kafka_errors import error_name
 from .kafka_io import TopicReadError, TopicTail
 from .logging import get_logger, with_kafka_logger
 from .protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
@@ -133,14 +134,6 @@ class PlanFollowerSettings(BaseModel):
         if self.commit_interval_s >= self.registration_ttl_s:
             raise ValueError("commit_interval_s must be shorter than registration_ttl_s")
         return self
-
-
-def _error_name(err: Any) -> str:
-    if err is None:
-        return ""
-    inner = err.args[0] if isinstance(err, Exception) and err.args else err
-    name = getattr(inner, "name", None)
-    return str(name()) if callable(name) else str(inner)
 
 
 def _plan_assignment(body: Mapping[str, Any]) -> dict[str, list[TP]]:
@@ -315,7 +308,7 @@ class PlanFollower:
     def _registration_failed(self, err: Any, made_ms: int) -> None:
         """A registration not delivered; the brokers' refusal (ACLs) is remembered as an answer."""
         self.stats["registrations_failed"] += 1
-        name = _error_name(err)
+        name = error_name(err)
         fatal = getattr(err, "fatal", None)
         if name == "_FATAL" or (callable(fatal) and fatal()):
             self._producer_broken = True  # librdkafka: a fatal producer cannot be used again
@@ -626,7 +619,7 @@ class PlanFollower:
                     starts[key] = low if self._reset_policy in ("earliest", "smallest", "beginning") else high
         except KafkaException as e:
             self.stats["take_failed"] += 1
-            self.log.info("committed offsets unknown; taking the partitions later", error=_error_name(e))
+            self.log.info("committed offsets unknown; taking the partitions later", error=error_name(e))
             return False
         err = self._commit(starts)
         if err in FENCED:
@@ -675,7 +668,7 @@ class PlanFollower:
                 offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=True
             )
         except KafkaException as e:
-            return _error_name(e)
+            return error_name(e)
         deadline = self._clock() + self.settings.io_timeout_s
         while self._commits_done == done:
             if self._clock() >= deadline:
@@ -683,7 +676,7 @@ class PlanFollower:
             msg = self._consumer.poll(0.02)
             if msg is not None:
                 self._buffer.append(msg)
-        err = _error_name(self._commit_error)
+        err = error_name(self._commit_error)
         if not err:
             self._committed.update(offsets)
             self.stats["commits"] += 1
@@ -799,7 +792,7 @@ class PlanFollower:
                 consumer.commit(offsets=offsets, asynchronous=False)
             except KafkaException as e:
                 self.stats["commits_failed"] += 1
-                self.log.warning("offsets not committed at revocation", error=_error_name(e))
+                self.log.warning("offsets not committed at revocation", error=error_name(e))
         for tp in tps:
             self._owned.pop(tp, None)
         self._hook(self._on_revoke_hook, tps)
