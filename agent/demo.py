@@ -55,7 +55,7 @@ def _has_module(name: str) -> bool:
 
 
 def _streams_available() -> bool:
-    """Until assignor/streams.py plans, the demo leaves Streams out."""
+    """Until assignor/streams/ plans, the demo leaves Streams out."""
     from rackplan.assignor.model import Cluster, StreamsApp
     from rackplan.assignor.streams import plan_document
 
@@ -96,7 +96,7 @@ def demo_settings(
 ) -> tuple[Settings, list[str]]:
     """The demo's settings-file registrations; notes say what had to be left out."""
     notes: list[str] = []
-    optimal = "rack-optimal" if _has_module("rackplan.assignor.rack_optimal") else "range"
+    optimal = "rack-optimal" if _has_module("rackplan.assignor.consumer.rack_optimal") else "range"
     if optimal != "rack-optimal":
         notes.append("assignor rack-optimal not available yet: group 'payments' uses range")
     groups = [
@@ -122,7 +122,7 @@ def demo_settings(
         )
     else:
         notes.append(
-            "Streams assignment not implemented yet (assignor/streams.py): Streams app 'clicks' skipped"
+            "Streams assignment not implemented yet (assignor/streams/): Streams app 'clicks' skipped"
         )
     settings = Settings.model_validate(
         {

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .follower_settings import error_name
+from .kafka_errors import error_name
 from .ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, Monotonic, TopicPart
 
 #: commit errors meaning the group has members using group subscription (or we lost our membership)

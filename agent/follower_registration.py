@@ -15,7 +15,8 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .follower_settings import Identity, PlanFollowerSettings, error_name
+from .follower_settings import Identity, PlanFollowerSettings
+from .kafka_errors import error_name
 from .ports import Clock, FollowerProducer, Logger, ProducerFactory
 from .protocol.registrations import FollowerStatus, consumer_registration
 

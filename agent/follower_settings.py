@@ -142,12 +142,3 @@ def client_config(config: Mapping[str, Any]) -> dict[str, Any]:
         for k, v in config.items()
         if not callable(v) and not any(k.startswith(p) for p in _CONSUMER_ONLY)
     }
-
-
-def error_name(err: Any) -> str:
-    """A Kafka error's name (``UNKNOWN_MEMBER_ID``), from a ``KafkaError``, a ``KafkaException`` or text."""
-    if err is None:
-        return ""
-    inner = err.args[0] if isinstance(err, Exception) and err.args else err
-    name = getattr(inner, "name", None)
-    return str(name()) if callable(name) else str(inner)

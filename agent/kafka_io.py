@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .admin_timeouts import operation_timeout_s, result_timeout_s
+from .kafka_errors import error_name
 from .logging import with_kafka_logger
 from .ports import AdminPort, Logger
 from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
@@ -38,13 +39,6 @@ _TRANSIENT = frozenset(
         "NOT_COORDINATOR",
     }
 )
-
-
-def _error_name(e: BaseException) -> str:
-    """The KafkaError name inside a KafkaException (``""`` for anything else)."""
-    err = e.args[0] if e.args else None
-    name = getattr(err, "name", None)
-    return str(name()) if callable(name) else ""
 
 
 #: record header naming the agent that wrote a record (plans, tombstones, heartbeats, alerts)
@@ -161,7 +155,7 @@ def ensure_topics(
             log.info("topic created", topic=s.name, partitions=s.partitions, config=dict(s.config))
             created.append(s.name)
         except Exception as e:
-            name = _error_name(e)
+            name = error_name(e, "")
             if name == "TOPIC_ALREADY_EXISTS":
                 continue
             still.append(s)
@@ -243,7 +237,7 @@ def topic_config_problems(
         try:
             configs = futures[resources[s.name]].result(timeout=result_timeout_s(timeout_s))
         except Exception as e:
-            if _error_name(e) in _UNSUPPORTED or "not supported" in str(e).lower():
+            if error_name(e, "") in _UNSUPPORTED or "not supported" in str(e).lower():
                 return None
             problems[s.name] = f"its configuration could not be read: {e}"
             continue
@@ -374,7 +368,7 @@ class TopicTail:
                 except Exception as e:  # KafkaException: partition leader unreachable, moving, ...
                     # A topic created a moment ago, or a leader that just moved: brokers catch up in
                     # moments; only the deadline makes it an error.
-                    if _error_name(e) not in _TRANSIENT or time.monotonic() >= deadline:
+                    if error_name(e, "") not in _TRANSIENT or time.monotonic() >= deadline:
                         raise TopicReadError(f"topic {t!r} partition {p}: end offset unknown: {e}") from e
                     time.sleep(0.1)
             if high > max(low, self._next[(t, p)]):
@@ -696,7 +690,7 @@ class Publisher:
             except KafkaException as e:
                 if transactional and _fatal(e):
                     raise self._fence(str(e)) from e
-                if _error_name(e) == "MSG_SIZE_TOO_LARGE":
+                if error_name(e, "") == "MSG_SIZE_TOO_LARGE":
                     outcomes[i] = PlanTooLargeError(
                         f"{key}: {len(value or b'')} bytes exceed message.max.bytes {self.max_message_bytes}"
                     )

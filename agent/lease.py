@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .kafka_errors import error_name
 from .kafka_io import PublishError, TopicReadError, TopicTail
 from .logging import with_kafka_logger
 from .protocol.lease import (
@@ -109,11 +110,6 @@ def foreign_writer(hb: Heartbeat | None, agent_id: str, lease_group: str | None,
         f"last heartbeat {age_ms / 1000:.1f} s ago); two agents share plan_topic and ha.lease_topic only "
         "with ha.enabled and one ha.group_id: give this one its own topics, or the same HA settings"
     )
-
-
-def _error_name(err: Any) -> str:
-    name = getattr(err, "name", None)
-    return str(name()) if callable(name) else str(err)
 
 
 class Lease:
@@ -214,7 +210,7 @@ class Lease:
     def _judge(self, err: Any) -> None:
         # ``held`` follows the assignment callbacks only: after a refusal the client rejoins the group and
         # learns what it holds; an agent leads again only once a confirmation succeeds.
-        name = _error_name(err)
+        name = error_name(err)
         if name in _FENCED:
             raise LeaseLost(f"lease commit refused: {name}")
         raise LeaseUnconfirmed(f"lease commit failed: {name}")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .admin_timeouts import operation_timeout_s, result_timeout_s
+from .kafka_errors import error_name
 from .metrics import Metrics
 from .ports import AdminPort, Logger
 from .settings import MembershipSettings, RackRule, rack_for
@@ -52,12 +53,6 @@ class RealGroup:
 
     def topics(self) -> list[str]:
         return sorted({t for m in self.members for t, _ in m.assignment})
-
-
-def _error_name(e: BaseException) -> str:
-    err = e.args[0] if e.args else None
-    name = getattr(err, "name", None)
-    return str(name()) if callable(name) else type(e).__name__
 
 
 def _state_name(state: Any) -> str:
@@ -165,13 +160,13 @@ class GroupDescriber:
         try:
             futures = self.admin.describe_consumer_groups(ids, request_timeout=operation_timeout_s(timeout))
         except Exception as e:
-            self._failed(_error_name(e), str(e), ids)
+            self._failed(error_name(e, type(e).__name__), str(e), ids)
             return
         for gid in ids:
             try:
                 desc = futures[gid].result(timeout=result_timeout_s(timeout))
             except Exception as e:
-                name = _error_name(e)
+                name = error_name(e, type(e).__name__)
                 if name in _UNSUPPORTED:
                     self._failed(name, str(e), ids)
                     return

@@ -14,11 +14,11 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from rackplan.assignor.model import Cluster
 
 from .admin_timeouts import operation_timeout_s, result_timeout_s
+from .kafka_errors import error_name
 from .ports import AdminPort
 from .settings import MetadataSettings
 
@@ -97,11 +97,6 @@ def known_racks(previous: Mapping[int, str], snapshot: Snapshot) -> dict[int, st
     return out
 
 
-def _error_name(err: Any) -> str:
-    name = getattr(err, "name", None)
-    return str(name()) if callable(name) else str(err)
-
-
 def fetch_snapshot(
     admin: AdminPort,
     settings: MetadataSettings,
@@ -133,7 +128,7 @@ def fetch_snapshot(
             continue
         tmd = md.topics[name]
         if tmd.error is not None:
-            if _error_name(tmd.error) == "UNKNOWN_TOPIC_OR_PART":
+            if error_name(tmd.error) == "UNKNOWN_TOPIC_OR_PART":
                 continue  # deleted since the listing: gone, not missing
             raise MetadataError(f"topic {name!r}: {tmd.error}")
         parts = tmd.partitions

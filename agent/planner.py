@@ -10,13 +10,28 @@ leader is in the member's rack).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rackplan.assignor.model import Cluster, is_cross_rack
-from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
+from rackplan.assignor import (
+    FOLLOW_UP_LIMIT,
+    Cluster,
+    ConsumerGroup,
+    ConsumerPlan,
+    InputError,
+    StreamsApp,
+    app_topics,
+    cluster_document,
+    group_topics,
+    is_cross_rack,
+    leader_cross_rack,
+    parse_consumer_group,
+    parse_streams_app,
+    settle_cooperative,
+    subtopologies_of,
+    task_partitions,
+)
 
 from .metadata import NO_LEADER, Snapshot
 from .plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
@@ -47,16 +62,15 @@ class Registration:
 
 
 def registration_topics(kind: str, spec: Mapping[str, Any]) -> frozenset[str]:
-    """Every topic a plan of ``spec`` depends on: what its members read (and Streams changelogs)."""
+    """Every topic a plan of ``spec`` depends on: what its members read (and Streams changelogs).
+
+    The contract's topics (:mod:`rackplan.assignor.contract`), plus a settings
+    group's own ``topics`` (what its discovered members may subscribe to).
+    """
     if kind == CONSUMER:
-        topics = {t for m in spec.get("members") or [] for t in m.get("topics") or []}
-        topics.update(spec.get("topics") or [])
-        return frozenset(topics)
-    return frozenset(
-        t
-        for s in spec.get("subtopologies") or []
-        for t in [*(s.get("source_topics") or []), *(s.get("changelog_topics") or [])]
-    )
+        extra = spec.get("topics")
+        return group_topics(spec) | frozenset(t for t in extra or [] if isinstance(t, str))
+    return app_topics(spec)
 
 
 def make_registration(
@@ -114,6 +128,32 @@ def scope_fingerprint(
     return fingerprint(doc)
 
 
+#: The last snapshot's model: (snapshot, its racks, a Cluster of every topic asked for so far).
+_model: list[tuple[Snapshot, dict[int, str | None], Cluster]] = []
+
+
+def cluster_for(snapshot: Snapshot, racks: Mapping[int, str | None], topics: Iterable[str]) -> Cluster:
+    """The assignor's model of ``snapshot`` restricted to ``topics``: ``snapshot.to_cluster(racks, topics)``.
+
+    Built once per snapshot: each topic's replica-rack masks are computed the
+    first time a group asks for it, then every group of the cycle gets a
+    restriction of the same model (no mask computed twice).  Only the last
+    snapshot is kept; a change of racks starts a new model.
+    """
+    rack_map = dict(racks)
+    entry = _model[0] if _model else None
+    if entry is None or entry[0] is not snapshot or entry[1] != rack_map:
+        entry = (snapshot, rack_map, snapshot.to_cluster(rack_map, ()))
+    wanted = set(topics)
+    known = entry[2]
+    missing = sorted(t for t in wanted if t in snapshot.topics and t not in known.topics)
+    if missing:
+        known = known.extend({t: snapshot.topics[t].replicas for t in missing})
+        entry = (snapshot, rack_map, known)
+    _model[:] = [entry]
+    return known.restrict(wanted)
+
+
 class LocalityJudge:
     """Counts cross-rack partitions of an assignment under one snapshot, in one fetch mode."""
 
@@ -134,8 +174,7 @@ class LocalityJudge:
             return None
         if self.mode == "leader":
             leader = self._snapshot.topics[topic].leaders[partition]
-            lrack = None if leader == NO_LEADER else self._racks.get(leader)
-            return rack is not None and lrack is not None and lrack != rack
+            return leader_cross_rack(rack, None if leader == NO_LEADER else self._racks.get(leader))
         return is_cross_rack(rack, self.cluster.member_bit(rack), masks[partition])
 
     def verdicts(self, pairs: Iterable[tuple[str | None, str, int]]) -> Iterator[tuple[str | None, bool]]:
@@ -159,8 +198,7 @@ class LocalityJudge:
             bit = bits.get(rack)
             if bit is None:
                 bit = bits[rack] = self.cluster.member_bit(rack or None)
-            mask = masks[p]
-            yield rack, bool(rack) and mask != 0 and not (mask & bit)
+            yield rack, is_cross_rack(rack or None, bit, masks[p])
 
     def count(self, pairs: Iterable[tuple[str | None, str, int]]) -> Locality:
         cross = total = 0
@@ -196,16 +234,17 @@ def _consumer_pairs(
 
 
 def _sticky_consumer_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> dict[str, Any]:
-    out = copy.deepcopy(dict(spec))
+    """``spec`` with every member claiming what the last plan gave it (and what it still holds until it revokes)."""
     if last is None:
-        return out
+        return dict(spec)
     assignment = last.body.get("assignment") or {}
     revoked = last.body.get("revoked") or {}
-    for m in out.get("members") or []:
+    members = []
+    for m in spec.get("members") or []:
         mid = m.get("member_id")
-        m["owned"] = [list(tp) for tp in [*assignment.get(mid, []), *revoked.get(mid, [])]]
-        m["generation"] = last.generation  # one generation: every claim is believed
-    return out
+        owned = [list(tp) for tp in [*assignment.get(mid, []), *revoked.get(mid, [])]]
+        members.append({**m, "owned": owned, "generation": last.generation})  # one generation: all believed
+    return {**spec, "members": members}
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,40 +257,18 @@ class PlanResult:
     after_by_rack: Mapping[str | None, Locality]
 
 
-#: rounds a cooperative assignor gets to hand out what it withheld (one is enough for Kafka's)
-COMPLETION_ROUNDS = 3
+#: follow-up rounds a cooperative assignor gets to hand out what it withheld (one is enough for Kafka's);
+#: what is still withheld after them stays unassigned until the next plan
+COMPLETION_ROUNDS = FOLLOW_UP_LIMIT
 
 
-def _assign(cluster: Cluster, spec: Mapping[str, Any], key: str) -> dict[str, Any]:
-    from rackplan.assignor.consumer import plan_document
+def _run(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, float]:
+    from rackplan.assignor import run_assignor
 
     try:
-        group = parse_consumer_group(spec, cluster)
-    except InputError as e:
-        raise PlanSkipped(f"registration {key}: {e}") from None
-    try:
-        return plan_document(cluster, group)
+        return run_assignor(cluster, group)
     except (ImportError, KeyError) as e:
         raise PlanSkipped(f"assignor {group.assignor!r} is not available: {e}") from None
-
-
-def _complete(cluster: Cluster, spec: Mapping[str, Any], doc: dict[str, Any], key: str) -> dict[str, Any]:
-    """The assignment a cooperative assignor reaches once its withheld partitions are released.
-
-    Kafka's follow-up rebalance: every member owns what the first round gave
-    it, the withheld partitions are free, and the assignor runs again.
-    """
-    for _ in range(COMPLETION_ROUNDS):
-        if not any(doc["consumer_group"].get("revoked") or {}):
-            break
-        nxt = copy.deepcopy(dict(spec))
-        given = doc["consumer_group"]["assignment"]
-        for m in nxt.get("members") or []:
-            m["owned"] = [list(tp) for tp in given.get(m.get("member_id"), [])]
-            m["generation"] = 1
-        doc = _assign(cluster, nxt, key)
-    doc["consumer_group"]["revoked"] = {}  # anything still withheld stays unassigned until the next plan
-    return doc
 
 
 def _moved(old: Mapping[str, Any], new: Mapping[str, Any]) -> int:
@@ -267,19 +284,33 @@ def plan_consumer(
     last: PlanRecord | None,
     complete: bool = False,
 ) -> PlanResult:
-    """The plan of a consumer group; ``complete``: with nothing withheld (for two-phase handovers)."""
+    """The plan of a consumer group; ``complete``: with nothing withheld (for two-phase handovers).
+
+    The registration is parsed once, against the snapshot's model; the
+    follow-up rounds of ``complete`` stay typed (no document in between).
+    """
+    from rackplan.assignor import consumer_document as document
+
     if not reg.spec.get("members"):
         raise PlanSkipped(f"registration {reg.key}: no members registered or discovered")
-    cluster = snapshot.to_cluster(racks, reg.topics)
-    spec = _sticky_consumer_spec(reg.spec, last)
-    doc = _assign(cluster, spec, reg.key)
-    if complete:
-        doc = _complete(cluster, spec, doc, reg.key)
+    cluster = cluster_for(snapshot, racks, reg.topics)
+    try:
+        group = parse_consumer_group(_sticky_consumer_spec(reg.spec, last), cluster)
+    except InputError as e:
+        raise PlanSkipped(f"registration {reg.key}: {e}") from None
+    plan, elapsed_ms = _run(cluster, group)
+    if not complete:
+        doc = document(cluster, group, plan, elapsed_ms)
+    else:
+        end = settle_cooperative(
+            group, plan, elapsed_ms, lambda g: _run(cluster, g), COMPLETION_ROUNDS, lambda _g: 1
+        )
+        doc = document(cluster, end.group, end.plan, end.elapsed_ms)
+        doc["consumer_group"]["revoked"] = {}  # anything still withheld stays unassigned until the next plan
         if last is not None:
             doc["stats"]["moved"] = _moved(
                 last.body.get("assignment") or {}, doc["consumer_group"]["assignment"]
             )
-    group = parse_consumer_group(spec, cluster)
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     member_racks = {m.member_id: m.rack for m in group.members}
     by_rack = judge.count_by_rack(_consumer_pairs(doc["consumer_group"]["assignment"], member_racks))
@@ -292,50 +323,48 @@ def plan_consumer(
 # ---- Streams apps -------------------------------------------------------------
 
 
-def _task_partitions(cluster: Cluster, subs: Mapping[str, Any], task: str) -> list[tuple[str, int]]:
-    sub, _, part = task.rpartition("_")
-    s = subs.get(sub)
-    if s is None or not part.isdigit():
-        return []
-    p = int(part)
-    topics = list(s.get("source_topics") or [])
-    if s.get("stateful", bool(s.get("changelog_topics"))):
-        topics += [t for t in s.get("changelog_topics") or [] if t in cluster.topics]
-    return [(t, p) for t in topics]
-
-
 def _streams_pairs(
-    cluster: Cluster, spec: Mapping[str, Any], assignment: Mapping[str, Any]
+    cluster: Cluster, spec: Mapping[str, Any] | StreamsApp, assignment: Mapping[str, Any]
 ) -> Iterable[tuple[str | None, str, int]]:
-    subs = {str(s.get("id")): s for s in spec.get("subtopologies") or []}
-    racks = {c.get("process_id"): c.get("rack") for c in spec.get("clients") or []}
+    """(client rack, topic, partition) of every active task's partitions (:func:`~rackplan.assignor.contract.task_partitions`)."""
+    subs = subtopologies_of(spec)
+    if isinstance(spec, StreamsApp):
+        racks = {c.process_id: c.rack for c in spec.clients}
+    else:
+        racks = {c.get("process_id"): c.get("rack") for c in spec.get("clients") or []}
     for pid in sorted(assignment):
         tasks = assignment[pid].get("active") or [] if isinstance(assignment[pid], dict) else []
         for task in tasks:
-            for t, p in _task_partitions(cluster, subs, task):
+            for t, p in task_partitions(subs, cluster.topics, task):
                 yield racks.get(pid), t, p
 
 
 def _sticky_streams_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> dict[str, Any]:
-    out = copy.deepcopy(dict(spec))
+    """``spec`` with every client's previous tasks those of the last plan."""
     if last is None:
-        return out
+        return dict(spec)
     assignment = last.body.get("assignment") or {}
-    for c in out.get("clients") or []:
+    clients = []
+    for c in spec.get("clients") or []:
         prev = assignment.get(c.get("process_id")) or {}
-        c["previous_active"] = list(prev.get("active") or [])
-        c["previous_standby"] = list(prev.get("standby") or [])
-    return out
+        clients.append(
+            {
+                **c,
+                "previous_active": list(prev.get("active") or []),
+                "previous_standby": list(prev.get("standby") or []),
+            }
+        )
+    return {**spec, "clients": clients}
 
 
 def plan_streams(
     snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
 ) -> PlanResult:
-    from rackplan.assignor.streams import plan_document
+    from rackplan.assignor import plan_model as plan_document
 
     if not reg.spec.get("clients"):
         raise PlanSkipped(f"registration {reg.key}: no clients registered")
-    cluster = snapshot.to_cluster(racks, reg.topics)
+    cluster = cluster_for(snapshot, racks, reg.topics)
     try:
         app = parse_streams_app(_sticky_streams_spec(reg.spec, last), cluster)
     except InputError as e:
@@ -378,13 +407,10 @@ def instance_document(
     snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
 ) -> dict[str, Any]:
     """The contract input a plan of ``reg`` is computed from, so it can be checked like ``rackplan assign``."""
-    cluster = snapshot.to_cluster(racks, reg.topics)
+    cluster = cluster_for(snapshot, racks, reg.topics)
     doc: dict[str, Any] = {
-        "cluster": {
-            "brokers": [{"id": b, "rack": r} for b, r in sorted(cluster.broker_racks.items())],
-            "topics": {t: [list(r) for r in parts] for t, parts in cluster.topics.items()},
-        }
-    }
+        "cluster": cluster_document(cluster)
+    }  # brokers sorted by id, as to_cluster makes them
     if reg.kind == CONSUMER:
         doc["consumer_group"] = _sticky_consumer_spec(reg.spec, last)
     else:
@@ -396,7 +422,7 @@ def current_locality_by_rack(
     snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord
 ) -> dict[str | None, Locality]:
     """Locality of the last plan (the group's assignment as far as the agent knows) per member rack."""
-    cluster = snapshot.to_cluster(racks, reg.topics)
+    cluster = cluster_for(snapshot, racks, reg.topics)
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     if reg.kind == CONSUMER:
         member_racks = {m.get("member_id"): m.get("rack") for m in reg.spec.get("members") or []}
@@ -420,7 +446,7 @@ def assignment_locality(
 ) -> Locality:
     """Locality of a consumer group's real assignment (member id -> [topic, partition]) under a snapshot."""
     topics = {t for parts in assignment.values() for t, _ in parts}
-    cluster = snapshot.to_cluster(racks, topics)
+    cluster = cluster_for(snapshot, racks, topics)
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     return judge.count(_consumer_pairs(assignment, member_racks))
 
@@ -435,7 +461,7 @@ def best_locality(
     no assignor can do better.  When this is above the alert threshold the
     group is *unfixable* by rebalancing (see :mod:`rackplan.agent.alerts`).
     """
-    cluster = snapshot.to_cluster(racks, reg.topics)
+    cluster = cluster_for(snapshot, racks, reg.topics)
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     assignment = last.body.get("assignment") or {}
     if reg.kind == CONSUMER:

@@ -33,6 +33,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from rackplan.assignor.contract import app_topics, group_topics
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
@@ -697,17 +698,12 @@ class Settings(EnvFirstSettings):
 
 
 def _topics_of(entry: Mapping[str, Any], kind: str) -> set[str]:
-    out: set[str] = set()
-    if kind == "consumer_group":
-        for m in entry.get("members") or []:
-            if isinstance(m, dict):
-                out.update(t for t in m.get("topics") or [] if isinstance(t, str))
-        if isinstance(entry.get("topics"), list):
-            out.update(t for t in entry["topics"] if isinstance(t, str))
-    else:
-        for s in entry.get("subtopologies") or []:
-            if isinstance(s, dict):
-                out.update(t for t in s.get("source_topics") or [] if isinstance(t, str))
+    """The topics an entry names (:mod:`rackplan.assignor.contract`), plus a group's own ``topics`` list."""
+    if kind != "consumer_group":
+        return set(app_topics(entry))
+    out = set(group_topics(entry))
+    if isinstance(entry.get("topics"), list):
+        out.update(t for t in entry["topics"] if isinstance(t, str))
     return out
 
 

@@ -9,7 +9,7 @@ as a bit mask (bit ``i`` set when rack ``racks[i]`` holds a replica), so
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 TopicPartition = tuple[str, int]
@@ -51,6 +51,33 @@ class Cluster:
         object.__setattr__(self, "racks", racks)
         object.__setattr__(self, "rack_bit", rack_bit)
         object.__setattr__(self, "masks", masks)
+
+    def restrict(self, topics: Iterable[str]) -> Cluster:
+        """The same cluster with only ``topics`` (those it has, sorted): masks reused, never recomputed.
+
+        Equal to building the cluster from the same brokers and those topics,
+        at the cost of two dictionary lookups per topic; the agent builds its
+        snapshot's cluster once and restricts it per group.
+        """
+        names = sorted(t for t in set(topics) if t in self.topics)
+        out = object.__new__(Cluster)
+        object.__setattr__(out, "broker_racks", self.broker_racks)
+        object.__setattr__(out, "topics", {t: self.topics[t] for t in names})
+        object.__setattr__(out, "racks", self.racks)
+        object.__setattr__(out, "rack_bit", self.rack_bit)
+        object.__setattr__(out, "masks", {t: self.masks[t] for t in names})
+        return out
+
+    def extend(self, topics: Mapping[str, tuple[tuple[int, ...], ...]]) -> Cluster:
+        """This cluster with ``topics`` added (same brokers): only the new topics' masks are computed."""
+        added = Cluster(self.broker_racks, {t: parts for t, parts in topics.items() if t not in self.topics})
+        out = object.__new__(Cluster)
+        object.__setattr__(out, "broker_racks", self.broker_racks)
+        object.__setattr__(out, "topics", {**self.topics, **added.topics})
+        object.__setattr__(out, "racks", self.racks)
+        object.__setattr__(out, "rack_bit", self.rack_bit)
+        object.__setattr__(out, "masks", {**self.masks, **added.masks})
+        return out
 
     def partition_count(self, topic: str) -> int:
         return len(self.topics[topic])
@@ -144,6 +171,13 @@ class StreamsClient:
     task_lags: Mapping[str, int] = field(default_factory=dict)
 
 
+#: Kafka's default ``(traffic_cost, non_overlap_cost)`` for stateful tasks, by Streams assignor
+#: (``HighAvailabilityTaskAssignor`` favours fewer moves, ``StickyTaskAssignor`` locality).
+STATEFUL_COSTS: Mapping[str, tuple[int, int]] = {"high-availability": (10, 1), "sticky": (1, 10)}
+#: The costs both use for stateless tasks: moving one costs nothing.
+STATELESS_COSTS = (1, 0)
+
+
 @dataclass(frozen=True, slots=True)
 class RackAwareConfig:
     """``rack.aware.assignment.*``: None for a cost means Kafka's default for the assignor."""
@@ -152,6 +186,14 @@ class RackAwareConfig:
     traffic_cost: int | None = None
     non_overlap_cost: int | None = None
     sticky_to_previous: bool = False
+
+    def costs(self, assignor: str) -> tuple[int, int]:
+        """``(traffic_cost, non_overlap_cost)`` for stateful tasks: the configured ones, else Kafka's defaults."""
+        traffic, non_overlap = STATEFUL_COSTS[assignor]
+        return (
+            traffic if self.traffic_cost is None else self.traffic_cost,
+            non_overlap if self.non_overlap_cost is None else self.non_overlap_cost,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,19 +209,6 @@ class StreamsApp:
     assignor: str = "high-availability"
     #: partitions per sub-topology (its source topics all have this many)
     partitions: Mapping[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ClientTasks:
-    active: Sequence[str] = ()
-    standby: Sequence[str] = ()
-    warmup: Sequence[str] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class StreamsPlan:
-    assignment: Mapping[str, ClientTasks]
-    probing_rebalance_needed: bool = False
 
 
 def task_id(subtopology: str, partition: int) -> str:

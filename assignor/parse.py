@@ -339,6 +339,34 @@ def _opt_int(
 def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
     a = _obj(doc, "streams_app")
     app_id = _str(_required(a, "application_id", "streams_app"), "streams_app.application_id")
+    subs, partitions = _subtopologies(a, cluster)
+    clients = _clients(a)
+    rack_aware = _rack_aware(a)
+    tags_raw = a.get("rack_aware_assignment_tags") or []
+    assignor = a.get("assignor")
+    return StreamsApp(
+        application_id=app_id,
+        subtopologies=tuple(subs),
+        clients=tuple(clients),
+        num_standby_replicas=_opt_int(a, "num_standby_replicas", "streams_app", 0),
+        acceptable_recovery_lag=_opt_int(
+            a, "acceptable_recovery_lag", "streams_app", 10_000, maximum=INT64_MAX
+        ),
+        max_warmup_replicas=_opt_int(a, "max_warmup_replicas", "streams_app", 2, minimum=1),
+        rack_aware_assignment_tags=tuple(
+            _str(t, f"streams_app.rack_aware_assignment_tags[{k}]")
+            for k, t in enumerate(_list(tags_raw, "streams_app.rack_aware_assignment_tags"))
+        ),
+        rack_aware=rack_aware,
+        assignor="high-availability"
+        if assignor is None
+        else _choice(assignor, "streams_app.assignor", STREAMS_ASSIGNORS),
+        partitions=partitions,
+    )
+
+
+def _subtopologies(a: Mapping[str, Any], cluster: Cluster) -> tuple[list[Subtopology], dict[str, int]]:
+    """The app's sub-topologies, and each one's partition count (its source topics must agree on it)."""
     subs: list[Subtopology] = []
     partitions: dict[str, int] = {}
     raw_subs = _list(_required(a, "subtopologies", "streams_app"), "streams_app.subtopologies")
@@ -373,6 +401,10 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
         partitions[sid] = counts.pop()
         subs.append(Subtopology(sid, tuple(sources), changelogs, stateful))
 
+    return subs, partitions
+
+
+def _clients(a: Mapping[str, Any]) -> list[StreamsClient]:
     clients: list[StreamsClient] = []
     seen: set[str] = set()
     for i, c in enumerate(_list(_required(a, "clients", "streams_app"), "streams_app.clients")):
@@ -404,9 +436,14 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
             )
         )
 
+    return clients
+
+
+def _rack_aware(a: Mapping[str, Any]) -> RackAwareConfig:
+    """``rack_aware``: the strategy and its costs (None: Kafka's default for the assignor)."""
     ra_raw = _obj(a.get("rack_aware") or {}, "streams_app.rack_aware")
     strategy = ra_raw.get("strategy")
-    rack_aware = RackAwareConfig(
+    return RackAwareConfig(
         strategy="none"
         if strategy is None
         else _choice(strategy, "streams_app.rack_aware.strategy", RACK_STRATEGIES),
@@ -426,27 +463,6 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
         sticky_to_previous=_bool(
             ra_raw.get("sticky_to_previous", False), "streams_app.rack_aware.sticky_to_previous"
         ),
-    )
-    tags_raw = a.get("rack_aware_assignment_tags") or []
-    assignor = a.get("assignor")
-    return StreamsApp(
-        application_id=app_id,
-        subtopologies=tuple(subs),
-        clients=tuple(clients),
-        num_standby_replicas=_opt_int(a, "num_standby_replicas", "streams_app", 0),
-        acceptable_recovery_lag=_opt_int(
-            a, "acceptable_recovery_lag", "streams_app", 10_000, maximum=INT64_MAX
-        ),
-        max_warmup_replicas=_opt_int(a, "max_warmup_replicas", "streams_app", 2, minimum=1),
-        rack_aware_assignment_tags=tuple(
-            _str(t, f"streams_app.rack_aware_assignment_tags[{k}]")
-            for k, t in enumerate(_list(tags_raw, "streams_app.rack_aware_assignment_tags"))
-        ),
-        rack_aware=rack_aware,
-        assignor="high-availability"
-        if assignor is None
-        else _choice(assignor, "streams_app.assignor", STREAMS_ASSIGNORS),
-        partitions=partitions,
     )
 
 

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from rackplan.assignor.cli import decode, dumps
-from rackplan.assignor.consumer import consumer_stats, get_assignor, instance_document, plan_body
+from rackplan.assignor.consumer import consumer_stats, get_assignor, plan_body
+from rackplan.assignor.contract import instance_document
 from rackplan.assignor.model import Cluster, ConsumerGroup, StreamsApp
 from rackplan.assignor.parse import parse_instance
 

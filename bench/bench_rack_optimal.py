@@ -43,6 +43,8 @@ from functools import partial
 
 from bench.common import in_child, peak_memory, peak_rss_mib, timed
 from rackplan.assignor.consumer import cross_rack_count
+from rackplan.assignor.consumer.owned import previous_owners
+from rackplan.assignor.consumer.rack_optimal import assign, fair_assign
 from rackplan.assignor.model import (
     Cluster,
     ConsumerGroup,
@@ -51,8 +53,6 @@ from rackplan.assignor.model import (
     TopicPartition,
     is_cross_rack,
 )
-from rackplan.assignor.owned import previous_owners
-from rackplan.assignor.rack_optimal import assign, fair_assign
 
 RACKS = ("az-a", "az-b", "az-c")
 

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``bench`` importable
 
 from bench.common import timed
+from rackplan.assignor.consumer.range_assignor import assign
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member
-from rackplan.assignor.range_assignor import assign
 
 RACKS = ("az-a", "az-b", "az-c")
 MEMBERS = 2_000

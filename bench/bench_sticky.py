@@ -52,10 +52,10 @@ from typing import Any
 
 from bench.common import peak_memory, peak_rss_mib, timed
 from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
+from rackplan.assignor.consumer.owned import count_moved, previous_owners
+from rackplan.assignor.consumer.rack_optimal import assign as rack_optimal_assign
+from rackplan.assignor.consumer.sticky import assign
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
-from rackplan.assignor.owned import count_moved, previous_owners
-from rackplan.assignor.rack_optimal import assign as rack_optimal_assign
-from rackplan.assignor.sticky_assignor import assign
 
 RACKS = ("az-a", "az-b", "az-c")
 N_BROKERS = 9

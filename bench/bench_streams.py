@@ -43,12 +43,15 @@ from unittest import mock
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make ``bench`` importable
 
 from bench.common import in_child, peak_memory, timed
-from rackplan.assignor import streams_ha, streams_standby, streams_standby_flow, streams_sticky
 from rackplan.assignor.cli import assign_document, dumps
 from rackplan.assignor.parse import parse_instance
+from rackplan.assignor.streams import ha as streams_ha
 from rackplan.assignor.streams import plan_document, run
-from rackplan.assignor.streams_standby import Values, spread_values, swap_standbys
-from rackplan.assignor.streams_tasks import State, TaskModel
+from rackplan.assignor.streams import standby as streams_standby
+from rackplan.assignor.streams import standby_flow as streams_standby_flow
+from rackplan.assignor.streams import sticky as streams_sticky
+from rackplan.assignor.streams.standby import Values, spread_values, swap_standbys
+from rackplan.assignor.streams.tasks import State, TaskModel
 
 RACKS = ("az-a", "az-b", "az-c")
 
@@ -91,9 +94,9 @@ def reference_flow(doc: dict[str, Any]) -> tuple[float, bool]:
     """
     import networkx as nx
 
-    from rackplan.assignor.streams_balance import balance
-    from rackplan.assignor.streams_rack import optimise_active, subtopology_caps
-    from rackplan.assignor.streams_tasks import State, build_model
+    from rackplan.assignor.streams.balance import balance
+    from rackplan.assignor.streams.rack import optimise_active, subtopology_caps
+    from rackplan.assignor.streams.tasks import State, build_model
 
     cluster, app = parse_instance(doc)
     model = build_model(cluster, app)  # type: ignore[arg-type]

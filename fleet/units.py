@@ -33,9 +33,24 @@ from typing import Any
 
 from rackplan.agent.archive import ClusterState, SnapshotError, parse_snapshot
 from rackplan.agent.metadata import NO_LEADER
+from rackplan.assignor import (
+    FOLLOW_UP_LIMIT,
+    Cluster,
+    ConsumerGroup,
+    InputError,
+    StreamsApp,
+    app_topics,
+    group_topics,
+    is_cross_rack,
+    leader_cross_rack,
+    parse_instance,
+    plan_model,
+    settle_cooperative,
+    subtopologies_of,
+    task_partitions,
+)
 from rackplan.assignor.cli import assign_document
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
-from rackplan.assignor.parse import InputError
 
 from .scenarios import BASELINE, CONSUMER, STREAMS, NotApplicable, Scenario, Unit, apply, offline_partitions
 
@@ -45,8 +60,8 @@ BYTES_PER_GB = 1_000_000_000
 DEFAULT_PRICE_PER_GB = 0.02
 REFERENCE_CONSUMER = "rack-optimal"
 REFERENCE_STRATEGY = "min_traffic"
-#: a cooperative plan settles in one follow-up round; more means something is wrong
-MAX_ROUNDS = 4
+#: rounds a cooperative plan may take (the first and its follow-ups); Kafka's settle in two, more is an error
+MAX_ROUNDS = 1 + FOLLOW_UP_LIMIT
 
 OK = "ok"
 INVALID = "invalid"  # the registration or snapshot breaks the contract
@@ -130,18 +145,9 @@ def _row(columns: Sequence[tuple[str, str]], **values: Any) -> dict[str, Any]:
 # ---- stage 1: snapshot -> groups ---------------------------------------------------
 
 
-def _group_topics(kind: str, spec: Mapping[str, Any]) -> set[str]:
-    out: set[str] = set()
-    if kind == CONSUMER:
-        for m in spec.get("members") or []:
-            if isinstance(m, dict):
-                out.update(t for t in m.get("topics") or [] if isinstance(t, str))
-    else:
-        for s in spec.get("subtopologies") or []:
-            if isinstance(s, dict):
-                for key in ("source_topics", "changelog_topics"):
-                    out.update(t for t in s.get(key) or [] if isinstance(t, str))
-    return out
+def _group_topics(kind: str, spec: Mapping[str, Any]) -> frozenset[str]:
+    """The topics of a group or app (:mod:`rackplan.assignor.contract`): its members', or sources and changelogs."""
+    return group_topics(spec) if kind == CONSUMER else app_topics(spec)
 
 
 def registered_label(kind: str, spec: Mapping[str, Any]) -> str:
@@ -372,26 +378,25 @@ def _without_elapsed(plan: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class Judge:
-    """Cross-rack tests of one (rack, partition) pair, in both fetch modes, and its traffic."""
+    """Cross-rack tests of one (rack, partition) pair, in both fetch modes, and its traffic.
 
-    def __init__(self, state: ClusterState) -> None:
+    The judgements are the contract's (:mod:`rackplan.assignor.contract`), on
+    the model the unit's plan was computed from.
+    """
+
+    def __init__(self, state: ClusterState, cluster: Cluster) -> None:
         self.rack_of = state.broker_racks()
         self.state = state
-        self.replica_racks = {
-            t: [frozenset(r for r in (self.rack_of[b] for b in reps) if r is not None) for reps in parts]
-            for t, parts in state.topics.items()
-        }
+        self.cluster = cluster
 
     def nearest(self, rack: str | None, t: str, p: int) -> bool:
         """The contract: the member has a rack and no replica is in it (unknown racks: never)."""
-        racks = self.replica_racks[t][p]
-        return rack is not None and bool(racks) and rack not in racks
+        return is_cross_rack(rack, self.cluster.member_bit(rack), self.cluster.masks[t][p])
 
     def leader(self, rack: str | None, t: str, p: int) -> bool:
         """Leader-only fetching: cross when the leader's (known) rack is another one."""
         leader = self.state.leaders[t][p]
-        lrack = None if leader == NO_LEADER else self.rack_of.get(leader)
-        return rack is not None and lrack is not None and lrack != rack
+        return leader_cross_rack(rack, None if leader == NO_LEADER else self.rack_of.get(leader))
 
     def traffic(self, t: str, p: int) -> float | None:
         rates = self.state.traffic.get(t)
@@ -435,37 +440,51 @@ class Figures:
         }
 
 
-def next_round(instance: Mapping[str, Any], plan: Mapping[str, Any]) -> dict[str, Any]:
-    """The instance of the rebalance that follows a cooperative round: members own what they were given."""
-    out = copy.deepcopy(dict(instance))
-    assignment = plan["consumer_group"]["assignment"]
-    members = out["consumer_group"]["members"]
-    generation = max((int(m.get("generation") or 0) for m in members), default=0) + 1
-    for m in members:
-        m["owned"] = [list(tp) for tp in assignment.get(m["member_id"], [])]
-        m["generation"] = generation
-    return out
+def _parsed(instance: Mapping[str, Any], kind: type[ConsumerGroup] | type[StreamsApp]) -> tuple[Cluster, Any]:
+    cluster, spec = parse_instance(instance)
+    if not isinstance(spec, kind):
+        raise InputError("(document)", f"expected a {kind.__name__} instance")
+    return cluster, spec
 
 
 def _consumer(instance: dict[str, Any], state: ClusterState, keep: bool) -> tuple[dict[str, Any], Figures]:
+    """The figures of a consumer unit: its first round, and its settled assignment after the follow-ups.
+
+    One parse; the follow-up rounds are typed (:func:`~rackplan.assignor.contract.settle_cooperative`),
+    each at the next generation, and at most ``MAX_ROUNDS`` rounds in all.
+    """
+    from rackplan.assignor import consumer_document as document
+    from rackplan.assignor import run_assignor
+
     start = time.perf_counter()
-    first = assign_document(instance)
-    plan, settled_instance, rounds = first, instance, 1
-    while any(plan["consumer_group"]["revoked"].values()):
-        if rounds >= MAX_ROUNDS:
-            raise RuntimeError(f"cooperative plan not settled after {MAX_ROUNDS} rounds")
-        settled_instance = next_round(settled_instance, plan)
-        plan = assign_document(settled_instance)
-        rounds += 1
+    cluster, group = _parsed(instance, ConsumerGroup)
+    plan, elapsed_ms = run_assignor(cluster, group)
+    first = document(cluster, group, plan, elapsed_ms)
+    generation = max(
+        (int(m.get("generation") or 0) for m in instance["consumer_group"]["members"]), default=0
+    )
+
+    def next_generation(_group: ConsumerGroup) -> int:
+        nonlocal generation
+        generation += 1
+        return generation
+
+    end = settle_cooperative(
+        group, plan, elapsed_ms, lambda g: run_assignor(cluster, g), MAX_ROUNDS - 1, next_generation
+    )
+    if not end.settled:
+        raise RuntimeError(f"cooperative plan not settled after {MAX_ROUNDS} rounds")
+    rounds = end.follow_ups + 1
+    last = first if rounds == 1 else document(cluster, end.group, end.plan, end.elapsed_ms)
     elapsed = (time.perf_counter() - start) * 1000.0
-    figures = Figures(Judge(state))
-    racks = {m["member_id"]: m.get("rack") for m in instance["consumer_group"]["members"]}
-    for mid, parts in plan["consumer_group"]["assignment"].items():
+    figures = Figures(Judge(state, cluster))
+    racks = {m.member_id: m.rack for m in group.members}
+    for mid, parts in last["consumer_group"]["assignment"].items():
         for t, p in parts:
             figures.add(racks[mid], t, p)
-    if figures.cross_nearest != plan["stats"]["cross_rack"]:
+    if figures.cross_nearest != last["stats"]["cross_rack"]:
         raise RuntimeError(
-            f"cross-rack count {figures.cross_nearest} != the contract's {plan['stats']['cross_rack']}"
+            f"cross-rack count {figures.cross_nearest} != the contract's {last['stats']['cross_rack']}"
         )
     cols: dict[str, Any] = {
         "members": len(racks),
@@ -473,7 +492,7 @@ def _consumer(instance: dict[str, Any], state: ClusterState, keep: bool) -> tupl
         "moved": first["stats"]["moved"],
         "revoked": sum(len(v) for v in first["consumer_group"]["revoked"].values()),
         "rounds": rounds,
-        "max_minus_min": float(plan["stats"]["max_minus_min"]),
+        "max_minus_min": float(last["stats"]["max_minus_min"]),
         "cross_rack_contract": first["stats"]["cross_rack"],
         "plan_sha256": plan_digest(first),
         "elapsed_ms": elapsed,
@@ -481,47 +500,43 @@ def _consumer(instance: dict[str, Any], state: ClusterState, keep: bool) -> tupl
     if keep:
         cols["plan"] = dumps(_without_elapsed(first))
         if rounds > 1:
-            cols["settled_instance"] = dumps(settled_instance)
-            cols["settled_plan"] = dumps(_without_elapsed(plan))
+            cols["settled_instance"] = dumps(_settled_instance(instance, end.group))
+            cols["settled_plan"] = dumps(_without_elapsed(last))
     return cols, figures
 
 
-def task_partitions(
-    state: ClusterState, subtopologies: Sequence[Mapping[str, Any]], task: str, standby: bool
-) -> list[tuple[str, int]]:
-    """The topic partitions a task reads or writes (a standby: only its changelogs), known ones only."""
-    sub, _, part = task.rpartition("_")
-    p = int(part)
-    for s in subtopologies:
-        if str(s["id"]) != sub:
-            continue
-        changelogs = list(s.get("changelog_topics") or [])
-        stateful = s.get("stateful", bool(changelogs))
-        topics = [] if standby else list(s["source_topics"])
-        if stateful:
-            topics += changelogs
-        return [(t, p) for t in topics if t in state.topics and p < len(state.topics[t])]
-    return []
+def _settled_instance(instance: Mapping[str, Any], group: ConsumerGroup) -> dict[str, Any]:
+    """The instance of the last follow-up round: the document's members owning what ``group``'s do."""
+    by_id = {m.member_id: m for m in group.members}
+    members = [
+        {
+            **m,
+            "owned": [list(tp) for tp in by_id[m["member_id"]].owned],
+            "generation": by_id[m["member_id"]].generation,
+        }
+        for m in instance["consumer_group"]["members"]
+    ]
+    return {**instance, "consumer_group": {**instance["consumer_group"], "members": members}}
 
 
 def _streams(instance: dict[str, Any], state: ClusterState, keep: bool) -> tuple[dict[str, Any], Figures]:
     start = time.perf_counter()
-    plan = assign_document(instance)
+    cluster, app = _parsed(instance, StreamsApp)
+    plan = plan_model(cluster, app)
     elapsed = (time.perf_counter() - start) * 1000.0
-    app = instance["streams_app"]
-    subs = app["subtopologies"]
-    racks = {c["process_id"]: c.get("rack") for c in app["clients"]}
-    previous = {t: c["process_id"] for c in app["clients"] for t in c.get("previous_active") or []}
-    figures = Figures(Judge(state))
-    standby = Figures(Judge(state))
+    subs = subtopologies_of(app)
+    racks = {c.process_id: c.rack for c in app.clients}
+    previous = {t: c.process_id for c in app.clients for t in c.previous_active}
+    figures = Figures(Judge(state, cluster))
+    standby = Figures(Judge(state, cluster))
     moved = 0
     for pid, a in plan["streams_app"]["assignment"].items():
         for task in a["active"]:
             moved += task in previous and previous[task] != pid
-            for t, p in task_partitions(state, subs, task, standby=False):
+            for t, p in task_partitions(subs, cluster.topics, task):
                 figures.add(racks[pid], t, p)
         for task in a["standby"]:
-            for t, p in task_partitions(state, subs, task, standby=True):
+            for t, p in task_partitions(subs, cluster.topics, task, standby=True):
                 standby.add(racks[pid], t, p)
                 figures.add(racks[pid], t, p)
     stats = plan["stats"]

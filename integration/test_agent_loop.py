@@ -248,7 +248,7 @@ def test_published_plans_pass_the_contract_checker(
         pytest.fail(f"contract checker not found at {CHECKER}", pytrace=False)
     c = cluster_with_topics(make_cluster)
     groups = [range_group("payments", ["orders", "payments"])]
-    if importlib.util.find_spec("rackplan.assignor.rack_optimal") is not None:
+    if importlib.util.find_spec("rackplan.assignor.consumer.rack_optimal") is not None:
         groups.append({**range_group("optimal", ["orders", "payments"]), "assignor": "rack-optimal"})
     a = run_agent(agent_settings(c.bootstrap_servers, groups), c)
     first = a.wait_for(lambda r: r.ok)

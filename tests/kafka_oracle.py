@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from rackplan.assignor.consumer import instance_document
+from rackplan.assignor.contract import instance_document
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 
 ROOT = Path(__file__).resolve().parent.parent

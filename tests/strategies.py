@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 from hypothesis import strategies as st
 
+from rackplan.assignor import contract
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 
 RACKS = ("az-a", "az-b", "az-c", "az-d")
@@ -90,11 +89,6 @@ def consumer_groups(
 
 def follow_up(group: ConsumerGroup, plan: ConsumerPlan) -> ConsumerGroup:
     """The next round: each member owns exactly what it was assigned, one generation later."""
-    gen = max((m.generation for m in group.members), default=-1) + 1
-    return dataclasses.replace(
-        group,
-        members=tuple(
-            dataclasses.replace(m, owned=tuple(plan.assignment.get(m.member_id, ())), generation=gen)
-            for m in group.members
-        ),
+    return contract.follow_up(
+        group, plan.assignment, max((m.generation for m in group.members), default=-1) + 1
     )

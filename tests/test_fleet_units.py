@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer import instance_document
+from rackplan.assignor.contract import instance_document
 from rackplan.cli import main as rackplan
 from rackplan.fleet import units
 from rackplan.fleet.scenarios import parse_scenarios

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.flow import FlowResult, InfeasibleFlow, min_cost_flow, min_cost_flow_phases
+from rackplan.assignor.flow import FlowGraph, FlowResult, InfeasibleFlow, min_cost_flow, min_cost_flow_phases
 from tests.invariants import assert_feasible_flow
 
 Solver = Callable[[int, list[tuple[int, int, int, int]], list[int]], FlowResult]
@@ -111,3 +111,25 @@ def test_phases_routes_many_units_over_few_paths() -> None:
     r = min_cost_flow_phases(n_t + n_c, edges, supply)
     assert r.cost == 0
     assert_feasible_flow(n_t + n_c, edges, supply, r)
+
+
+@settings(max_examples=200, deadline=None)
+@given(problem=flow_problems())
+def test_flow_graph_builds_the_problem_it_is_given(
+    problem: tuple[int, list[tuple[int, int, int, int]], list[int]],
+) -> None:
+    """The builder's graph, node by node and edge by edge, is solved as its lists are: same cost, same flow."""
+    n, edges, supply = problem
+    g = FlowGraph()
+    nodes = [g.add_node(b) for b in supply]
+    assert nodes == list(range(n)) and g.num_nodes == n
+    assert [g.add_edge(*e) for e in edges] == list(range(len(edges)))
+    assert g.edges == edges and g.supply == supply
+    for solve, reference in ((g.solve, min_cost_flow_phases), (g.solve_by_paths, min_cost_flow)):
+        try:
+            expected = reference(n, edges, supply)
+        except InfeasibleFlow:
+            with pytest.raises(InfeasibleFlow):
+                solve()
+            continue
+        assert solve() == expected

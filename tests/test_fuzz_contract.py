@@ -322,8 +322,8 @@ FOLLOW_UP_CASE = ROOT / "tests" / "data" / "issue16-follow-up.json"
 
 def test_issue16_round_withholds_and_its_follow_up_withholds_nothing() -> None:
     """The issue's instance (a round after a previous one) and the round after it."""
+    from rackplan.assignor.consumer.sticky import assign
     from rackplan.assignor.parse import parse_instance
-    from rackplan.assignor.sticky_assignor import assign
     from tests.strategies import follow_up
 
     cluster, group = parse_instance(json.loads(FOLLOW_UP_CASE.read_text()))
@@ -336,8 +336,8 @@ def test_issue16_round_withholds_and_its_follow_up_withholds_nothing() -> None:
 
 def test_contested_partition_follow_up_withholds_nothing() -> None:
     """Hypothesis' smallest case of the bug: a partition claimed twice was re-placed in the follow-up."""
+    from rackplan.assignor.consumer.sticky import assign
     from rackplan.assignor.model import Cluster, ConsumerGroup, Member
-    from rackplan.assignor.sticky_assignor import assign
     from tests.strategies import follow_up
 
     cluster = Cluster({1: "az-a"}, {"t0": ((1,),), "t1": tuple((1,) for _ in range(23)), "t2": ((1,),) * 3})
@@ -375,7 +375,7 @@ def random_previous_owners(draw: st.DrawFn) -> tuple[Any, Any]:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_previous_owners())
 def test_follow_up_round_withholds_nothing_after_any_previous_owners(case: tuple[Any, Any]) -> None:
-    from rackplan.assignor.sticky_assignor import assign
+    from rackplan.assignor.consumer.sticky import assign
     from tests.invariants import assert_balanced, assert_valid
     from tests.strategies import follow_up
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rackplan.assignor.consumer.owned import count_moved, previous_owners, withhold_moving
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
-from rackplan.assignor.owned import count_moved, previous_owners, withhold_moving
 
 CLUSTER = Cluster(broker_racks={1: "a", 2: "b"}, topics={"t": ((1,), (2,), (1,)), "u": ((2,),)})
 
@@ -53,8 +53,8 @@ def test_count_moved_counts_withheld_and_reassigned_only_for_subscribed() -> Non
 
 
 def test_contested_partition_is_withheld_from_everyone_and_revoked_by_every_claimer() -> None:
-    from rackplan.assignor.owned import contested_partitions
-    from rackplan.assignor.sticky_assignor import assign
+    from rackplan.assignor.consumer.owned import contested_partitions
+    from rackplan.assignor.consumer.sticky import assign
 
     g = group(
         Member("m1", "a", ("t",), owned=(("t", 0), ("t", 1)), generation=2),

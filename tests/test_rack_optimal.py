@@ -30,13 +30,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer import (
-    cross_rack_count,
-    get_assignor,
-    instance_document,
-    subscribed_partitions,
-)
+from rackplan.assignor.consumer import cross_rack_count, get_assignor, subscribed_partitions
+from rackplan.assignor.consumer.owned import previous_owners
+from rackplan.assignor.consumer.rack_optimal import assign
+from rackplan.assignor.consumer.rack_optimal.fair import fair_box
+from rackplan.assignor.contract import instance_document
 from rackplan.assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
+from rackplan.assignor.flow.prices import residual_potentials
 from rackplan.assignor.model import (
     Cluster,
     ConsumerGroup,
@@ -45,10 +45,6 @@ from rackplan.assignor.model import (
     TopicPartition,
     is_cross_rack,
 )
-from rackplan.assignor.owned import previous_owners
-from rackplan.assignor.rack_optimal import assign
-from rackplan.assignor.rack_optimal_fair import fair_box
-from rackplan.assignor.rack_optimal_flow import residual_potentials
 from tests.invariants import (
     assert_balanced,
     assert_contract_checker_passes,
@@ -461,8 +457,8 @@ def test_empty_subscriptions_and_empty_topics() -> None:
 @pytest.mark.parametrize(
     ("name", "module"),
     [
-        ("range", "rackplan.assignor.range_assignor"),
-        ("cooperative-sticky", "rackplan.assignor.sticky_assignor"),
+        ("range", "rackplan.assignor.consumer.range_assignor"),
+        ("cooperative-sticky", "rackplan.assignor.consumer.sticky"),
     ],
 )
 def test_never_more_cross_rack_than_another_balanced_plan(name: str, module: str) -> None:

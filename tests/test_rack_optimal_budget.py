@@ -1,6 +1,6 @@
 """rack-optimal's work budget: a budgeted plan is balanced, never worse than fair, marked, and deterministic.
 
-The budget (:data:`rackplan.assignor.rack_optimal_milp.NODE_WORK`, nodes times
+The budget (:data:`rackplan.assignor.consumer.rack_optimal.milp.NODE_WORK`, nodes times
 nonzeros) is forced to nothing here, so HiGHS stops before its root node; the
 stats then say ``optimal: false`` with a proven lower bound.  The CLI runs
 on the benchmark's 100 members x 908 partitions shape, where the unbudgeted
@@ -19,11 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.bench_rack_optimal import unequal_case
-from rackplan.assignor.consumer import cross_rack_count, instance_document
+from rackplan.assignor.consumer import cross_rack_count
+from rackplan.assignor.consumer.rack_optimal import fair_assign
+from rackplan.assignor.consumer.rack_optimal.balanced import rebalance
+from rackplan.assignor.consumer.rack_optimal.milp import NODE_WORK
+from rackplan.assignor.contract import instance_document
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan
-from rackplan.assignor.rack_optimal import fair_assign
-from rackplan.assignor.rack_optimal_balanced import rebalance
-from rackplan.assignor.rack_optimal_milp import NODE_WORK
 from tests.invariants import assert_balanced, assert_valid
 from tests.test_rack_optimal import gap_prone, instances, moves_of
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rackplan.assignor.consumer.range_assignor import assign, range_assignment
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member, TopicPartition
-from rackplan.assignor.range_assignor import assign, range_assignment
 from tests.invariants import assert_range_balanced, assert_valid
 from tests.strategies import clusters, consumer_groups
 

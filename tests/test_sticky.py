@@ -1,4 +1,4 @@
-"""Property tests of the cooperative-sticky assignor (assignor/sticky_assignor.py).
+"""Property tests of the cooperative-sticky assignor (assignor/consumer/sticky/).
 
 Rounds are simulated as Kafka's consumers run them: after a round every member
 owns exactly what it was assigned (withheld partitions are owned by nobody) and
@@ -19,12 +19,18 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 from collections.abc import Mapping, Sequence
+from unittest import mock
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
+from rackplan.assignor.consumer import cross_rack_count, sticky, subscribed_partitions
+from rackplan.assignor.consumer.owned import count_moved, previous_owners
+from rackplan.assignor.consumer.sticky import assign
+from rackplan.assignor.flow import PostconditionError
 from rackplan.assignor.model import (
     Cluster,
     ConsumerGroup,
@@ -33,8 +39,6 @@ from rackplan.assignor.model import (
     TopicPartition,
     is_cross_rack,
 )
-from rackplan.assignor.owned import count_moved, previous_owners
-from rackplan.assignor.sticky_assignor import assign
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import clusters, consumer_groups, follow_up
 
@@ -253,3 +257,51 @@ def test_locality_check_catches_a_missed_swap_and_move() -> None:
     good = ConsumerPlan(assignment={"a": [("t", 0), ("t", 2)], "b": [("t", 1)]})
     assert locality_violation(cluster, group, good) is None
     assert assign(cluster, group).assignment == good.assignment
+
+
+@SETTINGS
+@given(instances())
+def test_settling_reaches_a_fixed_point_and_says_so(inst: tuple[Cluster, ConsumerGroup]) -> None:
+    """``settle`` reports the fixed point it reached; capped at zero simulations it reports none."""
+    cluster, group = inst
+    if not group.members:
+        return
+    prep = sticky.prepare(cluster, group)
+    equal = len({m.topics for m in group.members}) == 1
+    algorithm = sticky._unproven if equal else sticky.assign_general_proven
+    settled = sticky.settle(prep, algorithm)
+    assert settled.fixed_point and 0 <= settled.follow_ups < sticky.MAX_FOLLOW_UPS
+    with mock.patch.object(sticky, "MAX_FOLLOW_UPS", 0):
+        capped = sticky.settle(prep, algorithm)
+    assert not capped.fixed_point and capped.follow_ups == 0
+
+
+def test_an_unsettled_plan_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """With no simulation allowed, the plan is still made, and a warning names the group."""
+    cluster = Cluster(broker_racks={1: "a", 2: "b"}, topics={"t": ((1,), (2,), (1,), (2,))})
+    group = ConsumerGroup("g", "cooperative-sticky", (Member("m1", "a", ("t",)), Member("m2", "b", ("t",))))
+    with mock.patch.object(sticky, "MAX_FOLLOW_UPS", 0), caplog.at_level(logging.WARNING):
+        plan = assign(cluster, group)
+    assert_valid(cluster, group, plan)
+    assert any("group g has no fixed point after 0 follow-up" in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert assign(cluster, group) == plan
+    assert not caplog.records
+
+
+def test_a_partition_left_without_holder_is_a_postcondition_failure() -> None:
+    """A broken write-back (the algorithm drops a partition) raises, naming what failed, instead of a short plan."""
+    cluster = Cluster(broker_racks={1: "a", 2: "b"}, topics={"t": ((1,), (2,), (1,), (2,))})
+    group = ConsumerGroup("g", "cooperative-sticky", (Member("m1", "a", ("t",)), Member("m2", "b", ("t",))))
+    real = sticky.assign_constrained
+
+    def dropping(prep: sticky.Prepared) -> list[list[int]]:
+        per_member = real(prep)
+        return [parts[1:] if i == 0 else parts for i, parts in enumerate(per_member)]
+
+    with (
+        mock.patch.object(sticky, "assign_constrained", dropping),
+        pytest.raises(PostconditionError, match=r"1 of 4 partitions have no holder"),
+    ):
+        assign(cluster, group)

@@ -9,7 +9,7 @@ Kafka's expected assignment is the only one our priorities allow, it is
 asserted exactly; where it reflects Kafka's hash-map iteration order, the
 properties Kafka's test checks are asserted instead.
 
-Deviations by design, from :mod:`rackplan.assignor.owned`: claims of members of an
+Deviations by design, from :mod:`rackplan.assignor.consumer.owned`: claims of members of an
 older generation are dropped (Kafka 3.5+ keeps those that no newer member
 contradicts), and a partition claimed twice in the newest generation is
 unowned, so it is handed out at once instead of being withheld.
@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
+from rackplan.assignor.consumer.owned import count_moved, previous_owners
+from rackplan.assignor.consumer.sticky import assign
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
-from rackplan.assignor.owned import count_moved, previous_owners
-from rackplan.assignor.sticky_assignor import assign
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import follow_up
 from tests.test_range import kafka_cluster, kafka_mismatches, null_racks, racks, tps
@@ -401,7 +401,7 @@ def test_deleted_topics(config: str) -> None:
     assert assign(cluster, g) == ConsumerPlan({"consumer": []}, {})
 
 
-# ---- generations and conflicting claims (assignor/owned.py rules) ---------------------------
+# ---- generations and conflicting claims (assignor/consumer/owned.py rules) ---------------------------
 
 
 @pytest.mark.parametrize("config", RACK_CONFIGS)
@@ -433,7 +433,7 @@ def test_claims_of_older_generations_are_dropped(config: str) -> None:
 @pytest.mark.parametrize("config", RACK_CONFIGS)
 def test_highest_generation_keeps_its_partitions(config: str) -> None:
     # testEnsurePartitionsAssignedToHighestGeneration, testNoReassignmentOnCurrentMembers
-    # Deviation: Kafka also keeps uncontested claims of older generations; assignor/owned.py drops them.
+    # Deviation: Kafka also keeps uncontested claims of older generations; assignor/consumer/owned.py drops them.
     s = Setup(config)
     topics = ["topic", "topic2", "topic3"]
     cluster = s.cluster({"topic": 3, "topic2": 3, "topic3": 3})

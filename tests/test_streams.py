@@ -174,8 +174,8 @@ def test_sticky_heap_picks_what_kafkas_scan_picks(
     inst: tuple[Cluster, StreamsApp], rng: random.Random
 ) -> None:
     """The sticky assignor's heap answers as Kafka's scans over all clients do, as loads change."""
-    from rackplan.assignor.streams_sticky import _Sticky
-    from rackplan.assignor.streams_tasks import State, build_model
+    from rackplan.assignor.streams.sticky import _Sticky
+    from rackplan.assignor.streams.tasks import State, build_model
 
     cluster, app = inst
     model = build_model(cluster, app)

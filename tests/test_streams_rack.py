@@ -7,16 +7,17 @@ import random
 from unittest import mock
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor import streams_rack
-from rackplan.assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
+from rackplan.assignor.flow import InfeasibleFlow, PostconditionError, min_cost_flow, min_cost_flow_phases
 from rackplan.assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology
+from rackplan.assignor.streams import rack as streams_rack
 from rackplan.assignor.streams import run
-from rackplan.assignor.streams_rack import disabled_reason, optimise_active, subtopology_caps, task_cost
-from rackplan.assignor.streams_standby import optimise_standbys, spread_kept
-from rackplan.assignor.streams_tasks import State, build_model
+from rackplan.assignor.streams.rack import disabled_reason, optimise_active, subtopology_caps, task_cost
+from rackplan.assignor.streams.standby import optimise_standbys, spread_kept
+from rackplan.assignor.streams.tasks import State, build_model
 from tests.invariants import assert_feasible_flow
 from tests.streams_strategies import streams_instances
 
@@ -364,3 +365,63 @@ def test_spread_kept_is_distinct_values_never_drop(data: st.DataObject) -> None:
     after = [dst if c == src else c for c in holders]
     want = all(distinct(after, k) >= distinct(holders, k) for k in range(keys))
     assert spread_kept(values, holders, src, dst) == want
+
+
+def test_a_broken_write_back_raises_and_leaves_the_state_alone() -> None:
+    """Kafka's checks after the flow (every task once, every client's load kept) catch a broken write-back.
+
+    p0 (rack a) holds the task whose partition is in rack b and p1 the other
+    way round: the flow swaps them.  Written back with every task on p0, the
+    loads change: a :class:`PostconditionError` naming client and counts, and
+    the state as it was.
+    """
+    cluster = Cluster(broker_racks={1: "a", 2: "b"}, topics={"t0": ((1,), (2,))})
+    clients = (StreamsClient("p0", "a", 1, {}), StreamsClient("p1", "b", 1, {}))
+    model = build_model(cluster, _app(clients, (Subtopology("0", ("t0",), (), True),), {"0": 2}))
+    tasks = [model.tasks.index("0_0"), model.tasks.index("0_1")]
+
+    def fresh() -> State:
+        state = State(model)
+        state.active[0].add(tasks[1])
+        state.active[1].add(tasks[0])
+        return state
+
+    good = fresh()
+    assert optimise_active(model, good, tasks, "min_traffic", 10, 1)
+    assert good.active_owner()[tasks[0]] == 0 and good.active_owner()[tasks[1]] == 1  # swapped: both local
+
+    def all_to_p0(items: list[int], quota: dict[int, int], prefer: object) -> list[tuple[int, int]]:
+        return [(t, 0) for t in sorted(items)]
+
+    state = fresh()
+    with (
+        mock.patch.object(streams_rack, "_distribute", all_to_p0),
+        mock.patch.object(streams_rack, "_read_front", _no_free_edges(streams_rack._read_front)),
+        pytest.raises(PostconditionError, match=r"optimise_active: client 0 held 1 of the optimised tasks"),
+    ):
+        optimise_active(model, state, tasks, "min_traffic", 10, 1)
+    assert state.active == fresh().active
+
+
+def _no_free_edges(real):  # type: ignore[no-untyped-def]
+    """``_read_front`` with the free-edge units dropped, so every task travels through ``_distribute``."""
+
+    def read(p, flow, class_targets, out) -> None:  # type: ignore[no-untyped-def]
+        real(p, flow, class_targets, out)
+        for free in out.free:
+            free.clear()
+
+    return read
+
+
+def test_check_write_back_names_what_failed() -> None:
+    check = streams_rack.check_write_back
+    check("x", [0, 1], {0: 0, 1: 1}, {0: 1, 1: 0})  # a swap keeps both loads
+    with pytest.raises(
+        PostconditionError, match=r"x: the flow placed 1 tasks, not the 2 given \(unplaced: \[1\]"
+    ):
+        check("x", [0, 1], {0: 0, 1: 1}, {0: 1})
+    with pytest.raises(
+        PostconditionError, match=r"x: client 0 held 1 of the optimised tasks before the flow, 2 after"
+    ):
+        check("x", [0, 1], {0: 0, 1: 1}, {0: 0, 1: 0})

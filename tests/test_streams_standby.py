@@ -19,11 +19,11 @@ import networkx as nx
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor import streams_standby_flow
 from rackplan.assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology
 from rackplan.assignor.streams import plan_document
-from rackplan.assignor.streams_balance import balance
-from rackplan.assignor.streams_standby import (
+from rackplan.assignor.streams import standby_flow as streams_standby_flow
+from rackplan.assignor.streams.balance import balance
+from rackplan.assignor.streams.standby import (
     Values,
     allowed_movement,
     assign_standbys,
@@ -32,7 +32,7 @@ from rackplan.assignor.streams_standby import (
     spread_values,
     swap_standbys,
 )
-from rackplan.assignor.streams_tasks import State, TaskModel, build_model
+from rackplan.assignor.streams.tasks import State, TaskModel, build_model
 from tests.streams_strategies import streams_instances
 
 
@@ -540,7 +540,8 @@ def test_assignors_reach_the_brute_force_optimum(spread: str, assignor: str, rng
     """
     import dataclasses
 
-    from rackplan.assignor import streams_ha, streams_sticky
+    from rackplan.assignor.streams import ha as streams_ha
+    from rackplan.assignor.streams import sticky as streams_sticky
 
     cluster, app = _random_app(rng, rng.choice([2, 3]), spread, (1, 2), (2, 3), (3, 6), (1, 2))
     app = dataclasses.replace(app, assignor=assignor)

@@ -34,8 +34,8 @@ from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer import cross_rack_count, run_assignor, subscribed_partitions
+from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
-from rackplan.assignor.owned import count_moved, previous_owners
 from tests.invariants import assert_balanced, assert_range_balanced, assert_valid, equal_subscriptions
 from tests.kafka_oracle import KafkaOracle, session_oracle
 from tests.strategies import clusters, consumer_groups, follow_up

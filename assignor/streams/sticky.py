@@ -12,13 +12,11 @@ from __future__ import annotations
 import heapq
 import math
 
-from .model import StreamsApp
-from .streams_ha import STATELESS_COSTS, previous_owners
-from .streams_rack import optimise_active
-from .streams_standby import optimise_standbys
-from .streams_tasks import State, TaskModel
-
-STATEFUL_COSTS = (1, 10)
+from ..model import STATELESS_COSTS, StreamsApp
+from .ha import previous_owners
+from .rack import optimise_active
+from .standby import optimise_standbys
+from .tasks import State, TaskModel
 
 
 class _Sticky:
@@ -142,8 +140,7 @@ def assign(model: TaskModel, app: StreamsApp, rack_aware: bool) -> tuple[State, 
         if t not in assigned:
             sticky.add(sticky.find(t), t)
     ra = app.rack_aware
-    traffic = ra.traffic_cost if ra.traffic_cost is not None else STATEFUL_COSTS[0]
-    non_overlap = ra.non_overlap_cost if ra.non_overlap_cost is not None else STATEFUL_COSTS[1]
+    traffic, non_overlap = ra.costs("sticky")
     previous = previous_owners(model) if ra.sticky_to_previous else None
     if rack_aware:  # keeps every client's load, so the heap stays valid
         stateful = [t for t in range(model.num_tasks) if model.stateful[t]]

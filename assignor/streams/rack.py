@@ -28,11 +28,12 @@ with the fewest moves.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 
-from .flow import InfeasibleFlow, min_cost_flow_phases
-from .model import StreamsApp
-from .streams_tasks import State, TaskModel
+from ..flow import FlowGraph, InfeasibleFlow, PostconditionError
+from ..model import StreamsApp
+from .tasks import State, TaskModel
 
 log = logging.getLogger(__name__)
 
@@ -146,32 +147,32 @@ class _Placement:
 
 def _front(
     p: _Problem, direct_target: Callable[[int, int], int], gj_node: dict[tuple[int, int], int], n_nodes: int
-) -> tuple[list[tuple[int, int, int, int]], list[int], list[tuple[int, int]]]:
+) -> tuple[FlowGraph, list[tuple[int, int]]]:
     """Edges from task nodes (to their class and free clients) and from classes to (rack, bucket) nodes.
 
     Task node ``k`` is node ``k``; class ``c`` is node ``len(p.nodes) + c``.
-    Returns the edges, the supplies (tasks only so far) and, per class edge, its (class, rack).
+    Returns the graph (supplies: tasks only so far) and, per class edge, its (class, rack).
     """
-    edges: list[tuple[int, int, int, int]] = []
-    supply = [0] * n_nodes
+    graph = FlowGraph(n_nodes)
+    supply, edge = graph.supply, graph.add_edge
     class_base = len(p.nodes)
     rack_index = {g: gi for gi, g in enumerate(p.groups)}
     traffic = p.traffic
     for node, (cid, fr, members) in enumerate(p.nodes):
         m = len(members)
         supply[node] = m
-        edges.append((node, class_base + cid, m, 0))
+        edge(node, class_base + cid, m, 0)
         j, vec = p.class_keys[cid]
         for c in fr:
-            edges.append((node, direct_target(c, j), m, traffic * vec[rack_index[p.group_of[c]]]))
+            edge(node, direct_target(c, j), m, traffic * vec[rack_index[p.group_of[c]]])
     class_targets: list[tuple[int, int]] = []
     for cid, (j, vec) in enumerate(p.class_keys):
         for gi, g in enumerate(p.groups):
             target = gj_node.get((g, j))
             if target is not None:
                 class_targets.append((cid, g))
-                edges.append((class_base + cid, target, p.class_size[cid], traffic * vec[gi] + p.non_overlap))
-    return edges, supply, class_targets
+                edge(class_base + cid, target, p.class_size[cid], traffic * vec[gi] + p.non_overlap)
+    return graph, class_targets
 
 
 def _read_front(p: _Problem, flow: list[int], class_targets: list[tuple[int, int]], out: _Placement) -> None:
@@ -228,21 +229,21 @@ def _solve_full(p: _Problem) -> _Placement:
             nxt += 1
     client_node = {i: nxt + k for k, i in enumerate(p.clients)}
     nxt += len(p.clients)
-    edges, supply, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    graph, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    supply, edge = graph.supply, graph.add_edge
     pool_edges: list[tuple[int, int, int]] = []  # (edge, client, bucket) out of the (rack, bucket) nodes
     for i in p.clients:
         g = p.group_of[i]
         count = p.counts[i]
         for j, cap in zip(p.buckets, p.caps(i), strict=True):
-            pool_edges.append((len(edges), i, j))
             node = cj_node.get((i, j))
             if node is None:
-                edges.append((gj_node[(g, j)], client_node[i], min(cap, count), 0))
+                pool_edges.append((edge(gj_node[(g, j)], client_node[i], min(cap, count), 0), i, j))
             else:
-                edges.append((gj_node[(g, j)], node, cap, 0))
-                edges.append((node, client_node[i], cap, 0))
+                pool_edges.append((edge(gj_node[(g, j)], node, cap, 0), i, j))
+                edge(node, client_node[i], cap, 0)
         supply[client_node[i]] = -count
-    flow = min_cost_flow_phases(nxt, edges, supply).flow
+    flow = graph.solve().flow
     out = _Placement(p)
     _read_front(p, flow, class_targets, out)
     for e, i, j in pool_edges:
@@ -272,14 +273,15 @@ def _solve_pooled(p: _Problem) -> _Placement | None:
     nxt += len(pool_node)
     client_node = {i: nxt + k for k, i in enumerate(p.clients)}
     nxt += len(p.clients)
-    edges, supply, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    graph, class_targets = _front(p, lambda c, j: cj_node.get((c, j), client_node[c]), gj_node, nxt)
+    supply, edge = graph.supply, graph.add_edge
     bucket_index = {j: k for k, j in enumerate(p.buckets)}
     for (c, j), node in cj_node.items():
-        edges.append((node, client_node[c], p.caps(c)[bucket_index[j]], 0))
+        edge(node, client_node[c], p.caps(c)[bucket_index[j]], 0)
     members: dict[int, list[int]] = {g: [] for g in p.racks}
     for i in p.clients:
         members[p.group_of[i]].append(i)
-    first = len(edges)
+    first = len(graph.edges)
     if p.balance:
         for g in p.racks:
             room = [0] * len(p.buckets)
@@ -287,17 +289,17 @@ def _solve_pooled(p: _Problem) -> _Placement | None:
                 for k, cap in enumerate(p.caps(i)):
                     room[k] += cap
             for k, j in enumerate(p.buckets):
-                edges.append((gj_node[(g, j)], pool_node[g], room[k], 0))
+                edge(gj_node[(g, j)], pool_node[g], room[k], 0)
         for g in p.racks:
             for i in members[g]:
-                edges.append((pool_node[g], client_node[i], p.counts[i], 0))
+                edge(pool_node[g], client_node[i], p.counts[i], 0)
     else:
         for g in p.racks:
             for i in members[g]:
-                edges.append((gj_node[(g, 0)], client_node[i], p.counts[i], 0))
+                edge(gj_node[(g, 0)], client_node[i], p.counts[i], 0)
     for i in p.clients:
         supply[client_node[i]] = -p.counts[i]
-    flow = min_cost_flow_phases(nxt, edges, supply).flow
+    flow = graph.solve().flow
     out = _Placement(p)
     _read_front(p, flow, class_targets, out)
     e = first
@@ -365,19 +367,20 @@ def _realise(
             break
     if not short:
         return sorted((i, k, units) for (i, k), units in got.items())
-    n_b = len(arrivals)
-    edges = [
-        (k, n_b + w, room[k], 0)
-        for w, (_i, _want, room) in enumerate(wants)
-        for k in range(n_b)
-        if arrivals[k] and room[k]
-    ]
-    supply = [*arrivals, *(-want for _i, want, _room in wants)]
+    graph = FlowGraph()
+    buckets = [graph.add_node(a) for a in arrivals]
+    takers = [graph.add_node(-want) for _i, want, _room in wants]
+    for w, (_i, _want, room) in enumerate(wants):
+        for k in buckets:
+            if arrivals[k] and room[k]:
+                graph.add_edge(k, takers[w], room[k], 0)
     try:
-        flow = min_cost_flow_phases(len(supply), edges, supply).flow
+        flow = graph.solve().flow
     except InfeasibleFlow:
         return None
-    return sorted((wants[v - n_b][0], k, f) for (k, v, _c, _w), f in zip(edges, flow, strict=True) if f)
+    return sorted(
+        (wants[v - len(buckets)][0], k, f) for (k, v, _c, _w), f in zip(graph.edges, flow, strict=True) if f
+    )
 
 
 def optimise_active(
@@ -423,8 +426,18 @@ def optimise_active(
     placement = _solve_pooled(p)
     if placement is None:
         placement = _solve_full(p)
+    new_owner = _tasks_from_quotas(p, placement, owner)
+    check_write_back("optimise_active", tasks, owner, new_owner)
+    for t in tasks:
+        c = new_owner[t]
+        if c != owner[t]:
+            state.active[owner[t]].discard(t)
+            state.active[c].add(t)
+    return True
 
-    # Back from quotas to tasks: free edges first, then class -> rack -> client, preferring to stay.
+
+def _tasks_from_quotas(p: _Problem, placement: _Placement, owner: Mapping[int, int]) -> dict[int, int]:
+    """Back from the flow's quotas to tasks: free edges first, then class -> rack -> client, preferring to stay."""
     new_owner: dict[int, int] = {}
     via_class: list[list[int]] = [[] for _ in p.class_keys]
     for node, (cid, _fr, members) in enumerate(p.nodes):
@@ -436,17 +449,38 @@ def optimise_active(
     arriving: dict[tuple[int, int], list[int]] = {}
     for cid, (j, _vec) in enumerate(p.class_keys):
         quota = placement.rack_quota[cid]
-        for t, g in _distribute(via_class[cid], quota, lambda t: model.group_of[owner[t]]):
+        for t, g in _distribute(via_class[cid], quota, lambda t: p.group_of[owner[t]]):
             arriving.setdefault((g, j), []).append(t)
     for gj, arrived in arriving.items():
         for t, i in _distribute(arrived, placement.client_quota[gj], lambda t: owner[t]):
             new_owner[t] = i
-    for t in tasks:
-        c = new_owner[t]
-        if c != owner[t]:
-            state.active[owner[t]].discard(t)
-            state.active[c].add(t)
-    return True
+    return new_owner
+
+
+def check_write_back(
+    where: str, tasks: Sequence[int], before: Mapping[int, int], after: Mapping[int, int]
+) -> None:
+    """The flow's placement ``after`` (task -> client) keeps what ``before`` had: checked before it is applied.
+
+    As Kafka's ``RackAwareTaskAssignor`` checks after its min-cost flow: every
+    task is placed exactly once, and every client holds as many of ``tasks``
+    as before (the flow moves load, it never changes it).  Raises
+    :class:`~rackplan.assignor.flow.PostconditionError` naming the first
+    violation; the state is untouched then.
+    """
+    if len(after) != len(tasks) or any(t not in after for t in tasks):
+        missing = [t for t in tasks if t not in after]
+        extra = sorted(set(after) - set(tasks))
+        raise PostconditionError(
+            f"{where}: the flow placed {len(after)} tasks, not the {len(tasks)} given "
+            f"(unplaced: {missing[:5]}, not asked for: {extra[:5]})"
+        )
+    old, new = Counter(before[t] for t in tasks), Counter(after[t] for t in tasks)
+    for c in sorted(old.keys() | new.keys()):
+        if old[c] != new[c]:
+            raise PostconditionError(
+                f"{where}: client {c} held {old[c]} of the optimised tasks before the flow, {new[c]} after"
+            )
 
 
 def _free_clients(baseline: int, previous: Sequence[int], counts: Sequence[int]) -> list[int]:

@@ -12,17 +12,12 @@ from __future__ import annotations
 
 import heapq
 
-from .model import StreamsApp
-from .streams_balance import balance
-from .streams_movement import Lags, move_tasks
-from .streams_rack import optimise_active
-from .streams_standby import allowed_movement, assign_standbys, optimise_standbys, spread_values
-from .streams_tasks import State, TaskModel
-
-#: Kafka's HighAvailabilityTaskAssignor defaults (traffic, non-overlap)
-STATEFUL_COSTS = (10, 1)
-#: Kafka's RackAwareTaskAssignor constants for stateless tasks
-STATELESS_COSTS = (1, 0)
+from ..model import STATELESS_COSTS, StreamsApp
+from .balance import balance
+from .movement import Lags, move_tasks
+from .rack import optimise_active
+from .standby import allowed_movement, assign_standbys, optimise_standbys, spread_values
+from .tasks import State, TaskModel
 
 
 def previous_owners(model: TaskModel) -> list[list[int]]:
@@ -40,8 +35,7 @@ def assign(model: TaskModel, app: StreamsApp, rack_aware: bool) -> tuple[State, 
     """Run the assignor; returns the final state and whether a probing rebalance is needed."""
     state = State(model)
     ra = app.rack_aware
-    traffic = ra.traffic_cost if ra.traffic_cost is not None else STATEFUL_COSTS[0]
-    non_overlap = ra.non_overlap_cost if ra.non_overlap_cost is not None else STATEFUL_COSTS[1]
+    traffic, non_overlap = ra.costs("high-availability")
     previous = previous_owners(model) if ra.sticky_to_previous else None
     stateful = [t for t in range(model.num_tasks) if model.stateful[t]]
     stateless = [t for t in range(model.num_tasks) if not model.stateful[t]]

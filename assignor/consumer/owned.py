@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable, Mapping
 
-from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
+from ..model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 
 
 def _top_generation_claims(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Container
 
-from .model import StreamsApp
-from .streams_tasks import State, TaskModel
+from ..model import StreamsApp
+from .tasks import State, TaskModel
 
 UNKNOWN = float("inf")
 

@@ -8,11 +8,11 @@ member subscribed to its topic that holds at least two fewer.  Steps:
 2. **Fill**: unowned partitions go, topic by topic (fewest subscribers first,
    as Kafka orders them), to a least-loaded subscriber, a rack-local one when
    several tie (one small heap per rack class per topic).
-3. **Balance** (:mod:`rackplan.assignor.sticky_general_balance`): while a topic has a
+3. **Balance** (:mod:`rackplan.assignor.consumer.sticky.general_balance`): while a topic has a
    holder with two or more partitions over one of its subscribers, close the
    gap, by a path of free partitions (ones their holder did not own) when there
    is one, else by moving an owned partition, a non-matching one first.
-4. **Rack locality** (:mod:`rackplan.assignor.sticky_general_flow`, :mod:`rackplan.assignor.sticky_general_shift`), each change
+4. **Rack locality** (:mod:`rackplan.assignor.consumer.sticky.general_flow`, :mod:`rackplan.assignor.consumer.sticky.general_shift`), each change
    strictly lowering ``BIG * cross_rack + moves``:
 
    * single moves of a cross-rack partition to a rack-local subscriber with
@@ -35,11 +35,11 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from .sticky_common import Prepared
-from .sticky_general_balance import balance
-from .sticky_general_flow import place
-from .sticky_general_shift import shift_counts
-from .sticky_general_state import GeneralState
+from .common import Prepared
+from .general_balance import balance
+from .general_flow import place
+from .general_shift import shift_counts
+from .general_state import GeneralState
 
 
 class _General(GeneralState):
@@ -110,7 +110,7 @@ def assign_general(prep: Prepared) -> list[list[int]]:
 def assign_general_proven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
     """:func:`assign_general`, and its holder when a flow proved its cross-rack count the fewest at its counts.
 
-    :func:`rackplan.assignor.sticky_assignor.settle` hands that proof to the simulated
+    :func:`rackplan.assignor.consumer.sticky.settle` hands that proof to the simulated
     follow-up round (``Prepared.min_cross_holder``): when that round reaches
     the same holder with nothing moved, its flow could not gain and is skipped.
     """

@@ -2,7 +2,7 @@
 
 Exactness, precisely: the result minimises the number of cross-rack
 partitions over *every* assignment the contract calls balanced (invariant 2),
-and among those the moves (valid owned partitions, see :mod:`rackplan.assignor.owned`,
+and among those the moves (valid owned partitions, see :mod:`rackplan.assignor.consumer.owned`,
 whose owner still subscribes to the topic but that go to another member).
 
 * Equal subscriptions: balanced means counts ``floor(P/N)`` or ``ceil(P/N)``,
@@ -14,9 +14,9 @@ whose owner still subscribes to the topic but that go to another member).
   partitions of t1 local only to A, one of t2 local only to B, C in a third
   rack: counts (2, 1, 0) are balanced with no cross-rack partition, while
   every fair assignment (1, 1, 1) has two.  :func:`fair_assign` gives a
-  balanced starting point and :mod:`rackplan.assignor.rack_optimal_balanced` makes the
+  balanced starting point and :mod:`rackplan.assignor.consumer.rack_optimal.balanced` makes the
   result exact over all balanced assignments (a per-component bound, else a
-  mixed-integer program, :mod:`rackplan.assignor.rack_optimal_milp`) within a
+  mixed-integer program, :mod:`rackplan.assignor.consumer.rack_optimal.milp`) within a
   deterministic work budget.  The plan's ``stats`` say ``optimal`` (proven);
   when not, the plan is still balanced and never worse than the fair optimum,
   and ``cross_rack_lower_bound`` is a proven bound for any balanced plan.
@@ -37,7 +37,7 @@ one class are interchangeable for their owner, so a member needs one arc per
 class it owned partitions of, and the member that keeps ``k`` of them keeps
 ``k`` of its own.  Not cooperative: ``revoked`` is always empty.
 
-Both stages use :func:`rackplan.assignor.flow.min_cost_flow_phases` (primal-dual with
+Both stages build a :class:`rackplan.assignor.flow.FlowGraph` solved by :func:`rackplan.assignor.flow.min_cost_flow_phases` (primal-dual with
 blocking flows, exact like :func:`rackplan.assignor.flow.min_cost_flow`): stage B has
 one node per sticky member and thousands of distinct augmenting paths, and
 even stage A, for a thousand members with distinct subscriptions, ran 25 times
@@ -48,12 +48,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .flow import min_cost_flow_phases
-from .model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
-from .owned import previous_owners
-from .rack_optimal_balanced import rebalance
-from .rack_optimal_fair import fair_box
-from .rack_optimal_flow import Edge, residual_potentials
+from ...flow import FlowGraph
+from ...flow.prices import residual_potentials
+from ...model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+from ..owned import previous_owners
+from .balanced import rebalance
+from .fair import fair_box
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
@@ -226,37 +226,35 @@ def _classify(cluster: Cluster, group: ConsumerGroup) -> _Classes:
 def _optimal_face(c: _Classes) -> _Face:
     """Stage A: the class-level min-cost flow (fairness, then cross-rack) and its optimal face."""
     weight = c.total + 1  # more than any cross-rack total: fairness comes first
-    edges: list[Edge] = []
+    graph = FlowGraph(c.x_node + 1)
     kg: dict[tuple[int, int], int] = {}
     for k, (g, mask) in enumerate(c.k_keys):
         for rc in range(len(c.rc_keys)):
             j = c.gr_index.get((g, rc))
             if j is not None:
-                kg[(k, j)] = len(edges)
                 # Capacities never bind (one more than can ever flow), so only the
                 # sign of an arc's reduced cost says whether optimal flows use it.
-                edges.append((k, c.gr_base + j, len(c.k_parts[k]) + 1, c.cross(rc, mask)))
+                kg[(k, j)] = graph.add_edge(k, c.gr_base + j, len(c.k_parts[k]) + 1, c.cross(rc, mask))
     gq: dict[tuple[int, int], int] = {}
     q_of = {key: q for q, key in enumerate(c.q_keys)}
-    for j, (g, rc) in enumerate(c.gr_keys):
-        for s in c.group_subs[g]:
+    for j, (grp, rc) in enumerate(c.gr_keys):
+        for s in c.group_subs[grp]:
             q = q_of.get((rc, s))
             if q is not None:
-                gq[(j, q)] = len(edges)
-                edges.append((c.gr_base + j, c.q_base + q, c.group_sizes[g] + 1, 0))
+                gq[(j, q)] = graph.add_edge(c.gr_base + j, c.q_base + q, c.group_sizes[grp] + 1, 0)
     qx: dict[int, int] = {}
     for q, (_, s) in enumerate(c.q_keys):
         if c.extra[s]:
-            qx[q] = len(edges)
-            edges.append((c.q_base + q, c.x_node, len(c.q_members[q]), weight * (2 * c.low[s] + 1)))
-    supply = [0] * (c.x_node + 1)
+            qx[q] = graph.add_edge(c.q_base + q, c.x_node, len(c.q_members[q]), weight * (2 * c.low[s] + 1))
+    supply = graph.supply
     for k, parts in enumerate(c.k_parts):
         supply[k] = len(parts)
     for q, (_, s) in enumerate(c.q_keys):
         supply[c.q_base + q] = -len(c.q_members[q]) * c.low[s]
     supply[c.x_node] = -c.total - sum(supply[c.q_base : c.x_node])
-    flow = min_cost_flow_phases(c.x_node + 1, edges, supply).flow
-    pot = residual_potentials(c.x_node + 1, edges, flow)
+    flow = graph.solve().flow
+    edges = graph.edges
+    pot = residual_potentials(graph.num_nodes, edges, flow)
 
     def reduced(e: int) -> int:
         u, v, _, w = edges[e]
@@ -280,7 +278,7 @@ def _owned_by_class(
 ) -> list[dict[int, list[TopicPartition]]]:
     """Per member and partition class, the owned partitions that count for stickiness (sorted).
 
-    Valid claims (:func:`rackplan.assignor.owned.previous_owners`) whose owner still
+    Valid claims (:func:`rackplan.assignor.consumer.owned.previous_owners`) whose owner still
     subscribes to the topic.
     """
     index_of = {m.member_id: i for i, m in enumerate(c.members)}
@@ -321,39 +319,35 @@ def _keep_most(
         is_sticky[i] = True
     rest = [[i for i in members if not is_sticky[i]] for members in c.q_members]
 
-    n_nodes = c.x_node + 1 + len(sticky)
-    edges: list[Edge] = []
-    supply = [0] * n_nodes
+    graph = FlowGraph(c.x_node + 1 + len(sticky))
+    supply = graph.supply
     for k, parts in enumerate(c.k_parts):
         supply[k] = len(parts)
     kg_edge = []
     for k, j in face.kg:  # every partition not kept by its owner costs 1: the flow keeps the most
-        kg_edge.append((k, j, len(edges)))
-        edges.append((k, c.gr_base + j, len(c.k_parts[k]) + 1, 1))
+        kg_edge.append((k, j, graph.add_edge(k, c.gr_base + j, len(c.k_parts[k]) + 1, 1)))
     gq_edge = []
     for j, q in face.gq:
-        gq_edge.append((j, q, len(edges)))
-        edges.append((c.gr_base + j, c.q_base + q, c.group_sizes[c.gr_keys[j][0]] + 1, 0))
+        gq_edge.append(
+            (j, q, graph.add_edge(c.gr_base + j, c.q_base + q, c.group_sizes[c.gr_keys[j][0]] + 1, 0))
+        )
     keep_edge: list[tuple[int, int, int]] = []  # (member, class k, edge)
     qm_edge: list[tuple[int, int]] = []  # (member, edge)
     for node, i in enumerate(sticky, start=c.x_node + 1):
         q = c.member_q[i]
-        qm_edge.append((i, len(edges)))
-        edges.append((c.q_base + q, node, room[i], 0))
+        qm_edge.append((i, graph.add_edge(c.q_base + q, node, room[i], 0)))
         for k, cap in keep_arcs[i]:
-            keep_edge.append((i, k, len(edges)))
-            edges.append((k, node, cap, 0))
+            keep_edge.append((i, k, graph.add_edge(k, node, cap, 0)))
         if face.free[q]:
-            edges.append((node, c.x_node, 1, 0))
+            graph.add_edge(node, c.x_node, 1, 0)
         supply[node] = -base[i]
     qx_edge: dict[int, int] = {}
     for q, members in enumerate(rest):
         supply[c.q_base + q] = -sum(base[i] for i in members)
         if face.free[q] and members:
-            qx_edge[q] = len(edges)
-            edges.append((c.q_base + q, c.x_node, len(members), 0))
+            qx_edge[q] = graph.add_edge(c.q_base + q, c.x_node, len(members), 0)
     supply[c.x_node] = sum(base) - c.total
-    flow = min_cost_flow_phases(n_nodes, edges, supply).flow
+    flow = graph.solve().flow
 
     # Kept partitions first; the rest of each class travels through the pools.
     out: list[list[TopicPartition]] = [[] for _ in range(n_mem)]

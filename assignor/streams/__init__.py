@@ -1,8 +1,8 @@
 """Kafka Streams task assignment (KIP-925): run the app's assignor, describe the result.
 
 ``plan_document`` is the contract's ``streams_app`` output; the assignors
-live in :mod:`rackplan.assignor.streams_ha` and :mod:`rackplan.assignor.streams_sticky`, the
-rack optimisation in :mod:`rackplan.assignor.streams_rack`.
+live in :mod:`rackplan.assignor.streams.ha` and :mod:`rackplan.assignor.streams.sticky`, the
+rack optimisation in :mod:`rackplan.assignor.streams.rack`.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import logging
 import time
 from typing import Any
 
-from .model import Cluster, StreamsApp
-from .parse import InputError
-from .streams_rack import disabled_reason
-from .streams_tasks import State, TaskModel, build_model
+from ..model import Cluster, StreamsApp
+from ..parse import InputError
+from .rack import disabled_reason
+from .tasks import State, TaskModel, build_model
 
 log = logging.getLogger(__name__)
 
@@ -28,18 +28,16 @@ def run(cluster: Cluster, app: StreamsApp) -> tuple[TaskModel, State, bool]:
     if reason is not None and app.rack_aware.strategy != "none":
         log.warning("rack-aware assignment disabled: %s", reason)
     if app.assignor == "sticky":
-        from .streams_sticky import assign
+        from .sticky import assign
     else:
-        from .streams_ha import assign
+        from .ha import assign
     state, probing = assign(model, app, reason is None)
     return model, state, probing
 
 
 def effective_traffic_cost(app: StreamsApp) -> int:
     """The stateful traffic weight the app's assignor uses (Kafka's default when unset)."""
-    if app.rack_aware.traffic_cost is not None:
-        return app.rack_aware.traffic_cost
-    return 1 if app.assignor == "sticky" else 10
+    return app.rack_aware.costs(app.assignor)[0]
 
 
 def streams_stats(model: TaskModel, state: State, app: StreamsApp, elapsed_ms: float) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Unequal subscriptions: from the fair optimum to the optimum over every assignment the contract calls balanced.
 
-The fair optimum (:mod:`rackplan.assignor.rack_optimal`, stages A and B) is balanced,
+The fair optimum (:mod:`rackplan.assignor.consumer.rack_optimal`, stages A and B) is balanced,
 but a less even balanced assignment can have fewer cross-rack partitions or
 keep more owned ones.  This module makes the result exact over all of them:
 
@@ -16,7 +16,7 @@ keep more owned ones.  This module makes the result exact over all of them:
    subscriber is not.  When the fair optimum of a component reaches that
    bound it is optimal over every balanced assignment, and is kept as it is.
 3. Otherwise solve the component as a mixed-integer program
-   (:mod:`rackplan.assignor.rack_optimal_milp`, HiGHS), starting from the fair optimum,
+   (:mod:`rackplan.assignor.consumer.rack_optimal.milp`, HiGHS), starting from the fair optimum,
    within a deterministic work budget (nodes and model sizes, never time), and check the
    answer in integers: every partition placed with a subscriber, the balance
    rule, and a value no worse than the fair one.  When it is only as good,
@@ -36,9 +36,9 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .model import Cluster, ConsumerGroup, Member, TopicPartition, is_cross_rack
-from .owned import previous_owners
-from .rack_optimal_milp import NODE_WORK, Component, solve
+from ...model import Cluster, ConsumerGroup, Member, TopicPartition, is_cross_rack
+from ..owned import previous_owners
+from .milp import NODE_WORK, Component, solve
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,7 @@ def rebalance(
     A component keeps its fair assignment unless the solver finds a strictly
     better one, so the result differs from ``fair`` only where it must.  When
     the solver's work budget (``budget``, see
-    :data:`rackplan.assignor.rack_optimal_milp.NODE_WORK`) runs out, the best plan found
+    :data:`rackplan.assignor.consumer.rack_optimal.milp.NODE_WORK`) runs out, the best plan found
     stands (never worse than ``fair``) and the outcome says it is not proven.
     """
     members = sorted(group.members, key=lambda m: m.member_id)

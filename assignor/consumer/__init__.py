@@ -16,7 +16,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, cast
 
-from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
+from ..model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from .owned import count_moved, previous_owners
 
 Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]
@@ -24,7 +24,7 @@ Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]
 
 _MODULES = {
     "range": "range_assignor",
-    "cooperative-sticky": "sticky_assignor",
+    "cooperative-sticky": "sticky",
     "rack-optimal": "rack_optimal",
 }
 
@@ -108,34 +108,6 @@ def run_assignor(cluster: Cluster, group: ConsumerGroup) -> tuple[ConsumerPlan, 
     return ConsumerPlan(assignment=assignment, revoked=revoked, stats=plan.stats), elapsed_ms
 
 
-def instance_document(cluster: Cluster, group: ConsumerGroup) -> dict[str, Any]:
-    """The contract's input document for a model instance: what ``rackplan assign`` reads back as it.
-
-    The inverse of parsing, for tests, benchmarks and harnesses that hold
-    models and drive the command (or Kafka's own assignors) by the contract.
-    """
-    return {
-        "cluster": {
-            "brokers": [{"id": b, "rack": r} for b, r in cluster.broker_racks.items()],
-            "topics": {t: [list(r) for r in parts] for t, parts in cluster.topics.items()},
-        },
-        "consumer_group": {
-            "group_id": group.group_id,
-            "assignor": group.assignor,
-            "members": [
-                {
-                    "member_id": m.member_id,
-                    "rack": m.rack,
-                    "topics": list(m.topics),
-                    "owned": [list(tp) for tp in m.owned],
-                    "generation": m.generation,
-                }
-                for m in group.members
-            ],
-        },
-    }
-
-
 def plan_document(cluster: Cluster, group: ConsumerGroup, pairs_as_lists: bool = True) -> dict[str, Any]:
     """The contract's output document for a consumer group.
 
@@ -145,6 +117,13 @@ def plan_document(cluster: Cluster, group: ConsumerGroup, pairs_as_lists: bool =
     decoded JSON keep the default).
     """
     plan, elapsed_ms = run_assignor(cluster, group)
+    return document(cluster, group, plan, elapsed_ms, pairs_as_lists)
+
+
+def document(
+    cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan, elapsed_ms: float, pairs_as_lists: bool = True
+) -> dict[str, Any]:
+    """The output document of a plan :func:`run_assignor` made (see :func:`plan_document`)."""
     return {
         "consumer_group": plan_body(group, plan, pairs_as_lists),
         "stats": consumer_stats(cluster, group, plan, elapsed_ms),

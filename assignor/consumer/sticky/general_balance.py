@@ -11,9 +11,9 @@ another); else out of the high member, symmetrically.  Only if no such path
 exists does an owned partition move, a non-matching one first.  Every step
 lowers (sum of squares, total excess gap) lexicographically, so this ends.
 
-Kept apart from :mod:`rackplan.assignor.sticky_general` because it is the one step that
+Kept apart from :mod:`rackplan.assignor.consumer.sticky.general` because it is the one step that
 trades stickiness for balance; the per-topic histograms of
-:class:`~rackplan.assignor.sticky_general_state.GeneralState` make a step cost only the
+:class:`~rackplan.assignor.consumer.sticky.general_state.GeneralState` make a step cost only the
 topics of the members it touches, and its histogram of members holding free
 partitions rules out hopeless path searches at once.
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from .sticky_general_state import GeneralState
+from .general_state import GeneralState
 
 Move = tuple[int, int, int]  # (partition, from member, to member)
 Parents = dict[int, tuple[int, int]]  # member -> (member it hands to / takes from, topic)

@@ -7,7 +7,7 @@ this; its default path does not do it).
 
 The least-loaded spread placement (:func:`assign_standbys`, then balancing)
 fixes every client's standby count; :func:`optimise_standbys` then chooses,
-exactly, which task goes where (:mod:`rackplan.assignor.streams_standby_flow`).
+exactly, which task goes where (:mod:`rackplan.assignor.streams.standby_flow`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Mapping, Sequence
 
-from .model import StreamsApp
-from .streams_standby_flow import NO_VALUE, build_problem, solve
-from .streams_tasks import State, TaskModel
+from ..model import StreamsApp
+from .standby_flow import NO_VALUE, build_problem, solve
+from .tasks import State, TaskModel
 
 #: one tuple of spread values per client (None: the client has no value for that key)
 Values = list[tuple[str | None, ...]]
@@ -189,7 +189,7 @@ def optimise_standbys(
     Every client keeps its standby count and every task its number of
     standbys, no client gets a second copy of a task, and each task's
     standbys cover as many spread values other than its active's as they can
-    (:mod:`rackplan.assignor.streams_standby_flow`, exact by one min-cost flow).  The
+    (:mod:`rackplan.assignor.streams.standby_flow`, exact by one min-cost flow).  The
     cost is ``traffic * cross + non_overlap * moved`` (KIP-925's, exact), or
     with ``cross_first`` the fewest cross-rack changelog partitions, then
     the fewest copies moved.

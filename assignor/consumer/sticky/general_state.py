@@ -1,14 +1,14 @@
 """The mutable state of the general cooperative-sticky path and the indexes that keep its steps cheap.
 
-Shared by the balancing step (:mod:`rackplan.assignor.sticky_general_balance`) and the
-fill and locality steps (:mod:`rackplan.assignor.sticky_general`): every move goes
+Shared by the balancing step (:mod:`rackplan.assignor.consumer.sticky.general_balance`) and the
+fill and locality steps (:mod:`rackplan.assignor.consumer.sticky.general`): every move goes
 through :meth:`GeneralState.move`, which keeps the per-topic histograms
 (count -> members) in step, so balance checks never rescan all members.
 """
 
 from __future__ import annotations
 
-from .sticky_common import Prepared
+from .common import Prepared
 
 
 class GeneralState:

@@ -12,9 +12,20 @@ thousands of nodes (one per task, say) by the primal-dual method: one
 Dijkstra per distinct shortest-path length, then every shortest path at
 once.  Both solvers build the same residual graph (:class:`_Residual`).
 
-Graphs are given as plain edge lists, so callers build them with integers and
-lists, and the same input always gives the same flow (ties are broken by edge
-order).
+Every assignor builds its graph with :class:`FlowGraph` (nodes with supplies,
+edges in the order added) and solves it with :meth:`FlowGraph.solve`; the
+solvers take the same problem as plain lists.  The same graph always gives the
+same flow: ties are broken by edge order.
+
+Example: two units from node 0 to node 2, the cheap way full first::
+
+    >>> g = FlowGraph()
+    >>> s, a, t = g.add_node(2), g.add_node(), g.add_node(-2)
+    >>> direct, via = g.add_edge(s, t, 1, 5), g.add_edge(s, a, 2, 1)
+    >>> _ = g.add_edge(a, t, 2, 1)
+    >>> r = g.solve()
+    >>> r.cost, r.flow[direct], r.flow[via]
+    (4, 0, 2)
 """
 
 from __future__ import annotations
@@ -25,15 +36,72 @@ from dataclasses import dataclass
 
 INF = float("inf")
 
+#: One edge of a flow problem: ``(tail, head, capacity, cost)``, capacity and cost non-negative.
+Edge = tuple[int, int, int, int]
+
 
 class InfeasibleFlow(ValueError):
     """The supplies cannot all be routed to the demands within the capacities."""
 
 
+class PostconditionError(AssertionError):
+    """A flow written back into an assignment broke what the write-back must keep: a bug, never bad input.
+
+    Raised where an assignor turns a flow into task or partition owners and
+    checks the result the way Kafka's ``RackAwareTaskAssignor`` does (every
+    item placed once, every holder's load kept); the message names what failed.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class FlowResult:
+    """A minimum-cost flow: its total cost and the flow on each edge, in the order edges were added."""
+
     cost: int
-    flow: list[int]  # per input edge, in input order
+    flow: list[int]
+
+
+class FlowGraph:
+    """A min-cost flow problem under construction: node supplies and edges, in the order added.
+
+    The one graph builder of the assignors.  ``supply[v] > 0`` is what node
+    ``v`` sends, ``< 0`` what it must receive; callers that number nodes
+    arithmetically size the graph up front (``FlowGraph(n)``) and set
+    ``supply`` entries, the others call :meth:`add_node`.  :meth:`add_edge`
+    returns the edge's index into :attr:`FlowResult.flow`.
+    """
+
+    __slots__ = ("edges", "supply")
+
+    def __init__(self, num_nodes: int = 0) -> None:
+        self.supply: list[int] = [0] * num_nodes
+        self.edges: list[Edge] = []
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.supply)
+
+    def add_node(self, supply: int = 0) -> int:
+        """A new node with that supply; returns its number."""
+        self.supply.append(supply)
+        return len(self.supply) - 1
+
+    def add_edge(self, tail: int, head: int, capacity: int, cost: int = 0) -> int:
+        """An edge ``tail -> head``; returns its index (its flow is ``result.flow[index]``)."""
+        self.edges.append((tail, head, capacity, cost))
+        return len(self.edges) - 1
+
+    def solve(self) -> FlowResult:
+        """The minimum-cost flow meeting every supply (:func:`min_cost_flow_phases`).
+
+        Raises :class:`InfeasibleFlow` when the supplies cannot all be routed,
+        ``ValueError`` on a negative capacity or cost.
+        """
+        return min_cost_flow_phases(len(self.supply), self.edges, self.supply)
+
+    def solve_by_paths(self) -> FlowResult:
+        """The same flow problem solved by :func:`min_cost_flow` (one augmenting path at a time)."""
+        return min_cost_flow(len(self.supply), self.edges, self.supply)
 
 
 class _Residual:
@@ -46,9 +114,7 @@ class _Residual:
 
     __slots__ = ("adj", "cap", "cost", "head", "n", "n_input", "need", "s", "t")
 
-    def __init__(
-        self, num_nodes: int, edges: Sequence[tuple[int, int, int, int]], supply: Sequence[int]
-    ) -> None:
+    def __init__(self, num_nodes: int, edges: Sequence[Edge], supply: Sequence[int]) -> None:
         if len(supply) != num_nodes:
             raise ValueError("supply must have one entry per node")
         if sum(supply) != 0:
@@ -95,9 +161,7 @@ class _Residual:
         )
 
 
-def min_cost_flow(
-    num_nodes: int, edges: Sequence[tuple[int, int, int, int]], supply: Sequence[int]
-) -> FlowResult:
+def min_cost_flow(num_nodes: int, edges: Sequence[Edge], supply: Sequence[int]) -> FlowResult:
     """Route every supply to the demands at minimum total cost.
 
     ``edges`` are ``(tail, head, capacity, cost)`` with ``capacity >= 0`` and
@@ -148,9 +212,7 @@ def min_cost_flow(
     return g.result()
 
 
-def min_cost_flow_phases(
-    num_nodes: int, edges: Sequence[tuple[int, int, int, int]], supply: Sequence[int]
-) -> FlowResult:
+def min_cost_flow_phases(num_nodes: int, edges: Sequence[Edge], supply: Sequence[int]) -> FlowResult:
     """Same problem and contract as :func:`min_cost_flow`, solved by the primal-dual method.
 
     Each phase runs one Dijkstra (stopping at the sink) to raise the node

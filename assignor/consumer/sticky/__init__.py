@@ -8,17 +8,17 @@ many partitions for nothing when some must stay cross-rack anyway (one member
 of 2,100 leaving a 60/30/10 group with one replica per partition: Kafka moves
 ~560, we move at most one; both end with the same cross-rack count).
 
-Input and output.  Previous owners follow :mod:`rackplan.assignor.owned` (older
+Input and output.  Previous owners follow :mod:`rackplan.assignor.consumer.owned` (older
 generations dropped, a partition claimed twice in the newest generation is
 unowned); an owned partition can only be kept if its owner still subscribes to
 the topic.  Cross-rack is the contract's notion (a partition with no known
 replica rack is never cross-rack), whether or not Kafka would switch its rack
 logic on.  We compute the whole target, then every partition changing owner is
-withheld and listed under ``revoked`` (:func:`rackplan.assignor.owned.withhold_moving`).
+withheld and listed under ``revoked`` (:func:`rackplan.assignor.consumer.owned.withhold_moving`).
 Members are numbered in sorted-id order, partitions in (topic, partition)
 order, and ties go to the lowest number: the output is deterministic.
 
-Equal subscriptions (:mod:`rackplan.assignor.sticky_constrained`).  Every member gets
+Equal subscriptions (:mod:`rackplan.assignor.consumer.sticky.constrained`).  Every member gets
 ``q = P // N`` or ``q + 1`` partitions, ``P % N`` of them ``q + 1``.  Write
 ``L(m)`` for the owned partitions that *match* ``m``'s rack as Kafka's
 ``racksMismatch`` sees it (``m`` has no rack, or a replica is in its rack),
@@ -43,7 +43,7 @@ partitions and, among those, the fewest moves: cost ``BIG * cross + moves``.
   cross-rack partitions (measured against a model of Kafka: in 2.4% of small
   random cases, mostly one extra move per cross-rack partition saved).
 
-Unequal subscriptions (:mod:`rackplan.assignor.sticky_general`).  Kafka's balance rule
+Unequal subscriptions (:mod:`rackplan.assignor.consumer.sticky.general`).  Kafka's balance rule
 is then a local condition; there is no exact flow over all balanced
 assignments.  We keep owned partitions, deal the rest to least-loaded
 subscribers, restore balance with free partitions before owned ones, then
@@ -67,7 +67,12 @@ the real follow-up then reproduces it and withholds nothing, and feeding the
 converged plan back changes nothing.  Each change either keeps the cross-rack
 count and re-places only withheld partitions, or lowers the cross-rack count
 (the target is the re-run's only zero-move solution), so this ends; in
-practice it costs one or two extra runs.
+practice it costs one or two extra runs.  The simulations are capped at
+:data:`MAX_FOLLOW_UPS`; a target still changing then is returned with
+``Settlement.fixed_point`` False and :func:`assign` logs a warning naming the
+group (the plan stays valid; its real follow-up may move partitions again).
+Every partition must have a holder when settling ends: if not, the write-back
+is broken and :class:`~rackplan.assignor.flow.PostconditionError` says which.
 """
 
 from __future__ import annotations
@@ -75,11 +80,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection
 
-from .model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
-from .owned import contested_partitions, withhold_moving
-from .sticky_common import Prepared, prepare
-from .sticky_constrained import assign_constrained
-from .sticky_general import assign_general_proven
+from ...flow import PostconditionError
+from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
+from ..owned import contested_partitions, withhold_moving
+from .common import Prepared, prepare
+from .constrained import assign_constrained
+from .general import assign_general_proven
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
@@ -104,7 +110,22 @@ def _unproven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
     return assign_constrained(prep), None
 
 
-def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()) -> list[int]:
+@dataclasses.dataclass(frozen=True, slots=True)
+class Settlement:
+    """What :func:`settle` reached: the holder of each partition, and whether it is a fixed point.
+
+    ``fixed_point`` is False only when :data:`MAX_FOLLOW_UPS` simulations
+    kept changing the target (never seen; the module docstring argues it
+    ends): the plan is still valid and balanced, but the real follow-up round
+    may move partitions again.  :func:`assign` logs a warning then.
+    """
+
+    holder: list[int]
+    fixed_point: bool
+    follow_ups: int
+
+
+def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()) -> Settlement:
     """The target holder of each partition, a fixed point of the follow-up round.
 
     The follow-up round sees every member owning its target minus what this
@@ -129,7 +150,7 @@ def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()
     for gp in contested:
         claim[gp] = CONTESTED
     seen: tuple[list[int], list[int]] | None = None  # last follow-up input and its answer
-    for _ in range(MAX_FOLLOW_UPS):
+    for rounds in range(MAX_FOLLOW_UPS):
         follow_up = [h if claim[gp] == -1 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
         nxt = holder
         if follow_up != holder:
@@ -141,9 +162,9 @@ def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()
         if nxt == holder:
             nxt = run(holder)  # what the follow-up round checks in turn: everything owned
         if nxt == holder:
-            break
+            return Settlement(holder, True, rounds)
         holder = nxt
-    return holder
+    return Settlement(holder, False, MAX_FOLLOW_UPS)
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
@@ -155,7 +176,23 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     contested = contested_partitions(cluster, group)
     index = {t: i for i, t in enumerate(prep.topics)}
     contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
-    holder = settle(prep, _unproven if equal else assign_general_proven, contested_gp)
+    settled = settle(prep, _unproven if equal else assign_general_proven, contested_gp)
+    if not settled.fixed_point:
+        import logging  # only here: ``rackplan assign`` on a consumer group never imports it otherwise
+
+        logging.getLogger(__name__).warning(
+            "cooperative-sticky: group %s has no fixed point after %d follow-up simulations; "
+            "its real follow-up round may move partitions again",
+            group.group_id,
+            settled.follow_ups,
+        )
+    holder = settled.holder
+    if len(holder) != prep.num_partitions or -1 in holder:
+        gp = holder.index(-1) if -1 in holder else len(holder)
+        raise PostconditionError(
+            f"cooperative-sticky: {holder.count(-1)} of {prep.num_partitions} partitions have no holder "
+            f"after settling (first: global partition {gp}); every subscribed partition must have one"
+        )
     per_member: list[list[int]] = [[] for _ in prep.member_ids]
     for gp, i in enumerate(holder):
         per_member[i].append(gp)

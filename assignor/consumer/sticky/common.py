@@ -1,6 +1,6 @@
 """The cooperative-sticky assignor's working model: members, partitions and racks as integers.
 
-Both paths of :mod:`rackplan.assignor.sticky_assignor` run their hot loops on plain
+Both paths of :mod:`rackplan.assignor.consumer.sticky` run their hot loops on plain
 lists indexed by member number (members sorted by id) and by *global partition
 number* (subscribed topics sorted by name, then partition number), so that
 ties broken by the lowest index are the deterministic "sorted member id /
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Cluster, ConsumerGroup, TopicPartition
-from .owned import previous_owners
+from ...model import Cluster, ConsumerGroup, TopicPartition
+from ..owned import previous_owners
 
 
 @dataclass(slots=True)
@@ -35,7 +35,7 @@ class Prepared:
     part_mask: list[int]
     member_topics: list[list[int]]  # sorted topic numbers each member subscribes to
     topic_members: list[list[int]]  # sorted member numbers subscribed to each topic
-    #: valid previous owner (see :mod:`rackplan.assignor.owned`) still subscribed to the topic, else -1
+    #: valid previous owner (see :mod:`rackplan.assignor.consumer.owned`) still subscribed to the topic, else -1
     owner: list[int]
     #: every valid claim, subscribed or not: what cooperative withholding must respect
     claims: dict[TopicPartition, str]

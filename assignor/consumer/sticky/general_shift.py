@@ -1,6 +1,6 @@
-"""The count-shift search of the general cooperative-sticky path (see :mod:`rackplan.assignor.sticky_general_flow`).
+"""The count-shift search of the general cooperative-sticky path (see :mod:`rackplan.assignor.consumer.sticky.general_flow`).
 
-At fixed counts :func:`~rackplan.assignor.sticky_general_flow.place` is exact; this
+At fixed counts :func:`~rackplan.assignor.consumer.sticky.general_flow.place` is exact; this
 module chooses which counts to try: all shifts at once first, then one first
 loser at a time with repairs and named gainers, within a deterministic work
 budget.  Kept apart from the flow itself because it is the heuristic part:
@@ -10,8 +10,8 @@ every count vector.
 
 from __future__ import annotations
 
-from .sticky_general_flow import Budget, place
-from .sticky_general_state import GeneralState
+from .general_flow import Budget, place
+from .general_state import GeneralState
 
 #: Flows tried per first loser while repairing an unbalanced shift.
 MAX_SHIFT_REPAIRS = 6

@@ -29,10 +29,9 @@ partitions plus a flow that does not grow with them.
 
 from __future__ import annotations
 
-from .flow import min_cost_flow_phases
-from .sticky_common import Prepared, deal
+from ...flow import FlowGraph
+from .common import Prepared, deal
 
-Edge = tuple[int, int, int, int]
 #: (over-full?, rack class, room below q, owned counts per mask: local ones if over-full, else cross-rack)
 Profile = tuple[int, int, int, tuple[tuple[int, int], ...]]
 
@@ -108,16 +107,8 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
             lst.sort()
 
     big = n_parts + 1
-    edges: list[Edge] = []
-    supply: list[int] = []
-
-    def node(s: int = 0) -> int:
-        supply.append(s)
-        return len(supply) - 1
-
-    def edge(u: int, v: int, cap: int, cost: int) -> int:
-        edges.append((u, v, cap, cost))
-        return len(edges) - 1
+    graph = FlowGraph()
+    node, edge = graph.add_node, graph.add_edge
 
     hub = [node() for _ in range(n_cls)]
     extra = node(-r)
@@ -145,7 +136,7 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
             pools.append((k, stay, out))
         plan.append((key, members, e_extra, pools))
 
-    flow = min_cost_flow_phases(len(supply), edges, supply).flow
+    flow = graph.solve().flow
 
     result: list[list[int]] = [[] for _ in range(n)]
     incoming: list[list[int]] = [[] for _ in range(n_cls)]

@@ -32,11 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .flow import InfeasibleFlow, min_cost_flow_phases
-from .sticky_common import deal
-from .sticky_general_state import GeneralState
-
-Edge = tuple[int, int, int, int]
+from ...flow import FlowGraph, InfeasibleFlow
+from .common import deal
+from .general_state import GeneralState
 
 #: Flow edges the whole count-shift search may build in one run: small groups are searched in full,
 #: large ones within a bounded multiple of one flow's work (deterministic: counted, not timed).
@@ -116,14 +114,10 @@ def place(
     if not current:
         return False
 
-    edges: list[Edge] = []
-    supply: list[int] = []
+    graph = FlowGraph()
+    node, edge = graph.add_node, graph.add_edge
     member_node: dict[int, int] = {}
     hubs: dict[tuple[int, int], int] = {}
-
-    def node(s: int = 0) -> int:
-        supply.append(s)
-        return len(supply) - 1
 
     def member(i: int) -> int:
         v = member_node.get(i)
@@ -140,7 +134,7 @@ def place(
     for t in range(n_topics):
         for i in tm[t]:
             if cnt[i] > 0 and cnt[i] <= min_sub[t] + 1:
-                edges.append((hub_of(t, cls[i]), member(i), cnt[i], 0))
+                edge(hub_of(t, cls[i]), member(i), cnt[i], 0)
     for i in range(n):  # members whose count no hub reaches still need their node
         if cnt[i] > 0:
             member(i)
@@ -150,7 +144,7 @@ def place(
     if (losers and gainer < 0) or drops:  # spare units for members at the bottom of a topic
         spare = node(-(len(losers) if gainer < 0 else 0) - len(drops))
         for i in sorted(drops):  # a dropper that keeps its count sends its last unit here
-            edges.append((member(i), spare, 1, 0))
+            edge(member(i), spare, 1, 0)
         room = max(1, len(losers))
         # With droppers, a member one above a topic's minimum may grow too, if the members at the minimum
         # grow with it; the repair bars it when they do not.
@@ -161,15 +155,15 @@ def place(
                 y = spare_of[d] = node()
                 grows[d] = set(grow)
                 node_member[y] = d
-                edges.append((y, spare, room, 0))
+                edge(y, spare, room, 0)
                 for t in grow:
-                    edges.append((hub_of(t, cls[d]), y, room, 0))
+                    edge(hub_of(t, cls[d]), y, room, 0)
     if budget is not None:
         # The pools' edges, counted before they are built: a graph the budget refuses costs nothing more.
         hubs_of = [0] * n_topics
         for t, _g in hubs:
             hubs_of[t] += 1
-        total = len(edges)
+        total = len(graph.edges)
         for o, t, _k in pools:
             total += hubs_of[t]
             total += o >= 0 and 0 < cnt[o] <= min_sub[t] + 1
@@ -182,22 +176,19 @@ def place(
         src = node(len(lst))
         stays = []
         if o >= 0 and cnt[o] > 0 and cnt[o] <= min_sub[t] + 1:
-            stays.append(len(edges))
-            edges.append((src, member(o), len(lst), big * crossk[cls[o]][k]))
+            stays.append(edge(src, member(o), len(lst), big * crossk[cls[o]][k]))
         if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
-            stays.append(len(edges))
-            edges.append((src, spare_of[o], room, big * crossk[cls[o]][k]))
+            stays.append(edge(src, spare_of[o], room, big * crossk[cls[o]][k]))
         outs = []
         for g in range(n_cls):
             hub = hubs.get((t, g))
             if hub is not None:
-                outs.append((len(edges), hub))
-                edges.append((src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)))
+                outs.append((edge(src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)), hub))
         pool_edges.append((lst, stays, outs))
     if budget is not None:
-        budget.edges -= len(edges)  # counted exactly above, so it fits
+        budget.edges -= len(graph.edges)  # counted exactly above, so it fits
     try:
-        result = min_cost_flow_phases(len(supply), edges, supply)
+        result = graph.solve()
     except InfeasibleFlow:
         return False
     if result.cost >= current:
@@ -217,7 +208,7 @@ def place(
         for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
             incoming.setdefault(hub, []).append(gp)
     hub_out: dict[int, dict[int, int]] = {}
-    for e, (u, v, _cap, _cost) in enumerate(edges):
+    for e, (u, v, _cap, _cost) in enumerate(graph.edges):
         if u in incoming and v in node_member and flow[e]:
             per = hub_out.setdefault(u, {})
             per[node_member[v]] = per.get(node_member[v], 0) + flow[e]

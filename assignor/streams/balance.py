@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 
-from .streams_tasks import State
+from .tasks import State
 
 
 def balance(state: State, kind: str, allowed: Callable[[int, int], bool] | None = None) -> int:

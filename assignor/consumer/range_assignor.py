@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+from ..model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 
 
 def _java_order(s: str) -> bytes:

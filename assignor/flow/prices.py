@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-Edge = tuple[int, int, int, int]  # (tail, head, capacity, cost), as in rackplan.assignor.flow
+from . import Edge
 
 
 def residual_potentials(num_nodes: int, edges: Sequence[Edge], flow: Sequence[int]) -> list[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Cluster, IdKey, StreamsApp, StreamsClient, is_cross_rack, task_id, task_key
+from ..model import Cluster, IdKey, StreamsApp, StreamsClient, is_cross_rack, task_id, task_key
 
 
 @dataclass(frozen=True, slots=True)

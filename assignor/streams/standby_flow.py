@@ -47,8 +47,8 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .flow import InfeasibleFlow, min_cost_flow_phases
-from .streams_tasks import State, TaskModel
+from ..flow import FlowGraph, InfeasibleFlow
+from .tasks import State, TaskModel
 
 #: value id of a client without a value for the spread key: never covers a value
 NO_VALUE = -1
@@ -149,7 +149,7 @@ GroupKey = tuple[int, int]
 
 @dataclass(frozen=True, slots=True)
 class _Graph:
-    """A built flow: the solver's input, and what the edges that matter mean.
+    """A built flow: the solver's input (``flow``), and what the edges that matter mean.
 
     ``put[e] = (t, c)``: flow on edge ``e`` places task ``t`` on client ``c``.
     ``arrive[e] = (t, g)``: flow on ``e`` sends that many copies of ``t`` into group node ``g``.
@@ -157,9 +157,7 @@ class _Graph:
     ``group_key[g]`` names group node ``g``.
     """
 
-    num_nodes: int
-    edges: list[tuple[int, int, int, int]]
-    supply: list[int]
+    flow: FlowGraph
     put: dict[int, tuple[int, int]]
     arrive: dict[int, tuple[int, int]]
     quota: dict[int, tuple[int, int]]
@@ -179,14 +177,13 @@ def _build(p: StandbyProblem, a: int, b: int, expanded: frozenset[GroupKey] | No
     group_of = model.group_of
     cross = model.standby_cross
     takers = [c for c in range(n_c) if p.count[c]]
-    edges: list[tuple[int, int, int, int]] = []
+    graph = FlowGraph(n_c)
+    edge = graph.add_edge
     put: dict[int, tuple[int, int]] = {}
     arrive: dict[int, tuple[int, int]] = {}
     quota: dict[int, tuple[int, int]] = {}
-    supply = [0] * n_c
     for c in takers:
-        supply[c] = -p.count[c]
-    nxt = n_c
+        graph.supply[c] = -p.count[c]
     direct_of_value: dict[int, list[int]] = {}  # clients of expanded groups, reached one by one
     direct = [False] * n_c
     group_node: dict[GroupKey, int] = {}
@@ -199,25 +196,18 @@ def _build(p: StandbyProblem, a: int, b: int, expanded: frozenset[GroupKey] | No
             direct_of_value.setdefault(p.val[c], []).append(c)
             continue
         if key not in group_node:
-            group_node[key] = nxt
-            group_members[nxt] = []
-            supply.append(0)
-            nxt += 1
+            group_node[key] = graph.add_node()
+            group_members[group_node[key]] = []
         in_group[c] = group_node[key]
         group_members[group_node[key]].append(c)
     for g, members in group_members.items():
         for c in members:
-            quota[len(edges)] = (g, c)
-            edges.append((g, c, p.count[c], 0))
+            quota[edge(g, c, p.count[c], 0)] = (g, c)
     groups_of_value: dict[int, list[int]] = {}
     for (v, _rack), g in group_node.items():
         groups_of_value.setdefault(v, []).append(g)
 
-    def node(s: int) -> int:
-        nonlocal nxt
-        supply.append(s)
-        nxt += 1
-        return nxt - 1
+    node = graph.add_node
 
     def reach(u: int, t: int, v: int, cap: int) -> None:
         """Edges from ``u`` to wherever copies of ``t`` in value ``v`` can go."""
@@ -226,18 +216,15 @@ def _build(p: StandbyProblem, a: int, b: int, expanded: frozenset[GroupKey] | No
         row = cross[t]
         for c in direct_of_value.get(v, ()):
             if c != active:
-                put[len(edges)] = (t, c)
-                edges.append((u, c, 1, a * row[group_of[c]] + (0 if c in base else b)))
+                put[edge(u, c, 1, a * row[group_of[c]] + (0 if c in base else b))] = (t, c)
         for g in groups_of_value.get(v, ()):
             members = group_members[g]
             room = len(members) - (1 if in_group[active] == g else 0)
             if room > 0:
-                arrive[len(edges)] = (t, g)
-                edges.append((u, g, min(cap, room), a * row[group_of[members[0]]] + b))
+                arrive[edge(u, g, min(cap, room), a * row[group_of[members[0]]] + b)] = (t, g)
         for c in base:
             if p.val[c] == v and not direct[c]:
-                put[len(edges)] = (t, c)
-                edges.append((u, c, 1, a * row[group_of[c]]))
+                put[edge(u, c, 1, a * row[group_of[c]])] = (t, c)
 
     values = list(p.taken_values)
     for t in p.tasks:
@@ -261,15 +248,15 @@ def _build(p: StandbyProblem, a: int, b: int, expanded: frozenset[GroupKey] | No
         if m:
             s = node(m)
             for v in new:
-                edges.append((s, per_value[v], 1, 0))
+                edge(s, per_value[v], 1, 0)
         if k > m:
             x = node(k - m)
             for v in values:
-                edges.append((x, per_value[v], k - m, 0))
+                edge(x, per_value[v], k - m, 0)
         for v in values:
             reach(per_value[v], t, v, k)
     group_key = {g: key for key, g in group_node.items()}
-    return _Graph(nxt, edges, supply, put, arrive, quota, group_key)
+    return _Graph(graph, put, arrive, quota, group_key)
 
 
 def _first_expansion(p: StandbyProblem) -> frozenset[GroupKey] | None:
@@ -292,7 +279,7 @@ def solve(p: StandbyProblem, a: int, b: int) -> dict[int, list[int]]:
     expanded = _first_expansion(p)
     while True:
         graph = _build(p, a, b, expanded)
-        flow = min_cost_flow_phases(graph.num_nodes, graph.edges, graph.supply).flow
+        flow = graph.flow.solve().flow
         placed, failed = _realise(p, graph, flow)
         if not failed:
             return {t: sorted(cs) for t, cs in placed.items()}
@@ -371,18 +358,20 @@ def _fill_exactly(
     holds: list[set[int]],
 ) -> list[tuple[int, int]] | None:
     """:func:`_fill_group` by max flow (tasks x clients, capacity one); None when infeasible."""
-    n_t = len(arrivals)
-    edges = [
-        (i, n_t + j, 1, 0)
-        for i, (t, _copies) in enumerate(arrivals)
-        for j, (c, _q) in enumerate(quotas)
-        if c != owner[t] and t not in holds[c]
-    ]
-    supply = [copies for _t, copies in arrivals] + [-q for _c, q in quotas]
+    graph = FlowGraph()
+    tasks = [graph.add_node(copies) for _t, copies in arrivals]
+    clients = [graph.add_node(-q) for _c, q in quotas]
+    for i, (t, _copies) in enumerate(arrivals):
+        for j, (c, _q) in enumerate(quotas):
+            if c != owner[t] and t not in holds[c]:
+                graph.add_edge(tasks[i], clients[j], 1, 0)
     try:
-        flow = min_cost_flow_phases(len(supply), edges, supply).flow
+        flow = graph.solve().flow
     except InfeasibleFlow:
         return None
+    n_t = len(tasks)
     return [
-        (arrivals[u][0], quotas[v - n_t][0]) for (u, v, _cap, _w), f in zip(edges, flow, strict=True) if f
+        (arrivals[u][0], quotas[v - n_t][0])
+        for (u, v, _cap, _w), f in zip(graph.edges, flow, strict=True)
+        if f
     ]

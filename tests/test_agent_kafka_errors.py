@@ -1,0 +1,23 @@
+"""``error_name``: the one reading of a Kafka error's name, on confluent-kafka's real error types."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+
+from rackplan.agent.kafka_errors import error_name
+
+
+def test_names_of_errors_and_of_exceptions_that_carry_them() -> None:
+    err = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+    assert error_name(err) == "UNKNOWN_TOPIC_OR_PART"
+    assert error_name(KafkaException(err)) == "UNKNOWN_TOPIC_OR_PART"
+    assert error_name(KafkaException(KafkaError(KafkaError._TIMED_OUT)), "") == "_TIMED_OUT"
+
+
+def test_anything_else_gives_the_callers_default_or_its_text() -> None:
+    assert error_name(None) == ""
+    assert error_name(RuntimeError("boom"), "") == ""
+    assert error_name(RuntimeError("boom"), "RuntimeError") == "RuntimeError"
+    assert error_name(RuntimeError("boom")) == "boom"
+    assert error_name("plain text") == "plain text"
+    assert error_name(ValueError(), "") == ""  # no arguments: nothing to unwrap
