@@ -17,11 +17,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .follower_settings import Identity, PlanFollowerSettings
-from .kafka_io import TopicReadError
-from .ports import Clock, ControlTail, Logger, Monotonic, TailFactory, TopicPart
-from .protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
-from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
+from ..kafka_io import TopicReadError
+from ..ports import Clock, ControlTail, Logger, Monotonic, TailFactory, TopicPart
+from ..protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
+from ..protocol.plans import PlanDecodeError, PlanRecord, decode_record
+from .settings import Identity, PlanFollowerSettings
 
 #: after the plan topic could not be opened, this long before the next try
 CONTROL_RETRY_S = 2.0

@@ -15,10 +15,10 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .follower_settings import Identity, PlanFollowerSettings
-from .kafka_errors import error_name
-from .ports import Clock, FollowerProducer, Logger, ProducerFactory
-from .protocol.registrations import FollowerStatus, consumer_registration
+from ..kafka_errors import error_name
+from ..ports import Clock, FollowerProducer, Logger, ProducerFactory
+from ..protocol.registrations import FollowerStatus, consumer_registration
+from .settings import Identity, PlanFollowerSettings
 
 #: registration errors that are the brokers' answer (this principal may not write), not silence
 REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})

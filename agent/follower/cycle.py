@@ -3,7 +3,7 @@ out a message: the follower's state machine.
 
 A member is WAITING (no plan partitions to read), following a PLAN, or in
 group SUBSCRIPTION (the fallback).  Each round reads the control topics, then
-decides, from the values :mod:`.follower_handover` and :mod:`.follower_fallback`
+decides, from the values :mod:`.handover` and :mod:`.fallback`
 compute: fence itself while its registration is unconfirmed, give up a
 tombstoned group's partitions, start, cancel or finish a fallback, apply a
 newer plan (give up first, committed; take second, fenced), or leave the
@@ -17,15 +17,15 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping, Sequence
 
-from .follower_fallback import fallback_due, registration_stale, should_rejoin
-from .follower_handover import PLAN, SUBSCRIPTION, WAITING, handover, missing, retry_take_after
-from .follower_intake import ControlIntake
-from .follower_partitions import FENCED, Partitions
-from .follower_registration import Registrar
-from .follower_settings import PlanFollowerSettings
-from .ports import Clock, Logger, Monotonic, TopicPart
-from .protocol.plans import PlanRecord
-from .protocol.registrations import FollowerStatus
+from ..ports import Clock, Logger, Monotonic, TopicPart
+from ..protocol.plans import PlanRecord
+from ..protocol.registrations import FollowerStatus
+from .fallback import fallback_due, registration_stale, should_rejoin
+from .handover import PLAN, SUBSCRIPTION, WAITING, handover, missing, retry_take_after
+from .intake import ControlIntake
+from .partitions import FENCED, Partitions
+from .registration import Registrar
+from .settings import PlanFollowerSettings
 
 TP = TopicPart
 

@@ -57,15 +57,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .follower_cycle import FollowerCycle
-from .follower_handover import PLAN, SUBSCRIPTION, WAITING
-from .follower_intake import ControlIntake
-from .follower_partitions import FENCED, Partitions
-from .follower_registration import Registrar
-from .follower_settings import FollowerError, PlanFollowerSettings, checked_settings, client_config, identity
-from .kafka_io import TopicTail
-from .logging import get_logger, with_kafka_logger
-from .ports import (
+from ..kafka_io import TopicTail
+from ..logging import get_logger, with_kafka_logger
+from ..ports import (
     Clock,
     ConsumerFactory,
     ControlTail,
@@ -75,6 +69,12 @@ from .ports import (
     ProducerFactory,
     TailFactory,
 )
+from .cycle import FollowerCycle
+from .handover import PLAN, SUBSCRIPTION, WAITING
+from .intake import ControlIntake
+from .partitions import FENCED, Partitions
+from .registration import Registrar
+from .settings import FollowerError, PlanFollowerSettings, checked_settings, client_config, identity
 
 __all__ = [
     "FENCED",
@@ -132,8 +132,8 @@ class PlanFollower:
     plan, the agent's liveness), :class:`Partitions` (what the consumer reads,
     fenced commits), :class:`Registrar` (the registration record and the
     brokers' answers), and :class:`FollowerCycle`, which decides between them
-    on every poll (with the value functions of :mod:`.follower_handover` and
-    :mod:`.follower_fallback`).
+    on every poll (with the value functions of :mod:`.handover` and
+    :mod:`.fallback`).
     """
 
     def __init__(

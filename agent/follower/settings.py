@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .protocol.plans import CONSUMER, plan_key
-from .protocol.registrations import read_secret_file
+from ..protocol.plans import CONSUMER, plan_key
+from ..protocol.registrations import read_secret_file
 
 #: librdkafka properties that only make sense for the application's consumer
 _CONSUMER_ONLY = (
