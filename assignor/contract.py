@@ -166,7 +166,7 @@ def follow_up(
 
 
 #: Follow-up rounds callers allow after a cooperative round (the agent and the fleet job alike).
-#: Kafka's cooperative assignors, and rackplan's, need one (``tests/test_contract.py`` checks
+#: Kafka's cooperative assignors, and rackplan's, need one (``tests/assignor/test_contract.py`` checks
 #: rackplan's); the sticky assignor's own cap on the rounds it *simulates* inside one run is
 #: another bound, :data:`rackplan.assignor.consumer.sticky.MAX_FOLLOW_UPS`.
 FOLLOW_UP_LIMIT = 3

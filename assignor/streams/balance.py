@@ -8,7 +8,7 @@ from ``s`` to ``d`` lowers the skew exactly when ``(n_s - 1)/c_s >= (n_d +
 point is reached depends on that order, and the rack optimisation starts
 from it (its non-overlap cost counts moves away from it), so the order is
 kept: on apps where rack awareness is on in both, rackplan's baseline is
-Kafka's (checked against Kafka's own assignor, ``tests/test_streams_vs_kafka_java.py``).
+Kafka's (checked against Kafka's own assignor, ``tests/assignor/test_streams_vs_kafka_java.py``).
 
 Cost: clients are kept sorted by destination key ``(n_d + 1)/c_d``. A sweep
 visits each source once and skips it at once when the lightest other client

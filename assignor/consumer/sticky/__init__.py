@@ -54,7 +54,7 @@ Kafka's balancing sometimes ends more local).  Unlike Kafka's general path,
 which hands a balancing move to the least-loaded member whatever its rack,
 receivers and partitions are chosen to stay rack-aligned.  This is a local
 search, not a proof: "never worse than Kafka" is measured against Kafka's own
-assignor (``tests/test_vs_kafka_java.py``, docs/assignors.md).
+assignor (``tests/assignor/test_vs_kafka_java.py``, docs/assignors.md).
 
 Settling (:func:`settle`).  The follow-up round sees members owning this
 round's target minus the withheld partitions, and itself checks the case

@@ -23,7 +23,7 @@ few times: a member that grew where it may not is barred from growing, a
 holder left two above a topic's new minimum becomes a loser too.  A shift is
 kept only if it is balanced and strictly cheaper, so the search ends.  It is a
 local search over counts, exact at each count vector it visits; the
-differential tests against Kafka's own assignor (``tests/test_vs_kafka_java.py``)
+differential tests against Kafka's own assignor (``tests/assignor/test_vs_kafka_java.py``)
 measure how often it is still worse than Kafka (never, so far, on thousands of
 random cases; see docs/assignors.md).
 """

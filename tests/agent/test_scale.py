@@ -15,7 +15,7 @@ import pytest
 from rackplan.agent import alerting, planning, watch
 from rackplan.agent.kafka_io import WRITER_HEADER, DeliveryUncertain, PlanTooLargeError, Publisher, RawRecord
 from rackplan.agent.testing import FakeAdmin
-from tests.test_agent_cycle import PlanTail, cycle, group, make_agent
+from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -> list[int]:

@@ -13,7 +13,7 @@ from rackplan.agent.plans import decode_record
 from rackplan.agent.registry import FollowerStatus, decode_registration, registration_key
 from rackplan.agent.testing import FakeAdmin
 
-from .test_agent_cycle import cycle, make_agent
+from .test_cycle import cycle, make_agent
 
 TP = tuple[str, int]
 PARTS = [("t", p) for p in range(8)]
@@ -204,7 +204,7 @@ def test_a_follower_that_left_counts_as_released() -> None:
 
 
 def test_groups_without_followers_keep_single_phase_plans() -> None:
-    from .test_agent_cycle import register
+    from .test_cycle import register
 
     admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
     agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 600})

@@ -25,8 +25,8 @@ from rackplan.assignor.consumer.rack_optimal.balanced import rebalance
 from rackplan.assignor.consumer.rack_optimal.milp import NODE_WORK
 from rackplan.assignor.contract import instance_document
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan
+from tests.assignor.test_rack_optimal import gap_prone, instances, moves_of
 from tests.invariants import assert_balanced, assert_valid
-from tests.test_rack_optimal import gap_prone, instances, moves_of
 
 
 def _budgeted(cluster: Cluster, group: ConsumerGroup, budget: int) -> tuple[ConsumerPlan, bool, int]:

@@ -20,7 +20,7 @@ import pytest
 from rackplan.agent.preflight import bootstrap_hosts, reach_brokers
 
 RACKPLAN = [sys.executable, "-m", "rackplan"]
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(

@@ -239,7 +239,7 @@ def test_cluster_label_on_every_sample() -> None:
 
 def test_the_agent_labels_its_metrics_with_cluster_name() -> None:
     from rackplan.agent.testing import FakeAdmin
-    from tests.test_agent_cycle import cycle, group, make_agent
+    from tests.agent.test_cycle import cycle, group, make_agent
 
     agent, _, _ = make_agent(FakeAdmin({"t": [[1]]}), [group("g")], cluster_name="eu-1")
     cycle(agent)
@@ -295,7 +295,7 @@ def test_promtool_accepts_the_agents_metrics_endpoint(cluster: str | None) -> No
     from rackplan.agent.http import AgentHttpServer
     from rackplan.agent.testing import FakeAdmin
     from tests import promtool
-    from tests.test_agent_cycle import cycle, group, make_agent
+    from tests.agent.test_cycle import cycle, group, make_agent
 
     promtool.promtool()
     admin = FakeAdmin({"t": [[3], [3]], "u": [[1], [2]]})

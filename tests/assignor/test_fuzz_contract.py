@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from rackplan.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CHECKER = ROOT.parent / "shared" / "tools" / "check_plan.py"
 INT32, INT64 = 2**31, 2**63
 #: integers at and just beyond the limits Kafka's types have

@@ -23,9 +23,9 @@ from rackplan.agent.alerts import (
 from rackplan.agent.plans import Locality
 from rackplan.agent.settings import AlertSettings
 from rackplan.agent.testing import FakeAdmin
-from tests.test_agent_cycle import cycle, discovered, group, keys, make_agent
+from tests.agent.test_cycle import cycle, discovered, group, keys, make_agent
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def loc(cross: int, total: int = 100) -> Locality:

@@ -23,8 +23,8 @@ from rackplan.agent.registry import (
     registration_key,
 )
 from rackplan.agent.testing import FakeAdmin, FakePublisher
-from tests.test_agent_cycle import PlanTail, cycle, group, make_agent
-from tests.test_follower import LEASE, PLANS, REGS, FakeTail, Harness, plan
+from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
+from tests.agent.test_follower import LEASE, PLANS, REGS, FakeTail, Harness, plan
 
 #: the issue's poison record: 100,000 nested arrays, ~200 kB
 DEEP = 100_000
@@ -215,7 +215,7 @@ def test_a_timed_out_plan_read_back_later_becomes_the_plan_of_record() -> None:
 
 def _b_joins_behind_a_late_publisher() -> tuple[Agent, LatePublisher]:
     """Follower a holds every partition under plan 1; b joins, so the next cycle plans a handover."""
-    from tests.test_agent_handover import follow
+    from tests.agent.test_handover import follow
 
     admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
     agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 120}, followers={"release_timeout_s": 60})
@@ -229,7 +229,7 @@ def _b_joins_behind_a_late_publisher() -> tuple[Agent, LatePublisher]:
 
 
 def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> None:
-    from tests.test_agent_handover import follow
+    from tests.agent.test_handover import follow
 
     agent, late = _b_joins_behind_a_late_publisher()
     late.timeouts = 1
@@ -250,7 +250,7 @@ def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> No
 
 
 def test_a_timed_out_handover_target_never_shares_its_generation() -> None:
-    from tests.test_agent_handover import follow
+    from tests.agent.test_handover import follow
 
     agent, late = _b_joins_behind_a_late_publisher()
     r = cycle(agent, 1)  # a revoking plan: a gives b's partitions up
@@ -533,7 +533,7 @@ def test_every_test_docs_security_md_cites_exists() -> None:
     """docs/security.md says what is tested where: each cited test must exist (a ``*`` ends a prefix)."""
     import re
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     text = (root / "docs" / "security.md").read_text(encoding="utf-8")
     cited = re.findall(r"`((?:tests|integration)/[\w/]+\.py)::(\w+\*?)`|`::(\w+\*?)`", text)
     last_file = ""

@@ -17,7 +17,7 @@ from rackplan.agent.kafka_io import (
     transactional_id,
 )
 from rackplan.agent.testing import FakeAdmin, FakePublisher
-from tests.test_agent_cycle import cycle, group, make_agent
+from tests.agent.test_cycle import cycle, group, make_agent
 
 PLANS = "_rackplan.plans"
 

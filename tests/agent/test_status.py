@@ -9,8 +9,8 @@ import pytest
 
 from rackplan.agent.publishing import commit_plan
 from rackplan.agent.testing import FakeAdmin
-from tests.test_agent_cycle import cycle, group, make_agent
-from tests.test_agent_handover import follow
+from tests.agent.test_cycle import cycle, group, make_agent
+from tests.agent.test_handover import follow
 
 
 def test_a_status_view_is_a_value_the_next_cycle_does_not_touch() -> None:

@@ -21,7 +21,7 @@ from rackplan.agent.plans import (
     utc_now_iso,
 )
 
-SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "plan-schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "plan-schema.json"
 
 
 def record(key: str = "consumer/payments", generation: int = 7, **kw: Any) -> PlanRecord:

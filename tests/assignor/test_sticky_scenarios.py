@@ -26,9 +26,9 @@ from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.consumer.sticky import assign
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+from tests.assignor.test_range import kafka_cluster, kafka_mismatches, null_racks, racks, tps
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import follow_up
-from tests.test_range import kafka_cluster, kafka_mismatches, null_racks, racks, tps
 
 ALL_RACKS = ("a", "b", "c")
 NO_BROKER_RACK, NO_CONSUMER_RACK, BROKER_AND_CONSUMER_RACK = "NO_BROKER_RACK", "NO_CONSUMER_RACK", "BOTH"

@@ -21,7 +21,7 @@ from rackplan.agent.registry import (
 )
 from rackplan.agent.settings import RackRule, Settings, rack_for
 
-SCHEMA = Path(__file__).resolve().parent.parent / "docs" / "registration-schema.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "registration-schema.json"
 SUBS = [{"id": "0", "source_topics": ["clicks"], "changelog_topics": ["clicks-store"]}]
 
 

@@ -17,7 +17,7 @@ from rackplan.agent.http import BACKLOG, WORKERS, AgentHttpServer
 from rackplan.agent.logging import configure
 from rackplan.agent.loop import Agent
 from rackplan.agent.testing import FakeAdmin
-from tests.test_agent_cycle import cycle, group, make_agent
+from tests.agent.test_cycle import cycle, group, make_agent
 
 
 @pytest.fixture

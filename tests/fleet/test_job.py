@@ -23,7 +23,7 @@ from rackplan.fleet.job import TABLES
 from rackplan.fleet.scenarios import parse_scenarios
 from rackplan.fleet.settings import FleetOptions, FleetSettings, SparkSettings
 from rackplan.fleet.synthetic import cluster_document
-from tests.test_fleet_units import assign_cli
+from tests.fleet.test_units import assign_cli
 
 SCENARIOS = [
     {"name": "lose-az-a", "kind": "lose_rack", "rack": "az-a"},

@@ -6,7 +6,7 @@ must read across racks whatever the assignor does.  Kafka (run through
 :mod:`tests.kafka_oracle`) revokes every owned partition whose rack does not
 match and deals them again; rackplan keeps them unless moving lowers the final
 cross-rack count.  Both run cooperative rounds until one withholds nothing.
-The random-instance comparison lives in :mod:`tests.test_vs_kafka_java`.
+The random-instance comparison lives in :mod:`tests.assignor.test_vs_kafka_java`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import dataclasses
 import pytest
 
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member
+from tests.assignor.test_vs_kafka_java import kafka, ours, run_rounds, settle_start
 from tests.invariants import assert_balanced
 from tests.kafka_oracle import KafkaOracle, session_oracle
-from tests.test_vs_kafka_java import kafka, ours, run_rounds, settle_start
 
 RACKS = ("az-a", "az-b", "az-c")
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from rackplan.fleet.synthetic import cluster_document
-from tests.test_fleet_job import _spark_missing
+from tests.fleet.test_job import _spark_missing
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = [
     {"name": "lose-az-a", "kind": "lose_rack", "rack": "az-a"},
     {"name": "new-zone", "steps": [{"kind": "add_rack", "rack": "az-d"}, {"kind": "shift_members", "fraction": 0.25, "to_rack": "az-d"}]},
