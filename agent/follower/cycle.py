@@ -175,10 +175,12 @@ class FollowerCycle:
         if not parts:
             return True
         if commit:
+            following_group = self.mode == SUBSCRIPTION
             err = self.commit_positions(parts)
             if err in FENCED:
-                self._fence(err)
-                return False
+                if following_group:  # commit_positions fences only a follower of plans
+                    self._fence(err)
+                return False  # fenced once, by commit_positions or just above
             if err:
                 self.stats["release_commit_failed"] += 1
                 self.log.warning(

@@ -272,6 +272,23 @@ def test_a_refused_plain_commit_fences_the_follower(h: Harness) -> None:
     assert ("unassign", [0, 1]) in h.broker.events
 
 
+def test_a_refused_commit_while_giving_partitions_up_fences_once(h: Harness) -> None:
+    """The agent is gone and a subscriber joined: the release's commit is refused, the follower falls back once."""
+    f = h.follower()
+    tail = FakeTail.instances[-1]
+    h.heartbeat()
+    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
+    h.broker.append(0, 2)
+    h.drain(f)
+    h.broker.members.add(12345)  # another member subscribed: plain commits are refused from now on
+    h.advance(4.9)  # before the periodic commit
+    f.poll(0)
+    h.advance(5.6)  # the heartbeat is now older than agent_timeout_s: give partitions up, committing
+    f.poll(0)
+    assert f.mode == "subscription"
+    assert f.stats["fenced"] == 1 and f.stats["fallbacks"] == 1
+
+
 def test_partitions_are_not_taken_while_the_group_has_subscribers(h: Harness) -> None:
     h.broker.members.add(12345)
     f = h.follower()
