@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from .alerts import AlertEvent
 from .diff import SnapshotDiff
 from .kafka_io import PublishError
 from .membership import member_racks
 from .metadata import Snapshot
 from .planner import Registration, assignment_locality, best_locality, current_locality
-from .plans import CONSUMER, Locality, PlanRecord
+from .protocol.alerts import AlertEvent
+from .protocol.plans import CONSUMER, Locality, PlanRecord
 from .state import Racks, Term, Wiring, labels
 from .webhook import WebhookNotifier
 

@@ -30,9 +30,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
-from .plans import Locality
 from .protocol.alerts import (
-    ALERT_SCHEMA,
     ALERTNAME,
     FIRING,
     RESOLVED,
@@ -40,16 +38,10 @@ from .protocol.alerts import (
     UNFIXABLE_ALERTNAME,
     AlertEvent,
 )
+from .protocol.plans import Locality
 from .settings import AlertSettings
 
 __all__ = [
-    "ALERTNAME",
-    "ALERT_SCHEMA",
-    "FIRING",
-    "RESOLVED",
-    "UNFIXABLE",
-    "UNFIXABLE_ALERTNAME",
-    "AlertEvent",
     "AlertState",
     "runbook_anchor",
 ]

@@ -90,7 +90,7 @@ def _settings_failed(log: Logger, message: str) -> int:
 
 def librdkafka_config_error(e: Exception, config: dict[str, Any]) -> str:
     """librdkafka's refusal of a client config, naming ``kafka.config``, with secret values masked."""
-    from .settings import MASK, is_secret_key
+    from .redact import MASK, is_secret_key
 
     text = " ".join(str(e.args[0].str() if e.args and hasattr(e.args[0], "str") else e).split())
     for key, value in config.items():

@@ -19,8 +19,8 @@ from .membership import member_racks
 from .metadata import MetadataError, Snapshot, fetch_snapshot, known_racks, poll_snapshot
 from .planner import Registration, assignment_locality
 from .planning import candidates, plan_group, rejoin_wanted
-from .plans import CONSUMER, PlanRecord
 from .ports import AdminPort
+from .protocol.plans import CONSUMER, PlanRecord
 from .publishing import advance_handovers, publish_plans, publish_tombstones
 from .state import CycleReport, Racks, Term, Wiring, labels
 from .webhook import WebhookNotifier

@@ -6,7 +6,7 @@ from .diff import REPLICA_RACKS, SnapshotDiff
 from .metadata import Snapshot
 from .metrics import Metrics
 from .planner import current_locality_by_rack, total_locality
-from .registry import FOLLOWER_MODES
+from .protocol.registrations import FOLLOWER_MODES
 from .state import Racks, Term, labels
 
 

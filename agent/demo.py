@@ -30,14 +30,14 @@ from contextlib import ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
-from .alerts import FIRING, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from .diff import change_title
 from .embedded import EmbeddedCluster
 from .kafka_io import Publisher, TopicSpec
 from .logging import configure, get_logger
 from .loop import Agent, CycleReport, topic_specs
-from .plans import PlanRecord
-from .registry import REGISTRATION_SCHEMA, registration_key
+from .protocol.alerts import FIRING, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
+from .protocol.plans import PlanRecord
+from .protocol.registrations import REGISTRATION_SCHEMA, registration_key
 from .settings import Settings
 from .signals import install_stop_handlers
 

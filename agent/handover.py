@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .plans import STATE_PROPOSED, STATE_REVOKING, PlanRecord
-from .registry import FollowerStatus
+from .protocol.plans import STATE_PROPOSED, STATE_REVOKING, PlanRecord
+from .protocol.registrations import FollowerStatus
 
 TP = tuple[str, int]
 

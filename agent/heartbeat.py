@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .kafka_io import PublishError
-from .lease import HEARTBEAT_KEY, Heartbeat, LeaseUnconfirmed
+from .lease import LeaseUnconfirmed
+from .protocol.lease import HEARTBEAT_KEY, Heartbeat
 from .state import Wiring
 
 

@@ -10,12 +10,8 @@ from .cycle_metrics import forget_metrics
 from .kafka_io import PublishError, RawRecord, TopicTail
 from .membership import GroupDescriber
 from .ports import AdminPort
-from .registry import (
-    RegistrationRecordError,
-    decode_registration,
-    merge_registrations,
-    settings_group_refusal,
-)
+from .protocol.registrations import RegistrationRecordError
+from .registry import decode_registration, merge_registrations, settings_group_refusal
 from .state import CycleReport, Term, Wiring
 
 

@@ -437,7 +437,7 @@ def read_back(
 ) -> list[tuple[str, PlanRecord | None]]:
     """Every record of the plan topic, oldest first per partition, up to the current end.
 
-    Malformed records (:func:`rackplan.agent.records.load_record` bounds them) are
+    Malformed records (:func:`rackplan.agent.protocol.records.load_record` bounds them) are
     skipped with a logged reason and ``skipped(reason)``; they never stop the agent.
     """
     tail = TopicTail(config, topic, timeout_s)

@@ -23,7 +23,7 @@ every cycle: agent id, leadership epoch (one more than the last heartbeat's,
 so epochs never go backwards across takeovers) and poll interval.  Plan
 followers read it to tell a live agent from a gone one, whether or not
 several agents run.  The record codec: :mod:`rackplan.agent.protocol.lease`
-(its names stay importable from here); values: docs/lease-schema.json.
+(imported from there, not through this module); values: docs/lease-schema.json.
 """
 
 from __future__ import annotations
@@ -39,9 +39,6 @@ from .kafka_errors import error_name
 from .kafka_io import PublishError, TopicReadError, TopicTail
 from .logging import with_kafka_logger
 from .protocol.lease import (
-    HEARTBEAT_KEY,
-    LEASE_SCHEMA,
-    MAX_INTERVAL_S,
     Heartbeat,
     HeartbeatError,
     decode_heartbeat,
@@ -49,16 +46,10 @@ from .protocol.lease import (
 from .settings import HaSettings
 
 __all__ = [
-    "HEARTBEAT_KEY",
     "LEASE_PARTITIONS",
-    "LEASE_SCHEMA",
-    "MAX_INTERVAL_S",
-    "Heartbeat",
-    "HeartbeatError",
     "Lease",
     "LeaseLost",
     "LeaseUnconfirmed",
-    "decode_heartbeat",
     "default_agent_id",
     "foreign_writer",
     "last_heartbeat",

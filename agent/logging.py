@@ -62,7 +62,7 @@ def _librdkafka_fields(
 def _mask_secrets(_logger: Any, _name: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """Every event, whoever wrote it (our code, librdkafka, a library): secret-bearing values masked.
 
-    The same rule as the settings logged at start (:func:`rackplan.agent.settings.mask_tree`):
+    The same rule as the settings logged at start (:func:`rackplan.agent.redact.mask_tree`):
     a field named like a secret is ``***``, URLs lose their credentials and
     query values, ``clientSecret=...`` in any text becomes ``clientSecret=***``.
     """

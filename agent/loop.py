@@ -37,9 +37,9 @@ from .lease import (
 from .logging import get_logger, with_kafka_logger
 from .metrics import Metrics
 from .planner import registrations
-from .plans import PlanRecord
 from .ports import AdminPort, Clock, Logger, PlanPublisher
 from .preflight import http_bind_error, reach_brokers
+from .protocol.plans import PlanRecord
 from .publishing import advance_handovers
 from .settings import Settings
 from .startup import continue_epoch, make_publisher, prepare_topics, replay, topic_specs

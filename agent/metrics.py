@@ -431,7 +431,7 @@ METRICS["rackplan_alerts_unfixable"] = (
 
 
 # ---- hardening (issue 11): poison records, forged records, uncertain deliveries -----------------------------
-from .records import REASONS as _RECORD_REASONS  # noqa: E402  (appended block: one place to merge)
+from .protocol.records import REASONS as _RECORD_REASONS  # noqa: E402  (appended block: one place to merge)
 
 METRICS.update(
     {

@@ -34,7 +34,7 @@ from rackplan.assignor import (
 )
 
 from .metadata import NO_LEADER, Snapshot
-from .plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
+from .protocol.plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
 from .settings import Settings
 
 

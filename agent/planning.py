@@ -6,7 +6,7 @@ from .diff import SnapshotDiff
 from .handover import assignment_of, revoking_record, split
 from .metadata import Snapshot
 from .planner import PlanSkipped, Registration, plan_for, scope_fingerprint
-from .plans import CONSUMER, PlanRecord, utc_now_iso
+from .protocol.plans import CONSUMER, PlanRecord, utc_now_iso
 from .state import CycleReport, Racks, SkipInputs, Term, Wiring
 
 

@@ -1,7 +1,7 @@
 """The generation of each plan key, as read back from the plan topic and published (:class:`PlanBook`).
 
 The record codec (keys, values, fingerprints) moved to
-:mod:`rackplan.agent.protocol.plans`; its names stay importable from here.
+:mod:`rackplan.agent.protocol.plans`: import them from there (one path per name).
 """
 
 from __future__ import annotations
@@ -9,40 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .protocol.plans import (
-    CONSUMER,
-    SCHEMA_VERSION,
-    STATE_PROPOSED,
-    STATE_REVOKING,
-    STREAMS,
-    Locality,
-    PlanDecodeError,
     PlanRecord,
-    decode_record,
-    encode_value,
-    epoch_ms,
-    fingerprint,
-    plan_key,
-    split_key,
-    utc_now_iso,
 )
 
 __all__ = [
-    "CONSUMER",
-    "SCHEMA_VERSION",
-    "STATE_PROPOSED",
-    "STATE_REVOKING",
-    "STREAMS",
-    "Locality",
     "PlanBook",
-    "PlanDecodeError",
-    "PlanRecord",
-    "decode_record",
-    "encode_value",
-    "epoch_ms",
-    "fingerprint",
-    "plan_key",
-    "split_key",
-    "utc_now_iso",
 ]
 
 

@@ -15,7 +15,7 @@ from .handover import Pending
 from .kafka_io import DeliveryUncertain, PlanTooLargeError, PublishError
 from .lease import LeaseUnconfirmed
 from .planner import Registration
-from .plans import STATE_REVOKING, PlanRecord, encode_value, utc_now_iso
+from .protocol.plans import STATE_REVOKING, PlanRecord, encode_value, utc_now_iso
 from .state import CycleReport, Term, Wiring, labels
 
 

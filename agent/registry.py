@@ -41,7 +41,7 @@ re-planning anything: they are kept apart from the registration (see
 :class:`FollowerStatus`).
 
 The record codec (keys, values, signatures) is
-:mod:`rackplan.agent.protocol.registrations`; its names stay importable from here.
+:mod:`rackplan.agent.protocol.registrations`: import them from there (one path per name).
 """
 
 from __future__ import annotations
@@ -55,49 +55,17 @@ from .planner import Registration, make_registration
 from .protocol import registrations as _codec
 from .protocol.plans import CONSUMER, STREAMS, plan_key
 from .protocol.registrations import (
-    CONSUMER_GROUP_FIELDS,
-    CONSUMER_MEMBER_FIELDS,
-    FOLLOWER_MODES,
-    MAX_REGISTRATION_TOPICS,
-    REGISTRATION_SCHEMA,
-    SIGNATURE_FIELD,
-    SKIP_REASONS,
-    STREAMS_APP_FIELDS,
-    STREAMS_CLIENT_FIELDS,
     Entry,
     FollowerStatus,
-    RegistrationRecordError,
-    canonical_payload,
-    consumer_registration,
-    decode_key,
-    registration_key,
-    sign_registration,
 )
 from .settings import RackRule, Settings, check_consumer_group, check_streams_app, rack_for
 
 __all__ = [
-    "CONSUMER_GROUP_FIELDS",
-    "CONSUMER_MEMBER_FIELDS",
-    "FOLLOWER_MODES",
-    "MAX_REGISTRATION_TOPICS",
-    "REGISTRATION_SCHEMA",
-    "SIGNATURE_FIELD",
-    "SKIP_REASONS",
-    "STREAMS_APP_FIELDS",
-    "STREAMS_CLIENT_FIELDS",
-    "Entry",
-    "FollowerStatus",
     "MergeResult",
-    "RegistrationRecordError",
     "RegistrationStore",
-    "canonical_payload",
-    "consumer_registration",
-    "decode_key",
     "decode_registration",
     "merge_registrations",
-    "registration_key",
     "settings_group_refusal",
-    "sign_registration",
 ]
 
 

@@ -37,13 +37,8 @@ from rackplan.assignor.contract import app_topics, group_topics
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
-from .protocol.registrations import read_secret_file as read_secret_file
-from .redact import MASK as MASK
-from .redact import is_secret_key as is_secret_key
-from .redact import mask_config as mask_config
-from .redact import mask_text as mask_text
-from .redact import mask_tree as mask_tree
-from .redact import redact_url as redact_url
+from .protocol.registrations import read_secret_file
+from .redact import MASK, mask_config, mask_tree, redact_url
 
 ENV_PREFIX = "RACKPLAN_"
 FetchMode = Literal["nearest-replica", "leader"]

@@ -19,11 +19,12 @@ from .kafka_io import (
     topic_config_problems,
     transactional_id,
 )
-from .lease import LEASE_PARTITIONS, Heartbeat, foreign_writer, last_heartbeat
-from .plans import PlanRecord
+from .lease import LEASE_PARTITIONS, foreign_writer, last_heartbeat
 from .ports import AdminPort
+from .protocol.lease import Heartbeat
+from .protocol.plans import PlanRecord
+from .protocol.records import MAX_SAFE_INT
 from .publishing import handover_metrics, publish_tombstones
-from .records import MAX_SAFE_INT
 from .settings import Settings
 from .state import AgentError, CycleReport, Term, Wiring, labels
 from .watch import lease_skipped
@@ -157,7 +158,7 @@ def continue_epoch(w: Wiring, client_config: dict[str, Any]) -> tuple[int, Topic
         )
 
     last = no_foreign_writer(w, newest)
-    # Epochs are bounded when read (rackplan.agent.records.safe_int); one at the bound stays there.
+    # Epochs are bounded when read (rackplan.agent.protocol.records.safe_int); one at the bound stays there.
     epoch = min((0 if last is None else last.epoch) + 1, MAX_SAFE_INT)
     tail = TopicTail(client_config, s.ha.lease_topic, s.io_timeout_s)
     tail.read_available(s.io_timeout_s)

@@ -18,15 +18,17 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .alerts import AlertEvent, AlertState
+from .alerts import AlertState
 from .diff import Debounce, SnapshotDiff, diff
 from .handover import Pending
 from .membership import RealGroup
 from .metadata import Snapshot
 from .metrics import Metrics
 from .planner import Registration
-from .plans import Locality, PlanBook, PlanRecord
+from .plans import PlanBook
 from .ports import Clock, Logger, PlanPublisher
+from .protocol.alerts import AlertEvent
+from .protocol.plans import Locality, PlanRecord
 from .registry import RegistrationStore
 from .settings import Settings
 

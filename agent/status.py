@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .alerts import AlertEvent
 from .handover import Pending
 from .planner import Registration
-from .plans import PlanRecord
-from .registry import FollowerStatus
+from .protocol.alerts import AlertEvent
+from .protocol.plans import PlanRecord
+from .protocol.registrations import FollowerStatus
 from .state import Term
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})

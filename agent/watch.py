@@ -7,8 +7,9 @@ import dataclasses
 from typing import Any
 
 from .kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord, TopicTail
-from .lease import HeartbeatError, LeaseLost, decode_heartbeat, foreign_writer
-from .plans import PlanDecodeError, PlanRecord, decode_record
+from .lease import LeaseLost, foreign_writer
+from .protocol.lease import HeartbeatError, decode_heartbeat
+from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
 from .publishing import commit_plan
 from .state import AgentError, Term, Wiring
 

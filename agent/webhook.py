@@ -45,12 +45,20 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .alerts import ALERTNAME, FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from .metadata import jittered_delays
 from .metrics import Metrics
-from .protocol.alerts import encode_webhook_body
+from .protocol.alerts import (
+    ALERTNAME,
+    FIRING,
+    RESOLVED,
+    UNFIXABLE,
+    UNFIXABLE_ALERTNAME,
+    AlertEvent,
+    encode_webhook_body,
+)
 from .protocol.plans import split_key
-from .settings import HttpSettings, WebhookSettings, redact_url
+from .redact import redact_url
+from .settings import HttpSettings, WebhookSettings
 
 __all__ = ["ALERTNAME", "UNFIXABLE_ALERTNAME", "WebhookNotifier", "alertmanager_alert", "rfc3339"]
 _KIND_TITLES = {"consumer": "consumer group", "streams": "Streams app"}

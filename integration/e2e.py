@@ -27,9 +27,9 @@ import yaml
 
 from rackplan.agent.follower import PlanFollower
 from rackplan.agent.kafka_io import TopicTail, read_back
-from rackplan.agent.lease import Heartbeat, decode_heartbeat
 from rackplan.agent.logging import get_logger
-from rackplan.agent.plans import PlanRecord
+from rackplan.agent.protocol.lease import Heartbeat, decode_heartbeat
+from rackplan.agent.protocol.plans import PlanRecord
 
 TP = tuple[str, int]
 RACKPLAN = [sys.executable, "-c", "import sys; from rackplan.cli import main; sys.exit(main())"]
@@ -292,7 +292,7 @@ class Watcher:
         self.beats: list[Heartbeat] = []
 
     def refresh(self) -> Watcher:
-        from rackplan.agent.plans import decode_record
+        from rackplan.agent.protocol.plans import decode_record
 
         raw, _ = self._tail.read_new()
         for r in raw:

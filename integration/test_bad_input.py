@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from rackplan.agent.follower import FollowerError, PlanFollower
 from rackplan.agent.logging import configure
-from rackplan.agent.registry import registration_key
+from rackplan.agent.protocol.registrations import registration_key
 from rackplan.agent.settings import Settings
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target

@@ -16,7 +16,7 @@ import yaml
 from rackplan.agent.embedded import EmbeddedCluster
 from rackplan.agent.kafka_io import read_back
 from rackplan.agent.logging import get_logger
-from rackplan.agent.plans import PlanRecord
+from rackplan.agent.protocol.plans import PlanRecord
 
 RACKPLAN = [sys.executable, "-c", "import sys; from rackplan.cli import main; sys.exit(main())"]
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rackplan.agent.registry import FollowerStatus, consumer_registration
+from rackplan.agent.protocol.registrations import FollowerStatus, consumer_registration
 
 from .conftest import Target
 from .e2e import AgentProcess, Watcher, wait_until

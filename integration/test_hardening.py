@@ -21,9 +21,9 @@ from confluent_kafka.cimpl import NewTopic
 from rackplan.agent.embedded import EmbeddedCluster
 from rackplan.agent.follower import PlanFollower
 from rackplan.agent.kafka_io import Publisher, PublishError
-from rackplan.agent.lease import Heartbeat
 from rackplan.agent.loop import topic_specs
-from rackplan.agent.registry import registration_key
+from rackplan.agent.protocol.lease import Heartbeat
+from rackplan.agent.protocol.registrations import registration_key
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target, agent_settings, range_group
 from .e2e import FollowerApp, Ledger, wait_until

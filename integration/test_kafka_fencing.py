@@ -36,7 +36,7 @@ from rackplan.agent.kafka_io import (
     TopicTail,
     transactional_id,
 )
-from rackplan.agent.plans import decode_record
+from rackplan.agent.protocol.plans import decode_record
 
 from .conftest import Target, range_group
 from .test_kafka_operations import create

@@ -30,7 +30,7 @@ from confluent_kafka.admin import AdminClient
 from integration.kafka.apps import JavaApp, plan_member, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR
 from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
-from rackplan.agent.plans import PlanRecord
+from rackplan.agent.protocol.plans import PlanRecord
 
 from .conftest import RunningAgent, Target
 from .test_kafka_operations import create

@@ -24,7 +24,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from integration.kafka.cluster import KafkaCluster
 from rackplan.agent.loop import CycleReport
-from rackplan.agent.plans import PlanRecord
+from rackplan.agent.protocol.plans import PlanRecord
 
 from .conftest import RunningAgent, Target, merged, range_group
 
@@ -289,7 +289,7 @@ def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
     assert p.flush(10) == 0
     a.wait_for(lambda r: (m.get("rackplan_foreign_writers_total", {"topic": "plans"}) or 0) == 1, timeout=30)
 
-    from rackplan.agent.lease import HEARTBEAT_KEY, Heartbeat
+    from rackplan.agent.protocol.lease import HEARTBEAT_KEY, Heartbeat
 
     forged = Heartbeat("intruder", a.agent.epoch + 1, int(time.time() * 1000), 1.0)
     p.produce(real.control_topics["lease_topic"], key=HEARTBEAT_KEY, value=forged.encode())

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, Producer
 
 from rackplan.agent.embedded import EmbeddedCluster
 from rackplan.agent.logging import configure
-from rackplan.agent.registry import registration_key
+from rackplan.agent.protocol.registrations import registration_key
 
 from .conftest import RunningAgent, agent_settings, range_group
 

@@ -33,7 +33,7 @@ _BODY = {CONSUMER: "consumer_group", STREAMS: "streams_app"}
 class PlanDecodeError(ValueError):
     """A record on the plan topic that is not a plan this agent can read.
 
-    ``reason`` is one of :data:`rackplan.agent.records.REASONS` (a metric label).
+    ``reason`` is one of :data:`rackplan.agent.protocol.records.REASONS` (a metric label).
     """
 
     def __init__(self, detail: str, reason: str = "invalid") -> None:

@@ -10,7 +10,8 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.agent.alerts import (
+from rackplan.agent.alerts import AlertState
+from rackplan.agent.protocol.alerts import (
     ALERT_SCHEMA,
     ALERTNAME,
     FIRING,
@@ -18,9 +19,8 @@ from rackplan.agent.alerts import (
     UNFIXABLE,
     UNFIXABLE_ALERTNAME,
     AlertEvent,
-    AlertState,
 )
-from rackplan.agent.plans import Locality
+from rackplan.agent.protocol.plans import Locality
 from rackplan.agent.settings import AlertSettings
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.test_cycle import cycle, discovered, group, keys, make_agent

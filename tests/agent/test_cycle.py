@@ -13,7 +13,8 @@ import pytest
 from rackplan.agent.kafka_io import PublishError
 from rackplan.agent.logging import configure
 from rackplan.agent.loop import Agent, CycleReport
-from rackplan.agent.registry import decode_registration, registration_key
+from rackplan.agent.protocol.registrations import registration_key
+from rackplan.agent.registry import decode_registration
 from rackplan.agent.settings import Settings
 from rackplan.agent.testing import TP, FakeAdmin, FakePublisher, GroupDesc, MemberAssignment, MemberDesc
 

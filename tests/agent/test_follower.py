@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from rackplan.agent.follower import FollowerClients, FollowerError, PlanFollower
 from rackplan.agent.follower.fallback import fallback_due, registration_stale, should_rejoin
 from rackplan.agent.follower.handover import handover, missing
-from rackplan.agent.lease import Heartbeat
+from rackplan.agent.protocol.lease import Heartbeat
 from rackplan.agent.testing import FakeControlTail, FakeKafka
 
 TOPIC = "orders"

@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.agent.handover import holders, pending_from, split
-from rackplan.agent.plans import decode_record
-from rackplan.agent.registry import FollowerStatus, decode_registration, registration_key
+from rackplan.agent.protocol.plans import decode_record
+from rackplan.agent.protocol.registrations import FollowerStatus, registration_key
+from rackplan.agent.registry import decode_registration
 from rackplan.agent.testing import FakeAdmin
 
 from .test_cycle import cycle, make_agent

@@ -13,15 +13,15 @@ import pytest
 
 import rackplan.agent.kafka_io as kafka_io
 from rackplan.agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
-from rackplan.agent.lease import HeartbeatError, decode_heartbeat
 from rackplan.agent.loop import Agent
-from rackplan.agent.plans import PlanDecodeError, decode_record
-from rackplan.agent.registry import (
+from rackplan.agent.protocol.lease import HeartbeatError, decode_heartbeat
+from rackplan.agent.protocol.plans import PlanDecodeError, decode_record
+from rackplan.agent.protocol.registrations import (
     RegistrationRecordError,
     consumer_registration,
-    decode_registration,
     registration_key,
 )
+from rackplan.agent.registry import decode_registration
 from rackplan.agent.testing import FakeAdmin, FakePublisher
 from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
 from tests.agent.test_follower import LEASE, PLANS, REGS, FakeTail, Harness, plan
@@ -410,7 +410,7 @@ def test_an_unreadable_secret_file_is_a_settings_error_naming_the_setting(tmp_pa
 
 def test_a_heartbeat_dated_a_day_ahead_does_not_delay_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     """Found: one heartbeat dated a day ahead kept followers from falling back 45 s after the agent died."""
-    from rackplan.agent.lease import Heartbeat
+    from rackplan.agent.protocol.lease import Heartbeat
 
     h = Harness(monkeypatch)  # agent_timeout_s 10, fallback_grace_s 2
     f = h.follower()
@@ -439,7 +439,7 @@ def test_a_heartbeat_dated_a_day_ahead_does_not_delay_fallback(monkeypatch: pyte
 def test_a_heartbeat_within_the_skew_is_taken_at_its_broker_timestamp(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rackplan.agent.lease import Heartbeat
+    from rackplan.agent.protocol.lease import Heartbeat
 
     h = Harness(monkeypatch)
     f = h.follower()

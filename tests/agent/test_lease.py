@@ -9,15 +9,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from rackplan.agent.lease import (
-    Heartbeat,
-    HeartbeatError,
-    Lease,
-    LeaseLost,
-    LeaseUnconfirmed,
-    decode_heartbeat,
-)
+from rackplan.agent.lease import Lease, LeaseLost, LeaseUnconfirmed
 from rackplan.agent.logging import get_logger
+from rackplan.agent.protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
 from rackplan.agent.settings import HaSettings
 
 
@@ -121,7 +115,8 @@ def test_lease_schema_agrees_with_the_decoder() -> None:
 
 
 def test_foreign_writer_is_a_live_agent_outside_our_lease_group() -> None:
-    from rackplan.agent.lease import Heartbeat, foreign_writer
+    from rackplan.agent.lease import foreign_writer
+    from rackplan.agent.protocol.lease import Heartbeat
 
     now = 1_000_000
     other = Heartbeat("b", 7, now - 2_000, 5.0)  # no lease: an agent with ha.enabled false
@@ -144,7 +139,7 @@ def test_foreign_writer_is_a_live_agent_outside_our_lease_group() -> None:
 
 
 def test_heartbeats_round_trip_with_lease_group_and_release() -> None:
-    from rackplan.agent.lease import HEARTBEAT_KEY, Heartbeat, decode_heartbeat
+    from rackplan.agent.protocol.lease import HEARTBEAT_KEY, Heartbeat, decode_heartbeat
 
     hb = Heartbeat("a", 3, 42, 1.5, "agents", released=True)
     assert decode_heartbeat(HEARTBEAT_KEY, hb.encode()) == hb

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rackplan.agent import alerts, diff, plans, registry, webhook
+from rackplan.agent import diff, webhook
 from rackplan.agent.metrics import (
     BUCKETS,
     COUNTER,
@@ -28,6 +28,7 @@ from rackplan.agent.metrics import (
     Metrics,
 )
 from rackplan.agent.process_stats import PROCESS_METRICS, process_values
+from rackplan.agent.protocol import alerts, plans, registrations
 
 NAME = re.compile(r"rackplan_[a-z][a-z0-9_]*[a-z0-9]")
 #: unit suffixes that are not base units
@@ -166,7 +167,7 @@ def test_zero_series_are_the_label_values_the_code_uses() -> None:
     changes = {diff.REPLICA_RACKS, diff.LEADER_RACK, diff.TOPIC_ADDED, diff.TOPIC_REMOVED}
     changes |= {diff.PARTITIONS_ADDED, diff.PARTITIONS_REMOVED, diff.BROKER_RACK}
     assert values("rackplan_metadata_changes_total", "change") == changes
-    assert values("rackplan_registration_records_skipped_total", "reason") == set(registry.SKIP_REASONS)
+    assert values("rackplan_registration_records_skipped_total", "reason") == set(registrations.SKIP_REASONS)
     assert {alerts.FIRING, alerts.RESOLVED} <= values("rackplan_alerts_total", "status")
     for name in ("rackplan_plans_published_total", "rackplan_plan_failures_total"):
         assert values(name, "kind") == kinds

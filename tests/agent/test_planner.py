@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.alerts import FIRING, RESOLVED, AlertState
+from rackplan.agent.alerts import AlertState
 from rackplan.agent.metadata import NO_LEADER, Snapshot, TopicState
 from rackplan.agent.planner import (
     LocalityJudge,
@@ -16,7 +16,8 @@ from rackplan.agent.planner import (
     registrations,
     scope_fingerprint,
 )
-from rackplan.agent.plans import Locality, PlanRecord
+from rackplan.agent.protocol.alerts import FIRING, RESOLVED
+from rackplan.agent.protocol.plans import Locality, PlanRecord
 from rackplan.agent.settings import AlertSettings, Settings
 
 RACKS: dict[int, str | None] = {1: "a", 2: "a", 3: "b", 4: "b"}

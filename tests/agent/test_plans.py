@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.plans import (
+from rackplan.agent.plans import PlanBook
+from rackplan.agent.protocol.plans import (
     Locality,
-    PlanBook,
     PlanDecodeError,
     PlanRecord,
     decode_record,

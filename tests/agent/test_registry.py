@@ -10,15 +10,13 @@ import pytest
 from pydantic import ValidationError
 
 from rackplan.agent.membership import RealGroup, RealMember
-from rackplan.agent.registry import (
+from rackplan.agent.protocol.registrations import (
     REGISTRATION_SCHEMA,
     SKIP_REASONS,
     RegistrationRecordError,
-    RegistrationStore,
-    decode_registration,
-    merge_registrations,
     registration_key,
 )
+from rackplan.agent.registry import RegistrationStore, decode_registration, merge_registrations
 from rackplan.agent.settings import RackRule, Settings, rack_for
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "registration-schema.json"
@@ -300,7 +298,8 @@ def test_schema_constant() -> None:
 
 
 def test_follower_records_round_trip_and_never_replan() -> None:
-    from rackplan.agent.registry import FollowerStatus, RegistrationStore, consumer_registration
+    from rackplan.agent.protocol.registrations import FollowerStatus, consumer_registration
+    from rackplan.agent.registry import RegistrationStore
 
     key, value = consumer_registration(
         "pay",

@@ -141,12 +141,12 @@ def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: 
 
 
 def test_a_registration_naming_too_many_topics_is_refused_with_its_count() -> None:
-    from rackplan.agent.registry import (
+    from rackplan.agent.protocol.registrations import (
         MAX_REGISTRATION_TOPICS,
         RegistrationRecordError,
         consumer_registration,
-        decode_registration,
     )
+    from rackplan.agent.registry import decode_registration
 
     names = [f"t{i:06d}" for i in range(MAX_REGISTRATION_TOPICS + 1)]
     key, value = consumer_registration("g", "m", rack="az-a", topics=names[:-1], timestamp_ms=1)

@@ -8,14 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rackplan.agent.settings import (
-    MAX_YAML_NODES,
-    Settings,
-    SettingsError,
-    describe_error,
-    is_secret_key,
-    mask_config,
-)
+from rackplan.agent.redact import is_secret_key, mask_config
+from rackplan.agent.settings import MAX_YAML_NODES, Settings, SettingsError, describe_error
 
 YAML = """
 kafka:

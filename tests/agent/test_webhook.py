@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rackplan.agent.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from rackplan.agent.logging import configure, get_logger
 from rackplan.agent.metrics import Metrics
+from rackplan.agent.protocol.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from rackplan.agent.settings import HttpSettings, Settings, WebhookSettings
 from rackplan.agent.webhook import (
     ALERTNAME,

@@ -171,7 +171,7 @@ def test_capture_with_plans_owns_the_last_published_assignment() -> None:
     )
     from confluent_kafka import Producer
 
-    from rackplan.agent.plans import Locality, PlanRecord, encode_value
+    from rackplan.agent.protocol.plans import Locality, PlanRecord, encode_value
     from rackplan.agent.settings import Settings
     from rackplan.fleet.commands import capture
 
