@@ -155,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         assert report is not None and report.ok and not report.published
         if i < args.naive_repeat:
             naive_quiet.append(cpu(lambda: naive_poll(agent, admin)))
-    replanned, change, naive_change = [], [], []
+    replanned: list[int] = []
+    change: list[float] = []
+    naive_change: list[float] = []
     for i in range(args.repeat):
         admin.topics = dict(state_b if i % 2 == 0 else state_a)
         if i < args.naive_repeat:  # same input as the agent's poll below: the plans of record before it

@@ -50,13 +50,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rackplan.agent import cycle
+from rackplan.agent import cycle as agent_cycle
 from rackplan.agent import loop as agent_loop
 from rackplan.agent.heartbeat import Heartbeats
 from rackplan.agent.intake import Intake
@@ -73,19 +74,19 @@ MOVED_BROKER, MOVED_TO = 6, "az-a"
 
 #: phase -> (where the agent looks the function up, its name there)
 PHASES: dict[str, tuple[tuple[Any, str], ...]] = {
-    "metadata": ((cycle, "poll_snapshot"),),
-    "diff": ((cycle, "diff"), (cycle, "hold_reassignments"), (cycle, "known_racks")),
+    "metadata": ((agent_cycle, "poll_snapshot"),),
+    "diff": ((agent_cycle, "diff"), (agent_cycle, "hold_reassignments"), (agent_cycle, "known_racks")),
     "registrations": ((Intake, "read"), (Intake, "refresh")),
-    "planning": ((cycle, "plan_group"),),
-    "publish": ((cycle, "publish_plans"), (cycle, "publish_tombstones")),
+    "planning": ((agent_cycle, "plan_group"),),
+    "publish": ((agent_cycle, "publish_plans"), (agent_cycle, "publish_tombstones")),
     "metrics": (
-        (cycle, "snapshot_metrics"),
-        (cycle, "group_metrics"),
-        (cycle, "change_metrics"),
+        (agent_cycle, "snapshot_metrics"),
+        (agent_cycle, "group_metrics"),
+        (agent_cycle, "change_metrics"),
         (agent_loop, "follower_metrics"),
-        (cycle, "live_locality"),
+        (agent_cycle, "live_locality"),
     ),
-    "alerts": ((cycle, "evaluate_alerts"),),
+    "alerts": ((agent_cycle, "evaluate_alerts"),),
     "watch": ((agent_loop, "watch_plans"), (agent_loop, "watch_lease"), (Heartbeats, "send")),
 }
 
@@ -101,7 +102,7 @@ class PhaseClock:
             for owner, attr in names:
                 original = getattr(owner, attr)
                 setattr(owner, attr, self._wrap(phase, original))
-                self._undo.append(lambda o=owner, a=attr, f=original: setattr(o, a, f))
+                self._undo.append(partial(setattr, owner, attr, original))
 
     def _wrap(self, phase: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -157,7 +158,8 @@ class _Done:
 
 def ensure_topics(bootstrap: str, topics: int, partitions: int, rf: int) -> list[str]:
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewPartitions, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     names = [f"scale-{t:05d}" for t in range(topics)]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         base, ratio = "-", "-"
         if generate_latest is not None:
             reg = theirs(data, cluster)
-            b = timed(lambda reg=reg: generate_latest(reg), args.repeat)
+            b = timed(partial(generate_latest, reg), args.repeat)
             base, ratio = f"{b.cpu * 1e3:.1f}", f"{b.cpu / t.cpu:.1f}"
         print(f"{label:<34}{lines:>8,}{len(t.result):>10,}{t.cpu * 1e3:>9.1f}{base:>26}{ratio:>7}")
     if generate_latest is None:

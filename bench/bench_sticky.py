@@ -48,7 +48,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bench.common import peak_memory, peak_rss_mib, timed
 from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
@@ -56,6 +56,9 @@ from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.consumer.rack_optimal import assign as rack_optimal_assign
 from rackplan.assignor.consumer.sticky import assign
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+
+if TYPE_CHECKING:  # imported only when the oracle is used (it needs pytest)
+    from tests.kafka_oracle import KafkaOracle
 
 RACKS = ("az-a", "az-b", "az-c")
 N_BROKERS = 9
@@ -179,7 +182,7 @@ def kafka_java(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     return _oracle().plan(cluster, group)
 
 
-def _oracle() -> Any:
+def _oracle() -> KafkaOracle:
     from tests.kafka_oracle import KafkaOracle, build_jar
 
     global _ORACLE
@@ -188,7 +191,7 @@ def _oracle() -> Any:
     return _ORACLE
 
 
-_ORACLE: Any = None
+_ORACLE: KafkaOracle | None = None
 
 
 def kafka_java_timed(case: Case, repeats: int) -> float:

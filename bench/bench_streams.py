@@ -159,8 +159,8 @@ def random_standby_app(seed: int, two_keys: bool = False) -> dict[str, Any]:
     """A random app for the standby comparison (see the module docstring); ``two_keys``: zone and cell tags."""
     rng = random.Random(seed)
     racks = [*RACKS, "az-d"][: rng.randint(2, 4)]
-    brokers = [{"id": b + 1, "rack": racks[b % len(racks)]} for b in range(2 * len(racks))]
-    ids = [b["id"] for b in brokers]
+    ids = [b + 1 for b in range(2 * len(racks))]
+    brokers = [{"id": i, "rack": racks[(i - 1) % len(racks)]} for i in ids]
     topics: dict[str, list[list[int]]] = {}
     subs = []
     budget = rng.randint(20, 400)

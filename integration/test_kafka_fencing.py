@@ -19,6 +19,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,6 @@ from rackplan.agent.kafka_io import (
     WRITER_HEADER,
     ProducerFenced,
     Publisher,
-    PublishError,
     RawRecord,
     TopicReadError,
     TopicTail,
@@ -38,8 +38,10 @@ from rackplan.agent.kafka_io import (
 )
 from rackplan.agent.protocol.plans import decode_record
 
-from .conftest import Target, range_group
+from .conftest import RunningAgent, Target, range_group
 from .test_kafka_operations import create
+
+RunAgent = Callable[..., RunningAgent]
 
 
 def read_plan_topic(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[RawRecord]:
@@ -228,7 +230,7 @@ def _plans(real: Target, topic: str) -> list[RawRecord]:
 
 
 def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_successor(
-    real: Target, launched: KafkaCluster, run_agent: Any, tmp_path: Path, e2e_report: Any
+    real: Target, launched: KafkaCluster, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
 ) -> None:
     """The window the lease leaves, made to happen: agent A confirms its lease for a new plan, then stalls
     before sending it (its publish blocked here) for longer than ``ha.max_cycle_s``, so the group gives the
@@ -256,7 +258,7 @@ def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_succ
 
     def stalling_publish(
         topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
-    ) -> list[PublishError | None]:
+    ) -> Sequence[Exception | None]:
         if topic == a_settings.plan_topic and not release.is_set():
             stalled.set()
             release.wait(120)  # lease confirmed a moment ago; the process stalls here

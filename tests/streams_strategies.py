@@ -24,7 +24,7 @@ def streams_instances(
 ) -> tuple[Cluster, StreamsApp]:
     n_racks = draw(st.integers(1, 3))
     racks = list(RACKS[:n_racks])
-    broker_choices: list[str | None] = [*racks, None] if rackless_brokers else racks
+    broker_choices: list[str | None] = [*racks, None] if rackless_brokers else [*racks]
     brokers = {b: draw(st.sampled_from(broker_choices)) for b in range(1, draw(st.integers(1, 6)) + 1)}
     topics: dict[str, tuple[tuple[int, ...], ...]] = {}
     subs = []
@@ -43,7 +43,7 @@ def streams_instances(
         subs.append(Subtopology(str(s), tuple(src), tuple(logs), stateful))
         partitions[str(s)] = n
     all_tasks = [task_id(s.id, p) for s in subs for p in range(partitions[s.id])]
-    client_racks: list[str | None] = [*racks, None] if rackless_clients else racks
+    client_racks: list[str | None] = [*racks, None] if rackless_clients else [*racks]
     use_tags = draw(st.booleans()) if tags is None else tags
     clients = []
     for i in range(draw(st.integers(1, max_clients))):

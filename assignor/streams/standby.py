@@ -19,11 +19,11 @@ from ..model import StreamsApp
 from .standby_flow import NO_VALUE, build_problem, solve
 from .tasks import State, TaskModel
 
-#: one tuple of spread values per client (None: the client has no value for that key)
-Values = list[tuple[str | None, ...]]
+#: one tuple of spread values per client (None: the client has no value for that key); read only
+Values = Sequence[tuple[str | None, ...]]
 
 
-def spread_values(model: TaskModel, app: StreamsApp) -> Values:
+def spread_values(model: TaskModel, app: StreamsApp) -> list[tuple[str | None, ...]]:
     """The values standbys are spread over, per client; empty tuples when nothing spreads them."""
     if app.rack_aware_assignment_tags:
         keys = app.rack_aware_assignment_tags

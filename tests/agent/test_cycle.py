@@ -68,7 +68,7 @@ def make_agent(
         publisher=publisher,
         clock=lambda: clock[0],
         webhook_post=post,
-    )  # type: ignore[arg-type]
+    )
     agent.tick = clock  # type: ignore[attr-defined]
     agent.begin([])
     return agent, publisher, buf

@@ -159,7 +159,7 @@ def test_a_fenced_publish_ends_the_cycle_and_records_nothing() -> None:
     admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
     agent, _, _ = make_agent(admin, [group("g")])
     fenced = FencedPublisher()
-    agent.publisher = fenced  # type: ignore[assignment]
+    agent.publisher = fenced
     with pytest.raises(ProducerFenced):
         cycle(agent)
     assert agent.term.book.latest("consumer/g") is None and fenced.on(PLANS) == []

@@ -177,7 +177,7 @@ def test_a_revoked_partition_is_committed_before_it_is_given_up(h: Harness) -> N
     assert all(p == 0 for p, _ in got), "nothing of a released partition reaches the application"
     assert h.broker.committed[(TOPIC, 1)] == 3
     assert ("revoke", [(TOPIC, 1)]) in h.assigned
-    assert h.broker.registrations()[-1].follower.released_generation == 2  # type: ignore[union-attr]
+    assert h.broker.registrations()[-1].follower.released_generation == 2
 
 
 def test_stale_and_malformed_plans_are_ignored(h: Harness) -> None:
@@ -224,7 +224,7 @@ def test_a_gone_agent_means_group_subscription_after_the_grace(h: Harness) -> No
     assert f.mode == "subscription" and h.consumers[0].subscribed is not None
     f.poll(0)
     assert len(f.assignment()) == 4, "the group gave it everything"
-    assert h.broker.registrations()[-1].follower.mode == "subscription"  # type: ignore[union-attr]
+    assert h.broker.registrations()[-1].follower.mode == "subscription"
     assert f.stats["fallbacks"] == 1
 
 
@@ -326,7 +326,7 @@ def test_back_from_subscription_when_a_newer_plan_arrives(h: Harness) -> None:
     assert f.mode == "plan" and f.assignment() == [] and f.stats["rejoins"] == 1
     assert h.broker.committed[(TOPIC, 3)] == 4, "committed in the revoke callback when leaving the group"
     assert h.broker.members == set()
-    assert h.broker.registrations()[-1].follower.released_generation == 2  # type: ignore[union-attr]
+    assert h.broker.registrations()[-1].follower.released_generation == 2
     tail.push(PLANS, KEY.encode(), plan(3, {"m1": [2, 3]}))
     f.poll(0)
     assert f.assignment() == [(TOPIC, 2), (TOPIC, 3)]

@@ -165,7 +165,7 @@ def make_late_agent(**extra: Any) -> tuple[Agent, FakeAdmin, LatePublisher]:
     admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
     agent, _, _ = make_agent(admin, [group("g")], **extra)
     late = LatePublisher()
-    agent.publisher = late  # type: ignore[assignment]
+    agent.publisher = late
     return agent, admin, late
 
 
@@ -220,7 +220,7 @@ def _b_joins_behind_a_late_publisher() -> tuple[Agent, LatePublisher]:
     admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
     agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 120}, followers={"release_timeout_s": 60})
     late = LatePublisher()
-    agent.publisher = late  # type: ignore[assignment]
+    agent.publisher = late
     follow(agent, "a", "az-a")
     cycle(agent, 1)
     follow(agent, "a", "az-a", released=1, mode="plan")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rackplan.agent.http import BACKLOG, WORKERS, AgentHttpServer
+from rackplan.agent.http import BACKLOG, HEADER_TIMEOUT_S, WORKERS, AgentHttpServer
 from rackplan.agent.logging import configure
 from rackplan.agent.loop import Agent
 from rackplan.agent.testing import FakeAdmin
@@ -38,8 +38,8 @@ def get(port: int, path: str, timeout: float = 5.0) -> tuple[int, bytes]:
         conn.close()
 
 
-def serve(agent: Agent, **kw: float) -> AgentHttpServer:
-    server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0, **kw)
+def serve(agent: Agent, header_timeout_s: float = HEADER_TIMEOUT_S) -> AgentHttpServer:
+    server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0, header_timeout_s=header_timeout_s)
     server.start()
     return server
 

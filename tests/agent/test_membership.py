@@ -88,7 +88,7 @@ def test_member_racks_registration_first_then_rules() -> None:
     g = real_group(desc())
     rules = (RackRule(rack="az-b", host="10.0.2.0/24"), RackRule(rack="az-a", client_id="pay-az-a-*"))
     assert member_racks(g, [], rules) == {"m-1": "az-a", "m-2": "az-b"}
-    registered = [
+    registered: list[dict[str, str | None]] = [
         {"member_id": "m-1", "rack": "az-c"},
         {"member_id": "old", "group_instance_id": "inst-2", "rack": None},
     ]
@@ -121,7 +121,8 @@ def test_described_in_batches() -> None:
 
 def test_unsupported_brokers_degrade_with_a_logged_reason_and_retry_later() -> None:
     clock = [0.0]
-    admin = FakeAdmin({}, {"a": failed(KafkaError._UNSUPPORTED_FEATURE), "b": desc()})
+    groups: dict[str, Any] = {"a": failed(KafkaError._UNSUPPORTED_FEATURE), "b": desc()}
+    admin = FakeAdmin({}, groups)
     d, m, buf = describer(admin, clock, retry_unsupported_s=600)
     assert d.describe(["a", "b"]) == {}
     assert not d.enabled and d.unsupported is not None and "_UNSUPPORTED_FEATURE" in d.unsupported
@@ -130,7 +131,7 @@ def test_unsupported_brokers_degrade_with_a_logged_reason_and_retry_later() -> N
     assert len(logs) == 1 and logs[0]["level"] == "warning" and "not supported" in logs[0]["event"]
     assert m.get("rackplan_describe_groups_failures_total", {"reason": "unsupported"}) == 1
     clock[0] = 601.0
-    admin.groups["a"] = Desc("a", [])
+    groups["a"] = Desc("a", [])  # the admin's own mapping
     assert set(d.describe(["a", "b"])) == {"a", "b"} and d.enabled
 
 

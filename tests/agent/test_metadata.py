@@ -88,7 +88,7 @@ def test_poll_retries_with_backoff_then_succeeds() -> None:
         return good
 
     s = MetadataSettings(max_attempts=4, backoff_initial_s=1, backoff_max_s=10)
-    assert poll_snapshot(None, s, sleep=slept.append, rng=lambda: 1.0, fetch=fetch) is good
+    assert poll_snapshot(admin(), s, sleep=slept.append, rng=lambda: 1.0, fetch=fetch) is good
     assert slept == [1.0, 2.0]
 
 
@@ -99,7 +99,7 @@ def test_poll_gives_up_after_max_attempts() -> None:
         raise MetadataError("down")
 
     with pytest.raises(MetadataError):
-        poll_snapshot(None, MetadataSettings(max_attempts=3), sleep=slept.append, fetch=fetch)
+        poll_snapshot(admin(), MetadataSettings(max_attempts=3), sleep=slept.append, fetch=fetch)
     assert len(slept) == 2
 
 
@@ -139,12 +139,12 @@ def test_while_describe_cluster_fails_new_brokers_have_no_rack_yet() -> None:
 
 def test_replicas_out_of_sync_are_marked() -> None:
     a = admin()
-    md = a.list_topics(1.0)
+    md = a.list_topics(timeout=1.0)
     md.topics["orders"].partitions[0].isrs = [1]
 
     class Fixed(FakeAdmin):
-        def list_topics(self, timeout: float) -> Any:
+        def list_topics(self, topic: str | None = None, timeout: float = 0) -> Any:
             return md
 
-    s = fetch_snapshot(Fixed(a.nodes, a.topics), MetadataSettings())
+    s = fetch_snapshot(Fixed(topics=a.topics, nodes=a.nodes), MetadataSettings())
     assert s.topics["orders"].syncing == frozenset({0})

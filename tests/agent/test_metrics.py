@@ -136,9 +136,9 @@ def test_every_counter_has_a_sample_from_the_start() -> None:
         assert name in present, f"{name} has no sample before its first event"
     for name, sets in ZERO_SERIES.items():
         assert METRICS[name][0] == COUNTER
-        for labels in sets:
-            assert sorted(labels) == sorted(METRICS[name][2])
-            lab = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+        for label_values in sets:
+            assert sorted(label_values) == sorted(METRICS[name][2])
+            lab = ",".join(f'{k}="{v}"' for k, v in sorted(label_values.items()))
             assert samples(text)[f"{name}{{{lab}}}"] == 0
     assert set(NOT_ZERO_INITIALISED) <= set(METRICS)
 

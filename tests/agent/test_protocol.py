@@ -95,7 +95,7 @@ def test_the_command_checks_and_regenerates(tmp_path: Path, monkeypatch: pytest.
 
 # ---- the encoders' records validate (hypothesis: today's encoders are the oracle) ------------------------
 
-names = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
+names = st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=12)
 hexes = st.text("0123456789abcdef", min_size=64, max_size=64)
 small = st.integers(0, 50)
 
@@ -236,8 +236,19 @@ def test_alert_events_validate(
     key: str, status: str, fractions: list[float], planned: bool, times: list[float], severity: str
 ) -> None:
     before, now, plan, threshold = fractions
+    at, started_at = times
     ev = AlertEvent(
-        key, status, before, now, plan if planned else None, threshold, "why", *times, severity, "rb#x"
+        key,
+        status,
+        before,
+        now,
+        plan if planned else None,
+        threshold,
+        "why",
+        at,
+        started_at,
+        severity,
+        "rb#x",
     )
     value = ev.encode()
     _valid(AlertValue, ALERT, value)
@@ -387,7 +398,7 @@ def _paths(doc: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str,
 
 
 def _mutated(doc: dict[str, Any], path: tuple[str, ...], delete: bool, new: Any) -> dict[str, Any]:
-    out = json.loads(json.dumps(doc))
+    out: dict[str, Any] = json.loads(json.dumps(doc))
     node = out
     for k in path[:-1]:
         node = node[k]

@@ -67,7 +67,8 @@ def test_a_cycle_publishes_all_its_plans_in_one_batch() -> None:
 
 
 def test_a_skipped_plan_is_not_planned_again_until_its_inputs_change(monkeypatch: pytest.MonkeyPatch) -> None:
-    admin = FakeAdmin({"t": [[1], [2], [3]]})
+    topics: dict[str, Any] = {"t": [[1], [2], [3]]}
+    admin = FakeAdmin(topics)
     agent, _pub, _ = make_agent(admin, [group("g", topics=["t", "later"])])
     plans = counting(monkeypatch, planning, "plan_for")
     reports = [cycle(agent) for _ in range(4)]
@@ -76,7 +77,7 @@ def test_a_skipped_plan_is_not_planned_again_until_its_inputs_change(monkeypatch
     assert all(list(r.skipped) == ["consumer/g"] for r in reports)
     assert len({r.skipped["consumer/g"] for r in reports}) == 1  # the same reason every cycle
     assert agent.metrics.get("rackplan_plan_failures_total", {"kind": "consumer"}) == 4
-    admin.topics["later"] = [[1], [2]]  # the topic appears: planned at once
+    topics["later"] = [[1], [2]]  # the topic appears (the admin's own mapping): planned at once
     report = cycle(agent)
     assert plans[0] == 2 and [r.key for r in report.published] == ["consumer/g"] and not report.skipped
 
@@ -120,7 +121,8 @@ def test_own_plans_read_back_byte_for_byte_are_not_decoded_again(monkeypatch: py
 
 def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
     # Every replica in az-a and az-b; members in az-c read everything cross-rack: the alert fires, unfixable.
-    admin = FakeAdmin({"t": [[1], [2], [1], [2]]})
+    topics: dict[str, Any] = {"t": [[1], [2], [1], [2]]}
+    admin = FakeAdmin(topics)
     agent, _, _ = make_agent(admin, [group("g", racks="c")])
     floors = counting(monkeypatch, alerting, "best_locality")
     first = cycle(agent)
@@ -129,13 +131,13 @@ def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: 
     for _ in range(3):
         cycle(agent)
     assert floors[0] == after_first and agent.term.alerts.unfixable() == ["consumer/g"]
-    admin.topics["t"] = [
+    topics["t"] = [
         [2],
         [1],
         [2],
         [1],
     ]  # another snapshot (same racks per partition set): computed again
-    admin.topics["x"] = [[1]]
+    topics["x"] = [[1]]
     cycle(agent)
     assert floors[0] > after_first and agent.term.alerts.unfixable() == ["consumer/g"]
 

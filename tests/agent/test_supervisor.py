@@ -60,19 +60,19 @@ def test_the_child_dies_with_a_killed_supervisor(tmp_path: Path) -> None:
     while not pid_file.exists() or not pid_file.read_text():
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    child = int(pid_file.read_text())
+    child_pid = int(pid_file.read_text())
     p.send_signal(signal.SIGKILL)
     p.wait(10)
     deadline = time.monotonic() + 10
     while True:
         try:
-            os.kill(child, 0)
+            os.kill(child_pid, 0)
         except ProcessLookupError:
             break
         # a zombie until reaped by init counts as gone: check its state
         state = (
-            Path(f"/proc/{child}/stat").read_text().split()[2]
-            if Path(f"/proc/{child}/stat").exists()
+            Path(f"/proc/{child_pid}/stat").read_text().split()[2]
+            if Path(f"/proc/{child_pid}/stat").exists()
             else "Z"
         )
         if state == "Z":

@@ -157,8 +157,8 @@ def test_the_public_api_resolves_lazily() -> None:
     for name in api.__all__:
         where = api._EXPORTS[name]
         module, attr = (where, name) if isinstance(where, str) else where
-        module = importlib.import_module(f"rackplan.assignor.{module}")
-        assert getattr(api, name) is getattr(module, attr)
+        defining = importlib.import_module(f"rackplan.assignor.{module}")
+        assert getattr(api, name) is getattr(defining, attr)
     with pytest.raises(AttributeError, match="no attribute 'Edge'"):
         _ = api.Edge
 

@@ -323,13 +323,15 @@ FOLLOW_UP_CASE = ROOT / "tests" / "data" / "issue16-follow-up.json"
 def test_issue16_round_withholds_and_its_follow_up_withholds_nothing() -> None:
     """The issue's instance (a round after a previous one) and the round after it."""
     from rackplan.assignor.consumer.sticky import assign
+    from rackplan.assignor.model import ConsumerGroup
     from rackplan.assignor.parse import parse_instance
     from tests.strategies import follow_up
 
     cluster, group = parse_instance(json.loads(FOLLOW_UP_CASE.read_text()))
+    assert isinstance(group, ConsumerGroup)
     plan = assign(cluster, group)
     for _ in range(3):
-        group = follow_up(group, plan)  # type: ignore[arg-type]
+        group = follow_up(group, plan)
         plan = assign(cluster, group)
         assert plan.revoked == {}
 
@@ -556,7 +558,7 @@ def adversarial_documents(draw: st.DrawFn) -> dict[str, Any]:
                 "rack": draw(racks),
                 "topics": subs,
             }
-            if tps and draw(st.booleans()):
+            if len(tps) > 0 and draw(st.booleans()):
                 member["owned"] = draw(st.lists(st.sampled_from(tps), max_size=4))
                 member["generation"] = draw(mostly(st.sampled_from([-1, 1, 2]), limit_ints))
             if draw(st.integers(0, 3)) == 0:

@@ -30,6 +30,9 @@ from hypothesis import strategies as st
 from rackplan.assignor.consumer import cross_rack_count, sticky, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.consumer.sticky import assign
+from rackplan.assignor.consumer.sticky.common import Prepared, prepare
+from rackplan.assignor.consumer.sticky.constrained import assign_constrained
+from rackplan.assignor.consumer.sticky.general import assign_general_proven
 from rackplan.assignor.flow import PostconditionError
 from rackplan.assignor.model import (
     Cluster,
@@ -266,9 +269,9 @@ def test_settling_reaches_a_fixed_point_and_says_so(inst: tuple[Cluster, Consume
     cluster, group = inst
     if not group.members:
         return
-    prep = sticky.prepare(cluster, group)
+    prep = prepare(cluster, group)
     equal = len({m.topics for m in group.members}) == 1
-    algorithm = sticky._unproven if equal else sticky.assign_general_proven
+    algorithm = sticky._unproven if equal else assign_general_proven
     settled = sticky.settle(prep, algorithm)
     assert settled.fixed_point and 0 <= settled.follow_ups < sticky.MAX_FOLLOW_UPS
     with mock.patch.object(sticky, "MAX_FOLLOW_UPS", 0):
@@ -294,9 +297,9 @@ def test_a_partition_left_without_holder_is_a_postcondition_failure() -> None:
     """A broken write-back (the algorithm drops a partition) raises, naming what failed, instead of a short plan."""
     cluster = Cluster(broker_racks={1: "a", 2: "b"}, topics={"t": ((1,), (2,), (1,), (2,))})
     group = ConsumerGroup("g", "cooperative-sticky", (Member("m1", "a", ("t",)), Member("m2", "b", ("t",))))
-    real = sticky.assign_constrained
+    real = assign_constrained
 
-    def dropping(prep: sticky.Prepared) -> list[list[int]]:
+    def dropping(prep: Prepared) -> list[list[int]]:
         per_member = real(prep)
         return [parts[1:] if i == 0 else parts for i, parts in enumerate(per_member)]
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import random
+from collections.abc import Callable
+from typing import Any
 from unittest import mock
 
 import networkx as nx
@@ -89,7 +91,7 @@ def test_optimum_equals_networkx(inst, strategy, non_overlap, traffic, sticky, r
     assert cost == _networkx_optimum(model, owner, tasks, strategy, traffic, non_overlap, previous)
     if strategy == "balance_subtopology":
         caps = subtopology_caps(model, counts, tasks)
-        per = {}
+        per: dict[tuple[int, int], int] = {}
         for t in tasks:
             key = (new_owner[t], model.sub_of[t])
             per[key] = per.get(key, 0) + 1
@@ -124,8 +126,8 @@ def test_phases_solver_matches_ssp(rng: random.Random) -> None:
 
 
 def _app(
-    clients: tuple[StreamsClient, ...], subs: tuple[Subtopology, ...], parts: dict[str, int], **kw
-) -> StreamsApp:  # type: ignore[no-untyped-def]
+    clients: tuple[StreamsClient, ...], subs: tuple[Subtopology, ...], parts: dict[str, int], **kw: Any
+) -> StreamsApp:
     return StreamsApp("x", subs, clients, partitions=parts, **kw)
 
 
@@ -263,7 +265,7 @@ def test_optimum_on_skewed_loads_through_every_path(  # type: ignore[no-untyped-
     state = _skewed_state(model, rng, tasks)
     owner = state.active_owner()
     previous = [[rng.randrange(model.num_clients)] for _ in tasks] if sticky else None
-    patches = {
+    patches: dict[str, contextlib.AbstractContextManager[object]] = {
         "auto": contextlib.nullcontext(),
         "full": mock.patch.object(streams_rack, "_solve_pooled", return_value=None),
         "no-greedy": mock.patch.object(streams_rack, "_realise", _realise_by_max_flow),
@@ -403,10 +405,20 @@ def test_a_broken_write_back_raises_and_leaves_the_state_alone() -> None:
     assert state.active == fresh().active
 
 
-def _no_free_edges(real):  # type: ignore[no-untyped-def]
+_ReadFront = Callable[
+    [streams_rack._Problem, list[int], list[tuple[int, int]], streams_rack._Placement], None
+]
+
+
+def _no_free_edges(real: _ReadFront) -> _ReadFront:
     """``_read_front`` with the free-edge units dropped, so every task travels through ``_distribute``."""
 
-    def read(p, flow, class_targets, out) -> None:  # type: ignore[no-untyped-def]
+    def read(
+        p: streams_rack._Problem,
+        flow: list[int],
+        class_targets: list[tuple[int, int]],
+        out: streams_rack._Placement,
+    ) -> None:
         real(p, flow, class_targets, out)
         for free in out.free:
             free.clear()

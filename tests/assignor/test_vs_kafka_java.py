@@ -70,7 +70,7 @@ def kafka(oracle: KafkaOracle) -> Assign:
 @st.composite
 def static_members(draw: st.DrawFn, group: ConsumerGroup) -> ConsumerGroup:
     """Some members static (``group_instance_id``), which Kafka's range orders first."""
-    members = []
+    members: list[Member] = []
     for m in group.members:
         gid = draw(st.one_of(st.none(), st.sampled_from(["s-1", "s-2", "s-3", "s-4", "s-5", "s-6", "s-7"])))
         if gid is not None and gid not in {x.group_instance_id for x in members}:

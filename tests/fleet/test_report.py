@@ -38,7 +38,7 @@ def write_tables(out: Path) -> Any:
     long_name = json.loads(texts[0])
     long_name["consumer_groups"][0]["group_id"] = "payments-" + "x" * 150  # a very long label
     texts[0] = json.dumps(long_name)
-    rows = []
+    rows: list[dict[str, Any]] = []
     scenarios = parse_scenarios(SCENARIOS)
     for source, text in [*((f"c{i}.json", t) for i, t in enumerate(texts)), ("broken.json", "{")]:
         for g in units.group_rows(text, source):
@@ -198,7 +198,12 @@ def test_worst_groups_plot_shows_the_cost_it_is_ordered_by(
     loc = rep.load_locality(tmp_path / "t")
     worst = rep.worst_groups(loc)
     figures: list[Any] = []
-    monkeypatch.setattr(rep, "_save", lambda fig, path: figures.append(fig) or path.name)
+
+    def save(fig: Any, path: Path) -> str:
+        figures.append(fig)
+        return path.name
+
+    monkeypatch.setattr(rep, "_save", save)
     rep.plot_groups(worst, tmp_path)
     ax = figures[0].axes[0]
     bars = [p.get_width() for p in ax.patches][: len(worst)]

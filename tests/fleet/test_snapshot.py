@@ -144,12 +144,12 @@ def test_capture_from_an_embedded_cluster(tmp_path: Path) -> None:
         assert producer.flush(10) == 0
         traffic = tmp_path / "traffic.yaml"
         traffic.write_text("orders: 600\n")
-        settings = Settings(
-            kafka={"bootstrap_servers": cluster.bootstrap_servers},
-            consumer_groups=[
+        settings = Settings.model_validate({
+            "kafka": {"bootstrap_servers": cluster.bootstrap_servers},
+            "consumer_groups": [
                 {"group_id": "pay", "fetch_mode": "leader", "members": [{"member_id": "m", "rack": "az-a", "topics": ["orders"]}]}
             ],
-        )  # fmt: skip
+        })  # fmt: skip
         snap = capture(settings, cluster_id="mock", traffic_path=str(traffic))
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         offsets = end_offsets(admin, {"orders": 6}, 10.0)
@@ -203,10 +203,12 @@ def test_capture_with_plans_owns_the_last_published_assignment() -> None:
         producer.produce("_rackplan.plans", key=b"consumer/pay", value=encode_value(record))
         assert producer.flush(10) == 0
         members = [{"member_id": m, "rack": "az-a", "topics": ["orders"]} for m in ("m-1", "m-2", "m-3")]
-        settings = Settings(
-            kafka={"bootstrap_servers": cluster.bootstrap_servers},
-            io_timeout_s=10,
-            consumer_groups=[{"group_id": "pay", "members": members}],
+        settings = Settings.model_validate(
+            {
+                "kafka": {"bootstrap_servers": cluster.bootstrap_servers},
+                "io_timeout_s": 10,
+                "consumer_groups": [{"group_id": "pay", "members": members}],
+            }
         )
         snap = capture(settings, cluster_id="mock", with_plans=True)
     got = {m["member_id"]: (m.get("owned"), m.get("generation")) for m in snap.consumer_groups[0]["members"]}

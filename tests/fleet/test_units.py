@@ -187,7 +187,7 @@ def test_a_scenario_that_matches_nothing_of_a_group_is_not_applicable(scenario: 
 
 def test_one_pass_group_results_equal_the_staged_rows() -> None:
     """What the job runs (all units of a group in one call) equals unit_rows then evaluate, row for row."""
-    scenarios = [
+    scenarios: list[dict[str, Any]] = [
         {"name": "lose-c", "kind": "lose_rack", "rack": "az-c"},
         {"name": "none", "kind": "raise_rf", "topic": "zzz", "replication_factor": 3},
         {"name": "gone", "kind": "lose_rack", "rack": "az-q"},
@@ -211,7 +211,7 @@ def test_unknown_traffic_counts_nothing() -> None:
         assert r["bytes_per_s"] == 10.0
 
 
-STREAMS = {
+STREAMS: dict[str, Any] = {
     "cluster": {
         "brokers": [{"id": 1, "rack": "az-a"}, {"id": 2, "rack": "az-b"}, {"id": 3, "rack": "az-c"}],
         "topics": {"clicks": [[1], [2], [3], [1]], "store-changelog": [[2], [3], [1], [2]]},
