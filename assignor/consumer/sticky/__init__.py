@@ -73,6 +73,15 @@ practice it costs one or two extra runs.  The simulations are capped at
 group (the plan stays valid; its real follow-up may move partitions again).
 Every partition must have a holder when settling ends: if not, the write-back
 is broken and :class:`~rackplan.assignor.flow.PostconditionError` says which.
+The termination argument is exact only where each run is an optimum (equal
+subscriptions); the general path is a search, whose follow-up run can end less
+local than the target it was handed, or alternate between two targets.
+
+Keep rule (:func:`settle`).  When every partition is validly owned by a
+subscriber and that previous assignment is balanced, it is returned unless the
+settled target is strictly more local: never more cross-rack partitions than
+keeping everything, and no move unless strictly fewer.  It withholds nothing,
+so it is a fixed point by itself.
 """
 
 from __future__ import annotations
@@ -125,6 +134,37 @@ class Settlement:
     follow_ups: int
 
 
+def cross_count(prep: Prepared, holder: list[int]) -> int:
+    """Cross-rack partitions of ``holder`` (the contract's notion, see :meth:`Prepared.cross`)."""
+    cls, masks = prep.member_class, prep.part_mask
+    return sum(prep.cross(cls[h], masks[gp]) for gp, h in enumerate(holder))
+
+
+def balanced(prep: Prepared, holder: list[int]) -> bool:
+    """The contract's balance rule: no holder of a topic two or more above one of the topic's subscribers."""
+    cnt = [0] * len(prep.member_ids)
+    for h in holder:
+        cnt[h] += 1
+    top = [-1] * len(prep.topics)
+    for gp, h in enumerate(holder):
+        t = prep.part_topic[gp]
+        top[t] = max(top[t], cnt[h])
+    return all(top[t] <= min(cnt[i] for i in subs) + 1 for t, subs in enumerate(prep.topic_members) if subs)
+
+
+def kept(prep: Prepared) -> list[int] | None:
+    """The previous assignment as a target, when keeping it is a valid plan: every partition validly
+    owned by a subscriber (none contested) and the result balanced; else None.
+
+    Such a target moves nothing and withholds nothing, so it is a fixed point by itself: its
+    follow-up round sees the same owners and :func:`settle` keeps it again.
+    """
+    owner = prep.owner
+    if -1 in owner or not balanced(prep, owner):
+        return None
+    return list(owner)
+
+
 def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()) -> Settlement:
     """The target holder of each partition, a fixed point of the follow-up round.
 
@@ -136,7 +176,31 @@ def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()
     generation) are withheld whoever gets them, so the follow-up round sees
     them unowned too; leaving them out of the simulation let the real
     follow-up re-place them and withhold again (issue 16).
+
+    *Keep rule*: when the previous assignment is complete and balanced
+    (:func:`kept`) and the settled target is not strictly more local, the
+    previous assignment is returned instead: as many cross-rack partitions or
+    fewer, and no move.  Needed because the general path is a search, not an
+    optimum: its first target can be more local than the owners' but lose that
+    in the follow-up round, which sees the moved partitions unowned and may
+    settle less local than it started (issue 10: cross-rack 2, then 3 with four
+    moves, where keeping everything had 3 and no move).
     """
+    keep = kept(prep)
+    if keep is not None and not cross_count(prep, keep):
+        return Settlement(keep, True, 0)  # nothing can be more local than no cross-rack partition
+    settled = _settle_search(prep, algorithm, contested)
+    if (
+        keep is not None
+        and settled.holder != keep
+        and cross_count(prep, settled.holder) >= cross_count(prep, keep)
+    ):
+        return Settlement(keep, True, settled.follow_ups)
+    return settled
+
+
+def _settle_search(prep: Prepared, algorithm: Algorithm, contested: Collection[int]) -> Settlement:
+    """:func:`settle` without the keep rule: follow-up rounds until the target is a fixed point."""
     n_parts = prep.num_partitions
     proven: list[int] | None = None  # the last run's holder, if its cross-rack count is proven minimal
 
