@@ -306,7 +306,7 @@ def kept_starts(draw: st.DrawFn) -> tuple[Cluster, ConsumerGroup]:
         group,
         members=tuple(dataclasses.replace(m, owned=tuple(owned[m.member_id]), generation=1) for m in members),
     )
-    assume(sticky.kept(sticky.prepare(cluster, group)) is not None)
+    assume(sticky.kept(prepare(cluster, group)) is not None)
     return cluster, group
 
 
@@ -339,7 +339,7 @@ def issue_10_keep_case() -> tuple[Cluster, ConsumerGroup]:
 
 def assert_no_worse_than_keeping(cluster: Cluster, group: ConsumerGroup) -> None:
     """Fewer cross-rack partitions than keeping the previous assignment, or the previous assignment itself."""
-    prep = sticky.prepare(cluster, group)
+    prep = prepare(cluster, group)
     if sticky.kept(prep) is None:
         return
     previous = ConsumerPlan(assignment={m.member_id: list(m.owned) for m in group.members})
@@ -354,7 +354,7 @@ def assert_no_worse_than_keeping(cluster: Cluster, group: ConsumerGroup) -> None
 
 def test_issue_10_balanced_owners_are_kept_when_nothing_more_local_settles() -> None:
     cluster, group = issue_10_keep_case()
-    assert sticky.kept(sticky.prepare(cluster, group)) is not None
+    assert sticky.kept(prepare(cluster, group)) is not None
     plan = assign(cluster, group)
     assert not plan.revoked
     assert {m.member_id: sorted(m.owned) for m in group.members} == plan.assignment

@@ -36,10 +36,10 @@ from hypothesis import strategies as st
 from rackplan.assignor.consumer import cross_rack_count, run_assignor, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+from tests.assignor.test_sticky import issue_10_keep_case
 from tests.invariants import assert_balanced, assert_range_balanced, assert_valid, equal_subscriptions
 from tests.kafka_oracle import KafkaOracle, session_oracle
 from tests.strategies import clusters, consumer_groups, follow_up
-from tests.test_sticky import issue_10_keep_case
 
 EXAMPLES = int(os.environ.get("RACKPLAN_ORACLE_EXAMPLES", "1000"))
 SETTINGS = settings(
