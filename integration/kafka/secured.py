@@ -112,14 +112,17 @@ class SecuredCluster(KafkaCluster):
 
     def kafka_acls(self, *args: str) -> str:
         """``kafka-acls.sh --bootstrap-server <this> --command-config admin.properties <args>``."""
-        r = run_tool(
-            "org.apache.kafka.tools.AclCommand",
-            "--bootstrap-server",
-            self.bootstrap,
-            "--command-config",
-            str(self.admin_properties()),
-            *args,
-        )
+        for _attempt in range(3):  # the admin client's own 60 s wait for the one node can run out under load
+            r = run_tool(
+                "org.apache.kafka.tools.AclCommand",
+                "--bootstrap-server",
+                self.bootstrap,
+                "--command-config",
+                str(self.admin_properties()),
+                *args,
+            )
+            if r.returncode == 0 or "Timed out waiting for a node assignment" not in r.stderr + r.stdout:
+                break
         if r.returncode != 0:
             raise LauncherError(
                 f"kafka-acls {' '.join(args)} failed: {(r.stderr or r.stdout).strip()[-600:]}"
