@@ -404,7 +404,7 @@ class HaSettings(_Section):
     """Several agents, one publisher: the holder of the lease topic's only partition in a consumer group."""
 
     #: run for the lease; off: this agent always publishes (one agent per cluster)
-    enabled: bool = False
+    enabled: bool = True
     #: single-partition compacted topic: the lease, and the leader's heartbeat record that followers watch
     lease_topic: str = "_rackplan.lease"
     #: the consumer group of the agents

@@ -28,6 +28,7 @@ def test_agent_run_publishes_then_exits_0_on_sigterm(
     c.create_topic("orders", 6, 2)
     c.create_topic("_rackplan.plans", 1, 3)  # the mock has no CreateTopics
     c.create_topic("_rackplan.alerts", 1, 3)
+    c.create_topic("_rackplan.lease", 1, 3)  # the lease is on by default
     config = tmp_path / "rackplan.yaml"
     config.write_text(
         yaml.safe_dump(

@@ -179,3 +179,37 @@ def _topics(target: Target) -> set[str]:
     from confluent_kafka.admin import AdminClient
 
     return set(AdminClient({"bootstrap.servers": target.bootstrap}).list_topics(timeout=10).topics)
+
+
+def test_two_agents_of_default_settings_one_publishes_the_other_stands_by(
+    target: Target, run_agent: Any, e2e_report: Any
+) -> None:
+    """``ha.enabled`` is on by default: a second agent started with the same settings (which say nothing
+    of HA) joins the lease group and stands by; only the first publishes.  When the first stops, the
+    second leads and, finding the plan of record current, republishes nothing."""
+    from .conftest import range_group
+
+    orders = target.create_topic("orders", 6, 2)
+    key = f"consumer/{target.name('pay')}"
+    settings = target.agent_settings([range_group(target.name("pay"), [orders])])
+    assert settings.ha.enabled, "the default"
+    first = run_agent(settings, target.cluster)
+    first.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
+    second = run_agent(settings, target.cluster)
+    time.sleep(3)  # ten of the settings' poll intervals: a publishing agent would have cycled
+    assert first.agent.leader and not second.agent.leader
+    assert second.reports.empty(), "the standby runs no cycle"
+    t0 = time.monotonic()
+    first.stop()
+    stop_s = time.monotonic() - t0
+    second.wait_for(lambda r: r.ok, timeout=60)
+    takeover_s = time.monotonic() - t0
+    assert second.agent.leader
+    second.wait_for(lambda r: r.ok, timeout=30)
+    assert not [p for r in second.history for p in r.published], "the plan of record was current"
+    e2e_report(
+        target=target.kind,
+        standby_cycles_while_first_led=0,
+        stop_s=round(stop_s, 2),
+        takeover_after_stop_s=round(takeover_s, 2),
+    )

@@ -36,6 +36,7 @@ from rackplan.agent.kafka_io import (
     TopicTail,
     transactional_id,
 )
+from rackplan.agent.loop import AgentError
 from rackplan.agent.protocol.plans import decode_record
 
 from .conftest import RunningAgent, Target, range_group
@@ -317,3 +318,92 @@ def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_succ
     finally:
         release.set()
         b.stop()
+
+
+def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
+    real: Target, launched: KafkaCluster, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
+) -> None:
+    """``ha.enabled: false`` (one agent, no lease): agent A stalls between planning and publishing (a long
+    pause, a frozen VM) until its heartbeat looks gone, and an operator starts agent B with the same
+    settings.  B's InitProducerId bumps the producer epoch of the shared ``transactional.id``; when A
+    resumes, the broker refuses its publish: A exits with the reason (``rackplan agent run``: exit 2),
+    nothing of A lands after B, and generations never go backwards."""
+    pay = create(real, "npay", [[1], [4], [1], [2], [5], [2]])
+    group = {**range_group(real.name("npay"), [pay], racks="ab"), "assignor": "rack-optimal"}
+    key = f"consumer/{group['group_id']}"
+    doc = {
+        "poll_interval_s": 0.5,
+        "change_persist_polls": 2,
+        "http": {"port": 0},
+        "log": {"format": "json", "level": "info"},
+        "ha": {"enabled": False},
+    }
+    a_settings = real.agent_settings([group], doc, {"ha": {"agent_id": "agent-a"}})
+    a = run_agent(a_settings)
+    a.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
+    publisher = a.agent.publisher
+    assert publisher is not None
+    stalled, release = threading.Event(), threading.Event()
+    real_publish = publisher.publish_each
+
+    def stalling_publish(
+        topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> Sequence[Exception | None]:
+        if topic == a_settings.plan_topic and not release.is_set():
+            stalled.set()
+            release.wait(120)
+        return real_publish(topic, records, timeout_s)
+
+    publisher.publish_each = stalling_publish  # type: ignore[method-assign]
+    b_doc = a_settings.model_dump(mode="json")
+    b_doc["ha"].pop("agent_id", None)
+    b = AgentProcess(b_doc, tmp_path, "agent-b")
+    try:
+        launched.reassign({(pay, 0): [2], (pay, 3): [1]})
+        assert stalled.wait(60), "A never planned for the reassignment"
+        stalled_at = time.monotonic()
+        b.start()  # A's last heartbeat is fresh: B waits two of its intervals for a newer one, then starts
+        deadline = time.monotonic() + 120
+        while not (
+            b_plans := [
+                r
+                for r in _plans(real, a_settings.plan_topic)
+                if writer(r) == "agent-b" and r.key == key.encode()
+            ]
+        ):
+            assert time.monotonic() < deadline, b.log_path.read_text()[-3000:]
+            assert b.proc is not None and b.proc.poll() is None, b.log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        replaced_s = time.monotonic() - stalled_at
+        release.set()
+        a.thread.join(60)
+        assert not a.thread.is_alive(), "A kept running after its publish was refused"
+        assert isinstance(a.error, AgentError), repr(a.error)
+        assert "publishes now" in str(a.error) and "exits" in str(a.error), str(a.error)
+        assert a.agent.metrics.get("rackplan_publisher_fenced_total") == 1
+        assert b.proc is not None and b.proc.poll() is None, "B keeps publishing"
+        records = _plans(real, a_settings.plan_topic)
+        everything = read_plan_topic(real.bootstrap, a_settings.plan_topic, "read_uncommitted")
+        takeover_offset = min(r.offset for r in b_plans)
+        late = [r for r in records if writer(r) == "agent-a" and r.offset > takeover_offset]
+        assert late == [], [(r.offset, r.key) for r in late]
+        generations = [
+            rec.generation
+            for r in records
+            if r.key == key.encode() and (rec := decode_record(r.key, r.value)) is not None
+        ]
+        assert generations == sorted(generations) and len(set(generations)) == len(generations), generations
+        e2e_report(
+            target="kafka",
+            replacement_published_after_s=round(replaced_s, 2),
+            publisher_fenced=1,
+            a_error=str(a.error)[:80],
+            plan_records_committed=len(records),
+            plan_records_in_log=len(everything),
+            late_records_of_fenced_agent=len(late),
+            generations=generations,
+        )
+    finally:
+        release.set()
+        b.stop()
+        a.error = None  # its AgentError is this test's expected outcome, asserted above

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
@@ -242,21 +243,25 @@ def test_broker_killed_and_restarted_is_a_transient_leader_moves_are_judged(
 # -- a second agent never silently destroys the first one's plans ----------------------------------------
 
 
+@pytest.mark.parametrize("a_leased", [False, True], ids=["a-without-lease", "a-default-lease"])
 def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
-    real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
+    real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any, a_leased: bool
 ) -> None:
-    """Agent A (no lease) publishes for its group; agent B on the same topics with other settings (HA on,
-    no groups) would tombstone A's plan and move epochs backwards: B refuses to start, exit 2, naming A."""
+    """Agent A publishes for its group, without a lease (``ha.enabled: false``) or with the default one;
+    agent B on the same topics with other settings (HA in another lease group, no groups) would tombstone
+    A's plan and move epochs backwards: B refuses to start, exit 2, naming A."""
     from rackplan.agent.kafka_io import read_back
     from rackplan.agent.logging import get_logger
 
     topic = create(real, "fenced", [[1, 2], [2, 3], [3, 1]])
     group = range_group(real.name("fenced"), [topic])
     key = f"consumer/{group['group_id']}"
-    a = run_agent(real.agent_settings([group], settings_doc(ha={"agent_id": "agent-a"})))
+    a_ha = {"agent_id": "agent-a"} if a_leased else {"agent_id": "agent-a", "enabled": False}
+    a = run_agent(real.agent_settings([group], settings_doc(ha=a_ha)))
     a.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
 
-    b_settings = real.agent_settings([], settings_doc(ha={"enabled": True, "agent_id": "agent-b"}))
+    b_ha = {"enabled": True, "agent_id": "agent-b", "group_id": real.name("other-agents")}
+    b_settings = real.agent_settings([], settings_doc(ha=b_ha))
     config = tmp_path / "b.yaml"
     config.write_text(yaml.safe_dump(b_settings.model_dump(mode="json")))
     t0 = time.monotonic()
@@ -269,7 +274,8 @@ def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
     refused_s = time.monotonic() - t0
     assert r.returncode == 2, r.stderr[-2000:]
     (line,) = [x for x in r.stderr.splitlines() if x.startswith("rackplan: error:")]
-    assert "another agent publishes on these topics: 'agent-a'" in line and "without a lease" in line
+    how = f"lease group {real.name('rackplan-agents')!r}" if a_leased else "without a lease"
+    assert "another agent publishes on these topics: 'agent-a'" in line and how in line, line
     # A's plan is still the plan of record; A is still cycling.
     a.wait_for(lambda r: r.ok, timeout=30)
     records = read_back(
