@@ -1,6 +1,7 @@
 package dev.rackplan.kafka;
 
 import java.time.Instant;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -29,9 +30,11 @@ import org.slf4j.LoggerFactory;
  * standbys and warm-ups only of stateful tasks, and never a task's active and a standby (or warm-up)
  * on one client. Warm-ups are given as standbys (KIP-924 has no other kind).
  *
- * <p>Otherwise Kafka's {@link StickyTaskAssignor} assigns (the only assignor of Kafka's own that the
- * public KIP-924 API offers; the HighAvailabilityTaskAssignor is internal to Kafka Streams and
- * reachable only when no {@code task.assignor.class} is set), with the reason logged and counted.
+ * <p>Otherwise Kafka Streams' own default assigns, as if no {@code task.assignor.class} were set:
+ * its HighAvailabilityTaskAssignor with its rack-aware optimiser (or its FallbackPriorTaskAssignor
+ * when the changelog lags are unknown), run on the KIP-924 view by {@link HighAvailabilityFallback};
+ * the reason is logged and counted. Should Kafka's internals not be usable (another Kafka version),
+ * its public {@link StickyTaskAssignor} assigns instead, also logged.
  *
  * <p>Every assignment asks for a follow-up rebalance after {@code rackplan.streams.followup.ms}
  * (60 s): KIP-924's way for the leader to look at the plan topic again, so a new plan reaches the
@@ -44,7 +47,6 @@ public class RackplanTaskAssignor implements TaskAssignor {
   private PlanStore store = new PlanStore();
   private String applicationId;
   private long followupMs = 60_000L;
-  private final TaskAssignor fallback = new StickyTaskAssignor();
   final AtomicLong planCount = new AtomicLong();
   final AtomicLong fallbackCount = new AtomicLong();
   /** Across the JVM's assignor instances (Streams makes one per assignment): assignments by plan. */
@@ -54,6 +56,8 @@ public class RackplanTaskAssignor implements TaskAssignor {
     return PLAN_ASSIGNMENTS.get();
   }
   volatile String lastReason = "";
+  /** Which of Kafka's assignors the last fallback ran (or why the public StickyTaskAssignor did). */
+  volatile String lastFallbackAssignor = "";
 
   @Override
   public void configure(Map<String, ?> configs) {
@@ -111,13 +115,31 @@ public class RackplanTaskAssignor implements TaskAssignor {
       return new TaskAssignment(out);
     }
     fallbackCount.incrementAndGet();
-    if (!reason.equals(lastReason)) LOG.warn("rackplan: app {} falls back to StickyTaskAssignor: {}", applicationId, reason);
+    if (!reason.equals(lastReason)) LOG.warn("rackplan: app {} falls back to Kafka's default assignment: {}", applicationId, reason);
     lastReason = reason;
-    for (KafkaStreamsAssignment a : fallback.assign(state).assignment()) {
+    for (KafkaStreamsAssignment a : fallback(state)) {
       Instant own = a.followupRebalanceDeadline().orElse(followup);
       out.add(a.withFollowupRebalance(own.isBefore(followup) ? own : followup));
     }
     return new TaskAssignment(out);
+  }
+
+  /**
+   * What Kafka Streams assigns without a custom assignor ({@link HighAvailabilityFallback}); if Kafka's
+   * internal assignors cannot run (another Kafka version's internals), the public {@link
+   * StickyTaskAssignor}, logged once per reason.
+   */
+  Collection<KafkaStreamsAssignment> fallback(ApplicationState state) {
+    try {
+      HighAvailabilityFallback.Result r = HighAvailabilityFallback.assign(state);
+      lastFallbackAssignor = r.assignor();
+      return r.assignment();
+    } catch (LinkageError | RuntimeException e) {
+      String why = "Kafka's HighAvailabilityTaskAssignor cannot run here (" + e + "): StickyTaskAssignor assigns";
+      if (!why.equals(lastFallbackAssignor)) LOG.warn("rackplan: app {}: {}", applicationId, why);
+      lastFallbackAssignor = why;
+      return new StickyTaskAssignor().assign(state).assignment();
+    }
   }
 
   /** Why ``plan`` does not fit the live app, or null. */
