@@ -349,7 +349,8 @@ def test_streams_app_follows_its_plan_with_the_task_assignor(
     real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
 ) -> None:
     """Three Streams instances (a repartition, a state store, one standby) with ``RackplanTaskAssignor``:
-    Kafka's StickyTaskAssignor first (no plan), then the agent's plan, picked up by a follow-up rebalance."""
+    Kafka's HighAvailabilityTaskAssignor first (no plan), then the agent's plan, picked up by a follow-up
+    rebalance."""
     app_id = real.name("jf-clicks")
     source = create(real, "jf-clicks-in", [[1], [2], [3], [4], [5], [6]])
     p = Producer({"bootstrap.servers": real.bootstrap})
@@ -369,7 +370,16 @@ def test_streams_app_follows_its_plan_with_the_task_assignor(
     try:
         for name, rack in racks.items():
             apps.append(
-                streams_instance(real.bootstrap, app_id, name, rack, source, tmp_path, plan_topic=plan_topic)
+                streams_instance(
+                    real.bootstrap,
+                    app_id,
+                    name,
+                    rack,
+                    source,
+                    tmp_path,
+                    plan_topic=plan_topic,
+                    registrations_topic=real.control_topics["registrations_topic"],
+                )
             )
         tasks = sorted(f"{s}_{q}" for s in (0, 1) for q in range(6))
 
@@ -378,6 +388,10 @@ def test_streams_app_follows_its_plan_with_the_task_assignor(
             return now is not None and sorted(t for v in now.values() for t in v["active"]) == tasks
 
         wait_until(settled, 120, "the app runs every task (fallback: no plan yet)")
+        # The fallback is Kafka's own default assignment, its HighAvailabilityTaskAssignor.
+        assert {x.get("fallback") for a in apps for x in list(a.lines)} - {None, ""} == {
+            "HighAvailabilityTaskAssignor"
+        }
         before = placement()
         assert before is not None
         pids = {name: process_id(tmp_path / f"state-{name}") for name in racks}

@@ -46,6 +46,9 @@ public class RackplanTaskAssignor implements TaskAssignor {
 
   private PlanStore store = new PlanStore();
   private String applicationId;
+  private RackplanConfig config = new RackplanConfig(Map.of());
+  /** Publishes the live clients' registrations (null: not configured, as in tests). */
+  StreamsRegistrar registrar;
   private long followupMs = 60_000L;
   final AtomicLong planCount = new AtomicLong();
   final AtomicLong fallbackCount = new AtomicLong();
@@ -54,6 +57,13 @@ public class RackplanTaskAssignor implements TaskAssignor {
 
   public static long planAssignments() {
     return PLAN_ASSIGNMENTS.get();
+  }
+
+  /** Across the JVM: which of Kafka's assignors the newest fallback ran ("" before any fallback). */
+  private static volatile String lastFallback = "";
+
+  public static String lastFallback() {
+    return lastFallback;
   }
   volatile String lastReason = "";
   /** Which of Kafka's assignors the last fallback ran (or why the public StickyTaskAssignor did). */
@@ -67,17 +77,22 @@ public class RackplanTaskAssignor implements TaskAssignor {
           || e.getKey().startsWith("ssl.") || e.getKey().startsWith("sasl.") || e.getKey().equals("security.protocol"))
         mine.put(e.getKey(), e.getValue());
     RackplanConfig config = new RackplanConfig(mine);
-    followupMs = config.streamsFollowupMs;
+    this.config = config;
+    // The leader re-registers the app's clients at every assignment: at least every third of the TTL.
+    followupMs = Math.min(config.streamsFollowupMs, Math.max(1L, config.registrationTtlMs / 3));
     Object app = configs.get(StreamsConfig.APPLICATION_ID_CONFIG);
     applicationId = app == null ? null : app.toString();
     if (applicationId != null && mine.containsKey(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG)) {
       // Kafka Streams makes a new TaskAssignor for every assignment: the plan reader is shared.
-      String readerKey = mine.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG) + "|" + config.planTopic + "|" + config.planTopicPattern;
+      String bootstrap = String.valueOf(mine.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG));
+      String readerKey = bootstrap + "|" + config.planTopic + "|" + config.planTopicPattern;
       store = READERS.computeIfAbsent(readerKey, k -> {
         PlanStore s = new PlanStore();
         new RackplanClient(config, s, null, "rackplan-streams-" + applicationId, null).start();
         return s;
       });
+      registrar = StreamsRegistrar.BY_TARGET.computeIfAbsent(bootstrap + "|" + config.registrationsTopic,
+          k -> new StreamsRegistrar(config, "rackplan-streams-" + applicationId + "-registration"));
     }
   }
 
@@ -95,6 +110,7 @@ public class RackplanTaskAssignor implements TaskAssignor {
 
   @Override
   public TaskAssignment assign(ApplicationState state) {
+    register(state);
     StreamsPlan plan = applicationId == null ? null : store.latestStreams(StreamsPlan.key(applicationId));
     Map<ProcessId, KafkaStreamsState> clients = state.kafkaStreamsStates(false);
     String reason = mismatch(plan, clients.keySet(), state.allTasks());
@@ -133,14 +149,33 @@ public class RackplanTaskAssignor implements TaskAssignor {
     try {
       HighAvailabilityFallback.Result r = HighAvailabilityFallback.assign(state);
       lastFallbackAssignor = r.assignor();
+      lastFallback = r.assignor();
       return r.assignment();
     } catch (LinkageError | RuntimeException e) {
       String why = "Kafka's HighAvailabilityTaskAssignor cannot run here (" + e + "): StickyTaskAssignor assigns";
       if (!why.equals(lastFallbackAssignor)) LOG.warn("rackplan: app {}: {}", applicationId, why);
       lastFallbackAssignor = why;
+      lastFallback = "StickyTaskAssignor";
       return new StickyTaskAssignor().assign(state).assignment();
     }
   }
+
+  /** The leader registers the app's live clients (StreamsRegistrar); never fails the assignment. */
+  private void register(ApplicationState state) {
+    if (registrar == null || applicationId == null) return;
+    try {
+      Map<String, byte[]> records = StreamsRegistrar.records(applicationId, state, config, System.currentTimeMillis());
+      if (records != null) registrar.publish(applicationId, records);
+      else if (!"named topologies".equals(lastRegistrationProblem))
+        LOG.warn("rackplan: app {} uses named topologies, which plans cannot name: its clients are not registered",
+            applicationId);
+      lastRegistrationProblem = records == null ? "named topologies" : "";
+    } catch (RuntimeException e) {
+      LOG.warn("rackplan: app {}: clients not registered: {}", applicationId, e.toString());
+    }
+  }
+
+  private volatile String lastRegistrationProblem = "";
 
   /** Why ``plan`` does not fit the live app, or null. */
   static String mismatch(StreamsPlan plan, Set<ProcessId> clients, Map<TaskId, TaskInfo> tasks) {

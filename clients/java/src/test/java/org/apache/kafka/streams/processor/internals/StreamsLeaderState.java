@@ -59,6 +59,8 @@ public final class StreamsLeaderState {
   public final ApplicationState view;
   public final boolean lagFetchFailed;
   public final String summary;
+  /** sub-topology -> [source topic, changelog topic ("" without), has stores], as generated. */
+  public final Map<Integer, List<Object>> topology = new TreeMap<>();
   private final Map<ProcessId, ClientState> states;
   private final Set<TaskId> allTasks;
   private final Set<TaskId> statefulTasks;
@@ -122,6 +124,7 @@ public final class StreamsLeaderState {
           infos.add(new TopicPartitionInfo(p, cr.get(0), cr, cr));
         }
       }
+      topology.put(s, List.of(source, logged ? changelog : "", stores));
       if (!infos.isEmpty()) described.put(changelog, infos);
       described.put(source, sourceInfos);
       why.append(" sub").append(s).append("x").append(partitions).append(stores ? (logged ? (sourceChangelog ? "/srclog" : "/log") : "/nolog") : "");
