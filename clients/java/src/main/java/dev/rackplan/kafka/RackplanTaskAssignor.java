@@ -36,9 +36,13 @@ import org.slf4j.LoggerFactory;
  * the reason is logged and counted. Should Kafka's internals not be usable (another Kafka version),
  * its public {@link StickyTaskAssignor} assigns instead, also logged.
  *
+ * <p>At every assignment the leader also registers the app's live clients on the registrations
+ * topic ({@link StreamsRegistrar}): the agent plans the app without the operator listing its clients.
+ *
  * <p>Every assignment asks for a follow-up rebalance after {@code rackplan.streams.followup.ms}
- * (60 s): KIP-924's way for the leader to look at the plan topic again, so a new plan reaches the
- * app within that time plus one rebalance. The cluster fingerprint is not checked: Streams gives an
+ * (60 s; at most a third of {@code rackplan.registration.ttl.ms}, so the registrations stay fresh):
+ * KIP-924's way for the leader to look at the plan topic again, so a new plan reaches the app within
+ * that time plus one rebalance. The cluster fingerprint is not checked: Streams gives an
  * assignor replica racks only when rack-aware assignment is configured.
  */
 public class RackplanTaskAssignor implements TaskAssignor {
@@ -126,12 +130,13 @@ public class RackplanTaskAssignor implements TaskAssignor {
         out.add(KafkaStreamsAssignment.of(pid, tasks).withFollowupRebalance(followup));
       }
       planCount.incrementAndGet();
+      LOGGED.remove(applicationId + "|fallback"); // a later fallback is logged again
       PLAN_ASSIGNMENTS.incrementAndGet();
       LOG.info("rackplan: app {} assigned by plan generation {}", applicationId, plan.generation);
       return new TaskAssignment(out);
     }
     fallbackCount.incrementAndGet();
-    if (!reason.equals(lastReason)) LOG.warn("rackplan: app {} falls back to Kafka's default assignment: {}", applicationId, reason);
+    warnOnce("fallback", "falls back to Kafka's default assignment: " + reason);
     lastReason = reason;
     for (KafkaStreamsAssignment a : fallback(state)) {
       Instant own = a.followupRebalanceDeadline().orElse(followup);
@@ -143,7 +148,7 @@ public class RackplanTaskAssignor implements TaskAssignor {
   /**
    * What Kafka Streams assigns without a custom assignor ({@link HighAvailabilityFallback}); if Kafka's
    * internal assignors cannot run (another Kafka version's internals), the public {@link
-   * StickyTaskAssignor}, logged once per reason.
+   * StickyTaskAssignor}, logged when the reason changes.
    */
   Collection<KafkaStreamsAssignment> fallback(ApplicationState state) {
     try {
@@ -153,7 +158,7 @@ public class RackplanTaskAssignor implements TaskAssignor {
       return r.assignment();
     } catch (LinkageError | RuntimeException e) {
       String why = "Kafka's HighAvailabilityTaskAssignor cannot run here (" + e + "): StickyTaskAssignor assigns";
-      if (!why.equals(lastFallbackAssignor)) LOG.warn("rackplan: app {}: {}", applicationId, why);
+      warnOnce("internals", why);
       lastFallbackAssignor = why;
       lastFallback = "StickyTaskAssignor";
       return new StickyTaskAssignor().assign(state).assignment();
@@ -165,17 +170,26 @@ public class RackplanTaskAssignor implements TaskAssignor {
     if (registrar == null || applicationId == null) return;
     try {
       Map<String, byte[]> records = StreamsRegistrar.records(applicationId, state, config, System.currentTimeMillis());
-      if (records != null) registrar.publish(applicationId, records);
-      else if (!"named topologies".equals(lastRegistrationProblem))
-        LOG.warn("rackplan: app {} uses named topologies, which plans cannot name: its clients are not registered",
-            applicationId);
-      lastRegistrationProblem = records == null ? "named topologies" : "";
+      if (records != null) {
+        registrar.publish(applicationId, records);
+        LOGGED.remove(applicationId + "|registration");
+      } else {
+        warnOnce("registration", "uses named topologies, which plans cannot name: its clients are not registered");
+      }
     } catch (RuntimeException e) {
-      LOG.warn("rackplan: app {}: clients not registered: {}", applicationId, e.toString());
+      warnOnce("registration", "clients not registered: " + e);
     }
   }
 
-  private volatile String lastRegistrationProblem = "";
+  /**
+   * Logs ``message`` unless it is what was last logged for this app and kind (Streams makes an
+   * assignor per assignment: the memory is the JVM's).
+   */
+  private void warnOnce(String kind, String message) {
+    if (!message.equals(LOGGED.put(applicationId + "|" + kind, message))) LOG.warn("rackplan: app {} {}", applicationId, message);
+  }
+
+  private static final Map<String, String> LOGGED = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** Why ``plan`` does not fit the live app, or null. */
   static String mismatch(StreamsPlan plan, Set<ProcessId> clients, Map<TaskId, TaskInfo> tasks) {
