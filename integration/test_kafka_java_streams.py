@@ -11,16 +11,19 @@ the agent plans the two that are left, and the app follows that plan too.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from integration.kafka.apps import JavaApp, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR
 from rackplan.agent.protocol.plans import PlanRecord
+from rackplan.agent.registry import decode_registration
 
 from .conftest import Target
 from .test_kafka_java_followers import RunAgent, process_id, wait_until
@@ -45,6 +48,29 @@ def planned(plan: PlanRecord, name_of: dict[str, str]) -> Placement:
         name_of[pid]: {"active": sorted(t["active"]), "standby": sorted(t["standby"] + t["warmup"])}
         for pid, t in plan.document["streams_app"]["assignment"].items()
     }
+
+
+def registrations(bootstrap: str, topic: str, prefix: str) -> dict[str, bytes | None]:
+    """key -> newest value (None: a tombstone) of the registration records whose key starts with ``prefix``."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "js-reader", "enable.auto.commit": False})
+    try:
+        tp = TopicPartition(topic, 0, OFFSET_BEGINNING)
+        _, high = c.get_watermark_offsets(tp, timeout=10)
+        c.assign([tp])
+        out: dict[str, bytes | None] = {}
+        deadline = time.monotonic() + 30
+        while high > 0 and time.monotonic() < deadline:
+            m = c.poll(1.0)
+            if m is None or m.error() is not None:
+                continue
+            k = (m.key() or b"").decode()
+            if k.startswith(prefix):
+                out[k] = m.value()
+            if (m.offset() or 0) >= high - 1:
+                break
+        return out
+    finally:
+        c.close()
 
 
 def by_plan(apps: list[JavaApp]) -> int:
@@ -115,6 +141,28 @@ def test_streams_app_registers_its_clients_and_follows_plans_made_from_them(
         # Before any plan, the fallback was Kafka's own default assignment (its HA assignor).
         fallbacks = {x.get("fallback") for a in apps for x in list(a.lines)} - {None, ""}
         assert fallbacks == {"HighAvailabilityTaskAssignor"}, fallbacks
+        # What the leader published: one record per client, valid for the registration schema and the
+        # agent's decoder, with the client's rack and the app's topology.
+        validator = jsonschema.Draft202012Validator(
+            json.loads((Path(__file__).parents[1] / "docs" / "registration-schema.json").read_text())
+        )
+        records = registrations(real.bootstrap, topics["registrations_topic"], f"{key}/")
+        assert set(records) == {f"{key}/{pid}" for pid in pids.values()}
+        for k, raw in records.items():
+            assert raw is not None
+            doc = json.loads(raw)
+            validator.validate(doc)
+            entry = decode_registration(k, raw, int(time.time() * 1000))
+            assert entry is not None and entry.name == app_id, k
+            assert doc["rack"] == racks[name_of[doc["process_id"]]] and doc["threads"] == 1
+            assert {
+                sub["id"]: (sub["source_topics"], sub["changelog_topics"], sub["stateful"])
+                for sub in doc["subtopologies"]
+            } == {
+                "0": ([source], [], False),
+                "1": ([f"{app_id}-by-value-repartition"], [f"{app_id}-counts-changelog"], True),
+            }
+            assert doc["num_standby_replicas"] == 1
         want = planned(first, name_of)
         # Two assignments by a plan after this one was published (the store reads it within 0.5 s; the
         # follow-up rebalance runs every 3 s): this plan assigned, not an older one nor Kafka's assignor.
@@ -136,6 +184,12 @@ def test_streams_app_registers_its_clients_and_follows_plans_made_from_them(
         victim.stop()
         rest = [a for a in apps if a is not victim]
         second = plan_for({pids[n] for n in racks if n != victim_name})
+        assert (
+            registrations(real.bootstrap, topics["registrations_topic"], f"{key}/")[
+                f"{key}/{pids[victim_name]}"
+            ]
+            is None
+        ), "the leader tombstoned the client that left"
         replanned_s = time.monotonic() - t1
         assert second.generation > first.generation
         want2 = planned(second, name_of)
