@@ -10,17 +10,14 @@ plan. After a reassignment that changes rack sets, the agent's next plan is adop
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 
 from integration.kafka.apps import JavaApp, plan_member
 from integration.kafka.cluster import CLIENTS_JAR
-from rackplan.agent.protocol.plans import PlanRecord, encode_value
+from rackplan.agent.protocol.plans import PlanRecord
 
 from .conftest import Target
 from .test_kafka_java_followers import (
@@ -33,6 +30,8 @@ from .test_kafka_java_followers import (
     live_assignment,
     overlaps,
     plan_assignment,
+    publish_plan,
+    swapped,
     wait_until,
 )
 from .test_kafka_operations import create
@@ -43,15 +42,6 @@ pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR}
 def literal(name: str) -> str:
     """A topic name as a regex (only '.' is special among a topic name's characters)."""
     return name.replace(".", "\\.")
-
-
-def swapped(plan: PlanRecord, generation: int) -> PlanRecord:
-    """``plan`` as a newer generation in which the first two members trade their first partitions."""
-    doc = json.loads(json.dumps(plan.document))
-    a = doc["consumer_group"]["assignment"]
-    m1, m2 = sorted(m for m in a if a[m])[:2]
-    a[m1][0], a[m2][0] = a[m2][0], a[m1][0]
-    return dataclasses.replace(plan, generation=generation, document=doc)
 
 
 def owned(members: list[JavaApp]) -> Assignment:
@@ -131,9 +121,7 @@ def test_kip848_regex_members_get_each_new_plan(
         # members, an assignment no fallback would make. The members must hold it.
         agent.stop()
         second = swapped(first, first.generation + 100)
-        p = Producer({"bootstrap.servers": real.bootstrap, "acks": "all"})
-        p.produce(real.control_topics["plan_topic"], key=key.encode(), value=encode_value(second))
-        assert p.flush(30) == 0
+        publish_plan(real, second)
         before = owned(members)
         assert before != plan_assignment(second.document)
         took_second = adopted(second, before)
