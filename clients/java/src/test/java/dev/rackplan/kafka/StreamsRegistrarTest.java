@@ -127,4 +127,18 @@ class StreamsRegistrarTest {
     };
     assertNull(StreamsRegistrar.records("clicks", named, new RackplanConfig(Map.of()), 1L));
   }
+
+  @Test
+  void theFollowUpRebalanceComesWithinAThirdOfTheRegistrationTtl() {
+    RackplanTaskAssignor a = new RackplanTaskAssignor();
+    // no bootstrap.servers: no plan reader, no registrar (no I/O); the follow-up is still capped
+    a.configure(Map.of("application.id", "clicks", "rackplan.streams.followup.ms", "60000",
+        "rackplan.registration.ttl.ms", "30000"));
+    java.time.Instant before = java.time.Instant.now();
+    for (org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment x
+        : a.assign(RackplanTaskAssignorTest.app(RackplanTaskAssignorTest.P1)).assignment()) {
+      java.time.Instant d = x.followupRebalanceDeadline().orElseThrow();
+      assertTrue(!d.isBefore(before.plusMillis(9_000)) && !d.isAfter(java.time.Instant.now().plusMillis(10_000)), d.toString());
+    }
+  }
 }
