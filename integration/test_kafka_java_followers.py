@@ -10,11 +10,13 @@
   integration/kafka/cluster.py); members choose it with ``group.remote.assignor=rackplan`` and register
   themselves. The agent publishes the plan; each member's ``RackplanConsumer`` bumps the group epoch, the
   brokers' assignor applies the plan: what the members hold (and DescribeConsumerGroups) equals it.
-  After a reassignment that changes rack sets, the agent's next plan is adopted the same way.
+  After a reassignment that changes rack sets, the agent's next plan is adopted the same way; then, the agent
+  stopped, a newer plan that swaps two partitions (which only the members' epoch bump can bring) too.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import threading
@@ -30,7 +32,7 @@ from confluent_kafka.admin import AdminClient
 from integration.kafka.apps import JavaApp, plan_member, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR
 from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
-from rackplan.agent.protocol.plans import PlanRecord
+from rackplan.agent.protocol.plans import PlanRecord, encode_value
 
 from .conftest import RunningAgent, Target
 from .test_kafka_operations import create
@@ -318,12 +320,21 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
         )
         took_second = adopted(second, owned())
         assert plan_assignment(second.document) != plan_assignment(first.document), "the plan moved"
+        # The reassignment itself bumps the epoch (the coordinator sees new racks) and the rack-aware
+        # fallback may then give what the plan gives. A plan only RackplanConsumer's bump can bring: the
+        # agent stops (nothing else changes) and a newer plan swaps two partitions between two members.
+        agent.stop()
+        third = swapped(second, second.generation + 100)
+        publish_plan(real, third)
+        before = owned()
+        assert before != plan_assignment(third.document)
+        took_third = adopted(third, before)
         plan_topics = {x["partitions"][0][0] for m in members for x in list(m.lines) if x["partitions"]}
         e2e_report(
             target="kafka",
             protocol="consumer(KIP-848)",
-            plan_generations=f"{first.generation},{second.generation}",
-            adopted_s=f"{took_first:.1f},{took_second:.1f}",
+            plan_generations=f"{first.generation},{second.generation},{third.generation}",
+            adopted_s=f"{took_first:.1f},{took_second:.1f},{took_third:.1f}",
             moved=second.moved,
         )
         assert plan_topics == {topic}, "the plan topic (epoch bump) is never assigned"
@@ -332,6 +343,22 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
         dump(members, tmp_path)
         for m in members:
             m.stop()
+
+
+def swapped(plan: PlanRecord, generation: int) -> PlanRecord:
+    """``plan`` as a newer generation in which the first two members trade their first partitions."""
+    doc = json.loads(json.dumps(plan.document))
+    a = doc["consumer_group"]["assignment"]
+    m1, m2 = sorted(m for m in a if a[m])[:2]
+    a[m1][0], a[m2][0] = a[m2][0], a[m1][0]
+    return dataclasses.replace(plan, generation=generation, document=doc)
+
+
+def publish_plan(real: Target, plan: PlanRecord) -> None:
+    """``plan`` on the plan topic, as a test's own record (the agent writes in transactions; readers read both)."""
+    p = Producer({"bootstrap.servers": real.bootstrap, "acks": "all"})
+    p.produce(real.control_topics["plan_topic"], key=plan.key.encode(), value=encode_value(plan))
+    assert p.flush(30) == 0
 
 
 def process_id(state_dir: Path) -> str:
@@ -349,7 +376,8 @@ def test_streams_app_follows_its_plan_with_the_task_assignor(
     real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
 ) -> None:
     """Three Streams instances (a repartition, a state store, one standby) with ``RackplanTaskAssignor``:
-    Kafka's StickyTaskAssignor first (no plan), then the agent's plan, picked up by a follow-up rebalance."""
+    Kafka's HighAvailabilityTaskAssignor first (no plan), then the agent's plan, picked up by a follow-up
+    rebalance."""
     app_id = real.name("jf-clicks")
     source = create(real, "jf-clicks-in", [[1], [2], [3], [4], [5], [6]])
     p = Producer({"bootstrap.servers": real.bootstrap})
@@ -369,7 +397,16 @@ def test_streams_app_follows_its_plan_with_the_task_assignor(
     try:
         for name, rack in racks.items():
             apps.append(
-                streams_instance(real.bootstrap, app_id, name, rack, source, tmp_path, plan_topic=plan_topic)
+                streams_instance(
+                    real.bootstrap,
+                    app_id,
+                    name,
+                    rack,
+                    source,
+                    tmp_path,
+                    plan_topic=plan_topic,
+                    registrations_topic=real.control_topics["registrations_topic"],
+                )
             )
         tasks = sorted(f"{s}_{q}" for s in (0, 1) for q in range(6))
 
@@ -378,6 +415,10 @@ def test_streams_app_follows_its_plan_with_the_task_assignor(
             return now is not None and sorted(t for v in now.values() for t in v["active"]) == tasks
 
         wait_until(settled, 120, "the app runs every task (fallback: no plan yet)")
+        # The fallback is Kafka's own default assignment, its HighAvailabilityTaskAssignor.
+        assert {x.get("fallback") for a in apps for x in list(a.lines)} - {None, ""} == {
+            "HighAvailabilityTaskAssignor"
+        }
         before = placement()
         assert before is not None
         pids = {name: process_id(tmp_path / f"state-{name}") for name in racks}

@@ -122,13 +122,19 @@ def streams_instance(
     standbys: int = 1,
     strategy: str = "balance_subtopology",
     plan_topic: str | None = None,
+    registrations_topic: str | None = None,
 ) -> JavaApp:
-    """One instance of the Streams app (kafka-streams): repartition by value, count in store ``counts``."""
+    """One instance of the Streams app (kafka-streams): repartition by value, count in store ``counts``.
+
+    With ``plan_topic``, RackplanTaskAssignor (clients/java) assigns; with ``registrations_topic`` too,
+    the group leader registers the app's clients there."""
     state = work_dir / f"state-{process}"
     state.mkdir(parents=True, exist_ok=True)
     args = [bootstrap, application_id, process, rack, str(state), input_topic, str(standbys), strategy]
     if plan_topic is not None:  # RackplanTaskAssignor (clients/java) follows the app's plans
         args.append(plan_topic)
+        if registrations_topic is not None:
+            args.append(registrations_topic)
     return JavaApp("dev.rackplan.it.StreamsApp", args, work_dir / f"{process}.log", heap_mb=256)
 
 

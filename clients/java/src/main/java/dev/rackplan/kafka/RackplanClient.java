@@ -53,6 +53,8 @@ public final class RackplanClient implements AutoCloseable {
   private final String clientId;
   private volatile boolean running = true;
   private volatile Set<String> topics;
+  /** A regex member: its topics are the known topics the regex matches (re-read with the plan topics). */
+  private volatile Pattern topicPattern;
   private volatile boolean topicsChanged;
   private volatile long lastRegistrationMs;
 
@@ -79,6 +81,27 @@ public final class RackplanClient implements AutoCloseable {
       topics = s;
       topicsChanged = true;
     }
+  }
+
+  /** A regex subscription: the member's topics become the topics it matches (null: a topic list). */
+  public void setTopicPattern(Pattern pattern) {
+    topicPattern = pattern;
+    nextMatch = 0;
+  }
+
+  private volatile long nextMatch;
+
+  /**
+   * The topics ``regex`` matches, as a consumer matches its subscription: whole names, internal topics
+   * ("__"-prefixed) and plan topics left out.
+   */
+  static Set<String> matching(Pattern regex, Set<String> names, Pattern planTopics, String planTopic) {
+    Set<String> out = new TreeSet<>();
+    for (String n : names)
+      if (!n.startsWith("__") && !(planTopics == null ? n.equals(planTopic) : planTopics.matcher(n).matches())
+          && regex.matcher(n).matches())
+        out.add(n);
+    return out;
   }
 
   static String escape(String id) {
@@ -134,11 +157,17 @@ public final class RackplanClient implements AutoCloseable {
       try {
         if (reader == null) reader = new KafkaConsumer<>(config.readerConfig(clientId + "-plans"));
         long now = System.currentTimeMillis();
-        if (now >= nextTopicCheck) {
+        if (now >= nextTopicCheck || (topicPattern != null && now >= nextMatch)) {
           // A pattern finds new plan topics within a second; one named topic is re-checked every 5 s.
           nextTopicCheck = now + (assigned.isEmpty() || pattern != null ? 1000 : 5000);
           Set<TopicPartition> want = new HashSet<>();
-          for (Map.Entry<String, List<PartitionInfo>> e : reader.listTopics(Duration.ofSeconds(5)).entrySet()) {
+          Map<String, List<PartitionInfo>> listed = reader.listTopics(Duration.ofSeconds(5));
+          Pattern regex = topicPattern;
+          if (regex != null && now >= nextMatch) {
+            nextMatch = now + 5000;
+            setTopics(matching(regex, listed.keySet(), pattern, config.planTopic));
+          }
+          for (Map.Entry<String, List<PartitionInfo>> e : listed.entrySet()) {
             boolean match = pattern == null ? e.getKey().equals(config.planTopic) : pattern.matcher(e.getKey()).matches();
             if (match) for (PartitionInfo p : e.getValue()) want.add(new TopicPartition(p.topic(), p.partition()));
           }

@@ -10,10 +10,12 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -34,7 +36,10 @@ import org.apache.kafka.common.TopicPartition;
  * plan generation of the group therefore makes the next {@link #poll} toggle the subscription
  * between the application's topics and the same topics plus the plan topic. The change bumps the
  * epoch; {@code RackplanServerAssignor} never assigns the plan topic, so the application never sees
- * a record of it.
+ * a record of it. A regex subscription ({@code subscribe(Pattern)}, or KIP-848's broker-side {@code
+ * subscribe(SubscriptionPattern)}) toggles between the regex and {@code (?:regex)|<plan topic>}
+ * instead: a new regex, matching one topic more; the registration names the topics the regex
+ * matches (re-read every few seconds).
  *
  * <p>Bound, both protocols: a plan reaches the group within the plan reader's poll ({@code
  * rackplan.plan.poll.ms}, 500 ms) + the application's poll interval + the rebalance (classic
@@ -54,6 +59,8 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   private int nudges;
   private long nextCheckMs;
   private List<String> topics;
+  private Pattern pattern;
+  private SubscriptionPattern re2j;
   private ConsumerRebalanceListener listener;
   private boolean toggled;
 
@@ -109,22 +116,82 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
     return RackplanAssignor.BY_HANDLE.get(handle);
   }
 
+  private static final ConsumerRebalanceListener NO_LISTENER = new ConsumerRebalanceListener() {
+    @Override public void onPartitionsRevoked(Collection<TopicPartition> partitions) {}
+
+    @Override public void onPartitionsAssigned(Collection<TopicPartition> partitions) {}
+  };
+
   @Override
   public void subscribe(Collection<String> topics) {
-    subscribe(topics, new ConsumerRebalanceListener() {
-      @Override public void onPartitionsRevoked(Collection<TopicPartition> partitions) {}
-
-      @Override public void onPartitionsAssigned(Collection<TopicPartition> partitions) {}
-    });
+    subscribe(topics, NO_LISTENER);
   }
 
   @Override
   public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) {
     super.subscribe(topics, listener);
-    this.topics = new ArrayList<>(topics);
+    subscribed(new ArrayList<>(topics), null, null, listener);
+    if (registration != null) {
+      registration.setTopicPattern(null);
+      registration.setTopics(new HashSet<>(topics));
+    }
+  }
+
+  /** A Java regex: the consumer matches it against the topics it knows (KIP-848 too). */
+  @Override
+  public void subscribe(Pattern pattern) {
+    subscribe(pattern, NO_LISTENER);
+  }
+
+  @Override
+  public void subscribe(Pattern pattern, ConsumerRebalanceListener listener) {
+    super.subscribe(pattern, listener);
+    subscribed(null, pattern, null, listener);
+    if (registration != null) registration.setTopicPattern(pattern);
+  }
+
+  /**
+   * A KIP-848 broker-side regex (RE2J). The registration names the topics that the same expression,
+   * read as a Java regex, matches (RE2 syntax reads the same in Java's, but for a few rare constructs;
+   * one Java cannot read leaves the member unregistered).
+   */
+  @Override
+  public void subscribe(SubscriptionPattern pattern) {
+    subscribe(pattern, NO_LISTENER);
+  }
+
+  @Override
+  public void subscribe(SubscriptionPattern pattern, ConsumerRebalanceListener listener) {
+    super.subscribe(pattern, listener);
+    subscribed(null, null, pattern, listener);
+    if (registration != null) registration.setTopicPattern(javaRegex(pattern.pattern()));
+  }
+
+  /** An RE2 regex read as a Java one; null (the member is not registered) when Java cannot read it. */
+  static Pattern javaRegex(String re2) {
+    try {
+      return Pattern.compile(re2);
+    } catch (java.util.regex.PatternSyntaxException e) {
+      return null;
+    }
+  }
+
+  private void subscribed(List<String> topics, Pattern pattern, SubscriptionPattern re2j, ConsumerRebalanceListener listener) {
+    this.topics = topics;
+    this.pattern = pattern;
+    this.re2j = re2j;
     this.listener = listener;
     this.toggled = false;
-    if (registration != null) registration.setTopics(new HashSet<>(topics));
+  }
+
+  /**
+   * ``regex`` or the plan topic: what a regex subscription becomes for a moment to bump the group's
+   * epoch (a new regex, and one more matching topic). It matches nothing else that ``regex`` does not.
+   * Topic names are letters, digits, '.', '_' and '-'; only '.' needs escaping, the same way in
+   * Java's and RE2's syntax.
+   */
+  static String withPlanTopic(String regex, String planTopic) {
+    return "(?:" + regex + ")|" + planTopic.replace(".", "\\.");
   }
 
   @Override
@@ -136,7 +203,7 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
         a.markHandled(g);
         enforceRebalance("rackplan plan generation " + g);
       }
-    } else if (registration != null && topics != null) {
+    } else if (registration != null && (topics != null || pattern != null || re2j != null)) {
       long now = System.currentTimeMillis();
       if (pendingGeneration.get() > handledGeneration) {
         // Give the brokers' plan reader (same poll interval) time to read it too, then bump.
@@ -161,10 +228,16 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   private void nudge(long now) {
     nudges++;
     nextCheckMs = now + 2000L * (1L << (nudges - 1));
-    List<String> next = new ArrayList<>(topics);
     toggled = !toggled;
-    if (toggled && !next.contains(planTopic)) next.add(planTopic);
-    super.subscribe(next, listener);
+    if (pattern != null) {
+      super.subscribe(toggled ? Pattern.compile(withPlanTopic(pattern.pattern(), planTopic), pattern.flags()) : pattern, listener);
+    } else if (re2j != null) {
+      super.subscribe(toggled ? new SubscriptionPattern(withPlanTopic(re2j.pattern(), planTopic)) : re2j, listener);
+    } else {
+      List<String> next = new ArrayList<>(topics);
+      if (toggled && !next.contains(planTopic)) next.add(planTopic);
+      super.subscribe(next, listener);
+    }
   }
 
   /** The member holds what the newest plan gives it (or the plan does not name it: nothing to wait for). */

@@ -1,6 +1,7 @@
 package dev.rackplan.kafka;
 
 import java.time.Instant;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -29,13 +30,19 @@ import org.slf4j.LoggerFactory;
  * standbys and warm-ups only of stateful tasks, and never a task's active and a standby (or warm-up)
  * on one client. Warm-ups are given as standbys (KIP-924 has no other kind).
  *
- * <p>Otherwise Kafka's {@link StickyTaskAssignor} assigns (the only assignor of Kafka's own that the
- * public KIP-924 API offers; the HighAvailabilityTaskAssignor is internal to Kafka Streams and
- * reachable only when no {@code task.assignor.class} is set), with the reason logged and counted.
+ * <p>Otherwise Kafka Streams' own default assigns, as if no {@code task.assignor.class} were set:
+ * its HighAvailabilityTaskAssignor with its rack-aware optimiser (or its FallbackPriorTaskAssignor
+ * when the changelog lags are unknown), run on the KIP-924 view by {@link HighAvailabilityFallback};
+ * the reason is logged and counted. Should Kafka's internals not be usable (another Kafka version),
+ * its public {@link StickyTaskAssignor} assigns instead, also logged.
+ *
+ * <p>At every assignment the leader also registers the app's live clients on the registrations
+ * topic ({@link StreamsRegistrar}): the agent plans the app without the operator listing its clients.
  *
  * <p>Every assignment asks for a follow-up rebalance after {@code rackplan.streams.followup.ms}
- * (60 s): KIP-924's way for the leader to look at the plan topic again, so a new plan reaches the
- * app within that time plus one rebalance. The cluster fingerprint is not checked: Streams gives an
+ * (60 s; at most a third of {@code rackplan.registration.ttl.ms}, so the registrations stay fresh):
+ * KIP-924's way for the leader to look at the plan topic again, so a new plan reaches the app within
+ * that time plus one rebalance. The cluster fingerprint is not checked: Streams gives an
  * assignor replica racks only when rack-aware assignment is configured.
  */
 public class RackplanTaskAssignor implements TaskAssignor {
@@ -43,8 +50,10 @@ public class RackplanTaskAssignor implements TaskAssignor {
 
   private PlanStore store = new PlanStore();
   private String applicationId;
+  private RackplanConfig config = new RackplanConfig(Map.of());
+  /** Publishes the live clients' registrations (null: not configured, as in tests). */
+  StreamsRegistrar registrar;
   private long followupMs = 60_000L;
-  private final TaskAssignor fallback = new StickyTaskAssignor();
   final AtomicLong planCount = new AtomicLong();
   final AtomicLong fallbackCount = new AtomicLong();
   /** Across the JVM's assignor instances (Streams makes one per assignment): assignments by plan. */
@@ -53,7 +62,16 @@ public class RackplanTaskAssignor implements TaskAssignor {
   public static long planAssignments() {
     return PLAN_ASSIGNMENTS.get();
   }
+
+  /** Across the JVM: which of Kafka's assignors the newest fallback ran ("" before any fallback). */
+  private static volatile String lastFallback = "";
+
+  public static String lastFallback() {
+    return lastFallback;
+  }
   volatile String lastReason = "";
+  /** Which of Kafka's assignors the last fallback ran (or why the public StickyTaskAssignor did). */
+  volatile String lastFallbackAssignor = "";
 
   @Override
   public void configure(Map<String, ?> configs) {
@@ -63,17 +81,22 @@ public class RackplanTaskAssignor implements TaskAssignor {
           || e.getKey().startsWith("ssl.") || e.getKey().startsWith("sasl.") || e.getKey().equals("security.protocol"))
         mine.put(e.getKey(), e.getValue());
     RackplanConfig config = new RackplanConfig(mine);
-    followupMs = config.streamsFollowupMs;
+    this.config = config;
+    // The leader re-registers the app's clients at every assignment: at least every third of the TTL.
+    followupMs = Math.min(config.streamsFollowupMs, Math.max(1L, config.registrationTtlMs / 3));
     Object app = configs.get(StreamsConfig.APPLICATION_ID_CONFIG);
     applicationId = app == null ? null : app.toString();
     if (applicationId != null && mine.containsKey(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG)) {
       // Kafka Streams makes a new TaskAssignor for every assignment: the plan reader is shared.
-      String readerKey = mine.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG) + "|" + config.planTopic + "|" + config.planTopicPattern;
+      String bootstrap = String.valueOf(mine.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG));
+      String readerKey = bootstrap + "|" + config.planTopic + "|" + config.planTopicPattern;
       store = READERS.computeIfAbsent(readerKey, k -> {
         PlanStore s = new PlanStore();
         new RackplanClient(config, s, null, "rackplan-streams-" + applicationId, null).start();
         return s;
       });
+      registrar = StreamsRegistrar.BY_TARGET.computeIfAbsent(bootstrap + "|" + config.registrationsTopic,
+          k -> new StreamsRegistrar(config, "rackplan-streams-" + applicationId + "-registration"));
     }
   }
 
@@ -91,6 +114,7 @@ public class RackplanTaskAssignor implements TaskAssignor {
 
   @Override
   public TaskAssignment assign(ApplicationState state) {
+    register(state);
     StreamsPlan plan = applicationId == null ? null : store.latestStreams(StreamsPlan.key(applicationId));
     Map<ProcessId, KafkaStreamsState> clients = state.kafkaStreamsStates(false);
     String reason = mismatch(plan, clients.keySet(), state.allTasks());
@@ -106,19 +130,66 @@ public class RackplanTaskAssignor implements TaskAssignor {
         out.add(KafkaStreamsAssignment.of(pid, tasks).withFollowupRebalance(followup));
       }
       planCount.incrementAndGet();
+      LOGGED.remove(applicationId + "|fallback"); // a later fallback is logged again
       PLAN_ASSIGNMENTS.incrementAndGet();
       LOG.info("rackplan: app {} assigned by plan generation {}", applicationId, plan.generation);
       return new TaskAssignment(out);
     }
     fallbackCount.incrementAndGet();
-    if (!reason.equals(lastReason)) LOG.warn("rackplan: app {} falls back to StickyTaskAssignor: {}", applicationId, reason);
+    warnOnce("fallback", "falls back to Kafka's default assignment: " + reason);
     lastReason = reason;
-    for (KafkaStreamsAssignment a : fallback.assign(state).assignment()) {
+    for (KafkaStreamsAssignment a : fallback(state)) {
       Instant own = a.followupRebalanceDeadline().orElse(followup);
       out.add(a.withFollowupRebalance(own.isBefore(followup) ? own : followup));
     }
     return new TaskAssignment(out);
   }
+
+  /**
+   * What Kafka Streams assigns without a custom assignor ({@link HighAvailabilityFallback}); if Kafka's
+   * internal assignors cannot run (another Kafka version's internals), the public {@link
+   * StickyTaskAssignor}, logged when the reason changes.
+   */
+  Collection<KafkaStreamsAssignment> fallback(ApplicationState state) {
+    try {
+      HighAvailabilityFallback.Result r = HighAvailabilityFallback.assign(state);
+      lastFallbackAssignor = r.assignor();
+      lastFallback = r.assignor();
+      return r.assignment();
+    } catch (LinkageError | RuntimeException e) {
+      String why = "Kafka's HighAvailabilityTaskAssignor cannot run here (" + e + "): StickyTaskAssignor assigns";
+      warnOnce("internals", why);
+      lastFallbackAssignor = why;
+      lastFallback = "StickyTaskAssignor";
+      return new StickyTaskAssignor().assign(state).assignment();
+    }
+  }
+
+  /** The leader registers the app's live clients (StreamsRegistrar); never fails the assignment. */
+  private void register(ApplicationState state) {
+    if (registrar == null || applicationId == null) return;
+    try {
+      Map<String, byte[]> records = StreamsRegistrar.records(applicationId, state, config, System.currentTimeMillis());
+      if (records != null) {
+        registrar.publish(applicationId, records);
+        LOGGED.remove(applicationId + "|registration");
+      } else {
+        warnOnce("registration", "uses named topologies, which plans cannot name: its clients are not registered");
+      }
+    } catch (RuntimeException e) {
+      warnOnce("registration", "clients not registered: " + e);
+    }
+  }
+
+  /**
+   * Logs ``message`` unless it is what was last logged for this app and kind (Streams makes an
+   * assignor per assignment: the memory is the JVM's).
+   */
+  private void warnOnce(String kind, String message) {
+    if (!message.equals(LOGGED.put(applicationId + "|" + kind, message))) LOG.warn("rackplan: app {} {}", applicationId, message);
+  }
+
+  private static final Map<String, String> LOGGED = new java.util.concurrent.ConcurrentHashMap<>();
 
   /** Why ``plan`` does not fit the live app, or null. */
   static String mismatch(StreamsPlan plan, Set<ProcessId> clients, Map<TaskId, TaskInfo> tasks) {

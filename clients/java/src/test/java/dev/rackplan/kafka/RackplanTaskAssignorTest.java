@@ -149,12 +149,13 @@ class RackplanTaskAssignorTest {
   }
 
   @Test
-  void fallsBackToKafkasStickyAssignorNeverActiveAndStandbyTogether() {
+  void fallsBackToKafkasHighAvailabilityAssignor() {
     PlanStore store = new PlanStore();
     store.apply("streams/clicks", plan("clicks", 1, GOOD));
     RackplanTaskAssignor a = RackplanTaskAssignor.forTest("clicks", store, 30_000);
     List<KafkaStreamsAssignment> out = List.copyOf(a.assign(app(P1, P2)).assignment()); // P3 is gone
     assertTrue(a.lastReason.contains("differ from the live clients"), a.lastReason);
+    assertEquals("HighAvailabilityTaskAssignor", a.lastFallbackAssignor);
     Map<TaskId, Integer> actives = new TreeMap<>();
     for (Map.Entry<ProcessId, Map<TaskId, AssignedTask.Type>> c : byClient(out).entrySet())
       for (Map.Entry<TaskId, AssignedTask.Type> t : c.getValue().entrySet())

@@ -28,7 +28,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *
  * <p>Arguments: {@code bootstrap group memberId rack topic[,topic] protocol planTopic
  * registrationsTopic} with protocol {@code classic} (cooperative), {@code eager} (classic, eager) or
- * {@code consumer} (KIP-848). Prints, one JSON line each, every assignment callback ({@code
+ * {@code consumer} (KIP-848); topics {@code regex:<java regex>} or {@code re2j:<regex>} (KIP-848's
+ * broker-side SubscriptionPattern) subscribe by regex instead. Prints, one JSON line each, every assignment callback ({@code
  * assigned|revoked|lost} with {@code at_ms}) and every consumed batch's values ({@code consumed}); it
  * commits synchronously before a partition is given up and after every batch (at-least-once).
  * Stops (leaving its group) when stdin closes.
@@ -120,7 +121,10 @@ public final class PlanMember {
         @Override public void onPartitionsAssigned(Collection<TopicPartition> parts) { emit(name, "assigned", parts, ""); }
         @Override public void onPartitionsLost(Collection<TopicPartition> parts) { emit(name, "lost", parts, ""); }
       };
-      consumer.subscribe(topics, listener);
+      if (args[4].startsWith("regex:")) consumer.subscribe(java.util.regex.Pattern.compile(args[4].substring(6)), listener);
+      else if (args[4].startsWith("re2j:"))
+        consumer.subscribe(new org.apache.kafka.clients.consumer.SubscriptionPattern(args[4].substring(5)), listener);
+      else consumer.subscribe(topics, listener);
       emit(name, "started", List.of(), "");
       while (!stop.get()) {
         ConsumerRecords<String, String> records = consumer.poll(Duration.ofMillis(200));

@@ -22,8 +22,11 @@ import org.apache.kafka.streams.kstream.Materialized;
  * A Kafka Streams instance: {@code input} re-keyed by value (a repartition), counted in a state store.
  *
  * <p>Arguments: {@code bootstrap applicationId processId rack stateDir inputTopic [standbys] [strategy]
- * [planTopic]}; with a plan topic, tasks are assigned by rackplan's {@code RackplanTaskAssignor}
- * (clients/java), which looks at the plan topic again every 3 s (KIP-924 follow-up rebalances).
+ * [planTopic [registrationsTopic]]}; with a plan topic, tasks are assigned by rackplan's {@code
+ * RackplanTaskAssignor} (clients/java), which looks at the plan topic again every 3 s (KIP-924
+ * follow-up rebalances) and, at the group leader, registers the app's clients on the registrations
+ * topic. Lines then also carry {@code plan_assignments} and {@code fallback} (which of Kafka's
+ * assignors the JVM's newest fallback ran).
  * Sub-topology 0 reads {@code inputTopic} and writes the repartition topic; sub-topology 1 reads the
  * repartition topic and keeps the store {@code counts} (changelog {@code <app>-counts-changelog}).
  * Every change of the instance's tasks is printed as one line
@@ -68,6 +71,7 @@ public final class StreamsApp {
       p.put(StreamsConfig.TASK_ASSIGNOR_CLASS_CONFIG, "dev.rackplan.kafka.RackplanTaskAssignor");
       p.put("rackplan.plan.topic", args[8]);
       p.put("rackplan.streams.followup.ms", "3000");
+      if (args.length > 9) p.put("rackplan.registrations.topic", args[9]);
     }
 
     AtomicBoolean stop = new AtomicBoolean(false);
@@ -94,7 +98,8 @@ public final class StreamsApp {
         }
         String line = "{\"process\":\"" + process + "\",\"state\":\"" + streams.state() + "\",\"active\":"
             + list(active) + ",\"standby\":" + list(standby)
-            + (args.length > 8 ? ",\"plan_assignments\":" + dev.rackplan.kafka.RackplanTaskAssignor.planAssignments() : "");
+            + (args.length > 8 ? ",\"plan_assignments\":" + dev.rackplan.kafka.RackplanTaskAssignor.planAssignments()
+                + ",\"fallback\":\"" + dev.rackplan.kafka.RackplanTaskAssignor.lastFallback() + "\"" : "");
         if (!line.equals(last)) {
           System.out.println(line + ",\"at_ms\":" + System.currentTimeMillis() + "}");
           System.out.flush();
