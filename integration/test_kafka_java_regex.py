@@ -60,6 +60,12 @@ def owned(members: list[JavaApp]) -> Assignment:
     return out
 
 
+#: docs/java.md: an RE2J member's bump is a new regex, which the coordinator resolves asynchronously; until it
+#: has, the member is subscribed to nothing and gives its partitions up, so bumps can take rounds (measured:
+#: up to 30 s under load, where the Java-regex variant stays within the KIP-848 bound)
+RE2J_BOUND_S = 45.0
+
+
 @pytest.mark.parametrize("mode", ["regex", "re2j"])
 def test_kip848_regex_members_get_each_new_plan(
     real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any, mode: str
@@ -82,7 +88,9 @@ def test_kip848_regex_members_get_each_new_plan(
     def adopted(plan: PlanRecord, before: Assignment) -> float:
         want = plan_assignment(plan.document)
         took = wait_until(
-            lambda: owned(members) == want, KIP848_BOUND_S, f"regex members hold plan {plan.generation}"
+            lambda: owned(members) == want,
+            KIP848_BOUND_S if mode == "regex" else RE2J_BOUND_S,
+            f"regex members hold plan {plan.generation}",
         )
         kafka = real.kafka
         if kafka is not None and before != want:  # else nothing tells the fallback and the plan apart
