@@ -37,6 +37,7 @@ from rackplan.assignor.contract import app_topics, group_topics
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
+from .metadata_refresh import with_metadata_refresh
 from .protocol.registrations import read_secret_file
 from .redact import MASK, mask_config, mask_tree, redact_url
 
@@ -136,7 +137,7 @@ class KafkaSettings(_Section):
     def client_config(self) -> dict[str, Any]:
         """The full librdkafka config: bootstrap servers, passthrough, secrets read from files."""
         out: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
-        out.update(self.config)
+        out.update(with_metadata_refresh(self.config))
         for key, path in sorted(self.secret_files.items()):
             try:
                 out[key] = path.read_text(encoding="utf-8").strip()

@@ -263,6 +263,8 @@ class FakeKafka:
     ``"topic"`` (no Write on the topic) or ``"fatal"`` (no right to an
     idempotent producer id: librdkafka's fatal error, that producer can never
     produce again).  ``events`` lists commits, assigns and unassigns in order.
+    :meth:`forget_topic`: every producer made so far believes the topic gone,
+    as librdkafka's do after one Metadata answer that lacked it.
     """
 
     topic: str = "orders"
@@ -274,8 +276,14 @@ class FakeKafka:
     deliver: bool = True
     refuse: str = ""
     producers: int = 0
+    #: producers up to this serial believe the topic gone (``_UNKNOWN_TOPIC`` at once)
+    topic_gone_up_to: int = 0
     events: list[tuple[str, Any]] = field(default_factory=list)
     consumers: list[FakeConsumer] = field(default_factory=list)
+
+    def forget_topic(self) -> None:
+        """Every producer made so far fails each record at once with ``_UNKNOWN_TOPIC``; new ones do not."""
+        self.topic_gone_up_to = self.producers
 
     def append(self, p: int, n: int) -> None:
         """``n`` more messages in partition ``p`` of :attr:`topic`."""
@@ -427,10 +435,13 @@ class FakeProducer:
         self.pending: list[Callable[[], None]] = []
         self.fatal = False
         kafka.producers += 1
+        self.serial = kafka.producers
 
     def produce(self, topic: str, *, key: bytes, value: bytes | None, on_delivery: Any = None) -> None:
         if self.fatal:
             raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message"))
+        if self.serial <= self.kafka.topic_gone_up_to:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC, "Unable to produce message"))
         err = None if self.kafka.deliver else KafkaError(KafkaError._MSG_TIMED_OUT)
         if self.kafka.refuse == "topic":
             err = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)

@@ -28,6 +28,7 @@ import yaml
 from rackplan.agent.follower import PlanFollower
 from rackplan.agent.kafka_io import TopicTail, read_back
 from rackplan.agent.logging import get_logger
+from rackplan.agent.metadata_refresh import with_metadata_refresh
 from rackplan.agent.protocol.lease import Heartbeat, decode_heartbeat
 from rackplan.agent.protocol.plans import PlanRecord
 
@@ -236,8 +237,12 @@ class CountedProducer:
         self.failed = 0
         self.sent = 0
         self._producer = Producer(
-            {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+            with_metadata_refresh(
+                {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+            )
         )
+        #: produce() calls refused at once (librdkafka believed the topic gone); the number is sent again
+        self.refused = 0
         self._interval = 1.0 / rate_per_s
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -257,10 +262,17 @@ class CountedProducer:
         assert self._producer.flush(30) == 0, "messages left undelivered"
 
     def _one(self) -> None:
+        from confluent_kafka import KafkaException
+
         p = self.sent % self.partitions
-        self._producer.produce(
-            self.topic, value=str(self.sent).encode(), partition=p, on_delivery=self._report
-        )
+        try:
+            self._producer.produce(
+                self.topic, value=str(self.sent).encode(), partition=p, on_delivery=self._report
+            )
+        except KafkaException:  # e.g. _UNKNOWN_TOPIC after a broker restart: this number again next time
+            self.refused += 1
+            self._producer.poll(0.1)
+            return
         self.sent += 1
         self._producer.poll(0)
 

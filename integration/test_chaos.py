@@ -155,6 +155,10 @@ def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -
         plan_generations=len(gens),
         revoking_plans=sum(r.state == "revoking" for r in history),
         stale_plans_ignored=sum(a.follower.stats["plans_stale"] for a in apps.values()),
+        producer_refused_at_once=producer.refused,
+        registration_producers_renewed=sum(
+            a.follower.stats["registration_producers_renewed"] for a in apps.values()
+        ),
     )
     assert producer.failed == 0
     assert ledger.missing(producer.delivered) == [], "every message consumed at least once"

@@ -244,7 +244,15 @@ class FollowerCycle:
         # While fenced the agent may have expired this member and given its partitions to others in a
         # newer plan this member has not read yet (its tail lags through the same outage): re-taking the
         # cached plan would own them twice.  Read the plan topic to its end first; stay fenced if not.
-        if not self._intake.read_to_end():
+        # That read blocks this thread, which also refreshes the registration: bounded by a third of the
+        # TTL (the refresh interval) so that the agent never expires a member for reading (found on real
+        # Kafka with a 4 s TTL and a 5 s io_timeout_s: each unfencing read that did not finish starved the
+        # refresh, the agent expired the member, tombstoned the plan, and it began again).  A read cut
+        # short keeps what it read and goes on at the next call.
+        self.register()
+        if not self._intake.read_to_end(
+            min(self.settings.io_timeout_s, self.settings.registration_ttl_s / 3)
+        ):
             return
         self.fenced_self = False
         self._unfence_at = None

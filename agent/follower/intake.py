@@ -127,12 +127,15 @@ class ControlIntake:
             self.log.info("control topics", error=e)
         self.records(raw)
 
-    def read_to_end(self) -> bool:
-        """Read the topics to their ends; False (and logged) when that did not happen in time."""
+    def read_to_end(self, timeout_s: float | None = None) -> bool:
+        """Read the topics to their ends within ``timeout_s`` (default ``io_timeout_s``); False (and logged)
+        when that did not happen in time."""
         if self.tail is None:
             return True
         try:
-            raw, complete = self.tail.read_available(self.settings.io_timeout_s)
+            raw, complete = self.tail.read_available(
+                self.settings.io_timeout_s if timeout_s is None else timeout_s
+            )
         except TopicReadError as e:
             self.log.info("plan topic not read to its end; still fenced", error=str(e))
             return False

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..kafka_errors import error_name
+from ..metadata_refresh import with_metadata_refresh
 from ..ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, Monotonic, TopicPart
 
 #: commit errors meaning the group has members using group subscription (or we lost our membership)
@@ -60,7 +61,11 @@ class Partitions:
     def _consumer(self) -> FollowerConsumer:
         """Manual assignment, commits confirmed through :meth:`_on_commit`."""
         return self.new_consumer(
-            {**self.consumer_config, "enable.auto.commit": False, "on_commit": self._on_commit}
+            {
+                **with_metadata_refresh(self.consumer_config),
+                "enable.auto.commit": False,
+                "on_commit": self._on_commit,
+            }
         )
 
     def renew_consumer(self) -> None:

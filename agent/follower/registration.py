@@ -22,6 +22,12 @@ from .settings import Identity, PlanFollowerSettings
 
 #: registration errors that are the brokers' answer (this principal may not write), not silence
 REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})
+#: the producer believes the registrations topic is gone (librdkafka keeps believing it until its next
+#: metadata refresh, see rackplan.agent.metadata_refresh): a new producer, with fresh metadata, at the next
+#: refresh
+STALE_TOPIC = frozenset({"_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART"})
+#: how soon such a producer is replaced (not at every poll: the topic may really be gone)
+RENEW_AFTER_MS = 1_000
 
 
 @dataclass
@@ -45,6 +51,8 @@ class Registrar:
     refused_ms: int = 0
     #: the status the last record carried
     status: FollowerStatus | None = None
+    #: a producer that believes the topic gone is replaced no sooner than this (wall-clock ms)
+    renew_at_ms: int = 0
 
     def __post_init__(self) -> None:
         self.producer = self._producer()
@@ -96,6 +104,9 @@ class Registrar:
         fatal = getattr(err, "fatal", None)
         if name == "_FATAL" or (callable(fatal) and fatal()):
             self.broken = True  # librdkafka: a fatal producer cannot be used again
+        if name in STALE_TOPIC and not self.broken:
+            self.broken = True
+            self.renew_at_ms = self._now_ms() + RENEW_AFTER_MS
         if name not in REFUSED:
             return
         self.stats["registrations_refused"] += 1
@@ -117,12 +128,13 @@ class Registrar:
         if not (force or due or status != self.status):
             return
         if self.broken:
-            if not due:
+            if not due or now_ms < self.renew_at_ms:
                 return
             with contextlib.suppress(KafkaException):
                 self.producer.purge()
             self.producer = self._producer()
             self.broken = False
+            self.stats["registration_producers_renewed"] += 1
         key, value = self.record(status)
 
         def delivered(err: Any, _msg: Any, made_ms: int = now_ms) -> None:

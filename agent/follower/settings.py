@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..metadata_refresh import with_metadata_refresh
 from ..protocol.plans import CONSUMER, plan_key
 from ..protocol.registrations import read_secret_file
 
@@ -136,9 +137,12 @@ def identity(
 
 
 def client_config(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The connection part of the application's config, for the follower's own clients (producer, tail)."""
-    return {
-        k: v
-        for k, v in config.items()
-        if not callable(v) and not any(k.startswith(p) for p in _CONSUMER_ONLY)
-    }
+    """The connection part of the application's config, for the follower's own clients (producer, tail),
+    which recover quickly from a topic wrongly reported missing (:mod:`rackplan.agent.metadata_refresh`)."""
+    return with_metadata_refresh(
+        {
+            k: v
+            for k, v in config.items()
+            if not callable(v) and not any(k.startswith(p) for p in _CONSUMER_ONLY)
+        }
+    )

@@ -9,6 +9,7 @@ behaviour on a real client runs in integration/.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -358,6 +359,71 @@ def test_an_unconfirmed_registration_fences_the_follower_until_confirmed(h: Harn
     f.poll(0)
     f.poll(0)
     assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+
+
+def test_a_producer_that_believes_the_registrations_topic_gone_is_replaced_before_the_member_fences(
+    h: Harness,
+) -> None:
+    """Real Kafka, the chaos test: after a broker restart librdkafka believed the registrations topic gone
+    (one Metadata answer lacked it) and failed every refresh at once with ``_UNKNOWN_TOPIC`` until its
+    five-minute metadata refresh; the agent expired the member every TTL.  Now that producer is replaced
+    a second after the failure, and the refresh lands long before the fence (2/3 of the TTL)."""
+    f = h.follower()
+    tail = FakeTail.instances[-1]
+    h.heartbeat()
+    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
+    f.poll(0)
+    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    before = len(h.broker.registrations())
+    h.broker.forget_topic()
+    for _ in range(25):  # 25 s: more than the fence (20 s), so an unrenewed producer would self-fence
+        h.advance(1.0)
+        h.heartbeat()
+        f.poll(0)
+        assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)], "never fenced"
+    assert f.stats["registration_producers_renewed"] == 1 and f.stats["self_fenced"] == 0
+    assert len(h.broker.registrations()) > before, "refreshes land again"
+    assert h.broker.producers == 2
+
+
+def test_reading_the_plan_topic_before_unfencing_never_starves_the_registration_refresh() -> None:
+    """Real Kafka, the chaos test (TTL 4 s, io_timeout_s 5 s): after an outage the follower, confirmed
+    again, read the plan topic to its end before following, and that read blocked its thread for up to
+    ``io_timeout_s``, with no registration refresh meanwhile; a read that did not finish made the agent
+    expire the member, tombstone the plan, and it all began again, every TTL.  Now each such read lasts
+    at most a third of the TTL and a refresh goes out before it: the agent never goes a TTL without one."""
+    h = Harness(registration_ttl_s=4, io_timeout_s=5, commit_interval_s=1)
+    f = h.follower()
+    tail = FakeTail.instances[-1]
+    h.heartbeat()
+    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
+    f.poll(0)
+    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    h.broker.deliver = False
+    for _ in range(4):  # unconfirmed past 2/3 of the TTL: fenced
+        h.advance(1.0)
+        h.heartbeat()
+        f.poll(0)
+    assert f.stats["self_fenced"] == 1
+    h.broker.deliver = True
+    reads: list[float] = []
+
+    def slow_read(timeout_s: float) -> tuple[list[Any], bool]:  # the brokers catch up: reads take long
+        reads.append(timeout_s)
+        h.advance(timeout_s)
+        return [], len(reads) > 4
+
+    tail.read_available = slow_read  # type: ignore[method-assign]
+    start = len(h.broker.registrations())
+    for _ in range(40):
+        h.advance(0.25)
+        h.heartbeat()
+        f.poll(0)
+    assert len(reads) > 4 and f.assignment() == [(TOPIC, 0), (TOPIC, 1)], "unfenced once the read finished"
+    assert max(reads) <= 4 / 3
+    stamps = [r.timestamp_ms for r in h.broker.registrations()[start - 1 :]]
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    assert max(gaps) < 4_000, f"the agent would have expired the member: gaps {gaps} ms"
 
 
 @pytest.mark.parametrize("refuse", ["topic", "fatal"])

@@ -472,3 +472,13 @@ def test_a_typo_in_a_streams_app_is_refused_naming_it(path: tuple[Any, ...], whe
         target = target[step]
     target[where.rsplit(".", 1)[1]] = 1
     assert _error({"streams_apps": [app]}).startswith(f"{where}: unknown key")
+
+
+def test_the_agents_clients_refresh_topic_metadata_every_10_s_unless_the_settings_say() -> None:
+    """librdkafka keeps a topic it was once told is missing 'gone' until its next periodic refresh
+    (5 minutes by default): rackplan's clients refresh every 10 s (rackplan.agent.metadata_refresh)."""
+    from rackplan.agent.metadata_refresh import METADATA_REFRESH_KEY
+
+    assert Settings.model_validate({}).kafka.client_config()[METADATA_REFRESH_KEY] == 10_000
+    mine = Settings.model_validate({"kafka": {"config": {METADATA_REFRESH_KEY: 60_000}}})
+    assert mine.kafka.client_config()[METADATA_REFRESH_KEY] == 60_000
