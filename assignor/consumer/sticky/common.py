@@ -44,6 +44,9 @@ class Prepared:
     #: a holder (member per partition) whose cross-rack count is proven the fewest any balanced
     #: assignment with the same member counts can have (by an earlier run's flow; see settle)
     min_cross_holder: list[int] | None = None
+    #: *keep-first* run of the general path: a partition held by its valid owner never moves, except
+    #: where balancing cannot do without it (see ``rackplan.assignor.consumer.sticky.general``)
+    keep_owned: bool = False
 
     @property
     def num_partitions(self) -> int:

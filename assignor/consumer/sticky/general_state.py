@@ -23,6 +23,8 @@ class GeneralState:
         self.masks = prep.part_mask
         self.ptopic = prep.part_topic
         self.owner = prep.owner
+        #: keep-first run: partitions with their owner stay (balancing's forced moves aside)
+        self.keep_owned = prep.keep_owned
         self.mt = prep.member_topics
         self.tm = prep.topic_members
         mask_set = sorted(set(self.masks))
