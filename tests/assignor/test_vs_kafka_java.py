@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from rackplan.assignor.consumer import cross_rack_count, run_assignor, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
-from tests.assignor.test_sticky import issue_10_keep_case, partly_owned_case
+from tests.assignor.test_sticky import issue_10_keep_case, partly_owned_case, settled_start_case
 from tests.invariants import assert_balanced, assert_range_balanced, assert_valid, equal_subscriptions
 from tests.kafka_oracle import KafkaOracle, session_oracle
 from tests.strategies import clusters, consumer_groups, follow_up
@@ -253,6 +253,17 @@ def test_cooperative_sticky_issue_10_kept_assignment_is_no_worse_than_kafka(
     assert mine is not None and theirs is not None
     assert (theirs.moved, theirs.cross) == (0, 3)  # the case is what issue 10 recorded
     assert (mine.moved, mine.cross, mine.rounds) == (0, 3, 1)
+    assert_balanced(mine.group, mine.plan)
+
+
+def test_cooperative_sticky_settled_start_moves_no_more_than_kafka(kafka_oracle: KafkaOracle) -> None:
+    """Hypothesis's counterexample against main (6 moves where Kafka moves 2, both at 8 cross-rack)."""
+    cluster, group = settled_start_case()
+    mine = run_rounds(ours, cluster, group)
+    theirs = run_rounds(kafka(kafka_oracle), cluster, group)
+    assert mine is not None and theirs is not None
+    assert (theirs.rounds, theirs.moved, theirs.cross) == (2, 2, 8)  # the case is what was recorded
+    assert mine.rounds <= 2 and mine.cross <= theirs.cross and mine.moved <= theirs.moved
     assert_balanced(mine.group, mine.plan)
 
 

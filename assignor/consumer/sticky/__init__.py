@@ -122,6 +122,8 @@ MAX_FOLLOW_UPS = 16
 
 #: Nested follow-up simulations of :func:`settle_general` (a simulated round simulating its own follow-up).
 MAX_DEPTH = 3
+#: Prices of a cross-rack partition, in moves, of the priced searches :func:`settle_general` may add.
+CROSS_PRICES = (2, 3, 5, 8)
 #: Runs of the general path one :func:`settle_general` call may spend, its simulations included.
 MAX_RUNS = 48
 
@@ -299,9 +301,11 @@ def _settle_general(
     def follow(holder: list[int]) -> list[int]:
         return [h if claim[gp] == -1 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
 
-    def run(owner: list[int], keep_owned: bool = False) -> tuple[list[int], list[int] | None]:
+    def run(owner: list[int], keep_owned: bool = False, price: int = 0) -> tuple[list[int], list[int] | None]:
         work.runs -= 1
-        step = dataclasses.replace(prep, owner=owner, keep_owned=keep_owned, min_cross_holder=work.proven)
+        step = dataclasses.replace(
+            prep, owner=owner, keep_owned=keep_owned, cross_price=price, min_cross_holder=work.proven
+        )
         found, keep, work.proven = _choose(step)
         return found, keep
 
@@ -385,6 +389,13 @@ def _settle_general(
         if keep_first is None and afford():
             keep_first = run(prep.owner, keep_owned=True)[0]
         explore(keep_first)
+    for price in CROSS_PRICES:
+        # Still landing less locally or with more moves than promised: the promise was a target the
+        # follow-up round cannot keep.  Searches that price a cross-rack partition at a few moves
+        # propose targets that trade less locality for fewer moves (Kafka's revocations do).
+        if (stable and min(stable)[:2] <= promised) or not afford():
+            break
+        explore(run(prep.owner, price=price)[0])
     if not stable:
         return first, False
     return min(stable)[3], True

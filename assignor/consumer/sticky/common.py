@@ -47,6 +47,9 @@ class Prepared:
     #: *keep-first* run of the general path: a partition held by its valid owner never moves, except
     #: where balancing cannot do without it (see ``rackplan.assignor.consumer.sticky.general``)
     keep_owned: bool = False
+    #: the general path's price of one cross-rack partition, in moves; 0: above any number of moves
+    #: (the default objective).  A *priced* run trades locality for moves (settle_general's candidates).
+    cross_price: int = 0
 
     @property
     def num_partitions(self) -> int:

@@ -88,7 +88,7 @@ def place(
     n, n_topics, tm, mt = state.n, state.n_topics, state.tm, state.mt
     crossk = state.crossk
     n_cls = len(crossk)
-    big = state.n_parts + 1
+    big = state.prep.cross_price or state.n_parts + 1
     cnt = list(state.cnt)
     for a in losers:
         cnt[a] -= 1
@@ -109,7 +109,7 @@ def place(
         current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
     plain = not losers and gainer < 0 and not drops
     # A proof of minimal cross-rack count holds only for the plain objective over every partition.
-    provable = plain and not state.keep_owned
+    provable = plain and not state.keep_owned and not state.prep.cross_price
     if plain and not current:
         state.min_cross_holder = list(holder) if provable else state.min_cross_holder
         return False
