@@ -325,6 +325,8 @@ def _settle_general(
         return got
 
     first, keep_first = answer_to(prep.owner)
+    if keep_first is None:
+        keep_first = kept(prep)  # every partition owned and balanced: the keep-first run is the owners
     if follow(first) == first and answer_to(first)[0] == first:
         return first, True  # withholds nothing, and fed back it stays
     # (landed cross-rack, moves, -order, target, where it lands)
