@@ -382,8 +382,9 @@ def _settle_general(
             landed, answer = verdict(target)
             if landed is not None:
                 stable.append((cross_count(prep, landed), _moved(target, claim), -len(tried), target, landed))
-                return
-            target = answer  # what the group would be handed next: try it as this round's target
+            # What the group would be handed next, tried as this round's target: after a stable target,
+            # its landing (it may give a withheld partition back to its claimant: one move fewer).
+            target = answer
 
     explore(first)
     promised = (cross_count(prep, first), _moved(first, claim))
