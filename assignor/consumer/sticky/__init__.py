@@ -101,8 +101,8 @@ point is not guaranteed to end.  Instead, candidates are *verified*:
   turn (at most :data:`MAX_FOLLOW_UPS`), and the keep-first target when they
   land less locally or with more moves than the first answer promised.  The
   stable one landing with the fewest cross-rack partitions, then the fewest
-  moves, is returned.  None stable (not seen in tests): the first answer,
-  ``fixed_point`` False, and :func:`assign` logs its warning.
+  moves, is returned.  None stable: the first answer, ``fixed_point`` False,
+  and :func:`assign` logs its warning.
 """
 
 from __future__ import annotations
@@ -152,9 +152,10 @@ class Settlement:
     """What :func:`settle` reached: the holder of each partition, and whether it is a fixed point.
 
     ``fixed_point`` is False only when :data:`MAX_FOLLOW_UPS` simulations
-    kept changing the target (never seen; the module docstring argues it
-    ends): the plan is still valid and balanced, but the real follow-up round
-    may move partitions again.  :func:`assign` logs a warning then.
+    kept changing the target (:func:`settle`; never seen), or when no candidate
+    was found stable (:func:`settle_general`, whose ``follow_ups`` counts the
+    runs it spent): the plan is still valid and balanced, but the real
+    follow-up round may move partitions again.  :func:`assign` logs a warning then.
     """
 
     holder: list[int]
