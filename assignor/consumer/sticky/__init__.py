@@ -363,6 +363,8 @@ def _settle_general(
         if depth >= MAX_DEPTH:
             work.cut = True
             return None, None
+        if not afford():
+            return None, None
         outer, work.cut = work.cut, False
         again, _ = _settle_general(
             dataclasses.replace(prep, owner=landed, claim_owner=landed, min_cross_holder=None),
