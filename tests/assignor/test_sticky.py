@@ -433,6 +433,35 @@ def test_settled_start_lands_with_kafkas_two_moves() -> None:
     assert_balanced(last, plan)
 
 
+def less_local_case() -> tuple[Cluster, ConsumerGroup]:
+    """Hypothesis's cross-rack counterexample (found against main, the same on this code; docs/assignors.md).
+
+    Every member but ``m-06`` owns something, much of it on topics it left.  Kafka lands at 4
+    cross-rack partitions with 22 moves, rackplan at 5 with 21: its count search never reaches
+    counts where the rack-less-broker member ``m-05`` holds two.
+    """
+    r12, r123 = (1, 2), (1, 2, 3)
+    cluster = Cluster(
+        broker_racks={1: "az-a", 2: "az-a", 3: "az-b", 4: "az-b"},
+        topics={"t0": (r12,) * 9, "t1": (r123,) * 4, "t2": (r123,) * 10, "t3": ((1,),) * 4},
+    )
+    t0_all: tuple[TopicPartition, ...] = tuple(("t0", p) for p in range(9))
+    spec: list[tuple[str | None, tuple[str, ...], tuple[TopicPartition, ...]]] = [
+        ("az-a", ("t1", "t2"), (*t0_all, ("t2", 8), ("t3", 0), ("t3", 1), ("t3", 3))),
+        ("az-a", ("t2",), (("t1", 0), ("t2", 3), ("t2", 4))),
+        ("az-a", ("t0", "t1", "t2", "t3"), (("t1", 3), ("t2", 1), ("t2", 6), ("t2", 7), ("t3", 2))),
+        (None, ("t1", "t2", "t3"), (("t2", 9),)),
+        ("az-a", ("t2",), (("t1", 2),)),
+        ("az-z", ("t1", "t3"), (("t1", 1), ("t2", 0), ("t2", 5))),
+        ("az-z", ("t1",), ()),
+    ]
+    members = tuple(
+        Member(f"m-0{i}", rack, topics, owned=owned, generation=1 if owned else -1)
+        for i, (rack, topics, owned) in enumerate(spec)
+    )
+    return cluster, ConsumerGroup("g", "cooperative-sticky", members)
+
+
 def partly_owned_case(stray: int) -> tuple[Cluster, ConsumerGroup]:
     """Hypothesis's moves counterexample with partly owned partitions (issue 10, docs/assignors.md).
 
