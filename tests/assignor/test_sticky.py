@@ -434,11 +434,12 @@ def test_settled_start_lands_with_kafkas_two_moves() -> None:
 
 
 def less_local_case() -> tuple[Cluster, ConsumerGroup]:
-    """Hypothesis's cross-rack counterexample (found against main, the same on this code; docs/assignors.md).
+    """Hypothesis's cross-rack counterexample against main (docs/assignors.md).
 
     Every member but ``m-06`` owns something, much of it on topics it left.  Kafka lands at 4
-    cross-rack partitions with 22 moves, rackplan at 5 with 21: its count search never reaches
-    counts where the rack-less-broker member ``m-05`` holds two.
+    cross-rack partitions with 22 moves; main at 5 with 21: from these owners its count search
+    never reaches counts where the broker-less-rack member ``m-05`` holds two, from nothing owned
+    it does (the fresh-start candidate of ``settle_general``).
     """
     r12, r123 = (1, 2), (1, 2, 3)
     cluster = Cluster(
@@ -459,6 +460,31 @@ def less_local_case() -> tuple[Cluster, ConsumerGroup]:
         Member(f"m-0{i}", rack, topics, owned=owned, generation=1 if owned else -1)
         for i, (rack, topics, owned) in enumerate(spec)
     )
+    return cluster, ConsumerGroup("g", "cooperative-sticky", members)
+
+
+def test_less_local_case_lands_at_four_cross_rack() -> None:
+    """main landed at 5 (Kafka: 4, with 22 moves; compared in test_vs_kafka_java)."""
+    cluster, group = less_local_case()
+    rounds, moved, last, plan = rounds_until_settled(cluster, group)
+    assert (rounds, cross_rack_count(cluster, last, plan)) == (2, 4) and moved <= 22
+    assert_balanced(last, plan)
+
+
+def fresh_group_case() -> tuple[Cluster, ConsumerGroup]:
+    """Hypothesis's cross-rack counterexample on a group owning nothing (main and this code: 8, Kafka 7)."""
+    cluster = Cluster(
+        broker_racks={1: "az-b", 2: "az-a", 3: "az-a", 4: "az-a", 5: "az-a"},
+        topics={"t0": ((1,),) * 8, "t1": ((1, 2, 3),) * 10, "t2": ((2,), (2,), *((1,),) * 5)},
+    )
+    spec: list[tuple[str, tuple[str, ...]]] = [
+        ("az-a", ("t1",)),
+        ("az-a", ("t1", "t2")),
+        ("az-a", ("t0", "t1", "t2")),
+        ("az-a", ("t0",)),
+        ("az-b", ("t0", "t1", "t2")),
+    ]
+    members = tuple(Member(f"m-0{i}", rack, topics) for i, (rack, topics) in enumerate(spec))
     return cluster, ConsumerGroup("g", "cooperative-sticky", members)
 
 

@@ -97,9 +97,12 @@ point is not guaranteed to end.  Instead, candidates are *verified*:
   nest (a simulated round checks its own follow-up) up to :data:`MAX_DEPTH`
   and :data:`MAX_RUNS` runs; a check a limit cut is "not stable", never
   assumed, since the real round, with more budget, might answer otherwise;
-* candidates: the first answer, each unstable candidate's follow-up answer in
-  turn (at most :data:`MAX_FOLLOW_UPS`), and the keep-first target when they
-  land less locally or with more moves than the first answer promised.  The
+* candidates: the first answer, each candidate's follow-up answer in turn (at
+  most :data:`MAX_FOLLOW_UPS`), the keep-first target and searches pricing a
+  cross-rack partition at :data:`CROSS_PRICES` moves when they land less
+  locally or with more moves than the first answer promised, and the search
+  started from what it finds with nothing owned (up to :data:`FRESH_LIMIT`
+  partitions).  The
   stable one landing with the fewest cross-rack partitions, then the fewest
   moves, is returned.  None stable: the first answer, ``fixed_point`` False,
   and :func:`assign` logs its warning.
@@ -124,6 +127,8 @@ MAX_FOLLOW_UPS = 16
 MAX_DEPTH = 3
 #: Prices of a cross-rack partition, in moves, of the priced searches :func:`settle_general` may add.
 CROSS_PRICES = (2, 3, 5, 8)
+#: Groups up to this many partitions also get :func:`settle_general`'s fresh-start candidate (two runs more).
+FRESH_LIMIT = 5_000
 #: Runs of the general path one :func:`settle_general` call may spend, its simulations included.
 MAX_RUNS = 48
 
@@ -302,10 +307,17 @@ def _settle_general(
     def follow(holder: list[int]) -> list[int]:
         return [h if claim[gp] == -1 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
 
-    def run(owner: list[int], keep_owned: bool = False, price: int = 0) -> tuple[list[int], list[int] | None]:
+    def run(
+        owner: list[int], keep_owned: bool = False, price: int = 0, start: list[int] | None = None
+    ) -> tuple[list[int], list[int] | None]:
         work.runs -= 1
         step = dataclasses.replace(
-            prep, owner=owner, keep_owned=keep_owned, cross_price=price, min_cross_holder=work.proven
+            prep,
+            owner=owner,
+            keep_owned=keep_owned,
+            cross_price=price,
+            start=start,
+            min_cross_holder=work.proven,
         )
         found, keep, work.proven = _choose(step)
         return found, keep
@@ -402,6 +414,13 @@ def _settle_general(
         if (stable and min(stable)[:2] <= promised) or not afford():
             break
         explore(run(prep.owner, price=price)[0])
+    if prep.num_partitions <= FRESH_LIMIT and afford():
+        # The search keeps what is owned first, so the counts it reaches depend on the owners; from
+        # nothing owned it can reach more local counts.  If so, the same search from that holder,
+        # owners pricing the moves (at those counts the flow is exact), is one more candidate.
+        fresh = run([-1] * prep.num_partitions)[0]
+        if cross_count(prep, fresh) < (min(stable)[0] if stable else prep.num_partitions + 1) and afford():
+            explore(run(prep.owner, start=fresh)[0])
     if not stable:
         return first, False
     return min(stable)[3], True
@@ -422,12 +441,10 @@ def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | No
     moves = _moved(found, prep.owner)
     if not moves or prep.keep_owned:
         return found, None, proven
-    keep_prep = dataclasses.replace(prep, keep_owned=True, min_cross_holder=None)
+    keep_prep = dataclasses.replace(prep, keep_owned=True, min_cross_holder=None, start=None)
     if keep_first_floor(keep_prep) > cross_count(prep, found):
         return found, None, proven  # the keep-first run cannot be as local: not run
-    keep = _holders(
-        assign_general_proven(dataclasses.replace(prep, keep_owned=True, min_cross_holder=None))[0], n_parts
-    )
+    keep = _holders(assign_general_proven(keep_prep)[0], n_parts)
     if (cross_count(prep, keep), _moved(keep, prep.owner)) <= (cross_count(prep, found), moves):
         return keep, keep, proven
     return found, keep, proven

@@ -50,6 +50,9 @@ class Prepared:
     #: the general path's price of one cross-rack partition, in moves; 0: above any number of moves
     #: (the default objective).  A *priced* run trades locality for moves (settle_general's candidates).
     cross_price: int = 0
+    #: a complete balanced holder the general path starts from instead of keeping the owners and
+    #: dealing the rest (settle_general's *fresh-start* candidate); owners still price the moves
+    start: list[int] | None = None
 
     @property
     def num_partitions(self) -> int:
