@@ -56,32 +56,56 @@ receivers and partitions are chosen to stay rack-aligned.  This is a local
 search, not a proof: "never worse than Kafka" is measured against Kafka's own
 assignor (``tests/assignor/test_vs_kafka_java.py``, docs/assignors.md).
 
-Settling (:func:`settle`).  The follow-up round sees members owning this
-round's target minus the withheld partitions, and itself checks the case
-where everything it assigns is owned.  ``R`` does not shrink monotonically
-with ownership (a member owning more may drop to ``q`` and release an older
-partition), so a one-shot optimum could be improved in the follow-up round,
-which would then withhold again.  We therefore run both rounds here, taking
-their answer as the new target, until the target is a fixed point of both:
-the real follow-up then reproduces it and withholds nothing, and feeding the
-converged plan back changes nothing.  Each change either keeps the cross-rack
-count and re-places only withheld partitions, or lowers the cross-rack count
-(the target is the re-run's only zero-move solution), so this ends; in
-practice it costs one or two extra runs.  The simulations are capped at
+Settling, equal subscriptions (:func:`settle`).  The follow-up round sees
+members owning this round's target minus the withheld partitions, and itself
+checks the case where everything it assigns is owned.  ``R`` does not shrink
+monotonically with ownership (a member owning more may drop to ``q`` and
+release an older partition), so a one-shot optimum could be improved in the
+follow-up round, which would then withhold again.  We therefore run both
+rounds here, taking their answer as the new target, until the target is a
+fixed point of both: the real follow-up then reproduces it and withholds
+nothing, and feeding the converged plan back changes nothing.  Each change
+either keeps the cross-rack count and re-places only withheld partitions, or
+lowers the cross-rack count (the target is the re-run's only zero-move
+solution), so this ends.  The simulations are capped at
 :data:`MAX_FOLLOW_UPS`; a target still changing then is returned with
 ``Settlement.fixed_point`` False and :func:`assign` logs a warning naming the
 group (the plan stays valid; its real follow-up may move partitions again).
 Every partition must have a holder when settling ends: if not, the write-back
 is broken and :class:`~rackplan.assignor.flow.PostconditionError` says which.
-The termination argument is exact only where each run is an optimum (equal
-subscriptions); the general path is a search, whose follow-up run can end less
-local than the target it was handed, or alternate between two targets.
+Keep rule: when every partition is validly owned by a subscriber and that
+previous assignment is balanced, it is returned unless the settled target is
+strictly more local.
 
-Keep rule (:func:`settle`).  When every partition is validly owned by a
-subscriber and that previous assignment is balanced, it is returned unless the
-settled target is strictly more local: never more cross-rack partitions than
-keeping everything, and no move unless strictly fewer.  It withholds nothing,
-so it is a fixed point by itself.
+Settling, unequal subscriptions (:func:`settle_general`).  The general path is
+a search, so its follow-up run can end less local than the target it was
+handed, or alternate between two targets (issue 10); iterating it to a fixed
+point is not guaranteed to end.  Instead, candidates are *verified*:
+
+* one round's answer (:func:`_choose`) is the search's target, or the
+  *keep-first* run's (every partition with its valid owner stays, balancing's
+  forced moves aside) when that is lexicographically no worse in (cross-rack
+  partitions, moves).  With every partition owned and balanced, the keep-first
+  run is the previous assignment: issue 10's keep rule, now for partly owned
+  groups too;
+* a candidate target of this round is *stable* when its follow-up round,
+  computed by this very function on exactly what the members will then own,
+  keeps every partition it is handed, and the assignment it lands on stays when
+  fed back (a later round with nothing changed).  The real follow-up round runs
+  the same deterministic function on the same input, so a stable target
+  settles the group in two rounds: a theorem, not a measurement.  Simulations
+  nest (a simulated round checks its own follow-up) up to :data:`MAX_DEPTH`
+  and :data:`MAX_RUNS` runs; a check a limit cut is "not stable", never
+  assumed, since the real round, with more budget, might answer otherwise;
+* candidates: the first answer, each candidate's follow-up answer in turn (at
+  most :data:`MAX_FOLLOW_UPS`), the keep-first target and searches pricing a
+  cross-rack partition at :data:`CROSS_PRICES` moves when they land less
+  locally or with more moves than the first answer promised, and the search
+  started from what it finds with nothing owned (up to :data:`FRESH_LIMIT`
+  partitions).  The
+  stable one landing with the fewest cross-rack partitions, then the fewest
+  moves, is returned.  None stable: the first answer, ``fixed_point`` False,
+  and :func:`assign` logs its warning.
 """
 
 from __future__ import annotations
@@ -94,10 +118,19 @@ from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 from ..owned import contested_partitions, withhold_moving
 from .common import Prepared, prepare
 from .constrained import assign_constrained
-from .general import assign_general_proven
+from .general import assign_general_proven, keep_first_floor
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
+
+#: Nested follow-up simulations of :func:`settle_general` (a simulated round simulating its own follow-up).
+MAX_DEPTH = 3
+#: Prices of a cross-rack partition, in moves, of the priced searches :func:`settle_general` may add.
+CROSS_PRICES = (2, 3, 5, 8)
+#: Groups up to this many partitions also get :func:`settle_general`'s fresh-start candidate (two runs more).
+FRESH_LIMIT = 5_000
+#: Runs of the general path one :func:`settle_general` call may spend, its simulations included.
+MAX_RUNS = 48
 
 #: Claim marker of a contested partition in :func:`settle`: no member number equals it.
 CONTESTED = -2
@@ -124,9 +157,10 @@ class Settlement:
     """What :func:`settle` reached: the holder of each partition, and whether it is a fixed point.
 
     ``fixed_point`` is False only when :data:`MAX_FOLLOW_UPS` simulations
-    kept changing the target (never seen; the module docstring argues it
-    ends): the plan is still valid and balanced, but the real follow-up round
-    may move partitions again.  :func:`assign` logs a warning then.
+    kept changing the target (:func:`settle`; never seen), or when no candidate
+    was found stable (:func:`settle_general`, whose ``follow_ups`` counts the
+    runs it spent): the plan is still valid and balanced, but the real
+    follow-up round may move partitions again.  :func:`assign` logs a warning then.
     """
 
     holder: list[int]
@@ -231,6 +265,191 @@ def _settle_search(prep: Prepared, algorithm: Algorithm, contested: Collection[i
     return Settlement(holder, False, MAX_FOLLOW_UPS)
 
 
+def _moved(holder: list[int], claim: list[int]) -> int:
+    """Claimed partitions ``holder`` takes from their claimant: this round's moves (contested ones included)."""
+    return sum(1 for h, c in zip(holder, claim, strict=True) if c != -1 and h != c)
+
+
+@dataclasses.dataclass(slots=True)
+class _Work:
+    """What one :func:`settle_general` call may still spend, and whether a limit cut its search."""
+
+    runs: int
+    cut: bool = False
+    proven: list[int] | None = None  # the last search's holder, if its cross-rack count is proven minimal
+    #: a round's answer (and its keep-first target) by owners: a pure function of them
+    answers: dict[tuple[int, ...], tuple[list[int], list[int] | None]] = dataclasses.field(
+        default_factory=dict
+    )
+
+
+def settle_general(prep: Prepared, contested: Collection[int] = ()) -> Settlement:
+    """The unequal-subscription path's target, chosen by where the group *lands* (see the module docstring)."""
+    work = _Work(MAX_RUNS)
+    holder, fixed = _settle_general(prep, contested, work, 0)
+    return Settlement(holder, fixed, MAX_RUNS - work.runs)
+
+
+def _settle_general(
+    prep: Prepared, contested: Collection[int], work: _Work, depth: int
+) -> tuple[list[int], bool]:
+    """:func:`settle_general` at simulation depth ``depth``: the target, and whether it is proven stable.
+
+    A target that withholds nothing is final.  Otherwise its follow-up round is computed by this very
+    function on what the members will own (the real round runs it too, with more budget: when no
+    limit cut the simulation, both take the same path), and the target is *stable* when that answer
+    keeps every partition it was handed; the group then lands on the answer, with this round's moves.
+    """
+    claim = list(prep.claim_owner)
+    for gp in contested:
+        claim[gp] = CONTESTED
+
+    def follow(holder: list[int]) -> list[int]:
+        return [h if claim[gp] == -1 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
+
+    def run(
+        owner: list[int], keep_owned: bool = False, price: int = 0, start: list[int] | None = None
+    ) -> tuple[list[int], list[int] | None]:
+        work.runs -= 1
+        step = dataclasses.replace(
+            prep,
+            owner=owner,
+            keep_owned=keep_owned,
+            cross_price=price,
+            start=start,
+            min_cross_holder=work.proven,
+        )
+        found, keep, work.proven = _choose(step)
+        return found, keep
+
+    def afford() -> bool:
+        """Whether a run is still in budget; a refusal marks the search cut (see :func:`_settle_general`)."""
+        if work.runs > 0:
+            return True
+        work.cut = True
+        return False
+
+    def answer_to(owner: list[int]) -> tuple[list[int], list[int] | None]:
+        """:func:`_choose` on these owners (memoised: it depends on nothing else)."""
+        key = tuple(owner)
+        got = work.answers.get(key)
+        if got is None:
+            got = work.answers[key] = run(owner=owner)
+        return got
+
+    first, keep_first = answer_to(prep.owner)
+    if keep_first is None:
+        keep_first = kept(prep)  # every partition owned and balanced: the keep-first run is the owners
+    if follow(first) == first and answer_to(first)[0] == first:
+        return first, True  # withholds nothing, and fed back it stays
+    # (landed cross-rack, moves, -order, target, where it lands)
+    stable: list[tuple[int, int, int, list[int], list[int]]] = []
+    tried: list[list[int]] = []
+
+    def verdict(target: list[int]) -> tuple[list[int] | None, list[int] | None]:
+        """(where the group lands if stable, else None; the follow-up's answer, None if a limit cut it)."""
+        handed = follow(target)
+        landed = target
+        if handed != target:
+            if depth >= MAX_DEPTH:
+                work.cut = True
+                return None, None
+            if not afford():
+                return None, None
+            outer, work.cut = work.cut, False
+            nxt = dataclasses.replace(prep, owner=handed, claim_owner=handed, min_cross_holder=None)
+            landed, _ = _settle_general(nxt, (), work, depth + 1)
+            inner, work.cut = work.cut, outer or work.cut
+            if inner:
+                return None, None  # the real round, with more budget, may answer differently
+            if any(o >= 0 and landed[gp] != o for gp, o in enumerate(handed)):
+                return None, landed  # the follow-up round withholds again
+        # Fed back (a later round, nothing changed) it must stay.  That round is this function on owners
+        # and claims ``landed``: this very call when that is our input (it returns ``landed`` if chosen);
+        # else it returns ``landed`` at once when the round's answer is ``landed``; else computed.
+        if landed == prep.owner == claim:
+            return landed, landed
+        fed = answer_to(landed)[0]
+        if fed == landed:
+            return landed, landed
+        if depth >= MAX_DEPTH:
+            work.cut = True
+            return None, None
+        if not afford():
+            return None, None
+        outer, work.cut = work.cut, False
+        again, _ = _settle_general(
+            dataclasses.replace(prep, owner=landed, claim_owner=landed, min_cross_holder=None),
+            (),
+            work,
+            depth + 1,
+        )
+        inner, work.cut = work.cut, outer or work.cut
+        if inner:
+            return None, None
+        return (landed, landed) if again == landed else (None, again)
+
+    def explore(target: list[int] | None) -> None:
+        for _ in range(MAX_FOLLOW_UPS):
+            if target is None or target in tried:
+                return
+            tried.append(target)
+            landed, answer = verdict(target)
+            if landed is not None:
+                stable.append((cross_count(prep, landed), _moved(target, claim), -len(tried), target, landed))
+            # What the group would be handed next, tried as this round's target: after a stable target,
+            # its landing (it may give a withheld partition back to its claimant: one move fewer).
+            target = answer
+
+    explore(first)
+    promised = (cross_count(prep, first), _moved(first, claim))
+    if not stable or min(stable)[:2] > promised:
+        if keep_first is None and afford():
+            keep_first = run(prep.owner, keep_owned=True)[0]
+        explore(keep_first)
+    for price in CROSS_PRICES:
+        # Still landing less locally or with more moves than promised: the promise was a target the
+        # follow-up round cannot keep.  Searches that price a cross-rack partition at a few moves
+        # propose targets that trade less locality for fewer moves (Kafka's revocations do).
+        if (stable and min(stable)[:2] <= promised) or not afford():
+            break
+        explore(run(prep.owner, price=price)[0])
+    if prep.num_partitions <= FRESH_LIMIT and afford():
+        # The search keeps what is owned first, so the counts it reaches depend on the owners; from
+        # nothing owned it can reach more local counts.  If so, the same search from that holder,
+        # owners pricing the moves (at those counts the flow is exact), is one more candidate.
+        fresh = run([-1] * prep.num_partitions)[0]
+        if cross_count(prep, fresh) < (min(stable)[0] if stable else prep.num_partitions + 1) and afford():
+            explore(run(prep.owner, start=fresh)[0])
+    if not stable:
+        return first, False
+    return min(stable)[3], True
+
+
+def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | None]:
+    """One round of the general path: its target, the keep-first target if computed, and the search's proof.
+
+    The search (:func:`assign_general_proven`) may move owned partitions to end more local.  When it
+    moves any, the keep-first run (``Prepared.keep_owned``: balancing's forced moves only) is computed
+    too and returned instead when it is lexicographically no worse in (cross-rack partitions, moves):
+    so a round never moves a partition for nothing it could see.  With every partition owned and the
+    owners balanced, the keep-first run is the previous assignment itself (issue 10's keep rule).
+    """
+    n_parts = prep.num_partitions
+    per_member, proven = assign_general_proven(prep)
+    found = _holders(per_member, n_parts)
+    moves = _moved(found, prep.owner)
+    if not moves or prep.keep_owned:
+        return found, None, proven
+    keep_prep = dataclasses.replace(prep, keep_owned=True, min_cross_holder=None, start=None)
+    if keep_first_floor(keep_prep) > cross_count(prep, found):
+        return found, None, proven  # the keep-first run cannot be as local: not run
+    keep = _holders(assign_general_proven(keep_prep)[0], n_parts)
+    if (cross_count(prep, keep), _moved(keep, prep.owner)) <= (cross_count(prep, found), moves):
+        return keep, keep, proven
+    return found, keep, proven
+
+
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     """The cooperative-sticky plan of ``group``: this round's assignment and what is revoked."""
     if not group.members:
@@ -240,7 +459,7 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     contested = contested_partitions(cluster, group)
     index = {t: i for i, t in enumerate(prep.topics)}
     contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
-    settled = settle(prep, _unproven if equal else assign_general_proven, contested_gp)
+    settled = settle(prep, _unproven, contested_gp) if equal else settle_general(prep, contested_gp)
     if not settled.fixed_point:
         import logging  # only here: ``rackplan assign`` on a consumer group never imports it otherwise
 

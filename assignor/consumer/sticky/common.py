@@ -44,6 +44,15 @@ class Prepared:
     #: a holder (member per partition) whose cross-rack count is proven the fewest any balanced
     #: assignment with the same member counts can have (by an earlier run's flow; see settle)
     min_cross_holder: list[int] | None = None
+    #: *keep-first* run of the general path: a partition held by its valid owner never moves, except
+    #: where balancing cannot do without it (see ``rackplan.assignor.consumer.sticky.general``)
+    keep_owned: bool = False
+    #: the general path's price of one cross-rack partition, in moves; 0: above any number of moves
+    #: (the default objective).  A *priced* run trades locality for moves (settle_general's candidates).
+    cross_price: int = 0
+    #: a complete balanced holder the general path starts from instead of keeping the owners and
+    #: dealing the rest (settle_general's *fresh-start* candidate); owners still price the moves
+    start: list[int] | None = None
 
     @property
     def num_partitions(self) -> int:

@@ -29,6 +29,12 @@ member subscribed to its topic that holds at least two fewer.  Steps:
      sometimes ends more local than any assignment at our counts.  A local
      search over counts, exact at each count vector it visits, bounded in
      work for large groups.
+
+*Keep-first* runs (``Prepared.keep_owned``, used by
+:func:`rackplan.assignor.consumer.sticky.settle_general`): the same steps, but a
+partition still with its valid owner after balancing never moves (step 4's single
+moves skip it, the flow gives it no edge but back to its owner), so the only moves
+are the ones balancing could not avoid.
 """
 
 from __future__ import annotations
@@ -82,10 +88,11 @@ class _General(GeneralState):
         """Balance-neutral single moves of cross-rack partitions to rack-local subscribers."""
         moved = False
         cnt, holder, masks, crossk, cls = self.cnt, self.holder, self.masks, self.crossk, self.cls
+        pinned = self.owner if self.keep_owned else None
         for gp in range(self.n_parts):
             a = holder[gp]
             k = masks[gp]
-            if not crossk[cls[a]][k]:
+            if not crossk[cls[a]][k] or (pinned is not None and pinned[gp] == a):
                 continue
             t = self.ptopic[gp]
             c = cnt[a]
@@ -100,6 +107,21 @@ class _General(GeneralState):
                 self.move(gp, best)
                 moved = True
         return moved
+
+
+def keep_first_floor(prep: Prepared) -> int:
+    """Cross-rack partitions a keep-first run (``prep.keep_owned``) ends with at least.
+
+    Its first steps (fill, balance) are run: every partition then still with its owner is pinned for
+    the rest of the run, so the cross-rack ones among them stay.  Cheap next to the run's flows, and
+    exact as a bound, so :func:`rackplan.assignor.consumer.sticky._choose` skips a run that cannot win.
+    """
+    state = _General(prep)
+    state.fill()
+    state.reindex()
+    balance(state)
+    crossk, cls, masks, owner = state.crossk, state.cls, state.masks, state.owner
+    return sum(crossk[cls[h]][masks[gp]] for gp, h in enumerate(state.holder) if owner[gp] == h)
 
 
 def assign_general(prep: Prepared) -> list[list[int]]:

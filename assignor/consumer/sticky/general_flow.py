@@ -88,7 +88,7 @@ def place(
     n, n_topics, tm, mt = state.n, state.n_topics, state.tm, state.mt
     crossk = state.crossk
     n_cls = len(crossk)
-    big = state.n_parts + 1
+    big = state.prep.cross_price or state.n_parts + 1
     cnt = list(state.cnt)
     for a in losers:
         cnt[a] -= 1
@@ -99,14 +99,21 @@ def place(
     min_sub = [min(cnt[i] for i in tm[t]) if tm[t] else 0 for t in range(n_topics)]
     drops = {i for i in droppers if cnt[i] > 0 and i not in losers}
 
-    pools: dict[tuple[int, int, int], list[int]] = {}  # (owner or -1, topic, mask) -> partitions
+    # (owner or -1, topic, mask, pinned) -> partitions; pinned: with its owner in a keep-first run
+    pools: dict[tuple[int, int, int, bool], list[int]] = {}
+    keep = state.keep_owned
     current = 0
     for gp in range(state.n_parts):
         h, o, k = holder[gp], owner[gp], masks[gp]
-        pools.setdefault((o, ptopic[gp], k), []).append(gp)
+        pools.setdefault((o, ptopic[gp], k, keep and o == h), []).append(gp)
         current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
     plain = not losers and gainer < 0 and not drops
-    if plain and (not current or (current % big == 0 and holder == state.min_cross_holder)):
+    # A proof of minimal cross-rack count holds only for the plain objective over every partition.
+    provable = plain and not state.keep_owned and not state.prep.cross_price
+    if plain and not current:
+        state.min_cross_holder = list(holder) if provable else state.min_cross_holder
+        return False
+    if provable and current % big == 0 and holder == state.min_cross_holder:
         # Nothing to gain: nothing cross-rack and nothing moved, or nothing moved and the cross-rack
         # count proven the fewest at these counts (an earlier flow at this very holder).
         state.min_cross_holder = list(holder)
@@ -164,15 +171,15 @@ def place(
         for t, _g in hubs:
             hubs_of[t] += 1
         total = len(graph.edges)
-        for o, t, _k in pools:
-            total += hubs_of[t]
+        for o, t, _k, pinned in pools:
+            total += 0 if pinned else hubs_of[t]
             total += o >= 0 and 0 < cnt[o] <= min_sub[t] + 1
             total += o in spare_of and t in grows[o]
         if total > budget.edges:
             budget.edges = 0  # not even one more flow of this size fits: the search stops here
             return False
     pool_edges: list[tuple[list[int], list[int], list[tuple[int, int]]]] = []
-    for (o, t, k), lst in sorted(pools.items()):
+    for (o, t, k, pinned), lst in sorted(pools.items()):
         src = node(len(lst))
         stays = []
         if o >= 0 and cnt[o] > 0 and cnt[o] <= min_sub[t] + 1:
@@ -180,7 +187,7 @@ def place(
         if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
             stays.append(edge(src, spare_of[o], room, big * crossk[cls[o]][k]))
         outs = []
-        for g in range(n_cls):
+        for g in range(0 if pinned else n_cls):
             hub = hubs.get((t, g))
             if hub is not None:
                 outs.append((edge(src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)), hub))
@@ -192,14 +199,14 @@ def place(
     except InfeasibleFlow:
         return False
     if result.cost >= current:
-        if plain:  # proven: no balanced assignment at these counts has fewer cross-rack partitions
+        if provable:  # proven: no balanced assignment at these counts has fewer cross-rack partitions
             state.min_cross_holder = list(holder)
         return False
 
     flow = result.flow
     incoming: dict[int, list[int]] = {}
     new_holder = list(holder)
-    for (o, _t, _k), (lst, stays, outs) in zip(sorted(pools), pool_edges, strict=True):
+    for (o, _t, _k, _pinned), (lst, stays, outs) in zip(sorted(pools), pool_edges, strict=True):
         # Stay with the owner: those it already holds first.
         order = sorted(lst, key=lambda gp: (holder[gp] != o, gp))
         pos = sum(flow[e] for e in stays)

@@ -129,10 +129,13 @@ def _avoidable_cross(state: GeneralState) -> bool:
         state.owner,
     )
     local_classes = [sorted({cls[i] for i in tm[t]}) for t in range(state.n_topics)]
+    keep = state.keep_owned
     for gp, h in enumerate(state.holder):
         k = masks[gp]
         if 0 <= owner[gp] != h:
             return True
+        if keep and owner[gp] == h:
+            continue  # a keep-first run never moves it
         if crossk[cls[h]][k] and any(not crossk[g][k] for g in local_classes[ptopic[gp]]):
             return True
     return False

@@ -23,16 +23,18 @@ class GeneralState:
         self.masks = prep.part_mask
         self.ptopic = prep.part_topic
         self.owner = prep.owner
+        #: keep-first run: partitions with their owner stay (balancing's forced moves aside)
+        self.keep_owned = prep.keep_owned
         self.mt = prep.member_topics
         self.tm = prep.topic_members
         mask_set = sorted(set(self.masks))
         self.crossk = [{k: prep.cross(g, k) for k in mask_set} for g in range(len(prep.classes))]
         self.matches = [{k: prep.matches(g, k) for k in mask_set} for g in range(len(prep.classes))]
-        self.holder = list(self.owner)
+        self.holder = list(self.owner if prep.start is None else prep.start)
         #: a holder proven to have the fewest cross-rack partitions at its counts (see place)
         self.min_cross_holder: list[int] | None = prep.min_cross_holder
         self.cnt = [0] * self.n
-        for o in self.owner:
+        for o in self.holder:
             if o >= 0:
                 self.cnt[o] += 1
         # built by reindex()
