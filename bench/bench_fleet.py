@@ -93,6 +93,9 @@ def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()
     CPU is sampled per process (the JVM does not wait for its children's
     accounting to reach us): processes living under 0.2 s are missed.
     """
+    before: dict[int, float] = {}  # a standalone cluster's JVMs ran before this job: count only its share
+    for root in extra_roots:
+        before.update(tree_sample(root)[1])
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     peak = 0
@@ -124,7 +127,7 @@ def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()
     doc = json.loads(text[start_doc:]) if "{" in text else {}
     return {
         "wall_s": wall,
-        "cpu_s": sum(cpu.values()),
+        "cpu_s": sum(t - before.get(pid, 0.0) for pid, t in cpu.items()),
         "peak_rss_mb": peak / 2**20,
         "load": os.getloadavg()[0],
         "out": doc,
@@ -206,7 +209,8 @@ def main(argv: list[str]) -> int:
                         ) as cluster:
                             cmd = submit_command(
                                 cluster.url, code, envzip, script, spark_args(snaps, out),
-                                **{"spark.executor.memory": "1g", "spark.ui.enabled": "false"},
+                                **{"spark.executor.memory": "1g", "spark.ui.enabled": "false",
+                                   "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"},
                             )  # fmt: skip
                             res = measure(cmd, {**env, **cluster.env()}, extra_roots=cluster.pids())
                     results.setdefault((groups, name), []).append(res)
