@@ -132,7 +132,10 @@ def session_conf(s: SparkSettings, launches_driver: bool) -> dict[str, str]:
                 continue
             if s.class_archive:
                 use = "SharedArchiveFile" if Path(s.class_archive).is_file() else "ArchiveClassesAtExit"
-                ours = f"{ours} -XX:{use}={s.class_archive}".strip()
+                # The JVM logs its archive warnings (skipped classes, a stale archive) to stdout by
+                # default, which carries the summary JSON: to stderr instead.
+                log = "-Xlog:disable -Xlog:all=warning:stderr"
+                ours = f"{ours} -XX:{use}={s.class_archive} {log}".strip()
         joined = " ".join(v for v in (ours, s.conf.get(key, "").strip()) if v)
         if joined:
             out[key] = joined

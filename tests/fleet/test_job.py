@@ -396,13 +396,17 @@ def test_session_conf_puts_the_users_jvm_options_last(tmp_path: Path) -> None:
     )
     assert "spark.driver.extraJavaOptions" not in session_conf(SparkSettings(), launches_driver=False)
     archive = tmp_path / "spark.jsa"
+    log = "-Xlog:disable -Xlog:all=warning:stderr"  # JVM warnings off the summary's stdout
     plain = SparkSettings(jvm_options="", codegen=True, class_archive=str(archive))
-    assert session_conf(plain, launches_driver=True) == {
-        "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={archive}"  # the first run writes it
-    }
+    assert (
+        session_conf(plain, launches_driver=True)
+        == {
+            "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={archive} {log}"  # the first run writes it
+        }
+    )
     archive.write_bytes(b"CDS")
     assert session_conf(plain, launches_driver=True) == {
-        "spark.driver.extraJavaOptions": f"-XX:SharedArchiveFile={archive}"  # the next ones map it
+        "spark.driver.extraJavaOptions": f"-XX:SharedArchiveFile={archive} {log}"  # the next ones map it
     }
     assert session_conf(plain, launches_driver=False) == {}
 
