@@ -1,7 +1,7 @@
 """Benchmark the fleet job: plain Python vs local[1] vs local[2] vs a standalone cluster of 1 and 2 workers.
 
 Run:  .venv/bin/python bench/bench_fleet.py [--repeats 3] [--groups 100,1000,2000]
-      [--configs plain,local1,local2,standalone1,standalone2]
+      [--configs plain,local1,local2,standalone1,standalone2,local2+cds]
 
 Fleets: ``--groups`` consumer groups in total (synthetic, ``rackplan.fleet.synthetic``),
 spread over up to 20 clusters, baseline + 3 scenarios x 3 assignors = 12 units a group.
@@ -87,16 +87,49 @@ def tree_sample(root: int) -> tuple[int, dict[int, float]]:
     return total, cpu
 
 
+def _comm(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def thread_sample(pid: int) -> dict[tuple[int, str], float]:
+    """CPU seconds so far of each thread of a JVM, keyed by (thread id, name with digits as ``#``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: dict[tuple[int, str], float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            continue
+        name = "".join("#" if c.isdigit() else c for c in text[text.index("(") + 1 : text.rindex(")")])
+        fields = text.rsplit(")", 1)[1].split()
+        out[(int(tid), name)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()) -> dict[str, Any]:
     """Wall time, CPU seconds, peak resident memory of the process tree, and the JSON ``cmd`` prints.
 
     CPU is sampled per process (the JVM does not wait for its children's
     accounting to reach us): processes living under 0.2 s are missed.
     """
+    before: dict[int, float] = {}  # a standalone cluster's JVMs ran before this job: count only its share
+    for root in extra_roots:
+        before.update(tree_sample(root)[1])
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     peak = 0
     cpu: dict[int, float] = {}
+    kinds: dict[int, str] = {}
+    threads: dict[tuple[int, str], float] = {}
     done = threading.Event()
 
     def sample() -> None:
@@ -110,6 +143,14 @@ def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()
             peak = max(peak, rss)
             for pid, t in times.items():
                 cpu[pid] = max(cpu.get(pid, 0.0), t)
+                if pid not in kinds or kinds[pid] == "other":
+                    comm = _comm(f"/proc/{pid}/comm")
+                    kinds[pid] = (
+                        "jvm" if comm == "java" else "python" if comm.startswith("python") else "other"
+                    )
+                if kinds[pid] == "jvm":
+                    for key, tt in thread_sample(pid).items():
+                        threads[key] = max(threads.get(key, 0.0), tt)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -122,9 +163,18 @@ def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()
     text = out.strip()
     start_doc = text.find("\n{") + 1 if not text.startswith("{") else 0  # the summary: the last thing printed
     doc = json.loads(text[start_doc:]) if "{" in text else {}
+    by_kind: dict[str, float] = {}
+    for pid, t in cpu.items():
+        kind = "driver" if pid == proc.pid else kinds.get(pid, "other")
+        by_kind[kind] = by_kind.get(kind, 0.0) + t - before.get(pid, 0.0)
+    by_thread: dict[str, float] = {}
+    for (_, name), t in threads.items():
+        by_thread[name] = by_thread.get(name, 0.0) + t
     return {
         "wall_s": wall,
-        "cpu_s": sum(cpu.values()),
+        "cpu_s": sum(t - before.get(pid, 0.0) for pid, t in cpu.items()),
+        "cpu_by_kind": {k: round(v, 1) for k, v in sorted(by_kind.items())},
+        "jvm_threads": {k: round(v, 1) for k, v in sorted(by_thread.items(), key=lambda kv: -kv[1])[:6]},
         "peak_rss_mb": peak / 2**20,
         "load": os.getloadavg()[0],
         "out": doc,
@@ -132,6 +182,7 @@ def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()
 
 
 CONFIGS = ("plain", "local1", "local2", "standalone1", "standalone2")
+#: also accepted by --configs: local1+cds, local2+cds (with ``spark.class_archive``, written by an untimed run)
 
 
 def fleet_shape(groups: int) -> tuple[int, int]:
@@ -146,6 +197,9 @@ def main(argv: list[str]) -> int:
     )
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--groups", default="100,1000,2000", help="fleet sizes: consumer groups in total")
+    parser.add_argument(
+        "--threads", action="store_true", help="also print each run's busiest JVM threads (CPU seconds)"
+    )
     parser.add_argument("--configs", default=",".join(CONFIGS), help=f"some of {','.join(CONFIGS)}")
     args = parser.parse_args(argv)
     try:
@@ -196,9 +250,15 @@ def main(argv: list[str]) -> int:
                             "rackplan.fleet.job",
                             *spark_args(snaps, out),
                             "--master",
-                            f"local[{name[-1]}]",
+                            f"local[{name[5]}]",
                         ]
-                        res = measure(cmd, env)
+                        run_env = env
+                        if name.endswith("+cds"):  # spark.class_archive: one untimed run writes it first
+                            archive = Path(tmp, "classes.jsa")
+                            run_env = {**env, "RACKPLAN_SPARK__CLASS_ARCHIVE": str(archive)}
+                            if not archive.exists():
+                                measure(cmd, run_env)
+                        res = measure(cmd, run_env)
                     else:
                         assert envzip is not None
                         with Standalone(
@@ -206,7 +266,8 @@ def main(argv: list[str]) -> int:
                         ) as cluster:
                             cmd = submit_command(
                                 cluster.url, code, envzip, script, spark_args(snaps, out),
-                                **{"spark.executor.memory": "1g", "spark.ui.enabled": "false"},
+                                **{"spark.executor.memory": "1g", "spark.ui.enabled": "false",
+                                   "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"},
                             )  # fmt: skip
                             res = measure(cmd, {**env, **cluster.env()}, extra_roots=cluster.pids())
                     results.setdefault((groups, name), []).append(res)
@@ -214,13 +275,15 @@ def main(argv: list[str]) -> int:
                     print(
                         f"  {groups:,} groups, run {r + 1}: {name}: {res['wall_s']:.1f} s wall, "
                         f"{res['cpu_s']:.1f} s CPU, peak {res['peak_rss_mb']:.0f} MB, load {res['load']:.1f}; "
-                        f"units {res['out'].get('units')}, phases {timings}",
+                        f"units {res['out'].get('units')}, phases {timings}; CPU by process {res['cpu_by_kind']}"
+                        + (f", JVM threads {res['jvm_threads']}" if args.threads else ""),
                         flush=True,
                     )
     print(f"medians of {args.repeats} run(s); load average at the end {os.getloadavg()[0]:.1f}")
     print(
-        f"{'groups':>7}{'units':>8}  {'configuration':<14}{'wall s':>8}{'job s':>8}{'start s':>9}{'units s':>9}{'CPU s':>8}{'peak MB':>9}"
+        f"{'groups':>7}{'units':>8}  {'configuration':<14}{'wall s':>8}{'job s':>8}{'start s':>9}{'units s':>9}{'CPU s':>8}{'peak MB':>9}{'load':>6}"
     )
+    points: dict[str, list[tuple[int, float, float]]] = {}  # configuration -> (units, wall, CPU) medians
     for groups in sizes:
         walls: dict[str, float] = {}
         for name in configs:
@@ -235,8 +298,10 @@ def main(argv: list[str]) -> int:
             cpu = statistics.median(x["cpu_s"] for x in runs)
             peak = statistics.median(x["peak_rss_mb"] for x in runs)
             units_count = runs[0]["out"].get("units", 0)
+            load = statistics.median(x["load"] for x in runs)
+            points.setdefault(name, []).append((units_count, wall, cpu))
             print(
-                f"{groups:>7,}{units_count:>8,}  {name:<14}{wall:>8.1f}{job:>8.1f}{start:>9.1f}{unit_phase:>9.1f}{cpu:>8.1f}{peak:>9.0f}"
+                f"{groups:>7,}{units_count:>8,}  {name:<14}{wall:>8.1f}{job:>8.1f}{start:>9.1f}{unit_phase:>9.1f}{cpu:>8.1f}{peak:>9.0f}{load:>6.1f}"
             )
         pairs = [
             ("local1", "local2"),
@@ -246,7 +311,41 @@ def main(argv: list[str]) -> int:
         ]
         notes = [f"{b} vs {a}: {walls[a] / walls[b]:.2f}x" for a, b in pairs if a in walls and b in walls]
         print(f"{'':>17}speed-up (wall): " + "; ".join(notes))
+    for line in crossover_lines(points):
+        print(line)
     return 0
+
+
+def fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """Least-squares (fixed, per-unit) of ``y = fixed + per_unit * x``."""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
+    return my - slope * mx, slope
+
+
+def crossover_lines(points: dict[str, list[tuple[int, float, float]]]) -> list[str]:
+    """The model of each configuration over the fleet sizes (fixed seconds + ms per unit, wall and CPU),
+    and the unit count from which its wall time would beat plain Python's on the same machine."""
+    out = []
+    models = {
+        name: (
+            fit([u for u, _, _ in p], [w for _, w, _ in p]),
+            fit([u for u, _, _ in p], [c for _, _, c in p]),
+        )
+        for name, p in points.items()
+        if len({u for u, _, _ in p}) >= 2
+    }
+    for name, ((wa, wb), (ca, cb)) in models.items():
+        line = f"model {name}: wall {wa:.1f} s + {wb * 1000:.3f} ms/unit; CPU {ca:.1f} s + {cb * 1000:.3f} ms/unit"
+        if name != "plain" and "plain" in models:
+            pa, pb = models["plain"][0]
+            if wb < pb:
+                line += f"; wall beats plain from {(wa - pa) / (pb - wb):,.0f} units"
+            else:
+                line += "; wall never beats plain (per-unit wall not below plain's)"
+        out.append(line)
+    return out
 
 
 if __name__ == "__main__":

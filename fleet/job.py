@@ -94,6 +94,8 @@ def build_session(s: SparkSettings, use_settings_master: bool = True) -> Any:
         for key, value in resources.items():
             if value is not None:
                 b = b.config(key, str(value))
+    for key, value in sorted(session_conf(s, launches_driver=not submitted()).items()):
+        b = b.config(key, value)
     b = b.config("spark.ui.enabled", "true" if s.ui else "false")
     b = b.config("spark.ui.showConsoleProgress", "false")  # our own progress line instead
     b = b.config("spark.sql.execution.arrow.maxRecordsPerBatch", str(s.arrow_batch_rows))
@@ -101,12 +103,46 @@ def build_session(s: SparkSettings, use_settings_master: bool = True) -> Any:
     b = b.config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")  # not INT96: any reader
     b = b.config("spark.sql.shuffle.partitions", str(s.partitions or 8))  # the small tables' shuffles
     for key, value in sorted(s.conf.items()):
-        b = b.config(key, value)
+        if key not in _JVM_OPTIONS:  # merged into session_conf's
+            b = b.config(key, value)
     spark = b.getOrCreate()
     sc = context(spark)
     if sc is not None:
         sc.setLogLevel("WARN")
     return spark
+
+
+_JVM_OPTIONS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+
+
+def session_conf(s: SparkSettings, launches_driver: bool) -> dict[str, str]:
+    """The Spark properties that make a short job cheap (docs/performance.md, fleet, says what each saves).
+
+    ``jvm_options`` go before the user's own ``extraJavaOptions`` (the last
+    JVM flag wins, so theirs do); the driver's only when this process starts
+    the driver JVM (under ``spark-submit`` it is already running).
+    """
+    out: dict[str, str] = {}
+    for key in _JVM_OPTIONS:
+        ours = s.jvm_options.strip()
+        if key == _JVM_OPTIONS[0]:
+            if not launches_driver:
+                if key in s.conf:
+                    out[key] = s.conf[key]
+                continue
+            if s.class_archive:
+                use = "SharedArchiveFile" if Path(s.class_archive).is_file() else "ArchiveClassesAtExit"
+                # The JVM logs its archive warnings (skipped classes, a stale archive) to stdout by
+                # default, which carries the summary JSON: to stderr instead.
+                log = "-Xlog:disable -Xlog:all=warning:stderr"
+                ours = f"{ours} -XX:{use}={s.class_archive} {log}".strip()
+        joined = " ".join(v for v in (ours, s.conf.get(key, "").strip()) if v)
+        if joined:
+            out[key] = joined
+    if not s.codegen:
+        out["spark.sql.codegen.wholeStage"] = "false"
+        out["spark.sql.codegen.factoryMode"] = "NO_CODEGEN"  # interpreted projections: no Janino
+    return out
 
 
 def parallelism(spark: Any) -> int:
@@ -580,6 +616,9 @@ def run_fleet(
     acc = sc.accumulator(0) if sc is not None else None
     phase("units (rackplan assign on every unit)", expected, (lambda: int(acc.value)) if acc else None)
     frame = with_run_columns(unit_frame(docs, chosen, scenarios, options, parts, acc), run_id)
+    # One writer per (cluster, date): a file each, not one per unit partition and cluster (the files
+    # are written once and scanned four times by the tables; each costs far more than its rows).
+    frame = frame.repartition(*PARTITION_COLUMNS)
     frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(f"{staging}/locality")
     loc = read_back(spark, f"{staging}/locality")
     phase("tables (assignors, scenarios, clusters)")

@@ -40,6 +40,17 @@ class SparkSettings(_Section):
     arrow_batch_rows: int = Field(default=64, ge=1)
     #: the Spark web UI (off by default: a batch job needs no open port)
     ui: bool = False
+    #: options of the JVMs Spark starts (the driver when the job starts it, the executors): by default
+    #: the client compiler only (``TieredStopAtLevel=1``), since the job's JVM work is too short for the
+    #: server compiler (C2) to pay back its compile time (docs/performance.md, fleet); "" for the JVM's own
+    jvm_options: str = "-XX:TieredStopAtLevel=1"
+    #: a file for the driver JVM's classes (the JDK's application class-data sharing): written when the
+    #: first run ends, mapped by the next ones instead of loading the classes from Spark's jars again;
+    #: "" (the default): none.  Only where the job starts the driver JVM (local mode, not spark-submit)
+    class_archive: str = ""
+    #: Spark SQL's code generation (Janino-compiled Java per query stage); off by default: the JVM side
+    #: carries figures, a few hundred bytes a unit, so compiling costs more CPU than it saves
+    codegen: bool = False
     #: any other Spark property, passed through
     conf: dict[str, str] = Field(default_factory=dict)
 

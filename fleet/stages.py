@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,43 @@ def batch(rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> A
     return pa.RecordBatch.from_pylist(rows, schema=arrow_schema(columns))
 
 
+#: a folder: every task of a stage dumps a cProfile of its Python side there (``<stage>-<partition>-<pid>.prof``)
+PROFILE_ENV = "RACKPLAN_FLEET_PROFILE"
+
+
+def profiled(
+    stage: str, run: Callable[[Iterator[Any]], Iterator[Any]], batches: Iterator[Any]
+) -> Iterator[Any]:
+    """``run(batches)``, under cProfile when ``RACKPLAN_FLEET_PROFILE`` names a folder.
+
+    The profile covers the whole task as the Python worker sees it: reading
+    Arrow batches, the stage's own work and building the output batches
+    (the worker's writes of them to the JVM happen while the generator is
+    suspended, and count too: the profiler stays on between ``next`` calls).
+    """
+    folder = os.environ.get(PROFILE_ENV)
+    if not folder:
+        yield from run(batches)
+        return
+    import cProfile
+
+    try:
+        from pyspark import TaskContext  # type: ignore[import-not-found,unused-ignore]
+
+        ctx = TaskContext.get()
+        part = ctx.partitionId() if ctx is not None else -1
+    except ImportError:
+        part = -1
+    prof = cProfile.Profile()
+    prof.enable()
+    try:
+        yield from run(batches)
+    finally:
+        prof.disable()
+        os.makedirs(folder, exist_ok=True)
+        prof.dump_stats(os.path.join(folder, f"{stage}-{part}-{os.getpid()}.prof"))
+
+
 @functools.lru_cache(maxsize=4)
 def parsed(scenarios: str) -> list[Scenario]:
     """Scenarios from their JSON, parsed once per Python worker."""
@@ -60,6 +98,9 @@ class GroupsOf:
     keep: frozenset[int] | None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        return profiled("groups", self._run, batches)
+
+    def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
         seen: set[int] = set()  # identical lines of one archive: once
         for b in batches:
             rows: list[dict[str, Any]] = []
@@ -91,6 +132,9 @@ class EvaluateGroups:
     counter: Any = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        return profiled("units", self._run, batches)
+
+    def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
         scenarios = parsed(self.scenarios)
         for b in batches:
             rows: list[dict[str, Any]] = []

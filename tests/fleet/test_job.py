@@ -262,6 +262,20 @@ def test_outputs_are_partitioned_typed_and_of_one_run(fleet_run: dict[str, Any])
     loc = table(fleet_run, "locality")
     ok = loc[loc["kind"] != "snapshot"]
     assert set(ok["snapshot_date"]) == {"2026-11-21"} and set(ok["taken_at"]) == {"2026-11-21T22:00:00Z"}
+    # One writer per (cluster, date): one file each, whatever the unit stage's partitions (4 here).
+    folders = sorted(p.parent for p in (out / "locality").rglob("*.parquet"))
+    assert len(folders) == len(set(folders)) >= 2
+
+
+@pytest.mark.spark
+def test_the_jvm_runs_with_the_cheap_defaults(spark: Any) -> None:
+    """The session the job builds: the driver JVM (local mode: the executor too) with the client
+    compiler only, and Spark SQL's code generation off."""
+    jvm = spark.sparkContext._jvm
+    args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-XX:TieredStopAtLevel=1" in args
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == "false"
+    assert spark.conf.get("spark.sql.codegen.factoryMode") == "NO_CODEGEN"
 
 
 @pytest.mark.spark
@@ -357,6 +371,44 @@ def test_settings_file_environment_and_flags(tmp_path: Path, monkeypatch: pytest
         FleetSettings.load(f)
     with pytest.raises(ValueError):
         FleetOptions(consumer_assignors=("roundrobin",))
+
+
+def test_session_conf_puts_the_users_jvm_options_last(tmp_path: Path) -> None:
+    from rackplan.fleet.job import session_conf
+
+    conf = session_conf(SparkSettings(), launches_driver=True)
+    assert conf == {
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+    }
+    mine = SparkSettings(
+        conf={"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4 -Dx=1"}, codegen=True
+    )
+    assert session_conf(mine, launches_driver=True) == {
+        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:TieredStopAtLevel=4 -Dx=1",
+        "spark.executor.extraJavaOptions": "-XX:TieredStopAtLevel=1",
+    }
+    # Under spark-submit the driver JVM runs already: its options stay the user's.
+    assert session_conf(mine, launches_driver=False)["spark.driver.extraJavaOptions"] == (
+        "-XX:TieredStopAtLevel=4 -Dx=1"
+    )
+    assert "spark.driver.extraJavaOptions" not in session_conf(SparkSettings(), launches_driver=False)
+    archive = tmp_path / "spark.jsa"
+    log = "-Xlog:disable -Xlog:all=warning:stderr"  # JVM warnings off the summary's stdout
+    plain = SparkSettings(jvm_options="", codegen=True, class_archive=str(archive))
+    assert (
+        session_conf(plain, launches_driver=True)
+        == {
+            "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={archive} {log}"  # the first run writes it
+        }
+    )
+    archive.write_bytes(b"CDS")
+    assert session_conf(plain, launches_driver=True) == {
+        "spark.driver.extraJavaOptions": f"-XX:SharedArchiveFile={archive} {log}"  # the next ones map it
+    }
+    assert session_conf(plain, launches_driver=False) == {}
 
 
 def test_fleet_command_reports_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
