@@ -140,7 +140,8 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
 ) -> None:
     """``classic``: cooperative rebalancing (RackplanAssignor withholds moving partitions for a round);
     ``eager``: Kafka revokes everything first, the plan is applied in one round."""
-    topic = real.create_topic("jf-orders", 12, 2)
+    # Brokers 1..6 are in racks az-a, az-b, az-c, az-a, az-b, az-c: every partition has a local member.
+    topic = create(real, "jf-orders", [[1 + p % 3, 1 + (p + 1) % 3] for p in range(12)])
     group = real.name("jf-classic")
     agent = run_agent(real.agent_settings([]))
     agent.wait_for(lambda r: r.ok, timeout=60)  # the agent made its topics
@@ -169,6 +170,26 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
             tails = {m.lines[0]["member"]: m.lines[-3:] for m in members if m.lines}
             live = live_assignment(real.bootstrap, group)
             raise AssertionError(f"plan {plan.generation} {want} not adopted: live {live}; {tails}") from None
+
+        # A reassignment that changes a partition's rack set (partition 0 from az-a + az-b to az-c only):
+        # a new plan, which the group adopts the same way.
+        assert real.kafka is not None, "the launcher's cluster (reassignments are ours to make)"
+        real.kafka.reassign({(topic, 0): [3, 6]})
+        c_member = next(n for n, rack in names.items() if rack == "az-c")
+        report = agent.wait_for(
+            lambda r: any(
+                p.key == key
+                and p.generation > plan.generation
+                and [topic, 0] in p.document["consumer_group"]["assignment"].get(c_member, [])
+                for p in r.published
+            ),
+            timeout=60,
+        )
+        replanned = next(p for p in report.published if p.key == key)
+        want2 = plan_assignment(replanned.document)
+        took_after_reassignment = wait_until(
+            lambda: live_assignment(real.bootstrap, group) == want2, PLAN_BOUND_S, "new plan adopted"
+        )
 
         # A counted stream through a kill -9: the rest of the group takes over (fallback: plan members gone).
         def feed() -> None:  # 2,000 more over about 4 s, so that messages are in flight across the kill
@@ -215,8 +236,8 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
         e2e_report(
             target="kafka",
             protocol=f"classic-{'eager' if protocol == 'eager' else 'cooperative'}",
-            plan_generation=plan.generation,
-            adopted_s=round(took, 1),
+            plan_generations=f"{plan.generation},{replanned.generation}",
+            adopted_s=f"{took:.1f},{took_after_reassignment:.1f}",
             messages=3000,
             lost=lost,
             owned_twice=len(twice),

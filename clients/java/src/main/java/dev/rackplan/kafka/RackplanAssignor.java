@@ -61,6 +61,16 @@ public class RackplanAssignor implements ConsumerPartitionAssignor, Configurable
 
   private final AtomicLong pendingGeneration = new AtomicLong();
   private final AtomicLong handledGeneration = new AtomicLong();
+  /**
+   * A plan this leader refused only because its own metadata showed other replica racks than the
+   * plan's (after a reassignment the consumer's metadata can lag the agent's by up to
+   * metadata.max.age.ms): tried again, with a rebalance, after 2, 4, 8, 16 and 32 s, since the stamp
+   * of the considered generation stops the members from asking for it again. 0: none.
+   */
+  private final AtomicLong staleGeneration = new AtomicLong();
+  private volatile long staleRetryAtMs;
+  private volatile int staleRetries;
+  static final int MAX_STALE_RETRIES = 5;
   final Stats stats = new Stats();
 
   /** JMX view of what the assignor did (the metric of fallbacks). */
@@ -181,6 +191,21 @@ public class RackplanAssignor implements ConsumerPartitionAssignor, Configurable
     handledGeneration.accumulateAndGet(generation, Math::max);
   }
 
+  /**
+   * True (once per step) when a plan refused for a cluster fingerprint that differed only in this
+   * leader's metadata is due to be tried again: the caller rebalances ({@link RackplanConsumer#poll}).
+   */
+  public boolean staleRetryDue(long nowMs) {
+    if (staleGeneration.get() == 0 || nowMs < staleRetryAtMs) return false;
+    if (staleRetries >= MAX_STALE_RETRIES) {
+      staleGeneration.set(0);
+      return false;
+    }
+    staleRetries++;
+    staleRetryAtMs = nowMs + (1000L << (staleRetries + 1));
+    return true;
+  }
+
   @Override
   public List<RebalanceProtocol> supportedProtocols() {
     return List.of(cooperative ? RebalanceProtocol.COOPERATIVE : RebalanceProtocol.EAGER);
@@ -262,6 +287,12 @@ public class RackplanAssignor implements ConsumerPartitionAssignor, Configurable
       }
     }
     boolean usedPlan = result != null;
+    if (usedPlan || plan == null) {
+      staleGeneration.set(0);
+    } else if (fingerprintOnly(plan, reason) && staleGeneration.getAndSet(plan.generation) != plan.generation) {
+      staleRetries = 0;
+      staleRetryAtMs = System.currentTimeMillis() + 2000L;
+    }
     if (!usedPlan) {
       result = new TreeMap<>();
       for (Map.Entry<String, Assignment> e : delegate.assign(metadata, new GroupSubscription(inner)).groupAssignment().entrySet())
@@ -290,6 +321,11 @@ public class RackplanAssignor implements ConsumerPartitionAssignor, Configurable
     }
     for (String m : subs.keySet()) out.putIfAbsent(m, new Assignment(List.of(), assignmentUserData(considered)));
     return new GroupAssignment(out);
+  }
+
+  /** The plan fits the live group but for its cluster fingerprint (Plans.mismatch's last check). */
+  static boolean fingerprintOnly(ConsumerPlan plan, String reason) {
+    return reason != null && reason.startsWith("plan generation " + plan.generation + " was computed for other replica racks");
   }
 
   static ByteBuffer assignmentUserData(long consideredGeneration) {

@@ -105,11 +105,19 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
     return m;
   }
 
+  /**
+   * The application's config, tagged with this consumer's handle; {@code metadata.max.age.ms} 5 s
+   * unless set: the leader checks a plan's cluster fingerprint against its own metadata, which after
+   * a reassignment is otherwise up to Kafka's 5 minutes old.
+   */
   private static Map<String, Object> tagged(Map<String, Object> configs) {
     Map<String, Object> m = new HashMap<>(configs);
     m.put(RackplanConfig.HANDLE, UUID.randomUUID().toString());
+    m.putIfAbsent(ConsumerConfig.METADATA_MAX_AGE_CONFIG, METADATA_MAX_AGE_MS);
     return m;
   }
+
+  static final String METADATA_MAX_AGE_MS = "5000";
 
   /** The consumer's RackplanAssignor (null when the strategy does not list it, e.g. KIP-848 groups). */
   public RackplanAssignor assignor() {
@@ -202,6 +210,8 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
       if (g > 0) {
         a.markHandled(g);
         enforceRebalance("rackplan plan generation " + g);
+      } else if (a.staleRetryDue(System.currentTimeMillis())) {
+        enforceRebalance("rackplan: the plan again, with fresher metadata");
       }
     } else if (registration != null && (topics != null || pattern != null || re2j != null)) {
       long now = System.currentTimeMillis();

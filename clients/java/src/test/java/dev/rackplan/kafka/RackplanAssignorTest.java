@@ -3,6 +3,7 @@ package dev.rackplan.kafka;
 import static dev.rackplan.kafka.Fixtures.tp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.ByteBuffer;
@@ -116,6 +117,31 @@ class RackplanAssignorTest {
     assertEquals(3, leader.stats().getFallbackAssignments());
     assertEquals(0, leader.stats().getPlanAssignments());
     assertNoDoubleOwnership(stale);
+  }
+
+  @Test
+  void aPlanRefusedOnlyForTheLeadersOwnMetadataIsTriedAgainWithBackoffThenGivenUp() {
+    PlanStore store = new PlanStore();
+    RackplanAssignor leader = RackplanAssignor.forTest("g", "a", "cooperative-sticky", true, store);
+    long now = System.currentTimeMillis();
+    assertFalse(leader.staleRetryDue(now + 100_000), "nothing refused yet");
+    store.apply("consumer/g", Fixtures.plan("g", 2, "f".repeat(64), TARGET));
+    run(leader, group(Map.of(), "a", "b", "c"));
+    assertFalse(leader.staleRetryDue(now), "not at once");
+    long t = now + 2_500;
+    int retries = 0;
+    for (int i = 0; i < 200; i++, t += 1_000) if (leader.staleRetryDue(t)) retries++;
+    assertEquals(RackplanAssignor.MAX_STALE_RETRIES, retries, "bounded");
+
+    store.apply("consumer/g", Fixtures.plan("g", 3, "f".repeat(64), TARGET));
+    run(leader, group(Map.of(), "a", "b", "c"));
+    store.apply("consumer/g", Fixtures.plan("g", 4, liveFingerprint(), TARGET));
+    run(leader, group(Map.of(), "a", "b", "c"));
+    assertFalse(leader.staleRetryDue(t + 100_000), "a plan applied: no retry left");
+
+    store.apply("consumer/g", Fixtures.plan("g", 5, liveFingerprint(), TARGET));
+    run(leader, group(Map.of(), "a", "b", "c", "d"));
+    assertFalse(leader.staleRetryDue(t + 200_000), "members differ: no retry, a rebalance will come");
   }
 
   @Test
