@@ -37,6 +37,7 @@ from rackplan.agent.kafka_io import (
     transactional_id,
 )
 from rackplan.agent.loop import AgentError
+from rackplan.agent.ports import PlanPublisher
 from rackplan.agent.protocol.plans import decode_record
 
 from .conftest import RunningAgent, Target, range_group
@@ -166,14 +167,7 @@ def test_a_paused_leader_resumed_after_a_takeover_lands_nothing_and_steps_down(
         paused_at = time.monotonic()
         # While A is paused: a reassignment across racks that B, once leading, plans for.
         launched.reassign({(pay, 0): [2], (pay, 3): [1]})
-        deadline = time.monotonic() + 120
-        while not (
-            b_plans := [
-                r for r in _plans(real, plan_topic) if writer(r) == "agent-b" and r.key == key.encode()
-            ]
-        ):
-            assert time.monotonic() < deadline, b.log_path.read_text()[-3000:]
-            time.sleep(0.5)
+        b_plans = plans_written_by(real, plan_topic, key, b)
         takeover_s = time.monotonic() - paused_at
         before_resume = len(_plans(real, plan_topic))
         os.kill(agent_pid, signal.SIGCONT)
@@ -185,16 +179,7 @@ def test_a_paused_leader_resumed_after_a_takeover_lands_nothing_and_steps_down(
         step_down_s = time.monotonic() - resumed_at
         time.sleep(3 * 0.5 + 2)  # a few of A's cycles after resuming
         assert a.proc.poll() is None and supervised_child(a.proc.pid) == agent_pid, "never crashes: stands by"
-        records = _plans(real, plan_topic)
-        takeover_offset = min(r.offset for r in b_plans)
-        late = [r for r in records if writer(r) == "agent-a" and r.offset > takeover_offset]
-        assert late == [], [(r.offset, r.key) for r in late]
-        generations = [
-            rec.generation
-            for r in records
-            if r.key == key.encode() and (rec := decode_record(r.key, r.value)) is not None
-        ]
-        assert generations == sorted(generations) and len(set(generations)) == len(generations), generations
+        records, generations = nothing_late(real, plan_topic, key, b_plans, "agent-a")
         fenced = [e for e in a.events() if e.get("event", "").startswith("plan producer fenced")]
         e2e_report(
             target="kafka",
@@ -205,7 +190,7 @@ def test_a_paused_leader_resumed_after_a_takeover_lands_nothing_and_steps_down(
             producer_fenced_events=len(fenced),
             plan_records=len(records),
             records_at_resume=before_resume,
-            late_records_of_deposed_agent=len(late),
+            late_records_of_deposed_agent=0,
             generations=generations,
         )
     finally:
@@ -214,6 +199,56 @@ def test_a_paused_leader_resumed_after_a_takeover_lands_nothing_and_steps_down(
                 os.kill(agent_pid, signal.SIGCONT)
         a.stop()
         b.stop()
+
+
+def stall_plan_publishes(
+    publisher: PlanPublisher, plan_topic: str
+) -> tuple[threading.Event, threading.Event]:
+    """``publisher`` stalls before sending to ``plan_topic`` (the window a pause leaves: planned, confirmed,
+    not yet sent) until ``release`` is set; ``stalled`` is set when it does."""
+    stalled, release = threading.Event(), threading.Event()
+    real_publish = publisher.publish_each
+
+    def stalling_publish(
+        topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
+    ) -> Sequence[Exception | None]:
+        if topic == plan_topic and not release.is_set():
+            stalled.set()
+            release.wait(120)
+        return real_publish(topic, records, timeout_s)
+
+    publisher.publish_each = stalling_publish  # type: ignore[method-assign]
+    return stalled, release
+
+
+def plans_written_by(
+    real: Target, topic: str, key: str, agent: AgentProcess, timeout: float = 120
+) -> list[RawRecord]:
+    """The committed plan records of ``key`` that ``agent`` wrote, once there is one (the agent must live)."""
+    deadline = time.monotonic() + timeout
+    while not (mine := [r for r in _plans(real, topic) if writer(r) == agent.name and r.key == key.encode()]):
+        assert time.monotonic() < deadline, agent.log_path.read_text()[-3000:]
+        assert agent.proc is not None and agent.proc.poll() is None, agent.log_path.read_text()[-3000:]
+        time.sleep(0.5)
+    return mine
+
+
+def nothing_late(
+    real: Target, topic: str, key: str, successor: list[RawRecord], deposed: str
+) -> tuple[list[RawRecord], list[int]]:
+    """The committed plan records and ``key``'s generations, asserting that ``deposed`` wrote nothing after the
+    successor's first record and that generations only go up."""
+    records = _plans(real, topic)
+    takeover_offset = min(r.offset for r in successor)
+    late = [r for r in records if writer(r) == deposed and r.offset > takeover_offset]
+    assert late == [], [(r.offset, r.key) for r in late]
+    generations = [
+        rec.generation
+        for r in records
+        if r.key == key.encode() and (rec := decode_record(r.key, r.value)) is not None
+    ]
+    assert generations == sorted(generations) and len(set(generations)) == len(generations), generations
+    return records, generations
 
 
 def supervised_child(pid: int) -> int:
@@ -252,20 +287,9 @@ def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_succ
     a = run_agent(a_settings)
     a.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
     agent = a.agent
-    stalled, release = threading.Event(), threading.Event()
     publisher = agent.publisher
     assert publisher is not None
-    real_publish = publisher.publish_each
-
-    def stalling_publish(
-        topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
-    ) -> Sequence[Exception | None]:
-        if topic == a_settings.plan_topic and not release.is_set():
-            stalled.set()
-            release.wait(120)  # lease confirmed a moment ago; the process stalls here
-        return real_publish(topic, records, timeout_s)
-
-    publisher.publish_each = stalling_publish  # type: ignore[method-assign]
+    stalled, release = stall_plan_publishes(publisher, a_settings.plan_topic)
     b_doc = a_settings.model_dump(mode="json")
     b_doc["ha"].pop("agent_id", None)
     b = AgentProcess(b_doc, tmp_path, "agent-b")
@@ -275,17 +299,7 @@ def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_succ
         launched.reassign({(pay, 0): [2], (pay, 3): [1]})
         assert stalled.wait(60), "A never planned for the reassignment"
         stalled_at = time.monotonic()
-        deadline = time.monotonic() + 120
-        while not (
-            b_plans := [
-                r
-                for r in _plans(real, a_settings.plan_topic)
-                if writer(r) == "agent-b" and r.key == key.encode()
-            ]
-        ):
-            assert time.monotonic() < deadline, b.log_path.read_text()[-3000:]
-            assert b.proc is not None and b.proc.poll() is None, b.log_path.read_text()[-3000:]
-            time.sleep(0.5)
+        b_plans = plans_written_by(real, a_settings.plan_topic, key, b)
         takeover_s = time.monotonic() - stalled_at
         release.set()
         deadline = time.monotonic() + 60
@@ -295,24 +309,15 @@ def test_a_leader_stalled_between_confirmation_and_publish_is_fenced_by_its_succ
             time.sleep(0.2)
         time.sleep(2)
         assert a.thread.is_alive() and a.error is None and not agent.leader, "A stands by, never crashes"
-        records = _plans(real, a_settings.plan_topic)
+        records, generations = nothing_late(real, a_settings.plan_topic, key, b_plans, "agent-a")
         everything = read_plan_topic(real.bootstrap, a_settings.plan_topic, "read_uncommitted")
-        takeover_offset = min(r.offset for r in b_plans)
-        late = [r for r in records if writer(r) == "agent-a" and r.offset > takeover_offset]
-        assert late == [], [(r.offset, r.key) for r in late]
-        generations = [
-            rec.generation
-            for r in records
-            if r.key == key.encode() and (rec := decode_record(r.key, r.value)) is not None
-        ]
-        assert generations == sorted(generations) and len(set(generations)) == len(generations), generations
         e2e_report(
             target="kafka",
             takeover_after_stall_s=round(takeover_s, 2),
             publisher_fenced=agent.metrics.get("rackplan_publisher_fenced_total"),
             plan_records_committed=len(records),
             plan_records_in_log=len(everything),
-            late_records_of_deposed_agent=len(late),
+            late_records_of_deposed_agent=0,
             generations=generations,
         )
     finally:
@@ -343,18 +348,7 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
     a.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
     publisher = a.agent.publisher
     assert publisher is not None
-    stalled, release = threading.Event(), threading.Event()
-    real_publish = publisher.publish_each
-
-    def stalling_publish(
-        topic: str, records: list[tuple[str, bytes | None]], timeout_s: float
-    ) -> Sequence[Exception | None]:
-        if topic == a_settings.plan_topic and not release.is_set():
-            stalled.set()
-            release.wait(120)
-        return real_publish(topic, records, timeout_s)
-
-    publisher.publish_each = stalling_publish  # type: ignore[method-assign]
+    stalled, release = stall_plan_publishes(publisher, a_settings.plan_topic)
     b_doc = a_settings.model_dump(mode="json")
     b_doc["ha"].pop("agent_id", None)
     b = AgentProcess(b_doc, tmp_path, "agent-b")
@@ -363,17 +357,7 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
         assert stalled.wait(60), "A never planned for the reassignment"
         stalled_at = time.monotonic()
         b.start()  # A's last heartbeat is fresh: B waits two of its intervals for a newer one, then starts
-        deadline = time.monotonic() + 120
-        while not (
-            b_plans := [
-                r
-                for r in _plans(real, a_settings.plan_topic)
-                if writer(r) == "agent-b" and r.key == key.encode()
-            ]
-        ):
-            assert time.monotonic() < deadline, b.log_path.read_text()[-3000:]
-            assert b.proc is not None and b.proc.poll() is None, b.log_path.read_text()[-3000:]
-            time.sleep(0.5)
+        b_plans = plans_written_by(real, a_settings.plan_topic, key, b)
         replaced_s = time.monotonic() - stalled_at
         release.set()
         a.thread.join(60)
@@ -382,17 +366,8 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
         assert "publishes now" in str(a.error) and "exits" in str(a.error), str(a.error)
         assert a.agent.metrics.get("rackplan_publisher_fenced_total") == 1
         assert b.proc is not None and b.proc.poll() is None, "B keeps publishing"
-        records = _plans(real, a_settings.plan_topic)
+        records, generations = nothing_late(real, a_settings.plan_topic, key, b_plans, "agent-a")
         everything = read_plan_topic(real.bootstrap, a_settings.plan_topic, "read_uncommitted")
-        takeover_offset = min(r.offset for r in b_plans)
-        late = [r for r in records if writer(r) == "agent-a" and r.offset > takeover_offset]
-        assert late == [], [(r.offset, r.key) for r in late]
-        generations = [
-            rec.generation
-            for r in records
-            if r.key == key.encode() and (rec := decode_record(r.key, r.value)) is not None
-        ]
-        assert generations == sorted(generations) and len(set(generations)) == len(generations), generations
         e2e_report(
             target="kafka",
             replacement_published_after_s=round(replaced_s, 2),
@@ -400,7 +375,7 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
             a_error=str(a.error)[:80],
             plan_records_committed=len(records),
             plan_records_in_log=len(everything),
-            late_records_of_fenced_agent=len(late),
+            late_records_of_fenced_agent=0,
             generations=generations,
         )
     finally:

@@ -12,7 +12,6 @@ logged with its time), the fallback's reason, and the times of each step.
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from .test_kafka_java_followers import (
     Assignment,
     consumed,
     dump,
+    feed,
     intervals,
     live_assignment,
     overlaps,
@@ -101,13 +101,7 @@ def test_java_group_loses_nothing_when_the_agent_and_then_a_member_are_killed(
             lambda: live_assignment(real.bootstrap, group) == want, PLAN_BOUND_S, "adopted"
         )
 
-        def feed() -> None:  # 2,000 more over about 4 s: in flight across both kills
-            for i in range(1000, 3000, 250):
-                produce(real.bootstrap, topic, range(i, i + 250))
-                time.sleep(0.5)
-
-        feeder = threading.Thread(target=feed)
-        feeder.start()
+        feeder = feed(real.bootstrap, topic, range(1000, 3000))  # in flight across both kills
         time.sleep(0.5)
         agent.kill()  # SIGKILL: no released heartbeat, no goodbye
         agent_killed = time.monotonic()

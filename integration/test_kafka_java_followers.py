@@ -30,7 +30,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from integration.kafka.apps import JavaApp, plan_member, streams_instance
-from integration.kafka.cluster import CLIENTS_JAR
+from integration.kafka.cluster import CLIENTS_JAR, KafkaCluster
 from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.protocol.plans import PlanRecord, encode_value
 
@@ -63,6 +63,17 @@ def live_assignment(bootstrap: str, group: str) -> Assignment:
 
 def plan_assignment(doc: Mapping[str, Any]) -> Assignment:
     return {m: sorted((t, p) for t, p in parts) for m, parts in doc["consumer_group"]["assignment"].items()}
+
+
+def brokers_logged_plan(kafka: KafkaCluster, key: str, generation: int, timeout: float = 15) -> None:
+    """The brokers' RackplanServerAssignor says the plan (not its fallback) assigned ``key``'s group (the
+    members already hold it: the wait is for the broker's log file under load)."""
+    line = f"assigned by plan {key}@{generation}"
+    wait_until(
+        lambda: any(line in n.log.read_text(errors="replace") for n in kafka.brokers if n.log.exists()),
+        timeout,
+        f"the brokers' log says {line!r}",
+    )
 
 
 def wait_until(pred: Callable[[], bool], timeout: float, what: str) -> float:
@@ -125,6 +136,22 @@ def dump(members: Iterable[JavaApp], where: Path) -> None:
         lines = [{k: v for k, v in x.items() if k != "values"} for x in list(m.lines)]
         if lines:
             (where / f"{lines[0]['member']}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def feed(
+    bootstrap: str, topic: str, values: range, batch: int = 250, pause_s: float = 0.5
+) -> threading.Thread:
+    """``values`` produced in the background, ``batch`` at a time every ``pause_s`` (2,000 take about 4 s):
+    a stream still in flight while a test kills something. Join the thread to wait for the last batch."""
+
+    def run() -> None:
+        for i in range(values.start, values.stop, batch):
+            produce(bootstrap, topic, range(i, min(i + batch, values.stop)))
+            time.sleep(pause_s)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
 
 
 def produce(bootstrap: str, topic: str, values: range) -> None:
@@ -192,13 +219,7 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
         )
 
         # A counted stream through a kill -9: the rest of the group takes over (fallback: plan members gone).
-        def feed() -> None:  # 2,000 more over about 4 s, so that messages are in flight across the kill
-            for i in range(1000, 3000, 250):
-                produce(real.bootstrap, topic, range(i, i + 250))
-                time.sleep(0.5)
-
-        feeder = threading.Thread(target=feed)
-        feeder.start()
+        feeder = feed(real.bootstrap, topic, range(1000, 3000))  # in flight across the kill
         time.sleep(1.0)
         victim = members[2]
         victim_name = list(names)[2]
@@ -291,14 +312,7 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
         )
         kafka = real.kafka
         if kafka is not None and before != want:
-            line = f"assigned by plan {key}@{plan.generation}"
-            wait_until(
-                lambda: any(
-                    line in n.log.read_text(errors="replace") for n in kafka.brokers if n.log.exists()
-                ),
-                5,
-                f"the brokers' log says {line!r}",
-            )
+            brokers_logged_plan(kafka, key, plan.generation)
         return took
 
     try:

@@ -25,6 +25,7 @@ from .test_kafka_java_followers import (
     RACKS,
     Assignment,
     RunAgent,
+    brokers_logged_plan,
     dump,
     intervals,
     live_assignment,
@@ -94,14 +95,7 @@ def test_kip848_regex_members_get_each_new_plan(
         )
         kafka = real.kafka
         if kafka is not None and before != want:  # else nothing tells the fallback and the plan apart
-            line = f"assigned by plan {key}@{plan.generation}"
-            wait_until(
-                lambda: any(
-                    line in n.log.read_text(errors="replace") for n in kafka.brokers if n.log.exists()
-                ),
-                5,
-                f"the brokers' log says {line!r}",
-            )
+            brokers_logged_plan(kafka, key, plan.generation)
         return took
 
     try:
