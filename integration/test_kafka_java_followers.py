@@ -61,6 +61,22 @@ def live_assignment(bootstrap: str, group: str) -> Assignment:
     }
 
 
+def held(members: Iterable[JavaApp]) -> Assignment:
+    """member -> what it holds now, from its own assignment callbacks."""
+    out: Assignment = {}
+    for app in members:
+        state: set[tuple[str, int]] = set()
+        for x in list(app.lines):
+            tps = {(t, q) for t, q in x["partitions"]}
+            if x["event"] == "assigned":
+                state |= tps
+            elif x["event"] in ("revoked", "lost"):
+                state -= tps
+        if app.lines:
+            out[app.lines[0]["member"]] = sorted(state)
+    return out
+
+
 def plan_assignment(doc: Mapping[str, Any]) -> Assignment:
     return {m: sorted((t, p) for t, p in parts) for m, parts in doc["consumer_group"]["assignment"].items()}
 
@@ -289,19 +305,7 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
     members: list[JavaApp] = []
 
     def owned() -> Assignment:
-        """member -> what it holds now, from its own assignment callbacks."""
-        out: Assignment = {}
-        for app in members:
-            state: set[tuple[str, int]] = set()
-            for x in list(app.lines):
-                tps = {(t, q) for t, q in x["partitions"]}
-                if x["event"] == "assigned":
-                    state |= tps
-                elif x["event"] in ("revoked", "lost"):
-                    state -= tps
-            if app.lines:
-                out[app.lines[0]["member"]] = sorted(state)
-        return out
+        return held(members)
 
     def adopted(plan: PlanRecord, before: Assignment) -> float:
         """Seconds until the members hold ``plan``; the brokers' log must say the plan assigned it,

@@ -27,6 +27,7 @@ from .test_kafka_java_followers import (
     RunAgent,
     brokers_logged_plan,
     dump,
+    held,
     intervals,
     live_assignment,
     overlaps,
@@ -43,22 +44,6 @@ pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR}
 def literal(name: str) -> str:
     """A topic name as a regex (only '.' is special among a topic name's characters)."""
     return name.replace(".", "\\.")
-
-
-def owned(members: list[JavaApp]) -> Assignment:
-    """member -> what it holds now, from its own assignment callbacks."""
-    out: Assignment = {}
-    for app in members:
-        state: set[tuple[str, int]] = set()
-        for x in list(app.lines):
-            tps = {(t, q) for t, q in x["partitions"]}
-            if x["event"] == "assigned":
-                state |= tps
-            elif x["event"] in ("revoked", "lost"):
-                state -= tps
-        if app.lines:
-            out[app.lines[0]["member"]] = sorted(state)
-    return out
 
 
 #: docs/java.md: an RE2J member's bump is a new regex, which the coordinator resolves asynchronously; until it
@@ -89,7 +74,7 @@ def test_kip848_regex_members_get_each_new_plan(
     def adopted(plan: PlanRecord, before: Assignment, logged: bool = True) -> float:
         want = plan_assignment(plan.document)
         took = wait_until(
-            lambda: owned(members) == want,
+            lambda: held(members) == want,
             KIP848_BOUND_S if mode == "regex" else RE2J_BOUND_S,
             f"regex members hold plan {plan.generation}",
         )
@@ -119,7 +104,7 @@ def test_kip848_regex_members_get_each_new_plan(
         assert {t for parts in plan_assignment(first.document).values() for t, _ in parts} == {t1, t2}
         # The first plan's log line is not required: once (CI, RE2J, under load) the members held the plan
         # and no broker logged it within 15 s. The swapped plan below, which no fallback makes, is checked.
-        took_first = adopted(first, owned(members), logged=False)
+        took_first = adopted(first, held(members), logged=False)
         assert live_assignment(real.bootstrap, group) == plan_assignment(first.document)
 
         # A plan that only a regex bump can bring: the agent stops (nothing else changes, so nothing else
@@ -128,7 +113,7 @@ def test_kip848_regex_members_get_each_new_plan(
         agent.stop()
         second = swapped(first, first.generation + 100)
         publish_plan(real, second)
-        before = owned(members)
+        before = held(members)
         assert before != plan_assignment(second.document)
         took_second = adopted(second, before)
         held_topics = {t for m in members for x in list(m.lines) for t, _ in x["partitions"]}
