@@ -385,8 +385,8 @@ class TopicTail:
             error = msg.error()
             if error is not None:
                 if error.code() == KafkaError._PARTITION_EOF:
-                    # An end-of-partition event left over from an earlier read says nothing new.
-                    if (msg.offset() or 0) >= targets.get(tp, 0):
+                    self._reached(tp, msg.offset())
+                    if self._next[tp] >= targets.get(tp, 0):
                         targets.pop(tp, None)
                     continue
                 raise TopicReadError(f"topic {tp[0]!r}: {error}")
@@ -394,6 +394,16 @@ class TopicTail:
             if self._next[tp] >= targets.get(tp, 0):
                 targets.pop(tp, None)
         return out, True
+
+    def _reached(self, tp: tuple[str, int], offset: int | None) -> None:
+        """An end-of-partition event: the position is ``offset``, past any offset no reader is given.
+
+        A transactional producer (the agent's plan publisher) ends each transaction with a commit
+        marker, an offset that is never delivered: the last record read says the position is just
+        before the marker, only this event says it is past it.  The event comes once per end reached,
+        to whichever read polls it, so every read keeps what it says.
+        """
+        self._next[tp] = max(self._next.get(tp, 0), offset or 0)
 
     def _record(self, msg: Any, tp: tuple[str, int]) -> RawRecord:
         offset = msg.offset() or 0
@@ -418,7 +428,9 @@ class TopicTail:
                 break
             error = msg.error()
             if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    self._reached((msg.topic() or "", msg.partition() or 0), msg.offset())
+                else:
                     errors.append(str(error))
                 continue
             out.append(self._record(msg, (msg.topic() or "", msg.partition() or 0)))

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from confluent_kafka.admin import AdminClient
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, Target
@@ -47,15 +46,10 @@ def _topics(bootstrap: str) -> set[str]:
     return set(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics)
 
 
-# A known defect, open: after the broker outage the followers can stop reading for good. First cause
-# (fixed): each unfencing read of the plan topic blocked the follower for up to io_timeout_s (5 s), longer
-# than the registration TTL (4 s), so the agent expired the members every TTL (3 of 5 runs failed on
-# 2026-11-24; tests/agent/test_follower.py has the mechanism). With that read bounded by a third of the
-# TTL, 4 of 4 runs passed, then the next full CI run failed differently: the three followers fenced
-# themselves once, nothing expired, and they never unfenced within 90 s (the bounded read of the plan and
-# lease topics to their ends never completed). Kept running (not skipped) so that its counts and logs
-# stay in the report; strict=False because it usually passes.
-@pytest.mark.xfail(strict=False, reason="known defect: followers may stay fenced after a broker outage")
+# Two defects made followers stop reading after the broker outage, both fixed: each unfencing read of
+# the plan topic blocked the follower longer than the registration TTL (tests/agent/test_follower.py), and
+# that read waited for the commit marker ending each plan transaction, an offset no reader is given
+# (integration/test_kafka_fencing.py::test_a_tail_that_already_read_a_transaction_reads_to_its_end_at_once).
 def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -> None:
     bs = target.bootstrap
     topic = target.create_topic("stream", PARTITIONS, 3)
@@ -158,6 +152,7 @@ def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -
         revoking_plans=sum(r.state == "revoking" for r in history),
         stale_plans_ignored=sum(a.follower.stats["plans_stale"] for a in apps.values()),
         producer_refused_at_once=producer.refused,
+        self_fenced=sum(a.follower.stats["self_fenced"] for a in apps.values()),
         registration_producers_renewed=sum(
             a.follower.stats["registration_producers_renewed"] for a in apps.values()
         ),

@@ -382,3 +382,40 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
         release.set()
         b.stop()
         a.error = None  # its AgentError is this test's expected outcome, asserted above
+
+
+def test_a_tail_that_already_read_a_transaction_reads_to_its_end_at_once(real: Target) -> None:
+    """The plan topic is written in transactions, so each partition ends in a commit marker: an offset
+    that no reader is ever given.  A follower's tail reads new plans as they come (``read_new``), then,
+    when it unfences, reads to the topics' ends (``read_available``).  That read must see its position
+    is already past the marker, not wait for a record or an end-of-partition event that never comes
+    (found as followers that stayed fenced for good after a broker outage in the chaos test)."""
+    topic = create(real, "tail-txn", [[1, 2, 3], [2, 3, 4]], {"cleanup.policy": "compact"})
+    conf = {"bootstrap.servers": real.bootstrap}
+    pub = Publisher(
+        conf, 1_000_000, transactional_id=transactional_id(real.name("tail"), topic), fenced_topics=[topic]
+    )
+    try:
+        pub.publish_many(topic, [("consumer/g", b'{"g":1}')], 30)
+        tail = TopicTail(conf, topic, 30)
+        try:
+            first, complete = tail.read_available(30)
+            assert complete and [r.value for r in first] == [b'{"g":1}']
+            pub.publish_many(topic, [("consumer/g", b'{"g":2}')], 30)
+            seen: list[RawRecord] = []
+            deadline = time.monotonic() + 30
+            while not seen and time.monotonic() < deadline:
+                seen += tail.read_new()[0]
+                time.sleep(0.1)
+            assert [r.value for r in seen] == [b'{"g":2}']
+            time.sleep(1.0)  # the end-of-partition event after the marker arrives, and read_new takes it
+            assert tail.read_new()[0] == []
+            t0 = time.monotonic()
+            rest, complete = tail.read_available(5)
+            took = time.monotonic() - t0
+        finally:
+            tail.close()
+    finally:
+        pub.flush(10)
+    assert complete, "read_available waited for an offset no reader is given (the commit marker)"
+    assert rest == [] and took < 2.0, took
