@@ -199,13 +199,34 @@ def test_streams_app_registers_its_clients_and_follows_plans_made_from_them(
             60,
             "the two left follow the new plan",
         )
+
+        # Now the leader leaves: the last instance leads, new to the app (its JVM registered nobody).
+        # It knows the leader only from the plan, and tombstones it: the agent plans the one left well
+        # before the registration would expire (registrations.ttl_s: 300 s by default).
+        old_leader = next(a for a in rest if by_plan([a]) >= counted + 2)  # it assigned the second plan
+        last = next(a for a in rest if a is not old_leader)
+        gone_name = old_leader.lines[-1]["process"]
+        t2 = time.monotonic()
+        old_leader.stop()
+        third = plan_for({pids[n] for n in racks if n not in (victim_name, gone_name)})
+        assert (
+            registrations(real.bootstrap, topics["registrations_topic"], f"{key}/")[
+                f"{key}/{pids[gone_name]}"
+            ]
+            is None
+        ), "the new leader tombstoned the planned client that left"
+        replanned_leader_s = time.monotonic() - t2
+        assert third.generation > second.generation
+        want3 = planned(third, name_of)
+        took3 = wait_until(lambda: placement([last]) == want3, 60, "the last instance follows its plan")
         e2e_report(
             target="kafka",
-            app="streams (registered by its leader, 3 then 2 instances)",
-            plan_generations=f"{first.generation},{second.generation}",
+            app="streams (registered by its leader, 3 then 2 then 1 instances)",
+            plan_generations=f"{first.generation},{second.generation},{third.generation}",
             planned_from_start_s=round(planned_s, 1),
-            adopted_s=f"{took:.1f},{took2:.1f}",
+            adopted_s=f"{took:.1f},{took2:.1f},{took3:.1f}",
             replanned_after_leave_s=round(replanned_s, 1),
+            replanned_after_leader_left_s=round(replanned_leader_s, 1),
         )
     finally:
         for a in apps:

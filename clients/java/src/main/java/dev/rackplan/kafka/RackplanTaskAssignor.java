@@ -114,8 +114,8 @@ public class RackplanTaskAssignor implements TaskAssignor {
 
   @Override
   public TaskAssignment assign(ApplicationState state) {
-    register(state);
     StreamsPlan plan = applicationId == null ? null : store.latestStreams(StreamsPlan.key(applicationId));
+    register(state, plan);
     Map<ProcessId, KafkaStreamsState> clients = state.kafkaStreamsStates(false);
     String reason = mismatch(plan, clients.keySet(), state.allTasks());
     Instant followup = Instant.now().plusMillis(followupMs);
@@ -165,13 +165,20 @@ public class RackplanTaskAssignor implements TaskAssignor {
     }
   }
 
-  /** The leader registers the app's live clients (StreamsRegistrar); never fails the assignment. */
-  private void register(ApplicationState state) {
+  /**
+   * The leader registers the app's live clients (StreamsRegistrar) and tombstones the clients the
+   * app's plan names that are gone: a leader new to the app (the previous one left, or this JVM
+   * restarted) knows them only from the plan, and without that the agent would keep planning for
+   * them until their registrations expire. Never fails the assignment.
+   */
+  private void register(ApplicationState state, StreamsPlan plan) {
     if (registrar == null || applicationId == null) return;
     try {
       Map<String, byte[]> records = StreamsRegistrar.records(applicationId, state, config, System.currentTimeMillis());
       if (records != null) {
-        registrar.publish(applicationId, records);
+        Set<String> planned = new TreeSet<>();
+        if (plan != null) for (String pid : plan.assignment.keySet()) planned.add(StreamsRegistrar.key(applicationId, pid));
+        registrar.publish(applicationId, records, planned);
         LOGGED.remove(applicationId + "|registration");
       } else {
         warnOnce("registration", "uses named topologies, which plans cannot name: its clients are not registered");

@@ -35,7 +35,8 @@ import org.slf4j.LoggerFactory;
  * (the id plans name), rack ({@code client.rack}), threads and client tags, and the app's topology
  * (each task's source and changelog partitions) and assignment settings. So at every assignment the
  * leader publishes one record per live client, each carrying the app-level fields as well, and a
- * tombstone for every client this JVM registered before that is no longer in the group. Sends run on
+ * tombstone for every client that is no longer in the group: those this JVM registered before, and
+ * those the app's current plan names (which is how a leader new to the app knows them). Sends run on
  * a daemon thread, never on the Streams thread that assigns.
  */
 final class StreamsRegistrar {
@@ -142,14 +143,15 @@ final class StreamsRegistrar {
   }
 
   /**
-   * Publishes ``records`` for ``applicationId`` and tombstones for the app's clients this JVM
-   * registered that are not among them; returns at once (a daemon thread sends).
+   * Publishes ``records`` for ``applicationId`` and tombstones for the app's clients that are not
+   * among them: those this JVM registered, and ``planned`` (the keys of the clients the app's plan
+   * names, which a new leader knows no other way); returns at once (a daemon thread sends).
    */
-  void publish(String applicationId, Map<String, byte[]> records) {
+  void publish(String applicationId, Map<String, byte[]> records, Set<String> planned) {
     Set<String> gone;
     synchronized (this) {
-      Set<String> before = registered.getOrDefault(applicationId, Set.of());
-      gone = new TreeSet<>(before);
+      gone = new TreeSet<>(registered.getOrDefault(applicationId, Set.of()));
+      gone.addAll(planned);
       gone.removeAll(records.keySet());
       registered.put(applicationId, new HashSet<>(records.keySet()));
     }

@@ -107,6 +107,27 @@ class StreamsRegistrarTest {
   }
 
   @Test
+  void aLeaderNewToTheAppTombstonesThePlannedClientsThatAreGone() {
+    // This JVM registered nothing (it just became the leader): the plan is where the gone client is named.
+    List<String> sent = new ArrayList<>();
+    StreamsRegistrar r = new StreamsRegistrar(new RackplanConfig(Map.of()),
+        (k, v) -> sent.add((v == null ? "tombstone " : "record ") + k));
+    PlanStore store = new PlanStore();
+    assertEquals(PlanStore.Outcome.APPLIED,
+        store.apply("streams/clicks", RackplanTaskAssignorTest.plan("clicks", 2, RackplanTaskAssignorTest.GOOD)));
+    RackplanTaskAssignor a = RackplanTaskAssignor.forTest("clicks", store, 60_000);
+    a.registrar = r;
+    a.assign(RackplanTaskAssignorTest.app(RackplanTaskAssignorTest.P1, RackplanTaskAssignorTest.P2)); // P3 left
+    assertEquals(List.of("record streams/clicks/" + RackplanTaskAssignorTest.P1.id(),
+        "record streams/clicks/" + RackplanTaskAssignorTest.P2.id(),
+        "tombstone streams/clicks/" + RackplanTaskAssignorTest.P3.id()), sent);
+    sent.clear();
+    a.assign(RackplanTaskAssignorTest.app(RackplanTaskAssignorTest.P1, RackplanTaskAssignorTest.P2, RackplanTaskAssignorTest.P3));
+    assertEquals(3, sent.size(), "a planned client that is live is registered, never tombstoned: " + sent);
+    assertTrue(sent.stream().allMatch(x -> x.startsWith("record ")), sent.toString());
+  }
+
+  @Test
   void namedTopologiesAreNotRegistered() {
     ApplicationState named = new ApplicationState() {
       final ApplicationState base = RackplanTaskAssignorTest.app(RackplanTaskAssignorTest.P1);
