@@ -16,6 +16,7 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 
 from ..model import StreamsApp
+from . import standby_milp
 from .standby_flow import NO_VALUE, build_problem, solve
 from .tasks import State, TaskModel
 
@@ -198,7 +199,10 @@ def optimise_standbys(
     one flow: each key is its own covering constraint.  There the flow is
     exact for a stricter rule, copies move only between clients with the same
     tags, and the pairwise swaps of :func:`swap_standbys` then continue from
-    it; if swaps alone do better from the baseline, that result is kept.
+    it; if swaps alone do better from the baseline, that result is kept.  That
+    placement then starts the integer program of
+    :mod:`rackplan.assignor.streams.standby_milp`, exact within its budget,
+    whose answer is taken when strictly cheaper.
     """
     if traffic == 0 or not any(state.standby):
         return 0
@@ -246,6 +250,10 @@ def optimise_standbys(
         swap_standbys(model, reference, traffic, non_overlap, values)
         if _cost(model, swapped, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
             state.standby = swapped
+        # The flow and the swaps are heuristics for several keys; the integer program is exact.
+        exact = standby_milp.place(model, p.owner, p.baseline, state.standby, values, a, b)
+        if _cost(model, exact.standby, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
+            state.standby = exact.standby
     return sum(1 for c in range(model.num_clients) for t in state.standby[c] if c not in p.baseline[t])
 
 

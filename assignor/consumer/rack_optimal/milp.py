@@ -42,9 +42,10 @@ optimal.  docs/performance.md measures both.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ...flow.highs import Program
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +107,6 @@ def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_W
     ``start`` is a balanced assignment in the same form (the fair optimum),
     handed to HiGHS as its first incumbent.
     """
-    # Imported here: only groups the fast paths cannot settle need the solver.  The bare
-    # ``_Highs`` class, because ``highspy.Highs()`` prints a banner on stdout (where the CLI
-    # writes the plan) before any option can switch logging off.
-    import numpy
-    from highspy import _core as highspy
-
     n_mem = len(comp.cross)
     n_grp = len(comp.group_members)
     group_classes: list[list[int]] = [[] for _ in range(n_grp)]
@@ -124,18 +119,8 @@ def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_W
             member_groups[m].append(g)
     weight = sum(sum(o.values()) for o in comp.owned) + 1
 
-    cost: list[float] = []
-    lower: list[float] = []
-    upper: list[float] = []
-    integer: list[int] = []
-
-    def column(c: float, lo: float, hi: float, is_int: bool) -> int:
-        cost.append(c)
-        lower.append(lo)
-        upper.append(hi)
-        if is_int:
-            integer.append(len(cost) - 1)
-        return len(cost) - 1
+    prog = Program()
+    column, row, inf = prog.column, prog.row, prog.inf
 
     x: list[dict[int, int]] = [{} for _ in range(n_mem)]
     keep: list[dict[int, int]] = [{} for _ in range(n_mem)]
@@ -174,21 +159,6 @@ def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_W
     count = [column(0, 0, most[m], False) for m in range(n_mem)]
     mu = [column(0, 0, min((most[m] for m in ms), default=0), False) for ms in comp.group_members]
 
-    row_lo: list[float] = []
-    row_hi: list[float] = []
-    starts: list[int] = []
-    index: list[int] = []
-    value: list[float] = []
-
-    def row(lo: float, hi: float, terms: list[tuple[int, float]]) -> None:
-        row_lo.append(lo)
-        row_hi.append(hi)
-        starts.append(len(index))
-        for j, v in terms:
-            index.append(j)
-            value.append(v)
-
-    inf = highspy.kHighsInf
     holders: list[list[tuple[int, float]]] = [[] for _ in comp.class_size]
     for m in range(n_mem):
         for k, j in x[m].items():
@@ -212,42 +182,15 @@ def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_W
         for a, b in itertools.pairwise(ms):
             row(0, inf, [(count[a], 1.0), (count[b], -1.0)])
 
-    if len(index) > MAX_NONZEROS:
+    if prog.nonzeros > MAX_NONZEROS:
         return Solution([dict(s) for s in start], False, None)
-    h = highspy._Highs()
-    for option, v in (
-        ("output_flag", False),  # first: any other call may print the banner
-        ("threads", 1),
-        ("random_seed", 0),
-        ("mip_rel_gap", 0.0),
-        ("mip_abs_gap", 0.5),  # the optimum is an integer: a gap below one proves it
-        ("time_limit", inf),  # never a clock: the budget is counted in nodes and size
-        ("mip_max_nodes", budget // max(len(index), 1)),
-        ("mip_heuristic_run_root_reduced_cost", False),  # costly, and found less than RENS did
-    ):
-        h.setOptionValue(option, v)
-    n_col = len(cost)
-    h.addCols(n_col, cost, lower, upper, 0, [0] * n_col, [], [])
-    h.addRows(len(row_lo), row_lo, row_hi, len(index), starts, index, value)
-    kinds = numpy.full(len(integer), int(highspy.HighsVarType.kInteger), dtype=numpy.uint8)
-    h.changeColsIntegrality(len(integer), integer, kinds)
-    first = _start_vector(comp, start, x, keep, y, count, mu, n_col)
+    first = _start_vector(comp, start, x, keep, y, count, mu, len(prog.cost))
     for lo, ms in floors:
         first[lo] = min(first[count[m]] for m in ms)
-    h.setSolution(n_col, list(range(n_col)), first)
-    h.run()
-    status = h.getModelStatus()
-    info = h.getInfo()
-    optimal = status == highspy.HighsModelStatus.kOptimal
-    if optimal or info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible:
-        sol = h.getSolution().col_value
-        counts = [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
-    elif status in (highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kIterationLimit):
-        counts = [dict(s) for s in start]
-    else:
-        raise AssertionError(f"HiGHS ended with {h.modelStatusToString(status)}")
-    bound = info.mip_dual_bound
-    return Solution(counts, optimal, bound if math.isfinite(bound) else None)
+    found = prog.solve(first, budget // max(prog.nonzeros, 1))
+    sol = found.values
+    counts = [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
+    return Solution(counts, found.optimal, found.bound)
 
 
 def _start_vector(

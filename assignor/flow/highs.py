@@ -1,0 +1,122 @@
+"""Small mixed-integer programs solved exactly by HiGHS, within a work budget that is counted, never timed.
+
+The rack assignors turn to an integer program where a rule is not a flow: the
+contract's balance rule for unequal subscriptions (an either/or on counts,
+:mod:`rackplan.assignor.consumer.rack_optimal.milp`) and the per-key spread of
+Streams standbys with several tag keys (one covering constraint per key,
+:mod:`rackplan.assignor.streams.standby_milp`).  Both need the same things from
+the solver, gathered here: a model built column by column and row by row, a
+feasible start handed over as the first incumbent, and a deterministic run
+(single thread, fixed seed, no clock; the number of branch-and-bound nodes is
+the budget), so that the same input gives the same plan on any machine.
+
+Example: two binaries, at least one chosen, the cheaper one wins::
+
+    >>> p = Program()
+    >>> a, b = p.column(3, 0, 1, True), p.column(2, 0, 1, True)
+    >>> p.row(1, p.inf, [(a, 1.0), (b, 1.0)])
+    >>> r = p.solve([1.0, 0.0], max_nodes=10)
+    >>> r.optimal, [round(v) for v in r.values]
+    (True, [0, 1])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """The best solution found (the start when nothing better), whether it is proven optimal, and a
+    proven lower bound on the objective (``None`` when HiGHS has none)."""
+
+    values: list[float]
+    optimal: bool
+    bound: float | None
+
+
+@dataclass
+class Program:
+    """A minimisation program: columns (cost, bounds, integrality) and rows ``lo <= terms <= hi``."""
+
+    cost: list[float] = field(default_factory=list)
+    lower: list[float] = field(default_factory=list)
+    upper: list[float] = field(default_factory=list)
+    integer: list[int] = field(default_factory=list)
+    row_lo: list[float] = field(default_factory=list)
+    row_hi: list[float] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    index: list[int] = field(default_factory=list)
+    value: list[float] = field(default_factory=list)
+    #: an unbounded side of a row
+    inf: float = math.inf
+
+    def column(self, cost: float, lo: float, hi: float, is_int: bool) -> int:
+        """A new column; returns its index."""
+        self.cost.append(cost)
+        self.lower.append(lo)
+        self.upper.append(hi)
+        if is_int:
+            self.integer.append(len(self.cost) - 1)
+        return len(self.cost) - 1
+
+    def row(self, lo: float, hi: float, terms: Sequence[tuple[int, float]]) -> None:
+        """A new row ``lo <= sum(coefficient * column) <= hi``."""
+        self.row_lo.append(lo)
+        self.row_hi.append(hi)
+        self.starts.append(len(self.index))
+        for j, v in terms:
+            self.index.append(j)
+            self.value.append(v)
+
+    @property
+    def nonzeros(self) -> int:
+        return len(self.index)
+
+    def solve(self, start: Sequence[float], max_nodes: int) -> Result:
+        """Solve to a gap below one (costs are integers), from the feasible ``start``, within ``max_nodes``.
+
+        A run that stops at the node limit returns the best solution it found
+        (at worst ``start``) and HiGHS's dual bound, not proven optimal.
+        """
+        # Imported here: only the cases the fast paths cannot settle need the solver.  The bare
+        # ``_Highs`` class, because ``highspy.Highs()`` prints a banner on stdout (where the CLI
+        # writes the plan) before any option can switch logging off.
+        import numpy
+        from highspy import _core as highspy
+
+        inf = highspy.kHighsInf
+        h = highspy._Highs()
+        for option, v in (
+            ("output_flag", False),  # first: any other call may print the banner
+            ("threads", 1),
+            ("random_seed", 0),
+            ("mip_rel_gap", 0.0),
+            ("mip_abs_gap", 0.5),  # the optimum is an integer: a gap below one proves it
+            ("time_limit", inf),  # never a clock: the budget is counted in nodes
+            ("mip_max_nodes", max_nodes),
+            ("mip_heuristic_run_root_reduced_cost", False),  # costly, and found less than RENS did
+        ):
+            h.setOptionValue(option, v)
+        n_col = len(self.cost)
+        lo = [max(x, -inf) for x in self.row_lo]
+        hi = [min(x, inf) for x in self.row_hi]
+        h.addCols(n_col, self.cost, self.lower, self.upper, 0, [0] * n_col, [], [])
+        h.addRows(len(lo), lo, hi, len(self.index), self.starts, self.index, self.value)
+        kinds = numpy.full(len(self.integer), int(highspy.HighsVarType.kInteger), dtype=numpy.uint8)
+        h.changeColsIntegrality(len(self.integer), self.integer, kinds)
+        h.setSolution(n_col, list(range(n_col)), list(start))
+        h.run()
+        status = h.getModelStatus()
+        info = h.getInfo()
+        optimal = status == highspy.HighsModelStatus.kOptimal
+        if optimal or info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible:
+            values = list(h.getSolution().col_value)
+        elif status in (highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kIterationLimit):
+            values = list(start)
+        else:
+            raise AssertionError(f"HiGHS ended with {h.modelStatusToString(status)}")
+        bound = info.mip_dual_bound
+        return Result(values, optimal, bound if math.isfinite(bound) else None)
