@@ -611,8 +611,9 @@ def run_fleet(
     # One writer per (cluster, date): a file each, not one per unit partition and cluster; one
     # partition per core (a number, so adaptive execution does not coalesce them into one task and
     # idle the other cores).  The figures are cached as they are written (the one scan of the
-    # Python passes' output): the tables are computed from the cache, never from the files.
-    frame = frame.repartition(cores, *PARTITION_COLUMNS).persist()
+    # Python passes' output): the tables are computed from the cache, never from the files.  Sorted
+    # by the partition columns once, here, so that none of the four partitioned writes sorts again.
+    frame = frame.repartition(cores, *PARTITION_COLUMNS).sortWithinPartitions(*PARTITION_COLUMNS).persist()
     try:
         write = frame.drop(*_COMPARISONS).write.mode("overwrite").partitionBy(*PARTITION_COLUMNS)
         write.parquet(f"{staging}/locality")
