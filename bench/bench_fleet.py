@@ -46,7 +46,7 @@ scenarios = load_scenarios(sys.argv[2])
 n = 0
 for f in snapshot_files([sys.argv[1]]):
     for g in units.group_rows(f.read_text(), str(f)):
-        for r in units.group_results(g, scenarios):  # what each Spark task runs, in one process
+        for r in units.with_comparisons(units.group_results(g, scenarios)):  # what each Spark task runs
             assert r["status"] in (units.OK, units.NOT_APPLICABLE), r["detail"]
             n += 1
 print(json.dumps({"units": n}))

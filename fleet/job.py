@@ -6,9 +6,12 @@ Jobs (named in the Spark UI and the event log: ``rackplan fleet <run_id>: <phase
              -> the driver picks the documents (newest per cluster) and sizes the partitions
     units    documents --mapInArrow: groups--> one row per group (its slice of the cluster)
              --round-robin repartition (group rows, never instances)-->
-             --mapInArrow: every (scenario, assignor) of the group, ``rackplan assign``--> figures
-             -> locality/  (Parquet, partitioned by cluster_id and snapshot_date)
-    tables   locality/ --> assignors/, scenarios/, clusters/ (Spark aggregations of the figures)
+             --mapInArrow: every (scenario, assignor) of the group, ``rackplan assign``--> figures,
+               each beside the reference assignor's and the baseline's of its group
+             --by (cluster_id, snapshot_date)--> cached figures -> locality/  (Parquet, partitioned
+               by cluster_id and snapshot_date)
+    tables   cached figures --> assignors/, scenarios/ (filters and projections: the comparisons
+             came out of the Python pass), clusters/ (a groupBy), counts per status: four jobs at once
     commit   staging folder -> ``--out`` by renames; summary.json last
 
 Snapshots and instances stay on the executors: the driver collects one small
@@ -29,7 +32,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +44,7 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the package
 from rackplan.fleet import units
 from rackplan.fleet.scenarios import BASELINE, Scenario, load_scenarios, scenarios_json
 from rackplan.fleet.settings import FleetOptions, FleetSettings, SparkSettings
-from rackplan.fleet.stages import EvaluateGroups, GroupsOf, schema
+from rackplan.fleet.stages import EVALUATED_COLUMNS, EvaluateGroups, GroupsOf, schema
 from rackplan.fleet.storage import InputError, Store, check_inputs, store_for
 
 TABLES = ("locality", "assignors", "scenarios", "clusters")
@@ -335,8 +339,9 @@ def unit_frame(
     partitions: int,
     counter: Any = None,
 ) -> Any:
-    """The lazily computed table of figures, one row per unit: two Python passes, one shuffle of
-    group rows between them (so one big cluster does not land on one core)."""
+    """The lazily computed table of figures, one row per unit (with the comparisons of
+    :func:`units.with_comparisons`): two Python passes, one shuffle of group rows between them
+    (so one big cluster does not land on one core)."""
     groups = docs.mapInArrow(GroupsOf(chosen.keep), schema(units.GROUP_COLUMNS))
     evaluate = EvaluateGroups(
         json.dumps(scenarios_json(scenarios)),
@@ -346,7 +351,7 @@ def unit_frame(
         tuple(options.streams_strategies),
         counter,
     )
-    results = groups.repartition(partitions).mapInArrow(evaluate, schema(units.RESULT_COLUMNS))
+    results = groups.repartition(partitions).mapInArrow(evaluate, schema(EVALUATED_COLUMNS))
     if not options.keep_plans:
         results = results.drop(*_PLAN_COLUMNS)
     return results
@@ -365,49 +370,24 @@ def with_run_columns(frame: Any, run_id: str) -> Any:
     )
 
 
-def read_back(spark: Any, path: str) -> Any:
-    """The locality table just written, figures only; partition values as written (a cluster
-    named ``123`` stays text), ``snapshot_date`` a date (null for unparsable snapshots)."""
-    from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
-
-    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
-    loc = spark.read.parquet(path).drop(*_PLAN_COLUMNS)
-    return loc.withColumn("snapshot_date", F.col("snapshot_date").cast("date"))
-
-
 # ---- derived tables ----------------------------------------------------------------
 
 _GROUP_KEY = ["cluster_id", "taken_at", "kind", "group"]
 _RUN = ["run_id", "schema_version", "snapshot_date"]
-_FIGURES = [
-    "cross_nearest",
-    "cross_leader",
-    "cross_bytes_nearest",
-    "cross_bytes_leader",
-    "cost_nearest_usd_month",
-    "cost_leader_usd_month",
-    "moved",
-    "max_minus_min",
-]
+_FIGURES = [c for c, _ in units.COMPARED]
+_COMPARISONS = [c for c, _ in units.COMPARISON_COLUMNS]
 
 
-def assignor_table(loc: Any) -> Any:
+def assignor_table(figures: Any) -> Any:
     """Every assignor against the reference (rack-optimal; Streams: min_traffic) on the same group and scenario.
 
-    ``saved_*``: what switching from that assignor to the reference would save.
+    ``saved_*``: what switching from that assignor to the reference would save.  The
+    reference's figures (``ref_*``) come with every row out of the Python pass
+    (:func:`units.with_comparisons`): a filter and a projection, no shuffle.
     """
-    from pyspark.sql import Window  # type: ignore[import-not-found,unused-ignore]
     from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
 
-    ok = loc.where(F.col("status") == units.OK)
-    same = Window.partitionBy(*_GROUP_KEY, "scenario")  # one shuffle of figures, no join
-
-    def ref(c: str) -> Any:
-        return F.max(F.when(F.col("reference"), F.col(c))).over(same)
-
-    cols = {f"ref_{c}": ref(c) for c in _FIGURES}
-    cols["reference_assignor"] = ref("assignor")
-    joined = ok.withColumns(cols).where(F.col("reference_assignor").isNotNull())
+    joined = figures.where((F.col("status") == units.OK) & F.col("reference_assignor").isNotNull())
     saved = [
         (F.col(c) - F.col(f"ref_{c}")).alias(f"saved_{c}")
         for c in ("cross_nearest", "cross_leader", "cost_nearest_usd_month", "cost_leader_usd_month")
@@ -427,16 +407,13 @@ def assignor_table(loc: Any) -> Any:
     )
 
 
-def scenario_table(loc: Any) -> Any:
+def scenario_table(figures: Any) -> Any:
     """Every scenario against the baseline, for the same group and assignor (``delta_*``: scenario minus
-    baseline); scenarios that do not apply keep their rows (status ``n/a``, figures null)."""
-    from pyspark.sql import Window  # type: ignore[import-not-found,unused-ignore]
+    baseline; ``base_*`` from the Python pass); scenarios that do not apply keep their rows (status
+    ``n/a``, figures null)."""
     from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
 
-    same = Window.partitionBy(*_GROUP_KEY, "assignor")
-    is_base = (F.col("scenario") == BASELINE) & (F.col("status") == units.OK)
-    with_base = loc.withColumns({f"base_{c}": F.max(F.when(is_base, F.col(c))).over(same) for c in _FIGURES})
-    rows = with_base.where((F.col("scenario") != BASELINE) & (F.col("scenario") != ""))  # "": bad snapshot
+    rows = figures.where((F.col("scenario") != BASELINE) & (F.col("scenario") != ""))  # "": bad snapshot
     deltas = [
         (F.col(c) - F.col(f"base_{c}")).alias(f"delta_{c}")
         for c in ("cross_nearest", "cross_leader", "cost_nearest_usd_month", "cost_leader_usd_month")
@@ -480,7 +457,7 @@ _DOUBLE_SUMS = {
 }
 
 
-def cluster_table(loc: Any) -> Any:
+def cluster_table(figures: Any) -> Any:
     """Sums per (cluster, scenario, assignor); assignor ``registered``: each group with its own.
 
     Floating sums go through decimals (exact, so the same whatever the
@@ -488,7 +465,7 @@ def cluster_table(loc: Any) -> Any:
     """
     from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
 
-    ok = loc.where(F.col("status") == units.OK)
+    ok = figures.where(F.col("status") == units.OK)
     both = ok.unionByName(ok.where(F.col("registered")).withColumn("assignor", F.lit("registered")))
 
     def total(c: str) -> Any:
@@ -556,6 +533,20 @@ def _name_jobs(spark: Any, run_id: str, phase: str) -> None:
         spark.addTag(f"rackplan-fleet-{phase.split()[0]}")
 
 
+def run_concurrently(spark: Any, run_id: str, jobs: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+    """Run each job from its own driver thread (Spark schedules their tasks side by side: the
+    small tables are one task each, so one after the other they would leave cores idle); each
+    thread names its Spark jobs.  The first failure is raised once all have ended."""
+
+    def named(name: str, job: Callable[[], Any]) -> Any:
+        _name_jobs(spark, run_id, f"tables ({name})")
+        return job()
+
+    with ThreadPoolExecutor(max_workers=max(1, len(jobs)), thread_name_prefix="fleet-tables") as pool:
+        futures = {name: pool.submit(named, name, job) for name, job in jobs.items()}
+    return {name: f.result() for name, f in futures.items()}
+
+
 def commit(store: Store, staging: str, out: str, run_id: str, summary_text: str) -> None:
     """Move a finished run from ``staging`` into ``out``: per table, the old one aside, the new one in
     (renames: no data copied), then summary.json, then the old tables are deleted."""
@@ -612,26 +603,46 @@ def run_fleet(
         raise InputError(f"--snapshots: no snapshot document in {', '.join(paths)}")
     per_group = len(scenarios) * assignors_per_group(options)
     expected = chosen.groups * per_group + chosen.invalid
-    parts = partitions_for(expected, chosen.groups, parallelism(spark), partitions)
+    cores = parallelism(spark)
+    parts = partitions_for(expected, chosen.groups, cores, partitions)
     acc = sc.accumulator(0) if sc is not None else None
     phase("units (rackplan assign on every unit)", expected, (lambda: int(acc.value)) if acc else None)
     frame = with_run_columns(unit_frame(docs, chosen, scenarios, options, parts, acc), run_id)
-    # One writer per (cluster, date): a file each, not one per unit partition and cluster (the files
-    # are written once and scanned four times by the tables; each costs far more than its rows).
-    frame = frame.repartition(*PARTITION_COLUMNS)
-    frame.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(f"{staging}/locality")
-    loc = read_back(spark, f"{staging}/locality")
-    phase("tables (assignors, scenarios, clusters)")
-    for name, build in (
-        ("assignors", assignor_table),
-        ("scenarios", scenario_table),
-        ("clusters", cluster_table),
-    ):
-        build(loc).write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(f"{staging}/{name}")
-    counts = loc.groupBy("status").agg(
-        F.count(F.lit(1)).alias("n"), F.sum(F.coalesce(F.col("elapsed_ms"), F.lit(0.0))).alias("ms")
-    )
-    rows = counts.collect()
+    # One writer per (cluster, date): a file each, not one per unit partition and cluster; one
+    # partition per core (a number, so adaptive execution does not coalesce them into one task and
+    # idle the other cores).  The figures are cached as they are written (the one scan of the
+    # Python passes' output): the tables are computed from the cache, never from the files.  Sorted
+    # by the partition columns once, here, so that none of the four partitioned writes sorts again.
+    frame = frame.repartition(cores, *PARTITION_COLUMNS).sortWithinPartitions(*PARTITION_COLUMNS).persist()
+    try:
+        write = frame.drop(*_COMPARISONS).write.mode("overwrite").partitionBy(*PARTITION_COLUMNS)
+        write.parquet(f"{staging}/locality")
+        phase("tables (assignors, scenarios, clusters)")
+
+        def table_job(name: str, build: Callable[[Any], Any]) -> Callable[[], None]:
+            def job() -> None:
+                build(frame).write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(
+                    f"{staging}/{name}"
+                )
+
+            return job
+
+        counts = frame.groupBy("status").agg(
+            F.count(F.lit(1)).alias("n"), F.sum(F.coalesce(F.col("elapsed_ms"), F.lit(0.0))).alias("ms")
+        )
+        done = run_concurrently(
+            spark,
+            run_id,
+            {
+                "assignors": table_job("assignors", assignor_table),
+                "scenarios": table_job("scenarios", scenario_table),
+                "clusters": table_job("clusters", cluster_table),
+                "statuses": counts.collect,
+            },
+        )
+    finally:
+        frame.unpersist()
+    rows = done["statuses"]
     phase("commit")
     summary = Summary(
         out=target,

@@ -116,10 +116,15 @@ class GroupsOf:
                 yield batch(rows, units.GROUP_COLUMNS)
 
 
+#: what stage 2 returns: the figures, then the reference's and the baseline's (:func:`units.with_comparisons`)
+EVALUATED_COLUMNS = units.RESULT_COLUMNS + units.COMPARISON_COLUMNS
+
+
 @dataclass(frozen=True)
 class EvaluateGroups:
     """Stage 2, in one pass per group: every (scenario, assignor) unit of the group evaluated
-    with ``rackplan assign``; only figures leave the worker (plans too with ``keep_plans``).
+    with ``rackplan assign``; only figures leave the worker (plans too with ``keep_plans``),
+    each beside the reference assignor's and the baseline's figures of the same group.
 
     ``counter``: an accumulator-like object (``add(n)``) counting units, for progress.
     """
@@ -140,16 +145,18 @@ class EvaluateGroups:
             rows: list[dict[str, Any]] = []
             for group in b.to_pylist():
                 rows.extend(
-                    units.group_results(
-                        group,
-                        scenarios,
-                        self.price_per_gb,
-                        self.keep_plans,
-                        self.consumer_assignors,
-                        self.strategies,
+                    units.with_comparisons(
+                        units.group_results(
+                            group,
+                            scenarios,
+                            self.price_per_gb,
+                            self.keep_plans,
+                            self.consumer_assignors,
+                            self.strategies,
+                        )
                     )
                 )
             if self.counter is not None:
                 self.counter.add(len(rows))
             if rows:
-                yield batch(rows, units.RESULT_COLUMNS)
+                yield batch(rows, EVALUATED_COLUMNS)

@@ -361,6 +361,72 @@ def group_results(
     return out
 
 
+#: the figures the derived tables compare (``ref_*``: the reference assignor's, ``base_*``: the baseline's)
+COMPARED: tuple[tuple[str, str], ...] = (
+    ("cross_nearest", "long"),
+    ("cross_leader", "long"),
+    ("cross_bytes_nearest", "double"),
+    ("cross_bytes_leader", "double"),
+    ("cost_nearest_usd_month", "double"),
+    ("cost_leader_usd_month", "double"),
+    ("moved", "long"),
+    ("max_minus_min", "double"),
+)
+
+#: what :func:`with_comparisons` adds to a result row (the job's ``assignors`` and ``scenarios`` tables)
+COMPARISON_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("reference_assignor", "string"),
+    *((f"ref_{c}", t) for c, t in COMPARED),
+    *((f"base_{c}", t) for c, t in COMPARED),
+)
+
+_GROUP_KEY = ("cluster_id", "taken_at", "kind", "group")
+
+
+def with_comparisons(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Result rows with the reference's and the baseline's figures beside their own.
+
+    For every row: ``reference_assignor`` and ``ref_*``, from the ``ok`` row of
+    the reference assignor on the same group and scenario, and ``base_*``, from
+    the ``ok`` baseline row of the same group and assignor (null when there is
+    none; of several, the largest, as SQL's ``max`` over a window would).  A
+    group's units all come from one :func:`group_results` call, so the job
+    derives the ``assignors`` and ``scenarios`` tables in the Python pass that
+    computed the figures: no window function, no shuffle of figures.
+    """
+    refs: dict[tuple[Any, ...], dict[str, Any]] = {}
+    bases: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def keep_max(into: dict[str, Any], name: str, value: Any) -> None:
+        if value is not None and (into.get(name) is None or value > into[name]):
+            into[name] = value
+
+    for r in rows:
+        if r.get("status") != OK:
+            continue
+        group = tuple(r.get(k) for k in _GROUP_KEY)
+        if r.get("reference"):
+            ref = refs.setdefault((*group, r.get("scenario")), {})
+            keep_max(ref, "reference_assignor", r.get("assignor"))
+            for c, _ in COMPARED:
+                keep_max(ref, f"ref_{c}", r.get(c))
+        if r.get("scenario") == BASELINE:
+            base = bases.setdefault((*group, r.get("assignor")), {})
+            for c, _ in COMPARED:
+                keep_max(base, f"base_{c}", r.get(c))
+    out = []
+    for r in rows:
+        group = tuple(r.get(k) for k in _GROUP_KEY)
+        out.append(
+            {
+                **r,
+                **refs.get((*group, r.get("scenario")), {}),
+                **bases.get((*group, r.get("assignor")), {}),
+            }
+        )
+    return out
+
+
 # ---- stage 3: unit -> figures ----------------------------------------------------
 
 

@@ -518,3 +518,45 @@ def test_no_spark_context_needed_on_the_hot_path() -> None:
     assert context(session) is None and parallelism(session) == 6
     _name_jobs(session, "r1", "units (rackplan assign on every unit)")
     assert session.tags == ["rackplan-fleet-units"]
+
+
+def test_table_jobs_run_at_once_and_a_failure_is_raised_after_all_end() -> None:
+    """The tables phase submits its jobs from driver threads: they overlap, each thread names its
+    jobs, and a failing job's error reaches the caller only once the others have finished."""
+    import threading
+
+    from rackplan.fleet.job import run_concurrently
+
+    class ConnectSession:  # no sparkContext: job tags instead of job groups
+        def __init__(self) -> None:
+            self.tags: list[str] = []
+
+        def addTag(self, tag: str) -> None:
+            self.tags.append(tag)
+
+    session = ConnectSession()
+    both = threading.Barrier(2, timeout=5)  # breaks (and fails the test) unless the two run at once
+    finished: list[str] = []
+
+    def waits(name: str) -> Any:
+        def job() -> str:
+            both.wait()
+            time.sleep(0.05)
+            finished.append(name)
+            return name
+
+        return job
+
+    assert run_concurrently(session, "r1", {"a": waits("a"), "b": waits("b")}) == {"a": "a", "b": "b"}
+    assert sorted(session.tags) == ["rackplan-fleet-tables"] * 2
+
+    def fails() -> None:
+        raise ValueError("disk full")
+
+    def slow() -> None:
+        time.sleep(0.2)
+        finished.append("slow")
+
+    with pytest.raises(ValueError, match="disk full"):
+        run_concurrently(session, "r2", {"bad": fails, "slow": slow})
+    assert finished[-1] == "slow"

@@ -204,6 +204,32 @@ def test_one_pass_group_results_equal_the_staged_rows() -> None:
     assert [r["status"] for r in one_pass].count(units.NOT_APPLICABLE) == 6
 
 
+def test_comparisons_are_the_reference_and_the_baseline_of_the_same_group() -> None:
+    """What the job's ``assignors`` and ``scenarios`` tables read: every row gets the figures of the
+    ok reference-assignor row of its scenario and of the ok baseline row of its assignor; a
+    scenario whose units did not run (``n/a``) has no reference figures, but keeps its baseline."""
+    scenarios: list[dict[str, Any]] = [
+        {"name": "lose-c", "kind": "lose_rack", "rack": "az-c"},
+        {"name": "gone", "kind": "lose_rack", "rack": "az-q"},
+    ]
+    (group,) = units.group_rows(snapshot_doc(INSTANCE, TRAFFIC))
+    rows = units.group_results(group, parse_scenarios(scenarios))
+    other = [{**r, "group": "other", "cross_nearest": 10**6} for r in rows]  # another group: never mixed in
+    got = units.with_comparisons(rows + other)[: len(rows)]
+    assert len(got) == len(rows) == 9 and [{k: r[k] for k in rows[0]} for r in got] == rows
+    for r in got:
+        ref = next(x for x in rows if x["scenario"] == r["scenario"] and x["reference"])
+        base = next(x for x in rows if x["scenario"] == "baseline" and x["assignor"] == r["assignor"])
+        if ref["status"] == units.OK:
+            assert r["reference_assignor"] == units.REFERENCE_CONSUMER == ref["assignor"]
+            assert all(r[f"ref_{c}"] == ref[c] for c, _ in units.COMPARED)
+        else:
+            assert r["scenario"] == "gone" and "reference_assignor" not in r and "ref_moved" not in r
+        assert all(r[f"base_{c}"] == base[c] for c, _ in units.COMPARED)
+    assert {r["scenario"] for r in got if "ref_cross_nearest" in r} == {"baseline", "lose-c"}
+    assert {k for k, _ in units.COMPARISON_COLUMNS} <= set(got[0])
+
+
 def test_unknown_traffic_counts_nothing() -> None:
     rows = all_units(snapshot_doc(INSTANCE, {"orders": [None, None, None, None, None, 10.0]}))
     for r in rows:
