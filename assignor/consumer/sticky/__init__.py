@@ -53,7 +53,8 @@ search over counts with the same flow (*count shifts*, the moves by which
 Kafka's balancing sometimes ends more local).  Unlike Kafka's general path,
 which hands a balancing move to the least-loaded member whatever its rack,
 receivers and partitions are chosen to stay rack-aligned.  This is a local
-search, not a proof: "never worse than Kafka" is measured against Kafka's own
+search, not a proof (small groups also get the exact optimum as a candidate in
+:func:`settle_general`): "never worse than Kafka" is measured against Kafka's own
 assignor (``tests/assignor/test_vs_kafka_java.py``, docs/assignors.md).
 
 Settling, equal subscriptions (:func:`settle`).  The follow-up round sees
@@ -102,7 +103,9 @@ point is not guaranteed to end.  Instead, candidates are *verified*:
   cross-rack partition at :data:`CROSS_PRICES` moves when they land less
   locally or with more moves than the first answer promised, and the search
   started from what it finds with nothing owned (up to :data:`FRESH_LIMIT`
-  partitions).  The
+  partitions), and the *exact candidate* (:mod:`.general_exact`: the optimum
+  over every balanced assignment, for small models), which is also the only
+  thing that can overrule a first answer that withholds nothing and stays.  The
   stable one landing with the fewest cross-rack partitions, then the fewest
   moves, is returned.  None stable: the first answer, ``fixed_point`` False,
   and :func:`assign` logs its warning.
