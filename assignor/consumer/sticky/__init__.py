@@ -348,12 +348,16 @@ def _settle_general(
     stable: list[tuple[int, int, int, list[int], list[int]]] = []
     tried: list[list[int]] = []
 
+    def spend() -> bool:
+        """One run of the budget for the exact candidate's solver, if affordable."""
+        if not afford():
+            return False
+        work.runs -= 1
+        return True
+
     def exact(base: list[int]) -> list[int] | None:
         """The exact candidate from the balanced ``base`` (:mod:`.general_exact`), if it is better."""
-        if prep.num_partitions > FRESH_LIMIT or not afford():
-            return None
-        work.runs -= 1
-        return exact_candidate(prep, base)
+        return None if prep.num_partitions > FRESH_LIMIT else exact_candidate(prep, base, spend)
 
     better: list[int] | None = None
     if follow(first) == first and answer_to(first)[0] == first:

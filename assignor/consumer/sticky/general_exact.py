@@ -28,6 +28,8 @@ solver's work budget is counted, never timed, so the answer is deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..rack_optimal.balanced import check_balanced, plan_value, value_floor
 from ..rack_optimal.milp import Component, solve
 from .common import Prepared
@@ -37,11 +39,12 @@ from .common import Prepared
 EXACT_NONZEROS = 600
 
 
-def exact_candidate(prep: Prepared, start: list[int]) -> list[int] | None:
+def exact_candidate(prep: Prepared, start: list[int], spend: Callable[[], bool]) -> list[int] | None:
     """A holder strictly better than the balanced ``start`` in ``W * cross-rack + moves``, or None.
 
     None when ``start`` is already optimal by the per-partition floor, when the model is too large
-    (:data:`EXACT_NONZEROS`), or when the solver finds nothing better within its work budget.
+    (:data:`EXACT_NONZEROS`), when ``spend`` (asked only before the solver runs) refuses the run,
+    or when the solver finds nothing better within its work budget.
     """
     n = len(prep.member_ids)
     tm, masks, ptopic, owner = prep.topic_members, prep.part_mask, prep.part_topic, prep.owner
@@ -87,7 +90,7 @@ def exact_candidate(prep: Prepared, start: list[int]) -> list[int] | None:
     # three rows per subscription): refused before anything is built.
     size = sum(3 * len(c) + 6 * len(g) for c, g in zip(cross, member_groups, strict=True))
     size += 2 * sum(len(o) for o in owned)
-    if size > EXACT_NONZEROS:
+    if size > EXACT_NONZEROS or not spend():
         return None
     found = solve(comp, counts)
     check_balanced(comp, found.counts)
