@@ -165,14 +165,14 @@ def _optimise(
         cross=cross,
         owned=owned,
     )
-    fair_value = _value(comp, start, weight)
-    cheap = _bound(comp, weight)
+    fair_value = plan_value(comp, start, weight)
+    cheap = value_floor(comp, weight)
     if fair_value == cheap:
         return True, fair_value // weight
     found = solve(comp, start, budget)
     best = found.counts
-    _check(comp, best)
-    value = _value(comp, best, weight)
+    check_balanced(comp, best)
+    value = plan_value(comp, best, weight)
     if value > fair_value:
         raise AssertionError("the solver returned a plan worse than the fair one")
     crossing = min(value, fair_value) // weight  # moves are fewer than ``weight``
@@ -194,7 +194,7 @@ def _optimise(
     return found.optimal, low
 
 
-def _value(comp: Component, counts: Sequence[dict[int, int]], weight: int) -> int:
+def plan_value(comp: Component, counts: Sequence[dict[int, int]], weight: int) -> int:
     """``W * cross-rack + moves`` of an assignment given as counts per member and class."""
     total = 0
     for i, mine in enumerate(counts):
@@ -205,7 +205,7 @@ def _value(comp: Component, counts: Sequence[dict[int, int]], weight: int) -> in
     return total
 
 
-def _bound(comp: Component, weight: int) -> int:
+def value_floor(comp: Component, weight: int) -> int:
     """The value when every partition goes to its best subscriber, ignoring balance: a lower bound."""
     best = [min(comp.cross[i][k] for i in comp.group_members[g]) for k, g in enumerate(comp.class_group)]
     total = sum(weight * b * size for b, size in zip(best, comp.class_size, strict=True))
@@ -214,7 +214,7 @@ def _bound(comp: Component, weight: int) -> int:
     return total
 
 
-def _check(comp: Component, counts: Sequence[dict[int, int]]) -> None:
+def check_balanced(comp: Component, counts: Sequence[dict[int, int]]) -> None:
     """Every partition placed with a subscriber, and the contract's balance rule, in integers."""
     placed = [0] * len(comp.class_size)
     for i, mine in enumerate(counts):

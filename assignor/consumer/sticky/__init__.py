@@ -53,7 +53,8 @@ search over counts with the same flow (*count shifts*, the moves by which
 Kafka's balancing sometimes ends more local).  Unlike Kafka's general path,
 which hands a balancing move to the least-loaded member whatever its rack,
 receivers and partitions are chosen to stay rack-aligned.  This is a local
-search, not a proof: "never worse than Kafka" is measured against Kafka's own
+search, not a proof (small groups also get the exact optimum as a candidate in
+:func:`settle_general`): "never worse than Kafka" is measured against Kafka's own
 assignor (``tests/assignor/test_vs_kafka_java.py``, docs/assignors.md).
 
 Settling, equal subscriptions (:func:`settle`).  The follow-up round sees
@@ -102,7 +103,9 @@ point is not guaranteed to end.  Instead, candidates are *verified*:
   cross-rack partition at :data:`CROSS_PRICES` moves when they land less
   locally or with more moves than the first answer promised, and the search
   started from what it finds with nothing owned (up to :data:`FRESH_LIMIT`
-  partitions).  The
+  partitions), and the *exact candidate* (:mod:`.general_exact`: the optimum
+  over every balanced assignment, for small models), which is also the only
+  thing that can overrule a first answer that withholds nothing and stays.  The
   stable one landing with the fewest cross-rack partitions, then the fewest
   moves, is returned.  None stable: the first answer, ``fixed_point`` False,
   and :func:`assign` logs its warning.
@@ -119,6 +122,7 @@ from ..owned import contested_partitions, withhold_moving
 from .common import Prepared, prepare
 from .constrained import assign_constrained
 from .general import assign_general_proven, keep_first_floor
+from .general_exact import exact_candidate
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
@@ -340,11 +344,30 @@ def _settle_general(
     first, keep_first = answer_to(prep.owner)
     if keep_first is None:
         keep_first = kept(prep)  # every partition owned and balanced: the keep-first run is the owners
-    if follow(first) == first and answer_to(first)[0] == first:
-        return first, True  # withholds nothing, and fed back it stays
     # (landed cross-rack, moves, -order, target, where it lands)
     stable: list[tuple[int, int, int, list[int], list[int]]] = []
     tried: list[list[int]] = []
+
+    def spend() -> bool:
+        """One run of the budget for the exact candidate's solver, if affordable."""
+        if not afford():
+            return False
+        work.runs -= 1
+        return True
+
+    def exact(base: list[int]) -> list[int] | None:
+        """The exact candidate from the balanced ``base`` (:mod:`.general_exact`), if it is better."""
+        return None if prep.num_partitions > FRESH_LIMIT else exact_candidate(prep, base, spend)
+
+    better: list[int] | None = None
+    if follow(first) == first and answer_to(first)[0] == first:
+        # Withholds nothing, and fed back it stays: final, unless an assignment over other counts
+        # (which the search may never visit from these owners) is strictly better.
+        better = exact(first)
+        if better is None:
+            return first, True
+        tried.append(first)
+        stable.append((cross_count(prep, first), _moved(first, claim), -1, first, first))
 
     def verdict(target: list[int]) -> tuple[list[int] | None, list[int] | None]:
         """(where the group lands if stable, else None; the follow-up's answer, None if a limit cut it)."""
@@ -401,6 +424,9 @@ def _settle_general(
             # its landing (it may give a withheld partition back to its claimant: one move fewer).
             target = answer
 
+    if better is not None:
+        explore(better)
+        return min(stable)[3], True
     explore(first)
     promised = (cross_count(prep, first), _moved(first, claim))
     if not stable or min(stable)[:2] > promised:
@@ -421,6 +447,8 @@ def _settle_general(
         fresh = run([-1] * prep.num_partitions)[0]
         if cross_count(prep, fresh) < (min(stable)[0] if stable else prep.num_partitions + 1) and afford():
             explore(run(prep.owner, start=fresh)[0])
+    # The optimum over every balanced assignment (all count vectors), started from the best landing.
+    explore(exact(min(stable)[4] if stable else first))
     if not stable:
         return first, False
     return min(stable)[3], True

@@ -1,0 +1,122 @@
+"""The *exact candidate* of the general cooperative-sticky path: the optimum over every balanced assignment.
+
+The general path's search (:mod:`rackplan.assignor.consumer.sticky.general`) is exact only at
+the counts it visits, and which counts it visits depends on the owners; a
+group owning nothing, or owning partitions that pull the search elsewhere,
+can end one cross-rack partition or one move behind a count vector it never
+tried (issue 10's two open counterexamples).  The contract's balance rule over
+*all* count vectors is the mixed-integer program rack-optimal already solves
+exactly (:mod:`rackplan.assignor.consumer.rack_optimal.milp`: ``W * cross-rack
+- kept``, every partition with a subscriber, no holder of a topic two above one
+of its subscribers).  Here it is built from the cooperative-sticky working
+model (:class:`~rackplan.assignor.consumer.sticky.common.Prepared`) with moves
+priced against the valid owners, and started from a balanced assignment the
+search found, so its answer is never worse than that start.
+
+When the answer is proven optimal it is lexicographically no worse, in
+(cross-rack partitions, moves), than *any* balanced assignment, Kafka's settled
+one included (Kafka's moves over its rounds are at least the partitions whose
+final holder is not their valid owner).  :func:`rackplan.assignor.consumer.sticky.settle_general`
+takes it as one more candidate, checked for stability like every other.
+
+Cost: nothing is built when the start already reaches the per-partition floor
+(every partition with its best subscriber, an owner kept unless another
+subscriber is strictly more local: then it is optimal as it is), or when the
+model would exceed :data:`EXACT_NONZEROS` (estimated before building).  The
+solver's work budget is counted, never timed, so the answer is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..rack_optimal.balanced import check_balanced, plan_value, value_floor
+from ..rack_optimal.milp import Component, solve
+from .common import Prepared
+
+#: Largest model (constraint-matrix nonzeros, estimated) the exact candidate is built for: HiGHS's root
+#: node is not bounded by its node budget, and a cooperative round must stay cheap.
+EXACT_NONZEROS = 600
+
+
+def exact_candidate(prep: Prepared, start: list[int], spend: Callable[[], bool]) -> list[int] | None:
+    """A holder strictly better than the balanced ``start`` in ``W * cross-rack + moves``, or None.
+
+    None when ``start`` is already optimal by the per-partition floor, when the model is too large
+    (:data:`EXACT_NONZEROS`), when ``spend`` (asked only before the solver runs) refuses the run,
+    or when the solver finds nothing better within its work budget.
+    """
+    n = len(prep.member_ids)
+    tm, masks, ptopic, owner = prep.topic_members, prep.part_mask, prep.part_topic, prep.owner
+    # Topics with the same subscribers form one topic group: the balance rule compares exactly those.
+    group_of: dict[tuple[int, ...], int] = {}
+    topic_group = [group_of.setdefault(tuple(tm[t]), len(group_of)) for t in range(len(prep.topics))]
+    class_of: dict[tuple[int, int], int] = {}
+    part_class = [
+        class_of.setdefault((topic_group[ptopic[gp]], masks[gp]), len(class_of)) for gp in range(len(masks))
+    ]
+    classes = list(class_of)
+    group_members = [list(ms) for ms in group_of]
+    member_groups: list[set[int]] = [set() for _ in range(n)]
+    for g, ms in enumerate(group_members):
+        for m in ms:
+            member_groups[m].add(g)
+    class_size = [0] * len(classes)
+    for k in part_class:
+        class_size[k] += 1
+    cross: list[dict[int, int]] = [{} for _ in range(n)]
+    for k, (g, mask) in enumerate(classes):
+        for m in group_members[g]:
+            cross[m][k] = prep.cross(prep.member_class[m], mask)
+    owned: list[dict[int, int]] = [{} for _ in range(n)]
+    counts: list[dict[int, int]] = [{} for _ in range(n)]
+    for gp, k in enumerate(part_class):
+        o, h = owner[gp], start[gp]
+        if o >= 0:
+            owned[o][k] = owned[o].get(k, 0) + 1
+        counts[h][k] = counts[h].get(k, 0) + 1
+    comp = Component(
+        class_size=class_size,
+        class_group=[g for g, _ in classes],
+        group_members=group_members,
+        cross=cross,
+        owned=owned,
+    )
+    weight = sum(sum(o.values()) for o in owned) + 1
+    value = plan_value(comp, counts, weight)
+    if value == value_floor(comp, weight):
+        return None  # no assignment, balanced or not, does better
+    # The model's rows, estimated as solve builds them (placement, count and keep rows per column,
+    # three rows per subscription): refused before anything is built.
+    size = sum(3 * len(c) + 6 * len(g) for c, g in zip(cross, member_groups, strict=True))
+    size += 2 * sum(len(o) for o in owned)
+    if size > EXACT_NONZEROS or not spend():
+        return None
+    found = solve(comp, counts)
+    check_balanced(comp, found.counts)
+    if plan_value(comp, found.counts, weight) >= value:
+        return None
+    return _hand_out(prep, part_class, found.counts)
+
+
+def _hand_out(prep: Prepared, part_class: list[int], counts: list[dict[int, int]]) -> list[int]:
+    """A holder with ``counts`` per member and class: owners keep their own first (lowest partitions
+    first), the rest go in partition order to members in number order."""
+    owner = prep.owner
+    need = [dict(c) for c in counts]
+    holder = [-1] * len(part_class)
+    for gp, k in enumerate(part_class):
+        o = owner[gp]
+        if o >= 0 and need[o].get(k, 0) > 0:
+            holder[gp] = o
+            need[o][k] -= 1
+    slots: dict[int, list[int]] = {}
+    for m, per in enumerate(need):
+        for k, v in per.items():
+            slots.setdefault(k, []).extend([m] * v)
+    for k in slots:
+        slots[k].reverse()  # popped from the end: lowest member first
+    for gp, k in enumerate(part_class):
+        if holder[gp] < 0:
+            holder[gp] = slots[k].pop()
+    return holder
