@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import sys
 import time
 from functools import partial
@@ -49,6 +50,7 @@ from rackplan.assignor.streams import ha as streams_ha
 from rackplan.assignor.streams import plan_document, run
 from rackplan.assignor.streams import standby as streams_standby
 from rackplan.assignor.streams import standby_flow as streams_standby_flow
+from rackplan.assignor.streams import standby_milp as streams_standby_milp
 from rackplan.assignor.streams import sticky as streams_sticky
 from rackplan.assignor.streams.standby import Values, spread_values, swap_standbys
 from rackplan.assignor.streams.tasks import State, TaskModel
@@ -300,6 +302,56 @@ def standby_comparison(n_apps: int) -> None:
         )
 
 
+def two_key_program(n_apps: int) -> None:
+    """Two tag keys: the flow and swaps alone against them followed by the integer program, same apps.
+
+    Standby cross-rack is the plan's ``stats.standby_cross_rack``; CPU is
+    ``assign_document``'s process time per app (median and largest), and the
+    program's own CPU and whether HiGHS proved it optimal are read around
+    :func:`standby_milp.place`.
+    """
+    runs: list[tuple[float, bool]] = []
+    real_place = streams_standby_milp.place
+
+    def timed_place(*args: Any) -> streams_standby_milp.Placement:
+        t0 = time.process_time()
+        out = real_place(*args)
+        runs.append((time.process_time() - t0, out.optimal))
+        return out
+
+    def skipped(*args: Any) -> streams_standby_milp.Placement:
+        return streams_standby_milp.Placement([set(s) for s in args[3]], False)
+
+    totals = {"without": 0, "with": 0}
+    cpu: dict[str, list[float]] = {"without": [], "with": []}
+    better = worse = 0
+    for seed in range(n_apps):
+        doc = random_standby_app(seed, True)
+        got = {}
+        for label, place in (("without", skipped), ("with", timed_place)):
+            with mock.patch.object(streams_standby_milp, "place", place):
+                t0 = time.process_time()
+                out = assign_document(json.loads(json.dumps(doc)))
+                cpu[label].append(time.process_time() - t0)
+            got[label] = int(out["stats"]["standby_cross_rack"])
+            totals[label] += got[label]
+        better += got["with"] < got["without"]
+        worse += got["with"] > got["without"]
+    print(
+        "| two tag keys, random apps | standby cross-rack, flow + swaps | with the program | apps better | "
+        "apps worse | programs run / proven optimal | CPU per app, median / largest: without | with "
+        "| program CPU, largest |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"| {n_apps} | {totals['without']} | {totals['with']} | {better} | {worse} | "
+        f"{len(runs)} / {sum(ok for _, ok in runs)} | {statistics.median(cpu['without']):.3f} / "
+        f"{max(cpu['without']):.3f} s | {statistics.median(cpu['with']):.3f} / {max(cpu['with']):.3f} s | "
+        f"{max((t for t, _ in runs), default=0.0):.3f} s |",
+        flush=True,
+    )
+
+
 def standby_timing(repeat: int, sizes: list[tuple[int, int]]) -> None:
     """``plan_document`` CPU and wall seconds with the old swaps and with the exact flow, same run.
 
@@ -345,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--standby-only", action="store_true", help="only the standby before/after tables")
     args = ap.parse_args(argv)
     standby_comparison(args.standby_apps if not args.quick else 20)
+    two_key_program(max(1, (args.standby_apps if not args.quick else 20) // 4))
     standby_timing(args.repeat, [(1000, 100)] if args.quick else [(1000, 100), (10000, 1000)])
     if args.standby_only:
         return 0
