@@ -307,15 +307,17 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
     def owned() -> Assignment:
         return held(members)
 
-    def adopted(plan: PlanRecord, before: Assignment) -> float:
-        """Seconds until the members hold ``plan``; the brokers' log must say the plan assigned it,
-        unless the fallback had already given exactly that (then nothing tells the two apart)."""
+    def adopted(plan: PlanRecord, before: Assignment, only_by_plan: bool = False) -> float:
+        """Seconds until the members hold ``plan``.  With ``only_by_plan`` (an assignment the rack-aware
+        fallback never gives) the brokers' log must also say the plan assigned it; for the others the
+        fallback may reach the same assignment first while the group forms or after a reassignment
+        (seen in a CI run under load), and then nothing tells the two apart."""
         want = plan_assignment(plan.document)
         took = wait_until(
             lambda: owned() == want, KIP848_BOUND_S, f"KIP-848 members hold plan {plan.generation}"
         )
         kafka = real.kafka
-        if kafka is not None and before != want:
+        if kafka is not None and only_by_plan and before != want:
             brokers_logged_plan(kafka, key, plan.generation)
         return took
 
@@ -367,7 +369,7 @@ def test_kip848_group_gets_its_plans_from_the_brokers_assignor(
         publish_plan(real, third)
         before = owned()
         assert before != plan_assignment(third.document)
-        took_third = adopted(third, before)
+        took_third = adopted(third, before, only_by_plan=True)
         plan_topics = {x["partitions"][0][0] for m in members for x in list(m.lines) if x["partitions"]}
         e2e_report(
             target="kafka",
