@@ -76,7 +76,8 @@ def test_bad_records_on_every_channel(target: Target, run_agent: RunAgent, e2e_r
     configure("json", "warning", stream=buf)
     settings = target.agent_settings([], FOLLOWER_AGENT_SETTINGS)
     agent = run_agent(settings, target.cluster)
-    agent.wait_for(lambda r: r.ok)
+    # the first cycle joins the lease group and reads a 600-partition topic: up to 15 s under CI load
+    agent.wait_for(lambda r: r.ok, timeout=60)
     ledger = Ledger()
     group = target.name("good")
     key = f"consumer/{group}"
@@ -239,7 +240,8 @@ def test_oversized_plans_are_refused_and_their_group_still_consumes(
     configure("json", "warning", stream=buf)
     settings = target.agent_settings([], {"plan_max_message_bytes": 4096}, FOLLOWER_AGENT_SETTINGS)
     agent = run_agent(settings, target.cluster)
-    agent.wait_for(lambda r: r.ok)
+    # the first cycle joins the lease group and reads a 600-partition topic: up to 15 s under CI load
+    agent.wait_for(lambda r: r.ok, timeout=60)
     ledger = Ledger()
     good_group, huge_group = target.name("good"), target.name("huge")
     huge_key = f"consumer/{huge_group}"

@@ -135,6 +135,12 @@ def test_streams_app_registers_its_clients_and_follows_plans_made_from_them(
                 if x.key == key and set(x.document["streams_app"]["assignment"]) == clients
             )
 
+        def registration(name: str) -> bytes | None:
+            """The newest registration record of instance ``name`` (None: tombstoned)."""
+            return registrations(real.bootstrap, topics["registrations_topic"], f"{key}/")[
+                f"{key}/{pids[name]}"
+            ]
+
         # The agent planned the app from the leader's registrations: its three live process ids.
         first = plan_for(set(pids.values()))
         planned_s = time.monotonic() - t0
@@ -184,12 +190,7 @@ def test_streams_app_registers_its_clients_and_follows_plans_made_from_them(
         victim.stop()
         rest = [a for a in apps if a is not victim]
         second = plan_for({pids[n] for n in racks if n != victim_name})
-        assert (
-            registrations(real.bootstrap, topics["registrations_topic"], f"{key}/")[
-                f"{key}/{pids[victim_name]}"
-            ]
-            is None
-        ), "the leader tombstoned the client that left"
+        assert registration(victim_name) is None, "the leader tombstoned the client that left"
         replanned_s = time.monotonic() - t1
         assert second.generation > first.generation
         want2 = planned(second, name_of)
@@ -209,12 +210,7 @@ def test_streams_app_registers_its_clients_and_follows_plans_made_from_them(
         t2 = time.monotonic()
         old_leader.stop()
         third = plan_for({pids[n] for n in racks if n not in (victim_name, gone_name)})
-        assert (
-            registrations(real.bootstrap, topics["registrations_topic"], f"{key}/")[
-                f"{key}/{pids[gone_name]}"
-            ]
-            is None
-        ), "the new leader tombstoned the planned client that left"
+        assert registration(gone_name) is None, "the new leader tombstoned the planned client that left"
         replanned_leader_s = time.monotonic() - t2
         assert third.generation > second.generation
         want3 = planned(third, name_of)
