@@ -362,16 +362,20 @@ def group_results(
 
 
 #: the figures the derived tables compare (``ref_*``: the reference assignor's, ``base_*``: the baseline's)
-COMPARED: tuple[tuple[str, str], ...] = (
-    ("cross_nearest", "long"),
-    ("cross_leader", "long"),
-    ("cross_bytes_nearest", "double"),
-    ("cross_bytes_leader", "double"),
-    ("cost_nearest_usd_month", "double"),
-    ("cost_leader_usd_month", "double"),
-    ("moved", "long"),
-    ("max_minus_min", "double"),
+_COMPARED_NAMES = frozenset(
+    {
+        "cross_nearest",
+        "cross_leader",
+        "cross_bytes_nearest",
+        "cross_bytes_leader",
+        "cost_nearest_usd_month",
+        "cost_leader_usd_month",
+        "moved",
+        "max_minus_min",
+    }
 )
+#: taken from RESULT_COLUMNS (their order and types), so the two never disagree
+COMPARED: tuple[tuple[str, str], ...] = tuple(c for c in RESULT_COLUMNS if c[0] in _COMPARED_NAMES)
 
 #: what :func:`with_comparisons` adds to a result row (the job's ``assignors`` and ``scenarios`` tables)
 COMPARISON_COLUMNS: tuple[tuple[str, str], ...] = (
