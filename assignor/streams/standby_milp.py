@@ -83,7 +83,16 @@ def place(
     """
     n = model.num_clients
     tasks = sorted(baseline)
-    count = [sum(1 for t in tasks if c in baseline[t]) for c in range(n)]
+    count = [0] * n
+    for t in tasks:
+        for c in baseline[t]:
+            count[c] += 1
+    # Every x column sits in two rows (its task's, its client's): refuse a program that is too large
+    # before building it (a 10,000-task app would otherwise build millions of columns first).
+    holding = [c for c in range(n) if count[c]]
+    columns = len(tasks) * len(holding) - sum(1 for t in tasks if count[owner[t]])
+    if 2 * columns > MAX_NONZEROS:
+        return Placement([set(s) for s in start], False)
     prog = Program()
     x: dict[tuple[int, int], int] = {}
     for t in tasks:
