@@ -38,3 +38,28 @@ def test_several_keys_over_the_size_limit_keep_the_heuristic(monkeypatch: pytest
     monkeypatch.setattr(standby_milp, "MAX_NONZEROS", 0)
     model, _, _, capped = _several_keys_case(141)
     assert (_cross(model, _holders(capped)), _cross(model, _holders(exact))) == (2, 0)
+
+
+def test_a_start_does_not_fool_the_solver_into_a_false_optimum() -> None:
+    """Found by the neighbourhood property test: HiGHS 1.16 with its MIP presolve, given this start,
+    answered "optimal, objective 0" and returned the start, whose objective is 2; the optimum is 1.
+
+    Two members: ``m0`` subscribes to group 1 only, ``m1`` to groups 0 and 1; ``m1`` owns one partition
+    of class 1 and reads classes 1 and 2 cross-rack.  The start keeps ``m1`` off its owned partition and
+    on a cross-rack one; the optimum hands ``m1`` its own (cross-rack) partition back and class 2 to
+    ``m0``: one cross-rack partition as before, one move fewer.
+    """
+    from rackplan.assignor.consumer.rack_optimal.milp import Component, plan_value, solve
+
+    comp = Component(
+        class_size=[1, 2, 1],
+        class_group=[0, 1, 1],
+        group_members=[[1], [0, 1]],
+        cross=[{1: 0, 2: 0}, {0: 0, 1: 1, 2: 1}],
+        owned=[{}, {1: 1}],
+    )
+    start = [{1: 2}, {0: 1, 2: 1}]
+    found = solve(comp, start, budget=10**6)
+    assert found.optimal
+    assert found.counts == [{1: 1, 2: 1}, {0: 1, 1: 1}]
+    assert (plan_value(comp, start, 2), plan_value(comp, found.counts, 2)) == (3, 2)

@@ -17,9 +17,14 @@ whose owner still subscribes to the topic but that go to another member).
   balanced starting point and :mod:`rackplan.assignor.consumer.rack_optimal.balanced` makes the
   result exact over all balanced assignments (a per-component bound, else a
   mixed-integer program, :mod:`rackplan.assignor.consumer.rack_optimal.milp`) within a
-  deterministic work budget.  The plan's ``stats`` say ``optimal`` (proven);
-  when not, the plan is still balanced and never worse than the fair optimum,
-  and ``cross_rack_lower_bound`` is a proven bound for any balanced plan.
+  deterministic work budget.  That problem is NP-hard (``tests/hard_instances.py``
+  reduces 3-SAT to it), so no budget makes it exact at every size: where the
+  program proves nothing, exact programs over a few members at a time
+  (:mod:`rackplan.assignor.consumer.rack_optimal.neighbourhood`) improve the plan.
+  The plan's ``stats`` say ``optimal`` (proven); when not, the plan is still
+  balanced, never worse than the fair optimum nor than the general
+  cooperative-sticky search, and ``cross_rack_lower_bound`` is a proven bound
+  for any balanced plan.
 
 Stages A and B (the fair optimum).  Partitions with the same topic group (topics subscribed by the same
 member classes) and the same replica-rack mask are interchangeable; so are
@@ -197,11 +202,11 @@ def _classify(cluster: Cluster, group: ConsumerGroup) -> _Classes:
     q_members: list[list[int]] = [[] for _ in q_index]
     for i, q in enumerate(member_q):
         q_members[q].append(i)
-    gr_set: set[tuple[int, int]] = set()
+    sub_groups: list[list[int]] = [[] for _ in sub_index]
     for g, subs in enumerate(group_subs):
-        subset = set(subs)
-        gr_set.update((g, rc) for rc, s in q_index if s in subset)
-    gr_keys = sorted(gr_set)
+        for s in subs:
+            sub_groups[s].append(g)
+    gr_keys = sorted({(g, rc) for rc, s in q_index for g in sub_groups[s]})
     return _Classes(
         members=members,
         member_sub=member_sub,

@@ -15,15 +15,21 @@ keep more owned ones.  This module makes the result exact over all of them:
    local, moved only when its owner is cross-rack for it and another
    subscriber is not.  When the fair optimum of a component reaches that
    bound it is optimal over every balanced assignment, and is kept as it is.
-3. Otherwise solve the component as a mixed-integer program
-   (:mod:`rackplan.assignor.consumer.rack_optimal.milp`, HiGHS), starting from the fair optimum,
+3. Otherwise start from the better of the fair optimum and the general
+   cooperative-sticky search's plan (a local search over count vectors, exact
+   at each, same objective), and solve the component as a mixed-integer program
+   (:mod:`rackplan.assignor.consumer.rack_optimal.milp`, HiGHS) from that start,
    within a deterministic work budget (nodes and model sizes, never time), and check the
    answer in integers: every partition placed with a subscriber, the balance
-   rule, and a value no worse than the fair one.  When it is only as good,
-   the fair assignment stays.  When the budget runs out first, the best plan
-   found is used the same way (so never worse than the fair optimum), the
-   component is not proven optimal, and HiGHS's dual bound gives a proven
-   lower bound on its cross-rack partitions.
+   rule, and a value no worse than the start.  When it is only as good, the
+   start stays (the fair assignment, unless the search's was strictly
+   better).  When the budget runs out first, the best plan found is used the
+   same way (so never worse than the fair optimum), the component is not
+   proven optimal, and HiGHS's dual bound gives a proven lower bound on its
+   cross-rack partitions.
+4. A component the program did not prove goes to the neighbourhood search
+   (:mod:`rackplan.assignor.consumer.rack_optimal.neighbourhood`): exact programs over a few
+   members at a time, each answer kept only when strictly better.
 
 Partitions are handed out per class (same topic group, same replica-rack
 mask): each member first keeps its own owned partitions of the class (sorted),
@@ -34,11 +40,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...model import Cluster, ConsumerGroup, Member, TopicPartition, is_cross_rack
 from ..owned import previous_owners
-from .milp import NODE_WORK, Component, solve
+from ..sticky.common import prepare
+from ..sticky.general import assign_general
+from .milp import NODE_WORK, Component, balance_violation, check_balanced, plan_value, solve, value_floor
+from .neighbourhood import improve
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,89 +174,96 @@ def _optimise(
         cross=cross,
         owned=owned,
     )
-    fair_value = plan_value(comp, start, weight)
+    start_value = plan_value(comp, start, weight)
     cheap = value_floor(comp, weight)
-    if fair_value == cheap:
-        return True, fair_value // weight
+    if start_value == cheap:
+        return True, start_value // weight
+    general = _searched(cluster, replace(group, members=tuple(members)), comp, class_of)
+    if plan_value(comp, general, weight) < start_value:
+        start, start_value = general, plan_value(comp, general, weight)
+        if start_value == cheap:
+            _write(members, class_parts, start, owned_parts, out)
+            return True, start_value // weight
     found = solve(comp, start, budget)
     best = found.counts
     check_balanced(comp, best)
     value = plan_value(comp, best, weight)
-    if value > fair_value:
-        raise AssertionError("the solver returned a plan worse than the fair one")
-    crossing = min(value, fair_value) // weight  # moves are fewer than ``weight``
-    if found.optimal:
+    if value > start_value:
+        raise AssertionError("the solver returned a plan worse than its start")
+    proven = found.optimal
+    if not proven:
+        searched, _ = improve(comp, best, budget)
+        check_balanced(comp, searched)
+        if plan_value(comp, searched, weight) < value:
+            best, value = searched, plan_value(comp, searched, weight)
+        proven = value == cheap  # reached the per-partition floor
+    crossing = value // weight  # moves are fewer than ``weight``
+    if proven:
         low = crossing
     else:
         # HiGHS bounds ``W * cross-rack - kept`` from below, and kept >= 0; the slack absorbs
         # its feasibility tolerances (a real bound sits at least 1 / W above an integer).
         milp = -1 if found.bound is None else math.ceil(found.bound / weight - 1e-7)
         low = min(crossing, max(cheap // weight, milp))
-    if value == fair_value:
-        return found.optimal, low  # the fair plan is as good: keep it
-    for m in members:
-        out[m.member_id] = []
-    for k, parts in enumerate(class_parts):
-        _hand_out(k, parts, members, best, owned_parts, out)
-    for m in members:
-        out[m.member_id].sort()
-    return found.optimal, low
+    if value < start_value:
+        _write(members, class_parts, best, owned_parts, out)
+    elif start is general:
+        _write(members, class_parts, start, owned_parts, out)
+    return proven, low
 
 
-def plan_value(comp: Component, counts: Sequence[dict[int, int]], weight: int) -> int:
-    """``W * cross-rack + moves`` of an assignment given as counts per member and class."""
-    total = 0
-    for i, mine in enumerate(counts):
-        for k, v in mine.items():
-            total += weight * comp.cross[i][k] * v
-        for k, own in comp.owned[i].items():
-            total += own - min(own, mine.get(k, 0))
-    return total
+def _searched(
+    cluster: Cluster, component: ConsumerGroup, comp: Component, class_of: Mapping[TopicPartition, int]
+) -> list[dict[int, int]]:
+    """The general cooperative-sticky search's balanced plan for the component, as counts per class.
+
+    A local search over count vectors, exact at each one it visits
+    (:mod:`rackplan.assignor.consumer.sticky.general_shift`), with the same
+    objective (cross-rack first, then moves against the valid owners).  It
+    often beats the fair optimum where the exact program is out of budget,
+    so rack-optimal is never worse than it; the program then starts from
+    the better of the two.
+    """
+    prep = prepare(cluster, component)
+    counts: list[dict[int, int]] = [{} for _ in comp.cross]
+    for i, parts in enumerate(assign_general(prep)):
+        for gp in parts:
+            k = class_of[prep.partition(gp)]
+            counts[i][k] = counts[i].get(k, 0) + 1
+    if balance_violation(comp, counts) is not None:
+        raise AssertionError("the general search returned an unbalanced plan")
+    return counts
 
 
-def value_floor(comp: Component, weight: int) -> int:
-    """The value when every partition goes to its best subscriber, ignoring balance: a lower bound."""
-    best = [min(comp.cross[i][k] for i in comp.group_members[g]) for k, g in enumerate(comp.class_group)]
-    total = sum(weight * b * size for b, size in zip(best, comp.class_size, strict=True))
-    for i, mine in enumerate(comp.owned):
-        total += sum(own for k, own in mine.items() if comp.cross[i][k] > best[k])
-    return total
-
-
-def check_balanced(comp: Component, counts: Sequence[dict[int, int]]) -> None:
-    """Every partition placed with a subscriber, and the contract's balance rule, in integers."""
-    placed = [0] * len(comp.class_size)
-    for i, mine in enumerate(counts):
-        for k, v in mine.items():
-            if k not in comp.cross[i] or v < 0:
-                raise AssertionError("a partition went to a member not subscribed to it")
-            placed[k] += v
-    if placed != list(comp.class_size):
-        raise AssertionError("the exact solver did not place every partition once")
-    total = [sum(mine.values()) for mine in counts]
-    for i, mine in enumerate(counts):
-        for k, v in mine.items():
-            if v and any(total[i] - total[j] >= 2 for j in comp.group_members[comp.class_group[k]]):
-                raise AssertionError("the exact solver's plan breaks the balance rule")
-
-
-def _hand_out(
-    k: int,
-    parts: list[TopicPartition],
+def _write(
     members: list[Member],
+    class_parts: list[list[TopicPartition]],
     counts: Sequence[dict[int, int]],
     owned_parts: list[dict[int, list[TopicPartition]]],
     out: dict[str, list[TopicPartition]],
 ) -> None:
-    """Give class ``k``'s partitions: owners keep their own first, the rest go in order."""
-    need = [counts[i].get(k, 0) for i in range(len(members))]
-    taken: set[TopicPartition] = set()
-    for i, m in enumerate(members):
-        mine = owned_parts[i].get(k, [])[: need[i]]
-        out[m.member_id].extend(mine)
-        taken.update(mine)
-        need[i] -= len(mine)
-    pool = iter(tp for tp in parts if tp not in taken)
-    for i, m in enumerate(members):
-        for _ in range(need[i]):
-            out[m.member_id].append(next(pool))
+    """Replace the component's part of ``out`` by the plan ``counts`` describes.
+
+    Per class (interchangeable partitions): owners keep their own first, the
+    rest go in partition order to members in id order.  Linear in the plan:
+    each class visits only the members that hold or own some of it.
+    """
+    takers: list[list[int]] = [[] for _ in class_parts]
+    for i, mine in enumerate(counts):
+        for k in set(mine) | set(owned_parts[i]):
+            takers[k].append(i)
+    for m in members:
+        out[m.member_id] = []
+    for k, parts in enumerate(class_parts):
+        need = {i: counts[i].get(k, 0) for i in sorted(takers[k])}
+        taken: set[TopicPartition] = set()
+        for i in need:
+            own = owned_parts[i].get(k, [])[: need[i]]
+            out[members[i].member_id].extend(own)
+            taken.update(own)
+            need[i] -= len(own)
+        pool = iter(tp for tp in parts if tp not in taken)
+        for i, n in need.items():
+            out[members[i].member_id].extend(next(pool) for _ in range(n))
+    for m in members:
+        out[m.member_id].sort()

@@ -64,6 +64,13 @@ class Component:
     group_members: Sequence[Sequence[int]]
     cross: Sequence[dict[int, int]]
     owned: Sequence[dict[int, int]]
+    #: per member, the fewest partitions it may end with (empty: none).  A part of a component
+    #: (:mod:`rackplan.assignor.consumer.rack_optimal.neighbourhood`) gets them from the members
+    #: outside it: one holding ``c`` partitions of a topic ``m`` subscribes to needs ``count(m) >= c - 1``.
+    floor: Sequence[int] = ()
+    #: per group, the smallest count among its subscribers outside the part (``None``: all inside;
+    #: empty: a whole component): a member of the part holding some of ``g`` needs ``count <= cap + 1``
+    cap: Sequence[int | None] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,55 @@ class Solution:
     counts: list[dict[int, int]]
     optimal: bool
     bound: float | None
+
+
+def plan_value(comp: Component, counts: Sequence[dict[int, int]], weight: int) -> int:
+    """``W * cross-rack + moves`` of an assignment given as counts per member and class."""
+    total = 0
+    for i, mine in enumerate(counts):
+        for k, v in mine.items():
+            total += weight * comp.cross[i][k] * v
+        for k, own in comp.owned[i].items():
+            total += own - min(own, mine.get(k, 0))
+    return total
+
+
+def value_floor(comp: Component, weight: int) -> int:
+    """The value when every partition goes to its best subscriber, ignoring balance: a lower bound."""
+    best = [min(comp.cross[i][k] for i in comp.group_members[g]) for k, g in enumerate(comp.class_group)]
+    total = sum(weight * b * size for b, size in zip(best, comp.class_size, strict=True))
+    for i, mine in enumerate(comp.owned):
+        total += sum(own for k, own in mine.items() if comp.cross[i][k] > best[k])
+    return total
+
+
+def check_balanced(comp: Component, counts: Sequence[dict[int, int]]) -> None:
+    """The exact solver's answer, checked in integers (see :func:`balance_violation`)."""
+    problem = balance_violation(comp, counts)
+    if problem is not None:
+        raise AssertionError(f"the exact solver's plan: {problem}")
+
+
+def balance_violation(comp: Component, counts: Sequence[dict[int, int]]) -> str | None:
+    """What is wrong with a plan given as counts: a partition not placed once with a subscriber, or the balance rule.
+
+    Checks a whole component (its ``floor`` and ``cap``, set only on parts of one, are not read).
+    """
+    placed = [0] * len(comp.class_size)
+    for i, mine in enumerate(counts):
+        for k, v in mine.items():
+            if k not in comp.cross[i] or v < 0:
+                return "a partition went to a member not subscribed to it"
+            placed[k] += v
+    if placed != list(comp.class_size):
+        return "not every partition is placed once"
+    total = [sum(mine.values()) for mine in counts]
+    lowest = [min((total[j] for j in ms), default=0) for ms in comp.group_members]
+    for i, mine in enumerate(counts):
+        for k, v in mine.items():
+            if v and total[i] - lowest[comp.class_group[k]] >= 2:
+                return "it breaks the balance rule"
+    return None
 
 
 NODE_WORK = 8_000
@@ -101,11 +157,17 @@ nonzeros, 7 s at 13,000, minutes at 236,000.
 """
 
 
-def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_WORK) -> Solution:
+def solve(
+    comp: Component,
+    start: Sequence[dict[int, int]],
+    budget: int = NODE_WORK,
+    max_nonzeros: int = MAX_NONZEROS,
+) -> Solution:
     """The lexicographic optimum, or the best plan found within the node budget (see ``NODE_WORK``).
 
     ``start`` is a balanced assignment in the same form (the fair optimum),
-    handed to HiGHS as its first incumbent.
+    handed to HiGHS as its first incumbent.  A program over ``max_nonzeros``
+    is not run: the start comes back, not proven.
     """
     n_mem = len(comp.cross)
     n_grp = len(comp.group_members)
@@ -151,13 +213,22 @@ def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_W
             floors.append((column(0, 0, cap, False), ms))
             for m in ms:
                 most[m] = min(most[m], cap + 1)
-    twins: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], list[int]] = {}
+    twins: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...], int], list[int]] = {}
     for m in range(n_mem):
         if not comp.owned[m]:
-            key = (tuple(member_groups[m]), tuple(sorted(comp.cross[m].items())))
+            key = (
+                tuple(member_groups[m]),
+                tuple(sorted(comp.cross[m].items())),
+                comp.floor[m] if comp.floor else 0,
+            )
             twins.setdefault(key, []).append(m)
-    count = [column(0, 0, most[m], False) for m in range(n_mem)]
-    mu = [column(0, 0, min((most[m] for m in ms), default=0), False) for ms in comp.group_members]
+    floor = comp.floor or [0] * n_mem
+    count = [column(0, floor[m], most[m], False) for m in range(n_mem)]
+    caps = comp.cap or [None] * n_grp
+    mu = [
+        column(0, 0, min([most[m] for m in ms] + ([] if c is None else [c]), default=0), False)
+        for ms, c in zip(comp.group_members, caps, strict=True)
+    ]
 
     holders: list[list[tuple[int, float]]] = [[] for _ in comp.class_size]
     for m in range(n_mem):
@@ -182,7 +253,7 @@ def solve(comp: Component, start: Sequence[dict[int, int]], budget: int = NODE_W
         for a, b in itertools.pairwise(ms):
             row(0, inf, [(count[a], 1.0), (count[b], -1.0)])
 
-    if prog.nonzeros > MAX_NONZEROS:
+    if prog.nonzeros > max_nonzeros:
         return Solution([dict(s) for s in start], False, None)
     first = _start_vector(comp, start, x, keep, y, count, mu, len(prog.cost))
     for lo, ms in floors:
@@ -215,6 +286,8 @@ def _start_vector(
         for k, j in keep[m].items():
             out[j] = min(s.get(k, 0), comp.owned[m][k])
         out[count[m]] = counts[m]
+    caps = comp.cap or [None] * len(comp.group_members)
     for g, ms in enumerate(comp.group_members):
-        out[mu[g]] = min(counts[m] for m in ms) if ms else 0
+        c = caps[g]
+        out[mu[g]] = min([counts[m] for m in ms] + ([] if c is None else [c]), default=0)
     return out

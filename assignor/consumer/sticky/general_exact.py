@@ -30,8 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..rack_optimal.balanced import check_balanced, plan_value, value_floor
-from ..rack_optimal.milp import Component, solve
+from ..rack_optimal.milp import Component, check_balanced, plan_value, solve, value_floor
 from .common import Prepared
 
 #: Largest model (constraint-matrix nonzeros, estimated) the exact candidate is built for: HiGHS's root
