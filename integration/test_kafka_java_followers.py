@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from integration.kafka.apps import JavaApp, plan_member, streams_instance
@@ -49,12 +49,36 @@ KIP848_BOUND_S = 25.0
 pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR} missing: run `make clients`")
 
 
+#: answers that mean "ask again": the group's coordinator is loading or moving
+COORDINATOR_MOVING = frozenset(
+    {
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.NOT_COORDINATOR,
+    }
+)
+
+
 def live_assignment(bootstrap: str, group: str) -> Assignment:
-    """client id (= the member's rackplan id) -> sorted partitions, as the coordinator reports them."""
+    """client id (= the member's rackplan id) -> sorted partitions, as the coordinator reports them.
+
+    A retriable answer (the coordinator still loading its partition of ``__consumer_offsets``, or
+    moving: one CI run got COORDINATOR_LOAD_IN_PROGRESS right after a member was killed) is asked
+    again for up to 20 s.
+    """
     admin = AdminClient(admin_client_config({"bootstrap.servers": bootstrap}, 20))
-    desc = admin.describe_consumer_groups([group], request_timeout=operation_timeout_s(20))[group].result(
-        timeout=result_timeout_s(20)
-    )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            desc = admin.describe_consumer_groups([group], request_timeout=operation_timeout_s(20))[
+                group
+            ].result(timeout=result_timeout_s(20))
+            break
+        except KafkaException as e:
+            error = e.args[0]
+            if not (error.retriable() or error.code() in COORDINATOR_MOVING) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
     return {
         m.client_id: sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
         for m in desc.members

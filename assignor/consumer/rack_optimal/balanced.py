@@ -27,9 +27,13 @@ keep more owned ones.  This module makes the result exact over all of them:
    same way (so never worse than the fair optimum), the component is not
    proven optimal, and HiGHS's dual bound gives a proven lower bound on its
    cross-rack partitions.
-4. A component the program did not prove goes to the neighbourhood search
+4. A component too large for the program (over its size limit, so HiGHS did
+   not run) goes to the neighbourhood search
    (:mod:`rackplan.assignor.consumer.rack_optimal.neighbourhood`): exact programs over a few
-   members at a time, each answer kept only when strictly better.
+   members at a time, each answer kept only when strictly better.  Where the
+   whole program ran and only its node budget ran out, neighbourhoods (most of
+   the same members) found nothing more in the measured cases and cost
+   seconds, so they are not tried.
 
 Partitions are handed out per class (same topic group, same replica-rack
 mask): each member first keeps its own owned partitions of the class (sorted),
@@ -191,7 +195,7 @@ def _optimise(
     if value > start_value:
         raise AssertionError("the solver returned a plan worse than its start")
     proven = found.optimal
-    if not proven:
+    if not found.ran:  # too large for one program: improve it a few members at a time
         searched, _ = improve(comp, best, budget)
         check_balanced(comp, searched)
         if plan_value(comp, searched, weight) < value:

@@ -80,12 +80,14 @@ class Solution:
     ``counts[m]`` per member, how many partitions of each class it gets (the
     start when nothing better was found).  ``bound`` is a lower bound on the
     objective ``W * cross-rack - kept`` (the optimum when ``optimal``), or
-    ``None`` when HiGHS has none.
+    ``None`` when HiGHS has none.  ``ran`` is False when the program was over
+    its size limit and HiGHS did not run.
     """
 
     counts: list[dict[int, int]]
     optimal: bool
     bound: float | None
+    ran: bool = True
 
 
 def plan_value(comp: Component, counts: Sequence[dict[int, int]], weight: int) -> int:
@@ -254,7 +256,7 @@ def solve(
             row(0, inf, [(count[a], 1.0), (count[b], -1.0)])
 
     if prog.nonzeros > max_nonzeros:
-        return Solution([dict(s) for s in start], False, None)
+        return Solution([dict(s) for s in start], False, None, ran=False)
     first = _start_vector(comp, start, x, keep, y, count, mu, len(prog.cost))
     for lo, ms in floors:
         first[lo] = min(first[count[m]] for m in ms)

@@ -103,11 +103,6 @@ class _Search:
         self.held: list[dict[int, int]] = [{} for _ in counts]
         for m in range(len(counts)):
             self._account(m)
-        # a member's share of a program: its class columns and rows, its keep columns, its group rows
-        self.size = [
-            4 * len(comp.cross[m]) + 2 * len(comp.owned[m]) + 6 * len(self.member_groups[m]) + 3
-            for m in range(len(comp.cross))
-        ]
 
     def seeds(self) -> list[int]:
         """Members holding avoidable cross-rack partitions (most first), then members that lost owned ones."""
@@ -131,29 +126,31 @@ class _Search:
     def neighbourhood(self, seed: int) -> tuple[int, ...]:
         """The seed, the local subscribers of its cross-rack partitions, then members sharing topics."""
         comp = self.comp
-        order = [seed]
-        seen = {seed}
-        budget = self.size[seed]
+        size = _Size(self)
+        order: list[int] = []
+        refused = 0
+
+        def join(j: int) -> None:
+            nonlocal refused
+            if j in size.free or len(order) >= FREE_MEMBERS or refused >= FREE_MEMBERS:
+                return
+            if size.total + size.cost(j) <= SUB_NONZEROS:
+                size.add(j)
+                order.append(j)
+            else:
+                refused += 1  # near the size limit: after FREE_MEMBERS refusals, stop looking
+
+        join(seed)
         for k, v in sorted(self.counts[seed].items()):
             if v and comp.cross[seed][k]:
                 for j in comp.group_members[comp.class_group[k]]:
-                    if (
-                        j not in seen
-                        and not comp.cross[j][k]
-                        and len(order) < FREE_MEMBERS
-                        and budget + self.size[j] <= SUB_NONZEROS
-                    ):
-                        seen.add(j)
-                        order.append(j)
-                        budget += self.size[j]
+                    if not comp.cross[j][k]:
+                        join(j)
         at = 0
-        while at < len(order) and len(order) < FREE_MEMBERS:
+        while at < len(order) and len(order) < FREE_MEMBERS and refused < FREE_MEMBERS:
             for g in self.member_groups[order[at]]:
                 for j in comp.group_members[g]:
-                    if j not in seen and len(order) < FREE_MEMBERS and budget + self.size[j] <= SUB_NONZEROS:
-                        seen.add(j)
-                        order.append(j)
-                        budget += self.size[j]
+                    join(j)
             at += 1
         return tuple(sorted(order))
 
@@ -222,3 +219,55 @@ class _Search:
                 held[g] = held.get(g, 0) + v
         self.held[m] = held
         self.totals[m] = sum(held.values())
+
+
+class _Size:
+    """The estimated size of a neighbourhood's program as members join, in constraint-matrix nonzeros.
+
+    The program has a column per (free member, class held by a free member of a
+    topic group it subscribes to), about 4 nonzeros each with its rows, 6 per
+    (free member, such group), 2 per owned class and 3 per member
+    (:func:`rackplan.assignor.consumer.rack_optimal.milp.solve` builds it).
+    Kept incrementally: a member joining adds its own columns and one column
+    for every free subscriber of each class it brings.
+    """
+
+    def __init__(self, search: _Search) -> None:
+        self.search = search
+        self.free: set[int] = set()
+        self.classes: set[int] = set()
+        self.in_group: dict[int, int] = {}  # classes of each group among ``classes``
+        self.free_subs: dict[int, int] = {}  # free subscribers of each group
+        self.total = 0
+
+    def _brought(self, j: int) -> dict[int, int]:
+        """Per group, the classes member ``j`` holds that are not in the program yet."""
+        group_of = self.search.comp.class_group
+        out: dict[int, int] = {}
+        for k, v in self.search.counts[j].items():
+            if v and k not in self.classes:
+                out[group_of[k]] = out.get(group_of[k], 0) + 1
+        return out
+
+    def cost(self, j: int) -> int:
+        """How much the program grows if member ``j`` joins."""
+        brought = self._brought(j)
+        grow = 0
+        for g, n in brought.items():
+            grow += self.free_subs.get(g, 0) * (4 * n + (0 if self.in_group.get(g) else 6))
+        for g in self.search.member_groups[j]:
+            n = self.in_group.get(g, 0) + brought.get(g, 0)
+            if n:
+                grow += 4 * n + 6
+        return grow + 2 * len(self.search.comp.owned[j]) + 3
+
+    def add(self, j: int) -> None:
+        self.total += self.cost(j)
+        group_of = self.search.comp.class_group
+        for k, v in self.search.counts[j].items():
+            if v and k not in self.classes:
+                self.classes.add(k)
+                self.in_group[group_of[k]] = self.in_group.get(group_of[k], 0) + 1
+        for g in self.search.member_groups[j]:
+            self.free_subs[g] = self.free_subs.get(g, 0) + 1
+        self.free.add(j)
