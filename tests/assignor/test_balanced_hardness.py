@@ -34,7 +34,7 @@ from tests.assignor.test_rack_optimal import brute_force
 from tests.hard_instances import Formula, formula_group, planted_formula, planted_plan, satisfiable
 from tests.invariants import assert_balanced, assert_valid
 
-literals = st.integers(1, 3).flatmap(
+formulas = st.integers(1, 3).flatmap(
     lambda n: st.tuples(
         st.just(n),
         st.lists(
@@ -47,7 +47,7 @@ literals = st.integers(1, 3).flatmap(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(literals)
+@given(formulas)
 def test_no_cross_rack_balanced_plan_exactly_when_satisfiable(inst: tuple[int, list[list[int]]]) -> None:
     """Both directions of the reduction, against two brute forces; rack-optimal proves the same answer."""
     variables, raw = inst

@@ -50,7 +50,7 @@ from ...model import Cluster, ConsumerGroup, Member, TopicPartition, is_cross_ra
 from ..owned import previous_owners
 from ..sticky.common import prepare
 from ..sticky.general import assign_general
-from .milp import NODE_WORK, Component, balance_violation, check_balanced, plan_value, solve, value_floor
+from .milp import NODE_WORK, Component, check_balanced, plan_value, solve, value_floor
 from .neighbourhood import improve
 
 
@@ -183,8 +183,9 @@ def _optimise(
     if start_value == cheap:
         return True, start_value // weight
     general = _searched(cluster, replace(group, members=tuple(members)), comp, class_of)
-    if plan_value(comp, general, weight) < start_value:
-        start, start_value = general, plan_value(comp, general, weight)
+    general_value = plan_value(comp, general, weight)
+    if general_value < start_value:
+        start, start_value = general, general_value
         if start_value == cheap:
             _write(members, class_parts, start, owned_parts, out)
             return True, start_value // weight
@@ -197,9 +198,10 @@ def _optimise(
     proven = found.optimal
     if not found.ran:  # too large for one program: improve it a few members at a time
         searched, _ = improve(comp, best, budget)
-        check_balanced(comp, searched)
-        if plan_value(comp, searched, weight) < value:
-            best, value = searched, plan_value(comp, searched, weight)
+        check_balanced(comp, searched, "the neighbourhood search")
+        searched_value = plan_value(comp, searched, weight)
+        if searched_value < value:
+            best, value = searched, searched_value
         proven = value == cheap  # reached the per-partition floor
     crossing = value // weight  # moves are fewer than ``weight``
     if proven:
@@ -234,8 +236,7 @@ def _searched(
         for gp in parts:
             k = class_of[prep.partition(gp)]
             counts[i][k] = counts[i].get(k, 0) + 1
-    if balance_violation(comp, counts) is not None:
-        raise AssertionError("the general search returned an unbalanced plan")
+    check_balanced(comp, counts, "the general search")
     return counts
 
 

@@ -110,11 +110,13 @@ def value_floor(comp: Component, weight: int) -> int:
     return total
 
 
-def check_balanced(comp: Component, counts: Sequence[dict[int, int]]) -> None:
-    """The exact solver's answer, checked in integers (see :func:`balance_violation`)."""
+def check_balanced(
+    comp: Component, counts: Sequence[dict[int, int]], source: str = "the exact solver"
+) -> None:
+    """A plan's postcondition, checked in integers (see :func:`balance_violation`); ``source`` names who made it."""
     problem = balance_violation(comp, counts)
     if problem is not None:
-        raise AssertionError(f"the exact solver's plan: {problem}")
+        raise AssertionError(f"{source}'s plan: {problem}")
 
 
 def balance_violation(comp: Component, counts: Sequence[dict[int, int]]) -> str | None:

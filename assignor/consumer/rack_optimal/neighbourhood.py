@@ -58,14 +58,13 @@ def improve(
     ``budget`` is each neighbourhood program's node work (see ``NODE_WORK``).
     Returns the plan and how many neighbourhood programs were solved.
     """
-    programs = MAX_NEIGHBOURHOODS
     search = _Search(comp, [dict(c) for c in counts], budget)
     solved = idle = 0
     tried: set[tuple[int, ...]] = set()
-    while solved < programs and idle < PATIENCE:
+    while solved < MAX_NEIGHBOURHOODS and idle < PATIENCE:
         improved = False
         for seed in search.seeds():
-            if solved >= programs or idle >= PATIENCE:
+            if solved >= MAX_NEIGHBOURHOODS or idle >= PATIENCE:
                 break
             free = search.neighbourhood(seed)
             if free in tried:
@@ -90,15 +89,15 @@ class _Search:
         self.comp = comp
         self.counts = counts
         self.budget = budget
-        n_grp = len(comp.group_members)
-        self.group_classes: list[list[int]] = [[] for _ in range(n_grp)]
-        for k, g in enumerate(comp.class_group):
-            self.group_classes[g].append(k)
         self.member_groups: list[list[int]] = [[] for _ in comp.cross]
         for g, ms in enumerate(comp.group_members):
             for m in ms:
                 self.member_groups[m].append(g)
         self.weight = sum(sum(o.values()) for o in comp.owned) + 1
+        #: per class: some subscriber reads it locally (so holding it cross-rack is avoidable)
+        self.local_somewhere = [
+            any(not comp.cross[j][k] for j in comp.group_members[g]) for k, g in enumerate(comp.class_group)
+        ]
         self.totals = [0] * len(counts)
         self.held: list[dict[int, int]] = [{} for _ in counts]
         for m in range(len(counts)):
@@ -110,13 +109,7 @@ class _Search:
         crossing: list[tuple[int, int]] = []
         losing: list[int] = []
         for m, mine in enumerate(self.counts):
-            avoidable = sum(
-                v
-                for k, v in mine.items()
-                if v
-                and comp.cross[m][k]
-                and any(not comp.cross[j][k] for j in comp.group_members[comp.class_group[k]])
-            )
+            avoidable = sum(v for k, v in mine.items() if v and comp.cross[m][k] and self.local_somewhere[k])
             if avoidable:
                 crossing.append((-avoidable, m))
             elif any(own > mine.get(k, 0) for k, own in comp.owned[m].items()):
