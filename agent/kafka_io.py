@@ -214,6 +214,12 @@ REQUIRED_CONFIG_REASONS: Mapping[str, str] = {
 }
 
 
+#: DescribeConfigs asked again this many times, this far apart, for a topic the answering broker
+#: does not know yet (created a moment ago)
+_UNKNOWN_RETRIES = 10
+_UNKNOWN_BACKOFF_S = 0.3
+
+
 def topic_config_problems(
     admin: AdminPort, specs: Sequence[TopicSpec], timeout_s: float
 ) -> dict[str, str] | None:
@@ -234,12 +240,25 @@ def topic_config_problems(
         return None
     problems: dict[str, str] = {}
     for s in specs:
-        try:
-            configs = futures[resources[s.name]].result(timeout=result_timeout_s(timeout_s))
-        except Exception as e:
-            if error_name(e, "") in _UNSUPPORTED or "not supported" in str(e).lower():
-                return None
-            problems[s.name] = f"its configuration could not be read: {e}"
+        future = futures[resources[s.name]]
+        for attempt in range(_UNKNOWN_RETRIES + 1):
+            try:
+                configs = future.result(timeout=result_timeout_s(timeout_s))
+                break
+            except Exception as e:
+                # A topic just created can be unknown to the broker that answers for a moment
+                # (metadata still spreading): asked again, a few times, before it counts.
+                if error_name(e, "") == "UNKNOWN_TOPIC_OR_PART" and attempt < _UNKNOWN_RETRIES:
+                    time.sleep(_UNKNOWN_BACKOFF_S)
+                    future = admin.describe_configs(
+                        [resources[s.name]], request_timeout=operation_timeout_s(timeout_s)
+                    )[resources[s.name]]
+                    continue
+                if error_name(e, "") in _UNSUPPORTED or "not supported" in str(e).lower():
+                    return None
+                problems[s.name] = f"its configuration could not be read: {e}"
+                break
+        if s.name in problems:
             continue
         want_policy = s.config.get("cleanup.policy", "")
         have_policy = getattr(configs.get("cleanup.policy"), "value", None) or ""
