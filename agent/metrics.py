@@ -423,6 +423,24 @@ class Metrics:
 
 
 # Alerts (agent/alerts.py): a group reported unfixable (its one-off RackplanLocalityUnfixable event) and still so.
+# ---- what a group's live assignment and registration get wrong (issue 24) --------------------------
+METRICS["rackplan_live_unknown_rack_partitions"] = (
+    GAUGE,
+    "Partitions of the group's live assignment held by members whose rack is unknown (neither registered "
+    "nor placed by rack_mapping): not counted local nor cross-rack.",
+    ("kind", "group"),
+)
+METRICS["rackplan_member_racks_unknown"] = (
+    GAUGE,
+    "Registered members (or Streams clients) of the group whose rack no broker has.",
+    ("kind", "group"),
+)
+METRICS["rackplan_unknown_topic_subscriptions"] = (
+    GAUGE,
+    "Subscriptions of the group's members to topics that do not exist (left out of its plan).",
+    ("kind", "group"),
+)
+
 METRICS["rackplan_alerts_unfixable"] = (
     GAUGE,
     "1 while the group is reported unfixable: even its best assignment is above the alert threshold.",

@@ -122,7 +122,9 @@ def plan_group(
         generation=term.book.next_generation(reg.key),
         cluster_fingerprint=fp,
         registration_fingerprint=reg.fingerprint,
-        reason=_reason(reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert),
+        reason="; ".join(
+            [_reason(reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert), *g.notes()]
+        ),
         created_at=utc_now_iso(w.clock()),
         document=result.document,
         moved=result.moved,

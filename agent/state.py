@@ -21,6 +21,7 @@ from typing import Any
 from .alerts import AlertState
 from .diff import Debounce, SnapshotDiff, diff
 from .handover import Pending
+from .live import LiveLocality
 from .membership import RealGroup
 from .metadata import Snapshot
 from .metrics import Metrics
@@ -29,8 +30,10 @@ from .plans import PlanBook
 from .ports import Clock, Logger, PlanPublisher
 from .protocol.alerts import AlertEvent
 from .protocol.plans import Locality, PlanRecord
+from .rack_check import RackMismatch
 from .registry import RegistrationStore
 from .settings import Settings
+from .subscriptions import MissingTopic
 
 Racks = dict[int, str | None]
 
@@ -65,7 +68,7 @@ class CycleReport:
     #: plans that completed a two-phase handover since the last cycle (published between cycles)
     completed: list[PlanRecord] = field(default_factory=list)
     #: consumer groups described this cycle: locality of their live assignment (DescribeGroups)
-    live: dict[str, Locality] = field(default_factory=dict)
+    live: dict[str, LiveLocality] = field(default_factory=dict)
     error: str = ""
     duration_s: float = 0.0
 
@@ -123,6 +126,19 @@ class GroupRecord:
     rejoin_at: float = -math.inf
     #: a handover whose target could not be published is retried after this
     handover_retry_at: float = -math.inf
+    # ---- what the operator must be told (issue 24)
+    #: locality of the live assignment when last described
+    live: LiveLocality | None = None
+    #: live members of unknown rack last logged
+    unknown_logged: tuple[str, ...] = ()
+    #: registered members whose rack no broker has
+    rack_mismatches: tuple[RackMismatch, ...] = ()
+    #: subscriptions to topics the acted snapshot lacks (left out of plans)
+    missing_topics: tuple[MissingTopic, ...] = ()
+
+    def notes(self) -> list[str]:
+        """What a plan's reason adds: the registration's mistakes planning worked around."""
+        return [m.text() for m in self.rack_mismatches] + [m.text() for m in self.missing_topics]
 
     def forget_planning(self) -> None:
         """The registration is gone: what was learnt planning it no longer applies."""
