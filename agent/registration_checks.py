@@ -23,9 +23,13 @@ from .subscriptions import missing_topics, with_suggestions
 
 def check_registrations(w: Wiring, term: Term, snap: Snapshot) -> None:
     """Rack mismatches and missing topics of every registration, against the racks seen and ``snap``'s topics."""
-    broker_racks = set(term.known.values())
+    broker_racks = frozenset(term.known.values())
     for reg in term.regs:
         g = term.group(reg.key)
+        memo = g.checked
+        if memo is not None and memo[0] == reg.fingerprint and memo[1] is snap and memo[2] == broker_racks:
+            continue  # same registration, snapshot and racks: same findings (a large group is not walked again)
+        g.checked = (reg.fingerprint, snap, broker_racks)
         lab = labels(reg.key)
         mismatches = unmatched_racks(reg, broker_racks)
         if mismatches != g.rack_mismatches and mismatches:

@@ -135,14 +135,17 @@ class GroupRecord:
     rack_mismatches: tuple[RackMismatch, ...] = ()
     #: subscriptions to topics the acted snapshot lacks (left out of plans)
     missing_topics: tuple[MissingTopic, ...] = ()
+    #: (registration fingerprint, snapshot, broker racks) the two above were found for
+    checked: tuple[str, Snapshot, frozenset[str]] | None = None
 
     def notes(self) -> list[str]:
         """What a plan's reason adds: the registration's mistakes planning worked around."""
         return [m.text() for m in self.rack_mismatches] + [m.text() for m in self.missing_topics]
 
     def forget_planning(self) -> None:
-        """The registration is gone: what was learnt planning it no longer applies."""
-        self.fp = self.fp_memo = self.skipped = self.best_memo = None
+        """The registration is gone: what was learnt planning it (and checking it) no longer applies."""
+        self.fp = self.fp_memo = self.skipped = self.best_memo = self.checked = self.live = None
+        self.rack_mismatches, self.missing_topics, self.unknown_logged = (), (), ()
 
 
 class Term:
