@@ -37,7 +37,7 @@ class RackMismatch:
 
     def text(self) -> str:
         near = ", ".join(repr(r) for r in self.nearest)
-        return f"member {self.member!r} has rack {self.rack!r}, which no broker has (nearest: {near})"
+        return f"member {self.member[:200]!r} has rack {self.rack[:200]!r}, which no broker has (nearest: {near})"
 
 
 def nearest(name: str, known: Iterable[str], n: int = SUGGESTIONS) -> tuple[str, ...]:

@@ -36,6 +36,8 @@ from .settings import Settings
 from .subscriptions import MissingTopic
 
 Racks = dict[int, str | None]
+#: findings of each kind a plan's reason names (as a change's reason names at most 8 partitions)
+NOTES_LIMIT = 5
 
 
 class AgentError(RuntimeError):
@@ -139,8 +141,14 @@ class GroupRecord:
     checked: tuple[str, Snapshot, frozenset[str]] | None = None
 
     def notes(self) -> list[str]:
-        """What a plan's reason adds: the registration's mistakes planning worked around."""
-        return [m.text() for m in self.rack_mismatches] + [m.text() for m in self.missing_topics]
+        """What a plan's reason adds: the registration's mistakes planning worked around, at most
+        :data:`NOTES_LIMIT` of each kind (``/v1/groups`` lists them all)."""
+        out: list[str] = []
+        for found in (self.rack_mismatches, self.missing_topics):
+            out += [m.text() for m in found[:NOTES_LIMIT]]
+            if len(found) > NOTES_LIMIT:
+                out.append(f"+{len(found) - NOTES_LIMIT} more (/v1/groups)")
+        return out
 
     def forget_planning(self) -> None:
         """The registration is gone: what was learnt planning it (and checking it) no longer applies."""

@@ -37,7 +37,8 @@ class MissingTopic:
     def text(self) -> str:
         near = f" (nearest: {', '.join(repr(t) for t in self.nearest)})" if self.nearest else ""
         return (
-            f"member {self.member!r} subscribes to unknown topic {self.topic!r}, left out of this plan{near}"
+            f"member {self.member[:200]!r} subscribes to unknown topic {self.topic[:249]!r}, "
+            f"left out of this plan{near}"
         )
 
 

@@ -155,3 +155,13 @@ def test_a_group_none_of_whose_topics_exists_is_still_skipped_with_the_topic_nam
     agent, _, _ = make_agent(admin, [g])
     r = cycle(agent)
     assert r.published == [] and "no subscribed topic exists ('ordrs')" in r.skipped["consumer/g"]
+
+
+def test_a_plans_reason_names_a_few_findings_and_v1_groups_all() -> None:
+    admin = FakeAdmin({"t": [[1], [2]]})
+    members = [{"member_id": f"m-{i}", "rack": f"zone-{i}", "topics": ["t"]} for i in range(7)]
+    agent, _, _ = make_agent(admin, [{"group_id": "g", "assignor": "range", "members": members}])
+    (plan,) = cycle(agent).published
+    assert plan.reason.count("which no broker has") == 5 and plan.reason.endswith("; +2 more (/v1/groups)")
+    assert len(groups_json(agent, "consumer/g")["unknown_member_racks"]) == 7
+    assert agent.metrics.get("rackplan_member_racks_unknown", LAB) == 7
