@@ -109,7 +109,7 @@ def member_racks(
     client.id cannot be told apart: neither is matched that way).  A
     registration already matched by id is not matched again by client.id.
     """
-    regs = [r for r in registered_members]
+    regs = list(registered_members)
     by_id: dict[str, Mapping[str, Any]] = {str(r.get("member_id")): r for r in regs}
     by_instance: dict[str, Mapping[str, Any]] = {}
     for r in regs:
