@@ -33,6 +33,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from rackplan.assignor.bounded import TooLargeError, read_bounded
 from rackplan.assignor.contract import app_topics, group_topics
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
@@ -426,6 +427,9 @@ class LogSettings(_Section):
 
 #: a settings file may expand (through YAML aliases) to at most this many values
 MAX_YAML_NODES = 200_000
+#: a settings file may hold at most this many bytes: 2.4 times a file of MAX_YAML_NODES values (1.7 MB in
+#: block style), so the node limit refuses first; PyYAML parses about 0.25 MB per CPU second (docs/settings.md)
+MAX_SETTINGS_BYTES = 4 << 20
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -512,10 +516,14 @@ def load_yaml(text: str, path: str | Path) -> Any:
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     """A settings file's top-level mapping (an empty file is an empty mapping).
 
-    :class:`SettingsError` (one line, file and line named) when it cannot be read or is not one.
+    :class:`SettingsError` (one line, file and line named) when it cannot be read or is not one, or
+    holds more than :data:`MAX_SETTINGS_BYTES` (reading stops there: ``--config /dev/zero`` ends).
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            text = read_bounded(f, MAX_SETTINGS_BYTES).decode("utf-8")
+    except TooLargeError as e:
+        raise SettingsError(f"{path}: the settings file is {e}") from None
     except UnicodeDecodeError as e:
         raise SettingsError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
