@@ -38,6 +38,7 @@ from rackplan.assignor.contract import app_topics, group_topics
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
+from .header_check import HeaderValueError, header_name_problem, header_value_problem, read_header_file
 from .metadata_refresh import with_metadata_refresh
 from .protocol.registrations import read_secret_file
 from .redact import MASK, mask_config, mask_tree, redact_url
@@ -266,8 +267,32 @@ class WebhookSettings(_Section):
     @classmethod
     def _readable(cls, v: dict[str, Path]) -> dict[str, Path]:
         for name, path in v.items():
+            problem = header_name_problem(name)
+            if problem:
+                raise ValueError(problem)
             if not path.is_file():
                 raise ValueError(f"{name}: no such file {str(path)!r}")
+            try:
+                read_header_file(path)  # again at every delivery: a rotated file is checked then
+            except HeaderValueError as e:
+                raise ValueError(f"{name}: {str(path)!r}: {e}") from None
+            except OSError as e:
+                raise ValueError(
+                    f"{name}: cannot read {str(path)!r}: {e.strerror or type(e).__name__}"
+                ) from None
+        return v
+
+    @field_validator("headers")
+    @classmethod
+    def _sendable(cls, v: dict[str, str]) -> dict[str, str]:
+        # http.client refuses a CR or LF only when it sends, with the value (a token) in its message.
+        for name, value in v.items():
+            problem = header_name_problem(name)
+            if problem:
+                raise ValueError(problem)
+            problem = header_value_problem(value)
+            if problem:
+                raise ValueError(f"{name}: {problem}")
         return v
 
     @field_validator("url")
@@ -277,6 +302,10 @@ class WebhookSettings(_Section):
             # Never echo the URL: it may carry a password or a token.
             scheme = urllib.parse.urlsplit(v).scheme
             raise ValueError(f"expected an http:// or https:// URL, got scheme {scheme[:16]!r}")
+        if v is not None:
+            for i, c in enumerate(v):
+                if c <= " " or c == "\x7f":  # http.client refuses it at every delivery, quoting the URL
+                    raise ValueError(f"the URL holds a space or control character at character {i + 1}")
         return v
 
     @field_validator("labels")
