@@ -49,6 +49,15 @@ def header_value_problem(value: str) -> str | None:
     return None
 
 
+def header_problem(name: str, value: str) -> str | None:
+    """What keeps the header ``name: value`` from being sent, naming the header; None: nothing."""
+    problem = header_name_problem(name)
+    if problem:
+        return problem
+    problem = header_value_problem(value)
+    return None if problem is None else f"{name}: {problem}"
+
+
 def read_header_file(path: Path) -> str:
     """The header value a file holds, surrounding whitespace removed (a trailing newline is usual).
 

@@ -38,7 +38,7 @@ from rackplan.assignor.contract import app_topics, group_topics
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
-from .header_check import HeaderValueError, header_name_problem, header_value_problem, read_header_file
+from .header_check import HeaderValueError, header_name_problem, header_problem, read_header_file
 from .metadata_refresh import with_metadata_refresh
 from .protocol.registrations import read_secret_file
 from .redact import MASK, mask_config, mask_tree, redact_url
@@ -235,6 +235,19 @@ class WebhookTlsSettings(_Section):
         return ctx
 
 
+def _header_file_problem(name: str, path: Path) -> str | None:
+    """What keeps ``path`` from giving header ``name`` a value now (again at every delivery: rotation)."""
+    if not path.is_file():
+        return f"{name}: no such file {str(path)!r}"
+    try:
+        read_header_file(path)
+    except HeaderValueError as e:
+        return f"{name}: {str(path)!r}: {e}"
+    except OSError as e:
+        return f"{name}: cannot read {str(path)!r}: {e.strerror or type(e).__name__}"
+    return None
+
+
 class WebhookSettings(_Section):
     """Alertmanager API v2 (``POST /api/v2/alerts``); no ``url``, no webhook."""
 
@@ -267,19 +280,9 @@ class WebhookSettings(_Section):
     @classmethod
     def _readable(cls, v: dict[str, Path]) -> dict[str, Path]:
         for name, path in v.items():
-            problem = header_name_problem(name)
+            problem = header_name_problem(name) or _header_file_problem(name, path)
             if problem:
                 raise ValueError(problem)
-            if not path.is_file():
-                raise ValueError(f"{name}: no such file {str(path)!r}")
-            try:
-                read_header_file(path)  # again at every delivery: a rotated file is checked then
-            except HeaderValueError as e:
-                raise ValueError(f"{name}: {str(path)!r}: {e}") from None
-            except OSError as e:
-                raise ValueError(
-                    f"{name}: cannot read {str(path)!r}: {e.strerror or type(e).__name__}"
-                ) from None
         return v
 
     @field_validator("headers")
@@ -287,12 +290,9 @@ class WebhookSettings(_Section):
     def _sendable(cls, v: dict[str, str]) -> dict[str, str]:
         # http.client refuses a CR or LF only when it sends, with the value (a token) in its message.
         for name, value in v.items():
-            problem = header_name_problem(name)
+            problem = header_problem(name, value)
             if problem:
                 raise ValueError(problem)
-            problem = header_value_problem(value)
-            if problem:
-                raise ValueError(f"{name}: {problem}")
         return v
 
     @field_validator("url")

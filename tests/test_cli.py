@@ -24,13 +24,25 @@ def test_the_shared_samples_are_there(shared_dir: Path) -> None:
     assert GOOD and BAD, f"no contract samples in {shared_dir / 'samples'}"
 
 
-def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _capped_memory() -> None:
+    """The child may use 3 GiB of address space: a reader without a bound dies of MemoryError, not the host."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+def run_cli(
+    *args: str, stdin: str | None = None, stdin_file: Any = None, capped: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``rackplan ARGS`` in a child: ``stdin`` text, or ``stdin_file``; ``capped``: see :func:`_capped_memory`."""
     return subprocess.run(
         [sys.executable, "-m", "rackplan", *args],
         input=stdin,
+        stdin=stdin_file,
         capture_output=True,
         text=True,
         timeout=120,
+        preexec_fn=_capped_memory if capped else None,
     )
 
 
@@ -180,22 +192,8 @@ def test_default_assignor_is_cooperative_sticky(tmp_path: Path, capsys: pytest.C
 # ---- issue 24 #12: unbounded inputs -------------------------------------------------------------------
 
 
-def _capped_memory() -> None:
-    """The child may use 3 GiB of address space: a reader without a bound dies of MemoryError, not the host."""
-    import resource
-
-    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-
-
 def run_bounded(*args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rackplan", *args],
-        stdin=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=_capped_memory,
-    )
+    return run_cli(*args, stdin_file=stdin, capped=True)
 
 
 def test_assign_dev_zero_stops_at_the_limit_and_exits_2() -> None:
