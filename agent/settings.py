@@ -109,6 +109,10 @@ class _Section(BaseModel):
     _durations = field_validator("*")(check_duration)
 
 
+#: a ``kafka.secret_files`` value is at most this: a CA bundle in ``ssl.ca.pem`` is a few hundred KiB
+MAX_SECRET_FILE_BYTES = 4 << 20
+
+
 class KafkaSettings(_Section):
     bootstrap_servers: str = "127.0.0.1:9092"
     #: any librdkafka property, passed through to every client the agent makes
@@ -142,7 +146,10 @@ class KafkaSettings(_Section):
         out.update(with_metadata_refresh(self.config))
         for key, path in sorted(self.secret_files.items()):
             try:
-                out[key] = path.read_text(encoding="utf-8").strip()
+                with open(path, "rb") as f:
+                    out[key] = read_bounded(f, MAX_SECRET_FILE_BYTES).decode("utf-8").strip()
+            except TooLargeError as e:  # /dev/zero, or a wrong path: never read to the end
+                raise SettingsError(f"kafka.secret_files.{key}: {str(path)!r} is {e}") from None
             except (OSError, UnicodeDecodeError) as e:
                 why = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
                 raise SettingsError(f"kafka.secret_files.{key}: cannot read {str(path)!r}: {why}") from None

@@ -540,3 +540,12 @@ def test_agent_run_with_config_dev_zero_exits_2_with_one_line() -> None:
         "rackplan: error: settings: /dev/zero: the settings file is more than the limit of 4 MiB; "
         "reading stopped there"
     ]
+
+
+def test_a_secret_file_that_never_ends_is_refused_at_the_limit() -> None:
+    s = Settings.model_validate({"kafka": {"secret_files": {"sasl.password": "/dev/zero"}}})
+    with pytest.raises(SettingsError) as e:
+        s.kafka.client_config()
+    assert str(e.value) == (
+        "kafka.secret_files.sasl.password: '/dev/zero' is more than the limit of 4 MiB; reading stopped there"
+    )
