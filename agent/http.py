@@ -194,6 +194,8 @@ class AgentHttpServer:
         self._loop.set_exception_handler(self._loop_error)
         self._server: asyncio.AbstractServer | None = None
         self._conns: dict[asyncio.Task[None], _Conn] = {}
+        #: evicted connections whose task has not ended yet (no longer counted against the limit)
+        self._evicted: set[asyncio.Task[None]] = set()
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="rackplan-http", daemon=True)
 
@@ -234,9 +236,10 @@ class AgentHttpServer:
     async def _shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._conns):
+        tasks = [*self._conns, *self._evicted]  # evicted ones may not have seen their end yet
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._conns, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._loop.stop()
 
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -310,6 +313,7 @@ class AgentHttpServer:
             self.log.error("http request failed", client=client, path=path, error=repr(e))
         finally:
             self._conns.pop(task, None)
+            self._evicted.discard(task)
             writer.transport.abort() if writer.transport.is_closing() else writer.close()
 
     def _evict_longest_idle(self) -> bool:
@@ -318,6 +322,7 @@ class AgentHttpServer:
         if victim is None:
             return False
         conn = self._conns.pop(victim)
+        self._evicted.add(victim)
         conn.writer.transport.abort()  # its task sees the end of the stream and returns
         self.evicted += 1
         self._evicted_unlogged += 1

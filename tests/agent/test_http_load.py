@@ -12,6 +12,7 @@ import io
 import json
 import resource
 import socket
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -147,3 +148,38 @@ def test_the_connection_limit_leaves_room_for_the_process_descriptors() -> None:
     assert connection_limit(1024, soft_fd_limit=1024) == 1024 - FD_RESERVE
     assert connection_limit(1024, soft_fd_limit=resource.RLIM_INFINITY) == 1024
     assert connection_limit(1024, soft_fd_limit=FD_RESERVE) == 1  # never none at all
+
+
+def test_a_connection_being_answered_is_never_evicted(agent: Agent) -> None:
+    """At the limit the idle connection goes, not the one whose answer is being rendered; all busy: refused."""
+    server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0, max_connections=2)
+    entered, release = threading.Event(), threading.Event()
+    fast = server.route
+
+    def route(path: str) -> tuple[int, bytes, str]:
+        if path == "/slow":  # a /metrics render that takes a while
+            entered.set()
+            release.wait(30)
+            return fast("/metrics")
+        return fast(path)
+
+    server.route = route
+    server.start()
+    busy = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    idle = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    extra: list[socket.socket] = []
+    try:
+        assert _ask(idle, "/healthz") == 200
+        busy.sendall(b"GET /slow HTTP/1.1\r\nHost: rackplan\r\n\r\n")
+        assert entered.wait(30)
+        extra.append(socket.create_connection(("127.0.0.1", server.port), timeout=30))
+        assert _ask(extra[-1], "/readyz") == 200  # room made by closing the idle one
+        assert _status(idle) is None or _closed(idle)
+        release.set()
+        assert _status(busy) == 200  # the busy one was left alone
+        assert server.evicted == 1
+    finally:
+        release.set()
+        for s in (busy, idle, *extra):
+            s.close()
+        server.close()
