@@ -210,7 +210,20 @@ ZERO_SERIES: dict[str, tuple[dict[str, str], ...]] = {
     "rackplan_describe_groups_failures_total": ({"reason": "unsupported"},),
     "rackplan_webhook_attempts_total": ({"result": "ok"}, {"result": "error"}),
     "rackplan_webhook_failures_total": tuple(
-        {"reason": r} for r in ("connection", "timeout", "http_4xx", "http_5xx", "queue_full")
+        {"reason": r}
+        for r in (
+            "connection",
+            "timeout",
+            "http_3xx",
+            "http_4xx",
+            "http_5xx",
+            "queue_full",
+            "header_file",
+            "header_value",
+            "bad_response",
+            "invalid_request",
+            "internal",
+        )
     ),
     "rackplan_handovers_total": ({"result": "completed"}, {"result": "timed_out"}),
 }
