@@ -1,7 +1,9 @@
 """The follower's intake: the plan and lease topics read into the newest plan for its group and the
 agent's liveness.
 
-A plan is kept only if its generation exceeds every generation seen before
+With the shared secret (``registration_secret_file``) a plan, tombstone or heartbeat counts only
+with the agent's MAC (:mod:`rackplan.agent.protocol.mac`).  A plan is kept only if its generation
+exceeds every generation seen before
 (stale and replayed-out-of-order plans are ignored) and it is this group's; a
 heartbeat is dated by the broker's timestamp, bounded by our clock plus the
 allowed skew, so a forged or mis-dated one cannot keep followers from falling
@@ -20,7 +22,9 @@ from typing import Any
 from ..kafka_io import TopicReadError
 from ..ports import Clock, ControlTail, Logger, Monotonic, TailFactory, TopicPart
 from ..protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
+from ..protocol.mac import check_mac, mac_of
 from ..protocol.plans import PlanDecodeError, PlanRecord, decode_record
+from ..protocol.records import RecordError
 from .settings import Identity, PlanFollowerSettings
 
 #: after the plan topic could not be opened, this long before the next try
@@ -144,10 +148,30 @@ class ControlIntake:
 
     def records(self, raw: Iterable[Any]) -> None:
         for r in raw:
-            if r.topic == self.settings.lease_topic:
+            lease = r.topic == self.settings.lease_topic
+            if not lease and r.key != self.who.key.encode():
+                continue
+            if not self._authentic(r, lease):
+                continue
+            if lease:
                 self._heartbeat_record(r)
-            elif r.key == self.who.key.encode():
+            else:
                 self._plan_record(r.value, r.offset)
+
+    def _authentic(self, r: Any, lease: bool) -> bool:
+        """With the secret, only records carrying the agent's MAC count (:mod:`rackplan.agent.protocol.mac`):
+        a forged plan, tombstone or heartbeat is skipped, counted and logged, whatever headers it copies."""
+        what = "heartbeat" if lease else "plan record"
+        topic = r.topic or (self.settings.lease_topic if lease else self.settings.plan_topic)
+        try:
+            check_mac(self.who.secret, topic, r.key, r.value, mac_of(r.headers), what)
+        except RecordError as e:
+            self.stats["heartbeats_skipped" if lease else "plans_skipped"] += 1
+            self.stats["records_unauthenticated"] += 1
+            self.stats[f"records_skipped_{e.reason}"] += 1
+            self.log.error("record refused: not written by the agent", reason=str(e), offset=r.offset)
+            return False
+        return True
 
     def _heartbeat_record(self, r: Any) -> None:
         try:
