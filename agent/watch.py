@@ -81,10 +81,23 @@ def watch_plans(w: Wiring, term: Term, tail: TopicTail | None) -> None:
             rec, bad = None, e.reason
             plan_skipped(w, e.reason)
             w.log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
-        if writer is not None and writer.decode("utf-8", "replace") == w.agent_id:
+        if (
+            writer is not None
+            and writer.decode("utf-8", "replace") == w.agent_id
+            and could_be_ours(term, key, rec, bad)
+        ):
             own_record_read_back(w, term, key, rec)
             continue
         _foreign(w, term, r, key, rec, bad, None if writer is None else writer.decode("utf-8", "replace"))
+
+
+def could_be_ours(term: Term, key: str, rec: PlanRecord | None, bad: str | None) -> bool:
+    """A record with our writer header that we may have written: never one we could not decode, nor a plan
+    above every generation we published or reserved (issue 24: a forger copied the headers and wrote a higher
+    generation, which made our later plans stale to every follower).  Such a copy is a foreign writer."""
+    if bad is not None:
+        return False
+    return rec is None or rec.generation < term.book.next_generation(key)
 
 
 def unauthenticated(w: Wiring, r: RawRecord, topic: str, what: str) -> str | None:

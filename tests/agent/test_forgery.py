@@ -142,6 +142,24 @@ def test_a_forged_plan_with_copied_headers_is_refused_and_reported_by_the_agent(
     assert r.published == []
 
 
+def test_without_a_secret_a_copy_of_the_agents_headers_above_its_generations_is_a_foreign_writer() -> None:
+    """Found: a forged plan with the agent's own writer header and a higher generation went unnoticed, and made
+    the agent's later plans stale to every follower.  Without a secret the agent still knows what it wrote."""
+    agent, _pub, buf = make_agent(FakeAdmin({"t": [[1], [2]]}), [group("g")])
+    cycle(agent)
+    ours = agent.term.book.latest("consumer/g")
+    assert ours is not None
+    copied = ((WRITER_HEADER, agent.agent_id.encode()), (LEASE_GROUP_HEADER, b""))
+    agent.plan_tail = PlanTail(  # type: ignore[assignment]
+        [raw(b"consumer/g", forged_plan(50, {"g-a": [0, 1]}), 1, offset=8, topic=PLANS, headers=copied)]
+    )
+    r = cycle(agent)
+    assert agent.metrics.get("rackplan_foreign_writers_total", {"topic": "plans"}) == 1
+    assert agent.term.discrepancies()["consumer/g"]["generation"] == 50
+    assert [(p.key, p.generation) for p in r.published] == [("consumer/g", 51)], "re-asserted above it"
+    assert "foreign writer on the plan topic" in buf.getvalue()
+
+
 def test_the_agents_own_signed_records_read_back_are_its_own(tmp_path: Path) -> None:
     agent, pub, buf = secured_agent(tmp_path, group("g"))
     cycle(agent)
