@@ -24,7 +24,7 @@ from rackplan.agent.state import AgentError
 from rackplan.agent.testing import FakeAdmin
 from rackplan.agent.watch import watch_lease
 from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
-from tests.agent.test_follower import LEASE, PLANS, FakeTail, Harness, plan
+from tests.agent.test_follower import LEASE, PLANS, TOPIC, FakeTail, Harness, plan
 from tests.agent.test_hardening import raw
 
 SECRET = b"s3cret"
@@ -339,3 +339,103 @@ def test_with_the_secret_a_forged_heartbeat_is_never_continued_nor_stops_the_age
     watch_lease(agent.w, PlanTail([RawRecord(0, 2, b"leader", live, now, LEASE)]), False)  # type: ignore[arg-type]
     assert agent.metrics.get("rackplan_foreign_writers_total", {"topic": "lease"}) == 1
     assert "a heartbeat without the agent's MAC, refused" in buf.getvalue()
+
+
+# ---- item 8: a follower never takes a partition its previous holder has not released ------------------------
+
+
+def completed(generation: int, assignment: dict[str, list[int]], handover: dict[str, Any]) -> bytes:
+    v = json.loads(plan(generation, assignment))
+    v["handover"] = handover
+    return json.dumps(v).encode()
+
+
+def test_a_follower_never_takes_a_partition_its_silent_holder_has_not_released() -> None:
+    """Found: after followers.release_timeout_s the target gave a partition to a new owner while its old owner,
+    silent but alive, could still read it: only timing kept the two apart.  Now the taker checks the holder's
+    registration before it takes what the target lists as unreleased."""
+    h = Harness(registration_ttl_s=30)
+    m1 = h.follower("m1")
+    t1 = FakeTail.instances[-1]
+    m2 = h.follower("m2")
+    t2 = FakeTail.instances[-1]
+    tails = (t1, t2)
+
+    def push(topic: str, key: bytes, value: bytes | None) -> None:
+        for t in tails:
+            t.push(topic, key, value)
+
+    def registrations() -> None:
+        """The followers' registration records so far, as the registrations topic gives them to each tail."""
+        for topic, key, value in h.broker.records:
+            if topic == "_rackplan.registrations":
+                for t in tails:
+                    t.backlog.append(RawRecord(0, t.offset, key, value, int(h.wall.now * 1000), topic))
+                    t.offset += 1
+        h.broker.records.clear()
+
+    def owners() -> dict[int, list[str]]:
+        out: dict[int, list[str]] = {}
+        for name, f in (("m1", m1), ("m2", m2)):
+            for _t, p in f.assignment():
+                out.setdefault(p, []).append(name)
+        return out
+
+    h.heartbeat(t1)
+    h.heartbeat(t2)
+    push(PLANS, b"consumer/g", plan(1, {"m1": [0, 1], "m2": [2, 3]}))
+    m1.poll(0)
+    m2.poll(0)
+    registrations()
+    m2.poll(0)
+    assert owners() == {0: ["m1"], 1: ["m1"], 2: ["m2"], 3: ["m2"]}
+    # The agent moves partition 1 to m2: revoking plan 2; m1 is silent (its poll loop is stuck), so after the
+    # release timeout the target 3 comes with m1 timed out and partition 1 unreleased.
+    push(PLANS, b"consumer/g", plan(2, {"m1": [0], "m2": [2, 3]}, state="revoking"))
+    push(
+        PLANS,
+        b"consumer/g",
+        completed(
+            3,
+            {"m1": [0], "m2": [1, 2, 3]},
+            {"from_generation": 2, "timed_out": ["m1"], "unreleased": {"m1": [[TOPIC, 1]]}},
+        ),
+    )
+    for _ in range(5):
+        h.advance(1)
+        m2.poll(0)
+        assert owners()[1] == ["m1"], "m2 took partition 1 while m1 may still read it"
+    assert m2.generation == 3 and m2.mode == "plan" and m2.stats["takes_withheld"] == 1
+    # m1 wakes up, applies the newest plan (gives partition 1 up, committed), and says so in its registration.
+    m1.poll(0)
+    assert 1 not in owners(), "given up, taken by nobody yet"
+    registrations()
+    h.advance(1)
+    m2.poll(0)
+    assert owners() == {0: ["m1"], 1: ["m2"], 2: ["m2"], 3: ["m2"]}
+    unassigned = h.broker.events.index(("unassign", [1]))
+    assigned = max(i for i, e in enumerate(h.broker.events) if e[0] == "assign" and 1 in e[1])
+    assert unassigned < assigned, "released first, taken second"
+
+
+def test_a_holder_that_left_or_expired_or_follows_the_group_counts_as_released() -> None:
+    from rackplan.agent.follower.releases import Seen, released, withheld
+    from rackplan.agent.protocol.registrations import FollowerStatus
+
+    now, ttl = 100_000, 30_000
+    alive = Seen(FollowerStatus(released_generation=1, mode="plan"), now - 1_000)
+    assert not released(alive, 2, now, ttl)
+    assert released(None, 2, now, ttl), "tombstoned or never registered: holds nothing"
+    assert released(Seen(alive.status, now - ttl - 1), 2, now, ttl), (
+        "expired: it fenced itself at 2/3 of the TTL"
+    )
+    assert released(Seen(FollowerStatus(2, "waiting"), now), 2, now, ttl)
+    assert released(Seen(FollowerStatus(1, "subscription"), now), 2, now, ttl), "Kafka fences the taker"
+    assert released(Seen(None, now), 2, now, ttl), "no longer a follower: it reads through the group"
+    hand = {"from_generation": 2, "timed_out": ["a", "b"], "unreleased": {"a": [["t", 1]], "b": [["t", 2]]}}
+    members = {"a": alive, "b": Seen(FollowerStatus(2, "plan"), now)}
+    assert withheld(hand, "c", members, now, ttl) == {"a": [("t", 1)]}
+    assert withheld(hand, "c", None, now, ttl) == {}, (
+        "registrations not readable: the agent's timeout decides"
+    )
+    assert withheld({"from_generation": 2, "timed_out": []}, "c", members, now, ttl) == {}
