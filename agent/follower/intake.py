@@ -99,6 +99,10 @@ class ControlIntake:
     heartbeat_ms: int = 0
     #: the group's members as their registrations say (None: the registrations topic is not readable here)
     members: dict[str, Seen] | None = None
+    #: when the registrations were read to their end (wall clock, ms; None: not yet)
+    members_read_ms: int | None = None
+    #: when the tail was opened (wall clock, ms)
+    opened_ms: int = 0
 
     def open(self) -> None:
         """Open the tail (plan, lease and registrations topics, else fewer) and read it to its end."""
@@ -132,12 +136,15 @@ class ControlIntake:
             self.log.warning(
                 "no lease topic: the agent's liveness is unknown", topic=self.settings.lease_topic
             )
+        self.opened_ms = int(self.wall() * 1000)
         try:
-            raw, _complete = self.tail.read_available(self.settings.io_timeout_s)
+            raw, complete = self.tail.read_available(self.settings.io_timeout_s)
         except TopicReadError as e:
             self.log.warning("control topics not read to their end", error=str(e))
             return
         self.records(raw)
+        if complete:
+            self.members_read_ms = self.opened_ms
 
     def close(self) -> None:
         if self.tail is not None:
@@ -169,6 +176,8 @@ class ControlIntake:
             self.log.info("plan topic not read to its end; still fenced", error=str(e))
             return False
         self.records(raw)
+        if complete and self.members_read_ms is None:
+            self.members_read_ms = int(self.wall() * 1000)
         return complete
 
     def records(self, raw: Iterable[Any]) -> None:
@@ -278,7 +287,10 @@ class ControlIntake:
         """Partitions ``rec`` gives out that their previous holder has not released yet (see :mod:`.releases`)."""
         now_ms = int(self.wall() * 1000)
         ttl_ms = int(self.settings.registration_ttl_s * 1000)
-        return withheld(rec.handover, self.who.member_id, self.members, now_ms, ttl_ms)
+        # A member without a registration has left, once the topic was read to its end, or read for a whole
+        # TTL (every live member refreshes within a third of it); before, its record may just be unread.
+        complete = self.members_read_ms is not None or now_ms - self.opened_ms >= ttl_ms
+        return withheld(rec.handover, self.who.member_id, self.members, now_ms, ttl_ms, complete)
 
     def agent_alive(self, agent_timeout_s: float) -> bool:
         """A heartbeat was seen and is at most ``agent_timeout_s`` old."""

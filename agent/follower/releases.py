@@ -41,9 +41,17 @@ def _parts(v: Any) -> list[TopicPart]:
     return out
 
 
-def released(seen: Seen | None, generation: int, now_ms: int, ttl_ms: int) -> bool:
-    """The member holds nothing of revoking generation ``generation`` any more, as its registration says."""
-    if seen is None or seen.status is None or now_ms - seen.timestamp_ms > ttl_ms:
+def released(
+    seen: Seen | None, generation: int, now_ms: int, ttl_ms: int, absent_is_gone: bool = True
+) -> bool:
+    """The member holds nothing of revoking generation ``generation`` any more, as its registration says.
+
+    ``absent_is_gone``: the registrations were read to their end (or for a whole TTL, in which every live
+    member refreshes), so a member without one has left; otherwise its record may just not be read yet.
+    """
+    if seen is None:
+        return absent_is_gone
+    if seen.status is None or now_ms - seen.timestamp_ms > ttl_ms:
         return True
     return seen.status.released_generation >= generation or seen.status.mode == "subscription"
 
@@ -54,6 +62,7 @@ def withheld(
     members: Mapping[str, Seen] | None,
     now_ms: int,
     ttl_ms: int,
+    absent_is_gone: bool = True,
 ) -> dict[str, list[TopicPart]]:
     """member -> partitions of ``handover.unreleased`` that member may still read (so not to take yet).
 
@@ -68,5 +77,7 @@ def withheld(
     return {
         str(m): parts
         for m, raw in sorted(unreleased.items())
-        if m != me and (parts := _parts(raw)) and not released(members.get(m), generation, now_ms, ttl_ms)
+        if m != me
+        and (parts := _parts(raw))
+        and not released(members.get(m), generation, now_ms, ttl_ms, absent_is_gone)
     }

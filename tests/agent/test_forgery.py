@@ -439,3 +439,6 @@ def test_a_holder_that_left_or_expired_or_follows_the_group_counts_as_released()
         "registrations not readable: the agent's timeout decides"
     )
     assert withheld({"from_generation": 2, "timed_out": []}, "c", members, now, ttl) == {}
+    # Registrations not read to their end yet: a member without one may just be unread, so it holds on.
+    assert withheld(hand, "c", {}, now, ttl, absent_is_gone=False) == {"a": [("t", 1)], "b": [("t", 2)]}
+    assert withheld(hand, "c", {}, now, ttl, absent_is_gone=True) == {}
