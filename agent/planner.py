@@ -233,10 +233,6 @@ def _consumer_pairs(
             yield rack, t, p
 
 
-#: Kafka's (and the contract's) bound on a member's generation
-_INT32_MAX = 2**31 - 1
-
-
 def _sticky_consumer_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> dict[str, Any]:
     """``spec`` with every member claiming what the last plan gave it (and what it still holds until it revokes)."""
     if last is None:
@@ -249,7 +245,7 @@ def _sticky_consumer_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> d
         owned = [list(tp) for tp in [*assignment.get(mid, []), *revoked.get(mid, [])]]
         # One generation: all believed.  The contract's member generation is Kafka's int32; a plan generation
         # may be up to 2**53-1, and only its equality across members matters here, so it is capped.
-        members.append({**m, "owned": owned, "generation": min(last.generation, _INT32_MAX)})
+        members.append({**m, "owned": owned, "generation": min(last.generation, 2**31 - 1)})
     return {**spec, "members": members}
 
 
