@@ -484,6 +484,13 @@ METRICS.update(
             "by reason (uncertain_delivery: a publish timed out; foreign_plan: another writer used it).",
             ("reason",),
         ),
+        # issue 24 (items 7, 9): counters are never produced above 2**53-1
+        "rackplan_counters_exhausted": (
+            GAUGE,
+            "Counters at their bound 2**53-1 that cannot go on, by counter (generation: plan keys that get no "
+            "new plan; lease_epoch: 1 when this agent stops for it). See docs/runbook.md.",
+            ("counter",),
+        ),
     }
 )
 ZERO_SERIES["rackplan_generations_reserved_total"] = (

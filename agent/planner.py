@@ -255,7 +255,9 @@ def _sticky_consumer_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> d
     for m in spec.get("members") or []:
         mid = m.get("member_id")
         owned = [list(tp) for tp in [*assignment.get(mid, []), *revoked.get(mid, [])]]
-        members.append({**m, "owned": owned, "generation": last.generation})  # one generation: all believed
+        # One generation: all believed.  The contract's member generation is Kafka's int32; a plan generation
+        # may be up to 2**53-1, and only its equality across members matters here, so it is capped.
+        members.append({**m, "owned": owned, "generation": min(last.generation, 2**31 - 1)})
     return {**spec, "members": members}
 
 

@@ -240,6 +240,9 @@ class Wiring:
         self.publisher: PlanPublisher | None = None
         self.epoch = 0
         self.guard: Callable[[], None] = lambda: None
+        #: the shared secret (registrations.secret_file) that signs registrations and authenticates plans and
+        #: heartbeats (rackplan.agent.protocol.mac); None: records are unauthenticated
+        self.secret: bytes | None = settings.registrations.secret()
 
     @property
     def lease_group(self) -> str | None:
