@@ -127,15 +127,14 @@ class GroupDescribeWorker:
         return self._proc.pid if self._proc is not None else None
 
     def _start(self) -> Connection:
-        from .supervisor import die_with_parent
-
+        # No PR_SET_PDEATHSIG: it follows the forking thread, not the agent. The child ends when it reads
+        # EOF instead, which the kernel gives it as soon as the agent's process is gone.
         ours, theirs = socket.socketpair()
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "rackplan.agent.isolated_admin", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
-                preexec_fn=die_with_parent,
             )
         finally:
             theirs.close()

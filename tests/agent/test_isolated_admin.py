@@ -155,3 +155,36 @@ def test_an_abort_of_the_child_fails_that_call_only_and_a_new_child_answers_late
         assert worker.pid is not None and worker.pid != first and worker.deaths == 0
     finally:
         admin.close()
+
+
+def test_the_child_ends_when_the_agent_is_killed() -> None:
+    # kill -9 of the agent (or of its supervisor's child) leaves no describe worker behind.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from rackplan.agent.isolated_admin import GroupDescribeWorker\n"
+        "from rackplan.agent.logging import get_logger\n"
+        f"w = GroupDescribeWorker({{'bootstrap.servers': '127.0.0.1:{closed_port()}'}}, get_logger('t'))\n"
+        "w.describe(['g1'], 1.0)\n"
+        "print(w.pid, flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    agent = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert agent.stdout is not None
+    lines = iter(agent.stdout.readline, "")
+    child = int(next(line for line in lines if line.strip().isdigit()))  # the child logs there too
+    try:
+        assert not gone(child)
+        agent.kill()
+        agent.wait(timeout=10)
+        deadline = time.monotonic() + 30
+        while not gone(child):
+            assert time.monotonic() < deadline, "the describe worker outlived the agent"
+            time.sleep(0.05)
+    finally:
+        if not gone(child):
+            os.kill(child, signal.SIGKILL)
