@@ -2,7 +2,7 @@
 
 librdkafka#4605 aborts the process running a coordinator-targeted Admin call
 during a broker fault (bench/bench_broker_faults.py measures it on the real
-cluster: 1 agent abort in 10 faults in-process, 0 in 16 with the child).  Here
+cluster: 1 agent abort in 10 faults in-process, 0 in 36 with the child).  Here
 the child is killed with SIGABRT mid-call, as the bug does.
 """
 
