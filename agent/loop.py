@@ -23,6 +23,7 @@ from .cycle_metrics import follower_metrics
 from .heartbeat import Heartbeats
 from .http import AgentHttpServer
 from .intake import Intake
+from .isolated_admin import IsolatedGroupsAdmin, isolated_admin
 from .kafka_io import (
     ProducerFenced,
     TopicSpec,
@@ -34,7 +35,7 @@ from .lease import (
     LeaseLost,
     default_agent_id,
 )
-from .logging import get_logger, with_kafka_logger
+from .logging import get_logger
 from .metrics import Metrics
 from .planner import registrations
 from .ports import AdminPort, Clock, Logger, PlanPublisher
@@ -77,11 +78,12 @@ class Agent:
         self.client_config = s.kafka.client_config()
         #: a real client: bootstrap host names are resolved before the first contact (not for replacements)
         self._real_admin = admin is None
-        if admin is None:
-            from confluent_kafka.admin import AdminClient
-
-            admin = AdminClient(
-                with_kafka_logger(admin_client_config(self.client_config, s.metadata.request_timeout_s))
+        if admin is None:  # DescribeGroups in a child process: librdkafka#4605 aborts it, not the agent
+            admin = isolated_admin(
+                admin_client_config(self.client_config, s.metadata.request_timeout_s),
+                self.log,
+                log_format=s.log.format,
+                log_level=s.log.level,
             )
         self.admin: AdminPort = admin
         self.create_missing_topics = create_missing_topics
@@ -389,6 +391,8 @@ class Agent:
             self.io.webhook.close(min(self.settings.io_timeout_s, 2 * self.settings.webhook.timeout_s))
             self.io.webhook = None
         self.intake.close()
+        if isinstance(self.admin, IsolatedGroupsAdmin):
+            self.admin.close()
         if self.plan_tail is not None:
             self.plan_tail.close()
             self.plan_tail = None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from integration.kafka.cluster import CLIENTS_JAR, JVM_OPTS, KAFKA_DIR, LauncherError
-from rackplan.agent.supervisor import die_with_parent
+from integration.kafka.spawn import spawn
 
 APPS_DIR = KAFKA_DIR / "apps"
 APPS_JAR = APPS_DIR / "target" / "rackplan-it-apps.jar"
@@ -35,13 +35,8 @@ class JavaApp:
         self.log = log
         cmd = ["java", f"-Xmx{heap_mb}m", *JVM_OPTS, "-cp", apps_classpath(), main_class, *args]
         self._err = log.open("ab")
-        self.process = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._err,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
+        self.process = spawn(  # dies with the suite, not with the thread that started it
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, start_new_session=True
         )
         self.lines: list[dict[str, Any]] = []
         self._cond = threading.Condition()

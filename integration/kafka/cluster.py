@@ -27,9 +27,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from integration.kafka.compose import COMPOSE_FILE, ComposeCluster, NodeSpec, listener_names, load_compose
-from rackplan.agent.supervisor import die_with_parent
+from integration.kafka.readiness import judge
+from integration.kafka.spawn import spawn
 
 KAFKA_DIR = Path(__file__).resolve().parent
 LIB = KAFKA_DIR / "lib"
@@ -316,13 +318,10 @@ class KafkaCluster:
             str(node.dir / "server.properties"),
         ]
         out = (node.dir / "stdout.log").open("ab")
-        node.process = subprocess.Popen(  # dies with the suite, even a suite that crashed (run_suite.sh)
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=die_with_parent,
+        # Forked by the spawner thread: dies with the suite (even one that crashed: run_suite.sh), not with
+        # the thread that restarted it (integration/kafka/spawn.py).
+        node.process = spawn(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
         out.close()
         node.starts += 1
@@ -369,9 +368,20 @@ class KafkaCluster:
         return set(md.brokers)
 
     def wait_ready(self, timeout: float = 180.0, expect: Iterable[int] | None = None) -> None:
-        """Until every expected broker is registered and every running node logged its start."""
+        """Until the cluster answers as ready (:mod:`integration.kafka.readiness`), never judged from log text.
+
+        Every running node serves requests (``ApiVersions``), every expected broker is registered and
+        unfenced (Metadata), every partition of the internal topics has a leader.
+        """
         want = set(expect) if expect is not None else {n.node_id for n in self.brokers if n.alive}
         deadline = time.monotonic() + timeout
+        made: list[Any] = []
+
+        def admin() -> Any:
+            if not made:
+                made.append(self._admin([n for n in self.brokers if n.alive]))
+            return made[0]
+
         while True:
             dead = [n for n in self.nodes.values() if n.process is not None and n.process.poll() is not None]
             if dead:
@@ -379,18 +389,35 @@ class KafkaCluster:
                 raise LauncherError(
                     f"{n.spec.service} exited with {n.process.returncode if n.process else '?'}: {self._tail(n)}"
                 )
-            started = all(
-                n.log.exists() and "Kafka Server started" in n.log.read_text(errors="replace")
-                for n in self.nodes.values()
-                if n.alive
-            )
-            if started and want <= self.live_brokers():
+            listeners = {
+                n.spec.service: ("127.0.0.1", self._serving_port(n)) for n in self.nodes.values() if n.alive
+            }
+            state = judge(admin, listeners, want, timeout=max(0.5, min(5.0, deadline - time.monotonic())))
+            if state.ready:
                 return
             if time.monotonic() > deadline:
                 raise LauncherError(
-                    f"cluster not ready after {timeout:.0f} s (brokers seen: {sorted(self.live_brokers())})"
+                    f"cluster not ready after {timeout:.0f} s: {'; '.join(state.why_not)} "
+                    f"(brokers registered: {sorted(state.brokers)})"
                 )
             time.sleep(0.25)
+
+    def _admin(self, brokers: Sequence[Node]) -> Any:
+        """A quiet AdminClient on ``brokers`` that retries refused connections every second at most."""
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient(
+            {
+                **self.client_config,
+                "bootstrap.servers": ",".join(self.address(n.node_id) for n in brokers),
+                "reconnect.backoff.max.ms": 1000,
+                "log_level": 0,
+            }
+        )
+
+    def _serving_port(self, node: Node) -> int:
+        """Where a node serves requests: a broker on the clients' listener, a controller on its own."""
+        return node.ports[self.client_listener if node.spec.is_broker else self._controller_listener()]
 
     @staticmethod
     def _tail(node: Node, lines: int = 5) -> str:

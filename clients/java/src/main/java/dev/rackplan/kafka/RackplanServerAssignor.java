@@ -90,8 +90,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       return;
     }
     client = new RackplanClient(config, store, null, "rackplan-server-assignor", null).start();
-    Map<String, Object> ac = config.connection(AdminClientConfig.configNames());
-    ac.put(AdminClientConfig.CLIENT_ID_CONFIG, "rackplan-server-assignor-topics");
+    Map<String, Object> ac = adminConfig(config);
     admin = Admin.create(ac);
     topicThread = new Thread(() -> refreshTopics(ac), "rackplan-server-assignor-topics");
     topicThread.setDaemon(true);
@@ -108,6 +107,29 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     } catch (Exception e) {
       LOG.debug("rackplan: no JMX metrics: {}", e.toString());
     }
+  }
+
+  /** Seconds without a topic listing after which the admin client is made anew (its own rebootstrap). */
+  static final long ADMIN_RENEW_MS = 300_000;
+
+  /**
+   * The topic-name admin client's settings: quiet while the cluster is not up. The assignor starts
+   * inside a broker, before that broker (and often any other) listens. Kafka's admin client with the
+   * default {@code metadata.recovery.strategy=rebootstrap} rebootstraps on every pass of its loop
+   * while no broker is reachable: about 4,000 "Rebootstrapping" log lines a second in each broker's
+   * own log (20 MB a minute), and a busy CPU, for as long as the cluster starts. Without it the
+   * client waits out a reconnect backoff (1 s, doubling to 10 s) between attempts, and {@link
+   * #refreshTopics} makes a new client after {@link #ADMIN_RENEW_MS} without an answer instead.
+   */
+  static Map<String, Object> adminConfig(RackplanConfig config) {
+    Map<String, Object> ac = config.connection(AdminClientConfig.configNames());
+    ac.put(AdminClientConfig.CLIENT_ID_CONFIG, "rackplan-server-assignor-topics");
+    ac.put(AdminClientConfig.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
+    ac.put(AdminClientConfig.RECONNECT_BACKOFF_MS_CONFIG, 1_000L);
+    ac.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 10_000L);
+    ac.put(AdminClientConfig.RETRY_BACKOFF_MS_CONFIG, 1_000L);
+    ac.put(AdminClientConfig.RETRY_BACKOFF_MAX_MS_CONFIG, 10_000L);
+    return ac;
   }
 
   /** For tests: no I/O, plans from ``store``, topic names given. */
@@ -129,15 +151,25 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
 
   private void refreshTopics(Map<String, Object> ac) {
     long last = 0;
+    long answered = System.currentTimeMillis();
     while (running) {
       try {
         long now = System.currentTimeMillis();
+        if (now - answered > ADMIN_RENEW_MS) {
+          // No rebootstrap in the client (see adminConfig): a new one starts again from the bootstrap list.
+          answered = now;
+          Admin old = admin;
+          admin = Admin.create(ac);
+          old.close(java.time.Duration.ofSeconds(1));
+          LOG.info("rackplan: no topic listing for {} s; admin client made anew", ADMIN_RENEW_MS / 1000);
+        }
         if (refreshWanted || now - last > 30_000) {
           Set<String> names = admin.listTopics().names().get(10, TimeUnit.SECONDS);
           Map<String, TopicDescription> d = admin.describeTopics(names).allTopicNames().get(10, TimeUnit.SECONDS);
           for (TopicDescription td : d.values()) topicNames.put(td.topicId(), td.name());
           refreshWanted = false;
           last = now;
+          answered = now;
         }
         Thread.sleep(200);
       } catch (InterruptedException e) {

@@ -175,4 +175,19 @@ class RackplanServerAssignorTest {
     Map<String, Map<String, Set<Integer>>> out = RackAwareUniform.assign(ms, Map.of("t", 6), (t, p) -> Set.of(RACKS[p % 3]));
     for (int i = 0; i < 3; i++) assertEquals(Set.of(i, i + 3), out.get("m" + i).get("t"));
   }
+
+  /**
+   * Inside a starting broker no broker answers yet: the topic-name admin client must not rebootstrap on
+   * every pass of its loop (thousands of log lines a second), and must back off between attempts.
+   */
+  @Test
+  void topicAdminWaitsQuietlyForTheCluster() {
+    Map<String, Object> ac =
+        RackplanServerAssignor.adminConfig(new RackplanConfig(Map.of("rackplan.bootstrap.servers", "127.0.0.1:1")));
+    org.apache.kafka.clients.admin.AdminClientConfig parsed = new org.apache.kafka.clients.admin.AdminClientConfig(ac);
+    assertEquals("none", parsed.getString("metadata.recovery.strategy"));
+    assertTrue(parsed.getLong("reconnect.backoff.ms") >= 1000, "reconnect backoff");
+    assertTrue(parsed.getLong("reconnect.backoff.max.ms") >= 10_000, "reconnect backoff max");
+    assertEquals("127.0.0.1:1", String.join(",", parsed.getList("bootstrap.servers")));
+  }
 }
