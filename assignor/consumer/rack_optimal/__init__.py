@@ -58,15 +58,26 @@ from ...flow.prices import residual_potentials
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 from ..owned import previous_owners
 from .balanced import rebalance
+from .bytes_objective import assign_bytes
 from .fair import fair_box
+from .load_balance import assign_by_load
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
-    """The rack-optimal plan of ``group``; its ``stats`` say whether it is proven optimal (module docstring)."""
+    """The rack-optimal plan of ``group``; its ``stats`` say whether it is proven optimal (module docstring).
+
+    ``balance: bytes`` is :mod:`.load_balance`; ``objective: bytes`` with count
+    balance is :mod:`.bytes_objective`.  Neither runs without those choices, so
+    plans of instances that make none stay exactly as before.
+    """
+    if group.balance == "bytes":
+        return assign_by_load(cluster, group)
+    if group.objective == "bytes":
+        return assign_bytes(cluster, group)
     plan = fair_assign(cluster, group)
     if len({m.topics for m in group.members}) > 1:  # unequal: from the fair optimum to the balanced one
         assignment, outcome = rebalance(cluster, group, plan.assignment)
-        stats: dict[str, bool | int] = {"optimal": outcome.optimal}
+        stats: dict[str, bool | int | float] = {"optimal": outcome.optimal}
         if not outcome.optimal:
             stats["cross_rack_lower_bound"] = outcome.cross_rack_lower_bound
         return ConsumerPlan(assignment=assignment, revoked={}, stats=stats)

@@ -1,0 +1,261 @@
+"""``balance: bytes``: members balanced by load (the contract's load rule), locality second.
+
+The rule: every partition weighs ``w(p) = bytes/s + balance_floor``; no
+partition ``p`` held by ``A`` may move to another subscriber ``B`` of its topic
+with ``load(B) + w(p) < load(A)``.  Moving such a partition changes the sum
+of squared loads by ``2 w (load(B) + w - load(A)) < 0``, so repeating such
+moves always ends, in a plan that meets the rule.  Weights are exact integers
+(:func:`rackplan.assignor.traffic.exact_integers`), so comparisons never
+depend on rounding or on the order of a sum, and the loop cannot cycle.
+
+The plan is built in four steps, each deterministic (members by id,
+partitions heaviest first, then by topic and number):
+
+1. targets: the loads plain LPT (heaviest first, to the least-loaded
+   subscriber) reaches; with equal subscriptions LPT alone already meets the
+   rule (the last partition ``q`` put on a member was no heavier than any
+   earlier one, and the member was least loaded then);
+2. locality first: each partition goes to its least-loaded local subscriber
+   (its owner first, for stickiness) when that keeps the member within its
+   target; the rest, heaviest first, to the least-loaded subscriber;
+3. repair: while the rule is broken, the violating move that costs the least
+   locality (then the lightest receiver, the heaviest partition) is made;
+4. improve: cross-rack partitions, most costly first, move or swap to a local
+   subscriber when the whole plan still meets the rule afterwards, within a
+   deterministic work budget (:data:`IMPROVE_WORK`: each rule check costs the
+   partitions plus the member-topic pairs it visits).
+
+Locality is what the group's objective counts: cross-rack partitions
+(``partitions``) or their bytes/s (``bytes``, unknown traffic at the mean).
+This is a heuristic: ``optimal`` is true only when every cross-rack partition
+has no local subscriber at all (no assignment can avoid it); otherwise the
+plan reports that unavoidable part as its lower bound.  The result is checked
+against the rule before it is returned (:class:`PostconditionError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ...flow import PostconditionError
+from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
+from ...traffic import exact_integers, group_weights, load_weights
+from ..owned import previous_owners
+
+#: Partitions and member-topic pairs the improvement step may visit in rule checks (deterministic, never time).
+IMPROVE_WORK = 2_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class LoadPlan:
+    """A plan meeting the load rule; ``cross`` its locality cost (scaled), ``bound`` the unavoidable part."""
+
+    assignment: dict[str, list[TopicPartition]]
+    cross: int
+    bound: int
+    scale: int
+    repairs: int
+
+
+class _State:
+    """Who holds what, member loads and each member's lightest partition per topic (all exact integers)."""
+
+    def __init__(self, n_mem: int, topic_subs: Mapping[str, Sequence[int]], weight: Sequence[int]) -> None:
+        self.load = [0] * n_mem
+        self.held: list[dict[str, set[int]]] = [{} for _ in range(n_mem)]
+        self.owner: list[int] = [-1] * len(weight)
+        self.topic_subs = topic_subs
+        self.weight = weight
+
+    def put(self, p: int, topic: str, i: int) -> None:
+        self.owner[p] = i
+        self.load[i] += self.weight[p]
+        self.held[i].setdefault(topic, set()).add(p)
+
+    def take(self, p: int, topic: str) -> int:
+        i = self.owner[p]
+        self.load[i] -= self.weight[p]
+        mine = self.held[i][topic]
+        mine.discard(p)
+        if not mine:
+            del self.held[i][topic]
+        self.owner[p] = -1
+        return i
+
+    def least_other(self, topic: str, i: int) -> tuple[int, int] | None:
+        """(load, member) of the least-loaded subscriber of ``topic`` other than ``i`` (lowest index on ties)."""
+        best: tuple[int, int] | None = None
+        for j in self.topic_subs[topic]:
+            if j != i and (best is None or (self.load[j], j) < best):
+                best = (self.load[j], j)
+        return best
+
+    def violation(self) -> tuple[int, str] | None:
+        """A member and topic breaking the rule (the most loaded such member, then topic), or None."""
+        low2: dict[str, list[tuple[int, int]]] = {}
+        for t, subs in self.topic_subs.items():
+            low2[t] = sorted((self.load[j], j) for j in subs)[:2]
+        worst: tuple[int, int, str] | None = None
+        for i, topics in enumerate(self.held):
+            for t, parts in topics.items():
+                others = [x for x in low2[t] if x[1] != i]
+                if others and others[0][0] + min(self.weight[p] for p in parts) < self.load[i]:
+                    key = (-self.load[i], i, t)
+                    if worst is None or key < worst:
+                        worst = key
+        return None if worst is None else (worst[1], worst[2])
+
+    def work(self) -> int:
+        return sum(len(t) for t in self.held)
+
+
+def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
+    """A plan meeting the load rule with few cross-rack partitions (or bytes); see the module docstring."""
+    members = sorted(group.members, key=lambda m: m.member_id)
+    topics = sorted({t for m in members for t in m.topics})
+    topic_subs = {t: [i for i, m in enumerate(members) if t in m.topics] for t in topics}
+    parts: list[TopicPartition] = [(t, p) for t in topics for p in range(len(cluster.topics[t]))]
+    loads_w = load_weights(cluster, group)
+    weight, _ = exact_integers([loads_w[t][p] for t, p in parts])
+    if group.objective == "bytes":
+        values = group_weights(cluster, topics)
+        value, scale = exact_integers([values[t][p] for t, p in parts])
+    else:
+        value, scale = [1] * len(parts), 0
+    bits = [cluster.member_bit(m.rack) for m in members]
+    masks = cluster.masks
+
+    def cost(p: int, i: int) -> int:
+        t, q = parts[p]
+        return value[p] if is_cross_rack(members[i].rack, bits[i], masks[t][q]) else 0
+
+    index = {m.member_id: i for i, m in enumerate(members)}
+    owner = {
+        tp: index[mid]
+        for tp, mid in previous_owners(cluster, group).items()
+        if mid in index and tp[0] in members[index[mid]].topics
+    }
+    order = sorted(range(len(parts)), key=lambda p: (-weight[p], parts[p]))
+
+    # 1. targets: plain LPT loads.
+    lpt = _State(len(members), topic_subs, weight)
+    for p in order:
+        t = parts[p][0]
+        lpt.put(p, t, min(topic_subs[t], key=lambda j: (lpt.load[j], j)))
+    target = lpt.load
+
+    # 2. locality first, within the targets; the rest to the least loaded.
+    s = _State(len(members), topic_subs, weight)
+    deferred: list[int] = []
+    for p in order:
+        t = parts[p][0]
+        local = [j for j in topic_subs[t] if cost(p, j) == 0]
+        prev = owner.get(parts[p], -1)
+        fits = [j for j in local if s.load[j] + weight[p] <= target[j]]
+        if fits:
+            s.put(p, t, min(fits, key=lambda j: (j != prev, s.load[j] - target[j], j)))
+        else:
+            deferred.append(p)
+    for p in deferred:
+        t = parts[p][0]
+        prev = owner.get(parts[p], -1)
+        s.put(p, t, min(topic_subs[t], key=lambda j: (s.load[j], cost(p, j), j != prev, j)))
+
+    # 3. repair: every step lowers the sum of squared loads, so the loop ends.
+    repairs = 0
+    while (bad := s.violation()) is not None:
+        i, t = bad
+        best: tuple[int, int, int, TopicPartition, int, int] | None = None
+        for p in s.held[i][t]:
+            for j in topic_subs[t]:
+                if j != i and s.load[j] + weight[p] < s.load[i]:
+                    key = (cost(p, j) - cost(p, i), s.load[j], -weight[p], parts[p], j, p)
+                    if best is None or key < best:
+                        best = key
+        if best is None:  # violation() promised a move
+            raise PostconditionError(f"load rule: no move found for member {members[i].member_id}")
+        j, p = best[4], best[5]
+        s.take(p, t)
+        s.put(p, t, j)
+        repairs += 1
+
+    # 4. improve locality while the rule holds.
+    _improve(s, parts, cost, topic_subs, order)
+
+    if (bad := s.violation()) is not None:
+        raise PostconditionError(f"load rule broken by member {members[bad[0]].member_id} on topic {bad[1]}")
+    assignment: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
+    for p, i in enumerate(s.owner):
+        if i < 0:
+            raise PostconditionError(f"partition {parts[p]} left unassigned")
+        assignment[members[i].member_id].append(parts[p])
+    cross = sum(cost(p, i) for p, i in enumerate(s.owner))
+    bound = sum(min(cost(p, j) for j in topic_subs[parts[p][0]]) for p in range(len(parts)))
+    return LoadPlan(assignment, cross, bound, scale, repairs)
+
+
+def _improve(
+    s: _State,
+    parts: Sequence[TopicPartition],
+    c: Callable[[int, int], int],
+    topic_subs: Mapping[str, Sequence[int]],
+    order: Sequence[int],
+) -> None:
+    """Move or swap cross-rack partitions to local subscribers while the rule still holds (budgeted)."""
+    budget = IMPROVE_WORK
+    cross = sorted((p for p in order if c(p, s.owner[p]) > 0), key=lambda p: (-c(p, s.owner[p]), parts[p]))
+    for p in cross:
+        if budget <= 0:
+            return
+        t = parts[p][0]
+        i = s.owner[p]
+        if c(p, i) == 0:
+            continue
+        for j in sorted((j for j in topic_subs[t] if c(p, j) < c(p, i)), key=lambda j: (s.load[j], j)):
+            # a move
+            s.take(p, t)
+            s.put(p, t, j)
+            budget -= len(parts) + s.work()
+            if s.violation() is None:
+                break
+            s.take(p, t)
+            s.put(p, t, i)
+            # a swap with a partition of j that i may hold, closest in weight, that gains overall
+            done = False
+            cands = sorted(
+                (q for tq, qs in s.held[j].items() if i in topic_subs[tq] for q in qs),
+                key=lambda q: (abs(s.weight[q] - s.weight[p]), parts[q]),
+            )
+            for q in cands[:8]:
+                if c(p, j) + c(q, i) >= c(p, i) + c(q, j):
+                    continue
+                tq = parts[q][0]
+                s.take(p, t)
+                s.take(q, tq)
+                s.put(p, t, j)
+                s.put(q, tq, i)
+                budget -= len(parts) + s.work()
+                if s.violation() is None:
+                    done = True
+                    break
+                s.take(p, t)
+                s.take(q, tq)
+                s.put(p, t, i)
+                s.put(q, tq, j)
+            if done or budget <= 0:
+                break
+
+
+def assign_by_load(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
+    """``rack-optimal`` with ``balance: bytes``: the plan and its honest ``stats``."""
+    if not group.members:
+        return ConsumerPlan(assignment={}, revoked={}, stats={"optimal": True})
+    plan = balance_by_load(cluster, group)
+    stats: dict[str, bool | int | float] = {"optimal": plan.cross == plan.bound}
+    if plan.cross != plan.bound:
+        if group.objective == "bytes":
+            stats["cross_rack_bytes_lower_bound"] = plan.bound / (1 << plan.scale)
+        else:
+            stats["cross_rack_lower_bound"] = plan.bound
+    return ConsumerPlan(assignment=plan.assignment, revoked={}, stats=stats)
