@@ -136,8 +136,10 @@ def crossing_bytes(
 
 def crossing_weights(
     cluster: Cluster, probes: Sequence[Probe], tasks: Sequence[Sequence[TopicPartition]]
-) -> tuple[tuple[int, ...], ...]:
-    """Per task and probe, the crossing partitions' bytes/s as exact integers (:func:`exact_integers`).
+) -> tuple[tuple[tuple[int, ...], ...], int]:
+    """Per task and probe, the crossing partitions' bytes/s as exact integers, and their scale ``k``.
+
+    The integers are bytes/s times ``2**k`` (:func:`exact_integers`).
 
     Unknown traffic weighs the mean of the known bytes/s of the app's
     partitions (1 when none is known, which makes every weight a count).
@@ -147,7 +149,7 @@ def crossing_weights(
     known = [traffic[t][p] for t, p in distinct if t in traffic]
     mean = math.fsum(known) / len(known) if known else 1.0
     values = [traffic[t][p] if t in traffic else mean for t, p in distinct]
-    scaled, _ = exact_integers(values)
+    scaled, k = exact_integers(values)
     weight = dict(zip(distinct, scaled, strict=True))
     masks = cluster.masks
     return tuple(
@@ -156,7 +158,7 @@ def crossing_weights(
             for rack, bit in probes
         )
         for pairs in tasks
-    )
+    ), k
 
 
 def streams_traffic_stats(active_cross_pairs: float, standby_cross_pairs: float) -> dict[str, float]:

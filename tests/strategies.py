@@ -40,6 +40,23 @@ def clusters(
     return Cluster(broker_racks=brokers, topics=topics)
 
 
+#: Bytes/s values for traffic: zero, fractions that are not exact in binary, ties and a skew.
+BYTES = st.sampled_from([0.0, 0.1, 0.3, 1.0, 2.5, 10.0, 10.0, 77.7, 1000.0])
+
+
+@st.composite
+def traffic_for(draw: st.DrawFn, cluster: Cluster) -> Cluster:
+    """``cluster`` with ``cluster.traffic``: per topic a list, a total spread evenly, or unknown."""
+    traffic: dict[str, tuple[float, ...]] = {}
+    for t, parts in cluster.topics.items():
+        kind = draw(st.sampled_from(["list", "list", "total", "unknown"]))
+        if kind == "list":
+            traffic[t] = tuple(draw(st.lists(BYTES, min_size=len(parts), max_size=len(parts))))
+        elif kind == "total":
+            traffic[t] = (draw(BYTES) / len(parts),) * len(parts) if parts else ()
+    return Cluster(broker_racks=cluster.broker_racks, topics=cluster.topics, traffic=traffic)
+
+
 @st.composite
 def consumer_groups(
     draw: st.DrawFn,

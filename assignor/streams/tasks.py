@@ -55,6 +55,19 @@ class TaskModel:
     #: with ``rack_aware.weigh_by_traffic`` (else empty): per task and rack group the crossing
     #: pairs' bytes/s, unknown ones at the mean of the known, as exact integers (one common scale)
     active_cross_weight: tuple[tuple[int, ...], ...] = ()
+    #: ``active_cross_weight`` is bytes/s times ``2**weight_scale`` (0 when not weighed)
+    weight_scale: int = 0
+    weighed: bool = False
+
+    @property
+    def active_cost(self) -> tuple[tuple[int, ...], ...]:
+        """What one unit of ``traffic_cost`` buys per task and rack group: crossings, or their bytes/s when weighed."""
+        return self.active_cross_weight if self.weighed else self.active_cross
+
+    @property
+    def move_unit(self) -> int:
+        """The factor ``non_overlap_cost`` takes to stay in the scale of :attr:`active_cost`."""
+        return 1 << self.weight_scale
 
     @property
     def num_tasks(self) -> int:
@@ -117,8 +130,10 @@ def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
         standby_bytes = crossing_bytes(cluster, probes, [s for _, s in pairs])
     else:
         active_bytes = standby_bytes = ()
-    weights = (
-        crossing_weights(cluster, probes, [a for a, _ in pairs]) if app.rack_aware.weigh_by_traffic else ()
+    weights, scale = (
+        crossing_weights(cluster, probes, [a for a, _ in pairs])
+        if app.rack_aware.weigh_by_traffic
+        else ((), 0)
     )
     return TaskModel(
         tasks=tuple(e[1] for e in entries),
@@ -137,6 +152,8 @@ def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
         active_cross_bytes=active_bytes,
         standby_cross_bytes=standby_bytes,
         active_cross_weight=weights,
+        weight_scale=scale,
+        weighed=app.rack_aware.weigh_by_traffic,
     )
 
 
