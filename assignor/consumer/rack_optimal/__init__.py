@@ -51,6 +51,7 @@ slower with one path per Dijkstra run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...flow import FlowGraph
@@ -373,25 +374,47 @@ def _keep_most(
         out[i].extend(mine)
         taken.update(mine)
     k_pool = [[tp for tp in parts if tp not in taken] for parts in c.k_parts] if taken else c.k_parts
-    gr_pool = _pour(k_pool, [(k, j, flow[e]) for k, j, e in kg_edge], len(c.gr_keys))
-    q_pool = _pour(gr_pool, [(j, q, flow[e]) for j, q, e in gq_edge], len(c.q_keys))
+    gr_pool = pour(k_pool, [(k, j, flow[e]) for k, j, e in kg_edge], len(c.gr_keys))
+    q_pool = pour(gr_pool, [(j, q, flow[e]) for j, q, e in gq_edge], len(c.q_keys))
+    hand_out(
+        c,
+        q_pool,
+        [(i, flow[e]) for i, e in qm_edge],
+        rest,
+        {q: flow[e] for q, e in qx_edge.items()},
+        base,
+        out,
+    )
+    return out
+
+
+def hand_out(
+    c: _Classes,
+    q_pool: list[list[TopicPartition]],
+    sticky: list[tuple[int, int]],
+    rest: list[list[int]],
+    extras: dict[int, int],
+    base: Sequence[int],
+    out: list[list[TopicPartition]],
+) -> None:
+    """Member classes' pools to members: ``(member, amount)`` for members with their own node, then the
+    rest of each class in order, ``base[i]`` each and one more for the first ``extras[q]``."""
     q_ptr = [0] * len(c.q_keys)
-    for i, e in qm_edge:
+    for i, amount in sticky:
         q = c.member_q[i]
-        out[i].extend(q_pool[q][q_ptr[q] : q_ptr[q] + flow[e]])
-        q_ptr[q] += flow[e]
+        out[i].extend(q_pool[q][q_ptr[q] : q_ptr[q] + amount])
+        q_ptr[q] += amount
     for q, members in enumerate(rest):
-        extras = flow[qx_edge[q]] if q in qx_edge else 0
+        more = extras.get(q, 0)
         for rank, i in enumerate(members):
-            f = base[i] + (rank < extras)
+            f = base[i] + (rank < more)
             out[i].extend(q_pool[q][q_ptr[q] : q_ptr[q] + f])
             q_ptr[q] += f
     if q_ptr != [len(p) for p in q_pool]:
         raise AssertionError("class flows do not account for every partition")
-    return out
 
 
-def _pour(
+def pour(
     pools: list[list[TopicPartition]], moves: list[tuple[int, int, int]], n_out: int
 ) -> list[list[TopicPartition]]:
     """Move ``amount`` partitions from ``pools[src]`` to new pool ``dst`` for each (src, dst, amount), in order."""

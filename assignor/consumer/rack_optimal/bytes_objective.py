@@ -46,7 +46,7 @@ def assign_bytes(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     """The plan of the module docstring and its ``stats`` (``optimal``, else the proven bound)."""
     if not group.members:
         return ConsumerPlan(assignment={}, revoked={}, stats={"optimal": True})
-    from . import _classify, _owned_by_class  # the package imports this module
+    from . import _classify, _owned_by_class, hand_out, pour  # the package imports this module
 
     c = _classify(cluster, group)
     owned = _owned_by_class(cluster, group, c)
@@ -153,24 +153,16 @@ def assign_bytes(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
         for j, e in away:
             if flow[e]:
                 gr_pool[j].append(tp)
-    q_pool: list[list[TopicPartition]] = [[] for _ in range(n_q)]
-    gr_at = [0] * n_gr
-    for j, q, e in gq:
-        q_pool[q].extend(gr_pool[j][gr_at[j] : gr_at[j] + flow[e]])
-        gr_at[j] += flow[e]
-    q_at = [0] * n_q
-    for i, e in qm:
-        q = c.member_q[i]
-        out[i].extend(q_pool[q][q_at[q] : q_at[q] + flow[e]])
-        q_at[q] += flow[e]
-    for q, ms in enumerate(rest):
-        extras = flow[qx[q]] if q in qx else 0
-        for rank, i in enumerate(ms):
-            f = c.low[c.member_sub[i]] + (rank < extras)
-            out[i].extend(q_pool[q][q_at[q] : q_at[q] + f])
-            q_at[q] += f
-    if gr_at != [len(p) for p in gr_pool] or q_at != [len(p) for p in q_pool]:
-        raise PostconditionError("the flow does not account for every partition")
+    q_pool = pour(gr_pool, [(j, q, flow[e]) for j, q, e in gq], n_q)
+    hand_out(
+        c,
+        q_pool,
+        [(i, flow[e]) for i, e in qm],
+        rest,
+        {q: flow[e] for q, e in qx.items()},
+        [c.low[c.member_sub[i]] for i in range(len(c.members))],
+        out,
+    )
     return _checked(cluster, group, c, out, b, scale)
 
 

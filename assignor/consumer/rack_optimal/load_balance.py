@@ -35,6 +35,7 @@ against the rule before it is returned (:class:`PostconditionError`).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +43,9 @@ from ...flow import PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from ...traffic import exact_integers, group_weights, load_weights
 from ..owned import previous_owners
+
+#: How many of the least-loaded subscribers a repair move considers (besides each rack's least loaded).
+RECEIVERS = 8
 
 #: Partitions and member-topic pairs the improvement step may visit in rule checks (deterministic, never time).
 IMPROVE_WORK = 2_000_000
@@ -59,55 +63,77 @@ class LoadPlan:
 
 
 class _State:
-    """Who holds what, member loads and each member's lightest partition per topic (all exact integers)."""
+    """Who holds what, member loads and each member's lightest weight per topic held (all exact integers)."""
 
     def __init__(self, n_mem: int, topic_subs: Mapping[str, Sequence[int]], weight: Sequence[int]) -> None:
         self.load = [0] * n_mem
         self.held: list[dict[str, set[int]]] = [{} for _ in range(n_mem)]
+        self.lightest: list[dict[str, int]] = [{} for _ in range(n_mem)]
         self.owner: list[int] = [-1] * len(weight)
         self.topic_subs = topic_subs
         self.weight = weight
+        # topics with the same subscribers share their two least-loaded ones (one list for equal subscriptions)
+        self.sub_groups: dict[tuple[int, ...], list[str]] = {}
+        for t, subs in topic_subs.items():
+            self.sub_groups.setdefault(tuple(subs), []).append(t)
 
     def put(self, p: int, topic: str, i: int) -> None:
         self.owner[p] = i
-        self.load[i] += self.weight[p]
+        w = self.weight[p]
+        self.load[i] += w
         self.held[i].setdefault(topic, set()).add(p)
+        light = self.lightest[i]
+        if w < light.get(topic, w + 1):
+            light[topic] = w
 
     def take(self, p: int, topic: str) -> int:
         i = self.owner[p]
-        self.load[i] -= self.weight[p]
+        w = self.weight[p]
+        self.load[i] -= w
         mine = self.held[i][topic]
         mine.discard(p)
         if not mine:
             del self.held[i][topic]
+            del self.lightest[i][topic]
+        elif self.lightest[i][topic] == w:
+            self.lightest[i][topic] = min(self.weight[q] for q in mine)
         self.owner[p] = -1
         return i
 
-    def least_other(self, topic: str, i: int) -> tuple[int, int] | None:
-        """(load, member) of the least-loaded subscriber of ``topic`` other than ``i`` (lowest index on ties)."""
-        best: tuple[int, int] | None = None
-        for j in self.topic_subs[topic]:
-            if j != i and (best is None or (self.load[j], j) < best):
-                best = (self.load[j], j)
-        return best
-
     def violation(self) -> tuple[int, str] | None:
         """A member and topic breaking the rule (the most loaded such member, then topic), or None."""
+        load = self.load
         low2: dict[str, list[tuple[int, int]]] = {}
-        for t, subs in self.topic_subs.items():
-            low2[t] = sorted((self.load[j], j) for j in subs)[:2]
-        worst: tuple[int, int, str] | None = None
-        for i, topics in enumerate(self.held):
-            for t, parts in topics.items():
-                others = [x for x in low2[t] if x[1] != i]
-                if others and others[0][0] + min(self.weight[p] for p in parts) < self.load[i]:
-                    key = (-self.load[i], i, t)
-                    if worst is None or key < worst:
-                        worst = key
-        return None if worst is None else (worst[1], worst[2])
+        for subs, topics in self.sub_groups.items():
+            two = heapq.nsmallest(2, ((load[j], j) for j in subs))
+            for t in topics:
+                low2[t] = two
+        # the most loaded violating member first: members by decreasing load, stop at the first
+        for i in sorted(range(len(load)), key=lambda j: (-load[j], j)):
+            li = load[i]
+            for t in sorted(self.lightest[i]):
+                two = low2[t]
+                other = two[0] if two[0][1] != i else (two[1] if len(two) > 1 else None)
+                if other is not None and other[0] + self.lightest[i][t] < li:
+                    return i, t
+        return None
+
+    def receivers(self, topic: str, i: int, racks: Sequence[int]) -> list[int]:
+        """Where a partition of ``topic`` on ``i`` may best go: the least-loaded other subscribers, and each rack's."""
+        load = self.load
+        others = [j for j in self.topic_subs[topic] if j != i]
+        out = {j for _, j in heapq.nsmallest(RECEIVERS, ((load[j], j) for j in others))}
+        best: dict[int, tuple[int, int]] = {}
+        for j in others:
+            key = (load[j], j)
+            r = racks[j]
+            if r not in best or key < best[r]:
+                best[r] = key
+        out.update(j for _, j in best.values())
+        return sorted(out)
 
     def work(self) -> int:
-        return sum(len(t) for t in self.held)
+        return len(self.load) + sum(len(t) for t in self.held)
 
 
 def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
@@ -124,6 +150,8 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
     else:
         value, scale = [1] * len(parts), 0
     bits = [cluster.member_bit(m.rack) for m in members]
+    rack_index = {r: k for k, r in enumerate(sorted({m.rack or "" for m in members}))}
+    rack_of = [rack_index[m.rack or ""] for m in members]
     masks = cluster.masks
 
     def cost(p: int, i: int) -> int:
@@ -167,9 +195,9 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
     while (bad := s.violation()) is not None:
         i, t = bad
         best: tuple[int, int, int, TopicPartition, int, int] | None = None
-        for p in s.held[i][t]:
-            for j in topic_subs[t]:
-                if j != i and s.load[j] + weight[p] < s.load[i]:
+        for j in s.receivers(t, i, rack_of):
+            for p in s.held[i][t]:
+                if s.load[j] + weight[p] < s.load[i]:
                     key = (cost(p, j) - cost(p, i), s.load[j], -weight[p], parts[p], j, p)
                     if best is None or key < best:
                         best = key
@@ -191,7 +219,18 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
             raise PostconditionError(f"partition {parts[p]} left unassigned")
         assignment[members[i].member_id].append(parts[p])
     cross = sum(cost(p, i) for p, i in enumerate(s.owner))
-    bound = sum(min(cost(p, j) for j in topic_subs[parts[p][0]]) for p in range(len(parts)))
+    # unavoidable: no subscriber of the topic is in a rack holding a replica (one look per topic and mask)
+    local_racks: dict[str, int] = {t: 0 for t in topics}
+    for t in topics:
+        for j in topic_subs[t]:
+            if members[j].rack is not None:
+                local_racks[t] |= bits[j]
+    has_rackless = {t: any(members[j].rack is None for j in topic_subs[t]) for t in topics}
+    bound = sum(
+        value[p]
+        for p, (t, q) in enumerate(parts)
+        if not has_rackless[t] and masks[t][q] and not masks[t][q] & local_racks[t]
+    )
     return LoadPlan(assignment, cross, bound, scale, repairs)
 
 
@@ -216,7 +255,7 @@ def _improve(
             # a move
             s.take(p, t)
             s.put(p, t, j)
-            budget -= len(parts) + s.work()
+            budget -= s.work()
             if s.violation() is None:
                 break
             s.take(p, t)
@@ -235,7 +274,7 @@ def _improve(
                 s.take(q, tq)
                 s.put(p, t, j)
                 s.put(q, tq, i)
-                budget -= len(parts) + s.work()
+                budget -= s.work()
                 if s.violation() is None:
                     done = True
                     break
