@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from ...flow import FlowGraph, PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from ...traffic import exact_integers, group_weights
+from .balanced import rebalance
 
 if TYPE_CHECKING:
     from . import _Classes
@@ -197,9 +198,14 @@ def _checked(
     # A class crosses wherever it goes when every member rack subscribing to its group is cross-rack.
     unavoidable = [all(c.cross(rc, mask) for (grp, rc) in c.gr_keys if grp == g) for g, mask in c.k_keys]
     bound = sum(v for (t, p), v in b.items() if unavoidable[c.k_of[t][p]])
-    equal = len(c.low) == 1
-    stats: dict[str, bool | int | float] = {"optimal": equal or cross == bound}
-    if not stats["optimal"]:
-        stats["cross_rack_bytes_lower_bound"] = bound / (1 << scale)
     assignment = {m.member_id: sorted(parts) for m, parts in zip(c.members, out, strict=True)}
-    return ConsumerPlan(assignment=assignment, revoked={}, stats=stats)
+    if len(c.low) == 1:  # equal subscriptions: the fair assignments are all the balanced ones
+        return ConsumerPlan(assignment=assignment, revoked={}, stats={"optimal": True})
+    if cross == bound:
+        return ConsumerPlan(assignment=assignment, revoked={}, stats={"optimal": True})
+    # Unequal: from the fair optimum to the balanced one, as for partitions, with byte costs.
+    better, outcome = rebalance(cluster, group, assignment, values=b)
+    stats: dict[str, bool | int | float] = {"optimal": outcome.optimal}
+    if not outcome.optimal:
+        stats["cross_rack_bytes_lower_bound"] = outcome.cross_rack_lower_bound / (1 << scale)
+    return ConsumerPlan(assignment=better, revoked={}, stats=stats)
