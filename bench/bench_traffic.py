@@ -72,7 +72,8 @@ def make_instance(case: Case) -> tuple[Cluster, ConsumerGroup]:
         rng.shuffle(ranks)
         total = 1e6 * rng.choice((0.1, 1.0, 10.0))  # topics differ in volume too
         norm = sum(1 / r**case.skew for r in ranks)
-        traffic[name] = tuple(round(total / r**case.skew / norm, 3) for r in ranks)
+        # whole bytes/s, as a measurement in bytes gives them
+        traffic[name] = tuple(float(round(total / r**case.skew / norm)) for r in ranks)
     cluster = Cluster(broker_racks=broker_racks, topics=topics, traffic=traffic)
     names = sorted(topics)
     members = []

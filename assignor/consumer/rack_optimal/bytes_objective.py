@@ -23,11 +23,13 @@ transportation problem, solved exactly as one min-cost flow on the classes of
 Bytes are exact integers in one scale (:func:`rackplan.assignor.traffic.exact_integers`),
 unknown traffic weighs the mean of the known.  With equal subscriptions the
 plan is optimal over every balanced assignment (``optimal: true``).  With
-unequal ones a less even balanced assignment may cross fewer bytes; the plan
-is then proven optimal only when every crossing partition has no local
-subscriber at all (the per-partition bound), else ``optimal: false`` with
-``cross_rack_bytes_lower_bound``.  The write-back is checked (every partition
-once, to a subscriber, counts in the box, the flow's bytes recomputed).
+unequal ones a less even balanced assignment may cross fewer bytes (or move
+fewer partitions), so the fair plan goes on to
+:func:`rackplan.assignor.consumer.rack_optimal.balanced.rebalance` with byte
+costs: proven when it reaches the per-partition floor or when HiGHS decides
+the program (only while the scaled bytes fit its exact range), else
+``optimal: false`` with ``cross_rack_bytes_lower_bound``.  The write-back is
+checked (every partition once, to a subscriber, counts in the fair box).
 """
 
 from __future__ import annotations
@@ -195,15 +197,11 @@ def _checked(
                 cross += b[tp]
     if len(seen) != len(b):
         raise PostconditionError(f"{len(b) - len(seen)} partitions left unassigned")
-    # A class crosses wherever it goes when every member rack subscribing to its group is cross-rack.
-    unavoidable = [all(c.cross(rc, mask) for (grp, rc) in c.gr_keys if grp == g) for g, mask in c.k_keys]
-    bound = sum(v for (t, p), v in b.items() if unavoidable[c.k_of[t][p]])
     assignment = {m.member_id: sorted(parts) for m, parts in zip(c.members, out, strict=True)}
     if len(c.low) == 1:  # equal subscriptions: the fair assignments are all the balanced ones
         return ConsumerPlan(assignment=assignment, revoked={}, stats={"optimal": True})
-    if cross == bound:
-        return ConsumerPlan(assignment=assignment, revoked={}, stats={"optimal": True})
-    # Unequal: from the fair optimum to the balanced one, as for partitions, with byte costs.
+    # Unequal: from the fair optimum to the balanced one, as for partitions, with byte costs (its
+    # floor counts moves too: reaching the bytes bound alone does not prove the fewest moves).
     better, outcome = rebalance(cluster, group, assignment, values=b)
     stats: dict[str, bool | int | float] = {"optimal": outcome.optimal}
     if not outcome.optimal:

@@ -136,6 +136,31 @@ class _State:
         return len(self.load) + sum(len(t) for t in self.held)
 
 
+class _LazyMin:
+    """The member of least ``key`` among some, for keys that only grow: a stale entry (its key grew since)
+    is smaller than it should be, so it surfaces first and is refreshed in :meth:`top`.
+
+    Ties go to the lowest member index, so the choice is deterministic.
+    """
+
+    def __init__(self, members: Sequence[int], key: Callable[[int], int]) -> None:
+        self.key = key
+        self.heap = [(key(j), j) for j in members]
+        heapq.heapify(self.heap)
+
+    def __bool__(self) -> bool:
+        return bool(self.heap)
+
+    def top(self) -> int:
+        heap, key = self.heap, self.key
+        while True:
+            k, j = heap[0]
+            now = key(j)
+            if now == k:
+                return j
+            heapq.heapreplace(heap, (now, j))
+
+
 def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
     """A plan meeting the load rule with few cross-rack partitions (or bytes); see the module docstring."""
     members = sorted(group.members, key=lambda m: m.member_id)
@@ -166,29 +191,65 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
     }
     order = sorted(range(len(parts)), key=lambda p: (-weight[p], parts[p]))
 
+    # Members by subscription and by rack, each a lazy heap: loads only grow in steps 1 and 2.
+    sub_key = {t: tuple(topic_subs[t]) for t in topics}
+    rackless = [j for j, m in enumerate(members) if m.rack is None]
+
     # 1. targets: plain LPT loads.
     lpt = _State(len(members), topic_subs, weight)
+    least: dict[tuple[int, ...], _LazyMin] = {}
     for p in order:
         t = parts[p][0]
-        lpt.put(p, t, min(topic_subs[t], key=lambda j: (lpt.load[j], j)))
+        heap = least.get(sub_key[t])
+        if heap is None:
+            heap = least[sub_key[t]] = _LazyMin(sub_key[t], lambda j: lpt.load[j])
+        lpt.put(p, t, heap.top())
     target = lpt.load
 
     # 2. locality first, within the targets; the rest to the least loaded.
     s = _State(len(members), topic_subs, weight)
+    # per (subscribers, rack bit; -1: no rack, 0: any), the member with the most room to its target
+    roomiest: dict[tuple[tuple[int, ...], int], _LazyMin] = {}
+
+    def local_heaps(t: str, mask: int) -> list[_LazyMin]:
+        out = []
+        for bit in [-1, *(1 << k for k in range(mask.bit_length()) if mask >> k & 1)] if mask else [0]:
+            key = (sub_key[t], bit)
+            heap = roomiest.get(key)
+            if heap is None:
+                if bit == 0:  # no known replica rack: everyone is local
+                    ms = topic_subs[t]
+                elif bit < 0:
+                    subscribed = set(topic_subs[t])
+                    ms = [j for j in rackless if j in subscribed]
+                else:
+                    ms = [j for j in topic_subs[t] if bits[j] == bit]
+                heap = roomiest[key] = _LazyMin(ms, lambda j: s.load[j] - target[j])
+            if heap:
+                out.append(heap)
+        return out
+
     deferred: list[int] = []
     for p in order:
-        t = parts[p][0]
-        local = [j for j in topic_subs[t] if cost(p, j) == 0]
+        t, q = parts[p]
         prev = owner.get(parts[p], -1)
-        fits = [j for j in local if s.load[j] + weight[p] <= target[j]]
-        if fits:
-            s.put(p, t, min(fits, key=lambda j: (j != prev, s.load[j] - target[j], j)))
+        if prev >= 0 and cost(p, prev) == 0 and s.load[prev] + weight[p] <= target[prev]:
+            chosen = prev
         else:
+            tops = [(h.key(j), j) for h in local_heaps(t, masks[t][q]) for j in [h.top()]]
+            pick = min(tops, default=None)
+            chosen = -1 if pick is None or pick[0] + weight[p] > 0 else pick[1]
+        if chosen < 0:
             deferred.append(p)
+        else:
+            s.put(p, t, chosen)
+    lightest: dict[tuple[int, ...], _LazyMin] = {}
     for p in deferred:
         t = parts[p][0]
-        prev = owner.get(parts[p], -1)
-        s.put(p, t, min(topic_subs[t], key=lambda j: (s.load[j], cost(p, j), j != prev, j)))
+        heap = lightest.get(sub_key[t])
+        if heap is None:
+            heap = lightest[sub_key[t]] = _LazyMin(sub_key[t], lambda j: s.load[j])
+        s.put(p, t, heap.top())
 
     # 3. repair: every step lowers the sum of squared loads, so the loop ends.
     repairs = 0
