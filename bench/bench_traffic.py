@@ -32,6 +32,7 @@ import random
 import statistics
 import sys
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from bench.common import timed
@@ -101,6 +102,10 @@ def figures(cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan) -> dict[
     }
 
 
+def _plan(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
+    return run_assignor(cluster, group)[0]
+
+
 def kafka_plans(instances: list[tuple[Cluster, ConsumerGroup]], assignor: str) -> list[ConsumerPlan | None]:
     """Kafka's own plans through the Java oracle; Nones when it cannot run here."""
     try:
@@ -159,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             ("bytes", replace(group, objective="bytes")),
             ("load", replace(group, objective="bytes", balance="bytes")),
         ):
-            t = timed(lambda g=g, c=cluster: run_assignor(c, g)[0], args.repeats)
+            t = timed(partial(_plan, cluster, g), args.repeats)
             f = figures(cluster, g, t.result)
             row[label] = f["cross"]
             row[f"{label}_s"] = round(t.cpu, 3)

@@ -197,13 +197,7 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
 
     # 1. targets: plain LPT loads.
     lpt = _State(len(members), topic_subs, weight)
-    least: dict[tuple[int, ...], _LazyMin] = {}
-    for p in order:
-        t = parts[p][0]
-        heap = least.get(sub_key[t])
-        if heap is None:
-            heap = least[sub_key[t]] = _LazyMin(sub_key[t], lambda j: lpt.load[j])
-        lpt.put(p, t, heap.top())
+    _to_least_loaded(lpt, order, parts, sub_key)
     target = lpt.load
 
     # 2. locality first, within the targets; the rest to the least loaded.
@@ -243,13 +237,7 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
             deferred.append(p)
         else:
             s.put(p, t, chosen)
-    lightest: dict[tuple[int, ...], _LazyMin] = {}
-    for p in deferred:
-        t = parts[p][0]
-        heap = lightest.get(sub_key[t])
-        if heap is None:
-            heap = lightest[sub_key[t]] = _LazyMin(sub_key[t], lambda j: s.load[j])
-        s.put(p, t, heap.top())
+    _to_least_loaded(s, deferred, parts, sub_key)
 
     # 3. repair: every step lowers the sum of squared loads, so the loop ends.
     repairs = 0
@@ -293,6 +281,20 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
         if not has_rackless[t] and masks[t][q] and not masks[t][q] & local_racks[t]
     )
     return LoadPlan(assignment, cross, bound, scale, repairs)
+
+
+def _to_least_loaded(
+    s: _State, order: Sequence[int], parts: Sequence[TopicPartition], sub_key: Mapping[str, tuple[int, ...]]
+) -> None:
+    """Each partition, in ``order``, to its least-loaded subscriber (lowest index on ties): LPT."""
+    heaps: dict[tuple[int, ...], _LazyMin] = {}
+    load = s.load
+    for p in order:
+        t = parts[p][0]
+        heap = heaps.get(sub_key[t])
+        if heap is None:
+            heap = heaps[sub_key[t]] = _LazyMin(sub_key[t], load.__getitem__)
+        s.put(p, t, heap.top())
 
 
 def _improve(
