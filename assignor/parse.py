@@ -219,6 +219,8 @@ def parse_cluster(doc: object, no_bools_or_floats: bool = False) -> Cluster:
 
 def _bytes_per_s(v: object, path: str) -> float:
     """One bytes/s figure: a finite JSON number >= 0 (integers too large for a float are not finite)."""
+    if isinstance(v, HugeInt):
+        raise InputError(path, "must be a finite number of bytes/s")
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise InputError(path, f"expected a number of bytes/s, got {_type_name(v)}")
     try:
