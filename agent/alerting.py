@@ -11,9 +11,9 @@ from collections.abc import Mapping
 
 from .diff import SnapshotDiff
 from .kafka_io import PublishError
-from .membership import member_racks
+from .live import live_locality
 from .metadata import Snapshot
-from .planner import Registration, assignment_locality, best_locality, current_locality
+from .planner import Registration, best_locality, current_locality
 from .protocol.alerts import AlertEvent
 from .protocol.plans import CONSUMER, Locality, PlanRecord
 from .state import Racks, Term, Wiring, labels
@@ -31,13 +31,18 @@ def assignment_loc(
 ) -> Locality | None:
     """The group's current assignment under ``snap``: the real one where described, else the plan of record.
 
+    Of the real one, only the partitions of members whose rack is known
+    (:mod:`.live`); when no member's is, the plan of record.
+
     ``fp``: the registration's scope fingerprint at ``snap`` when known; a
     plan made at that same scope already knows its locality.
     """
     real = term.real_groups.get(reg.name) if reg.kind == CONSUMER else None
     if real is not None and any(m.assignment for m in real.members):
-        mr = member_racks(real, reg.spec.get("members") or [], w.settings.rack_mapping)
-        return assignment_locality(snap, racks, reg, real.assignment(), mr)
+        live = live_locality(snap, racks, reg, real, w.settings.rack_mapping)
+        if live.judged.total or not live.unknown_rack:
+            return live.judged  # members of unknown rack are left out, never counted local
+        # no live member's rack is known: the plan of record is all there is to judge
     if rec is None:
         return None
     if fp is not None and rec.cluster_fingerprint == fp and rec.registration_fingerprint == reg.fingerprint:

@@ -15,13 +15,14 @@ from .alerting import emit_alerts, evaluate_alerts
 from .cycle_metrics import change_metrics, group_metrics, snapshot_metrics
 from .diff import SnapshotDiff, diff, hold_reassignments
 from .intake import Intake
-from .membership import member_racks
+from .live import live_locality as judge_live
 from .metadata import MetadataError, Snapshot, fetch_snapshot, known_racks, poll_snapshot
-from .planner import Registration, assignment_locality
+from .planner import Registration
 from .planning import candidates, plan_group, rejoin_wanted
 from .ports import AdminPort
 from .protocol.plans import CONSUMER, PlanRecord
 from .publishing import advance_handovers, publish_plans, publish_tombstones
+from .registration_checks import check_registrations
 from .state import CycleReport, Racks, Term, Wiring, labels
 from .webhook import WebhookNotifier
 
@@ -111,6 +112,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     report.completed += advance_handovers(w, term)
     assert term.acted is not None
     acted_snap, acted_racks = term.acted
+    check_registrations(w, term, acted_snap)
     previous_fp = {k: g.fp for k, g in term.groups.items()} if seen.change is not None else {}
     records = plan(w, term, seen.change, report, acted_snap, acted_racks)
     replaced = publish_plans(w, term, records, report, watched=io.plans_watched)
@@ -203,17 +205,38 @@ def describe_wanted(term: Term, discovery: list[str], change: SnapshotDiff | Non
 
 
 def live_locality(w: Wiring, term: Term, report: CycleReport, snap: Snapshot, racks: Racks) -> None:
-    """Locality of the live assignments described this cycle (what the brokers say members read)."""
+    """Locality of the live assignments described this cycle (what the brokers say members read).
+
+    Partitions of members whose rack cannot be established are counted apart
+    (``rackplan_live_unknown_rack_partitions``), never as local; the members
+    are logged once per distinct set.
+    """
     regs = {r.name: r for r in term.regs if r.kind == CONSUMER}
     for name, real in sorted(term.real_groups.items()):
         reg = regs.get(name)
         if reg is None or not any(m.assignment for m in real.members):
             continue
-        mr = member_racks(real, reg.spec.get("members") or [], w.settings.rack_mapping)
-        loc = assignment_locality(snap, racks, reg, real.assignment(), mr)
+        loc = judge_live(snap, racks, reg, real, w.settings.rack_mapping)
         report.live[reg.key] = loc
+        g = term.group(reg.key)
+        g.live = loc
         w.metrics.set("rackplan_live_cross_rack_partitions", loc.cross_rack, labels(reg.key))
         w.metrics.set("rackplan_live_assigned_partitions", loc.total, labels(reg.key))
+        w.metrics.set("rackplan_live_unknown_rack_partitions", loc.unknown_rack, labels(reg.key))
+        if loc.unknown_members and g.unknown_logged != loc.unknown_members:
+            w.log.warning(
+                "live members of unknown rack; their partitions are not judged",
+                key=reg.key,
+                members=[
+                    {"member_id": m.member_id, "client_id": m.client_id, "host": m.host}
+                    for m in real.members
+                    if m.member_id in loc.unknown_members
+                ],
+                partitions=loc.unknown_rack,
+                hint="register the member (rackplan.member.id equal to its client.id, or group.instance.id) "
+                "or add a rack_mapping rule",
+            )
+        g.unknown_logged = loc.unknown_members
 
 
 def plan(

@@ -88,5 +88,10 @@ def forget_metrics(m: Metrics, key: str) -> None:
         "rackplan_assigned_partitions",
         "rackplan_plan_generation",
         "rackplan_alerts_firing",
+        "rackplan_live_cross_rack_partitions",
+        "rackplan_live_assigned_partitions",
+        "rackplan_live_unknown_rack_partitions",
+        "rackplan_member_racks_unknown",
+        "rackplan_unknown_topic_subscriptions",
     ):
         m.remove(name, lab)

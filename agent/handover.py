@@ -175,15 +175,27 @@ class Pending:
         ]
 
     def target(self, generation: int, created_at: str, timed_out: Sequence[str]) -> PlanRecord:
-        """The plan that completes the handover."""
+        """The plan that completes the handover.
+
+        When followers did not confirm in time, ``handover.unreleased`` names, per such member, the
+        partitions the revoking plan asked it to give up: a plan follower takes none of them before that
+        member's registration says it released them, or that it left or follows the group
+        (:mod:`rackplan.agent.follower.releases`), so a partition never has two readers, however late.
+        """
         assert self.revoking.handover is not None
+        revoked = assignment_of(self.revoking.body, "revoked")
+        unreleased = {m: [[t, p] for t, p in revoked[m]] for m in sorted(timed_out) if revoked.get(m)}
         return dataclasses.replace(
             self.revoking,
             generation=generation,
             created_at=created_at,
             document=dict(self.revoking.handover["target"]),
             state=STATE_PROPOSED,
-            handover={"from_generation": self.generation, "timed_out": sorted(timed_out)},
+            handover={
+                "from_generation": self.generation,
+                "timed_out": sorted(timed_out),
+                **({"unreleased": unreleased} if unreleased else {}),
+            },
             publisher=None,
         )
 

@@ -7,6 +7,14 @@ and no client holds a thread: 500 clients that connect and send nothing cost
 listen backlog is 128 (the standard library's servers use 5: under 64
 concurrent clients, connections were refused).  A client that goes away is
 one structlog event, never a traceback.
+
+At the connection limit a new connection closes the one that has waited
+longest for its next request (idle keep-alive, or a head still arriving),
+as nginx and Go's server do with idle connections, instead of being refused:
+1,030 kept-alive clients made every ``/healthz`` probe fail.  Only when every
+connection is busy answering is the new one refused.  The limit leaves
+:data:`FD_RESERVE` descriptors of the process's own limit to the rest of the
+agent, so ``accept()`` never fails with EMFILE first.
 """
 
 from __future__ import annotations
@@ -15,12 +23,16 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import math
+import resource
 import socket
 import threading
+import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from .logging import get_logger
 from .ports import Logger
@@ -34,12 +46,17 @@ HEADER_TIMEOUT_S = 10.0
 WRITE_TIMEOUT_S = 10.0
 #: threads that render answers (metrics, plans); connections never hold one
 WORKERS = 4
-#: connections held at once; beyond, new ones are closed at once
+#: connections held at once; beyond, a new one closes the longest-idle one (or is closed when none is idle)
 MAX_CONNECTIONS = 1024
+#: file descriptors of the process's limit left to everything else (Kafka clients, files, the listener)
+FD_RESERVE = 256
+#: at most one "connection limit reached" event this often, with the count since the last one
+LIMIT_LOG_INTERVAL_S = 60.0
 #: request line plus headers
 MAX_HEAD_BYTES = 16 * 1024
 
 Answer = tuple[int, bytes, str]
+K = TypeVar("K")
 
 
 class MetricsSource(Protocol):
@@ -90,6 +107,36 @@ class _BadRequest(Exception):
         self.code = code
 
 
+def connection_limit(wanted: int, soft_fd_limit: int | None = None) -> int:
+    """``wanted`` connections, or fewer if the descriptor limit (``RLIMIT_NOFILE``'s soft value) is lower:
+    a connection refused by :func:`longest_idle`'s rule beats an ``accept()`` failing with EMFILE, which
+    makes asyncio stop accepting anything for a second, probes included."""
+    if soft_fd_limit is None:
+        soft_fd_limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft_fd_limit == resource.RLIM_INFINITY or soft_fd_limit < 0:
+        return wanted
+    return max(1, min(wanted, soft_fd_limit - FD_RESERVE))
+
+
+@dataclass
+class _Conn:
+    """One connection: whom, and since when it waits for a request head (None while it is answered)."""
+
+    writer: asyncio.StreamWriter
+    client: str
+    idle_since: float | None
+
+
+def longest_idle(conns: Mapping[K, _Conn]) -> K | None:
+    """The key of the connection that has waited longest for a request; None when all are being answered."""
+    best: K | None = None
+    since = math.inf
+    for key, conn in conns.items():
+        if conn.idle_since is not None and conn.idle_since < since:
+            best, since = key, conn.idle_since
+    return best
+
+
 def _parse_head(head: bytes) -> tuple[str, str, bool, bool]:
     """Method, path, keep-alive, has a body: from a request line and headers."""
     try:
@@ -130,7 +177,11 @@ class AgentHttpServer:
         self.route: Callable[[str], Answer] = lambda path: route(status(), metrics, path)
         self.backlog = backlog
         self.header_timeout_s = header_timeout_s
-        self.max_connections = max_connections
+        self.max_connections = connection_limit(max_connections)
+        #: connections closed to make room for a new one (the longest idle each time)
+        self.evicted = 0
+        self._evicted_unlogged = 0
+        self._limit_logged_at = -math.inf
         self.log: Logger = log if log is not None else get_logger("rackplan.http")
         family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][
             0
@@ -142,7 +193,9 @@ class AgentHttpServer:
         self._loop = asyncio.new_event_loop()
         self._loop.set_exception_handler(self._loop_error)
         self._server: asyncio.AbstractServer | None = None
-        self._conns: set[asyncio.Task[None]] = set()
+        self._conns: dict[asyncio.Task[None], _Conn] = {}
+        #: evicted connections whose task has not ended yet (no longer counted against the limit)
+        self._evicted: set[asyncio.Task[None]] = set()
         self._started = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="rackplan-http", daemon=True)
 
@@ -183,9 +236,10 @@ class AgentHttpServer:
     async def _shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._conns):
+        tasks = [*self._conns, *self._evicted]  # evicted ones may not have seen their end yet
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._conns, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._loop.stop()
 
     def _loop_error(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -200,17 +254,21 @@ class AgentHttpServer:
         assert task is not None
         peer = writer.get_extra_info("peername")
         client = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        if len(self._conns) >= self.max_connections:
+        if len(self._conns) >= self.max_connections and not self._evict_longest_idle():
             writer.transport.abort()
             self.log.warning(
-                "http connection refused: too many connections", client=client, limit=self.max_connections
+                "http connection refused: every connection is busy answering",
+                client=client,
+                limit=self.max_connections,
             )
             return
-        self._conns.add(task)
+        conn = _Conn(writer, client, time.monotonic())
+        self._conns[task] = conn
         path = None
         try:
             while True:
                 path = None
+                conn.idle_since = time.monotonic()
                 try:
                     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.header_timeout_s)
                 except asyncio.IncompleteReadError as e:
@@ -227,6 +285,7 @@ class AgentHttpServer:
                         writer, _response(431, b"request head too large\n", "text/plain", False)
                     )
                     return
+                conn.idle_since = None  # being answered: never evicted
                 try:
                     method, path, keep_alive, has_body = _parse_head(head)
                 except _BadRequest as e:
@@ -253,8 +312,31 @@ class AgentHttpServer:
         except Exception as e:  # a bug must not kill the server, nor print a traceback into the JSON log
             self.log.error("http request failed", client=client, path=path, error=repr(e))
         finally:
-            self._conns.discard(task)
+            self._conns.pop(task, None)
+            self._evicted.discard(task)
             writer.transport.abort() if writer.transport.is_closing() else writer.close()
+
+    def _evict_longest_idle(self) -> bool:
+        """Close the connection that has waited longest for a request, making room; False: none waits."""
+        victim = longest_idle(self._conns)
+        if victim is None:
+            return False
+        conn = self._conns.pop(victim)
+        self._evicted.add(victim)
+        conn.writer.transport.abort()  # its task sees the end of the stream and returns
+        self.evicted += 1
+        self._evicted_unlogged += 1
+        now = time.monotonic()
+        if now - self._limit_logged_at >= LIMIT_LOG_INTERVAL_S:
+            self.log.warning(
+                "http connection limit reached: longest-idle connections closed for new ones",
+                limit=self.max_connections,
+                closed=self._evicted_unlogged,
+                client=conn.client,
+                idle_s=None if conn.idle_since is None else round(now - conn.idle_since, 3),
+            )
+            self._limit_logged_at, self._evicted_unlogged = now, 0
+        return True
 
     @staticmethod
     async def _write(writer: asyncio.StreamWriter, data: bytes) -> None:

@@ -27,7 +27,7 @@ class Intake:
         #: consumer groups whose members are discovered (DescribeGroups), not registered
         self.discovery = sorted(g["group_id"] for g in s.consumer_groups if not g.get("members"))
         #: shared secret of signed registrations (registrations.secret_file), None: unsigned accepted
-        self.secret = w.settings.registrations.secret()
+        self.secret = w.secret
         self.tail: TopicTail | None = None
 
     def open(self, client_config: dict[str, Any], term: Term) -> None:

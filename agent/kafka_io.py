@@ -15,7 +15,9 @@ from .admin_timeouts import operation_timeout_s, result_timeout_s
 from .kafka_errors import error_name
 from .logging import with_kafka_logger
 from .ports import AdminPort, Logger
+from .protocol.mac import MAC_HEADER, check_mac, record_mac
 from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
+from .protocol.records import RecordError
 
 _UNSUPPORTED = {
     "_UNSUPPORTED_FEATURE",
@@ -465,11 +467,14 @@ def read_back(
     timeout_s: float,
     log: Logger,
     skipped: Callable[[str], None] | None = None,
+    secret: bytes | None = None,
 ) -> list[tuple[str, PlanRecord | None]]:
     """Every record of the plan topic, oldest first per partition, up to the current end.
 
     Malformed records (:func:`rackplan.agent.protocol.records.load_record` bounds them) are
-    skipped with a logged reason and ``skipped(reason)``; they never stop the agent.
+    skipped with a logged reason and ``skipped(reason)``; they never stop the agent.  With a
+    ``secret``, so is a record without its valid MAC (:mod:`rackplan.agent.protocol.mac`): a
+    forger's plan is never the plan of record, and its generation is not ours to continue.
     """
     tail = TopicTail(config, topic, timeout_s)
     try:
@@ -483,6 +488,10 @@ def read_back(
         try:
             if r.key is None:
                 raise PlanDecodeError("no key", "bad_key")
+            try:
+                check_mac(secret, topic, r.key, r.value, r.header(MAC_HEADER), "plan record")
+            except RecordError as e:
+                raise PlanDecodeError(str(e), e.reason) from None
             rec = decode_record(r.key, r.value)
         except PlanDecodeError as e:
             log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
@@ -512,11 +521,14 @@ class Publisher:
         transactional_id: str | None = None,
         fenced_topics: Sequence[str] = (),
         transaction_timeout_s: float = 60.0,
+        secret: bytes | None = None,
     ) -> None:
-        """``headers`` go on every record: who wrote it, so readers can tell a foreign writer."""
+        """``headers`` go on every record: who wrote it.  With ``secret`` every record also carries its
+        MAC (:mod:`rackplan.agent.protocol.mac`): what readers holding the secret judge it by."""
         from confluent_kafka import Producer
 
-        self._headers: list[tuple[str, str | bytes | None]] | None = list(headers) or None
+        self._headers: list[tuple[str, str | bytes | None]] = list(headers)
+        self._secret = secret
 
         conf: dict[str, Any] = {
             **config,
@@ -541,6 +553,14 @@ class Publisher:
         self._pending: str | None = None
         #: why this publisher was fenced, once it was: it never publishes to ``fenced_topics`` again
         self.fenced: str | None = None
+
+    def _record_headers(
+        self, topic: str, key: str, value: bytes | None
+    ) -> list[tuple[str, str | bytes | None]] | None:
+        """The writer headers, and the record's MAC when a secret is set."""
+        if self._secret is None:
+            return self._headers or None
+        return [*self._headers, (MAC_HEADER, record_mac(self._secret, topic, key.encode(), value))]
 
     def _fence(self, detail: str) -> ProducerFenced:
         self.fenced = detail
@@ -716,7 +736,11 @@ class Publisher:
         for i, (key, value) in enumerate(records):
             try:
                 producer.produce(
-                    topic, key=key.encode(), value=value, on_delivery=report(i), headers=self._headers
+                    topic,
+                    key=key.encode(),
+                    value=value,
+                    on_delivery=report(i),
+                    headers=self._record_headers(topic, key, value),
                 )
             except KafkaException as e:
                 if transactional and _fatal(e):
@@ -764,7 +788,11 @@ class Publisher:
 
         try:
             self._producer.produce(
-                topic, key=key.encode(), value=value, on_delivery=cb, headers=self._headers
+                topic,
+                key=key.encode(),
+                value=value,
+                on_delivery=cb,
+                headers=self._record_headers(topic, key, value),
             )
         except (KafkaException, BufferError) as e:
             on_result(str(e))

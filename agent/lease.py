@@ -43,6 +43,8 @@ from .protocol.lease import (
     HeartbeatError,
     decode_heartbeat,
 )
+from .protocol.mac import MAC_HEADER, check_mac
+from .protocol.records import RecordError
 from .settings import HaSettings
 
 __all__ = [
@@ -230,10 +232,13 @@ def last_heartbeat(
     timeout_s: float,
     log: Any,
     skipped: Callable[[str], None] | None = None,
+    secret: bytes | None = None,
 ) -> Heartbeat | None:
     """The newest well-formed heartbeat on the lease topic (its epoch is the one to continue from).
 
-    Malformed records are skipped with a logged reason and ``skipped(reason)``.
+    Malformed records are skipped with a logged reason and ``skipped(reason)``; with a ``secret``,
+    so is a heartbeat without its valid MAC (:mod:`rackplan.agent.protocol.mac`): a forged
+    epoch is never continued.
     """
     tail = TopicTail(config, topic, timeout_s)
     try:
@@ -245,6 +250,10 @@ def last_heartbeat(
     best: Heartbeat | None = None
     for r in raw:
         try:
+            try:
+                check_mac(secret, topic, r.key, r.value, r.header(MAC_HEADER), "heartbeat")
+            except RecordError as e:
+                raise HeartbeatError(str(e), e.reason) from None
             hb = decode_heartbeat(r.key, r.value)
         except HeartbeatError as e:
             log.warning("lease record skipped", reason=str(e), partition=r.partition, offset=r.offset)

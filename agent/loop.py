@@ -165,7 +165,7 @@ class Agent:
         self.heartbeats.topic_ok = s.ha.lease_topic not in names
         self.io.alerts_topic_ok = s.alerts_topic not in names
         records = read_back(
-            self.client_config, s.plan_topic, s.io_timeout_s, self.log, lambda r: plan_skipped(w, r)
+            self.client_config, s.plan_topic, s.io_timeout_s, self.log, lambda r: plan_skipped(w, r), w.secret
         )
         # From here on the plan topic is watched for records this agent did not write (see watch.watch_plans).
         self.plan_tail = TopicTail(self.client_config, s.plan_topic, s.io_timeout_s)

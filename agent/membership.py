@@ -1,10 +1,15 @@
 """The real membership of consumer groups: DescribeGroups through ``describe_consumer_groups``.
 
 It gives, per group, every member's id, client.id, host, static instance id
-and current assignment, but never its client.rack (no Kafka Admin API
-exposes it).  So a member's rack comes from its registration (same member id,
-or same group.instance.id) or else from the ``rack_mapping`` rules (client
-host CIDR, client.id pattern).
+and current assignment, but never its client.rack (KIP-881 carries it in
+the JoinGroup subscription, which librdkafka's DescribeConsumerGroups does not
+expose, nor the subscription's user data).  So a member's rack comes from its
+registration, matched by :func:`member_racks` (same member id, same
+group.instance.id, or a client.id equal to the registered id: a Java
+``RackplanConsumer`` with ``rackplan.member.id`` joins under a Kafka member id
+``<client.id>-<uuid>``), or else from the ``rack_mapping`` rules (client host
+CIDR, client.id pattern).  A member none of these place has an *unknown*
+rack: reported as such, never counted as local.
 
 Brokers that cannot answer (librdkafka's mock cluster has no DescribeGroups;
 an ACL may deny it) degrade, never fail: the reason is logged once and
@@ -81,25 +86,65 @@ def real_group(desc: Any) -> RealGroup:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class MemberRacks:
+    """The rack of each real member of a group, and the members whose rack nobody could say."""
+
+    #: member id -> rack (None: the member has no client.rack, as registered)
+    racks: Mapping[str, str | None]
+    #: member ids (sorted) that no registration and no ``rack_mapping`` rule places
+    unknown: tuple[str, ...] = ()
+
+
 def member_racks(
     group: RealGroup, registered_members: Iterable[Mapping[str, Any]], rules: tuple[RackRule, ...]
-) -> dict[str, str | None]:
-    """Rack of each real member: its registration (member id, then group.instance.id), else the rules."""
-    by_id: dict[str, str | None] = {}
-    by_instance: dict[str, str | None] = {}
-    for reg in registered_members:
-        by_id[str(reg.get("member_id"))] = reg.get("rack")
-        if reg.get("group_instance_id"):
-            by_instance[str(reg["group_instance_id"])] = reg.get("rack")
-    out: dict[str, str | None] = {}
+) -> MemberRacks:
+    """Rack of each real member: its registration, else the rules, else unknown.
+
+    A registration matches a live member by member id, then by
+    group.instance.id (the registered ``group_instance_id``, or the registered
+    member id: followers register their instance id as their member id), then
+    by client.id equal to the registered member id or instance id when
+    exactly one live member carries that client.id (two members sharing a
+    client.id cannot be told apart: neither is matched that way).  A
+    registration already matched by id is not matched again by client.id.
+    """
+    regs = list(registered_members)
+    by_id: dict[str, Mapping[str, Any]] = {str(r.get("member_id")): r for r in regs}
+    by_instance: dict[str, Mapping[str, Any]] = {}
+    for r in regs:
+        by_instance.setdefault(str(r.get("member_id")), r)
+    for r in regs:
+        if r.get("group_instance_id"):
+            by_instance[str(r["group_instance_id"])] = r
+    clients: dict[str, int] = {}
     for m in group.members:
-        if m.member_id in by_id:
-            out[m.member_id] = by_id[m.member_id]
-        elif m.group_instance_id is not None and m.group_instance_id in by_instance:
-            out[m.member_id] = by_instance[m.group_instance_id]
+        clients[m.client_id] = clients.get(m.client_id, 0) + 1
+    out: dict[str, str | None] = {}
+    taken: set[int] = set()
+    pending = []
+    for m in group.members:
+        reg = by_id.get(m.member_id)
+        if reg is None and m.group_instance_id is not None:
+            reg = by_instance.get(m.group_instance_id)
+        if reg is not None:
+            out[m.member_id] = reg.get("rack")
+            taken.add(id(reg))
         else:
-            out[m.member_id] = rack_for(rules, m.client_id, m.host)
-    return out
+            pending.append(m)
+    unknown = []
+    for m in pending:
+        reg = by_instance.get(m.client_id) if m.client_id and clients[m.client_id] == 1 else None
+        if reg is not None and id(reg) not in taken:
+            out[m.member_id] = reg.get("rack")
+            taken.add(id(reg))
+            continue
+        rack = rack_for(rules, m.client_id, m.host)
+        if rack is None:
+            unknown.append(m.member_id)
+        else:
+            out[m.member_id] = rack
+    return MemberRacks(racks=dict(sorted(out.items())), unknown=tuple(sorted(unknown)))
 
 
 class GroupDescriber:

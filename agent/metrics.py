@@ -210,7 +210,20 @@ ZERO_SERIES: dict[str, tuple[dict[str, str], ...]] = {
     "rackplan_describe_groups_failures_total": ({"reason": "unsupported"},),
     "rackplan_webhook_attempts_total": ({"result": "ok"}, {"result": "error"}),
     "rackplan_webhook_failures_total": tuple(
-        {"reason": r} for r in ("connection", "timeout", "http_4xx", "http_5xx", "queue_full")
+        {"reason": r}
+        for r in (
+            "connection",
+            "timeout",
+            "http_3xx",
+            "http_4xx",
+            "http_5xx",
+            "queue_full",
+            "header_file",
+            "header_value",
+            "bad_response",
+            "invalid_request",
+            "internal",
+        )
     ),
     "rackplan_handovers_total": ({"result": "completed"}, {"result": "timed_out"}),
 }
@@ -423,6 +436,24 @@ class Metrics:
 
 
 # Alerts (agent/alerts.py): a group reported unfixable (its one-off RackplanLocalityUnfixable event) and still so.
+# ---- what a group's live assignment and registration get wrong (issue 24) --------------------------
+METRICS["rackplan_live_unknown_rack_partitions"] = (
+    GAUGE,
+    "Partitions of the group's live assignment held by members whose rack is unknown (neither registered "
+    "nor placed by rack_mapping): not counted local nor cross-rack.",
+    ("kind", "group"),
+)
+METRICS["rackplan_member_racks_unknown"] = (
+    GAUGE,
+    "Registered members (or Streams clients) of the group whose rack no broker has.",
+    ("kind", "group"),
+)
+METRICS["rackplan_unknown_topic_subscriptions"] = (
+    GAUGE,
+    "Subscriptions of the group's members to topics that do not exist (left out of its plan).",
+    ("kind", "group"),
+)
+
 METRICS["rackplan_alerts_unfixable"] = (
     GAUGE,
     "1 while the group is reported unfixable: even its best assignment is above the alert threshold.",
@@ -452,6 +483,13 @@ METRICS.update(
             "Plan generations never reused because a record of them may be on the topic with other content, "
             "by reason (uncertain_delivery: a publish timed out; foreign_plan: another writer used it).",
             ("reason",),
+        ),
+        # issue 24 (items 7, 9): counters are never produced above 2**53-1
+        "rackplan_counters_exhausted": (
+            GAUGE,
+            "Counters at their bound 2**53-1 that cannot go on, by counter (generation: plan keys that get no "
+            "new plan; lease_epoch: 1 when this agent stops for it). See docs/runbook.md.",
+            ("counter",),
         ),
     }
 )

@@ -36,6 +36,7 @@ from rackplan.assignor import (
 from .metadata import NO_LEADER, Snapshot
 from .protocol.plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
 from .settings import Settings
+from .subscriptions import known_subscriptions
 
 
 class PlanSkipped(Exception):
@@ -233,6 +234,17 @@ def _consumer_pairs(
             yield rack, t, p
 
 
+def _planned_spec(snapshot: Snapshot, reg: Registration) -> Mapping[str, Any]:
+    """The group as planned: subscriptions to topics the snapshot lacks left out (:mod:`.subscriptions`).
+
+    :class:`PlanSkipped` when none of the group's topics exists: nothing to plan.
+    """
+    if reg.topics and reg.topics.isdisjoint(snapshot.topics):
+        names = ", ".join(repr(t) for t in sorted(reg.topics)[:5])
+        raise PlanSkipped(f"registration {reg.key}: no subscribed topic exists ({names})")
+    return known_subscriptions(reg.spec, snapshot.topics)
+
+
 def _sticky_consumer_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> dict[str, Any]:
     """``spec`` with every member claiming what the last plan gave it (and what it still holds until it revokes)."""
     if last is None:
@@ -243,7 +255,9 @@ def _sticky_consumer_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> d
     for m in spec.get("members") or []:
         mid = m.get("member_id")
         owned = [list(tp) for tp in [*assignment.get(mid, []), *revoked.get(mid, [])]]
-        members.append({**m, "owned": owned, "generation": last.generation})  # one generation: all believed
+        # One generation: all believed.  The contract's member generation is Kafka's int32; a plan generation
+        # may be up to 2**53-1, and only its equality across members matters here, so it is capped.
+        members.append({**m, "owned": owned, "generation": min(last.generation, 2**31 - 1)})
     return {**spec, "members": members}
 
 
@@ -295,7 +309,7 @@ def plan_consumer(
         raise PlanSkipped(f"registration {reg.key}: no members registered or discovered")
     cluster = cluster_for(snapshot, racks, reg.topics)
     try:
-        group = parse_consumer_group(_sticky_consumer_spec(reg.spec, last), cluster)
+        group = parse_consumer_group(_sticky_consumer_spec(_planned_spec(snapshot, reg), last), cluster)
     except InputError as e:
         raise PlanSkipped(f"registration {reg.key}: {e}") from None
     plan, elapsed_ms = _run(cluster, group)
@@ -412,7 +426,7 @@ def instance_document(
         "cluster": cluster_document(cluster)
     }  # brokers sorted by id, as to_cluster makes them
     if reg.kind == CONSUMER:
-        doc["consumer_group"] = _sticky_consumer_spec(reg.spec, last)
+        doc["consumer_group"] = _sticky_consumer_spec(known_subscriptions(reg.spec, snapshot.topics), last)
     else:
         doc["streams_app"] = _sticky_streams_spec(reg.spec, last)
     return doc

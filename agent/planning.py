@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .diff import SnapshotDiff
+from .exhausted import generation_exhausted
 from .handover import assignment_of, revoking_record, split
 from .metadata import Snapshot
 from .planner import PlanSkipped, Registration, plan_for, scope_fingerprint
@@ -92,6 +93,9 @@ def plan_group(
     spared, again = _spared(term, reg, last, fp, forced=rejoin or reassert, rejoin=rejoin)
     if spared:
         return again
+    if term.book.exhausted(reg.key):
+        generation_exhausted(w, term, reg.key, report)
+        return None
     followers = term.store.followers(reg.kind, reg.name) if reg.kind == CONSUMER else {}
     inputs = (reg.fingerprint, fp, last, bool(followers))
     if not (rejoin or reassert) and _skipped_again(w, term, reg, inputs, report):
@@ -122,7 +126,9 @@ def plan_group(
         generation=term.book.next_generation(reg.key),
         cluster_fingerprint=fp,
         registration_fingerprint=reg.fingerprint,
-        reason=_reason(reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert),
+        reason="; ".join(
+            [_reason(reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert), *g.notes()]
+        ),
         created_at=utc_now_iso(w.clock()),
         document=result.document,
         moved=result.moved,

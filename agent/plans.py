@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from .protocol.plans import (
     PlanRecord,
 )
+from .protocol.records import MAX_SAFE_INT
 
 __all__ = [
     "PlanBook",
@@ -77,6 +78,18 @@ class PlanBook:
 
     def next_generation(self, key: str) -> int:
         return max(self._max_generation.get(key, 0), self._reserved.get(key, 0)) + 1
+
+    def exhausted(self, key: str) -> bool:
+        """The next generation of ``key`` would pass 2**53-1, which every reader refuses: no plan for it.
+
+        Generations are bounded when read (:func:`rackplan.agent.protocol.records.safe_int`) and
+        never produced above the bound: one at 2**53-1 (a forged record, without a secret) ends the key.
+        """
+        return self.next_generation(key) > MAX_SAFE_INT
+
+    def exhausted_keys(self) -> list[str]:
+        """Keys whose generations are exhausted (:meth:`exhausted`); sorted."""
+        return sorted(k for k in set(self._max_generation) | set(self._reserved) if self.exhausted(k))
 
     def live_keys(self) -> list[str]:
         """Keys whose latest record is a plan, not a tombstone; sorted."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from .exhausted import generation_exhausted
 from .handover import Pending
 from .kafka_io import DeliveryUncertain, PlanTooLargeError, PublishError
 from .lease import LeaseUnconfirmed
@@ -191,6 +192,9 @@ def advance_handovers(w: Wiring, term: Term) -> list[PlanRecord]:
         outstanding = pending.outstanding(term.store.followers(reg.kind, reg.name))
         waited = now - pending.started
         if outstanding and waited < s.followers.release_timeout_s:
+            continue
+        if term.book.exhausted(key):  # a target above 2**53-1 would be refused by every reader
+            generation_exhausted(w, term, key, None)
             continue
         target = dataclasses.replace(
             pending.target(term.book.next_generation(key), utc_now_iso(now), outstanding),

@@ -33,10 +33,12 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from rackplan.assignor.bounded import TooLargeError, read_bounded
 from rackplan.assignor.contract import app_topics, group_topics
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
+from .header_check import HeaderValueError, header_name_problem, header_problem, read_header_file
 from .metadata_refresh import with_metadata_refresh
 from .protocol.registrations import read_secret_file
 from .redact import MASK, mask_config, mask_tree, redact_url
@@ -107,6 +109,10 @@ class _Section(BaseModel):
     _durations = field_validator("*")(check_duration)
 
 
+#: a ``kafka.secret_files`` value is at most this: a CA bundle in ``ssl.ca.pem`` is a few hundred KiB
+MAX_SECRET_FILE_BYTES = 4 << 20
+
+
 class KafkaSettings(_Section):
     bootstrap_servers: str = "127.0.0.1:9092"
     #: any librdkafka property, passed through to every client the agent makes
@@ -140,7 +146,10 @@ class KafkaSettings(_Section):
         out.update(with_metadata_refresh(self.config))
         for key, path in sorted(self.secret_files.items()):
             try:
-                out[key] = path.read_text(encoding="utf-8").strip()
+                with open(path, "rb") as f:
+                    out[key] = read_bounded(f, MAX_SECRET_FILE_BYTES).decode("utf-8").strip()
+            except TooLargeError as e:  # /dev/zero, or a wrong path: never read to the end
+                raise SettingsError(f"kafka.secret_files.{key}: {str(path)!r} is {e}") from None
             except (OSError, UnicodeDecodeError) as e:
                 why = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
                 raise SettingsError(f"kafka.secret_files.{key}: cannot read {str(path)!r}: {why}") from None
@@ -233,6 +242,19 @@ class WebhookTlsSettings(_Section):
         return ctx
 
 
+def _header_file_problem(name: str, path: Path) -> str | None:
+    """What keeps ``path`` from giving header ``name`` a value now (again at every delivery: rotation)."""
+    if not path.is_file():
+        return f"{name}: no such file {str(path)!r}"
+    try:
+        read_header_file(path)
+    except HeaderValueError as e:
+        return f"{name}: {str(path)!r}: {e}"
+    except OSError as e:
+        return f"{name}: cannot read {str(path)!r}: {e.strerror or type(e).__name__}"
+    return None
+
+
 class WebhookSettings(_Section):
     """Alertmanager API v2 (``POST /api/v2/alerts``); no ``url``, no webhook."""
 
@@ -265,8 +287,19 @@ class WebhookSettings(_Section):
     @classmethod
     def _readable(cls, v: dict[str, Path]) -> dict[str, Path]:
         for name, path in v.items():
-            if not path.is_file():
-                raise ValueError(f"{name}: no such file {str(path)!r}")
+            problem = header_name_problem(name) or _header_file_problem(name, path)
+            if problem:
+                raise ValueError(problem)
+        return v
+
+    @field_validator("headers")
+    @classmethod
+    def _sendable(cls, v: dict[str, str]) -> dict[str, str]:
+        # http.client refuses a CR or LF only when it sends, with the value (a token) in its message.
+        for name, value in v.items():
+            problem = header_problem(name, value)
+            if problem:
+                raise ValueError(problem)
         return v
 
     @field_validator("url")
@@ -276,6 +309,10 @@ class WebhookSettings(_Section):
             # Never echo the URL: it may carry a password or a token.
             scheme = urllib.parse.urlsplit(v).scheme
             raise ValueError(f"expected an http:// or https:// URL, got scheme {scheme[:16]!r}")
+        if v is not None:
+            for i, c in enumerate(v):
+                if c <= " " or c == "\x7f":  # http.client refuses it at every delivery, quoting the URL
+                    raise ValueError(f"the URL holds a space or control character at character {i + 1}")
         return v
 
     @field_validator("labels")
@@ -426,6 +463,9 @@ class LogSettings(_Section):
 
 #: a settings file may expand (through YAML aliases) to at most this many values
 MAX_YAML_NODES = 200_000
+#: a settings file may hold at most this many bytes: 2.4 times a file of MAX_YAML_NODES values (1.7 MB in
+#: block style), so the node limit refuses first; PyYAML parses about 0.25 MB per CPU second (docs/settings.md)
+MAX_SETTINGS_BYTES = 4 << 20
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -512,10 +552,14 @@ def load_yaml(text: str, path: str | Path) -> Any:
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     """A settings file's top-level mapping (an empty file is an empty mapping).
 
-    :class:`SettingsError` (one line, file and line named) when it cannot be read or is not one.
+    :class:`SettingsError` (one line, file and line named) when it cannot be read or is not one, or
+    holds more than :data:`MAX_SETTINGS_BYTES` (reading stops there: ``--config /dev/zero`` ends).
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            text = read_bounded(f, MAX_SETTINGS_BYTES).decode("utf-8")
+    except TooLargeError as e:
+        raise SettingsError(f"{path}: the settings file is {e}") from None
     except UnicodeDecodeError as e:
         raise SettingsError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:

@@ -116,6 +116,7 @@ def make_publisher(w: Wiring, client_config: dict[str, Any], *, embedded: bool) 
         transactional_id=None if embedded else transactional_id(s.ha.group_id, s.plan_topic),
         fenced_topics=[s.plan_topic],
         transaction_timeout_s=max(10.0, 2 * s.io_timeout_s),
+        secret=w.secret,  # every record's MAC: followers holding the secret refuse a record without it
     )
 
 
@@ -154,15 +155,37 @@ def continue_epoch(w: Wiring, client_config: dict[str, Any]) -> tuple[int, Topic
 
     def newest() -> Heartbeat | None:
         return last_heartbeat(
-            client_config, s.ha.lease_topic, s.io_timeout_s, w.log, lambda r: lease_skipped(w, r)
+            client_config, s.ha.lease_topic, s.io_timeout_s, w.log, lambda r: lease_skipped(w, r), w.secret
         )
 
     last = no_foreign_writer(w, newest)
-    # Epochs are bounded when read (rackplan.agent.protocol.records.safe_int); one at the bound stays there.
-    epoch = min((0 if last is None else last.epoch) + 1, MAX_SAFE_INT)
+    epoch = next_epoch(w, last)
     tail = TopicTail(client_config, s.ha.lease_topic, s.io_timeout_s)
     tail.read_available(s.io_timeout_s)
     return epoch, tail
+
+
+def next_epoch(w: Wiring, last: Heartbeat | None) -> int:
+    """One above the newest heartbeat's epoch; :class:`AgentError` when that would pass 2**53-1.
+
+    Epochs are bounded when read (:func:`rackplan.agent.protocol.records.safe_int`), and never
+    produced above the bound either: every reader, this agent included, would refuse such a
+    heartbeat.  Reusing the bound instead would pin every later leader to one epoch (issue 24,
+    item 9), so an exhausted epoch stops the agent with a line that names the recovery
+    (docs/runbook.md, RackplanCounterExhausted).  With a secret only the agents' own heartbeats
+    count here, so a forger cannot exhaust it.
+    """
+    current = 0 if last is None else last.epoch
+    if current >= MAX_SAFE_INT:
+        w.metrics.set("rackplan_counters_exhausted", 1, {"counter": "lease_epoch"})
+        w.log.error("lease epoch exhausted", epoch=current, agent_id=last.agent_id if last else None)
+        raise AgentError(
+            f"lease epoch exhausted: the newest heartbeat on {w.settings.ha.lease_topic!r} (agent_id "
+            f"{(last.agent_id if last else '')[:100]!r}) has epoch {current}, the bound 2**53-1; delete the "
+            "lease topic's records (docs/runbook.md#rackplancounterexhausted), or set registrations.secret_file "
+            "so that only the agents' own heartbeats count"
+        )
+    return current + 1
 
 
 def replay(w: Wiring, term: Term, intake: Intake, plan_records: list[tuple[str, PlanRecord | None]]) -> None:

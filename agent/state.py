@@ -21,6 +21,7 @@ from typing import Any
 from .alerts import AlertState
 from .diff import Debounce, SnapshotDiff, diff
 from .handover import Pending
+from .live import LiveLocality
 from .membership import RealGroup
 from .metadata import Snapshot
 from .metrics import Metrics
@@ -29,10 +30,14 @@ from .plans import PlanBook
 from .ports import Clock, Logger, PlanPublisher
 from .protocol.alerts import AlertEvent
 from .protocol.plans import Locality, PlanRecord
+from .rack_check import RackMismatch
 from .registry import RegistrationStore
 from .settings import Settings
+from .subscriptions import MissingTopic
 
 Racks = dict[int, str | None]
+#: findings of each kind a plan's reason names (as a change's reason names at most 8 partitions)
+NOTES_LIMIT = 5
 
 
 class AgentError(RuntimeError):
@@ -65,7 +70,7 @@ class CycleReport:
     #: plans that completed a two-phase handover since the last cycle (published between cycles)
     completed: list[PlanRecord] = field(default_factory=list)
     #: consumer groups described this cycle: locality of their live assignment (DescribeGroups)
-    live: dict[str, Locality] = field(default_factory=dict)
+    live: dict[str, LiveLocality] = field(default_factory=dict)
     error: str = ""
     duration_s: float = 0.0
 
@@ -123,10 +128,32 @@ class GroupRecord:
     rejoin_at: float = -math.inf
     #: a handover whose target could not be published is retried after this
     handover_retry_at: float = -math.inf
+    # ---- what the operator must be told (issue 24)
+    #: locality of the live assignment when last described
+    live: LiveLocality | None = None
+    #: live members of unknown rack last logged
+    unknown_logged: tuple[str, ...] = ()
+    #: registered members whose rack no broker has
+    rack_mismatches: tuple[RackMismatch, ...] = ()
+    #: subscriptions to topics the acted snapshot lacks (left out of plans)
+    missing_topics: tuple[MissingTopic, ...] = ()
+    #: (registration fingerprint, snapshot, broker racks) the two above were found for
+    checked: tuple[str, Snapshot, frozenset[str]] | None = None
+
+    def notes(self) -> list[str]:
+        """What a plan's reason adds: the registration's mistakes planning worked around, at most
+        :data:`NOTES_LIMIT` of each kind (``/v1/groups`` lists them all)."""
+        out: list[str] = []
+        for found in (self.rack_mismatches, self.missing_topics):
+            out += [m.text() for m in found[:NOTES_LIMIT]]
+            if len(found) > NOTES_LIMIT:
+                out.append(f"+{len(found) - NOTES_LIMIT} more (/v1/groups)")
+        return out
 
     def forget_planning(self) -> None:
-        """The registration is gone: what was learnt planning it no longer applies."""
-        self.fp = self.fp_memo = self.skipped = self.best_memo = None
+        """The registration is gone: what was learnt planning it (and checking it) no longer applies."""
+        self.fp = self.fp_memo = self.skipped = self.best_memo = self.checked = self.live = None
+        self.rack_mismatches, self.missing_topics, self.unknown_logged = (), (), ()
 
 
 class Term:
@@ -213,6 +240,9 @@ class Wiring:
         self.publisher: PlanPublisher | None = None
         self.epoch = 0
         self.guard: Callable[[], None] = lambda: None
+        #: the shared secret (registrations.secret_file) that signs registrations and authenticates plans and
+        #: heartbeats (rackplan.agent.protocol.mac); None: records are unauthenticated
+        self.secret: bytes | None = settings.registrations.secret()
 
     @property
     def lease_group(self) -> str | None:

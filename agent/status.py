@@ -16,11 +16,14 @@ from types import MappingProxyType
 from typing import Any
 
 from .handover import Pending
+from .live import LiveLocality
 from .planner import Registration
 from .protocol.alerts import AlertEvent
 from .protocol.plans import PlanRecord
 from .protocol.registrations import FollowerStatus
+from .rack_check import RackMismatch
 from .state import Term
+from .subscriptions import MissingTopic
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
@@ -35,6 +38,10 @@ class GroupView:
     alert_state: str
     followers: Mapping[str, FollowerStatus]
     handover: Pending | None
+    #: the live assignment when last described (None: not described)
+    live: LiveLocality | None = None
+    rack_mismatches: tuple[RackMismatch, ...] = ()
+    missing_topics: tuple[MissingTopic, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         reg, rec, pending = self.reg, self.plan, self.handover
@@ -62,6 +69,9 @@ class GroupView:
                 "awaiting": list(pending.awaiting),
                 "outstanding": pending.outstanding(self.followers),
             },
+            "live": None if self.live is None else self.live.as_json(),
+            "unknown_member_racks": [m.as_json() for m in self.rack_mismatches],
+            "unknown_topic_subscriptions": [m.as_json() for m in self.missing_topics],
         }
 
 
@@ -119,6 +129,9 @@ def build_status(term: Term) -> StatusView:
                 alert_state=term.alerts.state(reg.key),
                 followers=MappingProxyType(dict(sorted(mine.items()))),
                 handover=None if g is None else g.handover,
+                live=None if g is None else g.live,
+                rack_mismatches=() if g is None else g.rack_mismatches,
+                missing_topics=() if g is None else g.missing_topics,
             )
         )
     plans = tuple((k, rec) for k in term.book.live_keys() if (rec := term.book.latest(k)) is not None)

@@ -475,8 +475,10 @@ class FakeControlTail:
         self.backlog: list[RawRecord] = []
         self.offset = 0
 
-    def push(self, topic: str, key: bytes | None, value: bytes | None) -> None:
-        self.backlog.append(RawRecord(0, self.offset, key, value, None, topic))
+    def push(
+        self, topic: str, key: bytes | None, value: bytes | None, headers: tuple[tuple[str, bytes], ...] = ()
+    ) -> None:
+        self.backlog.append(RawRecord(0, self.offset, key, value, None, topic, headers))
         self.offset += 1
 
     def read_available(self, timeout_s: float) -> tuple[list[RawRecord], bool]:

@@ -9,7 +9,9 @@ from typing import Any
 from .kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord, TopicTail
 from .lease import LeaseLost, foreign_writer
 from .protocol.lease import HeartbeatError, decode_heartbeat
+from .protocol.mac import MAC_HEADER, check_mac
 from .protocol.plans import PlanDecodeError, PlanRecord, decode_record
+from .protocol.records import RecordError
 from .publishing import commit_plan
 from .state import AgentError, Term, Wiring
 
@@ -31,6 +33,13 @@ def _discrepancies_metric(w: Wiring, term: Term) -> None:
 def watch_plans(w: Wiring, term: Term, tail: TopicTail | None) -> None:
     """Records on the plan topic this agent did not write: a foreign writer is reported, never silent.
 
+    With a secret (``registrations.secret_file``) a record is the agent's by content: a valid MAC
+    (:mod:`rackplan.agent.protocol.mac`).  One without it is refused (:func:`_forged`): counted as a
+    foreign writer and as skipped (``unsigned`` / ``bad_signature``), logged, never the plan of record,
+    its generation never reserved; followers holding the secret refuse it too, so it moves nobody and
+    is no discrepancy.  Its headers, copied or not, decide nothing.  Without a secret (unauthenticated
+    records, as before), the headers are all there is:
+
     Every record the agent publishes carries :data:`WRITER_HEADER` (its id) and
     :data:`LEASE_GROUP_HEADER`.  A record without them, or from an agent outside our lease group,
     was written by someone else: a tool, a forger, an agent started with other settings.  It is
@@ -48,6 +57,10 @@ def watch_plans(w: Wiring, term: Term, tail: TopicTail | None) -> None:
     for r in raw:
         writer = r.header(WRITER_HEADER)
         key = (r.key or b"").decode("utf-8", "replace")[:500]
+        refused = unauthenticated(w, r, w.settings.plan_topic, "plan record")
+        if refused is not None:
+            _forged(w, r, key, refused, writer)
+            continue
         g = term.groups.get(key)
         if (
             g is not None
@@ -68,10 +81,47 @@ def watch_plans(w: Wiring, term: Term, tail: TopicTail | None) -> None:
             rec, bad = None, e.reason
             plan_skipped(w, e.reason)
             w.log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
-        if writer is not None and writer.decode("utf-8", "replace") == w.agent_id:
+        if (
+            writer is not None
+            and writer.decode("utf-8", "replace") == w.agent_id
+            and could_be_ours(term, key, rec, bad)
+        ):
             own_record_read_back(w, term, key, rec)
             continue
         _foreign(w, term, r, key, rec, bad, None if writer is None else writer.decode("utf-8", "replace"))
+
+
+def could_be_ours(term: Term, key: str, rec: PlanRecord | None, bad: str | None) -> bool:
+    """A record with our writer header that we may have written: never one we could not decode, nor a plan
+    above every generation we published or reserved (issue 24: a forger copied the headers and wrote a higher
+    generation, which made our later plans stale to every follower).  Such a copy is a foreign writer."""
+    if bad is not None:
+        return False
+    return rec is None or rec.generation < term.book.next_generation(key)
+
+
+def unauthenticated(w: Wiring, r: RawRecord, topic: str, what: str) -> str | None:
+    """Why ``r`` is not the agent's by its MAC (``unsigned`` / ``bad_signature``), or None: valid, or no secret."""
+    try:
+        check_mac(w.secret, r.topic or topic, r.key, r.value, r.header(MAC_HEADER), what)
+    except RecordError as e:
+        return e.reason
+    return None
+
+
+def _forged(w: Wiring, r: RawRecord, key: str, reason: str, writer: bytes | None) -> None:
+    """A plan-topic record without the agent's MAC: refused here and by every follower holding the secret."""
+    plan_skipped(w, reason)
+    w.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
+    w.log.error(
+        "foreign writer on the plan topic: a record without the agent's MAC, refused",
+        key=key,
+        reason=reason,
+        tombstone=r.value is None,
+        claimed_writer=None if writer is None else writer.decode("utf-8", "replace")[:200],
+        partition=r.partition,
+        offset=r.offset,
+    )
 
 
 def _foreign(
@@ -147,6 +197,17 @@ def watch_lease(w: Wiring, tail: TopicTail | None, leased: bool) -> None:
     raw, _errors = tail.read_new()
     now_ms = int(w.clock() * 1000)
     for r in raw:
+        refused = unauthenticated(w, r, w.settings.ha.lease_topic, "heartbeat")
+        if refused is not None:
+            lease_skipped(w, refused)
+            w.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
+            w.log.error(
+                "foreign writer on the lease topic: a heartbeat without the agent's MAC, refused",
+                reason=refused,
+                partition=r.partition,
+                offset=r.offset,
+            )
+            continue
         try:
             hb = dataclasses.replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms)
         except HeartbeatError as e:

@@ -27,7 +27,10 @@ retrying connection errors, timeouts, 408, 429 and 5xx with bounded
 exponential backoff and jitter.  Other 4xx answers are not retried.  A batch
 given up on (or dropped because the queue is full) is counted in
 ``rackplan_webhook_failures_total{reason}``; every request in
-``rackplan_webhook_attempts_total{result}``.
+``rackplan_webhook_attempts_total{result}``.  Header values are secrets: the
+settings refuse one HTTP cannot carry (CR, LF), a header file is checked at
+every delivery, and no failure is logged with an exception's message or
+traceback that could quote one (:mod:`rackplan.agent.header_check`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import base64
 import collections
 import datetime as dt
+import http.client
 import random
 import socket
 import threading
@@ -43,8 +47,10 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from .header_check import HeaderValueError, read_header_file
 from .metadata import jittered_delays
 from .metrics import Metrics
 from .protocol.alerts import (
@@ -63,6 +69,9 @@ from .settings import HttpSettings, WebhookSettings
 __all__ = ["ALERTNAME", "UNFIXABLE_ALERTNAME", "WebhookNotifier", "alertmanager_alert", "rfc3339"]
 _KIND_TITLES = {"consumer": "consumer group", "streams": "Streams app"}
 
+#: why a batch is dropped before or around its requests (the requests' own reasons: :func:`_attempt`)
+BATCH_FAILURE_REASONS = ("queue_full", "header_file", "header_value", "internal")
+
 #: what a post returns: the HTTP status; raising means no answer (timeout, connection)
 Post = Callable[[str, bytes, Mapping[str, str], float], int]
 
@@ -74,6 +83,27 @@ class WebhookError(Exception):
         super().__init__(detail)
         self.reason = reason
         self.retry = retry
+
+
+class HeaderFileError(Exception):
+    """A header file whose content cannot be sent; ``problem`` names why, never the value."""
+
+    def __init__(self, header: str, path: Path, problem: str) -> None:
+        super().__init__(f"{header}: {problem}")
+        self.header = header
+        self.path = path
+        self.problem = problem
+
+
+def _where(e: BaseException) -> str:
+    """``file.py:123 in function`` of the innermost frame: where a bug is, without its message."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "?"
+    code = tb.tb_frame.f_code
+    return f"{Path(code.co_filename).name}:{tb.tb_lineno} in {code.co_name}"
 
 
 def rfc3339(ts: float) -> str:
@@ -231,6 +261,13 @@ def _attempt(post: Post, url: str, body: bytes, headers: Mapping[str, str], time
         raise WebhookError("connection", str(e.reason), retry=True) from e
     except OSError as e:
         raise WebhookError("connection", str(e), retry=True) from e
+    except http.client.InvalidURL as e:  # its message quotes the URL: it may hold a token
+        raise WebhookError("invalid_request", f"{type(e).__name__} (not retried)", retry=False) from e
+    except http.client.HTTPException as e:  # a receiver that does not speak HTTP (BadStatusLine, ...)
+        raise WebhookError("bad_response", type(e).__name__, retry=True) from e
+    except ValueError as e:
+        # What http.client refuses to send (a header value, a URL); its message quotes the value, a secret.
+        raise WebhookError("invalid_request", f"{type(e).__name__} (not retried)", retry=False) from e
     if 200 <= status < 300:
         return
     if 300 <= status < 400:
@@ -325,8 +362,15 @@ class WebhookNotifier:
                 self.metrics.set("rackplan_webhook_queue_batches", len(self._queue))
             try:
                 self._deliver(batch)
-            except Exception as e:  # a bug here must not kill the worker
-                self.log.error("webhook delivery crashed", error=repr(e), exc_info=True)
+            except Exception as e:  # a bug here must not kill the worker, nor drop alerts uncounted
+                self.metrics.inc("rackplan_webhook_failures_total", {"reason": "internal"})
+                # Neither the message nor a traceback: either may quote a header value (a secret).
+                self.log.error(
+                    "webhook delivery crashed; alerts dropped",
+                    alerts=len(batch),
+                    error=type(e).__name__,
+                    where=_where(e),
+                )
             finally:
                 with self._cond:
                     self._busy = False
@@ -340,6 +384,16 @@ class WebhookNotifier:
         except OSError as e:
             self.metrics.inc("rackplan_webhook_failures_total", {"reason": "header_file"})
             self.log.error("webhook header file unreadable; alerts dropped", alerts=len(batch), error=str(e))
+            return False
+        except HeaderFileError as e:  # rotated to a value HTTP cannot carry: named, never shown
+            self.metrics.inc("rackplan_webhook_failures_total", {"reason": "header_value"})
+            self.log.error(
+                "webhook header file holds an unsendable value; alerts dropped",
+                alerts=len(batch),
+                header=e.header,
+                path=str(e.path),
+                problem=e.problem,
+            )
             return False
         delays = jittered_delays(s.max_attempts, s.backoff_initial_s, s.backoff_max_s, self._rng)
         for attempt in range(s.max_attempts):
@@ -382,7 +436,10 @@ class WebhookNotifier:
             headers["Authorization"] = self._basic_auth
         headers.update(s.headers)
         for name, path in sorted(s.header_files.items()):
-            headers[name] = path.read_text(encoding="utf-8").strip()
+            try:
+                headers[name] = read_header_file(path)
+            except HeaderValueError as e:
+                raise HeaderFileError(name, path, str(e)) from None
         return headers
 
     # ---- shutdown -----------------------------------------------------------------

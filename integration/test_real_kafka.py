@@ -70,7 +70,7 @@ def test_describe_groups_gives_real_members_and_mapped_racks(kafka_bootstrap: st
         assert m.client_id == "legacy-az-b-1" and m.host and not m.host.startswith("/")
         assert sorted(p for _, p in m.assignment) == [0, 1, 2, 3]
         rules = (RackRule(rack="az-b", client_id="legacy-az-b-*"),)
-        assert member_racks(real, [], rules) == {m.member_id: "az-b"}
+        assert member_racks(real, [], rules).racks == {m.member_id: "az-b"}
         settings = Settings.model_validate(
             {
                 "consumer_groups": [{"group_id": group, "members": [], "topics": [topic]}],

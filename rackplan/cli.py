@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 
 from rackplan import __version__
-from rackplan.assignor.cli import cmd_assign, write_err
+from rackplan.assignor.cli import MAX_INPUT_MIB, cmd_assign, positive_mib, write_err
 from rackplan.assignor.parse import one_line
 
 
@@ -32,6 +32,12 @@ def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("assign", help="compute a plan for one instance (JSON in, JSON out)")
     p.add_argument("instance", help="instance JSON file, or - for stdin")
+    p.add_argument(
+        "--max-input-mib",
+        type=positive_mib,
+        default=MAX_INPUT_MIB,
+        help=f"refuse (exit 2) an instance larger than this many MiB, unread (default {MAX_INPUT_MIB})",
+    )
     p.set_defaults(func=cmd_assign)
     if not with_agent:
         return parser

@@ -24,13 +24,25 @@ def test_the_shared_samples_are_there(shared_dir: Path) -> None:
     assert GOOD and BAD, f"no contract samples in {shared_dir / 'samples'}"
 
 
-def run_cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _capped_memory() -> None:
+    """The child may use 3 GiB of address space: a reader without a bound dies of MemoryError, not the host."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+
+def run_cli(
+    *args: str, stdin: str | None = None, stdin_file: Any = None, capped: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``rackplan ARGS`` in a child: ``stdin`` text, or ``stdin_file``; ``capped``: see :func:`_capped_memory`."""
     return subprocess.run(
         [sys.executable, "-m", "rackplan", *args],
         input=stdin,
+        stdin=stdin_file,
         capture_output=True,
         text=True,
         timeout=120,
+        preexec_fn=_capped_memory if capped else None,
     )
 
 
@@ -209,6 +221,58 @@ def test_default_assignor_is_cooperative_sticky(tmp_path: Path, capsys: pytest.C
     # Sticky: m-1 keeps what it owned; m-2 takes the other partition, nothing withheld.
     assert out["consumer_group"]["assignment"] == {"m-1": [["orders", 1]], "m-2": [["orders", 0]]}
     assert out["consumer_group"]["revoked"] == {}
+
+
+# ---- issue 24 #12: unbounded inputs -------------------------------------------------------------------
+
+
+def run_bounded(*args: str, stdin: Any = None) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, stdin_file=stdin, capped=True)
+
+
+def test_assign_dev_zero_stops_at_the_limit_and_exits_2() -> None:
+    r = run_bounded("assign", "/dev/zero")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines() == [
+        "rackplan: error: INSTANCE: '/dev/zero' is more than the limit of 256 MiB; reading stopped there "
+        "(--max-input-mib raises it)"
+    ]
+
+
+def test_assign_from_an_endless_stdin_exits_2() -> None:
+    with open("/dev/zero", "rb") as zero:
+        r = run_bounded("assign", "-", stdin=zero)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines() == [
+        "rackplan: error: INSTANCE: stdin is more than the limit of 256 MiB; reading stopped there "
+        "(--max-input-mib raises it)"
+    ]
+
+
+def test_assign_a_file_over_the_limit_exits_2_naming_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as f:
+        f.truncate((256 << 20) + 1)
+    r = run_bounded("assign", str(path))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines() == [
+        f"rackplan: error: INSTANCE: {str(path)!r} is 268435457 bytes, over the limit of 256 MiB "
+        "(--max-input-mib raises it)"
+    ]
+
+
+def test_the_input_limit_is_an_option_and_an_instance_at_the_limit_is_planned(tmp_path: Path) -> None:
+    data = json.dumps(BASE).encode()
+    path = tmp_path / "in.json"
+    path.write_bytes(data + b" " * ((1 << 20) - len(data)))  # exactly 1 MiB
+    assert run_bounded("assign", "--max-input-mib", "1", str(path)).returncode == 0
+    with open(path, "rb") as f:
+        assert run_bounded("assign", "--max-input-mib", "1", "-", stdin=f).returncode == 0
+    path.write_bytes(data + b" " * ((1 << 20) + 1 - len(data)))
+    r = run_bounded("assign", "--max-input-mib", "1", str(path))
+    assert r.returncode == 2 and "over the limit of 1 MiB" in r.stderr
+    r = run_bounded("assign", "--max-input-mib", "0", str(path))
+    assert r.returncode == 2 and "--max-input-mib: expected at least 1 MiB, got 0" in r.stderr
 
 
 TRAFFIC_KEYS = {

@@ -147,10 +147,22 @@ class FollowerCycle:
         step = handover(self._parts.owned, assignment, self.member_id)
         if step.revoke and not self.release(step.revoke, commit=True):
             return  # fenced: fallen back to group subscription
-        took = not step.add or self._parts.take(step.add)
-        if not took:
-            self._add_retry_at = retry_take_after(self._clock(), self.settings.commit_interval_s)
         first = rec.generation != self.generation
+        # A timed-out handover: never take what its previous holder may still read (see .releases).
+        waiting = self._intake.withheld(rec)
+        held = {tp for parts in waiting.values() for tp in parts}
+        add = [tp for tp in step.add if tp not in held]
+        took = not add or self._parts.take(add)
+        if not took or len(add) < len(step.add):
+            self._add_retry_at = retry_take_after(self._clock(), self.settings.commit_interval_s)
+        if len(add) < len(step.add) and first:
+            self.stats["takes_withheld"] += 1
+            self.log.warning(
+                "partitions not taken yet: their previous holder has not released them",
+                generation=rec.generation,
+                holders=sorted(m for m, parts in waiting.items() if set(parts) & set(step.add)),
+                partitions=len(step.add) - len(add),
+            )
         self.generation = rec.generation
         self.mode = step.mode
         if self.mode == PLAN and took:
@@ -168,7 +180,7 @@ class FollowerCycle:
                 assigned=len(self._parts.owned),
                 released=len(step.revoke),
             )
-        self.register(force=True)
+        self.register(force=first)  # a retried take changes nothing to say, unless the mode changed
 
     def release(self, parts: list[TP], commit: bool) -> bool:
         """Commit (when asked) and stop reading ``parts``; False when the commit says we are fenced."""

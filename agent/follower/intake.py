@@ -1,7 +1,9 @@
 """The follower's intake: the plan and lease topics read into the newest plan for its group and the
 agent's liveness.
 
-A plan is kept only if its generation exceeds every generation seen before
+With the shared secret (``registration_secret_file``) a plan, tombstone or heartbeat counts only
+with the agent's MAC (:mod:`rackplan.agent.protocol.mac`).  A plan is kept only if its generation
+exceeds every generation seen before
 (stale and replayed-out-of-order plans are ignored) and it is this group's; a
 heartbeat is dated by the broker's timestamp, bounded by our clock plus the
 allowed skew, so a forged or mis-dated one cannot keep followers from falling
@@ -20,7 +22,11 @@ from typing import Any
 from ..kafka_io import TopicReadError
 from ..ports import Clock, ControlTail, Logger, Monotonic, TailFactory, TopicPart
 from ..protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
-from ..protocol.plans import PlanDecodeError, PlanRecord, decode_record
+from ..protocol.mac import check_mac, mac_of
+from ..protocol.plans import CONSUMER, PlanDecodeError, PlanRecord, decode_record
+from ..protocol.records import RecordError
+from ..protocol.registrations import RegistrationRecordError, decode_registration, registration_key
+from .releases import Seen, withheld
 from .settings import Identity, PlanFollowerSettings
 
 #: after the plan topic could not be opened, this long before the next try
@@ -47,6 +53,14 @@ def decode_group_plan(
     if rec.body.get("group_id") != group_id:
         raise PlanDecodeError(f"group_id {rec.body.get('group_id')!r} does not match the key")
     return rec, assignment
+
+
+def _unchecked(_kind: str, _spec: dict[str, Any], _where: str) -> None:
+    """A taker reads registrations only for their follower status: the contract checks are the agent's."""
+
+
+def _unescape(part: str) -> str:
+    return part.replace("%2F", "/").replace("%25", "%")
 
 
 def heartbeat_seen_at(hb: Heartbeat, now_ms: int, max_skew_ms: int) -> tuple[int, int]:
@@ -83,11 +97,22 @@ class ControlIntake:
     heartbeat: Heartbeat | None = None
     #: when the newest heartbeat was written, as far as we trust it (see Heartbeat.seen_at)
     heartbeat_ms: int = 0
+    #: the group's members as their registrations say (None: the registrations topic is not readable here)
+    members: dict[str, Seen] | None = None
+    #: when the registrations were read to their end (wall clock, ms; None: not yet)
+    members_read_ms: int | None = None
+    #: when the tail was opened (wall clock, ms)
+    opened_ms: int = 0
 
     def open(self) -> None:
-        """Open the tail (plan and lease topics, else the plan topic alone) and read it to its end."""
+        """Open the tail (plan, lease and registrations topics, else fewer) and read it to its end."""
         err = ""
-        for topics in ([self.settings.plan_topic, self.settings.lease_topic], [self.settings.plan_topic]):
+        s = self.settings
+        for topics in (
+            [s.plan_topic, s.lease_topic, s.registrations_topic],
+            [s.plan_topic, s.lease_topic],
+            [s.plan_topic],
+        ):
             try:
                 self.tail = self.open_tail(self.client_config, topics, self.settings.io_timeout_s)
                 break
@@ -99,16 +124,27 @@ class ControlIntake:
                 self.log.warning("plan topic not readable yet; will retry", error=err)
             self.stats["control_unavailable"] += 1
             return
+        if s.registrations_topic in self.tail.topics:
+            self.members = {}
+        else:
+            self.log.warning(
+                "registrations topic not readable: partitions a timed-out handover names are taken "
+                "without checking their holder released them",
+                topic=s.registrations_topic,
+            )
         if len(self.tail.topics) == 1:
             self.log.warning(
                 "no lease topic: the agent's liveness is unknown", topic=self.settings.lease_topic
             )
+        self.opened_ms = int(self.wall() * 1000)
         try:
-            raw, _complete = self.tail.read_available(self.settings.io_timeout_s)
+            raw, complete = self.tail.read_available(self.settings.io_timeout_s)
         except TopicReadError as e:
             self.log.warning("control topics not read to their end", error=str(e))
             return
         self.records(raw)
+        if complete:
+            self.members_read_ms = self.opened_ms
 
     def close(self) -> None:
         if self.tail is not None:
@@ -140,14 +176,39 @@ class ControlIntake:
             self.log.info("plan topic not read to its end; still fenced", error=str(e))
             return False
         self.records(raw)
+        if complete and self.members_read_ms is None:
+            self.members_read_ms = int(self.wall() * 1000)
         return complete
 
     def records(self, raw: Iterable[Any]) -> None:
         for r in raw:
-            if r.topic == self.settings.lease_topic:
+            if r.topic == self.settings.registrations_topic:
+                self._registration_record(r)
+                continue
+            lease = r.topic == self.settings.lease_topic
+            if not lease and r.key != self.who.key.encode():
+                continue
+            if not self._authentic(r, lease):
+                continue
+            if lease:
                 self._heartbeat_record(r)
-            elif r.key == self.who.key.encode():
+            else:
                 self._plan_record(r.value, r.offset)
+
+    def _authentic(self, r: Any, lease: bool) -> bool:
+        """With the secret, only records carrying the agent's MAC count (:mod:`rackplan.agent.protocol.mac`):
+        a forged plan, tombstone or heartbeat is skipped, counted and logged, whatever headers it copies."""
+        what = "heartbeat" if lease else "plan record"
+        topic = r.topic or (self.settings.lease_topic if lease else self.settings.plan_topic)
+        try:
+            check_mac(self.who.secret, topic, r.key, r.value, mac_of(r.headers), what)
+        except RecordError as e:
+            self.stats["heartbeats_skipped" if lease else "plans_skipped"] += 1
+            self.stats["records_unauthenticated"] += 1
+            self.stats[f"records_skipped_{e.reason}"] += 1
+            self.log.error("record refused: not written by the agent", reason=str(e), offset=r.offset)
+            return False
+        return True
 
     def _heartbeat_record(self, r: Any) -> None:
         try:
@@ -200,6 +261,36 @@ class ControlIntake:
             return
         self.seen_generation = rec.generation
         self.latest, self.latest_assignment = rec, assignment
+
+    def _registration_record(self, r: Any) -> None:
+        """A registration of a member of our group: what it says it still holds (for :meth:`withheld`)."""
+        prefix = registration_key(CONSUMER, self.who.group_id, "").encode()
+        if self.members is None or not isinstance(r.key, bytes) or not r.key.startswith(prefix):
+            return
+        skew_ms = int(self.settings.max_clock_skew_s * 1000)
+        try:
+            entry = decode_registration(
+                r.key, r.value, r.timestamp_ms, check=_unchecked, secret=self.who.secret, max_skew_ms=skew_ms
+            )
+        except RegistrationRecordError as e:
+            self.stats["registrations_skipped"] += 1
+            self.stats[f"records_skipped_{e.reason}"] += 1
+            return
+        member = _unescape(r.key[len(prefix) :].decode("utf-8", "replace"))
+        if entry is None:
+            self.members.pop(member, None)
+            return
+        now_ms = int(self.wall() * 1000)
+        self.members[member] = Seen(entry.follower, min(entry.timestamp_ms, now_ms + skew_ms))
+
+    def withheld(self, rec: PlanRecord) -> dict[str, list[TopicPart]]:
+        """Partitions ``rec`` gives out that their previous holder has not released yet (see :mod:`.releases`)."""
+        now_ms = int(self.wall() * 1000)
+        ttl_ms = int(self.settings.registration_ttl_s * 1000)
+        # A member without a registration has left, once the topic was read to its end, or read for a whole
+        # TTL (every live member refreshes within a third of it); before, its record may just be unread.
+        complete = self.members_read_ms is not None or now_ms - self.opened_ms >= ttl_ms
+        return withheld(rec.handover, self.who.member_id, self.members, now_ms, ttl_ms, complete)
 
     def agent_alive(self, agent_timeout_s: float) -> bool:
         """A heartbeat was seen and is at most ``agent_timeout_s`` old."""

@@ -124,6 +124,12 @@ class CompletedHandover(_Value):
 
     from_generation: Annotated[int, Field(ge=1)]
     timed_out: list[str]
+    unreleased: Partitions | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Per member of timed_out, the partitions the revoking plan asked it to give up: a plan "
+        "follower takes none of them before that member's registration says released_generation >= "
+        "from_generation, mode subscription, or is gone (tombstoned or older than the registration TTL).",
+    )
 
 
 class Publisher(_Value):

@@ -383,6 +383,7 @@ class PlanTail:
 
 def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> None:
     from rackplan.agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord
+    from rackplan.agent.protocol.plans import decode_record
 
     admin = FakeAdmin({"t": [[1], [2], [3]]})
     agent, _pub, buf = make_agent(admin, [])
@@ -395,6 +396,9 @@ def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> N
             "stats": {},
         }
     ).encode()
+    # Generation 7 is one the agent wrote (a record with our header above every generation we wrote is a copy:
+    # tests/agent/test_forgery.py).
+    agent.term.book.apply("consumer/g", decode_record(b"consumer/g", plan))
     agent.plan_tail = PlanTail(  # type: ignore[assignment]
         [
             RawRecord(0, 1, b"consumer/g", plan, 1, "p", mine),  # our own: not counted

@@ -185,7 +185,9 @@ def test_a_dead_follower_does_not_block_the_handover_forever() -> None:
     follow(agent, "a", "az-a", released=2)  # b never answers
     assert cycle(agent, 30).completed == []
     (final,) = cycle(agent, 30).completed  # 60 s > release_timeout_s
-    assert final.handover == {"from_generation": 2, "timed_out": ["b"]}
+    # What b was asked to give up, so that no follower takes it before b's registration says it let go.
+    unreleased = {"b": [["t", 5]]}
+    assert final.handover == {"from_generation": 2, "timed_out": ["b"], "unreleased": unreleased}
     assert agent.metrics.get("rackplan_handovers_total", {"result": "timed_out"}) == 1
 
 

@@ -11,7 +11,14 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from rackplan.agent.logging import configure, get_logger
-from rackplan.agent.membership import GroupDescriber, RealGroup, RealMember, member_racks, real_group
+from rackplan.agent.membership import (
+    GroupDescriber,
+    MemberRacks,
+    RealGroup,
+    RealMember,
+    member_racks,
+    real_group,
+)
 from rackplan.agent.metrics import Metrics
 from rackplan.agent.settings import MembershipSettings, RackRule
 from rackplan.agent.testing import FakeAdmin
@@ -87,12 +94,58 @@ def test_real_group_is_plain_sorted_data() -> None:
 def test_member_racks_registration_first_then_rules() -> None:
     g = real_group(desc())
     rules = (RackRule(rack="az-b", host="10.0.2.0/24"), RackRule(rack="az-a", client_id="pay-az-a-*"))
-    assert member_racks(g, [], rules) == {"m-1": "az-a", "m-2": "az-b"}
+    assert member_racks(g, [], rules) == MemberRacks({"m-1": "az-a", "m-2": "az-b"})
     registered: list[dict[str, str | None]] = [
         {"member_id": "m-1", "rack": "az-c"},
         {"member_id": "old", "group_instance_id": "inst-2", "rack": None},
     ]
-    assert member_racks(g, registered, rules) == {"m-1": "az-c", "m-2": None}  # by id, then by instance id
+    # by id, then by instance id
+    assert member_racks(g, registered, rules) == MemberRacks({"m-1": "az-c", "m-2": None})
+
+
+def java_group(*members: tuple[str, str | None]) -> RealGroup:
+    """Kafka member ids as a classic Java consumer gets them: ``<client.id>-<uuid>``."""
+    return RealGroup(
+        "payments",
+        "STABLE",
+        tuple(
+            RealMember(f"{cid}-1d9b{i}", cid, "10.9.9.9", inst, (("orders", i),))
+            for i, (cid, inst) in enumerate(members)
+        ),
+    )
+
+
+def test_a_java_member_is_matched_by_its_client_id_not_left_rackless() -> None:
+    # Issue 24: RackplanConsumer with rackplan.member.id (no group.instance.id) joins as "j-az-a-1d9b...";
+    # its registration says "j-az-a". The member's rack is the registered one, found by client.id.
+    g = java_group(("j-az-a", None), ("j-az-b", None))
+    registered = [{"member_id": "j-az-a", "rack": "az-a"}, {"member_id": "j-az-b", "rack": "az-b"}]
+    assert member_racks(g, registered, ()) == MemberRacks({"j-az-a-1d9b0": "az-a", "j-az-b-1d9b1": "az-b"})
+
+
+def test_a_member_nobody_can_place_is_unknown_not_rackless() -> None:
+    g = java_group(("j-az-a", None), ("stranger", None))
+    registered = [{"member_id": "j-az-a", "rack": "az-a"}]
+    assert member_racks(g, registered, ()) == MemberRacks({"j-az-a-1d9b0": "az-a"}, ("stranger-1d9b1",))
+    # a rule that places it: known
+    rules = (RackRule(rack="az-c", client_id="strang*"),)
+    assert member_racks(g, registered, rules).unknown == ()
+
+
+def test_a_shared_client_id_matches_nobody() -> None:
+    # Two live members with the same client.id cannot be told apart: both unknown, never guessed.
+    g = java_group(("app", None), ("app", None))
+    assert member_racks(g, [{"member_id": "app", "rack": "az-a"}], ()).unknown == ("app-1d9b0", "app-1d9b1")
+
+
+def test_static_members_match_by_instance_id_even_when_registered_under_it_as_member_id() -> None:
+    # Python followers and KIP-848 Java members register their group.instance.id as their member id.
+    g = java_group(("c1", "f-1"), ("c2", "f-2"))
+    registered = [
+        {"member_id": "f-1", "rack": "az-a"},
+        {"member_id": "x", "group_instance_id": "f-2", "rack": "az-b"},
+    ]
+    assert member_racks(g, registered, ()) == MemberRacks({"c1-1d9b0": "az-a", "c2-1d9b1": "az-b"})
 
 
 def describer(admin: FakeAdmin, clock: list[float], **kw: Any) -> tuple[GroupDescriber, Metrics, io.StringIO]:

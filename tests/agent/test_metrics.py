@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import math
 import os
 import platform
@@ -172,8 +173,9 @@ def test_zero_series_are_the_label_values_the_code_uses() -> None:
     for name in ("rackplan_plans_published_total", "rackplan_plan_failures_total"):
         assert values(name, "kind") == kinds
     # the webhook's failure reasons, from the function that classifies each attempt
-    seen = {"queue_full"}
-    for outcome in (404, 503, TimeoutError("slow"), ConnectionRefusedError("refused")):
+    seen = set(webhook.BATCH_FAILURE_REASONS)
+    for outcome in (302, 404, 503, TimeoutError("slow"), ConnectionRefusedError("refused"),
+                    http.client.BadStatusLine("SSH-2.0"), ValueError("Invalid header value")):  # fmt: skip
 
         def post(*_a: Any, outcome: Any = outcome) -> int:
             if isinstance(outcome, Exception):

@@ -69,10 +69,11 @@ def test_a_cycle_publishes_all_its_plans_in_one_batch() -> None:
 def test_a_skipped_plan_is_not_planned_again_until_its_inputs_change(monkeypatch: pytest.MonkeyPatch) -> None:
     topics: dict[str, Any] = {"t": [[1], [2], [3]]}
     admin = FakeAdmin(topics)
-    agent, _pub, _ = make_agent(admin, [group("g", topics=["t", "later"])])
+    # none of its topics exists yet (one missing topic among others is left out instead: test_operator_warnings.py)
+    agent, _pub, _ = make_agent(admin, [group("g", topics=["later"])])
     plans = counting(monkeypatch, planning, "plan_for")
     reports = [cycle(agent) for _ in range(4)]
-    print(f"plan_for calls over 4 cycles with a topic missing: {plans[0]}")
+    print(f"plan_for calls over 4 cycles with its topic missing: {plans[0]}")
     assert plans[0] == 1
     assert all(list(r.skipped) == ["consumer/g"] for r in reports)
     assert len({r.skipped["consumer/g"] for r in reports}) == 1  # the same reason every cycle

@@ -9,7 +9,13 @@ import pytest
 from pydantic import ValidationError
 
 from rackplan.agent.redact import is_secret_key, mask_config
-from rackplan.agent.settings import MAX_YAML_NODES, Settings, SettingsError, describe_error
+from rackplan.agent.settings import (
+    MAX_SETTINGS_BYTES,
+    MAX_YAML_NODES,
+    Settings,
+    SettingsError,
+    describe_error,
+)
 
 YAML = """
 kafka:
@@ -482,3 +488,64 @@ def test_the_agents_clients_refresh_topic_metadata_every_10_s_unless_the_setting
     assert Settings.model_validate({}).kafka.client_config()[METADATA_REFRESH_KEY] == 10_000
     mine = Settings.model_validate({"kafka": {"config": {METADATA_REFRESH_KEY: 60_000}}})
     assert mine.kafka.client_config()[METADATA_REFRESH_KEY] == 60_000
+
+
+# ---- issue 24 #12: a settings file is bounded -------------------------------------------------------
+
+
+def test_config_dev_zero_stops_at_the_limit() -> None:
+    assert _error(path=Path("/dev/zero")) == (
+        f"/dev/zero: the settings file is more than the limit of {MAX_SETTINGS_BYTES >> 20} MiB; "
+        "reading stopped there"
+    )
+
+
+def test_a_50_mb_settings_file_is_refused_unread(tmp_path: Path) -> None:
+    p = tmp_path / "huge.yaml"
+    with open(p, "wb") as f:
+        f.write(b"poll_interval_s: 5\n")
+        f.truncate(50_000_000)
+    assert _error(path=p) == f"{p}: the settings file is 50000000 bytes, over the limit of 4 MiB"
+
+
+def test_a_settings_file_at_the_limit_is_read(tmp_path: Path) -> None:
+    p = tmp_path / "padded.yaml"
+    head = b"poll_interval_s: 5\n"
+    p.write_bytes(head + b"#" * (MAX_SETTINGS_BYTES - len(head)))  # one long comment
+    assert Settings.load(p).poll_interval_s == 5
+    p.write_bytes(head + b"#" * (MAX_SETTINGS_BYTES + 1 - len(head)))
+    assert _error(path=p).endswith("over the limit of 4 MiB")
+
+
+def test_agent_run_with_config_dev_zero_exits_2_with_one_line() -> None:
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def capped() -> None:  # an unbounded reader dies of MemoryError here, not the host of OOM
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RACKPLAN_")}
+    p = subprocess.run(
+        [sys.executable, "-m", "rackplan", "agent", "run", "--no-supervisor", "--config", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        preexec_fn=capped,
+    )
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines() == [
+        "rackplan: error: settings: /dev/zero: the settings file is more than the limit of 4 MiB; "
+        "reading stopped there"
+    ]
+
+
+def test_a_secret_file_that_never_ends_is_refused_at_the_limit() -> None:
+    s = Settings.model_validate({"kafka": {"secret_files": {"sasl.password": "/dev/zero"}}})
+    with pytest.raises(SettingsError) as e:
+        s.kafka.client_config()
+    assert str(e.value) == (
+        "kafka.secret_files.sasl.password: '/dev/zero' is more than the limit of 4 MiB; reading stopped there"
+    )

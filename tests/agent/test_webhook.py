@@ -6,9 +6,11 @@ import base64
 import datetime as dt
 import io
 import json
+import os
 import socket
 import ssl
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,7 +24,7 @@ from pydantic import ValidationError
 from rackplan.agent.logging import configure, get_logger
 from rackplan.agent.metrics import Metrics
 from rackplan.agent.protocol.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
-from rackplan.agent.settings import HttpSettings, Settings, WebhookSettings
+from rackplan.agent.settings import HttpSettings, Settings, WebhookSettings, describe_error
 from rackplan.agent.webhook import (
     ALERTNAME,
     WebhookNotifier,
@@ -521,3 +523,160 @@ def test_delivered_bodies_are_postable_alerts_in_canonical_json(receiver: Callab
     assert all(a.labels["team"] == "kafka" and a.labels["severity"] for a in alerts)
     assert r.raw[0] == encode_webhook_body(body)  # what went over the wire: compact, keys sorted
     assert r.raw[0] == json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+
+
+# ---- issue 24 item 10: header values HTTP cannot carry, failures counted and never a secret -----------
+
+
+TOKEN = "Bearer t0k3n-s3cr3t"
+
+
+def _deliver_once(n: WebhookNotifier) -> None:
+    n.notify([event()], [], now=1000.0)
+    assert n.wait_idle(10)
+    n.close(1)
+
+
+@pytest.mark.parametrize("bad", ["\r\nX-Injected: 1", "\n", "\r", "\x00", "\x7f", "\u2019"])
+def test_an_unsendable_header_value_is_refused_at_load_naming_it_not_its_value(bad: str) -> None:
+    """Issue 24 #10: CR/LF passed validation; every delivery then raised with the token in its message."""
+    doc = {"webhook": {"url": "http://am:9093/", "headers": {"Authorization": TOKEN + bad}}}
+    with pytest.raises(ValidationError) as err:
+        Settings.model_validate(doc)
+    line = describe_error(err.value)
+    assert line.startswith("webhook.headers: Authorization: the value holds") and "\n" not in line
+    assert "t0k3n" not in line
+
+
+def test_a_bad_header_name_or_url_is_refused_at_load() -> None:
+    for webhook in (
+        {"url": "http://am/", "headers": {"Bad Name": "x"}},
+        {"url": "http://am/", "headers": {"X-Ok:": "x"}},
+        {"url": "http://am/?token=s3cr3t\r\nX: y"},
+        {"url": "http://am/ x?token=s3cr3t"},
+    ):
+        with pytest.raises(ValidationError) as err:
+            Settings.model_validate({"webhook": webhook})
+        assert describe_error(err.value).startswith(("webhook.headers: ", "webhook.url: "))
+        assert "s3cr3t" not in describe_error(err.value)
+
+
+def test_agent_run_exits_2_on_a_crlf_header_without_echoing_it(tmp_path: Path) -> None:
+    cfg = tmp_path / "rackplan.yaml"
+    cfg.write_text(
+        json.dumps(
+            {
+                "kafka": {"bootstrap_servers": "127.0.0.1:1", "startup_timeout_s": 1},
+                "webhook": {"url": "http://127.0.0.1:1/", "headers": {"Authorization": TOKEN + "\r\nX: 1"}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RACKPLAN_")}
+    p = subprocess.run(
+        [sys.executable, "-m", "rackplan", "agent", "run", "--no-supervisor", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [
+        "rackplan: error: settings: webhook.headers: Authorization: the value holds a control character "
+        "(CR) at character 20"
+    ]
+    assert "t0k3n" not in p.stdout + p.stderr
+
+
+def test_a_header_file_rotated_to_an_unsendable_value_is_a_counted_failure_never_logged(
+    tmp_path: Path,
+) -> None:
+    secret = tmp_path / "am-auth"
+    secret.write_text(TOKEN + "\n", encoding="utf-8")
+    r = Recorder()
+    m = Metrics()
+    buf = io.StringIO()
+    configure("json", "info", stream=buf)
+    try:
+        n = notifier(f"http://127.0.0.1:{r.port}/api/v2/alerts", m, header_files={"Authorization": secret})
+        secret.write_text(TOKEN + "\r\nX-Injected: 1\n", encoding="utf-8")  # rotated, badly
+        _deliver_once(n)
+    finally:
+        r.close()
+    assert r.requests == []
+    assert m.get("rackplan_webhook_failures_total", {"reason": "header_value"}) == 1
+    assert m.get("rackplan_webhook_failures_total", {"reason": "internal"}) == 0
+    events = [json.loads(line) for line in buf.getvalue().splitlines()]
+    (failed,) = [e for e in events if e["level"] == "error"]
+    assert failed["event"] == "webhook header file holds an unsendable value; alerts dropped"
+    assert failed["header"] == "Authorization" and "CR" in failed["problem"]
+    assert "t0k3n" not in buf.getvalue() and "Traceback" not in buf.getvalue()
+
+
+def test_a_value_http_client_refuses_is_a_counted_failure_without_its_secret(
+    tmp_path: Path,
+) -> None:
+    """Settings built without validation (``model_construct``): the last line of defence at delivery."""
+    r = Recorder()
+    m = Metrics()
+    buf = io.StringIO()
+    configure("json", "info", stream=buf)
+    try:
+        settings = WebhookSettings.model_construct(
+            url=f"http://127.0.0.1:{r.port}/api/v2/alerts",
+            headers={"Authorization": TOKEN + "\r\nX-Injected: 1"},
+            max_attempts=3,
+            backoff_initial_s=0.05,
+            backoff_max_s=0.05,
+        )
+        _deliver_once(WebhookNotifier(settings, m, get_logger("t"), firing_ttl_s=240, rng=lambda: 1.0))
+    finally:
+        r.close()
+    assert r.requests == []
+    assert m.get("rackplan_webhook_failures_total", {"reason": "invalid_request"}) == 1
+    assert m.get("rackplan_webhook_attempts_total", {"result": "error"}) == 1  # not retried: it cannot change
+    assert "t0k3n" not in buf.getvalue() and "Traceback" not in buf.getvalue()
+
+
+def test_a_receiver_that_does_not_speak_http_is_a_counted_failure() -> None:
+    srv = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def garbage() -> None:
+        srv.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.recv(65536)
+                conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+
+    t = threading.Thread(target=garbage, daemon=True)
+    t.start()
+    m = Metrics()
+    try:
+        _deliver_once(notifier(f"http://127.0.0.1:{srv.getsockname()[1]}/", m, max_attempts=2))
+    finally:
+        stop.set()
+        t.join(5)
+        srv.close()
+    assert m.get("rackplan_webhook_failures_total", {"reason": "bad_response"}) == 1
+    assert m.get("rackplan_webhook_attempts_total", {"result": "error"}) == 2  # retried: it may recover
+
+
+def test_a_bug_in_delivery_is_counted_and_logged_without_its_message() -> None:
+    def broken(url: str, body: bytes, headers: Any, timeout_s: float) -> int:
+        raise RuntimeError(f"cannot send {headers['Authorization']}")
+
+    m = Metrics()
+    buf = io.StringIO()
+    configure("json", "info", stream=buf)
+    settings = WebhookSettings(url="http://am.invalid/", headers={"Authorization": TOKEN})
+    _deliver_once(WebhookNotifier(settings, m, get_logger("t"), firing_ttl_s=240, post=broken))
+    assert m.get("rackplan_webhook_failures_total", {"reason": "internal"}) == 1
+    (crashed,) = [json.loads(line) for line in buf.getvalue().splitlines()]
+    assert crashed["event"] == "webhook delivery crashed; alerts dropped"
+    assert crashed["error"] == "RuntimeError" and "broken" in crashed["where"]
+    assert "t0k3n" not in buf.getvalue() and "Traceback" not in buf.getvalue()

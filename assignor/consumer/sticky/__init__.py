@@ -95,8 +95,10 @@ point is not guaranteed to end.  Instead, candidates are *verified*:
   fed back (a later round with nothing changed).  The real follow-up round runs
   the same deterministic function on the same input, so a stable target
   settles the group in two rounds: a theorem, not a measurement.  Simulations
-  nest (a simulated round checks its own follow-up) up to :data:`MAX_DEPTH`
-  and :data:`MAX_RUNS` runs; a check a limit cut is "not stable", never
+  nest (a simulated round checks its own follow-up) up to :data:`MAX_DEPTH`,
+  :data:`MAX_RUNS` runs and :data:`SETTLE_WORK` flow edges of count-shift
+  search (each run has its own budget, so a simulated run is the real one);
+  a check a limit cut is "not stable", never
   assumed, since the real round, with more budget, might answer otherwise;
 * candidates: the first answer, each candidate's follow-up answer in turn (at
   most :data:`MAX_FOLLOW_UPS`), the keep-first target and searches pricing a
@@ -123,6 +125,7 @@ from .common import Prepared, prepare
 from .constrained import assign_constrained
 from .general import assign_general_proven, keep_first_floor
 from .general_exact import exact_candidate
+from .general_flow import SHIFT_WORK, Budget
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
@@ -135,6 +138,10 @@ CROSS_PRICES = (2, 3, 5, 8)
 FRESH_LIMIT = 5_000
 #: Runs of the general path one :func:`settle_general` call may spend, its simulations included.
 MAX_RUNS = 48
+#: Flow edges the count-shift searches of one :func:`settle_general` call may build, its simulations
+#: included: a run still starts while any is left (each run is itself bounded by its own budget), so
+#: the whole settling costs at most this plus one run's budget, whatever the group's shape (issue 29).
+SETTLE_WORK = 10 * SHIFT_WORK
 
 #: Claim marker of a contested partition in :func:`settle`: no member number equals it.
 CONTESTED = -2
@@ -170,6 +177,8 @@ class Settlement:
     holder: list[int]
     fixed_point: bool
     follow_ups: int
+    #: flow edges the count-shift searches built (:func:`settle_general`; 0 where not counted)
+    shift_edges: int = 0
 
 
 def cross_count(prep: Prepared, holder: list[int]) -> int:
@@ -279,6 +288,7 @@ class _Work:
     """What one :func:`settle_general` call may still spend, and whether a limit cut its search."""
 
     runs: int
+    edges: int = SETTLE_WORK
     cut: bool = False
     proven: list[int] | None = None  # the last search's holder, if its cross-rack count is proven minimal
     #: a round's answer (and its keep-first target) by owners: a pure function of them
@@ -291,7 +301,7 @@ def settle_general(prep: Prepared, contested: Collection[int] = ()) -> Settlemen
     """The unequal-subscription path's target, chosen by where the group *lands* (see the module docstring)."""
     work = _Work(MAX_RUNS)
     holder, fixed = _settle_general(prep, contested, work, 0)
-    return Settlement(holder, fixed, MAX_RUNS - work.runs)
+    return Settlement(holder, fixed, MAX_RUNS - work.runs, SETTLE_WORK - work.edges)
 
 
 def _settle_general(
@@ -323,12 +333,13 @@ def _settle_general(
             start=start,
             min_cross_holder=work.proven,
         )
-        found, keep, work.proven = _choose(step)
+        found, keep, work.proven, spent = _choose(step)
+        work.edges -= spent
         return found, keep
 
     def afford() -> bool:
         """Whether a run is still in budget; a refusal marks the search cut (see :func:`_settle_general`)."""
-        if work.runs > 0:
+        if work.runs > 0 and work.edges > 0:
             return True
         work.cut = True
         return False
@@ -454,8 +465,9 @@ def _settle_general(
     return min(stable)[3], True
 
 
-def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | None]:
-    """One round of the general path: its target, the keep-first target if computed, and the search's proof.
+def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | None, int]:
+    """One round of the general path: its target, the keep-first target if computed, the search's proof,
+    and the flow edges its count-shift searches built.
 
     The search (:func:`assign_general_proven`) may move owned partitions to end more local.  When it
     moves any, the keep-first run (``Prepared.keep_owned``: balancing's forced moves only) is computed
@@ -464,18 +476,21 @@ def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | No
     owners balanced, the keep-first run is the previous assignment itself (issue 10's keep rule).
     """
     n_parts = prep.num_partitions
-    per_member, proven = assign_general_proven(prep)
+    budget = Budget()
+    per_member, proven = assign_general_proven(prep, budget)
     found = _holders(per_member, n_parts)
     moves = _moved(found, prep.owner)
     if not moves or prep.keep_owned:
-        return found, None, proven
+        return found, None, proven, SHIFT_WORK - budget.edges
     keep_prep = dataclasses.replace(prep, keep_owned=True, min_cross_holder=None, start=None)
     if keep_first_floor(keep_prep) > cross_count(prep, found):
-        return found, None, proven  # the keep-first run cannot be as local: not run
-    keep = _holders(assign_general_proven(keep_prep)[0], n_parts)
+        return found, None, proven, SHIFT_WORK - budget.edges  # the keep-first run cannot be as local
+    keep_budget = Budget()
+    keep = _holders(assign_general_proven(keep_prep, keep_budget)[0], n_parts)
+    spent = 2 * SHIFT_WORK - budget.edges - keep_budget.edges
     if (cross_count(prep, keep), _moved(keep, prep.owner)) <= (cross_count(prep, found), moves):
-        return keep, keep, proven
-    return found, keep, proven
+        return keep, keep, proven, spent
+    return found, keep, proven, spent
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:

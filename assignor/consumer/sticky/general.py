@@ -43,7 +43,7 @@ from heapq import heappop, heappush
 
 from .common import Prepared
 from .general_balance import balance
-from .general_flow import place
+from .general_flow import Budget, place
 from .general_shift import shift_counts
 from .general_state import GeneralState
 
@@ -129,7 +129,9 @@ def assign_general(prep: Prepared) -> list[list[int]]:
     return assign_general_proven(prep)[0]
 
 
-def assign_general_proven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
+def assign_general_proven(
+    prep: Prepared, budget: Budget | None = None
+) -> tuple[list[list[int]], list[int] | None]:
     """:func:`assign_general`, and its holder when a flow proved its cross-rack count the fewest at its counts.
 
     :func:`rackplan.assignor.consumer.sticky.settle` hands that proof to the simulated
@@ -147,7 +149,8 @@ def assign_general_proven(prep: Prepared) -> tuple[list[list[int]], list[int] | 
     while place(state) is True and state.local_moves():
         while state.local_moves():
             pass
-    while shift_counts(state):
+    budget = Budget() if budget is None else budget
+    while shift_counts(state, budget):
         while state.local_moves():
             pass
     out: list[list[int]] = [[] for _ in range(state.n)]

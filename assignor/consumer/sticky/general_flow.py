@@ -36,8 +36,9 @@ from ...flow import FlowGraph, InfeasibleFlow
 from .common import deal
 from .general_state import GeneralState
 
-#: Flow edges the whole count-shift search may build in one run: small groups are searched in full,
-#: large ones within a bounded multiple of one flow's work (deterministic: counted, not timed).
+#: Flow edges the count-shift searches of one run may build, all of its calls together: small groups are
+#: searched in full, large ones within a bounded multiple of one flow's work (deterministic: counted, not
+#: timed; a run's answer depends on its input alone, which the settling's simulations rely on).
 SHIFT_WORK = 60_000
 
 

@@ -19,7 +19,7 @@ MAX_SHIFT_REPAIRS = 6
 MAX_FREE_SHIFTS = 12
 
 
-def shift_counts(state: GeneralState) -> bool:
+def shift_counts(state: GeneralState, budget: Budget) -> bool:
     """Apply improving count shifts until none is found (or the work budget is spent); True if any applied.
 
     First all shifts at once: every member may drop one and members at the
@@ -31,9 +31,10 @@ def shift_counts(state: GeneralState) -> bool:
     unlock more, so those are then tried one by one as named gainers.
     Nothing is tried once every partition is with its owner (if it has one)
     and every cross-rack partition is unavoidable (no subscriber of its
-    topic is local to it).
+    topic is local to it).  ``budget`` is the run's: every call of one run
+    draws on it, so a run's shifts cost a bounded number of flow edges
+    however often they improve.
     """
-    budget = Budget()
     applied = False
     no_drop: set[int] = set()
     no_gain: set[int] = set()

@@ -22,7 +22,9 @@ public final class PlanStore {
     TOMBSTONE,
     STALE,
     MALFORMED,
-    NOT_A_GROUP
+    NOT_A_GROUP,
+    /** Refused: the secret is set and the record lacks the agent's valid {@link RecordMac}. */
+    UNAUTHENTICATED
   }
 
   private final Map<String, ConsumerPlan> latest = new HashMap<>();
@@ -30,6 +32,31 @@ public final class PlanStore {
   private final Map<String, Long> maxGeneration = new HashMap<>();
   private final List<String> ignored = new ArrayList<>();
   private long applied;
+  private long unauthenticated;
+
+  /**
+   * One record read from {@code topic}: with a {@code secret} (rackplan.registration.secret.file) it
+   * counts only if {@code mac} (its {@value RecordMac#HEADER} header) is the agent's; a forged plan or
+   * tombstone is refused, logged and counted, whatever other headers it copies. Without a secret the
+   * record is unauthenticated, as {@link #apply(String, byte[])}.
+   */
+  public synchronized Outcome apply(String topic, String key, byte[] value, byte[] mac, byte[] secret) {
+    if (ConsumerPlan.groupOf(key) == null && StreamsPlan.appOf(key) == null) return Outcome.NOT_A_GROUP;
+    byte[] keyBytes = key == null ? null : key.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    String refused = RecordMac.refusal(secret, topic, keyBytes, value, mac);
+    if (refused != null) {
+      unauthenticated++;
+      ignore("plan record refused (" + refused + "): " + key + (value == null ? " (tombstone)" : "")
+          + " has no valid " + RecordMac.HEADER + " header: not written by the agent");
+      return Outcome.UNAUTHENTICATED;
+    }
+    return apply(key, value);
+  }
+
+  /** Records refused for a missing or wrong MAC. */
+  public synchronized long unauthenticatedCount() {
+    return unauthenticated;
+  }
 
   public synchronized Outcome apply(String key, byte[] value) {
     boolean streams = StreamsPlan.appOf(key) != null;

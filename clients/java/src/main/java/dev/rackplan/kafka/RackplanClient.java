@@ -181,7 +181,10 @@ public final class RackplanClient implements AutoCloseable {
         }
         if (!assigned.isEmpty()) {
           for (ConsumerRecord<String, byte[]> r : reader.poll(Duration.ofMillis(config.planPollMs))) {
-            if (store.apply(r.key(), r.value()) == PlanStore.Outcome.APPLIED && onPlan != null) {
+            org.apache.kafka.common.header.Header mac = r.headers().lastHeader(RecordMac.HEADER);
+            PlanStore.Outcome outcome = store.apply(
+                r.topic(), r.key(), r.value(), mac == null ? null : mac.value(), config.registrationSecret);
+            if (outcome == PlanStore.Outcome.APPLIED && onPlan != null) {
               ConsumerPlan p = store.latest(r.key());
               if (p != null) onPlan.accept(p);
             }

@@ -108,12 +108,20 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   /**
    * The application's config, tagged with this consumer's handle; {@code metadata.max.age.ms} 5 s
    * unless set: the leader checks a plan's cluster fingerprint against its own metadata, which after
-   * a reassignment is otherwise up to Kafka's 5 minutes old.
+   * a reassignment is otherwise up to Kafka's 5 minutes old. {@code client.id}, unless set, is the
+   * member's rackplan id ({@code rackplan.member.id}, else {@code group.instance.id}): DescribeGroups
+   * shows a classic member's client.id (its member id is {@code <client.id>-<uuid>}), which is how the
+   * agent matches a live member to its registration and judges it with its rack.
    */
-  private static Map<String, Object> tagged(Map<String, Object> configs) {
+  static Map<String, Object> tagged(Map<String, Object> configs) {
     Map<String, Object> m = new HashMap<>(configs);
     m.put(RackplanConfig.HANDLE, UUID.randomUUID().toString());
     m.putIfAbsent(ConsumerConfig.METADATA_MAX_AGE_CONFIG, METADATA_MAX_AGE_MS);
+    Object id = m.get(RackplanConfig.MEMBER_ID);
+    if (id == null || id.toString().isBlank()) id = m.get(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG);
+    Object client = m.get(ConsumerConfig.CLIENT_ID_CONFIG);
+    if (id != null && !id.toString().isBlank() && (client == null || client.toString().isEmpty()))
+      m.put(ConsumerConfig.CLIENT_ID_CONFIG, id.toString());
     return m;
   }
 

@@ -1,0 +1,109 @@
+"""cooperative-sticky's unequal-subscription settling costs a bounded amount of work, counted, not timed.
+
+Issue 29: a 23-member, 148-partition group over seven racks (rf 2, one member joining) took 52
+CPU-seconds, because every call of the count-shift search drew a fresh flow-edge budget and the
+settling ran up to :data:`MAX_RUNS` runs of it.  Now a run has one budget for all its shift searches,
+and one settling call stops starting runs once :data:`SETTLE_WORK` edges are spent, so the edges it
+builds are at most ``SETTLE_WORK`` plus one round's two runs (its target and its keep-first run).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rackplan.assignor.consumer.sticky import MAX_RUNS, SETTLE_WORK, assign, general_shift, settle_general
+from rackplan.assignor.consumer.sticky.common import prepare
+from rackplan.assignor.consumer.sticky.general_flow import SHIFT_WORK, Budget, Repair, place
+from rackplan.assignor.consumer.sticky.general_state import GeneralState
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+
+#: What one settling call may build: the pool, plus the round that starts while some of it is left.
+BOUND = SETTLE_WORK + 2 * SHIFT_WORK
+
+
+def seven_racks(seed: int, n_members: int, n_parts: int) -> tuple[Cluster, list[Member]]:
+    """Unequal subscriptions over seven racks, two replicas in distinct racks (the issue's shape)."""
+    rng = random.Random(seed)
+    racks = [f"r{i}" for i in range(7)]
+    cluster_racks = {b: racks[b % 7] for b in range(14)}
+    n_topics = rng.randint(4, 12)
+    topics: dict[str, tuple[tuple[int, ...], ...]] = {}
+    for t in range(n_topics):
+        count = n_parts // n_topics + (1 if t < n_parts % n_topics else 0)
+        topics[f"t{t:02d}"] = tuple(
+            tuple(r + 7 * rng.randrange(2) for r in rng.sample(range(7), 2)) for _ in range(count)
+        )
+    names = sorted(topics)
+    members = [
+        Member(f"m{i:03d}", rng.choice(racks), tuple(sorted(rng.sample(names, rng.randint(1, len(names))))))
+        for i in range(n_members)
+    ]
+    return Cluster(broker_racks=cluster_racks, topics=topics), members
+
+
+def owning(group: ConsumerGroup, plan: ConsumerPlan) -> ConsumerGroup:
+    gen = max(m.generation for m in group.members) + 1
+    return replace(
+        group,
+        members=tuple(
+            replace(m, owned=tuple(plan.assignment.get(m.member_id, ())), generation=gen)
+            for m in group.members
+        ),
+    )
+
+
+def one_joins(cluster: Cluster, members: list[Member]) -> ConsumerGroup:
+    """All but the last member settle (at most four rounds), then the last one joins."""
+    group = ConsumerGroup("g", "cooperative-sticky", tuple(members[:-1]))
+    for _ in range(4):
+        plan = assign(cluster, group)
+        group = owning(group, plan)
+        if not plan.revoked:
+            break
+    return replace(group, members=(*group.members, members[-1]))
+
+
+def settling_edges(cluster: Cluster, group: ConsumerGroup) -> tuple[int, int]:
+    """Flow edges the count-shift searches built, counted at every flow they asked for (not from the
+    settling's own tally, which must agree), and the runs spent."""
+    built = 0
+
+    def counted(state: GeneralState, *args: Any, **kwargs: Any) -> bool | Repair:
+        nonlocal built
+        budget: Budget = kwargs["budget"]
+        before = budget.edges
+        done = place(state, *args, **kwargs)
+        built += before - budget.edges
+        return done
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(general_shift, "place", counted)
+        settled = settle_general(prepare(cluster, group))
+    assert settled.shift_edges == built
+    return built, settled.follow_ups
+
+
+def test_the_recorded_cliff_shape_stays_within_the_work_bound() -> None:
+    """The issue's shape (23 members, 148 partitions, 7 racks, rf 2, one joining) at the seed that cost
+    the most before: it spends most of its pool, and never more than the bound."""
+    cluster, members = seven_racks(41, 23, 148)
+    edges, runs = settling_edges(cluster, one_joins(cluster, members))
+    assert SHIFT_WORK < edges <= BOUND, edges
+    assert runs <= MAX_RUNS
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
+def test_settling_work_is_bounded_on_unequal_seven_rack_groups(
+    seed: int, n_members: int, n_parts: int
+) -> None:
+    cluster, members = seven_racks(seed, n_members, n_parts)
+    edges, runs = settling_edges(cluster, one_joins(cluster, members))
+    assert 0 <= edges <= BOUND
+    assert runs <= MAX_RUNS
