@@ -220,10 +220,13 @@ def settle_cooperative(
 
 def cluster_document(cluster: Cluster) -> dict[str, Any]:
     """The contract's ``cluster`` object of a model (brokers in the model's order)."""
-    return {
+    doc: dict[str, Any] = {
         "brokers": [{"id": b, "rack": r} for b, r in cluster.broker_racks.items()],
         "topics": {t: [list(r) for r in parts] for t, parts in cluster.topics.items()},
     }
+    if cluster.traffic is not None:
+        doc["traffic"] = {t: list(row) for t, row in cluster.traffic.items()}
+    return doc
 
 
 def instance_document(cluster: Cluster, spec: ConsumerGroup | StreamsApp) -> dict[str, Any]:
@@ -251,7 +254,15 @@ def _group_document(group: ConsumerGroup) -> dict[str, Any]:
         if m.group_instance_id is not None:
             doc["group_instance_id"] = m.group_instance_id
         members.append(doc)
-    return {"group_id": group.group_id, "assignor": group.assignor, "members": members}
+    doc = {"group_id": group.group_id, "assignor": group.assignor, "members": members}
+    # the traffic choices only when made: documents of instances without them stay as they were
+    if group.objective != "partitions":
+        doc["objective"] = group.objective
+    if group.balance != "count":
+        doc["balance"] = group.balance
+    if group.balance_floor is not None:
+        doc["balance_floor"] = group.balance_floor
+    return doc
 
 
 def _app_document(app: StreamsApp) -> dict[str, Any]:
@@ -261,6 +272,8 @@ def _app_document(app: StreamsApp) -> dict[str, Any]:
         rack_aware["traffic_cost"] = ra.traffic_cost
     if ra.non_overlap_cost is not None:
         rack_aware["non_overlap_cost"] = ra.non_overlap_cost
+    if ra.weigh_by_traffic:
+        rack_aware["weigh_by_traffic"] = True
     return {
         "application_id": app.application_id,
         "assignor": app.assignor,

@@ -30,6 +30,9 @@ class Cluster:
 
     broker_racks: Mapping[int, str | None]
     topics: Mapping[str, tuple[tuple[int, ...], ...]]
+    #: ``cluster.traffic``: bytes/s per partition of the topics it lists (one float each); None
+    #: when the instance has none, so every traffic figure and rule stays off (the contract).
+    traffic: Mapping[str, tuple[float, ...]] | None = None
     racks: tuple[str, ...] = field(init=False)
     rack_bit: Mapping[str, int] = field(init=False)
     masks: Mapping[str, tuple[int, ...]] = field(init=False)
@@ -63,6 +66,10 @@ class Cluster:
         out = object.__new__(Cluster)
         object.__setattr__(out, "broker_racks", self.broker_racks)
         object.__setattr__(out, "topics", {t: self.topics[t] for t in names})
+        traffic = self.traffic
+        object.__setattr__(
+            out, "traffic", None if traffic is None else {t: traffic[t] for t in names if t in traffic}
+        )
         object.__setattr__(out, "racks", self.racks)
         object.__setattr__(out, "rack_bit", self.rack_bit)
         object.__setattr__(out, "masks", {t: self.masks[t] for t in names})
@@ -74,6 +81,7 @@ class Cluster:
         out = object.__new__(Cluster)
         object.__setattr__(out, "broker_racks", self.broker_racks)
         object.__setattr__(out, "topics", {**self.topics, **added.topics})
+        object.__setattr__(out, "traffic", self.traffic)
         object.__setattr__(out, "racks", self.racks)
         object.__setattr__(out, "rack_bit", self.rack_bit)
         object.__setattr__(out, "masks", {**self.masks, **added.masks})
@@ -124,11 +132,24 @@ CONSUMER_ASSIGNORS = ("range", "cooperative-sticky", "rack-optimal")
 DEFAULT_CONSUMER_ASSIGNOR = "cooperative-sticky"
 
 
+OBJECTIVES = ("partitions", "bytes")
+BALANCES = ("count", "bytes")
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerGroup:
+    """A group as the contract gives it; ``objective``/``balance`` other than the defaults need rack-optimal.
+
+    ``balance_floor`` is the contract's bytes/s added to every partition's
+    weight under ``balance: bytes``; None means its default (1% of the mean).
+    """
+
     group_id: str
     assignor: str
     members: tuple[Member, ...]
+    objective: str = "partitions"
+    balance: str = "count"
+    balance_floor: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +164,7 @@ class ConsumerPlan:
 
     assignment: Mapping[str, Sequence[TopicPartition]]
     revoked: Mapping[str, Sequence[TopicPartition]] = field(default_factory=dict)
-    stats: Mapping[str, bool | int] = field(default_factory=dict)
+    stats: Mapping[str, bool | int | float] = field(default_factory=dict)
 
 
 # ---- Kafka Streams --------------------------------------------------------
@@ -186,6 +207,8 @@ class RackAwareConfig:
     traffic_cost: int | None = None
     non_overlap_cost: int | None = None
     sticky_to_previous: bool = False
+    #: weigh each crossing by its partition's bytes/s (``cluster.traffic``) times ``traffic_cost``
+    weigh_by_traffic: bool = False
 
     def costs(self, assignor: str) -> tuple[int, int]:
         """``(traffic_cost, non_overlap_cost)`` for stateful tasks: the configured ones, else Kafka's defaults."""

@@ -26,15 +26,18 @@ Edge cases, decided once here so every assignor sees the same model (issue 16):
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from itertools import chain
 from typing import Any
 
 from .model import (
+    BALANCES,
     CONSUMER_ASSIGNORS,
     DEFAULT_CONSUMER_ASSIGNOR,
     NO_GENERATION,
+    OBJECTIVES,
     RACK_STRATEGIES,
     STREAMS_ASSIGNORS,
     Cluster,
@@ -210,7 +213,49 @@ def parse_cluster(doc: object, no_bools_or_floats: bool = False) -> Cluster:
         elif not name.isascii():
             _key_str(name, key_path("cluster.topics", name))
         topics[name] = lists
-    return Cluster(broker_racks=brokers, topics=topics)
+    traffic = None if c.get("traffic") is None else _traffic(c["traffic"], topics)
+    return Cluster(broker_racks=brokers, topics=topics, traffic=traffic)
+
+
+def _bytes_per_s(v: object, path: str) -> float:
+    """One bytes/s figure: a finite JSON number >= 0 (integers too large for a float are not finite)."""
+    if isinstance(v, HugeInt):
+        raise InputError(path, "must be a finite number of bytes/s")
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise InputError(path, f"expected a number of bytes/s, got {_type_name(v)}")
+    try:
+        x = float(v)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x):
+        raise InputError(path, "must be a finite number of bytes/s")
+    if x < 0:
+        raise InputError(path, f"must be at least 0 bytes/s, got {x!r}")
+    return x
+
+
+def _traffic(doc: object, topics: Mapping[str, tuple[tuple[int, ...], ...]]) -> dict[str, tuple[float, ...]]:
+    """``cluster.traffic``: per topic a list of bytes/s (one per partition) or its total, spread evenly.
+
+    A topic the cluster does not list has no partitions to carry traffic: its
+    entry is checked like any other (finite, >= 0) and then ignored, so a
+    traffic map measured over a wider cluster can be passed as it is.
+    """
+    out: dict[str, tuple[float, ...]] = {}
+    for name, v in _obj(doc, "cluster.traffic").items():
+        path = key_path("cluster.traffic", name)
+        _key_str(name, path)
+        n = len(topics[name]) if name in topics else None
+        if isinstance(v, list):
+            values = tuple(_bytes_per_s(x, f"{path}[{p}]") for p, x in enumerate(v))
+            if n is not None and len(values) != n:
+                raise InputError(path, f"has {len(values)} values but the topic has {n} partitions")
+        else:
+            total = _bytes_per_s(v, path)
+            values = (total / n,) * n if n else ()
+        if n is not None:
+            out[name] = values
+    return out
 
 
 def _replica_tuples(
@@ -312,7 +357,36 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
                 group_instance_id=instance,
             )
         )
-    return ConsumerGroup(group_id=group_id, assignor=assignor, members=tuple(members))
+    objective, balance, floor = _traffic_options(g, assignor)
+    return ConsumerGroup(
+        group_id=group_id,
+        assignor=assignor,
+        members=tuple(members),
+        objective=objective,
+        balance=balance,
+        balance_floor=floor,
+    )
+
+
+def _traffic_options(g: Mapping[str, Any], assignor: str) -> tuple[str, str, float | None]:
+    """``objective``, ``balance`` and ``balance_floor``; non-default choices need ``rack-optimal``."""
+    objective = g.get("objective")
+    objective = (
+        "partitions" if objective is None else _choice(objective, "consumer_group.objective", OBJECTIVES)
+    )
+    balance = g.get("balance")
+    balance = "count" if balance is None else _choice(balance, "consumer_group.balance", BALANCES)
+    for key, value, default in (("objective", objective, "partitions"), ("balance", balance, "count")):
+        if value != default and assignor != "rack-optimal":
+            raise InputError(
+                f"consumer_group.{key}", f"{value!r} needs assignor 'rack-optimal', not {assignor!r}"
+            )
+    floor = g.get("balance_floor")
+    return (
+        objective,
+        balance,
+        None if floor is None else _bytes_per_s(floor, "consumer_group.balance_floor"),
+    )
 
 
 def _owned(v: object, path: str) -> tuple[TopicPartition, ...]:
@@ -462,6 +536,9 @@ def _rack_aware(a: Mapping[str, Any]) -> RackAwareConfig:
         ),
         sticky_to_previous=_bool(
             ra_raw.get("sticky_to_previous", False), "streams_app.rack_aware.sticky_to_previous"
+        ),
+        weigh_by_traffic=_bool(
+            ra_raw.get("weigh_by_traffic", False), "streams_app.rack_aware.weigh_by_traffic"
         ),
     )
 

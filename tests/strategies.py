@@ -40,6 +40,30 @@ def clusters(
     return Cluster(broker_racks=brokers, topics=topics)
 
 
+#: Bytes/s values for traffic: zero, fractions that are not exact in binary, ties and a skew.
+BYTES = st.sampled_from([0.0, 0.1, 0.3, 1.0, 2.5, 10.0, 10.0, 77.7, 1000.0])
+#: Whole bytes/s, as an agent measuring whole bytes reports them.
+WHOLE_BYTES = st.sampled_from([0.0, 1.0, 3.0, 10.0, 10.0, 250.0, 1000.0])
+
+
+@st.composite
+def traffic_for(draw: st.DrawFn, cluster: Cluster, whole: bool | None = None) -> Cluster:
+    """``cluster`` with ``cluster.traffic``: per topic a list, a total spread evenly, or unknown.
+
+    ``whole=True``: whole bytes/s in lists on every topic (``None`` draws either kind).
+    """
+    whole = draw(st.booleans()) if whole is None else whole
+    values = WHOLE_BYTES if whole else BYTES
+    traffic: dict[str, tuple[float, ...]] = {}
+    for t, parts in cluster.topics.items():
+        kind = "list" if whole else draw(st.sampled_from(["list", "list", "total", "unknown"]))
+        if kind == "list":
+            traffic[t] = tuple(draw(st.lists(values, min_size=len(parts), max_size=len(parts))))
+        elif kind == "total":
+            traffic[t] = (draw(values) / len(parts),) * len(parts) if parts else ()
+    return Cluster(broker_racks=cluster.broker_racks, topics=cluster.topics, traffic=traffic)
+
+
 @st.composite
 def consumer_groups(
     draw: st.DrawFn,

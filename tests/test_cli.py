@@ -126,6 +126,31 @@ BAD_DOCS = [
         ),
         "consumer_group.members[1].member_id",
     ),
+    (mutate("cluster.traffic", [1.0]), "cluster.traffic"),
+    (mutate("cluster.traffic", {"orders": [1.0]}), "cluster.traffic.orders"),
+    (mutate("cluster.traffic", {"orders": [1.0, -2.0]}), "cluster.traffic.orders[1]"),
+    (mutate("cluster.traffic", {"orders": [1.0, "2"]}), "cluster.traffic.orders[1]"),
+    (mutate("cluster.traffic", {"orders": 10**400}), "cluster.traffic.orders"),
+    (mutate("cluster.traffic", {"orders": True}), "cluster.traffic.orders"),
+    (mutate("cluster.traffic", {"gone": -1}), "cluster.traffic.gone"),
+    (mutate("consumer_group.objective", "dollars"), "consumer_group.objective"),
+    (mutate("consumer_group.balance", "load"), "consumer_group.balance"),
+    (mutate("consumer_group.balance_floor", -1), "consumer_group.balance_floor"),
+    (
+        {**BASE, "consumer_group": {**BASE["consumer_group"], "assignor": "range", "objective": "bytes"}},
+        "consumer_group.objective",
+    ),
+    (
+        {
+            **BASE,
+            "consumer_group": {
+                **BASE["consumer_group"],
+                "assignor": "cooperative-sticky",
+                "balance": "bytes",
+            },
+        },
+        "consumer_group.balance",
+    ),
     ({**BASE, "streams_app": {}}, "streams_app"),
     ({"cluster": BASE["cluster"]}, "consumer_group"),
     ([1, 2], "(document)"),
@@ -143,6 +168,15 @@ def test_bad_input_names_the_field(
     assert out == ""
     assert len(err.strip().splitlines()) == 1
     assert f"error: {field}:" in err, err
+
+
+def test_traffic_beyond_a_float_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``1e999`` is valid JSON but no finite bytes/s: rejected by name, not taken as infinity."""
+    text = json.dumps(mutate("cluster.traffic", {"orders": [1.0, 2.0]})).replace("2.0]", "1e999]")
+    path = tmp_path / "in.json"
+    path.write_text(text)
+    assert main(["assign", str(path)]) == 2
+    assert "error: cluster.traffic.orders[1]: must be a finite" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -239,3 +273,73 @@ def test_the_input_limit_is_an_option_and_an_instance_at_the_limit_is_planned(tm
     assert r.returncode == 2 and "over the limit of 1 MiB" in r.stderr
     r = run_bounded("assign", "--max-input-mib", "0", str(path))
     assert r.returncode == 2 and "--max-input-mib: expected at least 1 MiB, got 0" in r.stderr
+
+
+TRAFFIC_KEYS = {
+    "bytes_per_s",
+    "cross_rack_bytes_per_s",
+    "max_member_bytes_per_s",
+    "min_member_bytes_per_s",
+    "partitions_without_traffic",
+    "active_cross_rack_bytes_per_s",
+    "standby_cross_rack_bytes_per_s",
+}
+
+
+def _assignor_variants(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The sample under every assignor (consumer) or every assignor and rack strategy (Streams)."""
+    out = []
+    if "consumer_group" in doc:
+        for a in ("range", "cooperative-sticky", "rack-optimal"):
+            v = json.loads(json.dumps(doc))
+            v["consumer_group"]["assignor"] = a
+            out.append((a, v))
+        return out
+    for a in ("high-availability", "sticky"):
+        for strategy in ("none", "min_traffic", "balance_subtopology"):
+            v = json.loads(json.dumps(doc))
+            v["streams_app"]["assignor"] = a
+            v["streams_app"].setdefault("rack_aware", {})["strategy"] = strategy
+            out.append((f"{a}/{strategy}", v))
+    return out
+
+
+@pytest.mark.parametrize("sample", GOOD, ids=lambda p: p.name)
+def test_traffic_never_changes_a_plan_it_is_not_asked_to_weigh(sample: Path) -> None:
+    """Traffic with the default objective and balance adds its stats and changes nothing else.
+
+    Without traffic no traffic figure appears (output as before the feature: the
+    document's bytes were compared with the code before it on every sample and
+    assignor); with traffic (a skewed list on one topic, a total on another,
+    the rest unknown) the assignment and every other figure are the same.
+    """
+    from rackplan.assignor.cli import assign_document
+
+    doc = json.loads(sample.read_text())
+    doc["cluster"].pop("traffic", None)
+    for key in ("objective", "balance", "balance_floor"):
+        doc.get("consumer_group", {}).pop(key, None)
+    for name, variant in _assignor_variants(doc):
+        plain = assign_document(variant)
+        assert not TRAFFIC_KEYS & set(plain["stats"]), name
+        topics = sorted(variant["cluster"]["topics"])
+        traffic: dict[str, Any] = {}
+        for k, t in enumerate(topics):
+            n = len(variant["cluster"]["topics"][t])
+            if k % 3 == 0:
+                traffic[t] = [float((p * 7919) % 101) ** 2 for p in range(n)]
+            elif k % 3 == 1:
+                traffic[t] = 1000.0
+        variant["cluster"]["traffic"] = traffic
+        weighed = assign_document(variant)
+        added = {k: v for k, v in weighed["stats"].items() if k in TRAFFIC_KEYS}
+        kind = "consumer_group" if "consumer_group" in variant else "streams_app"
+        want = (
+            {"active_cross_rack_bytes_per_s", "standby_cross_rack_bytes_per_s"}
+            if kind == "streams_app"
+            else TRAFFIC_KEYS - {"active_cross_rack_bytes_per_s", "standby_cross_rack_bytes_per_s"}
+        )
+        assert set(added) == want, name
+        rest = {k: v for k, v in weighed["stats"].items() if k not in TRAFFIC_KEYS and k != "elapsed_ms"}
+        assert rest == {k: v for k, v in plain["stats"].items() if k != "elapsed_ms"}, name
+        assert weighed[kind] == plain[kind], name

@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import Any, cast
 
 from ..model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
+from ..traffic import consumer_traffic_stats
 from .owned import count_moved, previous_owners
 
 Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]
@@ -92,6 +93,8 @@ def consumer_stats(
         "cross_rack": cross_rack_count(cluster, group, plan),
         "max_minus_min": (max(counts) - min(counts)) if counts else 0,
         "moved": count_moved(plan, previous_owners(cluster, group), subscribed),
+        # the contract's traffic figures, only when the instance has traffic (else output unchanged)
+        **({} if cluster.traffic is None else consumer_traffic_stats(cluster, group, plan.assignment)),
         **plan.stats,  # the assignor's additive fields
         "elapsed_ms": round(elapsed_ms, 3),
     }

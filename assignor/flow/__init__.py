@@ -112,7 +112,7 @@ class _Residual:
     in node order.  ``need`` is the total supply.
     """
 
-    __slots__ = ("adj", "cap", "cost", "head", "n", "n_input", "need", "s", "t")
+    __slots__ = ("adj", "cap", "cost", "head", "n", "n_input", "need", "s", "t", "unreached")
 
     def __init__(self, num_nodes: int, edges: Sequence[Edge], supply: Sequence[int]) -> None:
         if len(supply) != num_nodes:
@@ -152,6 +152,9 @@ class _Residual:
             cap += (abs(b), 0)
             cost += (0, 0)
         self.head, self.cap, self.cost, self.adj, self.need = head, cap, cost, adj, need
+        # Above every reduced distance (at most twice the sum of the costs): 2**62 unless costs are
+        # exact-scaled bytes/s (Python integers of any size, rackplan.assignor.traffic.exact_integers).
+        self.unreached = 1 << max(62, sum(cost[0 : self.n_input : 2]).bit_length() + 2)
 
     def result(self) -> FlowResult:
         cap, cost = self.cap, self.cost
@@ -244,7 +247,7 @@ def _dijkstra(g: _Residual, pot: list[int]) -> tuple[list[int], int]:
     per distance (a bucket queue) and the heap holds only distinct distances.
     """
     head, cap, cost, adj, t = g.head, g.cap, g.cost, g.adj, g.t
-    unreached = 1 << 62
+    unreached = g.unreached
     dist = [unreached] * g.n
     dist[g.s] = 0
     buckets = {0: [g.s]}

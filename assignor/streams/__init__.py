@@ -8,11 +8,13 @@ rack optimisation in :mod:`rackplan.assignor.streams.rack`.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
 from ..model import Cluster, StreamsApp
 from ..parse import InputError
+from ..traffic import streams_traffic_stats
 from .rack import disabled_reason
 from .tasks import State, TaskModel, build_model
 
@@ -49,12 +51,26 @@ def streams_stats(model: TaskModel, state: State, app: StreamsApp, elapsed_ms: f
         model.standby_cross[t][model.group_of[c]] for c in range(model.num_clients) for t in state.standby[c]
     )
     loads = [state.active_load(c) for c in range(model.num_clients)]
+    traffic: dict[str, float] = {}
+    if model.has_traffic:  # the instance has traffic: the contract's additive figures
+        active_b = [
+            model.active_cross_bytes[t][model.group_of[c]]
+            for c in range(model.num_clients)
+            for t in state.active[c]
+        ]
+        standby_b = [
+            model.standby_cross_bytes[t][model.group_of[c]]
+            for c in range(model.num_clients)
+            for t in state.standby[c]
+        ]
+        traffic = streams_traffic_stats(math.fsum(active_b), math.fsum(standby_b))
     return {
         "tasks": model.num_tasks,
         "active_cross_rack": active_cross,
         "standby_cross_rack": standby_cross,
         "traffic_cost": effective_traffic_cost(app) * (active_cross + standby_cross),
         "max_minus_min_active_per_thread": round(max(loads) - min(loads), 6) if loads else 0,
+        **traffic,
         "elapsed_ms": round(elapsed_ms, 3),
     }
 

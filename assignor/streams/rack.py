@@ -54,7 +54,8 @@ def disabled_reason(model: TaskModel, app: StreamsApp) -> str | None:
 
 def task_cost(model: TaskModel, t: int, c: int, traffic: int, non_overlap: int, free: Sequence[int]) -> int:
     """KIP-925 cost of active task ``t`` on client ``c``; ``free`` are the clients it may stay on."""
-    return traffic * model.active_cross[t][model.group_of[c]] + (0 if c in free else non_overlap)
+    unit = model.move_unit
+    return traffic * model.active_cost[t][model.group_of[c]] + (0 if c in free else non_overlap * unit)
 
 
 def subtopology_caps(
@@ -401,7 +402,8 @@ def optimise_active(
     if not tasks:
         return False
     groups = sorted(set(model.group_of))
-    cross = model.active_cross
+    cross = model.active_cost  # crossings, or their bytes/s (weigh_by_traffic) in exact integers
+    non_overlap *= model.move_unit  # in the same scale
     vectors = {t: tuple(cross[t][g] for g in groups) for t in tasks}
     if traffic == 0 or all(min(v) == max(v) for v in vectors.values()):
         log.info("rack optimisation skipped: every task costs the same on every client")

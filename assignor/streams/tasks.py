@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import Cluster, IdKey, StreamsApp, StreamsClient, is_cross_rack, task_id, task_key
+from ..contract import subtopologies_of, task_partitions
+from ..model import (
+    Cluster,
+    IdKey,
+    StreamsApp,
+    StreamsClient,
+    TopicPartition,
+    is_cross_rack,
+    task_id,
+    task_key,
+)
+from ..traffic import crossing_bytes, crossing_weights
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +47,27 @@ class TaskModel:
     standby_cross: tuple[tuple[int, ...], ...]
     index: dict[str, int]
     client_index: dict[str, int]
+    #: with ``cluster.traffic`` (else empty): like ``active_cross``/``standby_cross``, the known
+    #: bytes/s of those crossing partitions (unknown traffic counts 0, as the contract's stats say)
+    has_traffic: bool = False
+    active_cross_bytes: tuple[tuple[float, ...], ...] = ()
+    standby_cross_bytes: tuple[tuple[float, ...], ...] = ()
+    #: with ``rack_aware.weigh_by_traffic`` (else empty): per task and rack group the crossing
+    #: pairs' bytes/s, unknown ones at the mean of the known, as exact integers (one common scale)
+    active_cross_weight: tuple[tuple[int, ...], ...] = ()
+    #: ``active_cross_weight`` is bytes/s times ``2**weight_scale`` (0 when not weighed)
+    weight_scale: int = 0
+    weighed: bool = False
+
+    @property
+    def active_cost(self) -> tuple[tuple[int, ...], ...]:
+        """What one unit of ``traffic_cost`` buys per task and rack group: crossings, or their bytes/s when weighed."""
+        return self.active_cross_weight if self.weighed else self.active_cross
+
+    @property
+    def move_unit(self) -> int:
+        """The factor ``non_overlap_cost`` takes to stay in the scale of :attr:`active_cost`."""
+        return 1 << self.weight_scale
 
     @property
     def num_tasks(self) -> int:
@@ -91,6 +123,18 @@ def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
                 )
             )
     entries.sort(key=lambda e: e[0])
+    wanted = cluster.traffic is not None or app.rack_aware.weigh_by_traffic
+    pairs = _pairs(cluster, app, [e[1] for e in entries]) if wanted else []
+    if cluster.traffic is not None:
+        active_bytes = crossing_bytes(cluster, probes, [a for a, _ in pairs])
+        standby_bytes = crossing_bytes(cluster, probes, [s for _, s in pairs])
+    else:
+        active_bytes = standby_bytes = ()
+    weights, scale = (
+        crossing_weights(cluster, probes, [a for a, _ in pairs])
+        if app.rack_aware.weigh_by_traffic
+        else ((), 0)
+    )
     return TaskModel(
         tasks=tuple(e[1] for e in entries),
         sub_of=tuple(e[2] for e in entries),
@@ -104,7 +148,24 @@ def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
         standby_cross=tuple(e[5] for e in entries),
         index={e[1]: i for i, e in enumerate(entries)},
         client_index={c.process_id: i for i, c in enumerate(clients)},
+        has_traffic=cluster.traffic is not None,
+        active_cross_bytes=active_bytes,
+        standby_cross_bytes=standby_bytes,
+        active_cross_weight=weights,
+        weight_scale=scale,
+        weighed=app.rack_aware.weigh_by_traffic,
     )
+
+
+def _pairs(
+    cluster: Cluster, app: StreamsApp, tasks: list[str]
+) -> list[tuple[list[TopicPartition], list[TopicPartition]]]:
+    """Per task, the topic partitions it reads and writes as an active, and those its standby follows."""
+    subs = subtopologies_of(app)
+    return [
+        (task_partitions(subs, cluster.topics, t), task_partitions(subs, cluster.topics, t, standby=True))
+        for t in tasks
+    ]
 
 
 class State:

@@ -51,6 +51,7 @@ slower with one path per Dijkstra run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...flow import FlowGraph
@@ -58,15 +59,26 @@ from ...flow.prices import residual_potentials
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 from ..owned import previous_owners
 from .balanced import rebalance
+from .bytes_objective import assign_bytes
 from .fair import fair_box
+from .load_balance import assign_by_load
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
-    """The rack-optimal plan of ``group``; its ``stats`` say whether it is proven optimal (module docstring)."""
+    """The rack-optimal plan of ``group``; its ``stats`` say whether it is proven optimal (module docstring).
+
+    ``balance: bytes`` is :mod:`.load_balance`; ``objective: bytes`` with count
+    balance is :mod:`.bytes_objective`.  Neither runs without those choices, so
+    plans of instances that make none stay exactly as before.
+    """
+    if group.balance == "bytes":
+        return assign_by_load(cluster, group)
+    if group.objective == "bytes":
+        return assign_bytes(cluster, group)
     plan = fair_assign(cluster, group)
     if len({m.topics for m in group.members}) > 1:  # unequal: from the fair optimum to the balanced one
         assignment, outcome = rebalance(cluster, group, plan.assignment)
-        stats: dict[str, bool | int] = {"optimal": outcome.optimal}
+        stats: dict[str, bool | int | float] = {"optimal": outcome.optimal}
         if not outcome.optimal:
             stats["cross_rack_lower_bound"] = outcome.cross_rack_lower_bound
         return ConsumerPlan(assignment=assignment, revoked={}, stats=stats)
@@ -362,25 +374,47 @@ def _keep_most(
         out[i].extend(mine)
         taken.update(mine)
     k_pool = [[tp for tp in parts if tp not in taken] for parts in c.k_parts] if taken else c.k_parts
-    gr_pool = _pour(k_pool, [(k, j, flow[e]) for k, j, e in kg_edge], len(c.gr_keys))
-    q_pool = _pour(gr_pool, [(j, q, flow[e]) for j, q, e in gq_edge], len(c.q_keys))
+    gr_pool = pour(k_pool, [(k, j, flow[e]) for k, j, e in kg_edge], len(c.gr_keys))
+    q_pool = pour(gr_pool, [(j, q, flow[e]) for j, q, e in gq_edge], len(c.q_keys))
+    hand_out(
+        c,
+        q_pool,
+        [(i, flow[e]) for i, e in qm_edge],
+        rest,
+        {q: flow[e] for q, e in qx_edge.items()},
+        base,
+        out,
+    )
+    return out
+
+
+def hand_out(
+    c: _Classes,
+    q_pool: list[list[TopicPartition]],
+    sticky: list[tuple[int, int]],
+    rest: list[list[int]],
+    extras: dict[int, int],
+    base: Sequence[int],
+    out: list[list[TopicPartition]],
+) -> None:
+    """Member classes' pools to members: ``(member, amount)`` for members with their own node, then the
+    rest of each class in order, ``base[i]`` each and one more for the first ``extras[q]``."""
     q_ptr = [0] * len(c.q_keys)
-    for i, e in qm_edge:
+    for i, amount in sticky:
         q = c.member_q[i]
-        out[i].extend(q_pool[q][q_ptr[q] : q_ptr[q] + flow[e]])
-        q_ptr[q] += flow[e]
+        out[i].extend(q_pool[q][q_ptr[q] : q_ptr[q] + amount])
+        q_ptr[q] += amount
     for q, members in enumerate(rest):
-        extras = flow[qx_edge[q]] if q in qx_edge else 0
+        more = extras.get(q, 0)
         for rank, i in enumerate(members):
-            f = base[i] + (rank < extras)
+            f = base[i] + (rank < more)
             out[i].extend(q_pool[q][q_ptr[q] : q_ptr[q] + f])
             q_ptr[q] += f
     if q_ptr != [len(p) for p in q_pool]:
         raise AssertionError("class flows do not account for every partition")
-    return out
 
 
-def _pour(
+def pour(
     pools: list[list[TopicPartition]], moves: list[tuple[int, int, int]], n_out: int
 ) -> list[list[TopicPartition]]:
     """Move ``amount`` partitions from ``pools[src]`` to new pool ``dst`` for each (src, dst, amount), in order."""

@@ -53,6 +53,10 @@ from ..sticky.general import assign_general
 from .milp import NODE_WORK, Component, check_balanced, plan_value, solve, value_floor
 from .neighbourhood import improve
 
+#: Integer objectives HiGHS decides exactly: below 2**50 (a double holds 2**53 exactly; the margin
+#: absorbs its feasibility tolerances), used by ``objective: bytes`` to decide whether a program may run.
+EXACT_LIMIT = 1 << 50
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
@@ -71,6 +75,7 @@ def rebalance(
     group: ConsumerGroup,
     fair: Mapping[str, Sequence[TopicPartition]],
     budget: int = NODE_WORK,
+    values: Mapping[TopicPartition, int] | None = None,
 ) -> tuple[dict[str, list[TopicPartition]], Outcome]:
     """The lexicographic optimum (cross-rack, then moves) over balanced assignments, given the fair one.
 
@@ -79,12 +84,19 @@ def rebalance(
     the solver's work budget (``budget``, see
     :data:`rackplan.assignor.consumer.rack_optimal.milp.NODE_WORK`) runs out, the best plan found
     stands (never worse than ``fair``) and the outcome says it is not proven.
+
+    ``values`` (``objective: bytes``) makes a cross-rack partition cost its
+    integer value (exact-scaled bytes/s) instead of 1; partitions of one class
+    then also share their value.  HiGHS decides integers exactly only while
+    they fit a double's mantissa, so when ``W * sum(values)`` reaches
+    :data:`EXACT_LIMIT` no program runs: the plan stays, proven only at the
+    per-partition bound.  The outcome's bound is then in those units.
     """
     members = sorted(group.members, key=lambda m: m.member_id)
     out = {m.member_id: list(fair[m.member_id]) for m in members}
     optimal, bound = True, 0
     for comp_members in _components(cluster, members):
-        proven, low = _optimise(cluster, group, [members[i] for i in comp_members], out, budget)
+        proven, low = _optimise(cluster, group, [members[i] for i in comp_members], out, budget, values)
         optimal = optimal and proven
         bound += low
     return out, Outcome(optimal, bound)
@@ -121,6 +133,7 @@ def _optimise(
     members: list[Member],
     out: dict[str, list[TopicPartition]],
     budget: int,
+    values: Mapping[TopicPartition, int] | None = None,
 ) -> tuple[bool, int]:
     """Replace the component's part of ``out`` by a strictly better plan if one is found.
 
@@ -137,24 +150,25 @@ def _optimise(
             if t in subscribers:
                 subscribers[t].append(i)
     group_index: dict[tuple[int, ...], int] = {}
-    class_index: dict[tuple[int, int], int] = {}
+    class_index: dict[tuple[int, int, int], int] = {}
     class_parts: list[list[TopicPartition]] = []
     class_of: dict[TopicPartition, int] = {}
     for t in topics:
         g = group_index.setdefault(tuple(subscribers[t]), len(group_index))
         for p, mask in enumerate(cluster.masks[t]):
-            k = class_index.setdefault((g, mask), len(class_parts))
+            v = 1 if values is None else values[(t, p)]
+            k = class_index.setdefault((g, mask, v), len(class_parts))
             if k == len(class_parts):
                 class_parts.append([])
             class_parts[k].append((t, p))
             class_of[(t, p)] = k
     group_members = list(group_index)
-    class_group = [g for g, _ in class_index]
+    class_group = [g for g, _, _ in class_index]
     racks = [(m.rack, cluster.member_bit(m.rack)) for m in members]
     cross: list[dict[int, int]] = [{} for _ in members]
-    for k, (g, mask) in enumerate(class_index):
+    for k, (g, mask, v) in enumerate(class_index):
         for i in group_members[g]:
-            cross[i][k] = int(is_cross_rack(racks[i][0], racks[i][1], mask))
+            cross[i][k] = v * int(is_cross_rack(racks[i][0], racks[i][1], mask))
     owned_parts: list[dict[int, list[TopicPartition]]] = [{} for _ in members]
     for tp, mid in previous_owners(cluster, group).items():
         at = local.get(mid)
@@ -189,6 +203,15 @@ def _optimise(
         if start_value == cheap:
             _write(members, class_parts, start, owned_parts, out)
             return True, start_value // weight
+    if (
+        values is not None
+        and weight * sum(values[tp] for parts in class_parts for tp in parts) >= EXACT_LIMIT
+    ):
+        # beyond what HiGHS decides exactly: keep the start, proven only at the per-partition floor
+        if start is general:
+            _write(members, class_parts, start, owned_parts, out)
+        proven = start_value == cheap
+        return proven, start_value // weight if proven else cheap // weight
     found = solve(comp, start, budget)
     best = found.counts
     check_balanced(comp, best)
