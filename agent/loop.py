@@ -7,7 +7,8 @@ registrations, producer) then cycles (:func:`rackplan.agent.cycle.run_cycle`:
 snapshot -> diff -> plan -> publish -> alert) every ``poll_interval_s``;
 between cycles pending handovers are served.  Each cycle ends by publishing an
 immutable :class:`~.status.StatusView` (one reference swapped) that the HTTP
-server reads.  ``stop`` (set by SIGTERM/SIGINT) ends the loop after the current
+server reads.  While a term is served the leader's heartbeat goes out on its
+own thread (:mod:`rackplan.agent.heartbeat`), so a slow cycle never delays it.  ``stop`` (set by SIGTERM/SIGINT) ends the loop after the current
 cycle, and :meth:`Agent.close` flushes the producer and the webhook queue.
 """
 
@@ -184,7 +185,6 @@ class Agent:
         if self.heartbeats.topic_ok:
             w.epoch, self.lease_tail = continue_epoch(w, self.client_config)
         self.begin(records)
-        self._heartbeat()
 
     def begin(self, plan_records: list[tuple[str, PlanRecord | None]]) -> None:
         """Start-up after the Kafka part (see :func:`rackplan.agent.startup.replay`), with the webhook.
@@ -205,7 +205,7 @@ class Agent:
         self._publish_status()
 
     def run_once(self) -> CycleReport:
-        """One cycle, with the checks of others' records before it and the heartbeat after it."""
+        """One cycle, with the checks of others' records before it (heartbeats have their own schedule)."""
         t0 = time.monotonic()
         term = self.term
         completed, term.completed = term.completed, []
@@ -215,7 +215,6 @@ class Agent:
         self.io.plans_watched = self.plan_tail is not None
         report = run_cycle(self.w, term, self.io)
         report.completed = completed + report.completed
-        self._heartbeat()
         follower_metrics(self.metrics, term)
         report.duration_s = time.monotonic() - t0
         m = self.metrics
@@ -254,9 +253,6 @@ class Agent:
         """Before publishing: with a lease, prove it is still held (:class:`LeaseLost` otherwise)."""
         if self.lease is not None:
             self.lease.confirm(min(self.settings.io_timeout_s, self.settings.ha.session_timeout_s))
-
-    def _heartbeat(self) -> None:
-        self.heartbeats.send(self.term.replayed)
 
     def _set_leader(self, leader: bool) -> None:
         self.leader = leader
@@ -318,16 +314,24 @@ class Agent:
             raise AgentError(problem)
 
     def _serve_term(self) -> None:
-        """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`)."""
-        while not self.stop.is_set():
-            t0 = time.monotonic()
-            try:
-                self.run_once()
-            except (LeaseLost, AgentError, ProducerFenced):
-                raise
-            except Exception as e:  # keep serving; the next cycle starts from the last good state
-                self.log.error("cycle failed", error=repr(e), exc_info=True)
-            self._wait_until(t0 + self.settings.poll_interval_s)
+        """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`).
+
+        Heartbeats go out meanwhile on their own schedule, from the first cycle to the term's end.
+        """
+        self.heartbeats.start(lambda: self.term.replayed)
+        try:
+            while not self.stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    with self.heartbeats.cycle():
+                        self.run_once()
+                except (LeaseLost, AgentError, ProducerFenced):
+                    raise
+                except Exception as e:  # keep serving; the next cycle starts from the last good state
+                    self.log.error("cycle failed", error=repr(e), exc_info=True)
+                self._wait_until(t0 + self.settings.poll_interval_s)
+        finally:
+            self.heartbeats.stop(self.settings.io_timeout_s + 1.0)
 
     def _wait_until(self, deadline: float) -> None:
         """Sleep until the next cycle, serving the lease and pending handovers meanwhile."""
@@ -336,6 +340,8 @@ class Agent:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
+            if self.heartbeats.lost is not None:
+                raise LeaseLost(self.heartbeats.lost)
             if self.lease is not None and not self.lease.poll():
                 raise LeaseLost("the lease partition was revoked")
             handovers = self.term.handover_count() > 0
