@@ -250,7 +250,7 @@ def last_heartbeat(
     finally:
         tail.close()
     if not complete:
-        raise TopicReadError(f"lease topic {topic!r}: not read to its end in {timeout_s}s")
+        raise TopicReadError(f"lease topic {topic!r}: not read to its end in {timeout_s}s", "_TIMED_OUT")
     best: Heartbeat | None = None
     for r in raw:
         try:
