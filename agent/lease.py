@@ -19,8 +19,9 @@ there); plan generations and followers' generation fencing keep even that
 from moving a generation backwards.
 
 The leader also writes a heartbeat record (key ``leader``) to the lease topic
-every cycle: agent id, leadership epoch (one more than the last heartbeat's,
-so epochs never go backwards across takeovers) and poll interval.  Plan
+every poll interval, on a thread of its own (:mod:`rackplan.agent.heartbeat`):
+agent id, leadership epoch (one more than the last heartbeat's, so epochs
+never go backwards across takeovers) and poll interval.  Plan
 followers read it to tell a live agent from a gone one, whether or not
 several agents run.  The record codec: :mod:`rackplan.agent.protocol.lease`
 (imported from there, not through this module); values: docs/lease-schema.json.
