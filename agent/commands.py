@@ -49,6 +49,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     from .kafka_io import PublishError
     from .logging import configure, get_logger
     from .loop import Agent, AgentError
+    from .malloc_arenas import limit_arenas
     from .settings import Settings, describe_error
     from .supervisor import child_command, supervise, supervised
 
@@ -62,7 +63,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     if not args.no_supervisor and not supervised():
         argv = ["agent", "run", *(["--config", args.config] if args.config else [])]
         return supervise(child_command(argv), get_logger("rackplan.supervisor"))
-    log.info("agent starting", settings=settings.redacted())
+    log.info("agent starting", settings=settings.redacted(), malloc_arenas=limit_arenas())
     try:
         agent = Agent(settings, serve_http=True)
     except ValueError as e:  # a secret file that cannot be read (SettingsError)

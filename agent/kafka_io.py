@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .admin_timeouts import operation_timeout_s, result_timeout_s
-from .kafka_errors import error_name
+from .kafka_errors import REFUSED, TRANSIENT, error_name, transient
 from .logging import with_kafka_logger
 from .ports import AdminPort, Logger
 from .protocol.mac import MAC_HEADER, check_mac, record_mac
@@ -25,22 +25,6 @@ _UNSUPPORTED = {
     "INVALID_REQUEST",
     "CLUSTER_AUTHORIZATION_FAILED",
 }
-
-
-#: errors a partition's leader gives while metadata catches up (new topic, moved leader)
-_TRANSIENT = frozenset(
-    {
-        "NOT_LEADER_FOR_PARTITION",
-        "NOT_LEADER_OR_FOLLOWER",
-        "LEADER_NOT_AVAILABLE",
-        "UNKNOWN_TOPIC_OR_PART",
-        "_UNKNOWN_PARTITION",
-        "_TIMED_OUT",
-        "REQUEST_TIMED_OUT",
-        "_TRANSPORT",
-        "NOT_COORDINATOR",
-    }
-)
 
 
 #: record header naming the agent that wrote a record (plans, tombstones, heartbeats, alerts)
@@ -112,7 +96,15 @@ def _delivery_error(key: str, topic: str, err: Any) -> PublishError:
 
 
 class TopicReadError(PublishError):
-    """A topic could not be read (missing, unavailable, or not to its end in time)."""
+    """A topic could not be read (missing, unavailable, or not to its end in time).
+
+    ``kafka_error`` names the Kafka error behind it (``_TIMED_OUT`` for a read cut short), so that
+    start-up can tell one that clears by itself (:func:`rackplan.agent.kafka_errors.transient`).
+    """
+
+    def __init__(self, message: str, kafka_error: str = "") -> None:
+        super().__init__(message)
+        self.kafka_error = kafka_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,12 +208,6 @@ REQUIRED_CONFIG_REASONS: Mapping[str, str] = {
 }
 
 
-#: DescribeConfigs asked again this many times, this far apart, for a topic the answering broker
-#: does not know yet (created a moment ago)
-_UNKNOWN_RETRIES = 10
-_UNKNOWN_BACKOFF_S = 0.3
-
-
 def topic_config_problems(
     admin: AdminPort, specs: Sequence[TopicSpec], timeout_s: float
 ) -> dict[str, str] | None:
@@ -230,6 +216,9 @@ def topic_config_problems(
     Checks that a spec asking for ``cleanup.policy=compact`` finds compaction
     on, and that ``max.message.bytes`` is at least the spec's.  None when the
     brokers cannot describe configs (librdkafka's mock cluster), so nothing is known.
+    :class:`TopicReadError` for an error that clears by itself (a topic created a moment
+    ago that the answering broker does not know yet): start-up asks again later
+    (:mod:`rackplan.agent.startup_retry`), it is not a problem of the topic.
     """
     from confluent_kafka.admin._config import ConfigResource
 
@@ -242,25 +231,16 @@ def topic_config_problems(
         return None
     problems: dict[str, str] = {}
     for s in specs:
-        future = futures[resources[s.name]]
-        for attempt in range(_UNKNOWN_RETRIES + 1):
-            try:
-                configs = future.result(timeout=result_timeout_s(timeout_s))
-                break
-            except Exception as e:
-                # A topic just created can be unknown to the broker that answers for a moment
-                # (metadata still spreading): asked again, a few times, before it counts.
-                if error_name(e, "") == "UNKNOWN_TOPIC_OR_PART" and attempt < _UNKNOWN_RETRIES:
-                    time.sleep(_UNKNOWN_BACKOFF_S)
-                    future = admin.describe_configs(
-                        [resources[s.name]], request_timeout=operation_timeout_s(timeout_s)
-                    )[resources[s.name]]
-                    continue
-                if error_name(e, "") in _UNSUPPORTED or "not supported" in str(e).lower():
-                    return None
-                problems[s.name] = f"its configuration could not be read: {e}"
-                break
-        if s.name in problems:
+        try:
+            configs = futures[resources[s.name]].result(timeout=result_timeout_s(timeout_s))
+        except Exception as e:
+            if error_name(e, "") in _UNSUPPORTED or "not supported" in str(e).lower():
+                return None
+            if transient(e):
+                raise TopicReadError(
+                    f"topic {s.name!r}: configuration not readable yet: {e}", error_name(e, "")
+                ) from e
+            problems[s.name] = f"its configuration could not be read: {e}"
             continue
         want_policy = s.config.get("cleanup.policy", "")
         have_policy = getattr(configs.get("cleanup.policy"), "value", None) or ""
@@ -305,10 +285,6 @@ class RawRecord:
 
 #: how long a broker may hold a fetch of a tail with nothing new: what a new record waits at most
 TAIL_FETCH_WAIT_MS = 100
-
-
-#: metadata errors that are the brokers' authorizer saying no (a topic this principal may not see)
-_REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED"})
 
 
 class TopicTail:
@@ -363,11 +339,16 @@ class TopicTail:
             tmd = md.topics.get(topic)
             if tmd is not None and tmd.error is None and tmd.partitions:
                 return sorted(tmd.partitions)
-            if tmd is not None and tmd.error is not None and tmd.error.name() in _REFUSED:
+            if tmd is not None and tmd.error is not None and tmd.error.name() in REFUSED:
                 # the brokers' answer (ACLs), not a topic they do not know yet: waiting changes nothing
-                raise TopicReadError(f"topic {topic!r} not readable: {tmd.error.name()} (no Describe right)")
+                raise TopicReadError(
+                    f"topic {topic!r} not readable: {tmd.error.name()} (no Describe right)", tmd.error.name()
+                )
             if time.monotonic() >= deadline:
-                raise TopicReadError(f"topic {topic!r} unavailable: {None if tmd is None else tmd.error}")
+                raise TopicReadError(
+                    f"topic {topic!r} unavailable: {None if tmd is None else tmd.error}",
+                    "UNKNOWN_TOPIC_OR_PART" if tmd is None or tmd.error is None else tmd.error.name(),
+                )
             time.sleep(0.1)
 
     def read_available(self, timeout_s: float) -> tuple[list[RawRecord], bool]:
@@ -389,8 +370,10 @@ class TopicTail:
                 except Exception as e:  # KafkaException: partition leader unreachable, moving, ...
                     # A topic created a moment ago, or a leader that just moved: brokers catch up in
                     # moments; only the deadline makes it an error.
-                    if error_name(e, "") not in _TRANSIENT or time.monotonic() >= deadline:
-                        raise TopicReadError(f"topic {t!r} partition {p}: end offset unknown: {e}") from e
+                    if error_name(e, "") not in TRANSIENT or time.monotonic() >= deadline:
+                        raise TopicReadError(
+                            f"topic {t!r} partition {p}: end offset unknown: {e}", error_name(e, "")
+                        ) from e
                     time.sleep(0.1)
             if high > max(low, self._next[(t, p)]):
                 targets[(t, p)] = high
@@ -410,7 +393,7 @@ class TopicTail:
                     if self._next[tp] >= targets.get(tp, 0):
                         targets.pop(tp, None)
                     continue
-                raise TopicReadError(f"topic {tp[0]!r}: {error}")
+                raise TopicReadError(f"topic {tp[0]!r}: {error}", error.name())
             out.append(self._record(msg, tp))
             if self._next[tp] >= targets.get(tp, 0):
                 targets.pop(tp, None)
@@ -482,7 +465,7 @@ def read_back(
     finally:
         tail.close()
     if not complete:
-        raise TopicReadError(f"plan topic {topic!r}: replay timed out after {timeout_s}s")
+        raise TopicReadError(f"plan topic {topic!r}: replay timed out after {timeout_s}s", "_TIMED_OUT")
     out: list[tuple[str, PlanRecord | None]] = []
     for r in raw:
         try:

@@ -19,8 +19,9 @@ there); plan generations and followers' generation fencing keep even that
 from moving a generation backwards.
 
 The leader also writes a heartbeat record (key ``leader``) to the lease topic
-every cycle: agent id, leadership epoch (one more than the last heartbeat's,
-so epochs never go backwards across takeovers) and poll interval.  Plan
+every poll interval, on a thread of its own (:mod:`rackplan.agent.heartbeat`):
+agent id, leadership epoch (one more than the last heartbeat's, so epochs
+never go backwards across takeovers) and poll interval.  Plan
 followers read it to tell a live agent from a gone one, whether or not
 several agents run.  The record codec: :mod:`rackplan.agent.protocol.lease`
 (imported from there, not through this module); values: docs/lease-schema.json.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -118,6 +120,8 @@ class Lease:
         self._commits = 0
         self._commit_error: Any = None
         self._last_group_error: str | None = None
+        #: the loop (publish guard, rebalances) and the heartbeat schedule both use the group client
+        self._lock = threading.RLock()
         session_ms = int(ha.session_timeout_s * 1000)
         self._consumer = Consumer(
             with_kafka_logger(
@@ -161,7 +165,8 @@ class Lease:
         """Serve the group protocol (rebalances); True while the lease is held."""
         deadline = time.monotonic() + timeout_s
         while True:
-            msg = self._consumer.poll(max(0.0, min(0.05, deadline - time.monotonic())))
+            with self._lock:
+                msg = self._consumer.poll(max(0.0, min(0.05, deadline - time.monotonic())))
             if msg is not None and msg.error() is not None:
                 self._group_error(str(msg.error()))
             if time.monotonic() >= deadline:
@@ -180,6 +185,10 @@ class Lease:
         :class:`LeaseLost` when the group no longer has us holding it;
         :class:`LeaseUnconfirmed` when it cannot tell in ``timeout_s``.
         """
+        with self._lock:  # one confirmation at a time: each waits for its own commit's answer
+            self._confirm(timeout_s)
+
+    def _confirm(self, timeout_s: float) -> None:
         from confluent_kafka import KafkaException, TopicPartition
 
         self.poll()
@@ -222,8 +231,9 @@ class Lease:
 
     def close(self) -> None:
         """Leave the group: another agent gets the lease at once."""
-        self.held = False
-        self._consumer.close()
+        with self._lock:
+            self.held = False
+            self._consumer.close()
 
 
 def last_heartbeat(
@@ -246,7 +256,7 @@ def last_heartbeat(
     finally:
         tail.close()
     if not complete:
-        raise TopicReadError(f"lease topic {topic!r}: not read to its end in {timeout_s}s")
+        raise TopicReadError(f"lease topic {topic!r}: not read to its end in {timeout_s}s", "_TIMED_OUT")
     best: Heartbeat | None = None
     for r in raw:
         try:

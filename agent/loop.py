@@ -7,7 +7,8 @@ registrations, producer) then cycles (:func:`rackplan.agent.cycle.run_cycle`:
 snapshot -> diff -> plan -> publish -> alert) every ``poll_interval_s``;
 between cycles pending handovers are served.  Each cycle ends by publishing an
 immutable :class:`~.status.StatusView` (one reference swapped) that the HTTP
-server reads.  ``stop`` (set by SIGTERM/SIGINT) ends the loop after the current
+server reads.  While a term is served the leader's heartbeat goes out on its
+own thread (:mod:`rackplan.agent.heartbeat`), so a slow cycle never delays it.  ``stop`` (set by SIGTERM/SIGINT) ends the loop after the current
 cycle, and :meth:`Agent.close` flushes the producer and the webhook queue.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from .admin_timeouts import admin_client_config
 from .cycle import CycleIO, SnapshotSource, run_cycle
@@ -44,12 +46,18 @@ from .protocol.plans import PlanRecord
 from .publishing import advance_handovers
 from .settings import Settings
 from .startup import continue_epoch, make_publisher, prepare_topics, replay, topic_specs
+from .startup_retry import Backoff, StartupStopped, retry_startup
 from .state import AgentError, CycleReport, Term, Wiring
 from .status import StatusView, build_status
 from .watch import plan_skipped, watch_lease, watch_plans
 from .webhook import Post, WebhookNotifier, default_agent_url, with_cluster_label
 
 __all__ = ["Agent", "AgentError", "CycleReport", "topic_specs"]
+
+T = TypeVar("T")
+
+#: while standing by, how often the agent says it still waits for the lease
+STANDBY_NOTE_S = 10.0
 
 
 class Agent:
@@ -163,30 +171,65 @@ class Agent:
     def start(self) -> None:
         """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
         s, w = self.settings, self.w
-        names = prepare_topics(w, self.admin, self.create_missing_topics)
+        names = self._startup_step(
+            "agent topics", lambda: prepare_topics(w, self.admin, self.create_missing_topics)
+        )
         self.heartbeats.topic_ok = s.ha.lease_topic not in names
         self.io.alerts_topic_ok = s.alerts_topic not in names
-        records = read_back(
-            self.client_config, s.plan_topic, s.io_timeout_s, self.log, lambda r: plan_skipped(w, r), w.secret
+        records = self._startup_step(
+            "plan topic replay",
+            lambda: read_back(
+                self.client_config,
+                s.plan_topic,
+                s.io_timeout_s,
+                self.log,
+                lambda r: plan_skipped(w, r),
+                w.secret,
+            ),
         )
         # From here on the plan topic is watched for records this agent did not write (see watch.watch_plans).
-        self.plan_tail = TopicTail(self.client_config, s.plan_topic, s.io_timeout_s)
-        self.plan_tail.read_available(s.io_timeout_s)
+        self.plan_tail = self._startup_step("plan topic tail", self._open_plan_tail)
         if s.registrations_topic in names:
             self.log.warning(
                 "no registrations topic: registrations come from the settings file only",
                 topic=s.registrations_topic,
             )
         else:
-            self.intake.open(self.client_config, self.term)
+            self._startup_step("registrations topic replay", self._open_intake)
         if w.publisher is None:
             w.publisher = make_publisher(
                 w, self.client_config, embedded=self.create_missing_topics is not None
             )
         if self.heartbeats.topic_ok:
-            w.epoch, self.lease_tail = continue_epoch(w, self.client_config)
+            w.epoch, self.lease_tail = self._startup_step(
+                "lease topic (epoch, foreign writers)", lambda: continue_epoch(w, self.client_config)
+            )
         self.begin(records)
-        self._heartbeat()
+
+    def _startup_step(self, what: str, step: Callable[[], T]) -> T:
+        """One start-up step, asked again while its errors clear by themselves (:mod:`.startup_retry`)."""
+        s = self.settings
+        backoff = Backoff(s.metadata.backoff_initial_s, s.metadata.backoff_max_s, s.kafka.startup_retry_s)
+        self.log.info("start-up step", step=what)
+        return retry_startup(step, what, backoff, self.log, self.stop, check=self._still_leading)
+
+    def _still_leading(self) -> None:
+        """Between start-up attempts, with a lease: :class:`LeaseLost` once it moved to another agent."""
+        if self.lease is not None and not self.lease.poll():
+            raise LeaseLost("the lease partition was revoked during start-up")
+
+    def _open_plan_tail(self) -> TopicTail:
+        tail = TopicTail(self.client_config, self.settings.plan_topic, self.settings.io_timeout_s)
+        try:
+            tail.read_available(self.settings.io_timeout_s)
+        except BaseException:
+            tail.close()
+            raise
+        return tail
+
+    def _open_intake(self) -> None:
+        self.intake.close()  # a failed attempt's tail, if any
+        self.intake.open(self.client_config, self.term)
 
     def begin(self, plan_records: list[tuple[str, PlanRecord | None]]) -> None:
         """Start-up after the Kafka part (see :func:`rackplan.agent.startup.replay`), with the webhook.
@@ -207,7 +250,7 @@ class Agent:
         self._publish_status()
 
     def run_once(self) -> CycleReport:
-        """One cycle, with the checks of others' records before it and the heartbeat after it."""
+        """One cycle, with the checks of others' records before it (heartbeats have their own schedule)."""
         t0 = time.monotonic()
         term = self.term
         completed, term.completed = term.completed, []
@@ -217,7 +260,6 @@ class Agent:
         self.io.plans_watched = self.plan_tail is not None
         report = run_cycle(self.w, term, self.io)
         report.completed = completed + report.completed
-        self._heartbeat()
         follower_metrics(self.metrics, term)
         report.duration_s = time.monotonic() - t0
         m = self.metrics
@@ -256,9 +298,6 @@ class Agent:
         """Before publishing: with a lease, prove it is still held (:class:`LeaseLost` otherwise)."""
         if self.lease is not None:
             self.lease.confirm(min(self.settings.io_timeout_s, self.settings.ha.session_timeout_s))
-
-    def _heartbeat(self) -> None:
-        self.heartbeats.send(self.term.replayed)
 
     def _set_leader(self, leader: bool) -> None:
         self.leader = leader
@@ -299,6 +338,8 @@ class Agent:
                 except ProducerFenced as e:  # without a lease there is nothing to stand by for
                     self._fenced(e)
                     raise AgentError(f"{e}; this agent stopped publishing and exits") from None
+        except StartupStopped as e:
+            self.log.info("stopped during start-up", reason=str(e))
         finally:
             self.close()
         return 0
@@ -320,16 +361,24 @@ class Agent:
             raise AgentError(problem)
 
     def _serve_term(self) -> None:
-        """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`)."""
-        while not self.stop.is_set():
-            t0 = time.monotonic()
-            try:
-                self.run_once()
-            except (LeaseLost, AgentError, ProducerFenced):
-                raise
-            except Exception as e:  # keep serving; the next cycle starts from the last good state
-                self.log.error("cycle failed", error=repr(e), exc_info=True)
-            self._wait_until(t0 + self.settings.poll_interval_s)
+        """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`).
+
+        Heartbeats go out meanwhile on their own schedule, from the first cycle to the term's end.
+        """
+        self.heartbeats.start(lambda: self.term.replayed)
+        try:
+            while not self.stop.is_set():
+                t0 = time.monotonic()
+                try:
+                    with self.heartbeats.cycle():
+                        self.run_once()
+                except (LeaseLost, AgentError, ProducerFenced):
+                    raise
+                except Exception as e:  # keep serving; the next cycle starts from the last good state
+                    self.log.error("cycle failed", error=repr(e), exc_info=True)
+                self._wait_until(t0 + self.settings.poll_interval_s)
+        finally:
+            self.heartbeats.stop(self.settings.io_timeout_s + 1.0)
 
     def _wait_until(self, deadline: float) -> None:
         """Sleep until the next cycle, serving the lease and pending handovers meanwhile."""
@@ -338,6 +387,8 @@ class Agent:
             left = deadline - time.monotonic()
             if left <= 0:
                 return
+            if self.heartbeats.lost is not None:
+                raise LeaseLost(self.heartbeats.lost)
             if self.lease is not None and not self.lease.poll():
                 raise LeaseLost("the lease partition was revoked")
             handovers = self.term.handover_count() > 0
@@ -354,14 +405,27 @@ class Agent:
     def _run_ha(self) -> None:
         """Standby until the lease is ours, lead until it is lost or we stop, and again."""
         s = self.settings
-        prepare_topics(self.w, self.admin, self.create_missing_topics)
+        self._startup_step(
+            "agent topics", lambda: prepare_topics(self.w, self.admin, self.create_missing_topics)
+        )
         self.lease = Lease(self.client_config, s.ha, self.agent_id, self.log)
         try:
             while not self.stop.is_set():
                 self.log.info("standby: waiting for the lease", agent_id=self.agent_id, group=s.ha.group_id)
                 confirm_s = min(s.io_timeout_s, s.ha.session_timeout_s)
+                since = time.monotonic()
+                note_at = since + STANDBY_NOTE_S
                 while not self.stop.is_set() and not self.lease.acquire(confirm_s):
-                    pass
+                    if time.monotonic() >= note_at:
+                        note_at += STANDBY_NOTE_S
+                        # What it waits for: the group's coordinator to assign the lease partition (another
+                        # agent holds it, or the coordinator is still loading: librdkafka keeps asking).
+                        self.log.info(
+                            "standby: still waiting for the lease partition to be assigned",
+                            group=s.ha.group_id,
+                            lease_topic=s.ha.lease_topic,
+                            waited_s=round(time.monotonic() - since),
+                        )
                 if self.stop.is_set():
                     break
                 self._set_leader(True)

@@ -121,6 +121,9 @@ class KafkaSettings(_Section):
     secret_files: dict[str, Path] = Field(default_factory=dict)
     #: at start, how long the agent tries to reach the bootstrap servers before it exits 2
     startup_timeout_s: float = Field(default=15.0, ge=1.0)
+    #: at start, how long each start-up step asks again after errors that clear by themselves (its own topics
+    #: just created and not known yet, a coordinator loading, a broker restarting) before the agent exits 1
+    startup_retry_s: float = Field(default=600.0, ge=1.0)
 
     @field_validator("bootstrap_servers")
     @classmethod

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -350,6 +350,7 @@ def plan_history(bootstrap: str, key: str, topic: str = "_rackplan.plans") -> li
 
 
 def heartbeats(bootstrap: str, topic: str = "_rackplan.lease") -> list[Heartbeat]:
+    """The lease topic's heartbeats in order, each with its record's timestamp as ``seen_ms``."""
     tail = TopicTail({"bootstrap.servers": bootstrap}, topic, 10)
     try:
         raw, _ = tail.read_available(10)
@@ -358,7 +359,7 @@ def heartbeats(bootstrap: str, topic: str = "_rackplan.lease") -> list[Heartbeat
     out = []
     for r in raw:
         try:
-            out.append(decode_heartbeat(r.key, r.value))
+            out.append(replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms))
         except ValueError:
             continue
     return out

@@ -341,7 +341,9 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
         "change_persist_polls": 2,
         "http": {"port": 0},
         "log": {"format": "json", "level": "info"},
-        "ha": {"enabled": False},
+        # max_cycle_s: A's heartbeats (their own thread) pause once its stalled cycle passes 1 s, as a
+        # frozen process's stop; otherwise B would see A alive and refuse to start beside it
+        "ha": {"enabled": False, "max_cycle_s": 1.0},
     }
     a_settings = real.agent_settings([group], doc, {"ha": {"agent_id": "agent-a"}})
     a = run_agent(a_settings)

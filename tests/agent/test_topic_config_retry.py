@@ -1,14 +1,20 @@
-"""DescribeConfigs right after a topic is created: the answering broker may not know it yet (CI saw it)."""
+"""DescribeConfigs right after a topic is created: the answering broker may not know it yet (CI saw it).
+
+Such an answer is not a problem of the topic: it is raised as a transient read error, and start-up asks
+again later (tests/agent/test_startup_retry.py); an error that waiting cannot fix is the topic's problem.
+"""
 
 from __future__ import annotations
 
 from concurrent.futures import Future
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from rackplan.agent import kafka_io
-from rackplan.agent.kafka_io import topic_config_problems
+from rackplan.agent.kafka_errors import transient
+from rackplan.agent.kafka_io import TopicReadError, topic_config_problems
 
 
 class _Config:
@@ -16,11 +22,12 @@ class _Config:
         self.value = value
 
 
-class _Admin:
-    """Answers UNKNOWN_TOPIC_OR_PART ``unknown`` times, then a compacted topic's configuration."""
+class ConfigAdmin:
+    """Answers ``error`` for the first ``failing`` DescribeConfigs, then a compacted topic's configuration."""
 
-    def __init__(self, unknown: int) -> None:
-        self.unknown = unknown
+    def __init__(self, failing: int, error: int = KafkaError.UNKNOWN_TOPIC_OR_PART) -> None:
+        self.failing = failing
+        self.error = error
         self.calls = 0
 
     def describe_configs(self, resources: list[Any], **_: Any) -> dict[Any, Future[dict[str, _Config]]]:
@@ -28,8 +35,8 @@ class _Admin:
         for r in resources:
             f: Future[dict[str, _Config]] = Future()
             self.calls += 1
-            if self.calls <= self.unknown:
-                f.set_exception(KafkaException(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)))
+            if self.calls <= self.failing:
+                f.set_exception(KafkaException(KafkaError(self.error)))
             else:
                 f.set_result({"cleanup.policy": _Config("compact")})
             out[r] = f
@@ -40,16 +47,16 @@ def _spec() -> Any:
     return kafka_io.TopicSpec("plans", 1, {"cleanup.policy": "compact"})
 
 
-def test_a_topic_unknown_for_a_moment_is_asked_again(monkeypatch: Any) -> None:
-    monkeypatch.setattr(kafka_io, "_UNKNOWN_BACKOFF_S", 0.0)
-    admin = _Admin(unknown=3)
+def test_a_topic_not_known_yet_is_a_transient_read_error_not_a_problem_of_the_topic() -> None:
+    admin = ConfigAdmin(failing=1)
+    with pytest.raises(TopicReadError) as e:
+        topic_config_problems(admin, [_spec()], 1.0)  # type: ignore[arg-type]
+    assert e.value.kafka_error == "UNKNOWN_TOPIC_OR_PART" and transient(e.value)
     assert topic_config_problems(admin, [_spec()], 1.0) == {}  # type: ignore[arg-type]
-    assert admin.calls == 4
 
 
-def test_a_topic_that_stays_unknown_is_reported(monkeypatch: Any) -> None:
-    monkeypatch.setattr(kafka_io, "_UNKNOWN_BACKOFF_S", 0.0)
-    admin = _Admin(unknown=100)
+def test_an_error_waiting_cannot_fix_is_reported_as_the_topics_problem() -> None:
+    admin = ConfigAdmin(failing=1, error=KafkaError.TOPIC_AUTHORIZATION_FAILED)
     problems = topic_config_problems(admin, [_spec()], 1.0)  # type: ignore[arg-type]
     assert problems is not None and "could not be read" in problems["plans"]
-    assert admin.calls == kafka_io._UNKNOWN_RETRIES + 1
+    assert "Authorization" in problems["plans"] or "AUTHORIZATION" in problems["plans"]

@@ -1,0 +1,342 @@
+"""Soak: the agent against the embedded cluster with churn, its resident memory sampled, a verdict on the trend.
+
+Run:  nice -n 10 .venv/bin/python bench/soak.py --duration-s 900 [--sample-s 30] [--tracemalloc]
+
+The agent runs as it is deployed, in a process of its own (this script with
+``--child``: :class:`rackplan.agent.loop.Agent` with the lease on, on the main
+thread), against librdkafka's mock cluster (:mod:`rackplan.agent.embedded`,
+3 racks x 2 brokers) hosted by this script's process, which churns what the
+agent watches every ``--churn-s``:
+
+- registrations join and leave: a member of one of ``--groups`` groups
+  registers (new member, or a new subscription: ``orders``, ``payments`` or both)
+  or leaves (a tombstone), from a bounded pool of member ids, so the steady
+  state is bounded and the agent's memory should be too;
+- partitions move: every ``--outage-every`` churn steps a broker is set down for
+  one step and up again (metadata errors, leader moves, retries);
+- plans are republished for every group whose membership changed.
+
+The mock keeps every record in memory and this process holds it, so only the
+agent's process is measured: every ``--sample-s`` its resident set size
+(``/proc/<pid>/statm``) with its cycle count.  At the end a table, the
+least-squares slope of RSS over the samples after the warm-up (the first
+``--warmup-frac`` of the run) in MiB per hour, and a verdict: ``flat`` when
+that slope stays under ``--flat-mib-per-hour``, else ``growing``.
+``--tracemalloc`` also has the agent dump Python allocation snapshots (after
+the warm-up, at the end; on SIGUSR1) and prints the largest growths by line,
+to find what grows (it slows the agent and adds its own memory).  The agent's
+process bounds glibc's malloc arenas as ``rackplan agent run`` does
+(:mod:`rackplan.agent.malloc_arenas`); ``--default-malloc`` leaves them unbounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the project importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from rackplan.agent.embedded import EmbeddedCluster
+from rackplan.agent.kafka_io import Publisher
+from rackplan.agent.loop import Agent, CycleReport, topic_specs
+from rackplan.agent.malloc_arenas import limit_arenas
+from rackplan.agent.protocol.registrations import REGISTRATION_SCHEMA, registration_key
+from rackplan.agent.settings import Settings
+
+TOPICS = (("orders", 24), ("payments", 12))
+SUBSCRIPTIONS = (["orders"], ["payments"], ["orders", "payments"])
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    elapsed_s: float
+    rss_bytes: int
+    cycles: int
+    churn_steps: int
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident set size (Linux ``/proc/<pid>/statm``: pages times the page size)."""
+    fields = Path(f"/proc/{pid}/statm").read_text().split()
+    return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def slope_per_hour(points: list[tuple[float, float]]) -> float:
+    """Least-squares slope of ``(seconds, value)`` points, per hour; 0 with fewer than two distinct times."""
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return 0.0
+    return 3600.0 * sum((x - mx) * (y - my) for x, y in points) / sxx
+
+
+def soak_settings(bootstrap: str, groups: int, poll_interval_s: float) -> dict[str, Any]:
+    """The agent's settings (a document: the child validates it again), fresh topic and group names."""
+    run = uuid.uuid4().hex[:8]
+    return {
+        "kafka": {"bootstrap_servers": bootstrap},
+        "poll_interval_s": poll_interval_s,
+        "plan_topic": f"_soak.{run}.plans",
+        "alerts_topic": f"_soak.{run}.alerts",
+        "registrations_topic": f"_soak.{run}.registrations",
+        "change_persist_polls": 1,
+        "ha": {"enabled": True, "lease_topic": f"_soak.{run}.lease", "group_id": f"soak-{run}"},
+        "http": {"port": 0},
+        "metadata": {"request_timeout_s": 5, "backoff_initial_s": 0.2, "backoff_max_s": 1},
+        "io_timeout_s": 10,
+        "log": {"format": "json", "level": "error"},
+        "consumer_groups": [
+            {
+                "group_id": f"file-{g}",
+                "assignor": "cooperative-sticky",
+                "members": [
+                    {"member_id": f"f{g}-{r}", "rack": f"az-{r}", "topics": ["orders"]} for r in "abc"
+                ],
+            }
+            for g in range(max(1, groups // 4))
+        ],
+    }
+
+
+class Churn:
+    """Registrations joining and leaving, subscriptions changing, brokers going down and up."""
+
+    def __init__(
+        self, cluster: EmbeddedCluster, s: Settings, groups: int, members: int, outage_every: int
+    ) -> None:
+        self.cluster = cluster
+        self.s = s
+        self.rng = random.Random(20261128)
+        self.pool = [(f"g{g}", f"m{m}") for g in range(groups) for m in range(members)]
+        self.outage_every = outage_every
+        self.down: int | None = None
+        self.steps = 0
+        self.unconfirmed = 0
+        self.publisher = Publisher(s.kafka.client_config(), s.plan_max_message_bytes)
+
+    def step(self) -> None:
+        self.steps += 1
+        if self.down is not None:
+            self.cluster.set_up(self.down)
+            self.down = None
+        elif self.outage_every and self.steps % self.outage_every == 0:
+            self.down = self.rng.choice(sorted(self.cluster.broker_racks))
+            self.cluster.set_down(self.down)
+        records: list[tuple[str, bytes | None]] = []
+        for _ in range(3):
+            group, member = self.rng.choice(self.pool)
+            key = registration_key("consumer", group, member)
+            if self.rng.random() < 0.35:
+                records.append((key, None))  # the member leaves
+                continue
+            value = {
+                "schema": REGISTRATION_SCHEMA,
+                "group_id": group,
+                "member_id": member,
+                "rack": f"az-{self.rng.choice('abc')}",
+                "topics": self.rng.choice(SUBSCRIPTIONS),
+                "assignor": self.rng.choice(["range", "cooperative-sticky"]),
+                "timestamp_ms": int(time.time() * 1000),
+            }
+            records.append((key, json.dumps(value).encode()))
+        try:
+            self.publisher.publish_many(self.s.registrations_topic, records, self.s.io_timeout_s)
+        except Exception:  # a broker just set down: the next step registers again
+            self.unconfirmed += 1
+
+    def close(self) -> None:
+        if self.down is not None:
+            self.cluster.set_up(self.down)
+        self.publisher.flush(self.s.io_timeout_s)
+
+
+def top_growth(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, n: int = 15) -> list[str]:
+    """The Python heap traced in both snapshots, then the ``n`` lines whose allocations grew most."""
+    stats = after.compare_to(before, "lineno")
+    total = [sum(st.size for st in snap.statistics("filename")) / MIB for snap in (before, after)]
+    return [f"  traced Python heap {total[0]:.2f} -> {total[1]:.2f} MiB"] + [
+        f"  {st.size_diff / 1024:+9.1f} KiB {st.count_diff:+7d} blocks  {st.traceback}"
+        for st in sorted(stats, key=lambda st: -st.size_diff)[:n]
+    ]
+
+
+# ---- the agent's process ---------------------------------------------------------------------------------
+
+
+def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool) -> int:
+    """The agent on this process's main thread; its cycle count in ``workdir/cycles``; on SIGUSR1 (with
+    ``trace``) a tracemalloc snapshot ``workdir/snapshot-<n>``; SIGTERM stops it after its cycle."""
+    from rackplan.agent.logging import configure
+    from rackplan.agent.signals import install_stop_handlers
+
+    configure("json", "error", stream=sys.stderr)
+    if not default_malloc:
+        limit_arenas()  # as `rackplan agent run` does
+    if trace:
+        tracemalloc.start(8)
+    cycles = [0]
+    dumped = [0]
+
+    def counted(_r: CycleReport) -> None:
+        cycles[0] += 1
+        if cycles[0] % 10 == 1:
+            (workdir / "cycles.tmp").write_text(str(cycles[0]))
+            os.replace(workdir / "cycles.tmp", workdir / "cycles")
+
+    def dump(_signum: int, _frame: Any) -> None:
+        dumped[0] += 1
+        path = workdir / f"snapshot-{dumped[0]}"
+        tracemalloc.take_snapshot().dump(str(path) + ".tmp")
+        os.replace(str(path) + ".tmp", path)
+
+    settings = Settings.model_validate(json.loads(Path(settings_path).read_text()))
+    agent = Agent(settings, on_cycle=counted)
+    install_stop_handlers(agent.stop)
+    if trace:
+        signal.signal(signal.SIGUSR1, dump)
+    return agent.run()
+
+
+def read_cycles(workdir: Path) -> int:
+    try:
+        return int((workdir / "cycles").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def snapshot(proc: subprocess.Popen[bytes], workdir: Path, n: int) -> tracemalloc.Snapshot:
+    proc.send_signal(signal.SIGUSR1)
+    path = workdir / f"snapshot-{n}"
+    deadline = time.monotonic() + 120
+    while not path.exists():
+        if time.monotonic() > deadline or proc.poll() is not None:
+            raise RuntimeError("the agent wrote no tracemalloc snapshot")
+        time.sleep(0.2)
+    return tracemalloc.Snapshot.load(str(path))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--duration-s", type=float, default=900.0)
+    p.add_argument("--sample-s", type=float, default=30.0)
+    p.add_argument("--churn-s", type=float, default=1.0)
+    p.add_argument("--poll-interval-s", type=float, default=0.5)
+    p.add_argument("--groups", type=int, default=20)
+    p.add_argument("--members", type=int, default=6, help="member ids per group in the churn pool")
+    p.add_argument("--outage-every", type=int, default=20, help="churn steps between broker outages; 0: none")
+    p.add_argument("--warmup-frac", type=float, default=0.2)
+    p.add_argument("--flat-mib-per-hour", type=float, default=2.0)
+    p.add_argument("--tracemalloc", action="store_true")
+    p.add_argument(
+        "--default-malloc",
+        action="store_true",
+        help="leave glibc's malloc arenas unbounded (the agent bounds them)",
+    )
+    p.add_argument("--child", metavar="SETTINGS_JSON", help=argparse.SUPPRESS)
+    p.add_argument("--workdir", help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.child:
+        return child(a.child, Path(a.workdir), a.tracemalloc, a.default_malloc)
+
+    samples: list[Sample] = []
+    with EmbeddedCluster(brokers_per_rack=2, racks=3) as cluster, tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        for name, partitions in TOPICS:
+            cluster.create_topic(name, partitions, 3)
+        doc = soak_settings(cluster.bootstrap_servers, a.groups, a.poll_interval_s)
+        s = Settings.model_validate(doc)
+        for spec in topic_specs(s):  # the mock has no CreateTopics
+            cluster.create_topic(spec.name, spec.partitions, 3)
+        (workdir / "settings.json").write_text(json.dumps(doc))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(workdir / "settings.json")]
+        cmd += ["--workdir", str(workdir)] + (["--tracemalloc"] if a.tracemalloc else [])
+        cmd += ["--default-malloc"] if a.default_malloc else []
+        proc = subprocess.Popen(cmd)
+        churn: Churn | None = None
+        warm: tracemalloc.Snapshot | None = None
+        last: tracemalloc.Snapshot | None = None
+        try:
+            deadline = time.monotonic() + 120
+            while read_cycles(workdir) == 0:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    print(f"the agent ran no cycle within 120 s (exit {proc.poll()})", file=sys.stderr)
+                    return 1
+                time.sleep(0.2)
+            churn = Churn(cluster, s, a.groups, a.members, a.outage_every)
+            t0 = time.monotonic()
+            next_sample = t0
+            print(
+                f"agent pid {proc.pid}; {'elapsed s':>9} {'RSS MiB':>8} {'cycles':>7} {'churn':>6}",
+                flush=True,
+            )
+            while (now := time.monotonic()) < t0 + a.duration_s and proc.poll() is None:
+                if now >= next_sample:
+                    sm = Sample(now - t0, rss_bytes(proc.pid), read_cycles(workdir), churn.steps)
+                    samples.append(sm)
+                    print(
+                        f"{sm.elapsed_s:9.0f} {sm.rss_bytes / MIB:8.1f} {sm.cycles:7d} {sm.churn_steps:6d}",
+                        flush=True,
+                    )
+                    next_sample += a.sample_s
+                    if a.tracemalloc and warm is None and sm.elapsed_s >= a.warmup_frac * a.duration_s:
+                        warm = snapshot(proc, workdir, 1)
+                churn.step()
+                time.sleep(max(0.0, min(a.churn_s, next_sample - time.monotonic())))
+            if proc.poll() is not None:
+                print(f"the agent exited {proc.returncode} during the soak", file=sys.stderr)
+                return 1
+            end = Sample(time.monotonic() - t0, rss_bytes(proc.pid), read_cycles(workdir), churn.steps)
+            samples.append(end)
+            print(f"{end.elapsed_s:9.0f} {end.rss_bytes / MIB:8.1f} {end.cycles:7d} {end.churn_steps:6d}")
+            if warm is not None:
+                last = snapshot(proc, workdir, 2)
+        finally:
+            if churn is not None:
+                churn.close()
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+    warmed = [sm for sm in samples if sm.elapsed_s >= a.warmup_frac * a.duration_s]
+    slope = slope_per_hour([(sm.elapsed_s, sm.rss_bytes / MIB) for sm in warmed])
+    first, final = samples[0], samples[-1]
+    print(
+        f"\nagent RSS {first.rss_bytes / MIB:.1f} -> {final.rss_bytes / MIB:.1f} MiB over {final.elapsed_s:.0f} s; "
+        f"after the warm-up ({len(warmed)} samples from {warmed[0].elapsed_s:.0f} s): "
+        f"{warmed[0].rss_bytes / MIB:.1f} -> {warmed[-1].rss_bytes / MIB:.1f} MiB, slope {slope:+.2f} MiB/h"
+    )
+    print(
+        f"cycles {final.cycles}, churn steps {final.churn_steps} "
+        f"({churn.unconfirmed if churn else 0} with registrations unconfirmed: a broker down)"
+    )
+    verdict = "flat" if abs(slope) < a.flat_mib_per_hour else ("growing" if slope > 0 else "shrinking")
+    print(f"verdict: {verdict} (threshold {a.flat_mib_per_hour} MiB/h)")
+    if warm is not None and last is not None:
+        print("\nlargest Python allocation growths in the agent since the warm-up (tracemalloc):")
+        print("\n".join(top_growth(warm, last)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
