@@ -1,0 +1,99 @@
+"""The cooperative-sticky cliff of issue 29: small unequal groups over seven racks, one member joining.
+
+    .venv/bin/python -m bench.bench_settle_work              # 60 groups
+    .venv/bin/python -m bench.bench_settle_work --groups 150
+
+Each group (the shape of ``tests/assignor/test_sticky_work.py``: 23 members, 148 partitions in
+4-12 topics, seven racks, two replicas in distinct racks, unequal subscriptions) settles without its
+last member, which then joins; the joining round is timed.  Columns: CPU seconds of rackplan's
+``assign`` on the model (one call: it is deterministic) and of Kafka 4.3.1's
+``CooperativeStickyAssignor`` (the oracle harness, JIT-warmed, median of 5 calls); cross-rack
+partitions of both targets; the flow edges rackplan's count-shift searches built
+(``Settlement.shift_edges``) and how many plans were returned without a proven fixed point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+
+from rackplan.assignor.consumer import cross_rack_count
+from rackplan.assignor.consumer.sticky import SETTLE_WORK, assign, settle_general
+from rackplan.assignor.consumer.sticky.common import prepare
+from rackplan.assignor.model import Cluster, ConsumerGroup
+from tests.assignor.test_sticky_work import one_joins, seven_racks
+
+
+class _Count(logging.Handler):
+    """Counts the settling's "no fixed point" warnings."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.n = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.n += "no fixed point" in record.getMessage()
+
+
+def _kafka(cluster: Cluster, group: ConsumerGroup) -> tuple[int, float]:
+    from bench.bench_hard import _kafka_timed
+
+    return _kafka_timed(cluster, group, 5)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--groups", type=int, default=60)
+    ap.add_argument("--no-kafka", action="store_true", help="rackplan only (no Java)")
+    args = ap.parse_args(argv)
+    count = _Count()
+    logging.getLogger("rackplan.assignor.consumer.sticky").addHandler(count)
+    ours: list[float] = []
+    java: list[float] = []
+    edges: list[int] = []
+    cross_ours = cross_kafka = 0
+    for seed in range(args.groups):
+        cluster, members = seven_racks(seed, 23, 148)
+        group = one_joins(cluster, members)
+        start = time.process_time()
+        plan = assign(cluster, group)
+        ours.append(time.process_time() - start)
+        cross_ours += cross_rack_count(cluster, group, plan)
+        edges.append(settle_general(prepare(cluster, group)).shift_edges)
+        if not args.no_kafka:
+            k_cross, k_cpu = _kafka(cluster, group)
+            cross_kafka += k_cross
+            java.append(k_cpu)
+        print(f"\r{seed + 1}/{args.groups} groups", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+
+    def q(xs: Sequence[float], f: float) -> float:
+        return sorted(xs)[min(len(xs) - 1, int(f * len(xs)))]
+
+    print(
+        f"{args.groups} groups, 23 members x 148 partitions, 7 racks, rf 2, one joining (SETTLE_WORK={SETTLE_WORK:,})"
+    )
+    print("| | median | p90 | max |")
+    print("|---|---|---|---|")
+    print(f"| rackplan CPU s | {statistics.median(ours):.2f} | {q(ours, 0.9):.2f} | {max(ours):.2f} |")
+    if java:
+        print(
+            f"| Kafka CPU s (JIT-warm) | {statistics.median(java):.3f} | {q(java, 0.9):.3f} | {max(java):.3f} |"
+        )
+    print(
+        f"| shift-search flow edges | {statistics.median(edges):,.0f} | {q(edges, 0.9):,.0f} | {max(edges):,} |"
+    )
+    print(
+        f"cross-rack partitions, all groups: rackplan {cross_ours}"
+        + (f", Kafka {cross_kafka}" if java else "")
+    )
+    print(f"plans without a proven fixed point: {count.n} of {args.groups}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
