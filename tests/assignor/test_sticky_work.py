@@ -21,7 +21,8 @@ from rackplan.assignor.consumer.sticky import MAX_RUNS, SETTLE_WORK, assign, gen
 from rackplan.assignor.consumer.sticky.common import prepare
 from rackplan.assignor.consumer.sticky.general_flow import SHIFT_WORK, Budget, Repair, place
 from rackplan.assignor.consumer.sticky.general_state import GeneralState
-from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+from rackplan.assignor.model import Cluster, ConsumerGroup, Member
+from tests.strategies import follow_up
 
 #: What one settling call may build: the pool, plus the round that starts while some of it is left.
 BOUND = SETTLE_WORK + 2 * SHIFT_WORK
@@ -47,23 +48,12 @@ def seven_racks(seed: int, n_members: int, n_parts: int) -> tuple[Cluster, list[
     return Cluster(broker_racks=cluster_racks, topics=topics), members
 
 
-def owning(group: ConsumerGroup, plan: ConsumerPlan) -> ConsumerGroup:
-    gen = max(m.generation for m in group.members) + 1
-    return replace(
-        group,
-        members=tuple(
-            replace(m, owned=tuple(plan.assignment.get(m.member_id, ())), generation=gen)
-            for m in group.members
-        ),
-    )
-
-
 def one_joins(cluster: Cluster, members: list[Member]) -> ConsumerGroup:
     """All but the last member settle (at most four rounds), then the last one joins."""
     group = ConsumerGroup("g", "cooperative-sticky", tuple(members[:-1]))
     for _ in range(4):
         plan = assign(cluster, group)
-        group = owning(group, plan)
+        group = follow_up(group, plan)
         if not plan.revoked:
             break
     return replace(group, members=(*group.members, members[-1]))
