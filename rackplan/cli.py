@@ -14,21 +14,37 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from rackplan import __version__
 from rackplan.assignor.cli import MAX_INPUT_MIB, cmd_assign, positive_mib, write_err
 from rackplan.assignor.parse import one_line
 
 
 def version() -> str:
-    """The installed distribution's version, from the package metadata."""
-    return __version__
+    """The installed distribution's version, from the package metadata (looked up only when asked)."""
+    import rackplan
+
+    return rackplan.__version__
+
+
+class _Version(argparse.Action):
+    """``--version``, with the version looked up only when the flag is given."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        sys.stdout.write(f"rackplan {version()}\n")
+        parser.exit()
 
 
 def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
     """The ``rackplan`` parser; ``with_agent=False`` leaves out the agent's and the fleet's subcommands."""
     parser = argparse.ArgumentParser(prog="rackplan", description="Rack-locality planning for Kafka.")
-    parser.add_argument("--version", action="version", version=f"rackplan {version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("assign", help="compute a plan for one instance (JSON in, JSON out)")
     p.add_argument("instance", help="instance JSON file, or - for stdin")

@@ -343,3 +343,35 @@ def test_traffic_never_changes_a_plan_it_is_not_asked_to_weigh(sample: Path) -> 
         rest = {k: v for k, v in weighed["stats"].items() if k not in TRAFFIC_KEYS and k != "elapsed_ms"}
         assert rest == {k: v for k, v in plain["stats"].items() if k != "elapsed_ms"}, name
         assert weighed[kind] == plain[kind], name
+
+
+def test_assign_does_not_look_up_the_version(tmp_path: Path) -> None:
+    """Issue 29: the package metadata lookup was a third of a small `rackplan assign`'s start-up;
+    only `--version` needs it, and it still answers."""
+    instance = tmp_path / "one.json"
+    instance.write_text(
+        json.dumps(
+            {
+                "cluster": {"brokers": [{"id": 1, "rack": "a"}], "topics": {"t": [[1]]}},
+                "consumer_group": {
+                    "group_id": "g",
+                    "members": [{"member_id": "m", "rack": "a", "topics": ["t"]}],
+                },
+            }
+        )
+    )
+    probe = (
+        "import sys\nfrom rackplan.cli import main\ncode = main(['assign', sys.argv[1]])\n"
+        "sys.stderr.write(str(sorted(m for m in sys.modules if m.startswith('importlib.metadata'))))\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(instance)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["consumer_group"]["assignment"] == {"m": [["t", 0]]}
+    assert done.stderr == "[]"
+    shown = subprocess.run(
+        [sys.executable, "-m", "rackplan", "--version"], capture_output=True, text=True, check=False
+    )
+    assert shown.returncode == 0 and re.fullmatch(r"rackplan \S+\n", shown.stdout), shown
