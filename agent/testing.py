@@ -278,6 +278,9 @@ class FakeKafka:
     producers: int = 0
     #: producers up to this serial believe the topic gone (``_UNKNOWN_TOPIC`` at once)
     topic_gone_up_to: int = 0
+    #: with ``refuse == "fatal"``: the fatal error arrives only while a ``flush`` waits (a producer just
+    #: made), which confluent-kafka 2.16 raises as a ``SystemError`` caused by the ``KafkaException``
+    fatal_in_flush: bool = False
     events: list[tuple[str, Any]] = field(default_factory=list)
     consumers: list[FakeConsumer] = field(default_factory=list)
 
@@ -451,17 +454,29 @@ class FakeProducer:
             self.pending.append(lambda: on_delivery(err, None))
 
     def poll(self, timeout: float = 0) -> int:
-        if self.kafka.refuse == "fatal" and not self.fatal:
+        if self.kafka.refuse == "fatal" and not self.fatal and not self.kafka.fatal_in_flush:
             self.fatal = True
-            raise KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED, "no PID", fatal=True))
+            raise self._fatal()
         done, self.pending = self.pending, []
         for cb in done:
             cb()
         return len(done)
 
     def flush(self, timeout: float = 0) -> int:
+        if self.kafka.refuse == "fatal" and not self.fatal and self.kafka.fatal_in_flush:
+            self.fatal = True
+            try:
+                raise self._fatal()
+            except KafkaException as e:
+                raise SystemError(
+                    "<method '__getitem__' of 'dict' objects> returned a result with an exception set"
+                ) from e
         self.poll()
         return 0
+
+    @staticmethod
+    def _fatal() -> KafkaException:
+        return KafkaException(KafkaError(KafkaError.CLUSTER_AUTHORIZATION_FAILED, "no PID", fatal=True))
 
     def purge(self) -> None:
         self.pending = []

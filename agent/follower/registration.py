@@ -157,22 +157,34 @@ class Registrar:
         self.poll()
 
     def unregister(self, status: FollowerStatus) -> None:
-        """Remove the registration (a tombstone), waiting up to ``io_timeout_s``; a failure is logged."""
+        """Remove the registration (a tombstone), waiting up to ``io_timeout_s``; a failure is logged.
+
+        The delivery reports waiting are served first, so a producer that turned fatal since the last
+        poll (one just renewed, with no right to an idempotent producer id) is known to be broken and
+        not flushed: confluent-kafka 2.16 raises a fatal error met *inside* ``flush`` as a
+        ``SystemError`` whose cause is the ``KafkaException``, which is counted here like the latter.
+        """
         from confluent_kafka import KafkaException
 
         key, _ = self.record(status)
+        self.poll()
         try:
             if not self.broken:
                 self.producer.produce(self.settings.registrations_topic, key=key.encode(), value=None)
                 self.producer.flush(self.settings.io_timeout_s)
-        except (BufferError, KafkaException) as e:
+        except (BufferError, KafkaException, SystemError) as e:
+            if isinstance(e, SystemError) and not isinstance(e.__cause__, KafkaException):
+                raise
             self.stats["registrations_failed"] += 1
-            self.log.warning("registration not removed", error=str(e))
+            self.log.warning("registration not removed", error=str(e.__cause__ or e))
 
     def drop(self) -> None:
-        """Forget what is in flight, as a crash would."""
+        """Forget what is in flight, as a crash would (a fatal producer's error included, see :meth:`unregister`)."""
         from confluent_kafka import KafkaException
 
-        with contextlib.suppress(KafkaException):
+        try:
             self.producer.purge()
             self.producer.flush(0)
+        except (KafkaException, SystemError) as e:
+            if isinstance(e, SystemError) and not isinstance(e.__cause__, KafkaException):
+                raise

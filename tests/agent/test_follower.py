@@ -450,6 +450,23 @@ def test_a_registration_refused_by_acls_is_counted_and_the_plan_still_followed(
     f.close()  # the unregistration is refused too: never raised
 
 
+def test_close_counts_a_fatal_error_met_inside_the_unregistering_flush(h: Harness) -> None:
+    """Real Kafka (CI, test_kafka_acls): a registration producer renewed at a refresh turned fatal (no right
+    to an idempotent producer id) only while ``close`` flushed the tombstone; confluent-kafka raised that as
+    a SystemError, which escaped ``close`` into the application."""
+    h.broker.refuse = "fatal"
+    h.broker.fatal_in_flush = True
+    f = h.follower()
+    tail = FakeTail.instances[-1]
+    h.heartbeat()
+    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
+    f.poll(0)
+    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    failed = f.stats["registrations_failed"]
+    f.close()
+    assert f.stats["registrations_failed"] == failed + 1
+
+
 def test_a_member_fenced_then_expired_does_not_retake_what_a_newer_plan_gave_away(h: Harness) -> None:
     """Real Kafka, a broker restart: every follower self-fenced; the agent expired one and planned without
     it; that follower, confirmed again, re-took its cached plan while another read the new one."""
