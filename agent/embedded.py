@@ -139,6 +139,12 @@ def load_librdkafka() -> Any:
         if rtt is not None:
             rtt.restype = ctypes.c_int
             rtt.argtypes = [vp, i32, ctypes.c_int]
+        # Optional: a topic that metadata requests answer with an error (UNKNOWN_TOPIC_OR_PART: a topic
+        # created a moment ago, not yet known to the broker asked).
+        topic_error = getattr(lib, "rd_kafka_mock_topic_set_error", None)
+        if topic_error is not None:
+            topic_error.restype = None
+            topic_error.argtypes = [vp, cp, ctypes.c_int]
         _lib = lib
         return lib
 
@@ -256,6 +262,22 @@ class EmbeddedCluster:
             raise EmbeddedClusterError("this librdkafka lacks rd_kafka_mock_broker_set_rtt")
         with self._lock:
             self._check(fn(self._handle(), broker_id, rtt_ms), "set rtt")
+
+    def set_group_rebalance_delay(self, delay_ms: int) -> None:
+        """How long the coordinator holds a new group's first JoinGroup answers (100 ms by default here)."""
+        fn = getattr(self._lib, "rd_kafka_mock_group_initial_rebalance_delay_ms", None)
+        if fn is None or not fn.argtypes:
+            raise EmbeddedClusterError("this librdkafka lacks rd_kafka_mock_group_initial_rebalance_delay_ms")
+        with self._lock:
+            fn(self._handle(), delay_ms)
+
+    def set_topic_error(self, name: str, err: int) -> None:
+        """Answer metadata requests about topic ``name`` with Kafka error code ``err`` (0 clears it)."""
+        fn = getattr(self._lib, "rd_kafka_mock_topic_set_error", None)
+        if fn is None or not fn.argtypes:
+            raise EmbeddedClusterError("this librdkafka lacks rd_kafka_mock_topic_set_error")
+        with self._lock:
+            fn(self._handle(), name.encode(), err)
 
     def close(self) -> None:
         """Stop the brokers and free the handle; idempotent."""

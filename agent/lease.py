@@ -56,7 +56,9 @@ __all__ = [
     "LeaseUnconfirmed",
     "default_agent_id",
     "foreign_writer",
+    "heartbeat_live",
     "last_heartbeat",
+    "lease_orphaned",
 ]
 
 LEASE_PARTITIONS = 1
@@ -78,6 +80,22 @@ def default_agent_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
+def heartbeat_live(hb: Heartbeat | None, now_ms: int, grace_ms: int = 0) -> bool:
+    """Whether ``hb`` shows its writer alive: for three of its intervals (at least 10 s) plus ``grace_ms``,
+    unless it released the lease on a clean stop."""
+    if hb is None or hb.released:
+        return False
+    return hb.age_ms(now_ms) <= max(3_000 * hb.interval_s, 10_000) + grace_ms
+
+
+def lease_orphaned(hb: Heartbeat | None, now_ms: int, session_timeout_s: float) -> bool:
+    """Whether no agent can be holding the lease: the newest heartbeat is absent, released, or older than
+    a live writer's grace plus the group's session timeout (by then the coordinator has evicted a dead
+    holder).  A standby that has waited long for a lease nobody holds rejoins the group
+    (:meth:`Lease.rejoin`)."""
+    return not heartbeat_live(hb, now_ms, grace_ms=int(session_timeout_s * 1000))
+
+
 def foreign_writer(hb: Heartbeat | None, agent_id: str, lease_group: str | None, now_ms: int) -> str | None:
     """Why ``hb`` shows another agent publishing on these topics now, or None.
 
@@ -92,9 +110,9 @@ def foreign_writer(hb: Heartbeat | None, agent_id: str, lease_group: str | None,
         return None
     if lease_group is not None and hb.lease_group == lease_group:
         return None
-    age_ms = hb.age_ms(now_ms)
-    if age_ms > max(3_000 * hb.interval_s, 10_000):
+    if not heartbeat_live(hb, now_ms):
         return None
+    age_ms = hb.age_ms(now_ms)
     how = (
         f"lease group {hb.lease_group!r}"
         if hb.lease_group is not None
@@ -111,8 +129,6 @@ class Lease:
     """Membership of the agents' group; :attr:`held` while this agent has the lease partition."""
 
     def __init__(self, config: Mapping[str, Any], ha: HaSettings, agent_id: str, log: Any) -> None:
-        from confluent_kafka import Consumer
-
         self.topic = ha.lease_topic
         self.agent_id = agent_id
         self.log = log
@@ -122,13 +138,22 @@ class Lease:
         self._last_group_error: str | None = None
         #: the loop (publish guard, rebalances) and the heartbeat schedule both use the group client
         self._lock = threading.RLock()
+        self._config = dict(config)
+        self._ha = ha
+        self._consumer = self._join()
+
+    def _join(self) -> Any:
+        """A new member of the agents' group, subscribed to the lease topic."""
+        from confluent_kafka import Consumer
+
+        ha = self._ha
         session_ms = int(ha.session_timeout_s * 1000)
-        self._consumer = Consumer(
+        consumer = Consumer(
             with_kafka_logger(
                 {
-                    **config,
+                    **self._config,
                     "group.id": ha.group_id,
-                    "client.id": f"rackplan-agent-{agent_id}",
+                    "client.id": f"rackplan-agent-{self.agent_id}",
                     "session.timeout.ms": session_ms,
                     "heartbeat.interval.ms": max(100, session_ms // 5),
                     "max.poll.interval.ms": max(session_ms, int(ha.max_cycle_s * 1000)),
@@ -139,9 +164,24 @@ class Lease:
                 }
             )
         )
-        self._consumer.subscribe(
+        consumer.subscribe(
             [self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
         )
+        return consumer
+
+    def rejoin(self) -> None:
+        """Leave the group and join it again as a new member, so the group's leader assigns afresh.
+
+        Why: librdkafka's group leader can give a just-created lease topic's partition to nobody (the
+        coordinator answered its assignment-time metadata request with UNKNOWN_TOPIC_OR_PART while its
+        cached subscription already counted one partition), and it never rebalances by itself, since the
+        partition count it watches does not change: every agent would stand by for good.  Seen on the
+        real cluster (the lease topic created 1.3 s before the join; CI, 1 run in 4).
+        """
+        with self._lock:
+            self.held = False
+            self._consumer.close()
+            self._consumer = self._join()
 
     def _ours(self, parts: list[Any]) -> bool:
         return any(p.topic == self.topic and p.partition == 0 for p in parts)

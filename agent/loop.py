@@ -28,6 +28,7 @@ from .intake import Intake
 from .isolated_admin import IsolatedGroupsAdmin, isolated_admin
 from .kafka_io import (
     ProducerFenced,
+    TopicReadError,
     TopicSpec,
     TopicTail,
     read_back,
@@ -36,6 +37,8 @@ from .lease import (
     Lease,
     LeaseLost,
     default_agent_id,
+    last_heartbeat,
+    lease_orphaned,
 )
 from .logging import get_logger
 from .metrics import Metrics
@@ -58,6 +61,12 @@ T = TypeVar("T")
 
 #: while standing by, how often the agent says it still waits for the lease
 STANDBY_NOTE_S = 10.0
+
+
+def lease_rejoin_after_s(session_timeout_s: float) -> float:
+    """How long a standby waits for the lease before it checks whether anybody holds it (and rejoins when
+    nobody does): two session timeouts, at least 10 s, so that a dead holder's eviction comes first."""
+    return max(2 * session_timeout_s, 10.0)
 
 
 class Agent:
@@ -415,6 +424,7 @@ class Agent:
                 confirm_s = min(s.io_timeout_s, s.ha.session_timeout_s)
                 since = time.monotonic()
                 note_at = since + STANDBY_NOTE_S
+                rejoin_at = since + lease_rejoin_after_s(s.ha.session_timeout_s)
                 while not self.stop.is_set() and not self.lease.acquire(confirm_s):
                     if time.monotonic() >= note_at:
                         note_at += STANDBY_NOTE_S
@@ -426,6 +436,9 @@ class Agent:
                             lease_topic=s.ha.lease_topic,
                             waited_s=round(time.monotonic() - since),
                         )
+                    if time.monotonic() >= rejoin_at:
+                        rejoin_at = time.monotonic() + lease_rejoin_after_s(s.ha.session_timeout_s)
+                        self._rejoin_if_orphaned(round(time.monotonic() - since))
                 if self.stop.is_set():
                     break
                 self._set_leader(True)
@@ -446,6 +459,32 @@ class Agent:
         finally:
             self.lease.close()
             self.lease = None
+
+    def _rejoin_if_orphaned(self, waited_s: int) -> None:
+        """Rejoin the agents' group when nobody can be holding the lease (:func:`lease_orphaned`): a group
+        whose leader gave the lease partition to no member never rebalances by itself (:meth:`Lease.rejoin`)."""
+        from confluent_kafka import KafkaException
+
+        s = self.settings
+        assert self.lease is not None
+        try:
+            hb = last_heartbeat(
+                self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log, secret=self.w.secret
+            )
+        except (TopicReadError, KafkaException) as e:  # cannot tell: a rejoin would not read it either
+            self.log.info("standby: lease topic not read; not rejoining", error=str(e))
+            return
+        if not lease_orphaned(hb, int(self.w.clock() * 1000), s.ha.session_timeout_s):
+            return
+        self.log.warning(
+            "standby: nobody holds the lease; rejoining the agents' group",
+            group=s.ha.group_id,
+            lease_topic=s.ha.lease_topic,
+            waited_s=waited_s,
+            last_heartbeat=None if hb is None else hb.agent_id,
+        )
+        self.metrics.inc("rackplan_lease_rejoins_total")
+        self.lease.rejoin()
 
     def close(self) -> None:
         if self.http is not None:

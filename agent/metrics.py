@@ -136,6 +136,11 @@ METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rackplan_webhook_queue_batches": (GAUGE, "Alert batches waiting for the webhook.", ()),
     "rackplan_leader": (GAUGE, "1 while this agent publishes (holds the lease, or runs alone).", ()),
     "rackplan_lease_acquisitions_total": (COUNTER, "Times this agent acquired the lease and led.", ()),
+    "rackplan_lease_rejoins_total": (
+        COUNTER,
+        "Times this standby rejoined the agents' group because nobody held the lease.",
+        (),
+    ),
     "rackplan_publisher_fenced_total": (
         COUNTER,
         "Times a newer agent's plan producer (same transactional.id) fenced this one: it stopped publishing.",

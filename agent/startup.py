@@ -91,6 +91,8 @@ def check_topic_configs(w: Wiring, admin: AdminPort, present: list[TopicSpec]) -
     Other topics' problems are logged with the command that fixes them.
     """
     s = w.settings
+    if not present:  # every topic was created just now, with its settings: nothing to check
+        return
     problems = topic_config_problems(admin, present, s.metadata.request_timeout_s)
     if problems is None:
         w.log.info("topic configuration not checked: the brokers do not answer DescribeConfigs")

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import time
 from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from rackplan.agent.lease import Lease, LeaseLost, LeaseUnconfirmed
+from rackplan.agent.embedded import EmbeddedCluster
+from rackplan.agent.lease import Lease, LeaseLost, LeaseUnconfirmed, lease_orphaned
 from rackplan.agent.logging import get_logger
 from rackplan.agent.protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
 from rackplan.agent.settings import HaSettings
@@ -147,3 +150,91 @@ def test_heartbeats_round_trip_with_lease_group_and_release() -> None:
     assert decode_heartbeat(HEARTBEAT_KEY, old) == Heartbeat("a", 3, 42, 1.5), (
         "written before the fields existed"
     )
+
+
+UNKNOWN_TOPIC_OR_PART = 3
+
+
+def _unknown_while_the_group_forms(cluster: EmbeddedCluster, topic: str) -> threading.Thread:
+    """What the real cluster did (CI, 1 run in 4): the subscription saw the new lease topic, then the group
+    leader's assignment-time metadata request went to a broker that did not know it yet.  The coordinator
+    holds the first JoinGroup answers 2 s here; the topic is unknown from 0.5 s to 3.5 s, then known
+    for good."""
+    cluster.set_group_rebalance_delay(2000)
+
+    def run() -> None:
+        time.sleep(0.5)
+        cluster.set_topic_error(topic, UNKNOWN_TOPIC_OR_PART)
+        time.sleep(3.0)
+        cluster.set_topic_error(topic, 0)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_group_that_assigned_the_lease_to_nobody_assigns_it_after_a_rejoin() -> None:
+    with EmbeddedCluster(brokers_per_rack=1, racks=3) as c:
+        c.create_topic("lease", 1, 1)
+        ha = HaSettings(enabled=True, group_id="g", lease_topic="lease", session_timeout_s=6)
+        lease = Lease({"bootstrap.servers": c.bootstrap_servers}, ha, "a", get_logger("t"))
+        try:
+            _unknown_while_the_group_forms(c, "lease").join()
+            # librdkafka never rebalances by itself: the partition count it watches did not change.
+            assert not lease.poll(6.0), "the stall was not reproduced: the group assigned the lease"
+            lease.rejoin()
+            assert lease.poll(6.0), "a new member of the group was not given the lease"
+        finally:
+            lease.close()
+
+
+def test_a_standby_rejoins_when_nobody_holds_the_lease_and_then_leads() -> None:
+    # The agent end to end on the embedded cluster: before the rejoin it stood by for good.
+    from rackplan.agent.demo import topic_creator
+    from rackplan.agent.loop import Agent, lease_rejoin_after_s
+    from rackplan.agent.settings import Settings
+
+    with EmbeddedCluster(brokers_per_rack=1, racks=3) as c:
+        settings = Settings.model_validate(
+            {
+                "kafka": {"bootstrap_servers": c.bootstrap_servers},
+                "poll_interval_s": 0.5,
+                "ha": {"session_timeout_s": 3.0},
+                "http": {"port": 0},
+                "log": {"format": "json", "level": "warning"},
+            }
+        )
+        created = topic_creator(c)
+
+        def create_then_stall(specs: list[Any]) -> None:
+            created(specs)
+            _unknown_while_the_group_forms(c, settings.ha.lease_topic)
+
+        agent = Agent(settings, create_missing_topics=create_then_stall)
+        cycles: list[Any] = []
+        agent.on_cycle = cycles.append
+        runner = threading.Thread(target=agent.run, daemon=True)
+        runner.start()
+        try:
+            deadline = time.monotonic() + lease_rejoin_after_s(3.0) + 20
+            while not cycles and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert cycles, "the agent never led: it stood by for a lease nobody held"
+            assert agent.metrics.get("rackplan_lease_rejoins_total") == 1.0
+        finally:
+            agent.stop.set()
+            runner.join(30)
+
+
+def test_the_lease_is_orphaned_only_when_no_live_holder_can_exist() -> None:
+    session_s = 10.0
+    now = 1_000_000
+    fresh = Heartbeat("b", 4, now - 1_000, 1.0)
+    assert lease_orphaned(None, now, session_s)  # nobody ever led on these topics
+    assert lease_orphaned(Heartbeat("b", 4, now - 1_000, 1.0, released=True), now, session_s)
+    assert not lease_orphaned(fresh, now, session_s)
+    # Past a live writer's 10 s but within the session timeout: the coordinator may not have evicted it.
+    assert not lease_orphaned(Heartbeat("b", 4, now - 15_000, 1.0), now, session_s)
+    assert lease_orphaned(Heartbeat("b", 4, now - 21_000, 1.0), now, session_s)
+    # A slow writer's three intervals count.
+    assert not lease_orphaned(Heartbeat("b", 4, now - 35_000, 10.0), now, session_s)

@@ -60,3 +60,29 @@ def test_an_error_waiting_cannot_fix_is_reported_as_the_topics_problem() -> None
     problems = topic_config_problems(admin, [_spec()], 1.0)  # type: ignore[arg-type]
     assert problems is not None and "could not be read" in problems["plans"]
     assert "Authorization" in problems["plans"] or "AUTHORIZATION" in problems["plans"]
+
+
+def test_topics_all_created_just_now_are_not_described_and_not_called_unchecked() -> None:
+    # Start-up used to say "the brokers do not answer DescribeConfigs" on real Kafka whenever it had
+    # created every topic itself: an empty DescribeConfigs is refused by the client, not the brokers.
+    import threading
+
+    import structlog
+
+    from rackplan.agent.metrics import Metrics
+    from rackplan.agent.settings import Settings
+    from rackplan.agent.startup import check_topic_configs
+    from rackplan.agent.state import Wiring
+
+    class RealClientAdmin(ConfigAdmin):
+        def describe_configs(self, resources: list[Any], **kw: Any) -> dict[Any, Future[dict[str, _Config]]]:
+            if not resources:  # what confluent-kafka's AdminClient does
+                raise ValueError("Expected non-empty list of ConfigResource objects")
+            return super().describe_configs(resources, **kw)
+
+    admin = RealClientAdmin(failing=0)
+    with structlog.testing.capture_logs() as logs:
+        w = Wiring(Settings(), structlog.get_logger(), Metrics(), lambda: 0.0, threading.Event(), "a")
+        check_topic_configs(w, admin, [])  # type: ignore[arg-type]
+    assert admin.calls == 0
+    assert [e for e in logs if "not checked" in e["event"]] == []
