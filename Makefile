@@ -77,6 +77,8 @@ promtool:
 # version change rebuilds. Measured cold (empty Go caches, 2 loaded cores): kubeconform 169 s,
 # helm see docs/deploy.md, the dashboard check ~5 min. Without Go the tests skip locally and fail in CI.
 GO_TOOLS ?= $(HOME)/.cache/rackplan-go-tools
+# the tests find the tools here (tests/go_tools.py; ~/.cache/rackplan-go-tools when unset)
+export GO_TOOLS
 HELM_VERSION := v3.22.0
 KUBECONFORM_VERSION := v0.8.0
 K8S_VERSION := v1.37.2

@@ -18,7 +18,8 @@ from typing import NoReturn
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HOME = Path(os.path.expanduser("~")) / ".cache" / "rackplan-go-tools"
+#: ``GO_TOOLS`` of the Makefile (exported to the tests it runs), else its default
+HOME = Path(os.environ.get("GO_TOOLS") or Path(os.path.expanduser("~")) / ".cache" / "rackplan-go-tools")
 #: where `make crd-schemas` writes the Prometheus Operator's kinds (committed)
 CRD_SCHEMAS = ROOT / "deploy" / "schemas"
 
