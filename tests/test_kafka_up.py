@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from integration.kafka import __main__ as kafka_main
-from integration.kafka.cluster import StartReport
+from integration.kafka.cluster import Node, StartReport
 from integration.kafka.compose import ComposeCluster, NodeSpec
 
 
@@ -38,28 +38,22 @@ class Lines:
             )
 
 
-@dataclass
 class FakeProcess:
-    running: bool = True
+    """A JVM as the launcher's :class:`Node` sees it: ``poll()`` is None while it runs."""
+
+    def __init__(self, running: bool = True) -> None:
+        self.running = running
+
+    def poll(self) -> int | None:
+        return None if self.running else 1
 
 
-@dataclass
-class FakeNode:
-    spec: NodeSpec
-    dir: Path
-    process: FakeProcess | None = None
+def process(running: bool = True) -> Any:
+    return FakeProcess(running)
 
-    @property
-    def node_id(self) -> int:
-        return self.spec.node_id
 
-    @property
-    def log(self) -> Path:
-        return self.dir / "server.log"
-
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.running
+def node(spec: NodeSpec, folder: Path) -> Node:
+    return Node(spec, folder, ports={}, properties={})
 
 
 @dataclass
@@ -67,26 +61,26 @@ class FakeCluster:
     compose: ComposeCluster
     workdir: Path
     out: Lines
-    nodes: dict[int, FakeNode] = field(default_factory=dict)
+    nodes: dict[int, Node] = field(default_factory=dict)
     closed: bool = False
 
     def start(self) -> StartReport:
         for spec in self.compose.nodes:
             (self.workdir / spec.service / "data").mkdir(parents=True)
-            self.nodes[spec.node_id] = FakeNode(spec, self.workdir / spec.service)
+            self.nodes[spec.node_id] = node(spec, self.workdir / spec.service)
         self.out.wait_for(f"formatting storage: 0/{len(self.nodes)} nodes")
         for n in self.nodes.values():
             (n.dir / "data" / "meta.properties").write_text("")
         first = next(iter(self.nodes.values()))
-        first.process = FakeProcess()
+        first.process = process()
         self.out.wait_for(f"starting the Kafka JVMs: 1/{len(self.nodes)}")
         for n in self.nodes.values():
-            n.process = FakeProcess()
+            n.process = process()
         self.out.wait_for(f"{len(self.nodes)} JVMs running; waiting until every broker is registered")
         return StartReport(seconds=1.0, rss_mib=1.0, nodes=len(self.nodes), version="test")
 
     @property
-    def brokers(self) -> list[FakeNode]:
+    def brokers(self) -> list[Node]:
         return [n for n in self.nodes.values() if n.spec.is_broker]
 
     def address(self, node_id: int) -> str:
@@ -110,7 +104,7 @@ def run_up(monkeypatch: pytest.MonkeyPatch, workdir: Path | None) -> tuple[list[
 
     def example(bootstrap: str, replicas: Any) -> list[str]:
         # the example printed, a broker dies: up's watch loop ends there
-        next(iter(made[0].nodes.values())).process = FakeProcess(running=False)
+        next(iter(made[0].nodes.values())).process = process(running=False)
         return ["try: rackplan agent run ..."]
 
     monkeypatch.setattr(kafka_main, "KafkaCluster", cluster)
@@ -146,11 +140,11 @@ def test_up_without_a_dir_says_it_removes_the_temporary_folder_and_does(
 
 def test_the_phases_read_from_disk_and_processes(tmp_path: Path) -> None:
     spec = NodeSpec(service="kafka-1", node_id=1, roles=("broker",), rack="az-a", properties={})
-    node = FakeNode(spec, tmp_path)
+    one = node(spec, tmp_path)
     assert kafka_main.phase({}, 6) == "laying out 6 nodes"
-    assert kafka_main.phase({1: node}, 6).startswith("formatting storage: 0/1")
+    assert kafka_main.phase({1: one}, 6).startswith("formatting storage: 0/1")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "meta.properties").write_text("")
-    assert kafka_main.phase({1: node}, 6).startswith("formatting storage: 1/1")
-    node.process = FakeProcess()
-    assert kafka_main.phase({1: node}, 6).startswith("1 JVMs running")
+    assert kafka_main.phase({1: one}, 6).startswith("formatting storage: 1/1")
+    one.process = process()
+    assert kafka_main.phase({1: one}, 6).startswith("1 JVMs running")
