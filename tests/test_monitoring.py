@@ -206,7 +206,7 @@ def test_dashboard_structure() -> None:
     assert isinstance(d["uid"], str) and d["uid"] and d["title"]
     assert isinstance(d["schemaVersion"], int) and d["schemaVersion"] >= 36
     variables = {v["name"] for v in d["templating"]["list"]}
-    ds_uid = "${datasource}"
+    ds_uid = "${DS_PROMETHEUS}"
     ids = [p["id"] for p in d["panels"]]
     assert len(ids) == len(set(ids)), "panel ids unique"
     cells: set[tuple[int, int]] = set()
@@ -235,26 +235,26 @@ def test_dashboard_structure() -> None:
 
 
 def test_dashboard_imports_into_any_grafana() -> None:
-    """No datasource uid and no job of this compose file: a datasource variable (set by the importer's
-    ``__inputs``), a ``job`` variable defaulting to the rules' ``job="rackplan"``."""
+    """No datasource uid and no job of this compose file. Everything names ``${DS_PROMETHEUS}``: Grafana's
+    importer replaces it with the datasource it asks for (``__inputs``); provisioned as a file, the
+    datasource variable of that name resolves it (to the default datasource until another is picked).
+    A ``job`` variable defaults to the rules' ``job="rackplan"``."""
     d = dashboard()
     text = DASHBOARD.read_text()
     compose_uid = yaml.safe_load(DATASOURCES.read_text())["datasources"][0]["uid"]
     assert f'"uid": "{compose_uid}"' not in text
     assert 'job=\\"rackplan\\"' not in text and 'job="rackplan"' not in json.dumps(d)
     variables = {v["name"]: v for v in d["templating"]["list"]}
-    ds = variables["datasource"]
-    assert ds["type"] == "datasource" and ds["query"] == "prometheus"
     (ds_input,) = d["__inputs"]
     assert ds_input["type"] == "datasource" and ds_input["pluginId"] == "prometheus"
-    assert ds["current"]["value"] == "${" + ds_input["name"] + "}", (
-        "the importer's choice becomes the variable's"
-    )
+    ds = variables[ds_input["name"]]
+    assert ds["type"] == "datasource" and ds["query"] == "prometheus" and "current" not in ds
+    uses = "${" + ds_input["name"] + "}"
     job = variables["job"]
-    assert job["current"]["value"] == "rackplan" and job["datasource"]["uid"] == "${datasource}"
+    assert job["current"]["value"] == "rackplan" and job["datasource"]["uid"] == uses
     for v in d["templating"]["list"]:
         if v["type"] == "query":
-            assert v["datasource"]["uid"] == "${datasource}", v["name"]
+            assert v["datasource"]["uid"] == uses, v["name"]
     required = {r["id"] for r in d["__requires"] if r["type"] == "panel"}
     assert required == {p["type"] for p in d["panels"]} - {"row"}
 
