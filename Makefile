@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BASE := $(VENV)/.installed-base
 
-.PHONY: demo test lint typecheck unit bench integration browser promtool kafka oracle clients clean
+.PHONY: demo test lint typecheck unit bench integration browser promtool go-tools crd-schemas kafka oracle clients clean
 
 # The demo needs the package alone; tests, lint and benchmarks need every extra.
 $(BASE): pyproject.toml
@@ -69,6 +69,63 @@ promtool:
 	      || echo "prometheus (promtool) could not be installed: the promtool tests will skip (fail in CI)"; \
 	  else echo "no promtool and no root apt-get: the promtool tests will skip (fail in CI)"; fi; }
 
+# Go tools from the Go module proxy for the checks of deploy/ and the Grafana dashboard
+# (tests/go_tools.py, tests/test_deploy.py, tests/test_monitoring.py): helm (lint, template),
+# kubeconform with the Kubernetes JSON Schemas made from k8s.io/kubernetes' own OpenAPI document
+# (tests/kube_schemas.py), and monitoring/grafana/check (Grafana's dashboard model). Built once
+# into GO_TOOLS, outside the clone, so later runs and clones on the machine reuse them; a
+# version change rebuilds. Cold, CPU time: helm 190 s, kubeconform 38 s, the dashboard check 55 s
+# (docs/deploy.md, "How it is tested"). Without Go the tests skip locally and fail in CI.
+GO_TOOLS ?= $(HOME)/.cache/rackplan-go-tools
+# the tests find the tools here (tests/go_tools.py; ~/.cache/rackplan-go-tools when unset)
+export GO_TOOLS
+HELM_VERSION := v3.22.0
+KUBECONFORM_VERSION := v0.8.0
+K8S_VERSION := v1.37.2
+GO_ENV := GOBIN=$(GO_TOOLS)/bin GOFLAGS=-buildvcs=false GOTOOLCHAIN=local
+
+go-tools:
+	@command -v go >/dev/null 2>&1 || { echo "no go: the deploy and dashboard checks will skip (fail in CI)"; exit 0; }; \
+	$(MAKE) --no-print-directory $(GO_TOOLS)/bin/.helm-$(HELM_VERSION) $(GO_TOOLS)/bin/.kubeconform-$(KUBECONFORM_VERSION) \
+	  $(GO_TOOLS)/schemas/k8s-$(K8S_VERSION)/.made $(GO_TOOLS)/bin/dashboard-check \
+	  || echo "the Go tools could not be built: the deploy and dashboard checks will skip (fail in CI)"
+
+$(GO_TOOLS)/bin/.helm-$(HELM_VERSION):
+	$(GO_ENV) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	touch $@
+
+$(GO_TOOLS)/bin/.kubeconform-$(KUBECONFORM_VERSION):
+	$(GO_ENV) go install github.com/yannh/kubeconform/cmd/kubeconform@$(KUBECONFORM_VERSION)
+	touch $@
+
+$(GO_TOOLS)/bin/dashboard-check: $(wildcard monitoring/grafana/check/*.go) monitoring/grafana/check/go.mod monitoring/grafana/check/go.sum
+	cd monitoring/grafana/check && $(GO_ENV) go build -o $@ .
+
+$(GO_TOOLS)/schemas/k8s-$(K8S_VERSION)/.made: tests/kube_schemas.py $(BASE)
+	swagger="$$(go mod download -json k8s.io/kubernetes@$(K8S_VERSION) | $(BIN)/python -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')/api/openapi-spec/swagger.json" \
+	  && $(BIN)/python -m tests.kube_schemas --swagger "$$swagger" --out $(dir $@)
+	touch $@
+
+# The Prometheus Operator's kinds for kubeconform (deploy/schemas, committed): the CRDs that
+# controller-gen makes from the operator's Go types, as the operator's own build does. Run it
+# when either version changes; `make test` does not need it.
+CONTROLLER_TOOLS_VERSION := v0.23.0
+PROMETHEUS_OPERATOR_VERSION := v0.95.2
+crd-schemas: $(BASE)
+	@command -v go >/dev/null 2>&1 || { echo "crd-schemas needs go"; exit 1; }
+	$(GO_ENV) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+	tmp=$$(mktemp -d) && cd $$tmp && go mod init crds >/dev/null 2>&1 \
+	  && go get github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1@$(PROMETHEUS_OPERATOR_VERSION) \
+	  && $(GO_TOOLS)/bin/controller-gen crd:crdVersions=v1 paths=github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1 output:crd:dir=$$tmp/crds \
+	  && cd $(CURDIR) && rm -rf deploy/schemas/monitoring.coreos.com \
+	  && $(BIN)/python -m tests.kube_schemas --crds $$tmp/crds --out deploy/schemas; rc=$$?; rm -rf $$tmp; exit $$rc
+
+# deploy/kubernetes/rackplan.yaml: the chart rendered with its defaults (tests/test_deploy.py
+# fails when it differs from what the chart renders).
+.PHONY: deploy-manifests
+deploy-manifests: go-tools
+	$(GO_TOOLS)/bin/helm template rackplan deploy/helm/rackplan --namespace rackplan --kube-version $(K8S_VERSION) > deploy/kubernetes/rackplan.yaml
+
 # Kafka's own assignors (Java 17, Maven) as the tests' oracle: tests/kafka_oracle.py.
 ORACLE_JAR := oracle/target/rackplan-oracle.jar
 oracle: $(ORACLE_JAR)
@@ -77,7 +134,7 @@ $(ORACLE_JAR): oracle/pom.xml $(shell find oracle/src -name '*.java')
 	mvn -q -B -f oracle/pom.xml package
 	touch $@
 
-test: lint typecheck browser promtool kafka oracle clients $(STAMP)
+test: lint typecheck browser promtool go-tools kafka oracle clients $(STAMP)
 	$(BIN)/pytest tests
 	integration/run_suite.sh $(BIN)/pytest integration
 
@@ -87,9 +144,22 @@ test: lint typecheck browser promtool kafka oracle clients $(STAMP)
 CLIENTS_JAR := clients/java/target/rackplan-clients.jar
 clients: $(CLIENTS_JAR)
 
+# The offline attempt's output is shown only when it failed for another reason than a missing
+# artifact ("... in offline mode"): on a fresh cache it would be a 10-line [ERROR] block.
 $(CLIENTS_JAR): clients/java/pom.xml $(shell find clients/java/src -name '*.java')
-	mvn -q -B -o -f clients/java/pom.xml package || mvn -q -B -f clients/java/pom.xml package
+	@log=$$(mktemp); \
+	if mvn -q -B -o -f clients/java/pom.xml package >$$log 2>&1; then rm -f $$log; \
+	elif grep -q "in offline mode" $$log; then rm -f $$log; \
+	  echo "clients: Maven's cache lacks an artifact: building with Maven Central"; \
+	  mvn -q -B -f clients/java/pom.xml package; \
+	else cat $$log; rm -f $$log; exit 1; fi
 	touch $@
+
+# rackplan-clients into the local Maven repository (~/.m2) as dev.rackplan:rackplan-clients:<version>,
+# for a Maven or Gradle build's <dependency> (docs/java.md, "Install").
+.PHONY: clients-install
+clients-install: $(CLIENTS_JAR)
+	mvn -q -B -f clients/java/pom.xml install -DskipTests
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run

@@ -16,8 +16,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rackplan.assignor.catalog import assign_epilog
 from rackplan.assignor.cli import MAX_INPUT_MIB, cmd_assign, positive_mib, write_err
 from rackplan.assignor.parse import one_line
+
+#: the shells ``rackplan completion`` writes a script for (shtab's)
+SHELLS = ("bash", "zsh", "tcsh")
+#: shtab's file completion (shtab.FILE), set on file arguments without importing shtab at start-up
+FILE_COMPLETION = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}
 
 
 def version() -> str:
@@ -46,8 +52,15 @@ def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rackplan", description="Rack-locality planning for Kafka.")
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("assign", help="compute a plan for one instance (JSON in, JSON out)")
-    p.add_argument("instance", help="instance JSON file, or - for stdin")
+    p = sub.add_parser(
+        "assign",
+        help="compute a plan for one instance (JSON in, JSON out)",
+        description="Compute one plan: the assignment contract's instance in, its plan out (docs/CONTRACT.md).",
+        epilog=assign_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    instance = p.add_argument("instance", help="instance JSON file, or - for stdin")
+    setattr(instance, "complete", FILE_COMPLETION)  # noqa: B010 (shtab reads this attribute)
     p.add_argument(
         "--max-input-mib",
         type=positive_mib,
@@ -62,7 +75,28 @@ def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
 
     register_agent(sub)
     register_fleet(sub)
+    c = sub.add_parser(
+        "completion",
+        help="print the shell completion script",
+        description="Print the completion script for SHELL. bash: `source <(rackplan completion bash)` "
+        "in ~/.bashrc; zsh: `rackplan completion zsh > ${fpath[1]}/_rackplan`.",
+    )
+    c.add_argument("shell", choices=SHELLS, help="the shell")
+    c.set_defaults(func=cmd_completion)
     return parser
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    """The completion script of the whole parser, made by shtab from the parser itself.
+
+    Generated, not written by hand, so it cannot drift from the commands: every subcommand,
+    option and choice completes, file arguments complete file names, and zsh and tcsh get
+    theirs from the same parser.
+    """
+    import shtab
+
+    sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,14 +8,16 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from rackplan.agent import webhook
 from rackplan.agent.metrics import METRICS, Metrics
-from tests import promtool
+from tests import go_tools, promtool
 
 ROOT = Path(__file__).resolve().parent.parent
 KIT = ROOT / "monitoring"
@@ -78,6 +80,7 @@ def grafana_to_promql(expr: str) -> str:
         .replace("$__interval", "1m")
         .replace("$cluster", ".*")
         .replace("$group", ".*")
+        .replace("$job", "rackplan")
     )
 
 
@@ -203,7 +206,7 @@ def test_dashboard_structure() -> None:
     assert isinstance(d["uid"], str) and d["uid"] and d["title"]
     assert isinstance(d["schemaVersion"], int) and d["schemaVersion"] >= 36
     variables = {v["name"] for v in d["templating"]["list"]}
-    ds_uid = yaml.safe_load(DATASOURCES.read_text())["datasources"][0]["uid"]
+    ds_uid = "${DS_PROMETHEUS}"
     ids = [p["id"] for p in d["panels"]]
     assert len(ids) == len(set(ids)), "panel ids unique"
     cells: set[tuple[int, int]] = set()
@@ -229,6 +232,63 @@ def test_dashboard_structure() -> None:
     mounts = {v.split(":")[1]: (ROOT / v.split(":")[0]).resolve() for v in compose["volumes"]}
     assert mounts[provider["options"]["path"]] == DASHBOARD.parent
     assert mounts["/etc/grafana/provisioning"] == DATASOURCES.parent.parent
+
+
+def test_dashboard_imports_into_any_grafana() -> None:
+    """No datasource uid and no job of this compose file. Everything names ``${DS_PROMETHEUS}``: Grafana's
+    importer replaces it with the datasource it asks for (``__inputs``); provisioned as a file, the
+    datasource variable of that name resolves it (to the default datasource until another is picked).
+    A ``job`` variable defaults to the rules' ``job="rackplan"``."""
+    d = dashboard()
+    text = DASHBOARD.read_text()
+    compose_uid = yaml.safe_load(DATASOURCES.read_text())["datasources"][0]["uid"]
+    assert f'"uid": "{compose_uid}"' not in text
+    assert 'job=\\"rackplan\\"' not in text and 'job="rackplan"' not in json.dumps(d)
+    variables = {v["name"]: v for v in d["templating"]["list"]}
+    (ds_input,) = d["__inputs"]
+    assert ds_input["type"] == "datasource" and ds_input["pluginId"] == "prometheus"
+    ds = variables[ds_input["name"]]
+    assert ds["type"] == "datasource" and ds["query"] == "prometheus" and "current" not in ds
+    uses = "${" + ds_input["name"] + "}"
+    job = variables["job"]
+    assert job["current"]["value"] == "rackplan" and job["datasource"]["uid"] == uses
+    for v in d["templating"]["list"]:
+        if v["type"] == "query":
+            assert v["datasource"]["uid"] == uses, v["name"]
+    required = {r["id"] for r in d["__requires"] if r["type"] == "panel"}
+    assert required == {p["type"] for p in d["panels"]} - {"row"}
+
+
+def dashboard_check(path: Path) -> subprocess.CompletedProcess[str]:
+    return go_tools.run("dashboard-check", path)
+
+
+def test_dashboard_loads_in_grafanas_own_model() -> None:
+    """grafana-foundation-sdk's strict loader (monitoring/grafana/check): every field known, typed, required."""
+    result = dashboard_check(DASHBOARD)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == f"{DASHBOARD}: ok\n"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["panels"][1].update(datasourc={}), "unexpected field 'datasourc'"),
+        (lambda d: d["panels"][1]["gridPos"].update(h="8"), "gridPos"),
+        (lambda d: d["panels"][1]["options"].pop("reduceOptions"), "reduceOptions"),
+        (lambda d: d.update(refresh=30), "refresh"),
+    ],
+)
+def test_dashboard_check_refuses_what_grafanas_model_does_not_have(
+    tmp_path: Path, change: Callable[[dict[str, Any]], object], message: str
+) -> None:
+    """The check above can fail: an unknown field, a wrong type, a missing required option."""
+    d = dashboard()
+    change(d)
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(d))
+    result = dashboard_check(path)
+    assert result.returncode == 1 and message in result.stdout, result.stdout + result.stderr
 
 
 def test_dashboard_queries_parse_and_select_only_exposed_metrics(tmp_path: Path) -> None:
