@@ -1,33 +1,7 @@
-"""rack-optimal: the fewest cross-rack partitions a balanced assignment can have, then the fewest moves.
+"""rack-optimal's fair optimum: stages A and B, two min-cost flows over classes of members and partitions.
 
-Exactness, precisely: the result minimises the number of cross-rack
-partitions over *every* assignment the contract calls balanced (invariant 2),
-and among those the moves (valid owned partitions, see :mod:`rackplan.assignor.consumer.owned`,
-whose owner still subscribes to the topic but that go to another member).
-
-* Equal subscriptions: balanced means counts ``floor(P/N)`` or ``ceil(P/N)``,
-  which are exactly the *fair* assignments (minimal sum of squared counts);
-  :func:`fair_assign` (stages A and B below) is the whole algorithm.
-* Unequal subscriptions: "no partition can move to a subscriber holding at
-  least two fewer" is a local either/or condition, and a less even balanced
-  assignment can beat every fair one: members A {t1}, B {t1, t2}, C {t2}, two
-  partitions of t1 local only to A, one of t2 local only to B, C in a third
-  rack: counts (2, 1, 0) are balanced with no cross-rack partition, while
-  every fair assignment (1, 1, 1) has two.  :func:`fair_assign` gives a
-  balanced starting point and :mod:`rackplan.assignor.consumer.rack_optimal.balanced` makes the
-  result exact over all balanced assignments (a per-component bound, else a
-  mixed-integer program, :mod:`rackplan.assignor.consumer.rack_optimal.milp`) within a
-  deterministic work budget.  That problem is NP-hard (``tests/hard_instances.py``
-  reduces 3-SAT to it), so no budget makes it exact at every size: where the
-  program proves nothing, exact programs over a few members at a time
-  (:mod:`rackplan.assignor.consumer.rack_optimal.neighbourhood`) improve the plan.
-  The plan's ``stats`` say ``optimal`` (proven); when not, the plan is still
-  balanced, never worse than the fair optimum nor than the general
-  cooperative-sticky search, and ``cross_rack_lower_bound`` is a proven bound
-  for any balanced plan.
-
-Stages A and B (the fair optimum).  Partitions with the same topic group (topics subscribed by the same
-member classes) and the same replica-rack mask are interchangeable; so are
+Partitions with the same topic group (topics subscribed by the same member
+classes) and the same replica-rack mask are interchangeable; so are
 members with the same rack (for cost) and the same subscription (for
 balance).  Inside the fair box every member holds ``low`` or ``low + 1``
 partitions, and the sum of squares is linear in the number of members at
@@ -58,40 +32,16 @@ from ...flow import FlowGraph
 from ...flow.prices import residual_potentials
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 from ..owned import previous_owners
-from .balanced import rebalance
-from .bytes_objective import assign_bytes
 from .fair import fair_box
-from .load_balance import assign_by_load
-
-
-def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
-    """The rack-optimal plan of ``group``; its ``stats`` say whether it is proven optimal (module docstring).
-
-    ``balance: bytes`` is :mod:`.load_balance`; ``objective: bytes`` with count
-    balance is :mod:`.bytes_objective`.  Neither runs without those choices, so
-    plans of instances that make none stay exactly as before.
-    """
-    if group.balance == "bytes":
-        return assign_by_load(cluster, group)
-    if group.objective == "bytes":
-        return assign_bytes(cluster, group)
-    plan = fair_assign(cluster, group)
-    if len({m.topics for m in group.members}) > 1:  # unequal: from the fair optimum to the balanced one
-        assignment, outcome = rebalance(cluster, group, plan.assignment)
-        stats: dict[str, bool | int | float] = {"optimal": outcome.optimal}
-        if not outcome.optimal:
-            stats["cross_rack_lower_bound"] = outcome.cross_rack_lower_bound
-        return ConsumerPlan(assignment=assignment, revoked={}, stats=stats)
-    return ConsumerPlan(assignment=plan.assignment, revoked={}, stats={"optimal": True})
 
 
 def fair_assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     """Stages A and B alone: the optimum over the fair assignments (all balanced ones when subscriptions are equal)."""
     if not group.members:
         return ConsumerPlan(assignment={}, revoked={})
-    c = _classify(cluster, group)
+    c = classify(cluster, group)
     face = _optimal_face(c)
-    owned = _owned_by_class(cluster, group, c)
+    owned = owned_by_class(cluster, group, c)
     parts = _keep_most(c, face, owned)
     return ConsumerPlan(
         assignment={m.member_id: sorted(parts[i]) for i, m in enumerate(c.members)}, revoked={}
@@ -99,7 +49,7 @@ def fair_assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
 
 
 @dataclass(slots=True)
-class _Classes:
+class Classes:
     """The instance aggregated: what is interchangeable for cost and for balance.
 
     Members (sorted by id) fall into subscription classes ``s``, rack classes
@@ -160,7 +110,7 @@ class _Face:
     free: list[bool]
 
 
-def _classify(cluster: Cluster, group: ConsumerGroup) -> _Classes:
+def classify(cluster: Cluster, group: ConsumerGroup) -> Classes:
     members = sorted(group.members, key=lambda m: m.member_id)
     n_mem = len(members)
     sub_index: dict[tuple[str, ...], int] = {}
@@ -219,7 +169,7 @@ def _classify(cluster: Cluster, group: ConsumerGroup) -> _Classes:
         for s in subs:
             sub_groups[s].append(g)
     gr_keys = sorted({(g, rc) for rc, s in q_index for g in sub_groups[s]})
-    return _Classes(
+    return Classes(
         members=members,
         member_sub=member_sub,
         member_rc=member_rc,
@@ -240,7 +190,7 @@ def _classify(cluster: Cluster, group: ConsumerGroup) -> _Classes:
     )
 
 
-def _optimal_face(c: _Classes) -> _Face:
+def _optimal_face(c: Classes) -> _Face:
     """Stage A: the class-level min-cost flow (fairness, then cross-rack) and its optimal face."""
     weight = c.total + 1  # more than any cross-rack total: fairness comes first
     graph = FlowGraph(c.x_node + 1)
@@ -290,8 +240,8 @@ def _optimal_face(c: _Classes) -> _Face:
     )
 
 
-def _owned_by_class(
-    cluster: Cluster, group: ConsumerGroup, c: _Classes
+def owned_by_class(
+    cluster: Cluster, group: ConsumerGroup, c: Classes
 ) -> list[dict[int, list[TopicPartition]]]:
     """Per member and partition class, the owned partitions that count for stickiness (sorted).
 
@@ -312,7 +262,7 @@ def _owned_by_class(
 
 
 def _keep_most(
-    c: _Classes, face: _Face, owned: list[dict[int, list[TopicPartition]]]
+    c: Classes, face: _Face, owned: list[dict[int, list[TopicPartition]]]
 ) -> list[list[TopicPartition]]:
     """Stage B: on the optimal face, keep the most owned partitions; then hand out partitions.
 
@@ -389,7 +339,7 @@ def _keep_most(
 
 
 def hand_out(
-    c: _Classes,
+    c: Classes,
     q_pool: list[list[TopicPartition]],
     sticky: list[tuple[int, int]],
     rest: list[list[int]],
