@@ -120,10 +120,10 @@ def plan_document(cluster: Cluster, group: ConsumerGroup, pairs_as_lists: bool =
     decoded JSON keep the default).
     """
     plan, elapsed_ms = run_assignor(cluster, group)
-    return document(cluster, group, plan, elapsed_ms, pairs_as_lists)
+    return consumer_document(cluster, group, plan, elapsed_ms, pairs_as_lists)
 
 
-def document(
+def consumer_document(
     cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan, elapsed_ms: float, pairs_as_lists: bool = True
 ) -> dict[str, Any]:
     """The output document of a plan :func:`run_assignor` made (see :func:`plan_document`)."""
