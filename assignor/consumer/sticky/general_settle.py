@@ -86,6 +86,11 @@ def settle_general(prep: Prepared, contested: Collection[int] = ()) -> Settlemen
     return Settlement(holder, fixed, MAX_RUNS - work.runs, SETTLE_WORK - work.edges)
 
 
+#: A stable candidate: (cross-rack partitions where the group lands, this round's moves, -order tried,
+#: the target, where the group lands); the least is chosen.
+Candidate = tuple[int, int, int, list[int], list[int]]
+
+
 def _settle_general(
     prep: Prepared, contested: Collection[int], work: _Work, depth: int
 ) -> tuple[list[int], bool]:
@@ -95,20 +100,61 @@ def _settle_general(
     function on what the members will own (the real round runs it too, with more budget: when no
     limit cut the simulation, both take the same path), and the target is *stable* when that answer
     keeps every partition it was handed; the group then lands on the answer, with this round's moves.
-    """
-    claim = list(prep.claim_owner)
-    for gp in contested:
-        claim[gp] = CONTESTED
 
-    def follow(holder: list[int]) -> list[int]:
+    The phases: the round's first answer; if it is already final, only the exact candidate may
+    overrule it; else candidates in turn (the first answer and its follow-ups, the keep-first run and
+    the priced searches while the promise is not kept, the fresh start, the exact candidate), the
+    stable one landing best chosen.
+    """
+    r = _Round(prep, contested, work, depth)
+    first, keep_first = r.answer_to(prep.owner)
+    if keep_first is None:
+        keep_first = kept(prep)  # every partition owned and balanced: the keep-first run is the owners
+    if r.follow(first) == first and r.answer_to(first)[0] == first:
+        # Withholds nothing, and fed back it stays: final, unless an assignment over other counts
+        # (which the search may never visit from these owners) is strictly better.
+        better = r.exact(first)
+        if better is None:
+            return first, True
+        r.tried.append(first)
+        r.stable.append((cross_count(prep, first), _moved(first, r.claim), -1, first, first))
+        r.explore(better)
+        return min(r.stable)[3], True
+    r.explore(first)
+    r.keep_the_promise(first, keep_first)
+    r.fresh_start()
+    # The optimum over every balanced assignment (all count vectors), started from the best landing.
+    r.explore(r.exact(min(r.stable)[4] if r.stable else first))
+    if not r.stable:
+        return first, False
+    return min(r.stable)[3], True
+
+
+class _Round:
+    """One settling round at a simulation depth: its claims, the shared work, the candidates tried and
+    those found stable (the state the phases of :func:`_settle_general` share)."""
+
+    def __init__(self, prep: Prepared, contested: Collection[int], work: _Work, depth: int) -> None:
+        self.prep, self.work, self.depth = prep, work, depth
+        self.claim = list(prep.claim_owner)
+        for gp in contested:
+            self.claim[gp] = CONTESTED
+        self.stable: list[Candidate] = []
+        self.tried: list[list[int]] = []
+
+    def follow(self, holder: list[int]) -> list[int]:
+        """What the follow-up round is handed: the target minus what this round withholds."""
+        claim = self.claim
         return [h if claim[gp] == -1 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
 
     def run(
-        owner: list[int], keep_owned: bool = False, price: int = 0, start: list[int] | None = None
+        self, owner: list[int], keep_owned: bool = False, price: int = 0, start: list[int] | None = None
     ) -> tuple[list[int], list[int] | None]:
+        """One round of the general path (:func:`_choose`) on these owners, charged to the work."""
+        work = self.work
         work.runs -= 1
         step = dataclasses.replace(
-            prep,
+            self.prep,
             owner=owner,
             keep_owned=keep_owned,
             cross_price=price,
@@ -119,132 +165,116 @@ def _settle_general(
         work.edges -= spent
         return found, keep
 
-    def afford() -> bool:
+    def afford(self) -> bool:
         """Whether a run is still in budget; a refusal marks the search cut (see :func:`_settle_general`)."""
-        if work.runs > 0 and work.edges > 0:
+        if self.work.runs > 0 and self.work.edges > 0:
             return True
-        work.cut = True
+        self.work.cut = True
         return False
 
-    def answer_to(owner: list[int]) -> tuple[list[int], list[int] | None]:
+    def answer_to(self, owner: list[int]) -> tuple[list[int], list[int] | None]:
         """:func:`_choose` on these owners (memoised: it depends on nothing else)."""
         key = tuple(owner)
-        got = work.answers.get(key)
+        got = self.work.answers.get(key)
         if got is None:
-            got = work.answers[key] = run(owner=owner)
+            got = self.work.answers[key] = self.run(owner=owner)
         return got
 
-    first, keep_first = answer_to(prep.owner)
-    if keep_first is None:
-        keep_first = kept(prep)  # every partition owned and balanced: the keep-first run is the owners
-    # (landed cross-rack, moves, -order, target, where it lands)
-    stable: list[tuple[int, int, int, list[int], list[int]]] = []
-    tried: list[list[int]] = []
-
-    def spend() -> bool:
+    def spend(self) -> bool:
         """One run of the budget for the exact candidate's solver, if affordable."""
-        if not afford():
+        if not self.afford():
             return False
-        work.runs -= 1
+        self.work.runs -= 1
         return True
 
-    def exact(base: list[int]) -> list[int] | None:
+    def exact(self, base: list[int]) -> list[int] | None:
         """The exact candidate from the balanced ``base`` (:mod:`.general_exact`), if it is better."""
-        return None if prep.num_partitions > FRESH_LIMIT else exact_candidate(prep, base, spend)
+        return (
+            None if self.prep.num_partitions > FRESH_LIMIT else exact_candidate(self.prep, base, self.spend)
+        )
 
-    better: list[int] | None = None
-    if follow(first) == first and answer_to(first)[0] == first:
-        # Withholds nothing, and fed back it stays: final, unless an assignment over other counts
-        # (which the search may never visit from these owners) is strictly better.
-        better = exact(first)
-        if better is None:
-            return first, True
-        tried.append(first)
-        stable.append((cross_count(prep, first), _moved(first, claim), -1, first, first))
+    def simulate(self, owner: list[int]) -> list[int] | None:
+        """The next round's target on members owning (and claiming) ``owner``, one depth down; None when
+        a limit refused or cut it (the real round, with more budget, may answer differently)."""
+        work = self.work
+        if self.depth >= MAX_DEPTH:
+            work.cut = True
+            return None
+        if not self.afford():
+            return None
+        outer, work.cut = work.cut, False
+        nxt = dataclasses.replace(self.prep, owner=owner, claim_owner=owner, min_cross_holder=None)
+        landed, _ = _settle_general(nxt, (), work, self.depth + 1)
+        inner, work.cut = work.cut, outer or work.cut
+        return None if inner else landed
 
-    def verdict(target: list[int]) -> tuple[list[int] | None, list[int] | None]:
+    def verdict(self, target: list[int]) -> tuple[list[int] | None, list[int] | None]:
         """(where the group lands if stable, else None; the follow-up's answer, None if a limit cut it)."""
-        handed = follow(target)
-        landed = target
+        handed = self.follow(target)
+        landed: list[int] | None = target
         if handed != target:
-            if depth >= MAX_DEPTH:
-                work.cut = True
+            landed = self.simulate(handed)
+            if landed is None:
                 return None, None
-            if not afford():
-                return None, None
-            outer, work.cut = work.cut, False
-            nxt = dataclasses.replace(prep, owner=handed, claim_owner=handed, min_cross_holder=None)
-            landed, _ = _settle_general(nxt, (), work, depth + 1)
-            inner, work.cut = work.cut, outer or work.cut
-            if inner:
-                return None, None  # the real round, with more budget, may answer differently
             if any(o >= 0 and landed[gp] != o for gp, o in enumerate(handed)):
                 return None, landed  # the follow-up round withholds again
+        assert landed is not None
         # Fed back (a later round, nothing changed) it must stay.  That round is this function on owners
         # and claims ``landed``: this very call when that is our input (it returns ``landed`` if chosen);
         # else it returns ``landed`` at once when the round's answer is ``landed``; else computed.
-        if landed == prep.owner == claim:
+        if landed == self.prep.owner == self.claim:
             return landed, landed
-        fed = answer_to(landed)[0]
-        if fed == landed:
+        if self.answer_to(landed)[0] == landed:
             return landed, landed
-        if depth >= MAX_DEPTH:
-            work.cut = True
-            return None, None
-        if not afford():
-            return None, None
-        outer, work.cut = work.cut, False
-        again, _ = _settle_general(
-            dataclasses.replace(prep, owner=landed, claim_owner=landed, min_cross_holder=None),
-            (),
-            work,
-            depth + 1,
-        )
-        inner, work.cut = work.cut, outer or work.cut
-        if inner:
+        again = self.simulate(landed)
+        if again is None:
             return None, None
         return (landed, landed) if again == landed else (None, again)
 
-    def explore(target: list[int] | None) -> None:
+    def explore(self, target: list[int] | None) -> None:
+        """A candidate target, then what the group would be handed next, until one repeats or none is left."""
         for _ in range(MAX_FOLLOW_UPS):
-            if target is None or target in tried:
+            if target is None or target in self.tried:
                 return
-            tried.append(target)
-            landed, answer = verdict(target)
+            self.tried.append(target)
+            landed, answer = self.verdict(target)
             if landed is not None:
-                stable.append((cross_count(prep, landed), _moved(target, claim), -len(tried), target, landed))
+                moved = _moved(target, self.claim)
+                self.stable.append((cross_count(self.prep, landed), moved, -len(self.tried), target, landed))
             # What the group would be handed next, tried as this round's target: after a stable target,
             # its landing (it may give a withheld partition back to its claimant: one move fewer).
             target = answer
 
-    if better is not None:
-        explore(better)
-        return min(stable)[3], True
-    explore(first)
-    promised = (cross_count(prep, first), _moved(first, claim))
-    if not stable or min(stable)[:2] > promised:
-        if keep_first is None and afford():
-            keep_first = run(prep.owner, keep_owned=True)[0]
-        explore(keep_first)
-    for price in CROSS_PRICES:
-        # Still landing less locally or with more moves than promised: the promise was a target the
-        # follow-up round cannot keep.  Searches that price a cross-rack partition at a few moves
-        # propose targets that trade less locality for fewer moves (Kafka's revocations do).
-        if (stable and min(stable)[:2] <= promised) or not afford():
-            break
-        explore(run(prep.owner, price=price)[0])
-    if prep.num_partitions <= FRESH_LIMIT and afford():
+    def keep_the_promise(self, first: list[int], keep_first: list[int] | None) -> None:
+        """While no stable candidate lands as locally and with as few moves as ``first`` promised: the
+        keep-first target, then searches pricing a cross-rack partition at a few moves."""
+        prep = self.prep
+        promised = (cross_count(prep, first), _moved(first, self.claim))
+        if not self.stable or min(self.stable)[:2] > promised:
+            if keep_first is None and self.afford():
+                keep_first = self.run(prep.owner, keep_owned=True)[0]
+            self.explore(keep_first)
+        for price in CROSS_PRICES:
+            # Still landing less locally or with more moves than promised: the promise was a target the
+            # follow-up round cannot keep.  Searches that price a cross-rack partition at a few moves
+            # propose targets that trade less locality for fewer moves (Kafka's revocations do).
+            if (self.stable and min(self.stable)[:2] <= promised) or not self.afford():
+                break
+            self.explore(self.run(prep.owner, price=price)[0])
+
+    def fresh_start(self) -> None:
+        """The search from nothing owned, when it reaches more local counts, restarted from there with the
+        owners pricing the moves (small groups only)."""
+        prep = self.prep
+        if prep.num_partitions > FRESH_LIMIT or not self.afford():
+            return
         # The search keeps what is owned first, so the counts it reaches depend on the owners; from
         # nothing owned it can reach more local counts.  If so, the same search from that holder,
         # owners pricing the moves (at those counts the flow is exact), is one more candidate.
-        fresh = run([-1] * prep.num_partitions)[0]
-        if cross_count(prep, fresh) < (min(stable)[0] if stable else prep.num_partitions + 1) and afford():
-            explore(run(prep.owner, start=fresh)[0])
-    # The optimum over every balanced assignment (all count vectors), started from the best landing.
-    explore(exact(min(stable)[4] if stable else first))
-    if not stable:
-        return first, False
-    return min(stable)[3], True
+        fresh = self.run([-1] * prep.num_partitions)[0]
+        best = min(self.stable)[0] if self.stable else prep.num_partitions + 1
+        if cross_count(prep, fresh) < best and self.afford():
+            self.explore(self.run(prep.owner, start=fresh)[0])
 
 
 def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | None, int]:
