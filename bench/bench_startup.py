@@ -15,6 +15,13 @@ fresh interpreter, its CPU (user + system, from ``wait4``) and wall time taken:
 Medians of the repeats; the modules each command imports (``sys.modules`` at
 exit, less the bare interpreter's) and whether numpy, highspy or networkx is
 among them.  CPU is the figure to compare on a shared machine.
+
+Bytecode: an installed wheel has its modules compiled (pip writes ``.pyc``), so by
+default the children may write and read bytecode, under a private
+``PYTHONPYCACHEPREFIX`` that the discarded first run of each command fills.
+``--no-bytecode`` keeps ``PYTHONDONTWRITEBYTECODE`` as this machine's shells set it:
+every run then compiles every project module from source, and each module costs
+several times more.
 """
 
 from __future__ import annotations
@@ -89,10 +96,14 @@ def cases() -> dict[str, dict[str, Any]]:
     }
 
 
+#: The children's environment (:func:`main` sets the bytecode policy).
+ENV = dict(os.environ)
+
+
 def _run(args: list[str]) -> tuple[float, float, str]:
     """One fresh interpreter: wall seconds, CPU seconds (user + system of the child), its stderr."""
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
     assert proc.stderr is not None
     err = proc.stderr.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -118,9 +129,20 @@ def modules(code: str, argv: list[str]) -> set[str]:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--no-bytecode", action="store_true", help="compile every module on every run")
     args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory() as cache:
+        if args.no_bytecode:
+            ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+        else:
+            ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+            ENV["PYTHONPYCACHEPREFIX"] = cache
+        return _table(args.repeats)
+
+
+def _table(repeats: int) -> int:
     bare = modules("pass", [])
-    cpu_pass = timed([sys.executable, "-c", "pass"], args.repeats)
+    cpu_pass = timed([sys.executable, "-c", "pass"], repeats)
     print(
         f"python -c pass: wall {cpu_pass[0] * 1000:.0f} ms, CPU {cpu_pass[1] * 1000:.0f} ms, {len(bare)} modules"
     )
@@ -133,8 +155,8 @@ def main(argv: list[str]) -> int:
         for name, doc in cases().items():
             path = Path(tmp) / "instance.json"
             path.write_text(json.dumps(doc))
-            floor = timed([sys.executable, "-c", _FLOOR, str(path)], args.repeats)
-            assign = timed([sys.executable, "-c", _ASSIGN, "assign", str(path)], args.repeats)
+            floor = timed([sys.executable, "-c", _FLOOR, str(path)], repeats)
+            assign = timed([sys.executable, "-c", _ASSIGN, "assign", str(path)], repeats)
             loaded = modules(_ASSIGN, ["assign", str(path)]) - bare
             ours = sorted(m for m in loaded if m.startswith("rackplan"))
             solvers = [s for s in SOLVERS if s in loaded] or ["none"]

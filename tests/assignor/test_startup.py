@@ -26,12 +26,24 @@ _CHILD = (
 )
 SOLVERS = ("numpy", "highspy", "networkx", "scipy")
 #: What neither a range group nor an equal cooperative-sticky one needs: the unequal path, its exact
-#: candidate's integer programs, rack-optimal, Streams.
+#: candidate's integer programs, rack-optimal, Streams, the traffic figures of an instance without traffic.
 UNUSED = (
     "rackplan.assignor.consumer.sticky.general",
     "rackplan.assignor.consumer.rack_optimal",
     "rackplan.assignor.flow.highs",
     "rackplan.assignor.streams",
+    "rackplan.assignor.traffic",
+)
+#: What an equal rack-optimal group without traffic needs none of: the exact step for unequal
+#: subscriptions (its programs, the cooperative-sticky search it starts from), the traffic objectives.
+UNUSED_RACK_OPTIMAL = (
+    "rackplan.assignor.consumer.sticky",
+    "rackplan.assignor.consumer.rack_optimal.balanced",
+    "rackplan.assignor.consumer.rack_optimal.milp",
+    "rackplan.assignor.consumer.rack_optimal.bytes_objective",
+    "rackplan.assignor.consumer.rack_optimal.load_balance",
+    "rackplan.assignor.flow.highs",
+    "rackplan.assignor.traffic",
 )
 
 
@@ -66,3 +78,9 @@ def test_a_small_group_imports_no_solver_it_does_not_use(tmp_path: Path, assigno
     modules = _imported(tmp_path, _group(assignor))
     assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
     assert [m for m in modules if m.startswith(UNUSED)] == []
+
+
+def test_an_equal_rack_optimal_group_imports_only_the_fair_optimum(tmp_path: Path) -> None:
+    modules = _imported(tmp_path, _group("rack-optimal"))
+    assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
+    assert [m for m in modules if m.startswith(UNUSED_RACK_OPTIMAL)] == []

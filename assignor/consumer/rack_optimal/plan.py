@@ -35,10 +35,7 @@ with count balance :mod:`.bytes_objective`, the partition objective
 from __future__ import annotations
 
 from ...model import Cluster, ConsumerGroup, ConsumerPlan
-from .balanced import rebalance
-from .bytes_objective import assign_bytes
 from .class_flow import fair_assign
-from .load_balance import assign_by_load
 
 
 def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
@@ -48,12 +45,20 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     balance is :mod:`.bytes_objective`.  Neither runs without those choices, so
     plans of instances that make none stay exactly as before.
     """
+    # Each objective's modules are imported by the groups that choose it: an equal-subscription group
+    # never loads the integer programs nor the cooperative-sticky search (issue 29: start-up).
     if group.balance == "bytes":
+        from .load_balance import assign_by_load
+
         return assign_by_load(cluster, group)
     if group.objective == "bytes":
+        from .bytes_objective import assign_bytes
+
         return assign_bytes(cluster, group)
     plan = fair_assign(cluster, group)
     if len({m.topics for m in group.members}) > 1:  # unequal: from the fair optimum to the balanced one
+        from .balanced import rebalance
+
         assignment, outcome = rebalance(cluster, group, plan.assignment)
         stats: dict[str, bool | int | float] = {"optimal": outcome.optimal}
         if not outcome.optimal:
