@@ -1,9 +1,9 @@
 """cooperative-sticky's settling for unequal subscriptions: candidates verified by where the group lands.
 
-The general path is
-a search, so its follow-up run can end less local than the target it was
-handed, or alternate between two targets (issue 10); iterating it to a fixed
-point is not guaranteed to end.  Instead, candidates are *verified*:
+The general path is a search, so its follow-up run can end less local than
+the target it was handed, or alternate between two targets (issue 10);
+iterating it to a fixed point is not guaranteed to end.  Instead, candidates
+are *verified*:
 
 * one round's answer (:func:`_choose`) is the search's target, or the
   *keep-first* run's (every partition with its valid owner stays, balancing's

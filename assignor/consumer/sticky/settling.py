@@ -1,25 +1,25 @@
 """cooperative-sticky's settling for equal subscriptions: follow-up rounds run here until the target stays.
 
-The follow-up (:func:`settle`) round sees
-members owning this round's target minus the withheld partitions, and itself
-checks the case where everything it assigns is owned.  ``R`` does not shrink
-monotonically with ownership (a member owning more may drop to ``q`` and
-release an older partition), so a one-shot optimum could be improved in the
-follow-up round, which would then withhold again.  We therefore run both
-rounds here, taking their answer as the new target, until the target is a
-fixed point of both: the real follow-up then reproduces it and withholds
-nothing, and feeding the converged plan back changes nothing.  Each change
-either keeps the cross-rack count and re-places only withheld partitions, or
-lowers the cross-rack count (the target is the re-run's only zero-move
-solution), so this ends.  The simulations are capped at
-:data:`MAX_FOLLOW_UPS`; a target still changing then is returned with
-``Settlement.fixed_point`` False and :func:`.plan.assign` logs a warning naming the
-group (the plan stays valid; its real follow-up may move partitions again).
-Every partition must have a holder when settling ends: if not, the write-back
-is broken and :class:`~rackplan.assignor.flow.PostconditionError` says which.
-Keep rule: when every partition is validly owned by a subscriber and that
-previous assignment is balanced, it is returned unless the settled target is
-strictly more local.
+The follow-up round (:func:`settle` runs it here) sees members owning this
+round's target minus the withheld partitions, and itself checks the case where
+everything it assigns is owned.  ``R`` (see :mod:`.plan`) does not shrink monotonically with
+ownership (a member owning more may drop to ``q`` and release an older
+partition), so a one-shot optimum could be improved in the follow-up round,
+which would then withhold again.  We therefore run both rounds here, taking
+their answer as the new target, until the target is a fixed point of both: the
+real follow-up then reproduces it and withholds nothing, and feeding the
+converged plan back changes nothing.  Each change either keeps the cross-rack
+count and re-places only withheld partitions, or lowers the cross-rack count
+(the target is the re-run's only zero-move solution), so this ends.  The
+simulations are capped at :data:`MAX_FOLLOW_UPS`; a target still changing then
+is returned with ``Settlement.fixed_point`` False and :func:`.plan.assign`
+logs a warning naming the group (the plan stays valid; its real follow-up may
+move partitions again).  Every partition must have a holder when settling
+ends: if not, the write-back is broken and
+:class:`~rackplan.assignor.flow.PostconditionError` says which.  Keep rule:
+when every partition is validly owned by a subscriber and that previous
+assignment is balanced, it is returned unless the settled target is strictly
+more local.
 """
 
 from __future__ import annotations
