@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import sys
 from collections.abc import Callable
 
 #: What :func:`attach` returns: the package's ``__getattr__``, ``__dir__`` and ``__all__``.
@@ -40,9 +41,13 @@ def exports(source: str) -> dict[str, tuple[int, str, str]]:
 
 def attach(package: str, init_file: str) -> Surface:
     """``__getattr__``, ``__dir__`` and ``__all__`` for ``package``, from its ``__init__``'s TYPE_CHECKING block."""
-    with open(init_file, encoding="utf-8") as f:  # not pathlib: one module fewer to import at start-up
-        table = exports(f.read())
-    namespace = importlib.import_module(package).__dict__
+    module = sys.modules[package]
+    # Through the package's loader, not open(): Spark ships the code as a zip (fleet's standalone mode).
+    get_data = getattr(module.__spec__.loader if module.__spec__ else None, "get_data", None)
+    if get_data is None:
+        raise ImportError(f"{package}: its loader cannot read {init_file}, where its public names are listed")
+    table = exports(get_data(init_file).decode("utf-8"))
+    namespace = module.__dict__
 
     def __getattr__(name: str) -> object:
         where = table.get(name)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +60,29 @@ def test_an_equal_sticky_group_loads_neither_the_unequal_path_nor_the_programs()
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_list_is_read_through_the_loader_when_the_code_is_a_zip(tmp_path: Path) -> None:
+    """Spark ships the code as a zip (fleet's standalone mode): ``open(__file__)`` cannot read the list there,
+    the package's loader can."""
+    api = importlib.import_module("rackplan.assignor")  # its __all__ exists at run time only
+    source = Path(api.__file__ or "").resolve().parent
+    code = tmp_path / "code.zip"
+    with zipfile.ZipFile(code, "w") as z:
+        z.writestr("rackplan/__init__.py", "")
+        for path in sorted(source.rglob("*.py")):
+            z.write(path, f"rackplan/assignor/{path.relative_to(source)}")
+    probe = (
+        "import rackplan.assignor as a\n"
+        "from rackplan.assignor.consumer.sticky import assign\n"
+        "print(a.__file__, len(a.__all__), a.parse_instance.__module__, assign.__module__)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    run = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    where, count, parse_module, assign_module = run.stdout.split()
+    assert where.startswith(str(code)) and int(count) == len(api.__all__)
+    assert (parse_module, assign_module) == (
+        "rackplan.assignor.parse",
+        "rackplan.assignor.consumer.sticky.plan",
+    )
