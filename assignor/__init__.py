@@ -21,8 +21,18 @@ plan it from the typed model (:func:`run_assignor` then
 :mod:`.contract` the rest.  A :class:`PostconditionError` is a bug in an
 assignor, never bad input.
 
-The public API is :data:`__all__`, importable from here; names are loaded on
-first use, so ``rackplan assign`` imports no more than the path it takes.
+The public API is the ``if TYPE_CHECKING:`` block below, the one list of its
+names: mypy reads it as this package's typed attributes, and
+:func:`~rackplan.assignor.surface.attach` reads the same lines to import each name
+from its module on first use, so ``rackplan assign`` imports no more than the
+path it takes.  Layers above import from here, not from the modules, which may
+move.  Besides the planning calls it offers what the agent, the fleet job and the
+command line reuse: :func:`read_bounded` and :class:`TooLargeError` (reading a
+bounded input), :func:`one_line` (one-line error text), the contract's choices
+(:data:`CONSUMER_ASSIGNORS`, :data:`RACK_STRATEGIES`), :func:`assign_document`
+(``rackplan assign`` on a decoded document) and the ``assign`` subcommand's
+pieces for :mod:`rackplan.cli` (:func:`cmd_assign`, :func:`positive_mib`,
+:data:`MAX_INPUT_MIB`, :func:`write_err`).
 
 Example::
 
@@ -44,127 +54,49 @@ if (
         f"import rackplan.assignor, not {__name__} (the distribution's only top-level name is rackplan)"
     )
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .cli import plan_model
-    from .consumer import document as consumer_document
-    from .consumer import run_assignor
-    from .contract import (
-        FOLLOW_UP_LIMIT,
-        app_topics,
-        cluster_document,
-        follow_up,
-        group_topics,
-        instance_document,
-        is_cross_rack,
-        leader_cross_rack,
-        settle_cooperative,
-        subtopologies_of,
-        task_partitions,
-        topics_of,
-    )
-    from .flow import PostconditionError
-    from .model import (
-        Cluster,
-        ConsumerGroup,
-        ConsumerPlan,
-        Member,
-        RackAwareConfig,
-        StreamsApp,
-        StreamsClient,
-        Subtopology,
-        TopicPartition,
-    )
-    from .parse import InputError, parse_consumer_group, parse_instance, parse_streams_app
+    from .bounded import TooLargeError as TooLargeError
+    from .bounded import read_bounded as read_bounded
+    from .cli import MAX_INPUT_MIB as MAX_INPUT_MIB
+    from .cli import assign_document as assign_document
+    from .cli import cmd_assign as cmd_assign
+    from .cli import plan_model as plan_model
+    from .cli import positive_mib as positive_mib
+    from .cli import write_err as write_err
+    from .consumer import consumer_document as consumer_document
+    from .consumer import run_assignor as run_assignor
+    from .contract import FOLLOW_UP_LIMIT as FOLLOW_UP_LIMIT
+    from .contract import app_topics as app_topics
+    from .contract import cluster_document as cluster_document
+    from .contract import follow_up as follow_up
+    from .contract import group_topics as group_topics
+    from .contract import instance_document as instance_document
+    from .contract import is_cross_rack as is_cross_rack
+    from .contract import leader_cross_rack as leader_cross_rack
+    from .contract import settle_cooperative as settle_cooperative
+    from .contract import subtopologies_of as subtopologies_of
+    from .contract import task_partitions as task_partitions
+    from .contract import topics_of as topics_of
+    from .flow import PostconditionError as PostconditionError
+    from .model import CONSUMER_ASSIGNORS as CONSUMER_ASSIGNORS
+    from .model import RACK_STRATEGIES as RACK_STRATEGIES
+    from .model import Cluster as Cluster
+    from .model import ConsumerGroup as ConsumerGroup
+    from .model import ConsumerPlan as ConsumerPlan
+    from .model import Member as Member
+    from .model import RackAwareConfig as RackAwareConfig
+    from .model import StreamsApp as StreamsApp
+    from .model import StreamsClient as StreamsClient
+    from .model import Subtopology as Subtopology
+    from .model import TopicPartition as TopicPartition
+    from .parse import InputError as InputError
+    from .parse import one_line as one_line
+    from .parse import parse_consumer_group as parse_consumer_group
+    from .parse import parse_instance as parse_instance
+    from .parse import parse_streams_app as parse_streams_app
+else:
+    from .surface import attach
 
-#: public name -> the module (under this package) that defines it, or (module, its name there)
-_EXPORTS: dict[str, str | tuple[str, str]] = {
-    "parse_instance": "parse",
-    "parse_consumer_group": "parse",
-    "parse_streams_app": "parse",
-    "InputError": "parse",
-    "plan_model": "cli",
-    "run_assignor": "consumer",
-    "consumer_document": ("consumer", "document"),
-    "PostconditionError": "flow",
-    **dict.fromkeys(
-        (
-            "Cluster",
-            "ConsumerGroup",
-            "ConsumerPlan",
-            "Member",
-            "RackAwareConfig",
-            "StreamsApp",
-            "StreamsClient",
-            "Subtopology",
-            "TopicPartition",
-        ),
-        "model",
-    ),
-    **dict.fromkeys(
-        (
-            "FOLLOW_UP_LIMIT",
-            "app_topics",
-            "cluster_document",
-            "follow_up",
-            "group_topics",
-            "instance_document",
-            "is_cross_rack",
-            "leader_cross_rack",
-            "settle_cooperative",
-            "subtopologies_of",
-            "task_partitions",
-            "topics_of",
-        ),
-        "contract",
-    ),
-}
-
-__all__ = [
-    "FOLLOW_UP_LIMIT",
-    "Cluster",
-    "ConsumerGroup",
-    "ConsumerPlan",
-    "InputError",
-    "Member",
-    "PostconditionError",
-    "RackAwareConfig",
-    "StreamsApp",
-    "StreamsClient",
-    "Subtopology",
-    "TopicPartition",
-    "app_topics",
-    "cluster_document",
-    "consumer_document",
-    "follow_up",
-    "group_topics",
-    "instance_document",
-    "is_cross_rack",
-    "leader_cross_rack",
-    "parse_consumer_group",
-    "parse_instance",
-    "parse_streams_app",
-    "plan_model",
-    "run_assignor",
-    "settle_cooperative",
-    "subtopologies_of",
-    "task_partitions",
-    "topics_of",
-]
-
-
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use (PEP 562)."""
-    where = _EXPORTS.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attr = (where, name) if isinstance(where, str) else where
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    __getattr__, __dir__, __all__ = attach(__name__, __file__)

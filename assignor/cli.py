@@ -11,7 +11,6 @@ import argparse
 import gc
 import json
 import sys
-import threading
 from typing import Any, TextIO
 
 from .bounded import TooLargeError, read_bounded
@@ -125,6 +124,8 @@ def decode(data: bytes) -> tuple[Any, bool]:
 
 
 def _decode_deep(text: str, floats: _FloatSeen) -> Any:
+    import threading  # only deep documents need a thread with a deep stack (issue 29: start-up)
+
     result: list[Any] = []
     error: list[BaseException] = []
 

@@ -17,7 +17,6 @@ from operator import itemgetter
 from typing import Any, cast
 
 from ..model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
-from ..traffic import consumer_traffic_stats
 from .owned import count_moved, previous_owners
 
 Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]
@@ -87,14 +86,18 @@ def consumer_stats(
 ) -> dict[str, Any]:
     subscribed = SubscribedTopics(group)
     counts = [len(v) for v in plan.assignment.values()]
+    traffic: dict[str, Any] = {}
+    if cluster.traffic is not None:  # the contract's traffic figures, only when the instance has traffic
+        from ..traffic import consumer_traffic_stats  # (imported only then: issue 29, start-up)
+
+        traffic = consumer_traffic_stats(cluster, group, plan.assignment)
     return {
         "partitions": sum(len(cluster.topics[t]) for t in subscribed.topics),
         "assigned": sum(counts),
         "cross_rack": cross_rack_count(cluster, group, plan),
         "max_minus_min": (max(counts) - min(counts)) if counts else 0,
         "moved": count_moved(plan, previous_owners(cluster, group), subscribed),
-        # the contract's traffic figures, only when the instance has traffic (else output unchanged)
-        **({} if cluster.traffic is None else consumer_traffic_stats(cluster, group, plan.assignment)),
+        **traffic,  # else the output is unchanged
         **plan.stats,  # the assignor's additive fields
         "elapsed_ms": round(elapsed_ms, 3),
     }
@@ -120,10 +123,10 @@ def plan_document(cluster: Cluster, group: ConsumerGroup, pairs_as_lists: bool =
     decoded JSON keep the default).
     """
     plan, elapsed_ms = run_assignor(cluster, group)
-    return document(cluster, group, plan, elapsed_ms, pairs_as_lists)
+    return consumer_document(cluster, group, plan, elapsed_ms, pairs_as_lists)
 
 
-def document(
+def consumer_document(
     cluster: Cluster, group: ConsumerGroup, plan: ConsumerPlan, elapsed_ms: float, pairs_as_lists: bool = True
 ) -> dict[str, Any]:
     """The output document of a plan :func:`run_assignor` made (see :func:`plan_document`)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Sequence
 
-from . import Edge
+from .mincost import Edge
 
 
 def residual_potentials(num_nodes: int, edges: Sequence[Edge], flow: Sequence[int]) -> list[int]:

@@ -30,10 +30,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer import cross_rack_count, sticky, subscribed_partitions
+from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.consumer.rack_optimal import assign as rack_optimal_assign
-from rackplan.assignor.consumer.sticky import assign
+from rackplan.assignor.consumer.sticky import assign, general_settle, settling
 from rackplan.assignor.consumer.sticky.common import Prepared, prepare
 from rackplan.assignor.consumer.sticky.constrained import assign_constrained
 from rackplan.assignor.flow import PostconditionError
@@ -274,18 +274,18 @@ def test_settling_reaches_a_fixed_point_and_says_so(inst: tuple[Cluster, Consume
         return
     prep = prepare(cluster, group)
     if len({m.topics for m in group.members}) == 1:
-        settled = sticky.settle(prep, sticky._unproven)
-        assert settled.fixed_point and 0 <= settled.follow_ups < sticky.MAX_FOLLOW_UPS
-        with mock.patch.object(sticky, "MAX_FOLLOW_UPS", 0):
-            capped = sticky.settle(prep, sticky._unproven)
+        settled = settling.settle(prep, settling.unproven)
+        assert settled.fixed_point and 0 <= settled.follow_ups < settling.MAX_FOLLOW_UPS
+        with mock.patch.object(settling, "MAX_FOLLOW_UPS", 0):
+            capped = settling.settle(prep, settling.unproven)
         # Capped, only the keep rule can still return a fixed point: the previous assignment itself.
         assert capped.follow_ups == 0
-        assert not capped.fixed_point or capped.holder == sticky.kept(prep)
+        assert not capped.fixed_point or capped.holder == settling.kept(prep)
         return
-    settled = sticky.settle_general(prep)
-    assert settled.fixed_point and 0 < settled.follow_ups <= sticky.MAX_RUNS
-    with mock.patch.object(sticky, "MAX_RUNS", 1):
-        capped = sticky.settle_general(prep)
+    settled = general_settle.settle_general(prep)
+    assert settled.fixed_point and 0 < settled.follow_ups <= general_settle.MAX_RUNS
+    with mock.patch.object(general_settle, "MAX_RUNS", 1):
+        capped = general_settle.settle_general(prep)
     # With one run, only a first answer that withholds nothing and stays when fed back can be called final.
     assert not capped.fixed_point or capped.holder == settled.holder == withholding_nothing(
         prep, capped.holder
@@ -305,7 +305,7 @@ def test_unequal_settling_is_what_the_real_follow_up_round_does(inst: tuple[Clus
     cluster, group = inst
     if not group.members:
         return
-    assert sticky.settle_general(prepare(cluster, group)).fixed_point
+    assert general_settle.settle_general(prepare(cluster, group)).fixed_point
     plan1, group2, plan2 = converge(cluster, group)
     assert not plan2.revoked, plan2.revoked
     assert_balanced(group2, plan2)
@@ -313,11 +313,11 @@ def test_unequal_settling_is_what_the_real_follow_up_round_does(inst: tuple[Clus
     plan3 = assign(cluster, group3)
     assert plan3.assignment == plan2.assignment and not plan3.revoked
     # Never more moves than keeping every owned partition when that lands at least as locally.
-    keep = sticky._choose(dataclasses.replace(prepare(cluster, group), keep_owned=True))[0]
+    keep = general_settle._choose(dataclasses.replace(prepare(cluster, group), keep_owned=True))[0]
     prep = prepare(cluster, group)
-    if withholding_nothing(prep, keep) is not None and sticky.balanced(prep, keep):
+    if withholding_nothing(prep, keep) is not None and settling.balanced(prep, keep):
         landed = cross_rack_count(cluster, group2, plan2)
-        assert landed < sticky.cross_count(prep, keep) or not count_moved(
+        assert landed < settling.cross_count(prep, keep) or not count_moved(
             plan1, previous_owners(cluster, group), subscribed_partitions(cluster, group)
         )
 
@@ -344,7 +344,7 @@ def kept_starts(draw: st.DrawFn) -> tuple[Cluster, ConsumerGroup]:
         group,
         members=tuple(dataclasses.replace(m, owned=tuple(owned[m.member_id]), generation=1) for m in members),
     )
-    assume(sticky.kept(prepare(cluster, group)) is not None)
+    assume(settling.kept(prepare(cluster, group)) is not None)
     return cluster, group
 
 
@@ -561,7 +561,7 @@ def partly_owned_case(stray: int) -> tuple[Cluster, ConsumerGroup]:
 def assert_no_worse_than_keeping(cluster: Cluster, group: ConsumerGroup) -> None:
     """Fewer cross-rack partitions than keeping the previous assignment, or the previous assignment itself."""
     prep = prepare(cluster, group)
-    if sticky.kept(prep) is None:
+    if settling.kept(prep) is None:
         return
     previous = ConsumerPlan(assignment={m.member_id: list(m.owned) for m in group.members})
     plan = assign(cluster, group)
@@ -578,7 +578,7 @@ def test_issue_10_keep_case_moves_only_to_land_strictly_more_locally() -> None:
     owners unless a stable target lands strictly more locally; the exact candidate does: 2 cross-rack, the
     optimum over every balanced assignment, with its fewest moves (6), settled in two rounds."""
     cluster, group = issue_10_keep_case()
-    assert sticky.kept(prepare(cluster, group)) is not None
+    assert settling.kept(prepare(cluster, group)) is not None
     previous = ConsumerPlan(assignment={m.member_id: list(m.owned) for m in group.members})
     assert cross_rack_count(cluster, group, previous) == 3
     rounds, moved, last, plan = rounds_until_settled(cluster, group)
@@ -600,7 +600,7 @@ def test_an_unsettled_plan_is_logged(caplog: pytest.LogCaptureFixture) -> None:
     """With no simulation allowed, the plan is still made, and a warning names the group."""
     cluster = Cluster(broker_racks={1: "a", 2: "b"}, topics={"t": ((1,), (2,), (1,), (2,))})
     group = ConsumerGroup("g", "cooperative-sticky", (Member("m1", "a", ("t",)), Member("m2", "b", ("t",))))
-    with mock.patch.object(sticky, "MAX_FOLLOW_UPS", 0), caplog.at_level(logging.WARNING):
+    with mock.patch.object(settling, "MAX_FOLLOW_UPS", 0), caplog.at_level(logging.WARNING):
         plan = assign(cluster, group)
     assert_valid(cluster, group, plan)
     assert any("group g has no fixed point after 0 follow-up" in r.getMessage() for r in caplog.records)
@@ -621,7 +621,7 @@ def test_a_partition_left_without_holder_is_a_postcondition_failure() -> None:
         return [parts[1:] if i == 0 else parts for i, parts in enumerate(per_member)]
 
     with (
-        mock.patch.object(sticky, "assign_constrained", dropping),
+        mock.patch.object(settling, "assign_constrained", dropping),
         pytest.raises(PostconditionError, match=r"1 of 4 partitions have no holder"),
     ):
         assign(cluster, group)

@@ -34,7 +34,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer import document, run_assignor, subscribed_partitions
+from rackplan.assignor.consumer import consumer_document as document
+from rackplan.assignor.consumer import run_assignor, subscribed_partitions
 from rackplan.assignor.consumer.owned import previous_owners
 from rackplan.assignor.contract import instance_document
 from rackplan.assignor.model import (

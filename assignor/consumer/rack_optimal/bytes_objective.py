@@ -4,7 +4,7 @@ Over the fair assignments (every member of subscription class ``s`` holds
 ``low[s]`` or ``low[s] + 1``, the box of :mod:`.fair`; with equal
 subscriptions these are *all* the balanced assignments) this is a
 transportation problem, solved exactly as one min-cost flow on the classes of
-:func:`rackplan.assignor.consumer.rack_optimal._classify`:
+:func:`rackplan.assignor.consumer.rack_optimal.classify`:
 
 * Partitions of one class ``k`` (same topic group, same replica racks) are
   local to the same member racks, so only *how many* of them cross matters,
@@ -34,25 +34,19 @@ checked (every partition once, to a subscriber, counts in the fair box).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ...flow import FlowGraph, PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from ...traffic import exact_integers, group_weights
 from .balanced import rebalance
-
-if TYPE_CHECKING:
-    from . import _Classes
+from .class_flow import Classes, classify, hand_out, owned_by_class, pour
 
 
 def assign_bytes(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     """The plan of the module docstring and its ``stats`` (``optimal``, else the proven bound)."""
     if not group.members:
         return ConsumerPlan(assignment={}, revoked={}, stats={"optimal": True})
-    from . import _classify, _owned_by_class, hand_out, pour  # the package imports this module
-
-    c = _classify(cluster, group)
-    owned = _owned_by_class(cluster, group, c)
+    c = classify(cluster, group)
+    owned = owned_by_class(cluster, group, c)
     topics = sorted({t for m in c.members for t in m.topics})
     values = group_weights(cluster, topics)
     flat = [(t, p) for t in topics for p in range(len(cluster.topics[t]))]
@@ -172,7 +166,7 @@ def assign_bytes(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
 def _checked(
     cluster: Cluster,
     group: ConsumerGroup,
-    c: _Classes,
+    c: Classes,
     out: list[list[TopicPartition]],
     b: dict[TopicPartition, int],
     scale: int,

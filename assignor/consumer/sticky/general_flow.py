@@ -30,7 +30,7 @@ random cases; see docs/assignors.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...flow import FlowGraph, InfeasibleFlow
 from .common import deal
@@ -66,6 +66,11 @@ class Repair:
     member: int
 
 
+#: Partitions of equal (owner or -1, topic, replica mask, pinned): interchangeable for the flow; pinned
+#: means with its owner in a keep-first run.
+Pools = dict[tuple[int, int, int, bool], list[int]]
+
+
 def place(
     state: GeneralState,
     losers: frozenset[int] = frozenset(),
@@ -84,127 +89,236 @@ def place(
     cheaper balanced assignment, False when there is none (or the flow is
     infeasible), a :class:`Repair` when the cheaper assignment it found is
     unbalanced.
+
+    The phases: the counts the flow must meet; the partitions pooled and the
+    current cost; the cases no flow can improve; the network (members behind
+    one hub per topic and rack class, spare units, one source per pool),
+    refused whole when it would overrun the budget; the flow, kept only when
+    strictly cheaper; the holders read back from it; a repair when the shift
+    broke balance, else the new assignment applied.
     """
-    holder, owner, masks, ptopic, cls = state.holder, state.owner, state.masks, state.ptopic, state.cls
-    n, n_topics, tm, mt = state.n, state.n_topics, state.tm, state.mt
-    crossk = state.crossk
-    n_cls = len(crossk)
+    counts = _target_counts(state, losers, gainer, droppers)
+    if counts is None:
+        return False
     big = state.prep.cross_price or state.n_parts + 1
+    pools, current = _pools(state, big)
+    plain = not losers and gainer < 0 and not counts.drops
+    # A proof of minimal cross-rack count holds only for the plain objective over every partition.
+    provable = plain and not state.keep_owned and not state.prep.cross_price
+    if _nothing_to_gain(state, current, big, plain, provable):
+        return False
+    net = _Network(counts)
+    _members_and_hubs(state, net)
+    if (losers and gainer < 0) or counts.drops:
+        _spare_units(state, net, losers, banned, gainer)
+    if budget is not None and not _fits(state, net, pools, budget):
+        return False
+    pool_edges = _pool_edges(state, net, pools, big)
+    if budget is not None:
+        budget.edges -= len(net.graph.edges)  # counted exactly above, so it fits
+    try:
+        result = net.graph.solve()
+    except InfeasibleFlow:
+        return False
+    if result.cost >= current:
+        if provable:  # proven: no balanced assignment at these counts has fewer cross-rack partitions
+            state.min_cross_holder = list(state.holder)
+        return False
+    new_holder = _read_back(state, net, pools, pool_edges, result.flow)
+    if losers or counts.drops:
+        repair = _imbalance(state, new_holder, counts.cnt)
+        if repair is not None:
+            return repair
+    _apply(state, new_holder)
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """The counts a :func:`place` flow must meet: per member, each topic's least-loaded subscriber's,
+    and the droppers that may hold one fewer."""
+
+    cnt: list[int]
+    min_sub: list[int]
+    drops: set[int]
+
+
+def _target_counts(
+    state: GeneralState, losers: frozenset[int], gainer: int, droppers: frozenset[int]
+) -> _Counts | None:
+    """Current counts, one fewer per loser and as many more for ``gainer``; None if a loser holds nothing."""
     cnt = list(state.cnt)
     for a in losers:
         cnt[a] -= 1
         if cnt[a] < 0:
-            return False
+            return None
     if gainer >= 0:
         cnt[gainer] += len(losers)
-    min_sub = [min(cnt[i] for i in tm[t]) if tm[t] else 0 for t in range(n_topics)]
+    tm = state.tm
+    min_sub = [min(cnt[i] for i in tm[t]) if tm[t] else 0 for t in range(state.n_topics)]
     drops = {i for i in droppers if cnt[i] > 0 and i not in losers}
+    return _Counts(cnt, min_sub, drops)
 
-    # (owner or -1, topic, mask, pinned) -> partitions; pinned: with its owner in a keep-first run
-    pools: dict[tuple[int, int, int, bool], list[int]] = {}
+
+def _pools(state: GeneralState, big: int) -> tuple[Pools, int]:
+    """The partitions pooled by (owner, topic, mask, pinned), and the current ``BIG * cross + moves``."""
+    holder, owner, masks, ptopic, cls, crossk = (
+        state.holder,
+        state.owner,
+        state.masks,
+        state.ptopic,
+        state.cls,
+        state.crossk,
+    )
+    pools: Pools = {}
     keep = state.keep_owned
     current = 0
     for gp in range(state.n_parts):
         h, o, k = holder[gp], owner[gp], masks[gp]
         pools.setdefault((o, ptopic[gp], k, keep and o == h), []).append(gp)
         current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
-    plain = not losers and gainer < 0 and not drops
-    # A proof of minimal cross-rack count holds only for the plain objective over every partition.
-    provable = plain and not state.keep_owned and not state.prep.cross_price
+    return pools, current
+
+
+def _nothing_to_gain(state: GeneralState, current: int, big: int, plain: bool, provable: bool) -> bool:
+    """Whether no flow can be cheaper than ``current``, so none is built (a proof is recorded when one holds)."""
+    holder = state.holder
     if plain and not current:
         state.min_cross_holder = list(holder) if provable else state.min_cross_holder
-        return False
+        return True
     if provable and current % big == 0 and holder == state.min_cross_holder:
         # Nothing to gain: nothing cross-rack and nothing moved, or nothing moved and the cross-rack
         # count proven the fewest at these counts (an earlier flow at this very holder).
         state.min_cross_holder = list(holder)
-        return False
-    if not current:
-        return False
+        return True
+    return not current
 
-    graph = FlowGraph()
-    node, edge = graph.add_node, graph.add_edge
-    member_node: dict[int, int] = {}
-    hubs: dict[tuple[int, int], int] = {}
 
-    def member(i: int) -> int:
-        v = member_node.get(i)
+@dataclass(slots=True)
+class _Network:
+    """The flow network of one :func:`place`, its nodes created on first use in a fixed order."""
+
+    counts: _Counts
+    graph: FlowGraph = field(default_factory=FlowGraph)
+    member_node: dict[int, int] = field(default_factory=dict)
+    hubs: dict[tuple[int, int], int] = field(default_factory=dict)
+    node_member: dict[int, int] = field(default_factory=dict)
+    spare_of: dict[int, int] = field(default_factory=dict)  # growing member -> its spare-unit node
+    grows: dict[int, set[int]] = field(default_factory=dict)  # growing member -> topics it may grow in
+    room: int = 0  # capacity of each spare-unit edge
+
+    def member(self, i: int) -> int:
+        """Member ``i``'s node, demanding its count (one less for a dropper, which may send it spare)."""
+        v = self.member_node.get(i)
         if v is None:
-            v = member_node[i] = node(-cnt[i] + (1 if i in drops else 0))
+            c = self.counts
+            v = self.member_node[i] = self.graph.add_node(-c.cnt[i] + (1 if i in c.drops else 0))
         return v
 
-    def hub_of(t: int, g: int) -> int:
-        hub = hubs.get((t, g))
+    def hub(self, t: int, g: int) -> int:
+        """The hub of topic ``t`` for members of rack class ``g``."""
+        hub = self.hubs.get((t, g))
         if hub is None:
-            hub = hubs[(t, g)] = node()
+            hub = self.hubs[(t, g)] = self.graph.add_node()
         return hub
 
-    for t in range(n_topics):
-        for i in tm[t]:
+
+def _members_and_hubs(state: GeneralState, net: _Network) -> None:
+    """Each member behind the hubs of the topics it may hold at its count: at most one above the topic's
+    least-loaded subscriber, the contract's balance rule at fixed counts."""
+    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    for t in range(state.n_topics):
+        for i in state.tm[t]:
             if cnt[i] > 0 and cnt[i] <= min_sub[t] + 1:
-                edge(hub_of(t, cls[i]), member(i), cnt[i], 0)
-    for i in range(n):  # members whose count no hub reaches still need their node
+                net.graph.add_edge(net.hub(t, state.cls[i]), net.member(i), cnt[i], 0)
+    for i in range(state.n):  # members whose count no hub reaches still need their node
         if cnt[i] > 0:
-            member(i)
-    node_member = {v: i for i, v in member_node.items()}
-    spare_of: dict[int, int] = {}  # growing member -> its spare-unit node
-    grows: dict[int, set[int]] = {}  # growing member -> topics it may grow in
-    if (losers and gainer < 0) or drops:  # spare units for members at the bottom of a topic
-        spare = node(-(len(losers) if gainer < 0 else 0) - len(drops))
-        for i in sorted(drops):  # a dropper that keeps its count sends its last unit here
-            edge(member(i), spare, 1, 0)
-        room = max(1, len(losers))
-        # With droppers, a member one above a topic's minimum may grow too, if the members at the minimum
-        # grow with it; the repair bars it when they do not.
-        reach = 1 if drops else 0
-        for d in range(n):
-            grow = [t for t in mt[d] if cnt[d] <= min_sub[t] + reach]
-            if grow and d not in losers and d not in banned:
-                y = spare_of[d] = node()
-                grows[d] = set(grow)
-                node_member[y] = d
-                edge(y, spare, room, 0)
-                for t in grow:
-                    edge(hub_of(t, cls[d]), y, room, 0)
-    if budget is not None:
-        # The pools' edges, counted before they are built: a graph the budget refuses costs nothing more.
-        hubs_of = [0] * n_topics
-        for t, _g in hubs:
-            hubs_of[t] += 1
-        total = len(graph.edges)
-        for o, t, _k, pinned in pools:
-            total += 0 if pinned else hubs_of[t]
-            total += o >= 0 and 0 < cnt[o] <= min_sub[t] + 1
-            total += o in spare_of and t in grows[o]
-        if total > budget.edges:
-            budget.edges = 0  # not even one more flow of this size fits: the search stops here
-            return False
-    pool_edges: list[tuple[list[int], list[int], list[tuple[int, int]]]] = []
+            net.member(i)
+    net.node_member = {v: i for i, v in net.member_node.items()}
+
+
+def _spare_units(
+    state: GeneralState, net: _Network, losers: frozenset[int], banned: frozenset[int], gainer: int
+) -> None:
+    """Spare units for members at the bottom of a topic: the count shift's receivers, chosen by the flow."""
+    drops = net.counts.drops
+    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    graph = net.graph
+    spare = graph.add_node(-(len(losers) if gainer < 0 else 0) - len(drops))
+    for i in sorted(drops):  # a dropper that keeps its count sends its last unit here
+        graph.add_edge(net.member(i), spare, 1, 0)
+    room = net.room = max(1, len(losers))
+    # With droppers, a member one above a topic's minimum may grow too, if the members at the minimum
+    # grow with it; the repair bars it when they do not.
+    reach = 1 if drops else 0
+    for d in range(state.n):
+        grow = [t for t in state.mt[d] if cnt[d] <= min_sub[t] + reach]
+        if grow and d not in losers and d not in banned:
+            y = net.spare_of[d] = graph.add_node()
+            net.grows[d] = set(grow)
+            net.node_member[y] = d
+            graph.add_edge(y, spare, room, 0)
+            for t in grow:
+                graph.add_edge(net.hub(t, state.cls[d]), y, room, 0)
+
+
+def _fits(state: GeneralState, net: _Network, pools: Pools, budget: Budget) -> bool:
+    """Whether the network with its pools fits the budget; if not, the budget is spent (not even one
+    more flow of this size fits: the search stops here)."""
+    if _pool_edge_count(state, net, pools) > budget.edges:
+        budget.edges = 0
+        return False
+    return True
+
+
+def _pool_edge_count(state: GeneralState, net: _Network, pools: Pools) -> int:
+    """The edges the network will have with its pools, counted before they are built: a graph the
+    budget refuses costs nothing more."""
+    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    hubs_of = [0] * state.n_topics
+    for t, _g in net.hubs:
+        hubs_of[t] += 1
+    total = len(net.graph.edges)
+    for o, t, _k, pinned in pools:
+        total += 0 if pinned else hubs_of[t]
+        total += o >= 0 and 0 < cnt[o] <= min_sub[t] + 1
+        total += o in net.spare_of and t in net.grows[o]
+    return total
+
+
+#: Per pool, in sorted pool order: its partitions, its edges back to the owner, its (edge, hub) pairs.
+PoolEdges = list[tuple[list[int], list[int], list[tuple[int, int]]]]
+
+
+def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> PoolEdges:
+    """One source per pool: an edge back to its owner (no move) and one to each hub of its topic
+    (a move when owned), each costing ``BIG`` per cross-rack partition."""
+    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    crossk, cls = state.crossk, state.cls
+    node, edge = net.graph.add_node, net.graph.add_edge
+    pool_edges: PoolEdges = []
     for (o, t, k, pinned), lst in sorted(pools.items()):
         src = node(len(lst))
         stays = []
         if o >= 0 and cnt[o] > 0 and cnt[o] <= min_sub[t] + 1:
-            stays.append(edge(src, member(o), len(lst), big * crossk[cls[o]][k]))
-        if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
-            stays.append(edge(src, spare_of[o], room, big * crossk[cls[o]][k]))
+            stays.append(edge(src, net.member(o), len(lst), big * crossk[cls[o]][k]))
+        if o in net.spare_of and t in net.grows[o]:  # a growing member takes back its own partition: no move
+            stays.append(edge(src, net.spare_of[o], net.room, big * crossk[cls[o]][k]))
         outs = []
-        for g in range(0 if pinned else n_cls):
-            hub = hubs.get((t, g))
+        for g in range(0 if pinned else len(crossk)):
+            hub = net.hubs.get((t, g))
             if hub is not None:
                 outs.append((edge(src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)), hub))
         pool_edges.append((lst, stays, outs))
-    if budget is not None:
-        budget.edges -= len(graph.edges)  # counted exactly above, so it fits
-    try:
-        result = graph.solve()
-    except InfeasibleFlow:
-        return False
-    if result.cost >= current:
-        if provable:  # proven: no balanced assignment at these counts has fewer cross-rack partitions
-            state.min_cross_holder = list(holder)
-        return False
+    return pool_edges
 
-    flow = result.flow
+
+def _read_back(
+    state: GeneralState, net: _Network, pools: Pools, pool_edges: PoolEdges, flow: list[int]
+) -> list[int]:
+    """The holder of each partition from the flow: the owner's own first, the rest dealt through the hubs
+    to the members in the flow's proportions, lowest numbers first (deterministic)."""
+    holder = state.holder
     incoming: dict[int, list[int]] = {}
     new_holder = list(holder)
     for (o, _t, _k, _pinned), (lst, stays, outs) in zip(sorted(pools), pool_edges, strict=True):
@@ -216,23 +330,23 @@ def place(
         for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
             incoming.setdefault(hub, []).append(gp)
     hub_out: dict[int, dict[int, int]] = {}
-    for e, (u, v, _cap, _cost) in enumerate(graph.edges):
-        if u in incoming and v in node_member and flow[e]:
+    for e, (u, v, _cap, _cost) in enumerate(net.graph.edges):
+        if u in incoming and v in net.node_member and flow[e]:
             per = hub_out.setdefault(u, {})
-            per[node_member[v]] = per.get(node_member[v], 0) + flow[e]
+            per[net.node_member[v]] = per.get(net.node_member[v], 0) + flow[e]
     for hub, lst in incoming.items():
         for i, gp in deal(sorted(lst), sorted(hub_out.get(hub, {}).items())):
             new_holder[gp] = i
-    if losers or drops:
-        repair = _imbalance(state, new_holder, cnt)
-        if repair is not None:
-            return repair
+    return new_holder
+
+
+def _apply(state: GeneralState, new_holder: list[int]) -> None:
+    """The new assignment into the state, its counts and indexes recomputed."""
     state.holder = new_holder
-    state.cnt = [0] * n
+    state.cnt = [0] * state.n
     for i in new_holder:
         state.cnt[i] += 1
     state.reindex()
-    return True
 
 
 def _imbalance(state: GeneralState, holder: list[int], planned: list[int]) -> Repair | None:

@@ -1,0 +1,86 @@
+"""``rackplan assign`` imports only the path an instance takes (issue 29, item 3: start-up).
+
+Each case runs the command in a fresh interpreter (``sys.modules`` is per
+process) and lists what it imported: the solvers (numpy, highspy, networkx) and
+the assignor modules a small range or equal cooperative-sticky group never uses
+must not be among them, so a module-level import that drags them in fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+#: Runs the console script's entry point, then prints every module loaded.
+_CHILD = (
+    "import sys\n"
+    "from rackplan.cli import main\n"
+    "code = main(['assign', sys.argv[1]])\n"
+    "sys.stderr.write('\\n@@' + ' '.join(sorted(sys.modules)))\n"
+    "sys.exit(code)\n"
+)
+SOLVERS = ("numpy", "highspy", "networkx", "scipy")
+#: What neither a range group nor an equal cooperative-sticky one needs: the unequal path, its exact
+#: candidate's integer programs, rack-optimal, Streams, the traffic figures of an instance without traffic.
+UNUSED = (
+    "rackplan.assignor.consumer.sticky.general",
+    "rackplan.assignor.consumer.rack_optimal",
+    "rackplan.assignor.flow.highs",
+    "rackplan.assignor.streams",
+    "rackplan.assignor.traffic",
+)
+#: What an equal rack-optimal group without traffic needs none of: the exact step for unequal
+#: subscriptions (its programs, the cooperative-sticky search it starts from), the traffic objectives.
+UNUSED_RACK_OPTIMAL = (
+    "rackplan.assignor.consumer.sticky",
+    "rackplan.assignor.consumer.rack_optimal.balanced",
+    "rackplan.assignor.consumer.rack_optimal.milp",
+    "rackplan.assignor.consumer.rack_optimal.bytes_objective",
+    "rackplan.assignor.consumer.rack_optimal.load_balance",
+    "rackplan.assignor.flow.highs",
+    "rackplan.assignor.traffic",
+)
+
+
+def _group(assignor: str) -> dict[str, Any]:
+    return {
+        "cluster": {
+            "brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"}],
+            "topics": {"t": [[1], [2], [1], [2]]},
+        },
+        "consumer_group": {
+            "group_id": "g",
+            "assignor": assignor,
+            "members": [
+                {"member_id": "m1", "rack": "a", "topics": ["t"], "owned": [["t", 0]], "generation": 1},
+                {"member_id": "m2", "rack": "b", "topics": ["t"]},
+            ],
+        },
+    }
+
+
+def _imported(tmp_path: Path, doc: dict[str, Any]) -> list[str]:
+    path = tmp_path / "instance.json"
+    path.write_text(json.dumps(doc))
+    run = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["consumer_group"]["assignment"]  # a real plan was written
+    return run.stderr.rsplit("@@", 1)[1].split()
+
+
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
+def test_a_small_group_imports_no_solver_it_does_not_use(tmp_path: Path, assignor: str) -> None:
+    modules = _imported(tmp_path, _group(assignor))
+    assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
+    assert [m for m in modules if m.startswith(UNUSED)] == []
+
+
+def test_an_equal_rack_optimal_group_imports_only_the_fair_optimum(tmp_path: Path) -> None:
+    modules = _imported(tmp_path, _group("rack-optimal"))
+    assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
+    assert [m for m in modules if m.startswith(UNUSED_RACK_OPTIMAL)] == []
