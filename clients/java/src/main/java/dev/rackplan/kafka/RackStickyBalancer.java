@@ -160,7 +160,38 @@ public final class RackStickyBalancer {
       }
       groupOf[t] = g;
     }
-    Map<PKey, Integer> pIds = new HashMap<>();
+    // Rack masks as small ids (few distinct ones), so a partition class is one long key.
+    Map<Long, Integer> maskIds = new HashMap<>();
+    long[] seenMasks = new long[16]; // the first few masks, looked up by a scan
+    int[][] maskIdOf = new int[topics][];
+    for (int t = 0; t < topics; t++) {
+      maskIdOf[t] = new int[numPartitions[t]];
+      long lastMask = 0;
+      int lastId = -1;
+      for (int p = 0; p < numPartitions[t]; p++) {
+        long mask = rackMask[t][p];
+        if (lastId < 0 || mask != lastMask) {
+          int id = -1;
+          for (int i = 0; i < Math.min(seenMasks.length, maskIds.size()); i++) if (seenMasks[i] == mask) id = i;
+          if (id < 0) {
+            Integer known = maskIds.get(mask);
+            if (known == null) {
+              maskIds.put(mask, known = maskIds.size());
+              if (known < seenMasks.length) seenMasks[known] = mask;
+            }
+            id = known;
+          }
+          lastMask = mask;
+          lastId = id;
+        }
+        maskIdOf[t][p] = lastId;
+      }
+    }
+    long maskKinds = maskIds.size();
+    Map<Long, Integer> pIds = new HashMap<>();
+    long codes = groupSubs.size() * maskKinds * (classes + 1L);
+    int[] dense = null; // class id + 1 by code, when the codes are few
+    if (codes <= 1 << 20) dense = new int[(int) codes];
     List<PKey> pKeys = new ArrayList<>();
     List<long[]> pMembers = new ArrayList<>(); // partitions of each class, (topic << 32 | partition)
     int[] pSize = new int[0];
@@ -168,12 +199,15 @@ public final class RackStickyBalancer {
       if (subscriberCount[t] == 0) continue;
       for (int p = 0; p < numPartitions[t]; p++) {
         int o = valid[t][p];
-        PKey key = new PKey(groupOf[t], rackMask[t][p], o < 0 ? -1 : classOf[o]);
-        Integer k = pIds.get(key);
+        int ownerClass = o < 0 ? -1 : classOf[o];
+        // < topics x partitions x (members + 1): no overflow
+        long code = ((groupOf[t] * maskKinds) + maskIdOf[t][p]) * (classes + 1L) + ownerClass + 1;
+        Integer k = dense != null ? (dense[(int) code] == 0 ? null : Integer.valueOf(dense[(int) code] - 1)) : pIds.get(code);
         if (k == null) {
           k = pKeys.size();
-          pIds.put(key, k);
-          pKeys.add(key);
+          if (dense != null) dense[(int) code] = k + 1;
+          else pIds.put(code, k);
+          pKeys.add(new PKey(groupOf[t], rackMask[t][p], ownerClass));
           pMembers.add(new long[4]);
           pSize = Arrays.copyOf(pSize, k + 1);
         }
@@ -217,15 +251,16 @@ public final class RackStickyBalancer {
     long routed = flow.run(source, sink);
     if (routed != total) throw new IllegalStateException("the flow routed " + routed + " of " + total + " partitions");
     // Deal each member class its partitions, current owners first.
-    List<List<Long>> perClass = new ArrayList<>();
-    for (int c = 0; c < classes; c++) perClass.add(new ArrayList<>());
+    long[][] perClass = new long[classes][];
+    int[] perSize = new int[classes];
+    for (int c = 0; c < classes; c++) perClass[c] = new long[(int) Math.min(Integer.MAX_VALUE - 8, base[c] + extra[c])];
+    int[] order = new int[classes];
     for (int k = 0; k < pc; k++) {
       int cursor = 0;
       long[] parts = pMembers.get(k);
       int ownerClass = pKeys.get(k).ownerClass;
       // the owner's class takes its share first, so a split class keeps the most of its owners' partitions
-      int[] order = new int[classes];
-      for (int c = 0, i = 0; c < classes; c++) order[i++] = c;
+      for (int c = 0; c < classes; c++) order[c] = c;
       if (ownerClass >= 0) {
         order[ownerClass] = 0;
         order[0] = ownerClass;
@@ -233,15 +268,19 @@ public final class RackStickyBalancer {
       for (int c : order) {
         if (edgeOf[k][c] < 0) continue;
         long f = flow.flowOn(edgeOf[k][c]);
-        for (long i = 0; i < f; i++) perClass.get(c).add(parts[cursor++]);
+        for (long i = 0; i < f; i++) perClass[c][perSize[c]++] = parts[cursor++];
       }
     }
     int[][] members = new int[classes][];
     int[] fillC = new int[classes];
+    int[] position = new int[n];
     for (int c = 0; c < classes; c++) members[c] = new int[classSize[c]];
-    for (int m = 0; m < n; m++) members[classOf[m]][fillC[classOf[m]]++] = m;
+    for (int m = 0; m < n; m++) {
+      position[m] = fillC[classOf[m]];
+      members[classOf[m]][fillC[classOf[m]]++] = m;
+    }
     int[] count = new int[n];
-    for (int c = 0; c < classes; c++) deal(members[c], perClass.get(c), valid, owner, count);
+    for (int c = 0; c < classes; c++) deal(c, members[c], perClass[c], perSize[c], valid, owner, count, classOf, position);
     check(owner, count, subscribers, subscriberCount, subTopics, subOf, numPartitions);
     return owner;
   }
@@ -249,57 +288,67 @@ public final class RackStickyBalancer {
   private record PKey(int group, long mask, int ownerClass) {}
 
   /** One member class's partitions to its members: floor or ceil each, the ceils to those keeping most. */
-  private static void deal(int[] members, List<Long> parts, int[][] valid, int[][] owner, int[] count) {
+  private static void deal(int c, int[] members, long[] parts, int size, int[][] valid, int[][] owner, int[] count, int[] classOf, int[] position) {
     int n = members.length;
     if (n == 0) return;
-    Map<Integer, Integer> index = new HashMap<>();
-    for (int i = 0; i < n; i++) index.put(members[i], i);
     int[] keeps = new int[n];
-    for (long tp : parts) {
-      Integer i = index.get(valid[(int) (tp >>> 32)][(int) tp]);
-      if (i != null) keeps[i]++;
+    for (int j = 0; j < size; j++) {
+      int o = valid[(int) (parts[j] >>> 32)][(int) parts[j]];
+      if (o >= 0 && classOf[o] == c) keeps[position[o]]++;
     }
-    int floor = parts.size() / n;
-    int extras = parts.size() % n;
-    Integer[] byKeeps = new Integer[n];
-    for (int i = 0; i < n; i++) byKeeps[i] = i;
-    Arrays.sort(byKeeps, (a, b) -> keeps[a] != keeps[b] ? Integer.compare(keeps[b], keeps[a]) : Integer.compare(a, b));
+    int floor = size / n;
+    int extras = size % n;
     int[] quota = new int[n];
-    for (int i = 0; i < n; i++) quota[byKeeps[i]] = floor + (i < extras ? 1 : 0);
+    Arrays.fill(quota, floor);
+    if (extras > 0) {
+      Integer[] byKeeps = new Integer[n];
+      for (int i = 0; i < n; i++) byKeeps[i] = i;
+      Arrays.sort(byKeeps, (a, b) -> keeps[a] != keeps[b] ? Integer.compare(keeps[b], keeps[a]) : Integer.compare(a, b));
+      for (int i = 0; i < extras; i++) quota[byKeeps[i]]++;
+    }
     int[] got = new int[n];
-    List<Long> rest = new ArrayList<>();
-    for (long tp : parts) {
-      int t = (int) (tp >>> 32), p = (int) tp;
-      Integer i = index.get(valid[t][p]);
-      if (i != null && got[i] < quota[i]) {
+    long[] rest = new long[size];
+    int restSize = 0;
+    for (int j = 0; j < size; j++) {
+      int t = (int) (parts[j] >>> 32), p = (int) parts[j];
+      int o = valid[t][p];
+      int i = o >= 0 && classOf[o] == c ? position[o] : -1;
+      if (i >= 0 && got[i] < quota[i]) {
         got[i]++;
         owner[t][p] = members[i];
       } else {
-        rest.add(tp);
+        rest[restSize++] = parts[j];
       }
     }
     int i = 0;
-    for (long tp : rest) {
+    for (int j = 0; j < restSize; j++) {
       while (got[i] >= quota[i]) i++;
       got[i]++;
-      owner[(int) (tp >>> 32)][(int) tp] = members[i];
+      owner[(int) (rest[j] >>> 32)][(int) rest[j]] = members[i];
     }
     for (int j = 0; j < n; j++) count[members[j]] += got[j];
   }
 
-  /** Unowned partitions to the least-loaded subscriber, topics with the fewest subscribers first. */
+  /** Unowned partitions to the least-loaded subscriber, topics with the fewest subscribers first (a heap per topic). */
   private static void fillLeastLoaded(int[][] owner, int[] count, int[][] subscribers, int[] subscriberCount, int[] numPartitions) {
     Integer[] order = new Integer[owner.length];
     for (int t = 0; t < owner.length; t++) order[t] = t;
     Arrays.sort(order, (a, b) -> subscriberCount[a] != subscriberCount[b] ? Integer.compare(subscriberCount[a], subscriberCount[b]) : Integer.compare(a, b));
     for (int t : order) {
       if (subscriberCount[t] == 0) continue;
+      // (count << 32 | member): the least-loaded subscriber first, ties by member index
+      java.util.PriorityQueue<Long> heap = null;
       for (int p = 0; p < numPartitions[t]; p++) {
         if (owner[t][p] >= 0) continue;
-        int best = -1;
-        for (int m : subscribers[t]) if (best < 0 || count[m] < count[best]) best = m;
+        if (heap == null) {
+          heap = new java.util.PriorityQueue<>(subscribers[t].length);
+          for (int m : subscribers[t]) heap.add(((long) count[m] << 32) | m);
+        }
+        long top = heap.poll();
+        int best = (int) top;
         owner[t][p] = best;
         count[best]++;
+        heap.add(((long) count[best] << 32) | best);
       }
     }
   }

@@ -213,9 +213,12 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
    */
   private void resolve(GroupSpec spec, SubscribedTopicDescriber describer) {
     Set<Uuid> unknown = new HashSet<>();
-    for (String m : spec.memberIds())
-      for (Uuid id : spec.memberSubscription(m).subscribedTopicIds())
-        if (describer.numPartitions(id) >= 0 && !topicNames.containsKey(id)) unknown.add(id);
+    Set<Set<Uuid>> seen = new HashSet<>();
+    for (String m : spec.memberIds()) {
+      Set<Uuid> subscribed = spec.memberSubscription(m).subscribedTopicIds();
+      if (seen.add(subscribed)) // distinct subscriptions are few: each looked at once
+        for (Uuid id : subscribed) if (describer.numPartitions(id) >= 0 && !topicNames.containsKey(id)) unknown.add(id);
+    }
     Admin a = admin;
     if (unknown.isEmpty() || a == null) return;
     try {
@@ -236,7 +239,13 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     Map<String, Integer> counts = new TreeMap<>();
     Map<String, Uuid> idOf = new HashMap<>();
     String reason = null;
-    for (String m : memberIds) {
+    // Without static membership no plan can apply: the per-topic work below is skipped (the coordinator's thread).
+    for (String m : memberIds)
+      if (spec.memberSubscription(m).instanceId().isEmpty()) {
+        reason = "member " + m + " has no group.instance.id";
+        break;
+      }
+    for (String m : reason == null ? memberIds : List.<String>of()) {
       MemberSubscription s = spec.memberSubscription(m);
       Set<String> topics = new HashSet<>();
       for (Uuid id : s.subscribedTopicIds()) {
@@ -301,6 +310,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     try {
       Map<String, Map<Uuid, Set<Integer>>> res = ServerBalance.assign(spec, describer, id -> {
         String name = topicNames.get(id);
+        if (name == null) refreshWanted = true; // assigned at the next epoch bump, once its name is known
         return name != null && !isPlanTopic(name);
       });
       for (Map.Entry<String, Map<Uuid, Set<Integer>>> e : res.entrySet()) out.put(e.getKey(), new Parts(e.getValue()));

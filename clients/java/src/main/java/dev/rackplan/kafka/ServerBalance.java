@@ -1,11 +1,13 @@
 package dev.rackplan.kafka;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.function.Predicate;
 import org.apache.kafka.common.Uuid;
@@ -28,65 +30,118 @@ final class ServerBalance {
    * @throws IllegalStateException when the balancer cannot or will not assign (the reason says why)
    */
   static Map<String, Map<Uuid, Set<Integer>>> assign(GroupSpec spec, SubscribedTopicDescriber describer, Predicate<Uuid> topicAllowed) {
-    List<String> memberIds = new ArrayList<>(new TreeSet<>(spec.memberIds()));
-    TreeMap<Uuid, Integer> topicIndex = new TreeMap<>();
-    Map<String, Integer> rackIndex = new TreeMap<>();
-    List<Set<Uuid>> subs = new ArrayList<>();
-    for (String m : memberIds) {
-      MemberSubscription s = spec.memberSubscription(m);
-      Set<Uuid> ok = new TreeSet<>();
-      for (Uuid id : s.subscribedTopicIds()) if (describer.numPartitions(id) >= 0 && topicAllowed.test(id)) ok.add(id);
-      subs.add(ok);
-      for (Uuid id : ok) topicIndex.putIfAbsent(id, 0);
-      s.rackId().ifPresent(r -> rackIndex.putIfAbsent(r, 0));
-    }
-    List<Uuid> topics = new ArrayList<>(topicIndex.keySet());
-    for (int i = 0; i < topics.size(); i++) topicIndex.put(topics.get(i), i);
-    int[] numPartitions = new int[topics.size()];
-    List<List<Set<String>>> racks = new ArrayList<>();
-    for (int t = 0; t < topics.size(); t++) {
-      numPartitions[t] = describer.numPartitions(topics.get(t));
-      List<Set<String>> rows = new ArrayList<>(numPartitions[t]);
-      for (int p = 0; p < numPartitions[t]; p++) {
-        Set<String> r = describer.racksForPartition(topics.get(t), p);
-        rows.add(r);
-        for (String x : r) rackIndex.putIfAbsent(x, 0);
+    String[] memberIds = spec.memberIds().toArray(new String[0]);
+    Arrays.sort(memberIds);
+    int n = memberIds.length;
+    // Distinct subscriptions are few: each one's allowed topics are worked out once.
+    Map<Set<Uuid>, Uuid[]> allowedOf = new HashMap<>();
+    Uuid[][] subs = new Uuid[n][];
+    TreeSet<Uuid> allTopics = new TreeSet<>();
+    TreeSet<String> rackNames = new TreeSet<>();
+    String[] memberRackName = new String[n];
+    for (int m = 0; m < n; m++) {
+      MemberSubscription s = spec.memberSubscription(memberIds[m]);
+      Set<Uuid> ids = s.subscribedTopicIds();
+      Uuid[] ok = allowedOf.get(ids);
+      if (ok == null) {
+        List<Uuid> list = new ArrayList<>(ids.size());
+        for (Uuid id : ids) if (describer.numPartitions(id) >= 0 && topicAllowed.test(id)) list.add(id);
+        ok = list.toArray(new Uuid[0]);
+        allowedOf.put(ids, ok);
+        allTopics.addAll(list);
       }
-      racks.add(rows);
+      subs[m] = ok;
+      memberRackName[m] = s.rackId().orElse(null);
+      if (memberRackName[m] != null) rackNames.add(memberRackName[m]);
     }
-    if (rackIndex.size() > RackStickyBalancer.MAX_RACKS)
-      throw new IllegalStateException(rackIndex.size() + " racks: more than " + RackStickyBalancer.MAX_RACKS);
-    int r = 0;
-    for (Map.Entry<String, Integer> e : rackIndex.entrySet()) e.setValue(r++);
-    long[][] masks = new long[topics.size()][];
-    for (int t = 0; t < topics.size(); t++) {
+    Uuid[] topics = allTopics.toArray(new Uuid[0]);
+    Map<Uuid, Integer> topicIndex = new HashMap<>(topics.length * 2);
+    for (int i = 0; i < topics.length; i++) topicIndex.put(topics[i], i);
+    int[] numPartitions = new int[topics.length];
+    // Rack names get bits in the order first seen (the coordinator hands out the same String per broker,
+    // so a scan by identity over the few names seen answers almost every lookup), renumbered by name below.
+    RackBits bits = new RackBits();
+    for (String r : rackNames) bits.bit(r);
+    long[][] masks = new long[topics.length][];
+    for (int t = 0; t < topics.length; t++) {
+      numPartitions[t] = describer.numPartitions(topics[t]);
       masks[t] = new long[numPartitions[t]];
-      for (int p = 0; p < numPartitions[t]; p++) for (String x : racks.get(t).get(p)) masks[t][p] |= 1L << rackIndex.get(x);
+      for (int p = 0; p < numPartitions[t]; p++) {
+        long mask = 0;
+        for (String x : describer.racksForPartition(topics[t], p)) mask |= bits.bit(x);
+        masks[t][p] = mask;
+      }
     }
-    int n = memberIds.size();
+    if (bits.names.size() > RackStickyBalancer.MAX_RACKS)
+      throw new IllegalStateException(bits.names.size() + " racks: more than " + RackStickyBalancer.MAX_RACKS);
+    rackNames.addAll(bits.names);
+    Map<String, Integer> rackIndex = new HashMap<>();
+    for (String r : rackNames) rackIndex.put(r, rackIndex.size());
+    int[] renumber = new int[bits.names.size()];
+    for (int i = 0; i < renumber.length; i++) renumber[i] = rackIndex.get(bits.names.get(i));
+    boolean same = true;
+    for (int i = 0; i < renumber.length; i++) same &= renumber[i] == i;
+    Map<Long, Long> renumbered = new HashMap<>();
+    for (long[] row : same ? new long[0][] : masks)
+      for (int p = 0; p < row.length; p++) {
+        long m = row[p];
+        Long done = renumbered.get(m);
+        if (done == null) {
+          long out = 0;
+          for (int i = 0; i < renumber.length; i++) if ((m & (1L << i)) != 0) out |= 1L << renumber[i];
+          renumbered.put(m, done = out);
+        }
+        row[p] = done;
+      }
     int[] memberRack = new int[n];
     int[][] memberTopics = new int[n][];
-    int[][] current = new int[topics.size()][];
-    for (int t = 0; t < topics.size(); t++) {
+    Map<Uuid[], int[]> indexesOf = new IdentityHashMap<>();
+    int[][] current = new int[topics.length][];
+    for (int t = 0; t < topics.length; t++) {
       current[t] = new int[numPartitions[t]];
-      java.util.Arrays.fill(current[t], -1);
+      Arrays.fill(current[t], -1);
     }
     for (int m = 0; m < n; m++) {
-      String id = memberIds.get(m);
-      memberRack[m] = spec.memberSubscription(id).rackId().map(rackIndex::get).orElse(-1);
-      memberTopics[m] = subs.get(m).stream().mapToInt(topicIndex::get).toArray();
-      for (Map.Entry<Uuid, Set<Integer>> e : spec.memberAssignment(id).partitions().entrySet()) {
+      memberRack[m] = memberRackName[m] == null ? -1 : rackIndex.get(memberRackName[m]);
+      int[] ts = indexesOf.get(subs[m]);
+      if (ts == null) {
+        ts = new int[subs[m].length];
+        for (int i = 0; i < ts.length; i++) ts[i] = topicIndex.get(subs[m][i]);
+        Arrays.sort(ts);
+        indexesOf.put(subs[m], ts);
+      }
+      memberTopics[m] = ts;
+      for (Map.Entry<Uuid, Set<Integer>> e : spec.memberAssignment(memberIds[m]).partitions().entrySet()) {
         Integer t = topicIndex.get(e.getKey());
         if (t == null) continue;
         for (int p : e.getValue()) if (p >= 0 && p < numPartitions[t] && current[t][p] < 0) current[t][p] = m;
       }
     }
     int[][] owner = RackStickyBalancer.assign(memberRack, memberTopics, numPartitions, masks, current);
-    Map<String, Map<Uuid, Set<Integer>>> out = new HashMap<>();
-    for (String m : memberIds) out.put(m, new HashMap<>());
-    for (int t = 0; t < topics.size(); t++)
+    List<Map<Uuid, Set<Integer>>> parts = new ArrayList<>(n);
+    for (int m = 0; m < n; m++) parts.add(new HashMap<>());
+    for (int t = 0; t < topics.length; t++)
       for (int p = 0; p < numPartitions[t]; p++)
-        if (owner[t][p] >= 0) out.get(memberIds.get(owner[t][p])).computeIfAbsent(topics.get(t), k -> new TreeSet<>()).add(p);
+        if (owner[t][p] >= 0) parts.get(owner[t][p]).computeIfAbsent(topics[t], k -> new HashSet<>()).add(p);
+    Map<String, Map<Uuid, Set<Integer>>> out = new HashMap<>(n * 2);
+    for (int m = 0; m < n; m++) out.put(memberIds[m], parts.get(m));
     return out;
+  }
+
+  /** Rack name -> bit, in the order first seen; {@code 0} past {@link RackStickyBalancer#MAX_RACKS} names. */
+  private static final class RackBits {
+    final List<String> names = new ArrayList<>();
+    private final Map<String, Integer> index = new HashMap<>();
+
+    long bit(String name) {
+      for (int i = 0; i < names.size(); i++) if (names.get(i) == name) return i < 64 ? 1L << i : 0;
+      Integer i = index.get(name);
+      if (i == null) {
+        i = names.size();
+        names.add(name);
+        index.put(name, i);
+      }
+      return i < 64 ? 1L << i : 0;
+    }
   }
 }
