@@ -6,7 +6,7 @@ Needs Java 17 and Maven.  Compiles clients/java's tests and runs ``dev.rackplan.
 in one JVM: for each shape (100 / 1,000 / 5,000 members, 10,000 / 50,000 partitions over 100 topics,
 replicas in 2 of 3 racks, members spread over the racks; homogeneous, or heterogeneous with 5 overlapping
 subscriptions) each assignor (Kafka 4.4's ``UniformAssignor`` and ``RangeAssignor``, and
-``RackplanServerAssignor`` with no plan) is timed on ``assign(GroupSpecImpl, describer)``: warmed up, then
+``RackplanServerAssignor`` with no plan) is timed on ``assign(GroupSpecImpl, describer)`` (the thread's CPU time: the machine is shared): warmed up, then
 the median of the timed runs, for a fresh assignment and for one after a member joined (the group holding
 the assignor's own fresh answer).  Printed per case: both times, cross-rack partitions and moves after the
 join, and whether the result is balanced by Kafka's rule.  docs/performance.md quotes a run.
@@ -56,7 +56,7 @@ def run(warmup: int, runs: int, shape: list[int] | None) -> list[dict[str, Any]]
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| members | partitions | subscriptions | uniform ms (fresh / join) | range ms | rackplan ms | "
+        "| members | partitions | subscriptions | uniform CPU ms (fresh / join) | range | rackplan | "
         "rackplan / uniform (join) | cross-rack uniform / rackplan | moves on join uniform / rackplan |",
         "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
