@@ -76,28 +76,29 @@ class RackStickyBalancerTest {
     return new int[] {oursCross, uniformCross};
   }
 
+  /** Cross-rack partitions summed over 400 random groups from ``firstSeed``: {rackplan, uniform}. */
+  static long[] totals(long firstSeed, boolean homogeneous) {
+    long[] sum = new long[2];
+    for (long seed = firstSeed; seed < firstSeed + 400; seed++) {
+      int[] c = compare(seed, homogeneous);
+      sum[0] += c[0];
+      sum[1] += c[1];
+    }
+    System.out.printf("%s, 400 groups: cross-rack rackplan %d, uniform %d%n",
+        homogeneous ? "homogeneous" : "heterogeneous", sum[0], sum[1]);
+    return sum;
+  }
+
   @Test
   void homogeneousGroupsNeverMoreCrossRackThanKafkasUniform() {
-    long ours = 0, theirs = 0;
-    for (long seed = 0; seed < 400; seed++) {
-      int[] c = compare(seed, true);
-      ours += c[0];
-      theirs += c[1];
-    }
-    System.out.printf("homogeneous, 400 groups: cross-rack rackplan %d, uniform %d%n", ours, theirs);
-    assertTrue(ours * 2 < theirs, "far fewer cross-rack partitions than uniform: " + ours + " vs " + theirs);
+    long[] t = totals(0, true);
+    assertTrue(t[0] * 2 < t[1], "far fewer cross-rack partitions than uniform: " + t[0] + " vs " + t[1]);
   }
 
   @Test
   void heterogeneousGroupsNeverMoreCrossRackThanKafkasUniform() {
-    long ours = 0, theirs = 0;
-    for (long seed = 1000; seed < 1400; seed++) {
-      int[] c = compare(seed, false);
-      ours += c[0];
-      theirs += c[1];
-    }
-    System.out.printf("heterogeneous, 400 groups: cross-rack rackplan %d, uniform %d%n", ours, theirs);
-    assertTrue(ours * 3 < theirs * 2, "far fewer cross-rack partitions than uniform: " + ours + " vs " + theirs);
+    long[] t = totals(1000, false);
+    assertTrue(t[0] * 3 < t[1] * 2, "far fewer cross-rack partitions than uniform: " + t[0] + " vs " + t[1]);
   }
 
   /** Brute force on small homogeneous groups: no floor/ceil assignment has fewer cross-rack partitions. */
