@@ -62,17 +62,23 @@ public final class RackStickyBalancer {
     List<int[]> subTopics = new ArrayList<>();
     int[][] subscribers = new int[topics][];
     int[] subscriberCount = new int[topics];
+    Map<int[], Integer> sameArray = new java.util.IdentityHashMap<>(); // callers share one array per subscription
     for (int m = 0; m < n; m++) {
-      int[] ts = memberTopics[m].clone();
-      Arrays.sort(ts);
-      Integer id = subIds.get(Arrays.toString(ts));
+      Integer id = sameArray.get(memberTopics[m]);
       if (id == null) {
-        id = subTopics.size();
-        subIds.put(Arrays.toString(ts), id);
-        subTopics.add(ts);
+        int[] ts = memberTopics[m].clone();
+        Arrays.sort(ts);
+        String key = Arrays.toString(ts);
+        id = subIds.get(key);
+        if (id == null) {
+          id = subTopics.size();
+          subIds.put(key, id);
+          subTopics.add(ts);
+        }
+        sameArray.put(memberTopics[m], id);
       }
       subOf[m] = id;
-      for (int t : ts) subscriberCount[t]++;
+      for (int t : subTopics.get(id)) subscriberCount[t]++;
     }
     for (int t = 0; t < topics; t++) subscribers[t] = new int[subscriberCount[t]];
     int[] fill = new int[topics];

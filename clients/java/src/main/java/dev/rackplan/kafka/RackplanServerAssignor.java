@@ -218,6 +218,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       Set<Uuid> subscribed = spec.memberSubscription(m).subscribedTopicIds();
       if (seen.add(subscribed)) // distinct subscriptions are few: each looked at once
         for (Uuid id : subscribed) if (describer.numPartitions(id) >= 0 && !topicNames.containsKey(id)) unknown.add(id);
+      if (spec.subscriptionType() == org.apache.kafka.coordinator.group.api.assignor.SubscriptionType.HOMOGENEOUS) break;
     }
     Admin a = admin;
     if (unknown.isEmpty() || a == null) return;

@@ -14,6 +14,7 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
 import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
 import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
 
 /**
  * The coordinator's view ({@link GroupSpec}, {@link SubscribedTopicDescriber}) turned into {@link
@@ -39,15 +40,19 @@ final class ServerBalance {
     TreeSet<Uuid> allTopics = new TreeSet<>();
     TreeSet<String> rackNames = new TreeSet<>();
     String[] memberRackName = new String[n];
+    // The coordinator says when every member subscribes the same topics: then one look at one set.
+    boolean homogeneous = spec.subscriptionType() == SubscriptionType.HOMOGENEOUS;
+    Uuid[] shared = null;
     for (int m = 0; m < n; m++) {
       MemberSubscription s = spec.memberSubscription(memberIds[m]);
       Set<Uuid> ids = s.subscribedTopicIds();
-      Uuid[] ok = allowedOf.get(ids);
+      Uuid[] ok = homogeneous ? shared : allowedOf.get(ids);
       if (ok == null) {
         List<Uuid> list = new ArrayList<>(ids.size());
         for (Uuid id : ids) if (describer.numPartitions(id) >= 0 && topicAllowed.test(id)) list.add(id);
         ok = list.toArray(new Uuid[0]);
-        allowedOf.put(ids, ok);
+        if (homogeneous) shared = ok;
+        else allowedOf.put(ids, ok);
         allTopics.addAll(list);
       }
       subs[m] = ok;
