@@ -22,13 +22,15 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from integration.kafka.cluster import CLIENTS_JAR
+from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 
 from .conftest import Target
 from .e2e import CountedProducer, Ledger, wait_until
-from .test_kafka_java_followers import live_assignment
+from .test_kafka_java_followers import COORDINATOR_MOVING, live_assignment
 from .test_kafka_operations import create
 
 pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR} missing: run `make clients`")
@@ -102,21 +104,45 @@ def cross_rack(
     )
 
 
+def reconciled(bootstrap: str, group: str) -> dict[str, list[tuple[str, int]]] | None:
+    """client id -> partitions when every member holds its target assignment (KIP-848: the coordinator's
+    target is reached only after the old owners' revocations, heartbeats apart), else None."""
+    admin = AdminClient(admin_client_config({"bootstrap.servers": bootstrap}, 20))
+    try:
+        desc = admin.describe_consumer_groups([group], request_timeout=operation_timeout_s(20))[group].result(
+            timeout=result_timeout_s(20)
+        )
+    except KafkaException as e:
+        if e.args[0].retriable() or e.args[0].code() in COORDINATOR_MOVING:
+            return None
+        raise
+    out = {}
+    for m in desc.members:
+        now = sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
+        target = m.target_assignment
+        if target is None or now != sorted((tp.topic, tp.partition) for tp in target.topic_partitions):
+            return None
+        out[m.client_id] = now
+    return out
+
+
 def settled(bootstrap: str, group: str, members: int) -> dict[str, list[tuple[str, int]]]:
-    """The group's assignment once every partition is owned once by ``members`` members, unchanged for 3 s."""
-    last: dict[str, list[tuple[str, int]]] = {}
+    """The group's assignment once ``members`` members hold their targets, every partition once,
+    unchanged for 3 s."""
+    last: dict[str, list[tuple[str, int]]] | None = None
     since = time.monotonic()
     deadline = since + 90
     while True:
-        now = live_assignment(bootstrap, group)
-        owned = [tp for parts in now.values() for tp in parts]
-        full = len(now) == members and len(owned) == PARTITIONS == len(set(owned))
+        now = reconciled(bootstrap, group)
+        owned = [tp for parts in (now or {}).values() for tp in parts]
+        full = now is not None and len(now) == members and len(owned) == PARTITIONS == len(set(owned))
         if not (full and now == last):
             since = time.monotonic()
         elif time.monotonic() - since >= 3.0:
+            assert now is not None
             return now
         last = now
-        assert time.monotonic() < deadline, f"{group} never settled: {now}"
+        assert time.monotonic() < deadline, f"{group} never settled: {live_assignment(bootstrap, group)}"
         time.sleep(0.5)
 
 
