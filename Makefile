@@ -47,7 +47,14 @@ KAFKA_APPS := integration/kafka/apps/target/rackplan-it-apps.jar
 $(KAFKA_APPS): integration/kafka/apps/pom.xml $(wildcard integration/kafka/apps/src/main/java/dev/rackplan/it/*.java) clients/java/target/rackplan-clients.jar
 	mvn -q -B -f integration/kafka/apps/pom.xml package
 
-kafka: $(KAFKA_LIB) $(KAFKA_APPS)
+# Kafka 4.3's client: one follower test runs rackplan's jar in a 4.3 application (integration/kafka/clients-4.3).
+KAFKA_CLIENTS_43 := integration/kafka/clients-4.3/lib/.resolved
+$(KAFKA_CLIENTS_43): integration/kafka/clients-4.3/pom.xml
+	rm -rf integration/kafka/clients-4.3/lib
+	mvn -q -B -f integration/kafka/clients-4.3/pom.xml dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime
+	touch $(KAFKA_CLIENTS_43)
+
+kafka: $(KAFKA_LIB) $(KAFKA_APPS) $(KAFKA_CLIENTS_43)
 
 # Headless Chromium renders the fleet report in a test; installed from Debian's
 # packages where we may (root with apt-get), else that test skips and says why.
@@ -165,7 +172,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) integration/kafka/lib integration/kafka/apps/target clients/java/target .mypy_cache .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) integration/kafka/lib integration/kafka/clients-4.3/lib integration/kafka/apps/target clients/java/target .mypy_cache .pytest_cache .ruff_cache .hypothesis
 
 # The JSON Schemas of the control topics' records, regenerated from rackplan.agent.protocol.models
 # (package copies and docs/*-schema.json; tests/agent/test_protocol.py fails when they drift).

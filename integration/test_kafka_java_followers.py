@@ -29,7 +29,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from integration.kafka.apps import JavaApp, plan_member, streams_instance
+from integration.kafka.apps import KAFKA_43_LIB, JavaApp, plan_member, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR, KafkaCluster
 from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.protocol.plans import PlanRecord, encode_value
@@ -201,12 +201,16 @@ def produce(bootstrap: str, topic: str, values: range) -> None:
     assert p.flush(30) == 0
 
 
-@pytest.mark.parametrize("protocol", ["classic", "eager"])
+@pytest.mark.parametrize("protocol", ["classic", "eager", "classic-kafka-4.3.1"])
 def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
     real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any, protocol: str
 ) -> None:
     """``classic``: cooperative rebalancing (RackplanAssignor withholds moving partitions for a round);
-    ``eager``: Kafka revokes everything first, the plan is applied in one round."""
+    ``eager``: Kafka revokes everything first, the plan is applied in one round;
+    ``classic-kafka-4.3.1``: cooperative, the members a Kafka 4.3 application (kafka-clients 4.3.1 on the
+    classpath; rackplan's jar is built against 4.4), the cluster 4.4."""
+    kafka_lib = KAFKA_43_LIB if protocol.endswith("-kafka-4.3.1") else None
+    protocol = protocol.removesuffix("-kafka-4.3.1")
     # Brokers 1..6 are in racks az-a, az-b, az-c, az-a, az-b, az-c: every partition has a local member.
     topic = create(real, "jf-orders", [[1 + p % 3, 1 + (p + 1) % 3] for p in range(12)])
     group = real.name("jf-classic")
@@ -214,7 +218,9 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
     agent.wait_for(lambda r: r.ok, timeout=60)  # the agent made its topics
     names = {real.name(f"m-{r}"): rack for r, rack in RACKS.items()}
     members = [
-        plan_member(real.bootstrap, group, n, rack, [topic], protocol, real.control_topics, tmp_path)
+        plan_member(
+            real.bootstrap, group, n, rack, [topic], protocol, real.control_topics, tmp_path, kafka_lib
+        )
         for n, rack in names.items()
     ]
     try:
@@ -297,6 +303,7 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
         e2e_report(
             target="kafka",
             protocol=f"classic-{'eager' if protocol == 'eager' else 'cooperative'}",
+            kafka_clients="4.3.1" if kafka_lib else "4.4.0",
             plan_generations=f"{plan.generation},{replanned.generation}",
             adopted_s=f"{took:.1f},{took_after_reassignment:.1f}",
             messages=3000,
@@ -306,6 +313,8 @@ def test_classic_group_follows_the_plan_and_loses_nothing_through_a_kill(
         )
         for m in members[:2]:
             assert m.process.poll() is None, f"a member died: {m.log.read_text(errors='replace')[-1500:]}"
+        versions = {x.get("kafka_version") for m in members for x in list(m.lines)}
+        assert versions == {"4.3.1" if kafka_lib else "4.4.0"}, versions
         assert by_plan >= 1, "the leader assigned by the plan"
         assert lost == 0
         assert twice == [], twice

@@ -1,6 +1,6 @@
 """A real Kafka Streams app on real Kafka (issue scenario 6), next to rackplan's plan for the same app.
 
-Three instances of ``integration/kafka/apps`` StreamsApp (kafka-streams 4.3.1), one per rack, with
+Three instances of ``integration/kafka/apps`` StreamsApp (kafka-streams 4.4.0), one per rack, with
 ``rack.aware.assignment.strategy=balance_subtopology`` and one standby: sub-topology 0 reads the input
 topic and repartitions by value, sub-topology 1 counts in the store ``counts``.  The task placement
 Kafka's HighAvailabilityTaskAssignor made (each instance prints its tasks) and the plan of

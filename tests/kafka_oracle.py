@@ -1,7 +1,7 @@
 """Kafka's own Java assignors as a test oracle: one JVM, many instances, over stdin/stdout.
 
 The harness in ``oracle/`` (see ``oracle/src/main/java/dev/rackplan/oracle/Oracle.java``)
-calls Kafka 4.3.1's ``RangeAssignor`` and ``CooperativeStickyAssignor`` exactly
+calls Kafka 4.4.0's ``RangeAssignor`` and ``CooperativeStickyAssignor`` exactly
 as a consumer group leader does and answers each contract instance with
 Kafka's plan in the contract's output shape; a ``streams_app`` instance goes to
 Kafka Streams' ``HighAvailabilityTaskAssignor`` with rack awareness

@@ -22,18 +22,34 @@ APPS_DIR = KAFKA_DIR / "apps"
 APPS_JAR = APPS_DIR / "target" / "rackplan-it-apps.jar"
 
 
-def apps_classpath() -> str:
+#: Kafka 4.3's client (``make kafka``): a program run on it instead of the apps' own 4.4 libraries is a
+#: Kafka 4.3 application (rackplan's jar, built against 4.4, must keep working there).
+KAFKA_43_LIB = KAFKA_DIR / "clients-4.3" / "lib"
+
+
+def apps_classpath(kafka_lib: Path | None = None) -> str:
+    """The apps jar, Kafka's libraries (the apps' own, or ``kafka_lib``) and rackplan's jar."""
     if not APPS_JAR.exists():
         raise LauncherError(f"{APPS_JAR} is missing: run `make kafka`")
-    return f"{APPS_JAR}:{APPS_DIR / 'target' / 'lib' / '*'}:{CLIENTS_JAR}"
+    if kafka_lib is not None and not (kafka_lib / ".resolved").exists():
+        raise LauncherError(f"{kafka_lib} is missing: run `make kafka`")
+    lib = kafka_lib or APPS_DIR / "target" / "lib"
+    return f"{APPS_JAR}:{lib / '*'}:{CLIENTS_JAR}"
 
 
 class JavaApp:
     """One JVM running a main class of the apps jar; ``lines`` are its parsed JSON output lines."""
 
-    def __init__(self, main_class: str, args: Sequence[str], log: Path, heap_mb: int = 192) -> None:
+    def __init__(
+        self,
+        main_class: str,
+        args: Sequence[str],
+        log: Path,
+        heap_mb: int = 192,
+        kafka_lib: Path | None = None,
+    ) -> None:
         self.log = log
-        cmd = ["java", f"-Xmx{heap_mb}m", *JVM_OPTS, "-cp", apps_classpath(), main_class, *args]
+        cmd = ["java", f"-Xmx{heap_mb}m", *JVM_OPTS, "-cp", apps_classpath(kafka_lib), main_class, *args]
         self._err = log.open("ab")
         self.process = spawn(  # dies with the suite, not with the thread that started it
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._err, start_new_session=True
@@ -142,9 +158,11 @@ def plan_member(
     protocol: str,
     control_topics: dict[str, str],
     log_dir: Path,
+    kafka_lib: Path | None = None,
 ) -> JavaApp:
     """A Java consumer following rackplan's plans (clients/java): ``classic`` (cooperative), ``eager`` or
-    ``consumer`` (KIP-848, the brokers' RackplanServerAssignor); it registers itself under ``name``."""
+    ``consumer`` (KIP-848, the brokers' RackplanServerAssignor); it registers itself under ``name``.
+    ``kafka_lib``: another kafka-clients than the apps' own (:data:`KAFKA_43_LIB`)."""
     if not CLIENTS_JAR.exists():
         raise LauncherError(f"{CLIENTS_JAR} is missing: run `make clients`")
     args = [
@@ -157,4 +175,4 @@ def plan_member(
         control_topics["plan_topic"],
         control_topics["registrations_topic"],
     ]
-    return JavaApp("dev.rackplan.it.PlanMember", args, log_dir / f"{name}.log")
+    return JavaApp("dev.rackplan.it.PlanMember", args, log_dir / f"{name}.log", kafka_lib=kafka_lib)

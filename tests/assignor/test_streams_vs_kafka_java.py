@@ -1,4 +1,4 @@
-"""rackplan's Streams high-availability assignor against Kafka's own (Kafka Streams 4.3.1), on random apps.
+"""rackplan's Streams high-availability assignor against Kafka's own (Kafka Streams 4.4.0), on random apps.
 
 The oracle (:mod:`tests.kafka_oracle`, ``StreamsOracle.java``) runs Kafka's
 ``HighAvailabilityTaskAssignor`` with its KIP-925 ``RackAwareTaskAssignor``

@@ -1,4 +1,4 @@
-"""rackplan's consumer-group assignors against Kafka's own Java assignors (Kafka 4.3.1), on random instances.
+"""rackplan's consumer-group assignors against Kafka's own Java assignors (Kafka 4.4.0), on random instances.
 
 The oracle (:mod:`tests.kafka_oracle`) runs Kafka's ``RangeAssignor`` and
 ``CooperativeStickyAssignor`` as a group leader does.  Claims checked on every

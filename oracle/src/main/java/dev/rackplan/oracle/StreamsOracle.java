@@ -36,7 +36,7 @@ import java.util.TreeSet;
 import java.util.UUID;
 
 /**
- * Kafka Streams' high-availability task assignor (Kafka 4.3.1's
+ * Kafka Streams' high-availability task assignor (Kafka 4.4.0's
  * {@code HighAvailabilityTaskAssignor} with its KIP-925
  * {@code RackAwareTaskAssignor}) on a contract {@code streams_app} document.
  *

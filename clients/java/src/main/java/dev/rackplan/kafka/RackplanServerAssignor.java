@@ -38,8 +38,15 @@ import org.slf4j.LoggerFactory;
  * So a plan is found by its members: the group's members must all have a {@code group.instance.id},
  * and the one plan whose member ids are exactly those instance ids is applied when it also fits
  * (subscriptions, partition counts, cluster fingerprint of replica racks; in leader fetch mode the
- * fingerprint cannot be recomputed here and is not checked). Anything else falls back to {@link
- * RackAwareUniform}, the reason logged and counted (JMX {@code dev.rackplan:type=RackplanServerAssignor}).
+ * fingerprint cannot be recomputed here and is not checked). Otherwise (the reason logged and counted,
+ * JMX {@code dev.rackplan:type=RackplanServerAssignor}) the group is assigned on its own by {@link
+ * RackStickyBalancer}: balanced by Kafka's rule, then the fewest cross-rack partitions, then the fewest
+ * moves. Should that fail its postconditions or decline the group (more than 63 racks, too many distinct
+ * subscriptions to solve on the coordinator's thread), {@link RackAwareUniform} assigns, counted apart.
+ *
+ * <p>No match without static membership: the coordinator shows an assignor only each member's rack,
+ * {@code group.instance.id} and topic ids, not its client id nor anything the member chose, so a plan's
+ * member ids cannot be tied to the group's members safely without {@code group.instance.id}.
  * The coordinator itself revokes before it reassigns (KIP-848 reconciliation), so a plan is applied
  * as is.
  *
@@ -63,6 +70,11 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   final AtomicLong planCount = new AtomicLong();
   final AtomicLong fallbackCount = new AtomicLong();
   volatile String lastReason = "";
+  /** Assignments by {@link RackStickyBalancer} (no plan applied). */
+  final AtomicLong balancedCount = new AtomicLong();
+  /** Assignments by {@link RackAwareUniform}: the balancer failed a postcondition or declined the group. */
+  final AtomicLong safeFallbackCount = new AtomicLong();
+  volatile String lastSafeReason = "";
 
   /** JMX view. */
   public interface StatsMBean {
@@ -71,6 +83,12 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     long getFallbackAssignments();
 
     String getLastFallbackReason();
+
+    long getBalancedAssignments();
+
+    long getSafeFallbackAssignments();
+
+    String getLastSafeFallbackReason();
   }
 
   @Override
@@ -101,6 +119,9 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
         @Override public long getPlanAssignments() { return planCount.get(); }
         @Override public long getFallbackAssignments() { return fallbackCount.get(); }
         @Override public String getLastFallbackReason() { return lastReason; }
+        @Override public long getBalancedAssignments() { return balancedCount.get(); }
+        @Override public long getSafeFallbackAssignments() { return safeFallbackCount.get(); }
+        @Override public String getLastSafeFallbackReason() { return lastSafeReason; }
       };
       if (!ManagementFactory.getPlatformMBeanServer().isRegistered(name))
         ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(stats, StatsMBean.class), name);
@@ -192,9 +213,13 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
    */
   private void resolve(GroupSpec spec, SubscribedTopicDescriber describer) {
     Set<Uuid> unknown = new HashSet<>();
-    for (String m : spec.memberIds())
-      for (Uuid id : spec.memberSubscription(m).subscribedTopicIds())
-        if (describer.numPartitions(id) >= 0 && !topicNames.containsKey(id)) unknown.add(id);
+    Set<Set<Uuid>> seen = new HashSet<>();
+    for (String m : spec.memberIds()) {
+      Set<Uuid> subscribed = spec.memberSubscription(m).subscribedTopicIds();
+      if (seen.add(subscribed)) // distinct subscriptions are few: each looked at once
+        for (Uuid id : subscribed) if (describer.numPartitions(id) >= 0 && !topicNames.containsKey(id)) unknown.add(id);
+      if (spec.subscriptionType() == org.apache.kafka.coordinator.group.api.assignor.SubscriptionType.HOMOGENEOUS) break;
+    }
     Admin a = admin;
     if (unknown.isEmpty() || a == null) return;
     try {
@@ -215,7 +240,13 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     Map<String, Integer> counts = new TreeMap<>();
     Map<String, Uuid> idOf = new HashMap<>();
     String reason = null;
-    for (String m : memberIds) {
+    // Without static membership no plan can apply: the per-topic work below is skipped (the coordinator's thread).
+    for (String m : memberIds)
+      if (spec.memberSubscription(m).instanceId().isEmpty()) {
+        reason = "member " + m + " has no group.instance.id";
+        break;
+      }
+    for (String m : reason == null ? memberIds : List.<String>of()) {
       MemberSubscription s = spec.memberSubscription(m);
       Set<String> topics = new HashSet<>();
       for (Uuid id : s.subscribedTopicIds()) {
@@ -275,8 +306,25 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       return new GroupAssignment(out);
     }
     fallbackCount.incrementAndGet();
-    if (!reason.equals(lastReason)) LOG.warn("rackplan: falling back to rack-aware uniform: {}", reason);
+    if (!reason.equals(lastReason)) LOG.info("rackplan: no plan applies, assigning by rack-aware sticky balance: {}", reason);
     lastReason = reason;
+    try {
+      Map<String, Map<Uuid, Set<Integer>>> res = ServerBalance.assign(spec, describer, id -> {
+        String name = topicNames.get(id);
+        if (name == null) refreshWanted = true; // assigned at the next epoch bump, once its name is known
+        return name != null && !isPlanTopic(name);
+      });
+      for (Map.Entry<String, Map<Uuid, Set<Integer>>> e : res.entrySet()) out.put(e.getKey(), new Parts(e.getValue()));
+      balancedCount.incrementAndGet();
+      return new GroupAssignment(out);
+    } catch (RuntimeException e) {
+      // A postcondition failed, or the group is beyond what the balancer solves on this thread.
+      String why = String.valueOf(e.getMessage());
+      safeFallbackCount.incrementAndGet();
+      if (!why.equals(lastSafeReason)) LOG.warn("rackplan: rack-aware sticky balance failed, assigning by rack-aware uniform: {}", why);
+      lastSafeReason = why;
+      out.clear();
+    }
     Map<String, RackAwareUniform.Member> um = new TreeMap<>();
     Map<String, Integer> byId = new TreeMap<>();
     for (String m : memberIds) {

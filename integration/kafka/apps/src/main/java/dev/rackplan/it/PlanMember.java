@@ -49,9 +49,23 @@ public final class PlanMember {
         + a.stats().getLastFallbackReason().replace("\\", "\\\\").replace("\"", "\\\"") + "\"";
   }
 
+  /** The kafka-clients on the classpath (its own version resource: AppInfoParser moved in 4.4). */
+  static final String KAFKA_VERSION = kafkaVersion();
+
+  static String kafkaVersion() {
+    java.util.Properties p = new java.util.Properties();
+    try (java.io.InputStream in = PlanMember.class.getClassLoader().getResourceAsStream("kafka/kafka-version.properties")) {
+      if (in != null) p.load(in);
+    } catch (java.io.IOException e) {
+      return "unknown";
+    }
+    return p.getProperty("version", "unknown");
+  }
+
   static synchronized void emit(String name, String event, Collection<TopicPartition> parts, String extra) {
     System.out.println("{\"member\":\"" + name + "\",\"event\":\"" + event + "\",\"partitions\":"
-        + GroupMember.json(new ArrayList<>(parts)) + extra + stats() + ",\"at_ms\":" + System.currentTimeMillis() + "}");
+        + GroupMember.json(new ArrayList<>(parts)) + extra + stats() + ",\"kafka_version\":\""
+        + KAFKA_VERSION + "\",\"at_ms\":" + System.currentTimeMillis() + "}");
     System.out.flush();
   }
 

@@ -1,0 +1,90 @@
+"""KIP-848 server-side assignors on the coordinator's own types: rackplan against Kafka's ``uniform`` and ``range``.
+
+    .venv/bin/python -m bench.bench_server_assignor [--warmup 5] [--runs 9] [--shape MEMBERS PARTITIONS]
+
+Needs Java 17 and Maven.  Compiles clients/java's tests and runs ``dev.rackplan.kafka.ServerAssignorBench``
+in one JVM: for each shape (100 / 1,000 / 5,000 members, 10,000 / 50,000 partitions over 100 topics,
+replicas in 2 of 3 racks, members spread over the racks; homogeneous, or heterogeneous with 5 overlapping
+subscriptions) each assignor (Kafka 4.4's ``UniformAssignor`` and ``RangeAssignor``, and
+``RackplanServerAssignor`` with no plan) is timed on ``assign(GroupSpecImpl, describer)`` (the thread's CPU time: the machine is shared): warmed up, then
+the median of the timed runs, for a fresh assignment and for one after a member joined (the group holding
+the assignor's own fresh answer).  Printed per case: both times, cross-rack partitions and moves after the
+join, and whether the result is balanced by Kafka's rule.  docs/performance.md quotes a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+POM = ROOT / "clients" / "java" / "pom.xml"
+TARGET = ROOT / "clients" / "java" / "target"
+
+
+def classpath() -> str:
+    cp_file = TARGET / "bench-classpath.txt"
+    subprocess.run(
+        [
+            "mvn", "-q", "-B", "-o", "-f", str(POM), "test-compile", "dependency:build-classpath",
+            f"-Dmdep.outputFile={cp_file}", "-Dmdep.includeScope=test",
+        ],
+        check=True,
+    )  # fmt: skip
+    return f"{TARGET / 'test-classes'}:{TARGET / 'classes'}:{cp_file.read_text().strip()}"
+
+
+def run(warmup: int, runs: int, shape: list[int] | None) -> list[dict[str, Any]]:
+    cmd = [
+        "java",
+        "-Xmx2g",
+        "-cp",
+        classpath(),
+        "dev.rackplan.kafka.ServerAssignorBench",
+        str(warmup),
+        str(runs),
+    ]
+    if shape:
+        cmd += [str(shape[0]), str(shape[1])]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| members | partitions | subscriptions | uniform CPU ms (fresh / join) | range | rackplan | "
+        "rackplan / uniform (join) | cross-rack uniform / rackplan | moves on join uniform / rackplan |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    by: dict[tuple[int, int, str], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault((r["members"], r["partitions"], r["subscriptions"]), {})[r["assignor"]] = r
+    for (m, p, s), a in by.items():
+        u, g, rp = a["uniform"], a["range"], a["rackplan"]
+        lines.append(
+            f"| {m:,} | {p:,} | {s} | {u['fresh_ms']:.1f} / {u['join_ms']:.1f} | "
+            f"{g['fresh_ms']:.1f} / {g['join_ms']:.1f} | {rp['fresh_ms']:.1f} / {rp['join_ms']:.1f} | "
+            f"{rp['join_ms'] / max(u['join_ms'], 1e-9):.1f}x | {u['cross_rack']:,} / {rp['cross_rack']:,} | "
+            f"{u['moves_on_join']:,} / {rp['moves_on_join']:,} |"
+        )
+        if rp["balanced"] is not True:
+            lines.append(f"|  |  |  | rackplan NOT balanced: {rp['balanced']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--runs", type=int, default=9)
+    p.add_argument("--shape", type=int, nargs=2, metavar=("MEMBERS", "PARTITIONS"))
+    args = p.parse_args(argv)
+    print(table(run(args.warmup, args.runs, args.shape)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+package dev.rackplan.kafka;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Predicate;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.assignor.MemberSubscription;
+import org.apache.kafka.coordinator.group.api.assignor.SubscribedTopicDescriber;
+import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
+
+/**
+ * The coordinator's view ({@link GroupSpec}, {@link SubscribedTopicDescriber}) turned into {@link
+ * RackStickyBalancer}'s indexes and back: members in id order, topics in id order, racks in name order,
+ * so the same group gives the same assignment on every broker.
+ */
+final class ServerBalance {
+  private ServerBalance() {}
+
+  /**
+   * member id -> topic id -> partitions, every member present.
+   *
+   * @param topicAllowed which subscribed topic ids may be assigned (names known, not a plan topic)
+   * @throws IllegalStateException when the balancer cannot or will not assign (the reason says why)
+   */
+  static Map<String, Map<Uuid, Set<Integer>>> assign(GroupSpec spec, SubscribedTopicDescriber describer, Predicate<Uuid> topicAllowed) {
+    String[] memberIds = spec.memberIds().toArray(new String[0]);
+    Arrays.sort(memberIds);
+    int n = memberIds.length;
+    // Distinct subscriptions are few: each one's allowed topics are worked out once.
+    Map<Set<Uuid>, Uuid[]> allowedOf = new HashMap<>();
+    Uuid[][] subs = new Uuid[n][];
+    TreeSet<Uuid> allTopics = new TreeSet<>();
+    TreeSet<String> rackNames = new TreeSet<>();
+    String[] memberRackName = new String[n];
+    // The coordinator says when every member subscribes the same topics: then one look at one set.
+    boolean homogeneous = spec.subscriptionType() == SubscriptionType.HOMOGENEOUS;
+    Uuid[] shared = null;
+    for (int m = 0; m < n; m++) {
+      MemberSubscription s = spec.memberSubscription(memberIds[m]);
+      Set<Uuid> ids = s.subscribedTopicIds();
+      Uuid[] ok = homogeneous ? shared : allowedOf.get(ids);
+      if (ok == null) {
+        List<Uuid> list = new ArrayList<>(ids.size());
+        for (Uuid id : ids) if (describer.numPartitions(id) >= 0 && topicAllowed.test(id)) list.add(id);
+        ok = list.toArray(new Uuid[0]);
+        if (homogeneous) shared = ok;
+        else allowedOf.put(ids, ok);
+        allTopics.addAll(list);
+      }
+      subs[m] = ok;
+      memberRackName[m] = s.rackId().orElse(null);
+      if (memberRackName[m] != null) rackNames.add(memberRackName[m]);
+    }
+    Uuid[] topics = allTopics.toArray(new Uuid[0]);
+    Map<Uuid, Integer> topicIndex = new HashMap<>(topics.length * 2);
+    for (int i = 0; i < topics.length; i++) topicIndex.put(topics[i], i);
+    int[] numPartitions = new int[topics.length];
+    // Rack names get bits in the order first seen (the coordinator hands out the same String per broker,
+    // so a scan by identity over the few names seen answers almost every lookup), renumbered by name below.
+    RackBits bits = new RackBits();
+    for (String r : rackNames) bits.bit(r);
+    long[][] masks = new long[topics.length][];
+    for (int t = 0; t < topics.length; t++) {
+      numPartitions[t] = describer.numPartitions(topics[t]);
+      masks[t] = new long[numPartitions[t]];
+      for (int p = 0; p < numPartitions[t]; p++) {
+        long mask = 0;
+        for (String x : describer.racksForPartition(topics[t], p)) mask |= bits.bit(x);
+        masks[t][p] = mask;
+      }
+    }
+    if (bits.names.size() > RackStickyBalancer.MAX_RACKS)
+      throw new IllegalStateException(bits.names.size() + " racks: more than " + RackStickyBalancer.MAX_RACKS);
+    rackNames.addAll(bits.names);
+    Map<String, Integer> rackIndex = new HashMap<>();
+    for (String r : rackNames) rackIndex.put(r, rackIndex.size());
+    int[] renumber = new int[bits.names.size()];
+    for (int i = 0; i < renumber.length; i++) renumber[i] = rackIndex.get(bits.names.get(i));
+    boolean same = true;
+    for (int i = 0; i < renumber.length; i++) same &= renumber[i] == i;
+    Map<Long, Long> renumbered = new HashMap<>();
+    for (long[] row : same ? new long[0][] : masks)
+      for (int p = 0; p < row.length; p++) {
+        long m = row[p];
+        Long done = renumbered.get(m);
+        if (done == null) {
+          long out = 0;
+          for (int i = 0; i < renumber.length; i++) if ((m & (1L << i)) != 0) out |= 1L << renumber[i];
+          renumbered.put(m, done = out);
+        }
+        row[p] = done;
+      }
+    int[] memberRack = new int[n];
+    int[][] memberTopics = new int[n][];
+    Map<Uuid[], int[]> indexesOf = new IdentityHashMap<>();
+    int[][] current = new int[topics.length][];
+    for (int t = 0; t < topics.length; t++) {
+      current[t] = new int[numPartitions[t]];
+      Arrays.fill(current[t], -1);
+    }
+    for (int m = 0; m < n; m++) {
+      memberRack[m] = memberRackName[m] == null ? -1 : rackIndex.get(memberRackName[m]);
+      int[] ts = indexesOf.get(subs[m]);
+      if (ts == null) {
+        ts = new int[subs[m].length];
+        for (int i = 0; i < ts.length; i++) ts[i] = topicIndex.get(subs[m][i]);
+        Arrays.sort(ts);
+        indexesOf.put(subs[m], ts);
+      }
+      memberTopics[m] = ts;
+      for (Map.Entry<Uuid, Set<Integer>> e : spec.memberAssignment(memberIds[m]).partitions().entrySet()) {
+        Integer t = topicIndex.get(e.getKey());
+        if (t == null) continue;
+        for (int p : e.getValue()) if (p >= 0 && p < numPartitions[t] && current[t][p] < 0) current[t][p] = m;
+      }
+    }
+    int[][] owner = RackStickyBalancer.assign(memberRack, memberTopics, numPartitions, masks, current);
+    List<Map<Uuid, Set<Integer>>> parts = new ArrayList<>(n);
+    for (int m = 0; m < n; m++) parts.add(new HashMap<>());
+    for (int t = 0; t < topics.length; t++)
+      for (int p = 0; p < numPartitions[t]; p++)
+        if (owner[t][p] >= 0) parts.get(owner[t][p]).computeIfAbsent(topics[t], k -> new HashSet<>()).add(p);
+    Map<String, Map<Uuid, Set<Integer>>> out = new HashMap<>(n * 2);
+    for (int m = 0; m < n; m++) out.put(memberIds[m], parts.get(m));
+    return out;
+  }
+
+  /** Rack name -> bit, in the order first seen; {@code 0} past {@link RackStickyBalancer#MAX_RACKS} names. */
+  private static final class RackBits {
+    final List<String> names = new ArrayList<>();
+    private final Map<String, Integer> index = new HashMap<>();
+
+    long bit(String name) {
+      for (int i = 0; i < names.size(); i++) if (names.get(i) == name) return i < 64 ? 1L << i : 0;
+      Integer i = index.get(name);
+      if (i == null) {
+        i = names.size();
+        names.add(name);
+        index.put(name, i);
+      }
+      return i < 64 ? 1L << i : 0;
+    }
+  }
+}
