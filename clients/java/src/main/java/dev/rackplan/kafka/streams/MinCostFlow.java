@@ -1,7 +1,6 @@
 package dev.rackplan.kafka.streams;
 
 import java.util.Arrays;
-import java.util.PriorityQueue;
 
 /**
  * Min-cost flow by successive shortest paths (Dijkstra on reduced costs, Johnson potentials):
@@ -65,36 +64,59 @@ final class MinCostFlow {
     void visit(int from, int to, long flow);
   }
 
-  /** Sends up to {@code want} units from s to t at least cost; returns {flow, cost}. */
+  /**
+   * Sends up to {@code want} units from s to t at least cost; returns {flow, cost}. Each Dijkstra stops
+   * when t is settled; nodes not settled then get t's distance added to their potential (the usual
+   * early-exit rule, which keeps every reduced cost non-negative). The heap is an array of node ids.
+   */
   long[] run(int s, int t, long want) {
     long[] pot = new long[n];
     long[] dist = new long[n];
     int[] via = new int[n];
+    boolean[] done = new boolean[n];
+    int[] heap = new int[n];
+    int[] where = new int[n];
     long flow = 0;
     long total = 0;
     while (flow < want) {
       Arrays.fill(dist, Long.MAX_VALUE);
-      Arrays.fill(via, -1);
+      Arrays.fill(done, false);
+      Arrays.fill(where, -1);
       dist[s] = 0;
-      PriorityQueue<long[]> q = new PriorityQueue<>((a, b) -> Long.compare(a[0], b[0]));
-      q.add(new long[] {0, s});
-      while (!q.isEmpty()) {
-        long[] top = q.poll();
-        int u = (int) top[1];
-        if (top[0] > dist[u]) continue;
+      int size = 0;
+      heap[size] = s;
+      where[s] = size++;
+      siftUp(heap, where, dist, 0);
+      while (size > 0) {
+        int u = heap[0];
+        where[u] = -1;
+        size--;
+        if (size > 0) {
+          heap[0] = heap[size];
+          where[heap[0]] = 0;
+          siftDown(heap, where, dist, 0, size);
+        }
+        done[u] = true;
+        if (u == t) break;
         for (int e = head[u]; e != -1; e = next[e]) {
           if (cap[e] <= 0) continue;
           int v = to[e];
+          if (done[v]) continue;
           long d = dist[u] + cost[e] + pot[u] - pot[v];
           if (d < dist[v]) {
             dist[v] = d;
             via[v] = e;
-            q.add(new long[] {d, v});
+            if (where[v] < 0) {
+              heap[size] = v;
+              where[v] = size++;
+            }
+            siftUp(heap, where, dist, where[v]);
           }
         }
       }
-      if (dist[t] == Long.MAX_VALUE) break;
-      for (int v = 0; v < n; v++) if (dist[v] != Long.MAX_VALUE) pot[v] += dist[v];
+      if (!done[t]) break;
+      long dt = dist[t];
+      for (int v = 0; v < n; v++) pot[v] += Math.min(dist[v], dt); // unsettled or unreached: + dt
       long push = want - flow;
       for (int v = t; v != s; v = to[via[v] ^ 1]) push = Math.min(push, cap[via[v]]);
       for (int v = t; v != s; v = to[via[v] ^ 1]) {
@@ -105,5 +127,33 @@ final class MinCostFlow {
       flow += push;
     }
     return new long[] {flow, total};
+  }
+
+  private static void siftUp(int[] heap, int[] where, long[] key, int i) {
+    int x = heap[i];
+    while (i > 0) {
+      int parent = (i - 1) >>> 1;
+      if (key[heap[parent]] <= key[x]) break;
+      heap[i] = heap[parent];
+      where[heap[i]] = i;
+      i = parent;
+    }
+    heap[i] = x;
+    where[x] = i;
+  }
+
+  private static void siftDown(int[] heap, int[] where, long[] key, int i, int size) {
+    int x = heap[i];
+    while (true) {
+      int c = 2 * i + 1;
+      if (c >= size) break;
+      if (c + 1 < size && key[heap[c + 1]] < key[heap[c]]) c++;
+      if (key[heap[c]] >= key[x]) break;
+      heap[i] = heap[c];
+      where[heap[i]] = i;
+      i = c;
+    }
+    heap[i] = x;
+    where[x] = i;
   }
 }

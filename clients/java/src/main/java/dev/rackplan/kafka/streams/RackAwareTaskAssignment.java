@@ -219,12 +219,12 @@ public final class RackAwareTaskAssignment {
         for (GroupView.Member m : g.members) {
           if (holders.contains(m.processId())) continue;
           int l = load.get(m.id());
+          if (l > least) continue; // Kafka's rule: a least loaded member
           int sameTags = 0;
           for (String key : g.tagKeys)
             for (Map<String, String> u : usedTags)
               if (m.tags().get(key) != null && m.tags().get(key).equals(u.get(key))) sameTags++;
           long[] key = {
-            l > least ? 1 : 0,
             m.rack() == null || usedRacks.contains(m.rack()) ? 1 : 0,
             sameTags,
             racks.standbyCross(t, m.rack()),

@@ -232,7 +232,10 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
       return fallback("postcondition", bad, spec, topology, view);
     }
     rackAware.incrementAndGet();
-    if (!lastReason.isEmpty()) LOG.info("rackplan: Streams group {} assigned rack-aware again", racks instanceof GroupTopology g ? g.groupId() : "");
+    int cross = 0;
+    for (GroupView.Member m : view.members) for (Task t : r.active().get(m.id())) cross += racks.activeCross(t, m.rack());
+    LOG.info("rackplan: Streams group {} assigned rack-aware: {} tasks on {} members, {} active partitions read across racks",
+        racks instanceof GroupTopology g ? g.groupId() : "?", view.tasks.size(), view.members.size(), cross);
     lastReason = "";
     return toGroupAssignment(view, r);
   }
