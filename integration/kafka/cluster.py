@@ -59,6 +59,9 @@ TEST_OVERRIDES: Mapping[str, str] = {
 CLIENTS_JAR = KAFKA_DIR.parents[1] / "clients" / "java" / "target" / "rackplan-clients.jar"
 #: Kafka's built-in server-side assignors stay first (``uniform`` remains the default), rackplan's is added.
 RACKPLAN_ASSIGNORS = "uniform,range,dev.rackplan.kafka.RackplanServerAssignor"
+#: Streams groups (KIP-1071, Kafka 4.4's KIP-1357): Kafka's ``sticky`` stays the default, rackplan's is added;
+#: a group chooses it with the group config ``streams.assignor.name=rackplan``.
+RACKPLAN_STREAMS_ASSIGNORS = "sticky,dev.rackplan.kafka.streams.RackplanStreamsTaskAssignor"
 #: The tests' plan topics are prefixed per test: the broker-side assignor reads every one of them.
 RACKPLAN_PLAN_TOPIC_PATTERN = r".*_rackplan\.plans"
 
@@ -292,6 +295,8 @@ class KafkaCluster:
                     if n.spec.is_broker
                 )
                 props["rackplan.plan.topic.pattern"] = RACKPLAN_PLAN_TOPIC_PATTERN
+                props["group.streams.assignors"] = RACKPLAN_STREAMS_ASSIGNORS
+                props["rackplan.streams.refresh.ms"] = "2000"  # the Streams catalog's refresh (10 s default)
             node.properties = props
             node.dir.mkdir(parents=True, exist_ok=True)
             (node.dir / "server.properties").write_text(
