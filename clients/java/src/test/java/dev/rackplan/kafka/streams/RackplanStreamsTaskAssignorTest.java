@@ -73,6 +73,37 @@ class RackplanStreamsTaskAssignorTest {
   }
 
   @Test
+  void standbysGoToAnotherRackThenToOtherClientTagValues() {
+    // four members, two of them in az-a: every task active in az-a has its standby outside az-a
+    Map<String, Groups.M> members = new TreeMap<>(threeRacks());
+    members.put("ma2", Groups.M.of("pa2", A));
+    GroupSpec spec = Groups.spec(members, 1, List.of());
+    GroupView v = GroupView.of(spec, Groups.describer(Map.of("0", 8), Set.of("0")), 0);
+    RackAwareTaskAssignment.Result r = RackAwareTaskAssignment.assign(v, TaskRacks.NONE, RackAwareTaskAssignment.Strategy.MIN_TRAFFIC);
+    assertNull(RackAwareTaskAssignment.violation(v, r, RackAwareTaskAssignment.Strategy.MIN_TRAFFIC));
+    Map<Task, String> activeRack = new TreeMap<>();
+    for (var e : r.active().entrySet()) for (Task t : e.getValue()) activeRack.put(t, members.get(e.getKey()).rack());
+    for (var e : r.standby().entrySet())
+      for (Task t : e.getValue()) assertTrue(!members.get(e.getKey()).rack().equals(activeRack.get(t)), e.getKey() + " " + t);
+    // no racks, but rack.aware.assignment.tags=[zone]: a standby goes to another zone than its active
+    Map<String, Groups.M> tagged = new TreeMap<>();
+    String[] zones = {"z1", "z1", "z2", "z3"};
+    for (int i = 0; i < 4; i++) tagged.put("t" + i, Groups.M.of("q" + i, null).withTags(Map.of("zone", zones[i])));
+    GroupSpec tspec = Groups.spec(tagged, 1, List.of("zone"));
+    GroupView tv = GroupView.of(tspec, Groups.describer(Map.of("0", 8), Set.of("0")), 0);
+    RackAwareTaskAssignment.Result tr = RackAwareTaskAssignment.assign(tv, TaskRacks.NONE, RackAwareTaskAssignment.Strategy.MIN_TRAFFIC);
+    Map<Task, String> activeZone = new TreeMap<>();
+    for (var e : tr.active().entrySet()) for (Task t : e.getValue()) activeZone.put(t, tagged.get(e.getKey()).tags().get("zone"));
+    int standbys = 0;
+    for (var e : tr.standby().entrySet())
+      for (Task t : e.getValue()) {
+        standbys++;
+        assertTrue(!tagged.get(e.getKey()).tags().get("zone").equals(activeZone.get(t)), e.getKey() + " " + t);
+      }
+    assertEquals(8, standbys);
+  }
+
+  @Test
   void unknownGroupFallsBackToKafkasStickyAndCountsWhy() {
     Map<String, Groups.M> members = threeRacks();
     GroupSpec spec = Groups.spec(members, 1, List.of());
