@@ -80,6 +80,16 @@ class KafkaStickyParityTest {
     return n;
   }
 
+  /** Actives no longer on the member that held them, where that member is still in the group. */
+  static int moves(Case c, Map<String, Set<Task>> active) {
+    int n = 0;
+    for (Map.Entry<String, Set<Task>> e : active.entrySet())
+      for (Task t : e.getValue())
+        for (Map.Entry<String, Groups.M> m : c.members().entrySet())
+          if (!m.getKey().equals(e.getKey()) && Groups.tasks(m.getValue().active()).contains(t)) n++;
+    return n;
+  }
+
   static int count(Map<String, Set<Task>> m) {
     int n = 0;
     for (Set<Task> s : m.values()) n += s.size();
@@ -102,6 +112,7 @@ class KafkaStickyParityTest {
     long oursCross = 0, kafkaCross = 0, oursSame = 0, kafkaSame = 0, oursStandbys = 0, kafkaStandbys = 0;
     int kafkaOutsideBalance = 0, cases = 400;
     int oursSpreadWorse = 0, oursMoreCross = 0;
+    long oursMoves = 0, kafkaMoves = 0;
     for (int i = 0; i < cases; i++) {
       Case c = randomCase(rnd);
       RackplanStreamsTaskAssignor ours = new RackplanStreamsTaskAssignor(new StreamsCatalog(), KAFKA);
@@ -124,6 +135,8 @@ class KafkaStickyParityTest {
         if (oc > kc) oursMoreCross++;
       }
       assertEquals(count(ks), count(rs), "case " + i + ": standbys placed");
+      oursMoves += moves(c, ra);
+      kafkaMoves += moves(c, ka);
       oursCross += oc;
       kafkaCross += kc;
       oursSame += standbysInActiveRack(c, ra, rs);
@@ -143,9 +156,10 @@ class KafkaStickyParityTest {
     System.out.printf("streams parity, %d random groups: cross-rack active partitions rackplan %d, Kafka sticky %d"
         + " (Kafka above ceil(F/M) stateful actives on a member in %d groups, rackplan reads more across racks in %d"
         + " of those); standbys %d / %d, in their active's rack: rackplan %d, Kafka %d;"
-        + " rackplan's total-task spread above max(1, Kafka's) in %d%n",
+        + " rackplan's total-task spread above max(1, Kafka's) in %d; actives moved off a remaining owner: rackplan %d,"
+        + " Kafka %d%n",
         cases, oursCross, kafkaCross, kafkaOutsideBalance, oursMoreCross, oursStandbys, kafkaStandbys, oursSame, kafkaSame,
-        oursSpreadWorse);
+        oursSpreadWorse, oursMoves, kafkaMoves);
     assertEquals(0, oursMoreCross, "groups where rackplan reads more across racks than Kafka's freer assignment");
     assertTrue(oursSame <= kafkaSame, "standbys in their active's rack: rackplan " + oursSame + ", Kafka " + kafkaSame);
     assertEquals(0, oursSpreadWorse, "cases where rackplan's total tasks per member spread wider than Kafka's");
