@@ -176,3 +176,21 @@ def plan_member(
         control_topics["registrations_topic"],
     ]
     return JavaApp("dev.rackplan.it.PlanMember", args, log_dir / f"{name}.log", kafka_lib=kafka_lib)
+
+
+def streams_group_instance(
+    bootstrap: str,
+    application_id: str,
+    process: str,
+    rack: str,
+    input_topic: str,
+    work_dir: Path,
+    assignor: str | None,
+    standbys: int = 1,
+) -> JavaApp:
+    """One instance of the same Streams app in a KIP-1071 Streams group (``group.protocol=streams``): the
+    broker assigns; with ``assignor`` the group config ``streams.assignor.name`` is set to it first."""
+    state = work_dir / f"state-{process}"
+    state.mkdir(parents=True, exist_ok=True)
+    args = [bootstrap, application_id, process, rack, str(state), input_topic, assignor or "-", str(standbys)]
+    return JavaApp("dev.rackplan.it.StreamsGroupApp", args, work_dir / f"{process}.log", heap_mb=256)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from integration.kafka.compose import COMPOSE_FILE, ComposeCluster, NodeSpec, listener_names, load_compose
+from integration.kafka.compose import ComposeCluster, NodeSpec, listener_names, load_compose
 from integration.kafka.readiness import judge
 from integration.kafka.spawn import spawn
 
@@ -59,6 +59,9 @@ TEST_OVERRIDES: Mapping[str, str] = {
 CLIENTS_JAR = KAFKA_DIR.parents[1] / "clients" / "java" / "target" / "rackplan-clients.jar"
 #: Kafka's built-in server-side assignors stay first (``uniform`` remains the default), rackplan's is added.
 RACKPLAN_ASSIGNORS = "uniform,range,dev.rackplan.kafka.RackplanServerAssignor"
+#: Streams groups (KIP-1071, Kafka 4.4's KIP-1357): Kafka's ``sticky`` stays the default, rackplan's is added;
+#: a group chooses it with the group config ``streams.assignor.name=rackplan``.
+RACKPLAN_STREAMS_ASSIGNORS = "sticky,dev.rackplan.kafka.streams.RackplanStreamsTaskAssignor"
 #: The tests' plan topics are prefixed per test: the broker-side assignor reads every one of them.
 RACKPLAN_PLAN_TOPIC_PATTERN = r".*_rackplan\.plans"
 
@@ -292,6 +295,8 @@ class KafkaCluster:
                     if n.spec.is_broker
                 )
                 props["rackplan.plan.topic.pattern"] = RACKPLAN_PLAN_TOPIC_PATTERN
+                props["group.streams.assignors"] = RACKPLAN_STREAMS_ASSIGNORS
+                props["rackplan.streams.refresh.ms"] = "2000"  # the Streams catalog's refresh (10 s default)
             node.properties = props
             node.dir.mkdir(parents=True, exist_ok=True)
             (node.dir / "server.properties").write_text(
@@ -524,40 +529,3 @@ class KafkaCluster:
         if r.returncode != 0:
             raise LauncherError(f"leader election failed: {(r.stderr or r.stdout).strip()[-400:]}")
         return r.stdout
-
-
-def main_up(workdir: Path | None, compose_file: Path = COMPOSE_FILE) -> int:
-    """``python -m integration.kafka up``: start, print the bootstrap, run until Ctrl-C or SIGTERM."""
-    cluster = KafkaCluster(compose=load_compose(compose_file), workdir=workdir)
-    stop = False
-
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal stop
-        stop = True
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        report = cluster.start()
-        print(report.line(), flush=True)
-        for n in cluster.brokers:
-            print(
-                f"  broker {n.node_id} rack={n.spec.rack} {cluster.address(n.node_id)}  log {n.log}",
-                flush=True,
-            )
-        print(f"bootstrap: {cluster.bootstrap}", flush=True)
-        from integration.kafka.example import create_example_topic, try_lines
-
-        replicas = create_example_topic(cluster.bootstrap, [n.node_id for n in cluster.brokers])
-        for line in try_lines(cluster.bootstrap, replicas):
-            print(line, flush=True)
-        print("Ctrl-C stops the cluster and removes its data.", flush=True)
-        while not stop:
-            time.sleep(0.5)
-            dead = [n for n in cluster.nodes.values() if n.process is not None and not n.alive]
-            if dead:
-                print(f"{dead[0].spec.service} exited: see {dead[0].log}", flush=True)
-                return 1
-        return 0
-    finally:
-        cluster.close()

@@ -28,12 +28,15 @@ public final class RackplanConfig {
   public static final String HANDLE = "rackplan.handle";
   public static final String STREAMS_FOLLOWUP_MS = "rackplan.streams.followup.ms";
   public static final String REGISTRATION_SECRET_FILE = "rackplan.registration.secret.file";
+  /** The broker-side Streams assignor's (dev.rackplan.kafka.streams.RackplanStreamsTaskAssignor). */
+  public static final String STREAMS_REFRESH_MS = "rackplan.streams.refresh.ms";
+  public static final String STREAMS_STRATEGY = "rackplan.streams.strategy";
 
   static final Set<String> KNOWN =
       Set.of(
           PLAN_TOPIC, PLAN_TOPIC_PATTERN, REGISTRATIONS_TOPIC, MEMBER_ID, REGISTRATION_TTL_MS,
           PLAN_POLL_MS, FALLBACK, PLAN_ASSIGNOR, FETCH_MODE, REBALANCE_PROTOCOL, BOOTSTRAP, HANDLE,
-          STREAMS_FOLLOWUP_MS, REGISTRATION_SECRET_FILE);
+          STREAMS_FOLLOWUP_MS, REGISTRATION_SECRET_FILE, STREAMS_REFRESH_MS, STREAMS_STRATEGY);
 
   public final Map<String, Object> originals;
   public final String planTopic;

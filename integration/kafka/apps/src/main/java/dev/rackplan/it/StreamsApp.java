@@ -8,10 +8,12 @@ import java.util.List;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.ThreadMetadata;
 import org.apache.kafka.streams.TaskMetadata;
 import org.apache.kafka.streams.kstream.Consumed;
@@ -48,11 +50,6 @@ public final class StreamsApp {
     int standbys = args.length > 6 ? Integer.parseInt(args[6]) : 1;
     String strategy = args.length > 7 ? args[7] : StreamsConfig.RACK_AWARE_ASSIGNMENT_STRATEGY_BALANCE_SUBTOPOLOGY;
 
-    StreamsBuilder builder = new StreamsBuilder();
-    builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
-        .groupBy((k, v) -> v, Grouped.with("by-value", Serdes.String(), Serdes.String()))
-        .count(Materialized.as("counts"));
-
     Properties p = new Properties();
     p.put(StreamsConfig.APPLICATION_ID_CONFIG, appId);
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -74,6 +71,26 @@ public final class StreamsApp {
       if (args.length > 9) p.put("rackplan.registrations.topic", args[9]);
     }
 
+    runPrinting(topology(input), p, process, () -> args.length > 8
+        ? ",\"plan_assignments\":" + dev.rackplan.kafka.RackplanTaskAssignor.planAssignments()
+            + ",\"fallback\":\"" + dev.rackplan.kafka.RackplanTaskAssignor.lastFallback() + "\""
+        : "");
+  }
+
+  /** The app: {@code input} re-keyed by value (a repartition), counted in the store {@code counts}. */
+  static Topology topology(String input) {
+    StreamsBuilder builder = new StreamsBuilder();
+    builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+        .groupBy((k, v) -> v, Grouped.with("by-value", Serdes.String(), Serdes.String()))
+        .count(Materialized.as("counts"));
+    return builder.build();
+  }
+
+  /**
+   * Runs {@code topology} with {@code p} until stdin closes, printing every change of the instance's
+   * tasks as one JSON line (with {@code extra} fields, a string starting with a comma or empty).
+   */
+  static void runPrinting(Topology topology, Properties p, String process, Supplier<String> extra) throws Exception {
     AtomicBoolean stop = new AtomicBoolean(false);
     Thread stdin = new Thread(() -> {
       try (BufferedReader r = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
@@ -86,7 +103,7 @@ public final class StreamsApp {
     stdin.setDaemon(true);
     stdin.start();
 
-    try (KafkaStreams streams = new KafkaStreams(builder.build(), p)) {
+    try (KafkaStreams streams = new KafkaStreams(topology, p)) {
       streams.start();
       String last = "";
       while (!stop.get()) {
@@ -97,9 +114,7 @@ public final class StreamsApp {
           for (TaskMetadata task : t.standbyTasks()) standby.add(task.taskId().toString());
         }
         String line = "{\"process\":\"" + process + "\",\"state\":\"" + streams.state() + "\",\"active\":"
-            + list(active) + ",\"standby\":" + list(standby)
-            + (args.length > 8 ? ",\"plan_assignments\":" + dev.rackplan.kafka.RackplanTaskAssignor.planAssignments()
-                + ",\"fallback\":\"" + dev.rackplan.kafka.RackplanTaskAssignor.lastFallback() + "\"" : "");
+            + list(active) + ",\"standby\":" + list(standby) + extra.get();
         if (!line.equals(last)) {
           System.out.println(line + ",\"at_ms\":" + System.currentTimeMillis() + "}");
           System.out.flush();

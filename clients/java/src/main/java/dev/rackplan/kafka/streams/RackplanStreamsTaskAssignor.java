@@ -1,0 +1,274 @@
+package dev.rackplan.kafka.streams;
+
+import dev.rackplan.kafka.RackplanConfig;
+import java.lang.management.ManagementFactory;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.management.ObjectName;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.common.Configurable;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.coordinator.group.api.streams.assignor.GroupAssignment;
+import org.apache.kafka.coordinator.group.api.streams.assignor.GroupSpec;
+import org.apache.kafka.coordinator.group.api.streams.assignor.MemberAssignment;
+import org.apache.kafka.coordinator.group.api.streams.assignor.TaskAssignor;
+import org.apache.kafka.coordinator.group.api.streams.assignor.TaskAssignorException;
+import org.apache.kafka.coordinator.group.api.streams.assignor.TopologyDescriber;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A broker-side Kafka Streams task assignor (KIP-1071 groups, KIP-1357 plugins, Kafka 4.4+), named
+ * {@code rackplan}: brokers load it with {@code group.streams.assignors=sticky,
+ * dev.rackplan.kafka.streams.RackplanStreamsTaskAssignor} (this jar on their classpath) and a group
+ * chooses it with the group config {@code streams.assignor.name=rackplan}.
+ *
+ * <p>The coordinator gives an assignor sub-topology ids and partition counts, not topics or replica
+ * racks. Those come from the cluster: a daemon thread describes the Streams groups this broker
+ * coordinates and their topics with an Admin client ({@link StreamsCatalogReader}, broker
+ * properties {@code rackplan.bootstrap.servers}, {@code rackplan.streams.refresh.ms}), and {@code
+ * assign} finds the group by its members ({@link StreamsCatalog}) and reads only memory. It then
+ * assigns with {@link RackAwareTaskAssignment} ({@code rackplan.streams.strategy}: {@code
+ * min_traffic} or {@code balance_subtopology}) and checks the result.
+ *
+ * <p>When the group is not known (not described yet, the topology just changed, no bootstrap), or
+ * the result fails its check, or anything throws, Kafka's own built-in sticky assignor assigns, as
+ * if the group had not chosen this one; the reason is logged when it changes and counted by kind
+ * (JMX {@code dev.rackplan:type=RackplanStreamsTaskAssignor}). Warm-ups stay the coordinator's
+ * (it adds them to the assignor's result for actives moved to members that are not caught up).
+ */
+public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(RackplanStreamsTaskAssignor.class);
+
+  public static final String REFRESH_MS = RackplanConfig.STREAMS_REFRESH_MS;
+  public static final String STRATEGY = RackplanConfig.STREAMS_STRATEGY;
+  /** The broker's KIP-1071 acceptable recovery lag (its default, 10,000, when unset). */
+  static final String ACCEPTABLE_RECOVERY_LAG = "group.streams.acceptable.recovery.lag";
+
+  private static final String KAFKA_STICKY = "org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor";
+
+  final StreamsCatalog catalog;
+  private StreamsCatalogReader reader;
+  private RackAwareTaskAssignment.Strategy strategy = RackAwareTaskAssignment.Strategy.MIN_TRAFFIC;
+  private long acceptableRecoveryLag = 10_000L;
+  private final TaskAssignor kafkaSticky;
+
+  final AtomicLong rackAware = new AtomicLong();
+  /** Fallbacks by kind: unconfigured, unknown-group, postcondition, error. */
+  final Map<String, AtomicLong> fallbacks = new ConcurrentHashMap<>();
+  volatile String lastReason = "";
+
+  /** JMX view. */
+  public interface StatsMBean {
+    long getRackAwareAssignments();
+
+    long getFallbackAssignments();
+
+    String getFallbacksByKind();
+
+    String getLastFallbackReason();
+
+    int getDescribedGroups();
+  }
+
+  public RackplanStreamsTaskAssignor() {
+    this(new StreamsCatalog(), kafkaSticky());
+  }
+
+  RackplanStreamsTaskAssignor(StreamsCatalog catalog, TaskAssignor kafkaSticky) {
+    this.catalog = catalog;
+    this.kafkaSticky = kafkaSticky;
+  }
+
+  /** Kafka's built-in sticky Streams assignor from the broker's classpath, or null if absent. */
+  static TaskAssignor kafkaSticky() {
+    try {
+      return (TaskAssignor) Class.forName(KAFKA_STICKY).getDeclaredConstructor().newInstance();
+    } catch (ReflectiveOperationException | LinkageError | ClassCastException e) {
+      return null;
+    }
+  }
+
+  @Override
+  public String name() {
+    return "rackplan";
+  }
+
+  @Override
+  public void configure(Map<String, ?> configs) {
+    Object s = configs.get(STRATEGY);
+    strategy = strategy(s == null ? null : s.toString());
+    long refresh = positive(configs, REFRESH_MS, 10_000L);
+    acceptableRecoveryLag = positive(configs, ACCEPTABLE_RECOVERY_LAG, 10_000L);
+    if (configs.get(RackplanConfig.BOOTSTRAP) == null) {
+      LOG.warn("rackplan: no {} in the broker's properties: every Streams group is assigned by Kafka's sticky assignor",
+          RackplanConfig.BOOTSTRAP);
+    } else {
+      Map<String, Object> ac = adminConfig(configs);
+      Object node = configs.get("node.id") != null ? configs.get("node.id") : configs.get("broker.id");
+      Integer nodeId = null;
+      try {
+        if (node != null) nodeId = Integer.valueOf(node.toString().trim());
+      } catch (NumberFormatException e) {
+        nodeId = null;
+      }
+      reader = new StreamsCatalogReader(catalog, () -> Admin.create(ac), refresh, nodeId).start();
+    }
+    registerMBean();
+  }
+
+  static RackAwareTaskAssignment.Strategy strategy(String s) {
+    if (s == null || s.equals("min_traffic")) return RackAwareTaskAssignment.Strategy.MIN_TRAFFIC;
+    if (s.equals("balance_subtopology")) return RackAwareTaskAssignment.Strategy.BALANCE_SUBTOPOLOGY;
+    throw new ConfigException(STRATEGY, s, "must be one of min_traffic, balance_subtopology");
+  }
+
+  private static long positive(Map<String, ?> configs, String key, long dflt) {
+    Object v = configs.get(key);
+    if (v == null) return dflt;
+    try {
+      long n = Long.parseLong(v.toString().trim());
+      if (n >= 0 && (n > 0 || !key.equals(REFRESH_MS))) return n;
+    } catch (NumberFormatException e) {
+      // reported below
+    }
+    throw new ConfigException(key, v, "must be a positive integer");
+  }
+
+  /**
+   * The catalog's admin client: the broker's rackplan.bootstrap.servers and its client security
+   * settings (ssl., sasl., security.protocol), quiet while the cluster starts (no rebootstrap
+   * storm: see RackplanServerAssignor.adminConfig).
+   */
+  static Map<String, Object> adminConfig(Map<String, ?> configs) {
+    Map<String, Object> ac = new HashMap<>();
+    Set<String> names = AdminClientConfig.configNames();
+    for (Map.Entry<String, ?> e : configs.entrySet()) {
+      String k = e.getKey();
+      if ((k.startsWith("ssl.") || k.startsWith("sasl.") || k.equals("security.protocol")) && names.contains(k))
+        ac.put(k, e.getValue());
+    }
+    ac.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, configs.get(RackplanConfig.BOOTSTRAP).toString());
+    ac.put(AdminClientConfig.CLIENT_ID_CONFIG, "rackplan-streams-assignor-catalog");
+    ac.put(AdminClientConfig.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
+    ac.put(AdminClientConfig.RECONNECT_BACKOFF_MS_CONFIG, 1_000L);
+    ac.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 10_000L);
+    ac.put(AdminClientConfig.RETRY_BACKOFF_MS_CONFIG, 1_000L);
+    ac.put(AdminClientConfig.RETRY_BACKOFF_MAX_MS_CONFIG, 10_000L);
+    return ac;
+  }
+
+  private void registerMBean() {
+    try {
+      ObjectName name = new ObjectName("dev.rackplan:type=RackplanStreamsTaskAssignor");
+      RackplanStreamsTaskAssignor self = this;
+      StatsMBean stats = new StatsMBean() {
+        @Override public long getRackAwareAssignments() { return self.rackAware.get(); }
+        @Override public long getFallbackAssignments() { return self.fallbackCount(); }
+        @Override public String getFallbacksByKind() { return self.fallbacksByKind().toString(); }
+        @Override public String getLastFallbackReason() { return self.lastReason; }
+        @Override public int getDescribedGroups() { return self.catalog.groups().size(); }
+      };
+      if (!ManagementFactory.getPlatformMBeanServer().isRegistered(name))
+        ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(stats, StatsMBean.class), name);
+    } catch (Exception e) {
+      LOG.debug("rackplan: no JMX metrics: {}", e.toString());
+    }
+  }
+
+  long fallbackCount() {
+    long n = 0;
+    for (AtomicLong c : fallbacks.values()) n += c.get();
+    return n;
+  }
+
+  Map<String, Long> fallbacksByKind() {
+    Map<String, Long> out = new TreeMap<>();
+    for (Map.Entry<String, AtomicLong> e : fallbacks.entrySet()) out.put(e.getKey(), e.getValue().get());
+    return out;
+  }
+
+  @Override
+  public GroupAssignment assign(GroupSpec spec, TopologyDescriber topology) throws TaskAssignorException {
+    GroupView view;
+    try {
+      view = GroupView.of(spec, topology, acceptableRecoveryLag);
+    } catch (RuntimeException e) {
+      return fallback("error", "the group could not be read: " + e, spec, topology, null);
+    }
+    if (reader == null) return fallback("unconfigured", "no " + RackplanConfig.BOOTSTRAP + " set", spec, topology, view);
+    Set<String> members = new TreeSet<>();
+    Set<String> processes = new TreeSet<>();
+    for (GroupView.Member m : view.members) {
+      members.add(m.id());
+      processes.add(m.processId());
+    }
+    StreamsCatalog.Match match = catalog.match(members, processes, view.partitions);
+    if (match.topology() == null) {
+      reader.want();
+      return fallback("unknown-group", match.reason(), spec, topology, view);
+    }
+    return assignWith(match.topology(), view, spec, topology);
+  }
+
+  /** Assigns {@code view} with {@code racks}; a result that fails its check is replaced by the fallback's. */
+  GroupAssignment assignWith(TaskRacks racks, GroupView view, GroupSpec spec, TopologyDescriber topology) {
+    RackAwareTaskAssignment.Result r;
+    try {
+      r = RackAwareTaskAssignment.assign(view, racks, strategy);
+    } catch (RuntimeException e) {
+      LOG.error("rackplan: Streams assignment failed", e);
+      return fallback("error", e.toString(), spec, topology, view);
+    }
+    String bad = RackAwareTaskAssignment.violation(view, r, strategy);
+    if (bad != null) {
+      LOG.error("rackplan: Streams assignment broke its postconditions ({}): Kafka's sticky assignor assigns", bad);
+      return fallback("postcondition", bad, spec, topology, view);
+    }
+    rackAware.incrementAndGet();
+    int cross = 0;
+    for (GroupView.Member m : view.members) for (Task t : r.active().get(m.id())) cross += racks.activeCross(t, m.rack());
+    LOG.info("rackplan: Streams group {} assigned rack-aware: {} tasks on {} members, {} active partitions read across racks",
+        racks instanceof GroupTopology g ? g.groupId() : "?", view.tasks.size(), view.members.size(), cross);
+    lastReason = "";
+    return toGroupAssignment(view, r);
+  }
+
+  /**
+   * Kafka's built-in sticky assignor, the reason counted by {@code kind} and logged when it changes;
+   * without that class (another Kafka), rackplan's assignment with no racks known (balance and
+   * stickiness only).
+   */
+  GroupAssignment fallback(String kind, String reason, GroupSpec spec, TopologyDescriber topology, GroupView view) {
+    fallbacks.computeIfAbsent(kind, k -> new AtomicLong()).incrementAndGet();
+    if (!reason.equals(lastReason)) LOG.warn("rackplan: Streams group assigned by Kafka's sticky assignor: {}", reason);
+    lastReason = reason;
+    if (kafkaSticky != null) return kafkaSticky.assign(spec, topology);
+    GroupView v = view != null ? view : GroupView.of(spec, topology, acceptableRecoveryLag);
+    return toGroupAssignment(v, RackAwareTaskAssignment.assign(v, TaskRacks.NONE, strategy));
+  }
+
+  static GroupAssignment toGroupAssignment(GroupView view, RackAwareTaskAssignment.Result r) {
+    Map<String, MemberAssignment> out = new HashMap<>();
+    for (GroupView.Member m : view.members)
+      out.put(m.id(), new MemberAssignment(compact(r.active().get(m.id())), compact(r.standby().get(m.id()))));
+    return new GroupAssignment(out);
+  }
+
+  private static Map<String, Set<Integer>> compact(Set<Task> tasks) {
+    Map<String, Set<Integer>> out = new HashMap<>();
+    if (tasks != null) for (Task t : tasks) out.computeIfAbsent(t.subtopology(), k -> new TreeSet<>()).add(t.partition());
+    return out;
+  }
+
+  @Override
+  public void close() {
+    if (reader != null) reader.close();
+  }
+}
