@@ -1,0 +1,116 @@
+"""The in-process engine: the fleet job in this Python process, without Spark.
+
+For fleets under the measured crossover (docs/performance.md, fleet) a JVM,
+a Spark session and Python workers cost more than the units themselves.
+This engine runs the same pieces the Spark job runs, in the same order:
+:func:`rackplan.fleet.documents.choose_documents` picks the documents,
+:func:`rackplan.fleet.documents.groups_of` splits them into groups,
+:meth:`rackplan.fleet.stages.Evaluation.group` plans every unit of a group and
+:func:`rackplan.fleet.outputs.write_partition` writes the tables of each
+(cluster, date), so its files are byte for byte those of the Spark engine
+(``tests/fleet/test_engines.py``).  It reads local paths and ``file://``
+URIs only, and never imports pyspark: ``pip install rackplan`` runs it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .documents import Documents, choose_documents, groups_of, listing, read_local
+from .outputs import group_by_partition, make_dirs, status_counts, write_partition
+from .progress import Progress
+from .runs import Summary, finish, new_run_id
+from .scenarios import Scenario
+from .settings import FleetOptions
+from .stages import Evaluation
+from .storage import InputError, LocalStore, check_inputs, local_path
+
+
+def list_local(paths: Sequence[str], history: str) -> tuple[list[dict[str, Any]], Documents]:
+    """Every document of the local ``paths`` (records of :func:`read_local`) and the choice among them.
+
+    Files whose names start with ``_`` or ``.`` are skipped, as Spark skips them.
+    """
+    files = [f for f in check_inputs(paths) if not Path(f).name.startswith(("_", "."))]
+    records = list(read_local(files))
+    return records, choose_documents([listing(r["value"], r["source"]) for r in records], history)
+
+
+def run_local(
+    paths: Sequence[str],
+    scenarios: Sequence[Scenario],
+    out: str | Path,
+    options: FleetOptions,
+    progress: Progress | None = None,
+    run_id: str | None = None,
+    listed: tuple[list[dict[str, Any]], Documents] | None = None,
+) -> Summary:
+    """The whole run in this process: the tables into a staging folder under ``out``, then the commit.
+
+    ``listed``: the documents already read and chosen (:func:`list_local`), when the engine was
+    picked by size.  Raises :class:`InputError` for paths that are not local or hold no document.
+    """
+    target = str(out).rstrip("/")
+    if local_path(target) is None or any(local_path(p) is None for p in paths):
+        raise InputError(
+            "the local engine reads and writes local paths and file:// URIs only: use --engine spark"
+        )
+    start = time.monotonic()
+    run_id = run_id or new_run_id()
+    timings: dict[str, float] = {}
+    mark, current = start, ""
+
+    def phase(name: str, key: str, total: int = 0) -> None:
+        nonlocal mark, current
+        now = time.monotonic()
+        if current:
+            timings[current] = now - mark
+        mark, current = now, key
+        if progress is not None:
+            progress.set_phase(name, total)
+
+    phase("reading", "list")
+    records, chosen = listed if listed is not None else list_local(paths, options.history)
+    if chosen.documents == 0:
+        raise InputError(f"--snapshots: no snapshot document in {', '.join(paths)}")
+    run = Evaluation.of(scenarios, options)
+    phase("planning", "units", chosen.units(run.per_group))
+    rows: list[dict[str, Any]] = []
+    for group in groups_of(records, chosen.keep, set()):
+        done = run.group(group)
+        rows.extend(done)
+        if progress is not None:
+            progress.advance(len(done))
+    del records
+    phase("writing", "tables")
+    staging = f"{target}/_staging-{run_id}"
+    root = str(local_path(staging))
+    fs = _local_fs()
+    make_dirs(root)
+    for (cluster_id, day), part in sorted(group_by_partition(rows).items(), key=lambda kv: str(kv[0])):
+        write_partition(fs, root, cluster_id, day, part, run_id, options.keep_plans)
+    phase("commit", "commit")
+    counts = status_counts(rows)
+    summary = Summary(
+        out=target,
+        run_id=run_id,
+        elapsed_s=0.0,
+        statuses={s: n for s, (n, _) in sorted(counts.items())},
+        scenarios=[s.name for s in scenarios],
+        settings=options.model_dump(mode="json"),
+        snapshots=chosen.sources,
+        documents=chosen.documents,
+        partitions=1,
+        assign_ms=sum(ms for _, ms in counts.values()),
+        engine="local",
+    )
+    return finish(summary, LocalStore(), staging, start, timings, progress)
+
+
+def _local_fs() -> Any:
+    from pyarrow import fs  # type: ignore[import-untyped,import-not-found,unused-ignore]
+
+    return fs.LocalFileSystem()
