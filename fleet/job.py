@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import math
 import os
 import sys
@@ -436,17 +437,24 @@ def run_from_args(args: argparse.Namespace) -> int:
         _error(str(e))
         return EXIT_BAD_INPUT
     configure(stream=sys.stderr)  # progress events on stderr: stdout carries the summary
+    # The assignors' per-unit notes (info) would be one line per unit of a fleet: warnings only.
+    logging.getLogger("rackplan.assignor").setLevel(logging.WARNING)
     options = settings.fleet
     with Progress(options.progress_interval_s) as progress:
         listed: list[tuple[list[dict[str, Any]], Documents]] = []
+        reading: list[float] = []  # seconds spent counting the units (the local engine's reading)
 
         def count() -> int:
             progress.set_phase("reading")
+            began = time.monotonic()
             listed.append(list_local(args.snapshots, options.history))
+            reading.append(time.monotonic() - began)
             return listed[0][1].units(Evaluation.of(scenarios, options).per_group)
 
         try:
             engine = choose_engine(options, args.snapshots, args.out, count)
+            if engine == "spark":
+                listed.clear()  # Spark reads the documents itself: do not hold them during its run
             if engine == "local":
                 summary = run_local(
                     args.snapshots,
@@ -456,6 +464,8 @@ def run_from_args(args: argparse.Namespace) -> int:
                     progress,
                     listed=listed[0] if listed else None,
                 )
+                if reading:  # the documents were read to choose the engine: that was the reading phase
+                    summary.timings_s["list"] = reading[0] + summary.timings_s.get("list", 0.0)
             else:
                 code, summary_or_none = _run_spark(args, settings, scenarios, progress)
                 if summary_or_none is None:

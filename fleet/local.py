@@ -63,16 +63,16 @@ def run_local(
     timings: dict[str, float] = {}
     mark, current = start, ""
 
-    def phase(name: str, key: str, total: int = 0) -> None:
+    def phase(name: str, key: str, total: int = 0, announce: bool = True) -> None:
         nonlocal mark, current
         now = time.monotonic()
         if current:
             timings[current] = now - mark
         mark, current = now, key
-        if progress is not None:
+        if progress is not None and announce:
             progress.set_phase(name, total)
 
-    phase("reading", "list")
+    phase("reading", "list", announce=listed is None)  # else the caller read them, and said so
     records, chosen = listed if listed is not None else list_local(paths, options.history)
     if chosen.documents == 0:
         raise InputError(f"--snapshots: no snapshot document in {', '.join(paths)}")

@@ -144,6 +144,10 @@ def test_small_fleets_run_in_process_without_pyspark(tmp_path: Path) -> None:
     summary = json.loads(done["out"])
     assert summary["engine"] == "local" and summary["statuses"]["ok"] > 0
     assert (tmp_path / "out" / "locality").is_dir()
+    events = [json.loads(line) for line in done["stderr"].splitlines() if line.startswith('{"')]
+    phases = [e["phase"] for e in events if e["event"] == "fleet.phase"]
+    assert phases == ["reading", "planning", "writing", "commit", "done"]  # each once, on stderr
+    assert not [e for e in events if str(e.get("logger", "")).startswith("rackplan.assignor")]  # per unit
     blocked = _run_cli([*base, "--engine", "local"], block_pyspark=True)  # pyspark not installed
     assert blocked["rc"] == 0 and json.loads(blocked["out"])["statuses"] == summary["statuses"]
     no_spark = _run_cli([*base, "--engine", "spark"], block_pyspark=True)
