@@ -42,7 +42,7 @@ from rackplan.fleet import units
 from rackplan.fleet.documents import Documents, choose_documents
 from rackplan.fleet.outputs import PARTITION_COLUMNS, PLAN_COLUMNS, SCHEMA_VERSION, TABLES, make_dirs
 from rackplan.fleet.progress import Progress
-from rackplan.fleet.runs import Summary, commit, finish, new_run_id
+from rackplan.fleet.runs import Phases, Summary, commit, finish, new_run_id
 from rackplan.fleet.scenarios import Scenario, load_scenarios
 from rackplan.fleet.settings import FleetOptions, FleetSettings, SparkSettings
 from rackplan.fleet.stages import (
@@ -290,23 +290,16 @@ def run_fleet(
     Returns counts, never instances.  Raises :class:`InputError` when the
     paths hold no snapshot document.
     """
-    start = time.monotonic()
     run_id = run_id or new_run_id()
     target = str(out).rstrip("/")
     store = store_for(target, spark)
     staging = f"{target}/_staging-{run_id}" if store is not None else target
-    timings: dict[str, float] = {}
-    mark, current = time.monotonic(), ""
     sc = context(spark)
+    phases = Phases(progress)
 
     def phase(name: str, total: int = 0, counter: Callable[[], int] | None = None) -> None:
-        nonlocal mark, current
-        now = time.monotonic()
-        if current:
-            timings[current] = now - mark
-        mark, current = now, {"reading": "list", "planning": "units"}.get(name, name)
-        if progress is not None:
-            progress.set_phase(name, total, counter, then="writing" if total else None)
+        key = {"reading": "list", "planning": "units"}.get(name, name)
+        phases.begin(name, key, total, counter=counter, then="writing" if total else None)
         _name_jobs(spark, run_id, name)
 
     phase("reading")
@@ -349,7 +342,7 @@ def run_fleet(
         assign_ms=assign_ms,
         engine="spark",
     )
-    return finish(summary, store, staging, start, timings, progress)
+    return finish(summary, store, staging, phases)
 
 
 # ---- command line (``rackplan fleet`` and spark-submit) -------------------------------

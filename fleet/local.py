@@ -14,7 +14,6 @@ URIs only, and never imports pyspark: ``pip install rackplan`` runs it.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 from .documents import Documents, choose_documents, groups_of, listing, read_local
 from .outputs import group_by_partition, make_dirs, status_counts, write_partition
 from .progress import Progress
-from .runs import Summary, finish, new_run_id
+from .runs import Phases, Summary, finish, new_run_id
 from .scenarios import Scenario
 from .settings import FleetOptions
 from .stages import Evaluation
@@ -58,26 +57,14 @@ def run_local(
         raise InputError(
             "the local engine reads and writes local paths and file:// URIs only: use --engine spark"
         )
-    start = time.monotonic()
     run_id = run_id or new_run_id()
-    timings: dict[str, float] = {}
-    mark, current = start, ""
-
-    def phase(name: str, key: str, total: int = 0, announce: bool = True) -> None:
-        nonlocal mark, current
-        now = time.monotonic()
-        if current:
-            timings[current] = now - mark
-        mark, current = now, key
-        if progress is not None and announce:
-            progress.set_phase(name, total)
-
-    phase("reading", "list", announce=listed is None)  # else the caller read them, and said so
+    phases = Phases(progress)
+    phases.begin("reading", "list", announce=listed is None)  # else the caller read them, and said so
     records, chosen = listed if listed is not None else list_local(paths, options.history)
     if chosen.documents == 0:
         raise InputError(f"--snapshots: no snapshot document in {', '.join(paths)}")
     run = Evaluation.of(scenarios, options)
-    phase("planning", "units", chosen.units(run.per_group))
+    phases.begin("planning", "units", chosen.units(run.per_group))
     rows: list[dict[str, Any]] = []
     for group in groups_of(records, chosen.keep, set()):
         done = run.group(group)
@@ -85,14 +72,14 @@ def run_local(
         if progress is not None:
             progress.advance(len(done))
     del records
-    phase("writing", "tables")
+    phases.begin("writing", "tables")
     staging = f"{target}/_staging-{run_id}"
     root = str(local_path(staging))
     fs = _local_fs()
     make_dirs(root)
     for (cluster_id, day), part in sorted(group_by_partition(rows).items(), key=lambda kv: str(kv[0])):
         write_partition(fs, root, cluster_id, day, part, run_id, options.keep_plans)
-    phase("commit", "commit")
+    phases.begin("commit", "commit")
     counts = status_counts(rows)
     summary = Summary(
         out=target,
@@ -107,7 +94,7 @@ def run_local(
         assign_ms=sum(ms for _, ms in counts.values()),
         engine="local",
     )
-    return finish(summary, LocalStore(), staging, start, timings, progress)
+    return finish(summary, LocalStore(), staging, phases)
 
 
 def _local_fs() -> Any:

@@ -53,6 +53,26 @@ class Summary:
         }
 
 
+class Phases:
+    """A run's phases: each timed (``timings``, under its short ``key``) and announced to ``progress``."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self.progress = progress
+        self.timings: dict[str, float] = {}
+        self.start = self._mark = time.monotonic()
+        self._current = ""
+
+    def begin(self, name: str, key: str, total: int = 0, announce: bool = True, **counted: Any) -> None:
+        """End the current phase, start ``name`` (``total`` units; ``counted``: Progress's ``counter``
+        and ``then``); ``announce`` False: time it without an event (the caller announced it)."""
+        now = time.monotonic()
+        if self._current:
+            self.timings[self._current] = now - self._mark
+        self._mark, self._current = now, key
+        if self.progress is not None and announce:
+            self.progress.set_phase(name, total, **counted)
+
+
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
 
@@ -70,19 +90,13 @@ def commit(store: Store, staging: str, out: str, run_id: str, summary_text: str)
     store.delete(staging)
 
 
-def finish(
-    summary: Summary,
-    store: Store | None,
-    staging: str,
-    start: float,
-    timings: dict[str, float],
-    progress: Progress | None,
-) -> Summary:
+def finish(summary: Summary, store: Store | None, staging: str, phases: Phases) -> Summary:
     """Commit a run (``store`` None: written in place, nothing to commit) and complete its summary:
-    phase timings (the last, ``commit``, from ``timings``' end), elapsed time, the ``done`` event."""
+    phase timings (``commit`` from here), elapsed time, the ``done`` event."""
+    start, progress = phases.start, phases.progress
     mark = time.monotonic()
     summary.elapsed_s = mark - start
-    summary.timings_s = dict(timings)
+    summary.timings_s = dict(phases.timings)
     if store is not None:
         commit(store, staging, summary.out, summary.run_id, json.dumps(summary.to_json(), indent=2) + "\n")
     summary.timings_s["commit"] = time.monotonic() - mark
