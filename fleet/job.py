@@ -521,7 +521,9 @@ def exit_code(statuses: dict[str, int]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fleet", description="rackplan fleet what-ifs on Spark")
+    parser = argparse.ArgumentParser(
+        prog="fleet", description="rackplan fleet what-ifs, in process or on Spark"
+    )
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))
 

@@ -14,12 +14,13 @@ URIs only, and never imports pyspark: ``pip install rackplan`` runs it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .documents import Documents, choose_documents, groups_of, listing, read_local
-from .outputs import group_by_partition, make_dirs, status_counts, write_partition
+from .outputs import make_dirs, snapshot_date, status_counts, write_partition
 from .progress import Progress
 from .runs import Phases, Summary, finish, new_run_id
 from .scenarios import Scenario
@@ -34,8 +35,13 @@ def list_local(paths: Sequence[str], history: str) -> tuple[list[dict[str, Any]]
     Files whose names start with ``_`` or ``.`` are skipped, as Spark skips them.
     """
     files = [f for f in check_inputs(paths) if not Path(f).name.startswith(("_", "."))]
-    records = list(read_local(files))
-    return records, choose_documents([listing(r["value"], r["source"]) for r in records], history)
+    records = [{**r, **listing(r["value"], r["source"])} for r in read_local(files)]
+    return records, choose_documents(records, history)
+
+
+def partition_of(record: Mapping[str, Any]) -> tuple[str, str]:
+    """The (cluster, date) folder a document's rows go to, when it parses (from its listing)."""
+    return (str(record.get("cluster_id") or ""), snapshot_date(record.get("taken_at")) or "")
 
 
 def run_local(
@@ -65,22 +71,39 @@ def run_local(
         raise InputError(f"--snapshots: no snapshot document in {', '.join(paths)}")
     run = Evaluation.of(scenarios, options)
     phases.begin("planning", "units", chosen.units(run.per_group))
-    rows: list[dict[str, Any]] = []
-    for group in groups_of(records, chosen.keep, set()):
-        done = run.group(group)
-        rows.extend(done)
-        if progress is not None:
-            progress.advance(len(done))
-    del records
-    phases.begin("writing", "tables")
     staging = f"{target}/_staging-{run_id}"
     root = str(local_path(staging))
     fs = _local_fs()
     make_dirs(root)
-    for (cluster_id, day), part in sorted(group_by_partition(rows).items(), key=lambda kv: str(kv[0])):
-        write_partition(fs, root, cluster_id, day, part, run_id, options.keep_plans)
+    counts: dict[str, tuple[int, float]] = {}
+
+    def write(key: tuple[Any, Any], part: list[dict[str, Any]]) -> None:
+        write_partition(fs, root, key[0], key[1], part, run_id, options.keep_plans)
+        for status, (n, ms) in status_counts(part).items():
+            had = counts.get(status, (0, 0.0))
+            counts[status] = (had[0] + n, had[1] + ms)
+
+    # One (cluster, date) at a time, written as soon as its documents are planned: the figures of one
+    # partition in memory, not the fleet's.  A document that does not parse has its one row under its
+    # file's name: those are kept to the end (a file can hold several).
+    seen: set[str] = set()
+    bad: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for _, batch in itertools.groupby(sorted(records, key=partition_of), key=partition_of):
+        rows: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+        for group in groups_of(batch, chosen.keep, seen):
+            done = run.group(group)
+            for r in done:
+                into = bad if r["kind"] == "snapshot" else rows
+                into.setdefault((r["cluster_id"], r["snapshot_date"]), []).append(r)
+            if progress is not None:
+                progress.advance(len(done))
+        for key, part in rows.items():
+            write(key, part)
+    del records
+    phases.begin("writing", "tables")
+    for key, part in sorted(bad.items(), key=lambda kv: str(kv[0])):
+        write(key, part)
     phases.begin("commit", "commit")
-    counts = status_counts(rows)
     summary = Summary(
         out=target,
         run_id=run_id,

@@ -242,16 +242,6 @@ def make_dirs(root: str) -> None:
         fs.create_dir(f"{path.rstrip('/')}/{name}", recursive=True)
 
 
-def group_by_partition(
-    rows: Iterable[dict[str, Any]],
-) -> dict[tuple[str | None, str | None], list[dict[str, Any]]]:
-    """Figure rows by (``cluster_id``, ``snapshot_date``)."""
-    out: dict[tuple[str | None, str | None], list[dict[str, Any]]] = {}
-    for r in rows:
-        out.setdefault((r.get("cluster_id"), snapshot_date(r.get("taken_at"))), []).append(r)
-    return out
-
-
 def status_counts(rows: Iterable[Mapping[str, Any]]) -> dict[str, tuple[int, float]]:
     """(units, summed ``elapsed_ms``) per status."""
     out: dict[str, tuple[int, float]] = {}
