@@ -70,7 +70,7 @@ class FleetOptions(_Section):
     #: ``local``: in this process, without Spark (rackplan.fleet.local); ``spark``: the Spark job;
     #: ``auto``: local when every path is local and the run has at most ``local_max_units`` units
     engine: Literal["auto", "local", "spark"] = "auto"
-    #: the crossover of ``auto``: above this many units Spark is faster on 2 free cores
+    #: the crossover of ``auto``: above this many units Spark is about as fast or faster on 2 cores
     #: (measured: docs/performance.md, fleet); more cores bring it down
     local_max_units: int = Field(default=130_000, ge=0)
     #: each unit's ``elapsed_ms`` (time in ``rackplan assign``); off: null, and the tables are then a
