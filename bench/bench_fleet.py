@@ -1,7 +1,11 @@
-"""Benchmark the fleet job: plain Python vs local[1] vs local[2] vs a standalone cluster of 1 and 2 workers.
+"""Benchmark the fleet job: its in-process engine and plain Python vs local[1] vs local[2] vs a
+standalone cluster of 1 and 2 workers.
 
 Run:  .venv/bin/python bench/bench_fleet.py [--repeats 3] [--groups 100,1000,2000]
-      [--configs plain,local1,local2,standalone1,standalone2,local2+cds]
+      [--configs inprocess,plain,local1,local2,standalone1,standalone2,local2+cds]
+
+``inprocess`` is ``rackplan fleet --engine local`` (rackplan.fleet.local: the whole job, tables
+written, in one Python process); ``plain`` the bare loop of pure functions without any output.
 
 Fleets: ``--groups`` consumer groups in total (synthetic, ``rackplan.fleet.synthetic``),
 spread over up to 20 clusters, baseline + 3 scenarios x 3 assignors = 12 units a group.
@@ -161,7 +165,7 @@ def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}")
     text = out.strip()
-    start_doc = text.find("\n{") + 1 if not text.startswith("{") else 0  # the summary: the last thing printed
+    start_doc = text.find("\n{\n") + 1 if not text.startswith("{\n") else 0  # the summary (indented), last
     doc = json.loads(text[start_doc:]) if "{" in text else {}
     by_kind: dict[str, float] = {}
     for pid, t in cpu.items():
@@ -181,7 +185,7 @@ def measure(cmd: list[str], env: dict[str, str], extra_roots: Sequence[int] = ()
     }
 
 
-CONFIGS = ("plain", "local1", "local2", "standalone1", "standalone2")
+CONFIGS = ("inprocess", "plain", "local1", "local2", "standalone1", "standalone2")
 #: also accepted by --configs: local1+cds, local2+cds (with ``spark.class_archive``, written by an untimed run)
 
 
@@ -243,12 +247,17 @@ def main(argv: list[str]) -> int:
                     out = str(Path(tmp, f"out-{groups}-{name}"))
                     if name == "plain":
                         res = measure([sys.executable, "-c", PLAIN, str(snaps), str(scen)], env)
+                    elif name == "inprocess":
+                        cmd = [sys.executable, "-m", "rackplan.fleet.job", *spark_args(snaps, out)]
+                        res = measure([*cmd, "--engine", "local"], env)
                     elif name.startswith("local"):
                         cmd = [
                             sys.executable,
                             "-m",
                             "rackplan.fleet.job",
                             *spark_args(snaps, out),
+                            "--engine",
+                            "spark",
                             "--master",
                             f"local[{name[5]}]",
                         ]
@@ -308,6 +317,8 @@ def main(argv: list[str]) -> int:
             ("standalone1", "standalone2"),
             ("plain", "local2"),
             ("plain", "standalone2"),
+            ("inprocess", "local1"),
+            ("inprocess", "local2"),
         ]
         notes = [f"{b} vs {a}: {walls[a] / walls[b]:.2f}x" for a, b in pairs if a in walls and b in walls]
         print(f"{'':>17}speed-up (wall): " + "; ".join(notes))
@@ -338,12 +349,14 @@ def crossover_lines(points: dict[str, list[tuple[int, float, float]]]) -> list[s
     }
     for name, ((wa, wb), (ca, cb)) in models.items():
         line = f"model {name}: wall {wa:.1f} s + {wb * 1000:.3f} ms/unit; CPU {ca:.1f} s + {cb * 1000:.3f} ms/unit"
-        if name != "plain" and "plain" in models:
-            pa, pb = models["plain"][0]
+        for base in ("plain", "inprocess"):
+            if name in ("plain", "inprocess") or base not in models:
+                continue
+            pa, pb = models[base][0]
             if wb < pb:
-                line += f"; wall beats plain from {(wa - pa) / (pb - wb):,.0f} units"
+                line += f"; wall beats {base} from {(wa - pa) / (pb - wb):,.0f} units"
             else:
-                line += "; wall never beats plain (per-unit wall not below plain's)"
+                line += f"; wall never beats {base} (per-unit wall not below its)"
         out.append(line)
     return out
 

@@ -1,9 +1,10 @@
-"""Fleet what-ifs: snapshots of many clusters, scenarios on them, assignors compared on Spark.
+"""Fleet what-ifs: snapshots of many clusters, scenarios on them, assignors compared, in process or on Spark.
 
 ``snapshot`` writes one JSON document per cluster; ``scenarios`` changes a
 snapshot the way an operator might (pure, seeded); ``units`` computes the
 figures of one (cluster, group, scenario, assignor) with the project's own
-``rackplan assign``; ``job`` fans those units out on Spark and writes Parquet;
+``rackplan assign``; ``local`` runs them in process and ``job`` fans them out on
+Spark, both writing the same Parquet through ``outputs``;
 ``report`` turns the Parquet tables into a static HTML page.  Only ``job`` and
 ``report`` need the ``spark`` extra (pyspark, pandas, pyarrow, matplotlib).
 """

@@ -1,8 +1,9 @@
 """``rackplan snapshot``, ``rackplan fleet`` and ``rackplan report``.
 
 ``snapshot`` needs a Kafka client (the agent's settings say where); ``fleet``
-and ``report`` need the ``spark`` extra, imported only when they run, so the
-parser builds on a machine with neither.
+runs in process with the package alone, its Spark engine and ``report`` need
+the ``spark`` extra, imported only when they run, so the parser builds on a
+machine without it.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def register(sub: Any) -> None:
     snap.set_defaults(func=cmd_snapshot)
 
     fleet = sub.add_parser(
-        "fleet", help="what-ifs over snapshots on Spark: Parquet tables of locality and cost"
+        "fleet",
+        help="what-ifs over snapshots, in process or on Spark: Parquet tables of locality and cost",
     )
     from .job import add_arguments  # no Spark import at module level
 

@@ -2,23 +2,23 @@
 
 Jobs (named in the Spark UI and the event log: ``rackplan fleet <run_id>: <phase>``)::
 
-    list     snapshot files --JVM only--> (source, cluster_id, taken_at, groups, digest) per document
+    reading  snapshot files --JVM only--> (source, cluster_id, taken_at, groups, digest) per document
              -> the driver picks the documents (newest per cluster) and sizes the partitions
-    units    documents --mapInArrow: groups--> one row per group (its slice of the cluster)
+    planning documents --mapInArrow: groups--> one row per group (its slice of the cluster)
              --round-robin repartition (group rows, never instances)-->
              --mapInArrow: every (scenario, assignor) of the group, ``rackplan assign``--> figures,
                each beside the reference assignor's and the baseline's of its group
-             --by (cluster_id, snapshot_date)--> cached figures -> locality/  (Parquet, partitioned
-               by cluster_id and snapshot_date)
-    tables   cached figures --> assignors/, scenarios/ (filters and projections: the comparisons
-             came out of the Python pass), clusters/ (a groupBy), counts per status: four jobs at once
+             --by (cluster_id, snapshot_date)--> --mapInArrow: the four tables of each (cluster, date)
+               written by the Python worker (rackplan.fleet.outputs, as the in-process engine
+               writes them)--> counts per status
     commit   staging folder -> ``--out`` by renames; summary.json last
 
 Snapshots and instances stay on the executors: the driver collects one small
 row per snapshot document and, at the end, one count per status.  Runs in
-``rackplan fleet`` or under ``spark-submit fleet/job.py --snapshots ...``.
-Under Spark Connect (no ``sparkContext``) the job runs without the progress
-counter, job names and the Hadoop file-system commit (see docs/fleet.md).
+``rackplan fleet`` (which picks this engine or :mod:`rackplan.fleet.local`) or
+under ``spark-submit fleet/job.py --snapshots ...``.  Under Spark Connect (no
+``sparkContext``) the job runs without the progress counter, job names and the
+Hadoop file-system commit (see docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -26,15 +26,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import math
 import os
 import sys
-import threading
 import time
-import uuid
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,16 +39,34 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rackplan.fleet import units
-from rackplan.fleet.scenarios import BASELINE, Scenario, load_scenarios, scenarios_json
+from rackplan.fleet.documents import Documents, choose_documents
+from rackplan.fleet.outputs import PARTITION_COLUMNS, PLAN_COLUMNS, SCHEMA_VERSION, TABLES, make_dirs
+from rackplan.fleet.progress import Progress
+from rackplan.fleet.runs import Phases, Summary, commit, finish, new_run_id
+from rackplan.fleet.scenarios import Scenario, load_scenarios
 from rackplan.fleet.settings import FleetOptions, FleetSettings, SparkSettings
-from rackplan.fleet.stages import EVALUATED_COLUMNS, EvaluateGroups, GroupsOf, schema
-from rackplan.fleet.storage import InputError, Store, check_inputs, store_for
+from rackplan.fleet.stages import (
+    EVALUATED_COLUMNS,
+    WRITTEN_COLUMNS,
+    EvaluateGroups,
+    Evaluation,
+    GroupsOf,
+    WriteTables,
+    schema,
+)
+from rackplan.fleet.storage import InputError, check_inputs, local_path, store_for
 
-TABLES = ("locality", "assignors", "scenarios", "clusters")
-#: version of the tables' layout; 2: partitioned by cluster_id/snapshot_date, run_id, typed taken_at
-SCHEMA_VERSION = 2
-PARTITION_COLUMNS = ("cluster_id", "snapshot_date")
-_PLAN_COLUMNS = ("instance", "plan", "settled_instance", "settled_plan")
+__all__ = [
+    "PARTITION_COLUMNS",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "Documents",
+    "Progress",
+    "Summary",
+    "choose_documents",
+    "commit",
+    "new_run_id",
+]
 
 EXIT_OK = 0
 EXIT_UNIT_FAILED = 1  # a unit raised: a bug (see its detail)
@@ -173,70 +188,6 @@ def partitions_for(units_count: int, groups: int, cores: int, configured: int = 
     return max(1, min(max(1, groups), cores * waves))
 
 
-# ---- progress --------------------------------------------------------------------
-
-
-class Progress:
-    """One line on stderr per phase change and every ``interval`` seconds while a phase runs.
-
-    The unit phase counts units done (a Spark accumulator: it grows when a
-    task ends), units per second and the time left; the count never goes back.
-    """
-
-    def __init__(self, interval: float, write: Callable[[str], None] | None = None) -> None:
-        self._interval = interval
-        self._write = write or (lambda line: print(line, file=sys.stderr, flush=True))
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._start = time.monotonic()
-        self.phase = "starting"
-        self._phase_start = self._start
-        self._total = 0
-        self._done = 0
-        self._counter: Callable[[], int] | None = None
-
-    def set_phase(self, name: str, total: int = 0, counter: Callable[[], int] | None = None) -> None:
-        if self._interval > 0 and self._total:
-            self._write(self.line())  # the counted phase's final count
-        with self._lock:
-            self.phase, self._total, self._counter, self._done = name, total, counter, 0
-            self._phase_start = time.monotonic()
-        if self._interval > 0:
-            self._write(self.line())
-
-    def line(self) -> str:
-        with self._lock:
-            now = time.monotonic()
-            elapsed, in_phase = now - self._start, now - self._phase_start
-            if not self._total:
-                return f"rackplan fleet: {self.phase} ({elapsed:.0f} s)"
-            if self._counter is not None:
-                self._done = max(self._done, min(self._total, int(self._counter())))
-            done, total = self._done, self._total
-        rate = done / in_phase if in_phase > 0 else 0.0
-        eta = f"ETA {(total - done) / rate:.0f} s" if rate > 0 else "ETA unknown"
-        return (
-            f"rackplan fleet: {self.phase}: {done:,}/{total:,} units ({100 * done / total:.0f} %), "
-            f"{rate:,.0f} units/s, {eta} ({elapsed:.0f} s)"
-        )
-
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._write(self.line())
-
-    def __enter__(self) -> Progress:
-        if self._interval > 0:
-            self._thread = threading.Thread(target=self._run, name="fleet-progress", daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-
 # ---- reading snapshots --------------------------------------------------------------
 
 
@@ -275,39 +226,7 @@ def read_documents(spark: Any, paths: Sequence[str]) -> Any:
     docs = frames[0]
     for f in frames[1:]:
         docs = docs.unionByName(f)
-    return docs.withColumn("digest", F.xxhash64("value"))
-
-
-@dataclass(frozen=True)
-class Documents:
-    """What the driver knows of the snapshot documents before evaluating them."""
-
-    documents: int
-    invalid: int
-    keep: frozenset[int] | None
-    groups: int
-    sources: list[str]
-
-
-def choose_documents(rows: Sequence[Any], history: str) -> Documents:
-    """From one (source, cluster_id, taken_at, groups, digest) row per document: the documents to
-    evaluate (newest per cluster, or all; one per (cluster, taken_at)) and their group count."""
-    valid = [r for r in rows if r["cluster_id"] is not None]
-    best: dict[tuple[str, str], Any] = {}
-    for r in sorted(valid, key=lambda r: (str(r["source"]), int(r["digest"]))):
-        best.setdefault((str(r["cluster_id"]), str(r["taken_at"] or "")), r)
-    if history == "latest":
-        newest: dict[str, str] = {}
-        for cid, taken in best:
-            newest[cid] = max(newest.get(cid, taken), taken)
-        best = {k: v for k, v in best.items() if newest[k[0]] == k[1]}
-    return Documents(
-        documents=len(rows),
-        invalid=len(rows) - len(valid),
-        keep=frozenset(int(r["digest"]) for r in best.values()),
-        groups=sum(int(r["groups"] or 0) for r in best.values()),
-        sources=sorted({str(r["source"]) for r in rows}),
-    )
+    return docs.withColumn("digest", F.sha2("value", 256))  # documents.digest, in the JVM
 
 
 def list_documents(docs: Any, history: str) -> Documents:
@@ -327,10 +246,6 @@ def list_documents(docs: Any, history: str) -> Documents:
     return choose_documents(rows, history)
 
 
-def assignors_per_group(options: FleetOptions) -> int:
-    return max(len(options.consumer_assignors), len(options.streams_strategies))
-
-
 def unit_frame(
     docs: Any,
     chosen: Documents,
@@ -343,184 +258,11 @@ def unit_frame(
     :func:`units.with_comparisons`): two Python passes, one shuffle of group rows between them
     (so one big cluster does not land on one core)."""
     groups = docs.mapInArrow(GroupsOf(chosen.keep), schema(units.GROUP_COLUMNS))
-    evaluate = EvaluateGroups(
-        json.dumps(scenarios_json(scenarios)),
-        options.price_per_gb,
-        options.keep_plans,
-        tuple(options.consumer_assignors),
-        tuple(options.streams_strategies),
-        counter,
-    )
+    evaluate = EvaluateGroups(Evaluation.of(scenarios, options), counter)
     results = groups.repartition(partitions).mapInArrow(evaluate, schema(EVALUATED_COLUMNS))
     if not options.keep_plans:
-        results = results.drop(*_PLAN_COLUMNS)
+        results = results.drop(*PLAN_COLUMNS)
     return results
-
-
-def with_run_columns(frame: Any, run_id: str) -> Any:
-    """``taken_at`` typed (timestamp, UTC), ``snapshot_date`` (the partition), ``run_id``, ``schema_version``."""
-    from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
-
-    taken = F.to_timestamp(F.when(F.col("taken_at") != "", F.col("taken_at")))
-    return (
-        frame.withColumn("taken_at", taken)
-        .withColumn("snapshot_date", F.to_date("taken_at"))
-        .withColumn("run_id", F.lit(run_id))
-        .withColumn("schema_version", F.lit(SCHEMA_VERSION))
-    )
-
-
-# ---- derived tables ----------------------------------------------------------------
-
-_GROUP_KEY = ["cluster_id", "taken_at", "kind", "group"]
-_RUN = ["run_id", "schema_version", "snapshot_date"]
-_FIGURES = [c for c, _ in units.COMPARED]
-_COMPARISONS = [c for c, _ in units.COMPARISON_COLUMNS]
-
-
-def assignor_table(figures: Any) -> Any:
-    """Every assignor against the reference (rack-optimal; Streams: min_traffic) on the same group and scenario.
-
-    ``saved_*``: what switching from that assignor to the reference would save.  The
-    reference's figures (``ref_*``) come with every row out of the Python pass
-    (:func:`units.with_comparisons`): a filter and a projection, no shuffle.
-    """
-    from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
-
-    joined = figures.where((F.col("status") == units.OK) & F.col("reference_assignor").isNotNull())
-    saved = [
-        (F.col(c) - F.col(f"ref_{c}")).alias(f"saved_{c}")
-        for c in ("cross_nearest", "cross_leader", "cost_nearest_usd_month", "cost_leader_usd_month")
-    ]
-    return joined.select(
-        *_GROUP_KEY,
-        "scenario",
-        "assignor",
-        "registered",
-        "reference_assignor",
-        "fetch_mode",
-        "pairs",
-        *_FIGURES,
-        *[f"ref_{c}" for c in _FIGURES],
-        *saved,
-        *_RUN,
-    )
-
-
-def scenario_table(figures: Any) -> Any:
-    """Every scenario against the baseline, for the same group and assignor (``delta_*``: scenario minus
-    baseline; ``base_*`` from the Python pass); scenarios that do not apply keep their rows (status
-    ``n/a``, figures null)."""
-    from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
-
-    rows = figures.where((F.col("scenario") != BASELINE) & (F.col("scenario") != ""))  # "": bad snapshot
-    deltas = [
-        (F.col(c) - F.col(f"base_{c}")).alias(f"delta_{c}")
-        for c in ("cross_nearest", "cross_leader", "cost_nearest_usd_month", "cost_leader_usd_month")
-    ]
-    return rows.select(
-        *_GROUP_KEY,
-        "scenario",
-        "assignor",
-        "registered",
-        "fetch_mode",
-        "status",
-        "detail",
-        "offline_partitions",
-        *_FIGURES,
-        *[f"base_{c}" for c in _FIGURES],
-        *deltas,
-        *_RUN,
-    )
-
-
-_SUMS = [
-    "partitions",
-    "pairs",
-    "pairs_with_traffic",
-    "bytes_per_s",
-    "cross_nearest",
-    "cross_leader",
-    "cross_bytes_nearest",
-    "cross_bytes_leader",
-    "cost_nearest_usd_month",
-    "cost_leader_usd_month",
-    "moved",
-    "offline_partitions",
-]
-_DOUBLE_SUMS = {
-    "bytes_per_s",
-    "cross_bytes_nearest",
-    "cross_bytes_leader",
-    "cost_nearest_usd_month",
-    "cost_leader_usd_month",
-}
-
-
-def cluster_table(figures: Any) -> Any:
-    """Sums per (cluster, scenario, assignor); assignor ``registered``: each group with its own.
-
-    Floating sums go through decimals (exact, so the same whatever the
-    partitioning: local[1], local[2] and a cluster give the same bits).
-    """
-    from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
-
-    ok = figures.where(F.col("status") == units.OK)
-    both = ok.unionByName(ok.where(F.col("registered")).withColumn("assignor", F.lit("registered")))
-
-    def total(c: str) -> Any:
-        if c in _DOUBLE_SUMS:
-            return F.sum(F.col(c).cast("decimal(38,9)")).cast("double").alias(c)
-        return F.sum(c).alias(c)
-
-    return both.groupBy("cluster_id", "taken_at", "scenario", "assignor", *_RUN).agg(
-        F.count(F.lit(1)).alias("groups"), *[total(c) for c in _SUMS]
-    )
-
-
-# ---- the job -----------------------------------------------------------------------
-
-
-@dataclass
-class Summary:
-    out: str
-    run_id: str
-    elapsed_s: float
-    statuses: dict[str, int]
-    scenarios: list[str]
-    settings: dict[str, Any]
-    snapshots: list[str] = field(default_factory=list)
-    documents: int = 0
-    partitions: int = 0
-    timings_s: dict[str, float] = field(default_factory=dict)
-    assign_ms: float = 0.0
-
-    @property
-    def units(self) -> int:
-        return sum(self.statuses.values())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "out": self.out,
-            "run_id": self.run_id,
-            "schema_version": SCHEMA_VERSION,
-            "elapsed_s": round(self.elapsed_s, 3),
-            "units": self.units,
-            "statuses": self.statuses,
-            "scenarios": self.scenarios,
-            "snapshots": self.snapshots,
-            "documents": self.documents,
-            "partitions": self.partitions,
-            "timings_s": {k: round(v, 3) for k, v in self.timings_s.items()},
-            "assign_cpu_s": round(self.assign_ms / 1000.0, 3),
-            "tables": list(TABLES),
-            "partitioned_by": list(PARTITION_COLUMNS),
-            "settings": self.settings,
-        }
-
-
-def new_run_id() -> str:
-    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
 
 
 def _name_jobs(spark: Any, run_id: str, phase: str) -> None:
@@ -531,33 +273,6 @@ def _name_jobs(spark: Any, run_id: str, phase: str) -> None:
         return
     with contextlib.suppress(Exception):
         spark.addTag(f"rackplan-fleet-{phase.split()[0]}")
-
-
-def run_concurrently(spark: Any, run_id: str, jobs: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
-    """Run each job from its own driver thread (Spark schedules their tasks side by side: the
-    small tables are one task each, so one after the other they would leave cores idle); each
-    thread names its Spark jobs.  The first failure is raised once all have ended."""
-
-    def named(name: str, job: Callable[[], Any]) -> Any:
-        _name_jobs(spark, run_id, f"tables ({name})")
-        return job()
-
-    with ThreadPoolExecutor(max_workers=max(1, len(jobs)), thread_name_prefix="fleet-tables") as pool:
-        futures = {name: pool.submit(named, name, job) for name, job in jobs.items()}
-    return {name: f.result() for name, f in futures.items()}
-
-
-def commit(store: Store, staging: str, out: str, run_id: str, summary_text: str) -> None:
-    """Move a finished run from ``staging`` into ``out``: per table, the old one aside, the new one in
-    (renames: no data copied), then summary.json, then the old tables are deleted."""
-    trash = f"{out}/_replaced-{run_id}"
-    for name in TABLES:
-        if store.exists(f"{out}/{name}"):
-            store.rename(f"{out}/{name}", f"{trash}/{name}")
-        store.rename(f"{staging}/{name}", f"{out}/{name}")
-    store.write_text(f"{out}/summary.json", summary_text)
-    store.delete(trash)
-    store.delete(staging)
 
 
 def run_fleet(
@@ -575,96 +290,59 @@ def run_fleet(
     Returns counts, never instances.  Raises :class:`InputError` when the
     paths hold no snapshot document.
     """
-    from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
-
-    start = time.monotonic()
     run_id = run_id or new_run_id()
     target = str(out).rstrip("/")
     store = store_for(target, spark)
     staging = f"{target}/_staging-{run_id}" if store is not None else target
-    timings: dict[str, float] = {}
-    mark, current = time.monotonic(), ""
     sc = context(spark)
+    phases = Phases(progress)
 
     def phase(name: str, total: int = 0, counter: Callable[[], int] | None = None) -> None:
-        nonlocal mark, current
-        now = time.monotonic()
-        if current:
-            timings[current] = now - mark
-        mark, current = now, name.split(" ")[0]
-        if progress is not None:
-            progress.set_phase(name, total, counter)
+        key = {"reading": "list", "planning": "units"}.get(name, name)
+        phases.begin(name, key, total, counter=counter, then="writing" if total else None)
         _name_jobs(spark, run_id, name)
 
-    phase("list (reading snapshot documents)")
+    phase("reading")
     docs = read_documents(spark, paths)
     chosen = list_documents(docs, options.history)
     if chosen.documents == 0:
         raise InputError(f"--snapshots: no snapshot document in {', '.join(paths)}")
-    per_group = len(scenarios) * assignors_per_group(options)
-    expected = chosen.groups * per_group + chosen.invalid
+    expected = chosen.units(Evaluation.of(scenarios, options).per_group)
     cores = parallelism(spark)
     parts = partitions_for(expected, chosen.groups, cores, partitions)
     acc = sc.accumulator(0) if sc is not None else None
-    phase("units (rackplan assign on every unit)", expected, (lambda: int(acc.value)) if acc else None)
-    frame = with_run_columns(unit_frame(docs, chosen, scenarios, options, parts, acc), run_id)
-    # One writer per (cluster, date): a file each, not one per unit partition and cluster; one
-    # partition per core (a number, so adaptive execution does not coalesce them into one task and
-    # idle the other cores).  The figures are cached as they are written (the one scan of the
-    # Python passes' output): the tables are computed from the cache, never from the files.  Sorted
-    # by the partition columns once, here, so that none of the four partitioned writes sorts again.
-    frame = frame.repartition(cores, *PARTITION_COLUMNS).sortWithinPartitions(*PARTITION_COLUMNS).persist()
-    try:
-        write = frame.drop(*_COMPARISONS).write.mode("overwrite").partitionBy(*PARTITION_COLUMNS)
-        write.parquet(f"{staging}/locality")
-        phase("tables (assignors, scenarios, clusters)")
-
-        def table_job(name: str, build: Callable[[Any], Any]) -> Callable[[], None]:
-            def job() -> None:
-                build(frame).write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(
-                    f"{staging}/{name}"
-                )
-
-            return job
-
-        counts = frame.groupBy("status").agg(
-            F.count(F.lit(1)).alias("n"), F.sum(F.coalesce(F.col("elapsed_ms"), F.lit(0.0))).alias("ms")
-        )
-        done = run_concurrently(
-            spark,
-            run_id,
-            {
-                "assignors": table_job("assignors", assignor_table),
-                "scenarios": table_job("scenarios", scenario_table),
-                "clusters": table_job("clusters", cluster_table),
-                "statuses": counts.collect,
-            },
-        )
-    finally:
-        frame.unpersist()
-    rows = done["statuses"]
+    phase("planning", expected, (lambda: int(acc.value)) if acc else None)
+    frame = unit_frame(docs, chosen, scenarios, options, parts, acc)
+    # One writer per (cluster, date), in a Python worker (rackplan.fleet.outputs, as the in-process
+    # engine writes): one partition per core (a number, so adaptive execution does not coalesce them
+    # into one task and idle the other cores), each (cluster, date) contiguous in its partition.
+    make_dirs(staging)
+    written = (
+        frame.repartition(cores, *PARTITION_COLUMNS)
+        .sortWithinPartitions(*PARTITION_COLUMNS)
+        .mapInArrow(WriteTables(staging, run_id, options.keep_plans), schema(WRITTEN_COLUMNS))
+        .collect()
+    )
     phase("commit")
+    statuses: dict[str, int] = {}
+    assign_ms = 0.0
+    for r in written:
+        statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + int(r["n"])
+        assign_ms += float(r["ms"] or 0.0)
     summary = Summary(
         out=target,
         run_id=run_id,
         elapsed_s=0.0,
-        statuses=dict(sorted((str(r["status"]), int(r["n"])) for r in rows)),
+        statuses=dict(sorted(statuses.items())),
         scenarios=[s.name for s in scenarios],
         settings=options.model_dump(mode="json"),
         snapshots=chosen.sources,
         documents=chosen.documents,
         partitions=parts,
-        assign_ms=sum(float(r["ms"] or 0.0) for r in rows),
+        assign_ms=assign_ms,
+        engine="spark",
     )
-    summary.elapsed_s = time.monotonic() - start
-    summary.timings_s = dict(timings)
-    if store is not None:
-        commit(store, staging, target, run_id, json.dumps(summary.to_json(), indent=2) + "\n")
-    summary.timings_s["commit"] = time.monotonic() - mark
-    summary.elapsed_s = time.monotonic() - start
-    if progress is not None:
-        progress.set_phase(f"done in {summary.elapsed_s:.0f} s")
-    return summary
+    return finish(summary, store, staging, phases)
 
 
 # ---- command line (``rackplan fleet`` and spark-submit) -------------------------------
@@ -684,7 +362,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--price-per-gb", type=float, help="USD per GB crossing zones (default 0.02)")
     p.add_argument("--history", choices=["latest", "all"], help="newest snapshot per cluster, or all")
     p.add_argument("--keep-plans", action="store_true", default=None, help="keep instances and plans")
-    p.add_argument("--progress", type=float, help="seconds between progress lines; 0: none")
+    p.add_argument("--progress", type=float, help="seconds between progress events; 0: phase events only")
+    p.add_argument(
+        "--engine",
+        choices=["auto", "local", "spark"],
+        help="local: in this process, no Spark; spark: the Spark job; auto (default): local up to "
+        "fleet.local_max_units units on local paths",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> FleetSettings:
@@ -696,6 +380,7 @@ def settings_from_args(args: argparse.Namespace) -> FleetSettings:
             "history": args.history,
             "keep_plans": args.keep_plans,
             "progress_interval_s": args.progress,
+            "engine": getattr(args, "engine", None),
         },
     )
 
@@ -721,9 +406,22 @@ def classify(e: BaseException) -> tuple[int, str]:
     return EXIT_INFRASTRUCTURE, f"Spark failed: {type(e).__name__}: {first[:500]}"
 
 
+def choose_engine(options: FleetOptions, paths: Sequence[str], out: str, units_of: Callable[[], int]) -> str:
+    """``local`` or ``spark``: the setting, or under ``auto`` local when every path is local (not under
+    ``spark-submit``) and the run has at most ``local_max_units`` units (``units_of``: counts them)."""
+    if options.engine != "auto":
+        return options.engine
+    if submitted() or any(local_path(p) is None for p in [*paths, out]):
+        return "spark"
+    return "local" if units_of() <= options.local_max_units else "spark"
+
+
 def run_from_args(args: argparse.Namespace) -> int:
     """``rackplan fleet``; exit codes: 0 ok, 1 a unit failed (a bug), 2 bad settings or input,
     3 infrastructure (Spark, executors, storage), 4 no unit could be evaluated."""
+    from rackplan.agent.logging import configure
+    from rackplan.fleet.local import list_local, run_local
+
     try:
         settings = settings_from_args(args)
         scenarios = load_scenarios(args.scenarios)
@@ -731,49 +429,86 @@ def run_from_args(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         _error(str(e))
         return EXIT_BAD_INPUT
-    try:
-        import pyspark  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
-    except ImportError:
-        _error("`rackplan fleet` needs PySpark: pip install 'rackplan[spark]'")
-        return EXIT_BAD_INPUT
-    with Progress(settings.fleet.progress_interval_s) as progress:
-        progress.set_phase("starting Spark")
-        started = time.monotonic()
+    configure(stream=sys.stderr)  # progress events on stderr: stdout carries the summary
+    # The assignors' per-unit notes (info) would be one line per unit of a fleet: warnings only.
+    logging.getLogger("rackplan.assignor").setLevel(logging.WARNING)
+    options = settings.fleet
+    with Progress(options.progress_interval_s) as progress:
+        listed: list[tuple[list[dict[str, Any]], Documents]] = []
+        reading: list[float] = []  # seconds spent counting the units (the local engine's reading)
+
+        def count() -> int:
+            progress.set_phase("reading")
+            began = time.monotonic()
+            listed.append(list_local(args.snapshots, options.history))
+            reading.append(time.monotonic() - began)
+            return listed[0][1].units(Evaluation.of(scenarios, options).per_group)
+
         try:
-            spark = build_session(
-                settings.spark, use_settings_master=args.master is not None or not submitted()
-            )
-        except Exception as e:
-            _error(
-                f"Spark did not start: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-            )
-            return EXIT_INFRASTRUCTURE
-        spark_start = time.monotonic() - started
-        try:
-            summary = run_fleet(
-                spark,
-                args.snapshots,
-                scenarios,
-                args.out,
-                settings.fleet,
-                progress,
-                settings.spark.partitions,
-            )
+            engine = choose_engine(options, args.snapshots, args.out, count)
+            if engine == "spark":
+                listed.clear()  # Spark reads the documents itself: do not hold them during its run
+            if engine == "local":
+                summary = run_local(
+                    args.snapshots,
+                    scenarios,
+                    args.out,
+                    options,
+                    progress,
+                    listed=listed[0] if listed else None,
+                )
+                if reading:  # the documents were read to choose the engine: that was the reading phase
+                    summary.timings_s["list"] = reading[0] + summary.timings_s.get("list", 0.0)
+            else:
+                code, summary_or_none = _run_spark(args, settings, scenarios, progress)
+                if summary_or_none is None:
+                    return code
+                summary = summary_or_none
         except InputError as e:
             _error(str(e))
             return EXIT_BAD_INPUT
-        except Exception as e:
-            code, line = classify(e)
-            _error(line)
-            return code
-        finally:
-            spark.stop()
-    summary.timings_s = {"spark_start": spark_start, **summary.timings_s}
+        except OSError as e:
+            _error(f"storage: {e}")
+            return EXIT_INFRASTRUCTURE
     print(json.dumps(summary.to_json(), indent=2))
     code = exit_code(summary.statuses)
     if code == EXIT_NO_UNIT_OK:
         _error(f"no unit could be evaluated ({', '.join(f'{k}: {v}' for k, v in summary.statuses.items())})")
     return code
+
+
+def _run_spark(
+    args: argparse.Namespace, settings: FleetSettings, scenarios: Sequence[Scenario], progress: Progress
+) -> tuple[int, Summary | None]:
+    """The Spark engine: (exit code, summary); no summary when it failed (the line is printed)."""
+    try:
+        import pyspark  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+    except ImportError:
+        _error("the Spark engine needs PySpark: pip install 'rackplan[spark]' (or --engine local)")
+        return EXIT_BAD_INPUT, None
+    progress.set_phase("starting Spark")
+    started = time.monotonic()
+    try:
+        spark = build_session(settings.spark, use_settings_master=args.master is not None or not submitted())
+    except Exception as e:
+        text = str(e).strip()
+        _error(f"Spark did not start: {type(e).__name__}: {text.splitlines()[0] if text else ''}")
+        return EXIT_INFRASTRUCTURE, None
+    spark_start = time.monotonic() - started
+    try:
+        summary = run_fleet(
+            spark, args.snapshots, scenarios, args.out, settings.fleet, progress, settings.spark.partitions
+        )
+    except InputError:
+        raise
+    except Exception as e:
+        code, line = classify(e)
+        _error(line)
+        return code, None
+    finally:
+        spark.stop()
+    summary.timings_s = {"spark_start": spark_start, **summary.timings_s}
+    return EXIT_OK, summary
 
 
 def exit_code(statuses: dict[str, int]) -> int:
@@ -786,7 +521,9 @@ def exit_code(statuses: dict[str, int]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fleet", description="rackplan fleet what-ifs on Spark")
+    parser = argparse.ArgumentParser(
+        prog="fleet", description="rackplan fleet what-ifs, in process or on Spark"
+    )
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))
 

@@ -86,6 +86,29 @@ def short(label: str, limit: int = LABEL_CHARS) -> str:
     return label if len(label) <= limit else label[: limit // 2 - 1] + "…" + label[-(limit - limit // 2) :]
 
 
+def money(v: float) -> str:
+    """USD as people write it: ``$1,234``, ``-$679`` (whole dollars; cents only under a dollar)."""
+    sign = "-" if v < 0 else ""
+    a = abs(float(v))
+    if a >= 1 or a == 0:
+        return f"{sign}${a:,.0f}"
+    return f"{sign}${a:.2f}"
+
+
+def number(v: float) -> str:
+    """A count as an integer (``12``, not ``12.00``); other figures with at most two decimals."""
+    f = float(v)
+    if f.is_integer():
+        return f"{int(f):,}"
+    return f"{f:,.2f}".rstrip("0").rstrip(".")
+
+
+def _money_axis(axis: Any) -> None:
+    from matplotlib.ticker import FuncFormatter  # type: ignore[import-not-found,unused-ignore]
+
+    axis.set_major_formatter(FuncFormatter(lambda x, _pos: money(x).replace("$", "\\$")))
+
+
 def _plt() -> Any:
     import matplotlib  # type: ignore[import-not-found,unused-ignore]
 
@@ -183,8 +206,13 @@ def plot_groups(worst: Any, out: Path) -> str:
         horizontal=True,
     )
     for k, (cost, saved) in enumerate(zip(registered, worst["saved"].fillna(0.0), strict=True)):
+        say = (
+            f"saves {money(float(saved))}"
+            if saved >= 0
+            else f"the reference costs {money(-float(saved))} more"
+        )
         ax.annotate(
-            f"\\${cost:,.0f}/month, saves \\${float(saved):,.0f}",  # \\$: a dollar, not mathtext
+            f"{money(cost)}/month, {say}".replace("$", "\\$"),  # \\$: a dollar, not mathtext
             (cost, k),
             xytext=(4, 0),
             textcoords="offset points",
@@ -192,7 +220,7 @@ def plot_groups(worst: Any, out: Path) -> str:
             fontsize=7,
         )
     ax.set_xlim(0, max([*registered, *reference, 1.0]) * 1.35)  # room for the money labels
-    ax.xaxis.set_major_formatter("${x:,.0f}")
+    _money_axis(ax.xaxis)
     ax.set_xlabel("cross-zone cost, USD per month (own fetch mode)")
     ax.set_title("most expensive groups: monthly cross-zone cost, registered vs reference assignor")
     return _save(fig, out / "locality_groups.png")
@@ -238,6 +266,8 @@ def plot_assignors(totals: Any, out: Path) -> str:
     _bars(axes[1], labels, {"saved": list(totals["saved_vs_registered_usd_month"])})
     axes[1].axhline(0, color="black", linewidth=0.6)
     axes[1].set_title("saved vs each group's registered assignor (USD/month)")
+    for ax in axes:
+        _money_axis(ax.yaxis)
     return _save(fig, out / "cost_saved.png")
 
 
@@ -313,7 +343,7 @@ def plot_scenarios(totals: Any, out: Path) -> str:
         },
     )
     axes[0].set_title("monthly cross-zone cost per scenario (USD, own fetch mode)")
-    axes[0].yaxis.set_major_formatter("${x:,.0f}")
+    _money_axis(axes[0].yaxis)
     for k, r in enumerate(records):
         if r["applies"] == "yes" and r["offline_partitions"]:
             # Offline partitions are read by nobody: cheaper, not better. Say so on the bars.
@@ -342,17 +372,70 @@ def plot_scenarios(totals: Any, out: Path) -> str:
 # ---- HTML ------------------------------------------------------------------------
 
 
-def _cell(v: Any, money: bool = False) -> str:
+def headline(loc: Any) -> dict[str, Any]:
+    """The fleet's monthly cost now (each group with its registered assignor, own fetch mode, baseline),
+    with the reference assignors instead, what that saves and the moves it takes; the groups counted
+    are those evaluated with both."""
+    ok = loc[(loc["status"] == OK) & (loc["scenario"] == BASELINE)]
+    key = ["cluster_id", "kind", "group"]
+    reg = ok[ok["registered"]].set_index(key)
+    ref = ok[ok["reference"]].set_index(key)
+    both = reg.index.intersection(ref.index)
+    now = float(reg.loc[both, "cost"].sum()) if len(both) else 0.0
+    best = float(ref.loc[both, "cost"].sum()) if len(both) else 0.0
+    return {
+        "groups": len(both),
+        "now": now,
+        "reference": best,
+        "saved": now - best,
+        "percent": 100 * (now - best) / now if now else 0.0,
+        "moves": int(ref.loc[both, "moved"].sum()) if len(both) else 0,
+    }
+
+
+def headline_html(head: Mapping[str, Any], assignors: Any) -> str:
+    """The page's first lines: cost now, under each assignor, and what switching saves."""
+    saved = head["saved"]
+    verdict = (
+        f"<b>{money(saved)} saved a month</b> ({head['percent']:.0f} %), moving {head['moves']:,} partitions"
+        if saved >= 0
+        else f"<b>{money(-saved)} more a month</b>: the registered assignors are cheaper"
+    )
+    lines = [
+        '<section id="headline">',
+        f'<p class="big">The fleet pays <b>{money(head["now"])}</b> a month for cross-zone reads today '
+        f"({head['groups']:,} groups and apps, each with its registered assignor). With rack-optimal "
+        f"(Streams: min_traffic) it would pay <b>{money(head['reference'])}</b>: {verdict}.</p>",
+    ]
+    if len(assignors):
+        rows = "".join(
+            f"<tr><td>{html.escape(str(r['kind']))}</td><td>{html.escape(str(r['assignor']))}</td>"
+            f'<td class="num">{money(r["cost_usd_month"])}</td>'
+            f'<td class="num">{money(r["saved_vs_registered_usd_month"])}</td></tr>'
+            for r in assignors.to_dict("records")
+        )
+        lines.append(
+            '<table class="headline"><thead><tr><th>kind</th><th>every group on</th><th>cost per month</th>'
+            f"<th>saved vs today</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+    lines.append("</section>")
+    return "\n".join(lines)
+
+
+def folded(summary: str, body: str) -> str:
+    """Rows most readers skip (not applicable), one click away."""
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
+
+
+def _cell(v: Any, is_money: bool = False) -> str:
     if v is None or (isinstance(v, float) and v != v):
         return "\u2014"  # no figure: not applicable or unknown
-    if money and isinstance(v, int | float) and not isinstance(v, bool):
-        return f"${v:,.2f}"
     if isinstance(v, bool):
         return "yes" if v else ""
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    if isinstance(v, int):
-        return f"{v:,}"
+    if is_money and isinstance(v, int | float):
+        return money(v)
+    if isinstance(v, int | float):
+        return number(v)
     return html.escape(str(v))
 
 
@@ -365,10 +448,10 @@ def table(frame: Any, columns: Sequence[str], limit: int = TABLE_ROWS, cls: str 
         for c in columns:
             v = rec[c]
             v = v.item() if hasattr(v, "item") else v  # numpy scalars to Python
+            v = None if v is _pd().NA else v
             num = isinstance(v, int | float) and not isinstance(v, bool)
             if num:
-                money = "cost" in c or "saved" in c
-                cells.append(f'<td class="num">{_cell(v, money)}</td>')
+                cells.append(f'<td class="num">{_cell(v, "cost" in c or "saved" in c)}</td>')
             else:  # names stay on one line; long texts (a reason) wrap
                 cells.append(
                     f'<td class="wrap">{_cell(v)}</td>' if len(str(v)) > 40 else f"<td>{_cell(v)}</td>"
@@ -385,8 +468,9 @@ body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1150px;color:#22
 h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee}
 th{text-align:left;background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
-img{max-width:100%;border:1px solid #eee}.note{color:#666;font-size:.85em}.scroll{overflow-x:auto}
-th{vertical-align:bottom;min-width:4em}td{white-space:nowrap}td.wrap{white-space:normal;min-width:20em}
+img{max-width:100%;border:1px solid #eee}p.big{font-size:1.25em;line-height:1.5}
+details{margin:.5em 0}summary{cursor:pointer;color:#444}.note{color:#666;font-size:.85em}.scroll{overflow-x:auto}
+th{vertical-align:bottom;min-width:4em}td{white-space:nowrap}td.wrap{white-space:normal;min-width:20em;overflow-wrap:anywhere}
 """
 
 
@@ -405,6 +489,10 @@ def render(directory: str | Path, out: str | Path) -> Path:
     scenarios = scenario_totals(loc)
     problems = loc[loc["status"] != OK].sort_values(["status", "cluster_id", "group", "scenario", "assignor"])
     problems = problems.assign(status=problems["status"].replace({NOT_APPLICABLE: "not applicable"}))
+    not_applicable = problems[problems["status"] == "not applicable"]
+    problems = problems[problems["status"] != "not applicable"]
+    applies = scenarios[scenarios["applies"] == "yes"] if len(scenarios) else scenarios
+    no_scenario = scenarios[scenarios["applies"] != "yes"] if len(scenarios) else scenarios
     images = {
         "clusters": plot_clusters(loc, dst),
         "groups": plot_groups(worst, dst),
@@ -415,11 +503,14 @@ def render(directory: str | Path, out: str | Path) -> Path:
     groups = loc[["cluster_id", "kind", "group"]].drop_duplicates().shape[0]
     statuses = ", ".join(f"{k}: {v:,}" for k, v in sorted(loc["status"].value_counts().items()))
     price_note = f"{price} USD per GB crossing zones" if price is not None else "the job's price per GB"
+    scenario_columns = ["scenario", "applies", "groups", "not_applicable", "cross_rack_registered", "cross_rack_reference", "cost_baseline_usd_month", "cost_registered_usd_month", "cost_reference_usd_month", "moves_registered", "moves_reference", "offline_partitions"]  # fmt: skip
+    problem_columns = ["cluster_id", "group", "scenario", "assignor", "status", "detail"]
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>rackplan fleet report</title>',
         f"<style>{_CSS}</style></head><body>",
         "<h1>rackplan fleet report</h1>",
+        headline_html(headline(loc), assignors),
         f'<p id="summary">{len(clusters):,} clusters, {groups:,} groups and apps, '
         f"{len(scenarios):,} scenarios; units {html.escape(statuses)}. Costs: {html.escape(price_note)}, "
         "730 hours a month, consumer reads only.</p>",
@@ -441,14 +532,24 @@ def render(directory: str | Path, out: str | Path) -> Path:
         ),
         '<h2 id="scenarios">Scenario impact</h2>',
         f'<img src="{images["scenarios"]}" alt="cost and moves per scenario">',
-        table(
-            scenarios,
-            ["scenario", "applies", "groups", "not_applicable", "cross_rack_registered", "cross_rack_reference", "cost_baseline_usd_month", "cost_registered_usd_month", "cost_reference_usd_month", "moves_registered", "moves_reference", "offline_partitions"],
-        ),
+        table(applies, scenario_columns) if len(applies) else "<p>No scenario applies to any group.</p>",
+        folded(
+            f"{len(no_scenario):,} scenario{'s apply' if len(no_scenario) != 1 else ' applies'} to no group "
+            "(not applicable: no figures)",
+            table(no_scenario, ["scenario", "applies", "not_applicable"]),
+        )
+        if len(no_scenario)
+        else "",
         '<h2 id="problems">Units not evaluated</h2>',
-        table(problems, ["cluster_id", "group", "scenario", "assignor", "status", "detail"])
+        table(problems, problem_columns, cls="problems")
         if len(problems)
-        else "<p>None: every unit was evaluated.</p>",
+        else "<p>None: every applicable unit was evaluated.</p>",
+        folded(
+            f"{len(not_applicable):,} units not applicable: the scenario changes nothing the group reads",
+            table(not_applicable, problem_columns, cls="not-applicable"),
+        )
+        if len(not_applicable)
+        else "",
         "</body></html>",
     ]  # fmt: skip
     page = dst / "index.html"

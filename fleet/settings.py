@@ -67,6 +67,15 @@ class FleetOptions(_Section):
     progress_interval_s: float = Field(default=10.0, ge=0)
     #: keep every unit's instance and plan in the locality table (to replay with ``rackplan assign``)
     keep_plans: bool = False
+    #: ``local``: in this process, without Spark (rackplan.fleet.local); ``spark``: the Spark job;
+    #: ``auto``: local when every path is local and the run has at most ``local_max_units`` units
+    engine: Literal["auto", "local", "spark"] = "auto"
+    #: the crossover of ``auto``: above this many units Spark is about as fast or faster on 2 cores
+    #: (measured: docs/performance.md, fleet); more cores bring it down
+    local_max_units: int = Field(default=130_000, ge=0)
+    #: each unit's ``elapsed_ms`` (time in ``rackplan assign``); off: null, and the tables are then a
+    #: function of the input alone (the same bytes on every run and either engine)
+    unit_timings: bool = True
 
     @field_validator("consumer_assignors")
     @classmethod

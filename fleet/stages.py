@@ -13,12 +13,17 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .settings import FleetOptions
 
 from . import units
-from .scenarios import Scenario, parse_scenarios
+from .documents import groups_of
+from .outputs import snapshot_date, status_counts, write_partition
+from .scenarios import Scenario, parse_scenarios, scenarios_json
 
 _ARROW_TYPES = {"string": "string", "boolean": "bool_", "long": "int64", "double": "float64"}
 
@@ -87,76 +92,140 @@ def parsed(scenarios: str) -> list[Scenario]:
 
 @dataclass(frozen=True)
 class GroupsOf:
-    """Stage 1: snapshot documents -> one row per group or app of the documents to evaluate.
+    """Stage 1: snapshot documents -> one row per group or app of the documents to evaluate
+    (:func:`rackplan.fleet.documents.groups_of`; ``keep``: the digests chosen on the driver)."""
 
-    ``keep``: the digests (``xxhash64`` of the text) of the documents chosen on
-    the driver (the newest of each cluster, one per (cluster, taken_at));
-    None keeps every one.  A document that does not parse is always
-    reported (an ``invalid`` row), whatever its age.
-    """
-
-    keep: frozenset[int] | None
+    keep: frozenset[str] | None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         return profiled("groups", self._run, batches)
 
     def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
-        seen: set[int] = set()  # identical lines of one archive: once
+        seen: set[str] = set()  # identical lines of one archive: once
         for b in batches:
-            rows: list[dict[str, Any]] = []
-            for rec in b.to_pylist():
-                digest = int(rec["digest"])
-                groups = units.group_rows(rec["value"], rec["source"])
-                bad = len(groups) == 1 and groups[0]["kind"] == "snapshot"
-                if not bad and (digest in seen or (self.keep is not None and digest not in self.keep)):
-                    continue
-                seen.add(digest)
-                rows.extend(groups)
+            rows = list(groups_of(b.to_pylist(), self.keep, seen))
             if rows:
                 yield batch(rows, units.GROUP_COLUMNS)
 
 
-#: what stage 2 returns: the figures, then the reference's and the baseline's (:func:`units.with_comparisons`)
-EVALUATED_COLUMNS = units.RESULT_COLUMNS + units.COMPARISON_COLUMNS
+#: what stage 2 returns: the figures, the reference's and the baseline's (:func:`units.with_comparisons`),
+#: and the partition the rows are written to
+EVALUATED_COLUMNS = (*units.RESULT_COLUMNS, *units.COMPARISON_COLUMNS, ("snapshot_date", "string"))
 
 
 @dataclass(frozen=True)
-class EvaluateGroups:
-    """Stage 2, in one pass per group: every (scenario, assignor) unit of the group evaluated
-    with ``rackplan assign``; only figures leave the worker (plans too with ``keep_plans``),
-    each beside the reference assignor's and the baseline's figures of the same group.
-
-    ``counter``: an accumulator-like object (``add(n)``) counting units, for progress.
-    """
+class Evaluation:
+    """What every unit of a run is evaluated with (both engines)."""
 
     scenarios: str  # JSON: parsed once per Python worker
     price_per_gb: float
     keep_plans: bool
     consumer_assignors: tuple[str, ...]
     strategies: tuple[str, ...]
+    #: False: ``elapsed_ms`` is null, so the outputs depend on the input alone
+    unit_timings: bool = True
+
+    @classmethod
+    def of(cls, scenarios: Sequence[Scenario], options: FleetOptions) -> Evaluation:
+        return cls(
+            json.dumps(scenarios_json(scenarios)),
+            options.price_per_gb,
+            options.keep_plans,
+            tuple(options.consumer_assignors),
+            tuple(options.streams_strategies),
+            options.unit_timings,
+        )
+
+    @property
+    def per_group(self) -> int:
+        """Units of each group: scenarios x assignors (a Streams app: x rack strategies)."""
+        return len(parsed(self.scenarios)) * max(len(self.consumer_assignors), len(self.strategies))
+
+    def group(self, group: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Every (scenario, assignor) unit of one group row, with its comparisons and its partition."""
+        rows = units.with_comparisons(
+            units.group_results(
+                group,
+                parsed(self.scenarios),
+                self.price_per_gb,
+                self.keep_plans,
+                self.consumer_assignors,
+                self.strategies,
+            )
+        )
+        for r in rows:
+            r["snapshot_date"] = snapshot_date(r.get("taken_at"))
+            if not self.unit_timings:
+                r["elapsed_ms"] = None
+        return rows
+
+
+@dataclass(frozen=True)
+class EvaluateGroups:
+    """Stage 2, in one pass per group: every (scenario, assignor) unit of the group evaluated
+    with ``rackplan assign`` (:meth:`Evaluation.group`); only figures leave the worker (plans too
+    with ``keep_plans``).
+
+    ``counter``: an accumulator-like object (``add(n)``) counting units, for progress.
+    """
+
+    evaluation: Evaluation
     counter: Any = None
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         return profiled("units", self._run, batches)
 
     def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
-        scenarios = parsed(self.scenarios)
         for b in batches:
             rows: list[dict[str, Any]] = []
             for group in b.to_pylist():
-                rows.extend(
-                    units.with_comparisons(
-                        units.group_results(
-                            group,
-                            scenarios,
-                            self.price_per_gb,
-                            self.keep_plans,
-                            self.consumer_assignors,
-                            self.strategies,
-                        )
-                    )
-                )
+                rows.extend(self.evaluation.group(group))
             if self.counter is not None:
                 self.counter.add(len(rows))
             if rows:
                 yield batch(rows, EVALUATED_COLUMNS)
+
+
+#: what the write pass returns to the driver: units and summed ``elapsed_ms`` per status
+WRITTEN_COLUMNS: tuple[tuple[str, str], ...] = (("status", "string"), ("n", "long"), ("ms", "double"))
+
+
+@dataclass(frozen=True)
+class WriteTables:
+    """Stage 3: the figure rows of a Spark partition, sorted by (``cluster_id``, ``snapshot_date``),
+    written as the four tables (:func:`rackplan.fleet.outputs.write_partition`) under ``root``;
+    returns the counts per status."""
+
+    root: str
+    run_id: str
+    keep_plans: bool
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        return profiled("write", self._run, batches)
+
+    def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        from .storage import filesystem
+
+        fs, root = filesystem(self.root)
+        counts: dict[str, tuple[int, float]] = {}
+        current: tuple[Any, Any] | None = None
+        pending: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            if current is not None and pending:
+                write_partition(fs, root, current[0], current[1], pending, self.run_id, self.keep_plans)
+                for status, (n, ms) in status_counts(pending).items():
+                    had = counts.get(status, (0, 0.0))
+                    counts[status] = (had[0] + n, had[1] + ms)
+
+        for b in batches:
+            for r in b.to_pylist():
+                key = (r["cluster_id"], r["snapshot_date"])
+                if key != current:
+                    flush()
+                    current, pending = key, []
+                pending.append(r)
+        flush()
+        rows = [{"status": s, "n": n, "ms": ms} for s, (n, ms) in sorted(counts.items())]
+        if rows:
+            yield batch(rows, WRITTEN_COLUMNS)

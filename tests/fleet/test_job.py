@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,30 +28,6 @@ SCENARIOS = [
     {"name": "rf3", "kind": "raise_rf", "topic": "*", "replication_factor": 3, "seed": 1},
 ]
 KEY = ["cluster_id", "kind", "group", "scenario", "assignor"]
-
-
-def _spark_missing() -> str | None:
-    try:
-        import pandas  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
-        import pyarrow  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
-        import pyspark  # noqa: F401
-    except ImportError as e:
-        return f"the spark extra is not installed ({e.name}): pip install -e '.[spark]'"
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        return "no java on PATH and no JAVA_HOME: Spark needs Java 17+"
-    return None
-
-
-@pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    reason = _spark_missing()
-    if reason:
-        pytest.skip(reason)
-    from rackplan.fleet.job import build_session
-
-    session = build_session(SparkSettings(master="local[2]", partitions=4, arrow_batch_rows=16))
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
@@ -84,13 +57,13 @@ def fleet_run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     (snaps / "notes.txt").write_text("not a snapshot")
     (base / "out" / "locality").mkdir(parents=True)  # a previous run's table: replaced whole
     (base / "out" / "locality" / "stale.parquet").write_text("x")
-    lines: list[str] = []
+    events: list[tuple[str, dict[str, Any]]] = []
     options = FleetOptions(keep_plans=True, progress_interval_s=1.0)
-    with Progress(1.0, write=lines.append) as progress:
+    with Progress(1.0, log=lambda event, **f: events.append((event, f))) as progress:
         summary = run_fleet(
             spark, [snaps.as_uri()], parse_scenarios(SCENARIOS), base / "out", options, progress, 4
         )
-    return {"base": base, "out": base / "out", "summary": summary, "lines": lines, "newest": newest}
+    return {"base": base, "out": base / "out", "summary": summary, "events": events, "newest": newest}
 
 
 def table(run: dict[str, Any], name: str) -> Any:
@@ -225,14 +198,13 @@ def test_progress_summary_and_report(fleet_run: dict[str, Any]) -> None:
     on_disk = json.loads((fleet_run["out"] / "summary.json").read_text())
     assert on_disk["units"] == summary.units and on_disk["run_id"] == summary.run_id
     assert on_disk["schema_version"] == 2 and on_disk["documents"] == 6  # 4 lines (one blank) + 2 rows + 1
-    lines = fleet_run["lines"]
-    assert lines and all(line.startswith("rackplan fleet: ") for line in lines)
-    phases = [line.split(":")[1].strip().split(" ")[0] for line in lines]
-    assert phases[0] == "list" and "units" in phases and "tables" in phases and "commit" in phases
-    counted = [line for line in lines if " units (" in line]
-    done = [int(line.split(": ")[2].split("/")[0].replace(",", "")) for line in counted]
+    events = fleet_run["events"]
+    phases = [f["phase"] for e, f in events if e == "fleet.phase"]
+    assert phases == ["reading", "planning", "writing", "commit", "done"]
+    counted = [f for e, f in events if e == "fleet.progress"]
+    done = [f["done"] for f in counted]
     assert done == sorted(done) and done[-1] == summary.units  # monotonic, ends at every unit
-    assert all("units/s" in line and "ETA" in line for line in counted)
+    assert all(f["total"] == summary.units and "units_per_s" in f and "eta_s" in f for f in counted)
     pytest.importorskip("matplotlib", reason="the report needs matplotlib")
     from rackplan.fleet.report import render
 
@@ -286,6 +258,7 @@ def test_parquet_snapshots_with_the_documents_fields_as_columns(spark: Any, tmp_
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
     from rackplan.agent.archive import parse_snapshot
+    from rackplan.fleet.documents import read_local
     from rackplan.fleet.job import read_documents
 
     docs = [cluster_document(i, 3, seed=5, streams_apps=1) for i in range(2)]
@@ -294,13 +267,15 @@ def test_parquet_snapshots_with_the_documents_fields_as_columns(spark: Any, tmp_
     rows = read_documents(spark, [str(tmp_path)]).collect()
     got = sorted((parse_snapshot(json.loads(r["value"])) for r in rows), key=lambda s: s.cluster_id)
     assert got == [parse_snapshot(d) for d in docs]
+    local = [parse_snapshot(json.loads(r["value"])) for r in read_local([str(tmp_path / "fleet.parquet")])]
+    assert sorted(local, key=lambda s: s.cluster_id) == got  # the in-process engine reads the same
 
 
 @pytest.mark.spark
 def test_spark_jobs_are_named_by_run_and_phase(spark: Any, fleet_run: dict[str, Any]) -> None:
     tracker = spark.sparkContext.statusTracker()
     jobs = tracker.getJobIdsForGroup(f"rackplan-fleet-{fleet_run['summary'].run_id}")
-    assert len(jobs) >= 4  # list, units, tables (three writes and the status counts)
+    assert len(jobs) >= 2  # list; units and their tables
 
 
 @pytest.mark.spark
@@ -478,20 +453,23 @@ def test_partitions_are_sized_from_the_unit_count() -> None:
     assert partitions_for(24_000, 2_000, 2, configured=5) == 5
 
 
-def test_progress_lines_are_monotonic_with_rate_and_eta() -> None:
+def test_progress_events_are_monotonic_with_rate_and_eta() -> None:
     from rackplan.fleet.job import Progress
 
-    lines: list[str] = []
+    events: list[tuple[str, dict[str, Any]]] = []
     values = iter([10, 5, 40, 200])  # an accumulator read while tasks end (and a stale read)
-    with Progress(0.05, write=lines.append) as progress:
-        progress.set_phase("units (x)", 100, lambda: next(values, 200))
-        time.sleep(0.3)
-        progress.set_phase("tables")
-    counted = [line for line in lines if "/100 units" in line]
-    done = [int(line.split(": ")[2].split("/")[0]) for line in counted]
+    with Progress(0.05, log=lambda event, **f: events.append((event, f))) as progress:
+        progress.set_phase("planning", 100, lambda: next(values, 200), then="writing")
+        deadline = time.monotonic() + 10
+        while not any(f.get("phase") == "writing" for _, f in events) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        progress.set_phase("commit")
+    counted = [f for e, f in events if e == "fleet.progress"]
+    done = [f["done"] for f in counted]
     assert done[0] == 10 and done == sorted(done) and done[-1] == 100  # never back (5), capped at the total
-    assert all("units/s" in line and "ETA" in line for line in counted)
-    assert lines[-1].startswith("rackplan fleet: tables")
+    assert all(f["total"] == 100 and f["eta_s"] is not None and f["units_per_s"] > 0 for f in counted)
+    phases = [f["phase"] for e, f in events if e == "fleet.phase"]
+    assert phases == ["planning", "writing", "commit"]  # writing: once every unit is counted
 
 
 def test_no_spark_context_needed_on_the_hot_path() -> None:
@@ -518,45 +496,3 @@ def test_no_spark_context_needed_on_the_hot_path() -> None:
     assert context(session) is None and parallelism(session) == 6
     _name_jobs(session, "r1", "units (rackplan assign on every unit)")
     assert session.tags == ["rackplan-fleet-units"]
-
-
-def test_table_jobs_run_at_once_and_a_failure_is_raised_after_all_end() -> None:
-    """The tables phase submits its jobs from driver threads: they overlap, each thread names its
-    jobs, and a failing job's error reaches the caller only once the others have finished."""
-    import threading
-
-    from rackplan.fleet.job import run_concurrently
-
-    class ConnectSession:  # no sparkContext: job tags instead of job groups
-        def __init__(self) -> None:
-            self.tags: list[str] = []
-
-        def addTag(self, tag: str) -> None:
-            self.tags.append(tag)
-
-    session = ConnectSession()
-    both = threading.Barrier(2, timeout=5)  # breaks (and fails the test) unless the two run at once
-    finished: list[str] = []
-
-    def waits(name: str) -> Any:
-        def job() -> str:
-            both.wait()
-            time.sleep(0.05)
-            finished.append(name)
-            return name
-
-        return job
-
-    assert run_concurrently(session, "r1", {"a": waits("a"), "b": waits("b")}) == {"a": "a", "b": "b"}
-    assert sorted(session.tags) == ["rackplan-fleet-tables"] * 2
-
-    def fails() -> None:
-        raise ValueError("disk full")
-
-    def slow() -> None:
-        time.sleep(0.2)
-        finished.append("slow")
-
-    with pytest.raises(ValueError, match="disk full"):
-        run_concurrently(session, "r2", {"bad": fails, "slow": slow})
-    assert finished[-1] == "slow"

@@ -118,7 +118,7 @@ def test_worst_groups_come_first(report: tuple[Path, Any]) -> None:
     base, frame = report
     page = Page()
     page.feed((base / "site" / "index.html").read_text(encoding="utf-8"))
-    worst = page.tables[0]
+    worst = next(t for t in page.tables if "cost ref" in t[0])
     header, body = worst[0], worst[1:]
     cost = [
         float(r[header.index("cost")].replace(",", "").lstrip("$")) for r in body
@@ -133,7 +133,7 @@ def test_worst_groups_come_first(report: tuple[Path, Any]) -> None:
         and body[0][header.index("cluster id")] == top["cluster_id"]
     )
     # The broken snapshot is listed, not hidden.
-    problems = page.tables[-1]
+    problems = next(t for t in page.tables if t[0][:2] == ["cluster id", "group"] and "invalid" in str(t))
     cols = problems[0]
     assert any(
         r[cols.index("cluster id")] == "broken.json" and r[cols.index("status")] == "invalid"
@@ -242,8 +242,33 @@ def test_scenarios_that_match_nothing_and_lost_partitions_are_said(report: tuple
     )
     page = Page()
     page.feed((base / "site" / "index.html").read_text(encoding="utf-8"))
-    scen = next(t for t in page.tables if t[0][0] == "scenario")
-    row = next(r for r in scen[1:] if r[0] == "no-match")
-    assert row[scen[0].index("applies")] == "not applicable"
+    scen = [t for t in page.tables if t[0][0] == "scenario"]
+    row = next(r for t in scen for r in t[1:] if r[0] == "no-match")
+    assert row[scen[-1][0].index("applies")] == "not applicable"
     problems = page.tables[-1]
     assert any(r[problems[0].index("status")] == "not applicable" for r in problems[1:])
+
+
+def test_headline_first_money_as_people_write_it_and_not_applicable_folded(report: tuple[Path, Any]) -> None:
+    """The page opens with the fleet's cost now, under the reference and what that saves; money is
+    ``-$679``, counts are integers; rows of what does not apply sit in a closed <details>."""
+    from rackplan.fleet.report import headline, load_locality, money, number
+
+    assert (money(-679.03), money(1234.4), money(0.0), money(0.42)) == ("-$679", "$1,234", "$0", "$0.42")
+    assert (number(12.0), number(1.5), number(3)) == ("12", "1.5", "3")
+    base, frame = report
+    text = (base / "site" / "index.html").read_text(encoding="utf-8")
+    head = headline(load_locality(base / "tables"))
+    ok = frame[(frame["status"] == "ok") & (frame["scenario"] == "baseline")]
+    own = ok["cost_leader_usd_month"].where(ok["fetch_mode"] == "leader", ok["cost_nearest_usd_month"])
+    now, best = float(own[ok["registered"]].sum()), float(own[ok["reference"]].sum())
+    assert head["now"] == pytest.approx(now) and head["reference"] == pytest.approx(best) and now > best
+    first = text.index('id="headline"')
+    assert first < text.index('id="summary"') < text.index('id="worst"')  # before anything else
+    top = text[first : text.index("</section>")]
+    assert money(now) in top and money(best) in top and f"{money(now - best)} saved a month" in top
+    body = text[text.index("<body>") :]
+    assert "$-" not in body and ".00<" not in body  # no -$ after the dollar, no 12.00
+    opened, closed = body.split("<details>", 1)[0], body.split("<details>", 1)[1]
+    assert "<td>not applicable</td>" not in opened  # every not-applicable row is folded away
+    assert closed.count("<td>not applicable</td>") >= 1 and "open" not in body.split("<details", 1)[1][:1]

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from rackplan.fleet.synthetic import cluster_document
-from tests.fleet.test_job import _spark_missing
+from tests.fleet.conftest import _spark_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = [
@@ -83,12 +83,14 @@ def test_standalone_cluster_gives_the_tables_of_local_mode(tmp_path: Path) -> No
         )
         worker_logs = "".join(p.read_text(errors="replace") for p in cluster_dir.glob("worker-*.log"))
     assert run.returncode == 0, run.stderr[-4000:]
-    summary = json.loads(run.stdout[run.stdout.index("{") :])
+    summary = json.loads(run.stdout[run.stdout.index("{\n") :])  # the summary: after the log lines
     assert summary["statuses"].get("ok", 0) > 0 and not summary["statuses"].get("failed")
     assert worker_logs.count("Asked to launch executor") == 2  # both workers ran an executor
-    # spark-submit merges the Python driver's stderr into its stdout: the progress lines are there.
-    lines = [line for line in (run.stdout + run.stderr).splitlines() if line.startswith("rackplan fleet: ")]
-    assert any(" units (" in line and "units/s" in line for line in lines)
+    # spark-submit merges the Python driver's stderr into its stdout: the progress events are there.
+    events = [json.loads(line) for line in (run.stdout + run.stderr).splitlines() if line.startswith('{"')]
+    phases = [e["phase"] for e in events if e.get("event") == "fleet.phase"]
+    assert phases[:3] == ["starting Spark", "reading", "planning"] and phases[-1] == "done"
+    assert any(e.get("event") == "fleet.progress" and e["total"] > 0 for e in events)
 
     got, want = _tables(tmp_path / "cluster-out"), _tables(tmp_path / "local")
     for name, frame in want.items():

@@ -1,0 +1,106 @@
+"""What a run leaves behind, whichever engine ran it: its id, its summary, its atomic commit."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from .outputs import PARTITION_COLUMNS, SCHEMA_VERSION, TABLES
+from .progress import Progress
+from .storage import Store
+
+
+@dataclass
+class Summary:
+    out: str
+    run_id: str
+    elapsed_s: float
+    statuses: dict[str, int]
+    scenarios: list[str]
+    settings: dict[str, Any]
+    snapshots: list[str] = field(default_factory=list)
+    documents: int = 0
+    partitions: int = 0
+    timings_s: dict[str, float] = field(default_factory=dict)
+    assign_ms: float = 0.0
+    engine: str = "spark"
+
+    @property
+    def units(self) -> int:
+        return sum(self.statuses.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "out": self.out,
+            "run_id": self.run_id,
+            "schema_version": SCHEMA_VERSION,
+            "engine": self.engine,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "units": self.units,
+            "statuses": self.statuses,
+            "scenarios": self.scenarios,
+            "snapshots": self.snapshots,
+            "documents": self.documents,
+            "partitions": self.partitions,
+            "timings_s": {k: round(v, 3) for k, v in self.timings_s.items()},
+            "assign_cpu_s": round(self.assign_ms / 1000.0, 3),
+            "tables": list(TABLES),
+            "partitioned_by": list(PARTITION_COLUMNS),
+            "settings": self.settings,
+        }
+
+
+class Phases:
+    """A run's phases: each timed (``timings``, under its short ``key``) and announced to ``progress``."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self.progress = progress
+        self.timings: dict[str, float] = {}
+        self.start = self._mark = time.monotonic()
+        self._current = ""
+
+    def begin(self, name: str, key: str, total: int = 0, announce: bool = True, **counted: Any) -> None:
+        """End the current phase, start ``name`` (``total`` units; ``counted``: Progress's ``counter``
+        and ``then``); ``announce`` False: time it without an event (the caller announced it)."""
+        now = time.monotonic()
+        if self._current:
+            self.timings[self._current] = now - self._mark
+        self._mark, self._current = now, key
+        if self.progress is not None and announce:
+            self.progress.set_phase(name, total, **counted)
+
+
+def new_run_id() -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+def commit(store: Store, staging: str, out: str, run_id: str, summary_text: str) -> None:
+    """Move a finished run from ``staging`` into ``out``: per table, the old one aside, the new one in
+    (renames: no data copied), then summary.json, then the old tables are deleted."""
+    trash = f"{out}/_replaced-{run_id}"
+    for name in TABLES:
+        if store.exists(f"{out}/{name}"):
+            store.rename(f"{out}/{name}", f"{trash}/{name}")
+        store.rename(f"{staging}/{name}", f"{out}/{name}")
+    store.write_text(f"{out}/summary.json", summary_text)
+    store.delete(trash)
+    store.delete(staging)
+
+
+def finish(summary: Summary, store: Store | None, staging: str, phases: Phases) -> Summary:
+    """Commit a run (``store`` None: written in place, nothing to commit) and complete its summary:
+    phase timings (``commit`` from here), elapsed time, the ``done`` event."""
+    start, progress = phases.start, phases.progress
+    mark = time.monotonic()
+    summary.elapsed_s = mark - start
+    summary.timings_s = dict(phases.timings)
+    if store is not None:
+        commit(store, staging, summary.out, summary.run_id, json.dumps(summary.to_json(), indent=2) + "\n")
+    summary.timings_s["commit"] = time.monotonic() - mark
+    summary.elapsed_s = time.monotonic() - start
+    if progress is not None:
+        progress.set_phase("done")
+    return summary
