@@ -1,7 +1,7 @@
 """Producer-epoch fencing of the plan publisher on real Kafka (issue 9, "Also").
 
 The agent publishes plan-topic records in transactions whose ``transactional.id`` is one per lease
-group and plan topic (:func:`rackplan.agent.kafka_io.transactional_id`).  When another agent of the same
+group and plan topic (:func:`rackplan.agent.kafka.io.transactional_id`).  When another agent of the same
 settings starts publishing, its InitProducerId bumps the producer epoch: the broker aborts the
 previous holder's open transaction and refuses its next send or commit.  Readers read the plan topic
 read_committed, so a deposed agent's records sent in the window between its last lease confirmation
@@ -9,7 +9,7 @@ and its publish never reach them.
 
 librdkafka's mock cluster accepts transactions but never fences (checked when this was written:
 a second producer of the same id leaves the first one publishing), so these run on real Kafka only, and
-the agent on the embedded cluster keeps its plain producer (agent/loop.py ``start``).
+the agent on the embedded cluster keeps its plain producer (agent/runtime/loop.py ``start``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ import pytest
 
 from integration.e2e import AgentProcess
 from integration.kafka.cluster import KafkaCluster
-from rackplan.agent.kafka_io import (
+from rackplan.agent.core.ports import PlanPublisher
+from rackplan.agent.kafka.io import (
     WRITER_HEADER,
     ProducerFenced,
     Publisher,
@@ -36,9 +37,8 @@ from rackplan.agent.kafka_io import (
     TopicTail,
     transactional_id,
 )
-from rackplan.agent.loop import AgentError
-from rackplan.agent.ports import PlanPublisher
 from rackplan.agent.protocol.plans import decode_record
+from rackplan.agent.runtime.loop import AgentError
 
 from .conftest import RunningAgent, Target, range_group
 from .test_kafka_operations import create
@@ -252,7 +252,7 @@ def nothing_late(
 
 
 def supervised_child(pid: int) -> int:
-    """The agent process under ``rackplan agent run``'s supervisor (agent/supervisor.py): the one to pause."""
+    """The agent process under ``rackplan agent run``'s supervisor (agent/runtime/supervisor.py): the one to pause."""
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     assert len(children) == 1, children
     return int(children[0])

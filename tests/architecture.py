@@ -24,7 +24,7 @@ FOLDERS = ("assignor", "agent", "fleet")
 
 @dataclass(frozen=True)
 class Module:
-    """One source file: its dotted name (``rackplan.agent.loop``), path and parsed tree."""
+    """One source file: its dotted name (``rackplan.agent.runtime.loop``), path and parsed tree."""
 
     name: str
     path: Path

@@ -57,9 +57,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..kafka_io import TopicTail
-from ..logging import get_logger, with_kafka_logger
-from ..ports import (
+from ..core.logging import get_logger, with_kafka_logger
+from ..core.ports import (
     Clock,
     ConsumerFactory,
     ControlTail,
@@ -69,6 +68,7 @@ from ..ports import (
     ProducerFactory,
     TailFactory,
 )
+from ..kafka.io import TopicTail
 from .cycle import FollowerCycle
 from .handover import PLAN, SUBSCRIPTION, WAITING
 from .intake import ControlIntake

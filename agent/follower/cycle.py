@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping, Sequence
 
-from ..ports import Clock, Logger, Monotonic, TopicPart
+from ..core.ports import Clock, Logger, Monotonic, TopicPart
 from ..protocol.plans import PlanRecord
 from ..protocol.registrations import FollowerStatus
 from .fallback import fallback_due, registration_stale, should_rejoin

@@ -16,9 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kafka_errors import error_name
-from ..metadata_refresh import with_metadata_refresh
-from ..ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, Monotonic, TopicPart
+from ..core.ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, Monotonic, TopicPart
+from ..kafka.errors import error_name
+from ..kafka.metadata_refresh import with_metadata_refresh
 
 #: commit errors meaning the group has members using group subscription (or we lost our membership)
 FENCED = frozenset({"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID"})

@@ -15,15 +15,15 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kafka_errors import error_name
-from ..ports import Clock, FollowerProducer, Logger, ProducerFactory
+from ..core.ports import Clock, FollowerProducer, Logger, ProducerFactory
+from ..kafka.errors import error_name
 from ..protocol.registrations import FollowerStatus, consumer_registration
 from .settings import Identity, PlanFollowerSettings
 
 #: registration errors that are the brokers' answer (this principal may not write), not silence
 REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})
 #: the producer believes the registrations topic is gone (librdkafka keeps believing it until its next
-#: metadata refresh, see rackplan.agent.metadata_refresh): a new producer, with fresh metadata, at the next
+#: metadata refresh, see rackplan.agent.kafka.metadata_refresh): a new producer, with fresh metadata, at the next
 #: refresh
 STALE_TOPIC = frozenset({"_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART"})
 #: how soon such a producer is replaced (not at every poll: the topic may really be gone)

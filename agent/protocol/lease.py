@@ -1,6 +1,6 @@
 """The leader's heartbeat on the lease topic: key ``leader``, a JSON value (docs/lease-schema.json).
 
-The publishing agent writes one every cycle (:mod:`rackplan.agent.lease` holds
+The publishing agent writes one every cycle (:mod:`rackplan.agent.ha.lease` holds
 the lease itself); plan followers read it to tell a live agent from a gone
 one.  Schema: :class:`rackplan.agent.protocol.models.HeartbeatValue`.
 """

@@ -1,7 +1,7 @@
 """Plan records on the plan topic: keys and values.
 
-Pure encoding; the Kafka I/O is in :mod:`rackplan.agent.kafka_io`, the
-generation bookkeeping (``PlanBook``) in :mod:`rackplan.agent.plans`.  A value is the
+Pure encoding; the Kafka I/O is in :mod:`rackplan.agent.kafka.io`, the
+generation bookkeeping (``PlanBook``) in :mod:`rackplan.agent.state.plan_book`.  A value is the
 contract's output document (``consumer_group`` or ``streams_app`` plus
 ``stats``) with the fields of "The agent's interfaces" around it; the JSON
 Schema (generated from :class:`rackplan.agent.protocol.models.PlanValue`) is
@@ -25,7 +25,7 @@ CONSUMER = "consumer"
 STREAMS = "streams"
 #: the plan to follow (every plan of a group without followers; the second phase of a handover)
 STATE_PROPOSED = "proposed"
-#: first phase of a two-phase handover: moving partitions are only revoked (see agent/handover.py)
+#: first phase of a two-phase handover: moving partitions are only revoked (see agent/planning/handover.py)
 STATE_REVOKING = "revoking"
 _BODY = {CONSUMER: "consumer_group", STREAMS: "streams_app"}
 

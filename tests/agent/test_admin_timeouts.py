@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rackplan.agent.admin_timeouts import (
+from rackplan.agent.kafka.timeouts import (
     admin_client_config,
     operation_timeout_s,
     result_timeout_s,

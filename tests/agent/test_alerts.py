@@ -10,7 +10,7 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.agent.alerts import AlertState
+from rackplan.agent.alerts.rules import AlertState
 from rackplan.agent.protocol.alerts import (
     ALERT_SCHEMA,
     ALERTNAME,
@@ -21,7 +21,7 @@ from rackplan.agent.protocol.alerts import (
     AlertEvent,
 )
 from rackplan.agent.protocol.plans import Locality
-from rackplan.agent.settings import AlertSettings
+from rackplan.agent.settings.sections import AlertSettings
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.test_cycle import cycle, discovered, group, keys, make_agent
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.agent.diff import (
+from rackplan.agent.cluster.diff import (
     BROKER_RACK,
     LEADER_RACK,
     PARTITIONS_ADDED,
@@ -19,7 +19,7 @@ from rackplan.agent.diff import (
     diff,
     hold_reassignments,
 )
-from rackplan.agent.metadata import NO_LEADER, Snapshot, TopicState, known_racks
+from rackplan.agent.cluster.metadata import NO_LEADER, Snapshot, TopicState, known_racks
 
 RACKS = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
 

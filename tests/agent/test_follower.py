@@ -569,11 +569,11 @@ def test_the_follower_loads_the_protocol_package_not_the_agent() -> None:
     ).stdout.split()
     assert {"rackplan.agent.protocol.plans", "rackplan.agent.protocol.registrations"} <= set(loaded), loaded
     agent_side = {
-        "rackplan.agent.settings",
-        "rackplan.agent.planner",
-        "rackplan.agent.membership",
-        "rackplan.agent.loop",
-        "rackplan.agent.registry",
+        "rackplan.agent.settings.sections",
+        "rackplan.agent.planning.planner",
+        "rackplan.agent.groups.membership",
+        "rackplan.agent.runtime.loop",
+        "rackplan.agent.groups.registry",
         "rackplan.assignor.parse",
     }
     assert not agent_side & set(loaded), sorted(agent_side & set(loaded))

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-import rackplan.agent.kafka_io as kafka_io
-import rackplan.agent.lease as lease_mod
-import rackplan.agent.startup as startup
-from rackplan.agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher, RawRecord
-from rackplan.agent.loop import Agent
+import rackplan.agent.ha.lease as lease_mod
+import rackplan.agent.kafka.io as kafka_io
+import rackplan.agent.runtime.startup as startup
+from rackplan.agent.kafka.io import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher, RawRecord
 from rackplan.agent.protocol.lease import Heartbeat
 from rackplan.agent.protocol.mac import MAC_HEADER, mac_input, record_mac
 from rackplan.agent.protocol.plans import decode_record
 from rackplan.agent.protocol.records import MAX_SAFE_INT
-from rackplan.agent.state import AgentError
+from rackplan.agent.runtime.loop import Agent
+from rackplan.agent.runtime.watch import watch_lease
+from rackplan.agent.state.term import AgentError
 from rackplan.agent.testing import FakeAdmin
-from rackplan.agent.watch import watch_lease
 from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
 from tests.agent.test_follower import LEASE, PLANS, TOPIC, FakeTail, Harness, plan
 from tests.agent.test_hardening import raw
@@ -195,7 +195,7 @@ def test_a_restarted_agent_replays_only_authenticated_plans(monkeypatch: pytest.
 
     monkeypatch.setattr(kafka_io, "TopicTail", Tail)
     skipped: list[str] = []
-    from rackplan.agent.logging import get_logger
+    from rackplan.agent.core.logging import get_logger
 
     got = kafka_io.read_back({}, PLANS, 1.0, get_logger("t"), skipped.append, SECRET)
     assert [(k, r.generation if r else None) for k, r in got] == [("consumer/g", 3)]

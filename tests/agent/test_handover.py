@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.agent.handover import holders, pending_from, split
+from rackplan.agent.groups.registry import decode_registration
+from rackplan.agent.planning.handover import holders, pending_from, split
 from rackplan.agent.protocol.plans import decode_record
 from rackplan.agent.protocol.registrations import FollowerStatus, registration_key
-from rackplan.agent.registry import decode_registration
 from rackplan.agent.testing import FakeAdmin
 
 from .test_cycle import cycle, make_agent

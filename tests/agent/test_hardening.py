@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-import rackplan.agent.kafka_io as kafka_io
-from rackplan.agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
-from rackplan.agent.loop import Agent
+import rackplan.agent.kafka.io as kafka_io
+from rackplan.agent.groups.registry import decode_registration
+from rackplan.agent.kafka.io import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
 from rackplan.agent.protocol.lease import HeartbeatError, decode_heartbeat
 from rackplan.agent.protocol.plans import PlanDecodeError, decode_record
 from rackplan.agent.protocol.registrations import (
@@ -21,7 +21,7 @@ from rackplan.agent.protocol.registrations import (
     consumer_registration,
     registration_key,
 )
-from rackplan.agent.registry import decode_registration
+from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin, FakePublisher
 from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
 from tests.agent.test_follower import LEASE, PLANS, REGS, FakeTail, Harness, plan
@@ -387,7 +387,7 @@ def test_an_unreadable_secret_file_is_a_settings_error_naming_the_setting(tmp_pa
     from pydantic import ValidationError
 
     from rackplan.agent.follower import FollowerError
-    from rackplan.agent.settings import Settings
+    from rackplan.agent.settings.sections import Settings
 
     with pytest.raises(ValidationError, match=r"registrations.secret_file: cannot read"):
         Settings.model_validate({"registrations": {"secret_file": str(tmp_path / "missing")}})

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.heartbeat import Heartbeats
-from rackplan.agent.lease import LeaseLost
-from rackplan.agent.logging import configure
-from rackplan.agent.loop import Agent
-from rackplan.agent.settings import Settings
+from rackplan.agent.core.logging import configure
+from rackplan.agent.ha.heartbeat import Heartbeats
+from rackplan.agent.ha.lease import LeaseLost
+from rackplan.agent.runtime.loop import Agent
+from rackplan.agent.settings.sections import Settings
 from rackplan.agent.testing import FakeAdmin, FakePublisher
 
 PLANS, LEASE = "_rackplan.plans", "_rackplan.lease"

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from rackplan.agent.http import BACKLOG, HEADER_TIMEOUT_S, WORKERS, AgentHttpServer
-from rackplan.agent.logging import configure
-from rackplan.agent.loop import Agent
+from rackplan.agent.core.logging import configure
+from rackplan.agent.runtime.http import BACKLOG, HEADER_TIMEOUT_S, WORKERS, AgentHttpServer
+from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.test_cycle import cycle, group, make_agent
 

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from rackplan.agent.http import MAX_CONNECTIONS, AgentHttpServer
-from rackplan.agent.logging import configure
-from rackplan.agent.loop import Agent
+from rackplan.agent.core.logging import configure
+from rackplan.agent.runtime.http import MAX_CONNECTIONS, AgentHttpServer
+from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.test_cycle import cycle, group, make_agent
 
@@ -142,7 +142,7 @@ def test_probes_answer_while_1030_kept_alive_clients_hold_their_connections(agen
 
 def test_the_connection_limit_leaves_room_for_the_process_descriptors() -> None:
     """At 1,024 descriptors (a common default), 1,024 connections would fail accept() with EMFILE first."""
-    from rackplan.agent.http import FD_RESERVE, connection_limit
+    from rackplan.agent.runtime.http import FD_RESERVE, connection_limit
 
     assert connection_limit(1024, soft_fd_limit=1_048_576) == 1024
     assert connection_limit(1024, soft_fd_limit=1024) == 1024 - FD_RESERVE

@@ -1,4 +1,4 @@
-"""rackplan.agent.isolated_admin: DescribeGroups in a child process, whose abort the agent survives.
+"""rackplan.agent.kafka.isolated_admin: DescribeGroups in a child process, whose abort the agent survives.
 
 librdkafka#4605 aborts the process running a coordinator-targeted Admin call
 during a broker fault (bench/bench_broker_faults.py measures it on the real
@@ -24,17 +24,17 @@ import pytest
 from confluent_kafka import ConsumerGroupState, KafkaError, KafkaException, Node, TopicPartition
 from confluent_kafka.admin._group import ConsumerGroupDescription, MemberAssignment, MemberDescription
 
-from rackplan.agent.embedded import EmbeddedCluster
-from rackplan.agent.isolated_admin import (
+from rackplan.agent.core.logging import configure, get_logger
+from rackplan.agent.groups.membership import real_group
+from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.kafka.errors import error_name
+from rackplan.agent.kafka.isolated_admin import (
     DescribeWorkerDied,
     GroupDescribeWorker,
     IsolatedGroupsAdmin,
     _register_reducers,
     isolated_admin,
 )
-from rackplan.agent.kafka_errors import error_name
-from rackplan.agent.logging import configure, get_logger
-from rackplan.agent.membership import real_group
 
 
 def gone(pid: int) -> bool:
@@ -164,8 +164,8 @@ def test_the_child_ends_when_the_agent_is_killed() -> None:
 
     code = (
         "import sys\n"
-        "from rackplan.agent.isolated_admin import GroupDescribeWorker\n"
-        "from rackplan.agent.logging import get_logger\n"
+        "from rackplan.agent.kafka.isolated_admin import GroupDescribeWorker\n"
+        "from rackplan.agent.core.logging import get_logger\n"
         f"w = GroupDescribeWorker({{'bootstrap.servers': '127.0.0.1:{closed_port()}'}}, get_logger('t'))\n"
         "w.describe(['g1'], 1.0)\n"
         "print(w.pid, flush=True)\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-from rackplan.agent.kafka_errors import error_name
+from rackplan.agent.kafka.errors import error_name
 
 
 def test_names_of_errors_and_of_exceptions_that_carry_them() -> None:
@@ -24,8 +24,8 @@ def test_anything_else_gives_the_callers_default_or_its_text() -> None:
 
 
 def test_one_classification_of_what_clears_by_itself() -> None:
-    from rackplan.agent.kafka_errors import transient
-    from rackplan.agent.kafka_io import TopicReadError
+    from rackplan.agent.kafka.errors import transient
+    from rackplan.agent.kafka.io import TopicReadError
 
     for code in (
         KafkaError.UNKNOWN_TOPIC_OR_PART,

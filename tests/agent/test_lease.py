@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
-from rackplan.agent.lease import Lease, LeaseLost, LeaseUnconfirmed
-from rackplan.agent.logging import get_logger
+from rackplan.agent.core.logging import get_logger
+from rackplan.agent.ha.lease import Lease, LeaseLost, LeaseUnconfirmed
 from rackplan.agent.protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
-from rackplan.agent.settings import HaSettings
+from rackplan.agent.settings.sections import HaSettings
 
 
 def test_heartbeat_round_trips() -> None:
@@ -115,7 +115,7 @@ def test_lease_schema_agrees_with_the_decoder() -> None:
 
 
 def test_foreign_writer_is_a_live_agent_outside_our_lease_group() -> None:
-    from rackplan.agent.lease import foreign_writer
+    from rackplan.agent.ha.lease import foreign_writer
     from rackplan.agent.protocol.lease import Heartbeat
 
     now = 1_000_000

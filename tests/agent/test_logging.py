@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rackplan.agent.logging import configure, get_logger, kafka_logger, use_json
+from rackplan.agent.core.logging import configure, get_logger, kafka_logger, use_json
 
 
 class Tty(io.StringIO):
@@ -51,7 +51,7 @@ def test_console_format() -> None:
 
 
 def test_librdkafka_lines_become_structured_events() -> None:
-    from rackplan.agent.logging import log_librdkafka, syslog_level, with_kafka_logger
+    from rackplan.agent.core.logging import log_librdkafka, syslog_level, with_kafka_logger
 
     buf = io.StringIO()
     configure("json", "info", stream=buf)
@@ -74,7 +74,7 @@ def test_librdkafka_lines_become_structured_events() -> None:
 
 
 def test_console_keeps_librdkafka_fields_readable() -> None:
-    from rackplan.agent.logging import log_librdkafka
+    from rackplan.agent.core.logging import log_librdkafka
 
     buf = Tty()
     configure("auto", "info", stream=buf)

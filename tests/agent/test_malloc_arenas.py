@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from rackplan.agent.malloc_arenas import limit_arenas
+from rackplan.agent.runtime.malloc_arenas import limit_arenas
 
 GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 

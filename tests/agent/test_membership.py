@@ -10,8 +10,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from rackplan.agent.logging import configure, get_logger
-from rackplan.agent.membership import (
+from rackplan.agent.core.logging import configure, get_logger
+from rackplan.agent.groups.membership import (
     GroupDescriber,
     MemberRacks,
     RealGroup,
@@ -19,8 +19,8 @@ from rackplan.agent.membership import (
     member_racks,
     real_group,
 )
-from rackplan.agent.metrics import Metrics
-from rackplan.agent.settings import MembershipSettings, RackRule
+from rackplan.agent.metrics.registry import Metrics
+from rackplan.agent.settings.sections import MembershipSettings, RackRule
 from rackplan.agent.testing import FakeAdmin
 
 

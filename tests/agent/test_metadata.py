@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from rackplan.agent.metadata import (
+from rackplan.agent.cluster.metadata import (
     NO_LEADER,
     MetadataError,
     Snapshot,
@@ -18,7 +18,7 @@ from rackplan.agent.metadata import (
     known_racks,
     poll_snapshot,
 )
-from rackplan.agent.settings import MetadataSettings
+from rackplan.agent.settings.sections import MetadataSettings
 from rackplan.agent.testing import FakeAdmin, Node
 
 

@@ -17,8 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rackplan.agent import diff, webhook
-from rackplan.agent.metrics import (
+from rackplan.agent.alerts import webhook
+from rackplan.agent.cluster import diff
+from rackplan.agent.metrics.process_stats import PROCESS_METRICS, process_values
+from rackplan.agent.metrics.registry import (
     BUCKETS,
     COUNTER,
     GAUGE,
@@ -28,7 +30,6 @@ from rackplan.agent.metrics import (
     ZERO_SERIES,
     Metrics,
 )
-from rackplan.agent.process_stats import PROCESS_METRICS, process_values
 from rackplan.agent.protocol import alerts, plans, registrations
 
 NAME = re.compile(r"rackplan_[a-z][a-z0-9_]*[a-z0-9]")
@@ -295,7 +296,7 @@ def test_promtool_accepts_the_agents_metrics_endpoint(cluster: str | None) -> No
     parser and linter (which rejects, e.g., a counter without ``_total`` or a malformed label)."""
     import urllib.request
 
-    from rackplan.agent.http import AgentHttpServer
+    from rackplan.agent.runtime.http import AgentHttpServer
     from rackplan.agent.testing import FakeAdmin
     from tests import promtool
     from tests.agent.test_cycle import cycle, group, make_agent

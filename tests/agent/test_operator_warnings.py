@@ -15,8 +15,8 @@ import io
 import json
 from typing import Any
 
-from rackplan.agent.live import LiveLocality
-from rackplan.agent.loop import Agent
+from rackplan.agent.groups.live import LiveLocality
+from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import TP, FakeAdmin, GroupDesc, MemberAssignment, MemberDesc, Node
 
 from .test_cycle import _restore_logging, cycle, group, make_agent

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.alerts import AlertState
-from rackplan.agent.metadata import NO_LEADER, Snapshot, TopicState
-from rackplan.agent.planner import (
+from rackplan.agent.alerts.rules import AlertState
+from rackplan.agent.cluster.metadata import NO_LEADER, Snapshot, TopicState
+from rackplan.agent.planning.planner import (
     LocalityJudge,
     PlanSkipped,
     current_locality,
@@ -18,7 +18,7 @@ from rackplan.agent.planner import (
 )
 from rackplan.agent.protocol.alerts import FIRING, RESOLVED
 from rackplan.agent.protocol.plans import Locality, PlanRecord
-from rackplan.agent.settings import AlertSettings, Settings
+from rackplan.agent.settings.sections import AlertSettings, Settings
 
 RACKS: dict[int, str | None] = {1: "a", 2: "a", 3: "b", 4: "b"}
 

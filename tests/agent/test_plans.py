@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.plans import PlanBook
 from rackplan.agent.protocol.plans import (
     Locality,
     PlanDecodeError,
@@ -20,6 +19,7 @@ from rackplan.agent.protocol.plans import (
     split_key,
     utc_now_iso,
 )
+from rackplan.agent.state.plan_book import PlanBook
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "plan-schema.json"
 
@@ -184,7 +184,7 @@ def test_followers_never_see_a_malformed_assignment(body: dict[str, Any], text: 
 
 
 def test_handover_records_validate_against_the_schema() -> None:
-    from rackplan.agent.handover import Split, revoking_record
+    from rackplan.agent.planning.handover import Split, revoking_record
 
     jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not a dev dependency yet")
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))

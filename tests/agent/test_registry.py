@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rackplan.agent.membership import RealGroup, RealMember
+from rackplan.agent.groups.membership import RealGroup, RealMember
+from rackplan.agent.groups.registry import RegistrationStore, decode_registration, merge_registrations
 from rackplan.agent.protocol.registrations import (
     REGISTRATION_SCHEMA,
     SKIP_REASONS,
     RegistrationRecordError,
     registration_key,
 )
-from rackplan.agent.registry import RegistrationStore, decode_registration, merge_registrations
-from rackplan.agent.settings import RackRule, Settings, rack_for
+from rackplan.agent.settings.sections import RackRule, Settings, rack_for
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "registration-schema.json"
 SUBS = [{"id": "0", "source_topics": ["clicks"], "changelog_topics": ["clicks-store"]}]
@@ -298,8 +298,8 @@ def test_schema_constant() -> None:
 
 
 def test_follower_records_round_trip_and_never_replan() -> None:
+    from rackplan.agent.groups.registry import RegistrationStore
     from rackplan.agent.protocol.registrations import FollowerStatus, consumer_registration
-    from rackplan.agent.registry import RegistrationStore
 
     key, value = consumer_registration(
         "pay",

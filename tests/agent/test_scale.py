@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent import alerting, planning, watch
-from rackplan.agent.kafka_io import WRITER_HEADER, DeliveryUncertain, PlanTooLargeError, Publisher, RawRecord
+from rackplan.agent.cycle import alerting, plan_step
+from rackplan.agent.kafka.io import WRITER_HEADER, DeliveryUncertain, PlanTooLargeError, Publisher, RawRecord
+from rackplan.agent.runtime import watch
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
 
@@ -71,7 +72,7 @@ def test_a_skipped_plan_is_not_planned_again_until_its_inputs_change(monkeypatch
     admin = FakeAdmin(topics)
     # none of its topics exists yet (one missing topic among others is left out instead: test_operator_warnings.py)
     agent, _pub, _ = make_agent(admin, [group("g", topics=["later"])])
-    plans = counting(monkeypatch, planning, "plan_for")
+    plans = counting(monkeypatch, plan_step, "plan_for")
     reports = [cycle(agent) for _ in range(4)]
     print(f"plan_for calls over 4 cycles with its topic missing: {plans[0]}")
     assert plans[0] == 1
@@ -92,7 +93,7 @@ def test_a_plan_skipped_for_an_assignor_error_is_tried_every_cycle(monkeypatch: 
         calls[0] += 1
         raise RuntimeError("assignor bug")
 
-    monkeypatch.setattr(planning, "plan_for", broken)
+    monkeypatch.setattr(plan_step, "plan_for", broken)
     for _ in range(3):
         assert list(cycle(agent).skipped) == ["consumer/g"]
     assert calls[0] == 3  # not a verdict on the inputs: it may pass
@@ -144,12 +145,12 @@ def test_the_floor_of_a_firing_alert_is_computed_once_per_snapshot(monkeypatch: 
 
 
 def test_a_registration_naming_too_many_topics_is_refused_with_its_count() -> None:
+    from rackplan.agent.groups.registry import decode_registration
     from rackplan.agent.protocol.registrations import (
         MAX_REGISTRATION_TOPICS,
         RegistrationRecordError,
         consumer_registration,
     )
-    from rackplan.agent.registry import decode_registration
 
     names = [f"t{i:06d}" for i in range(MAX_REGISTRATION_TOPICS + 1)]
     key, value = consumer_registration("g", "m", rack="az-a", topics=names[:-1], timestamp_ms=1)

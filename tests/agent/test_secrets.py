@@ -14,9 +14,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rackplan.agent.logging import configure, get_logger, kafka_logger, log_librdkafka
-from rackplan.agent.redact import is_secret_key, mask_text, mask_tree, redact_url
-from rackplan.agent.settings import Settings
+from rackplan.agent.core.logging import configure, get_logger, kafka_logger, log_librdkafka
+from rackplan.agent.core.redact import is_secret_key, mask_text, mask_tree, redact_url
+from rackplan.agent.settings.sections import Settings
 
 SECRETS = ["Cl1entS3cret", "T0kenValue", "Us3rPassw0rd", "H3aderValue", "Jaa5Pw", "Extens10n", "F1le"]
 

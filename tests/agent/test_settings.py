@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rackplan.agent.redact import is_secret_key, mask_config
-from rackplan.agent.settings import (
+from rackplan.agent.core.redact import is_secret_key, mask_config
+from rackplan.agent.settings.sections import (
     MAX_SETTINGS_BYTES,
     MAX_YAML_NODES,
     Settings,
@@ -482,8 +482,8 @@ def test_a_typo_in_a_streams_app_is_refused_naming_it(path: tuple[Any, ...], whe
 
 def test_the_agents_clients_refresh_topic_metadata_every_10_s_unless_the_settings_say() -> None:
     """librdkafka keeps a topic it was once told is missing 'gone' until its next periodic refresh
-    (5 minutes by default): rackplan's clients refresh every 10 s (rackplan.agent.metadata_refresh)."""
-    from rackplan.agent.metadata_refresh import METADATA_REFRESH_KEY
+    (5 minutes by default): rackplan's clients refresh every 10 s (rackplan.agent.kafka.metadata_refresh)."""
+    from rackplan.agent.kafka.metadata_refresh import METADATA_REFRESH_KEY
 
     assert Settings.model_validate({}).kafka.client_config()[METADATA_REFRESH_KEY] == 10_000
     mine = Settings.model_validate({"kafka": {"config": {METADATA_REFRESH_KEY: 60_000}}})

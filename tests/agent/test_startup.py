@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rackplan.agent.preflight import bootstrap_hosts, reach_brokers
+from rackplan.agent.runtime.preflight import bootstrap_hosts, reach_brokers
 
 RACKPLAN = [sys.executable, "-m", "rackplan"]
 ROOT = Path(__file__).resolve().parents[2]

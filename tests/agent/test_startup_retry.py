@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from rackplan.agent import loop as loop_module
-from rackplan.agent.kafka_io import TopicReadError
-from rackplan.agent.logging import configure, get_logger
-from rackplan.agent.loop import Agent
-from rackplan.agent.settings import Settings
-from rackplan.agent.startup_retry import Backoff, StartupStopped, StartupTimedOut, retry_startup
-from rackplan.agent.state import AgentError
+from rackplan.agent.core.logging import configure, get_logger
+from rackplan.agent.kafka.io import TopicReadError
+from rackplan.agent.runtime import loop as loop_module
+from rackplan.agent.runtime.loop import Agent
+from rackplan.agent.runtime.startup_retry import Backoff, StartupStopped, StartupTimedOut, retry_startup
+from rackplan.agent.settings.sections import Settings
+from rackplan.agent.state.term import AgentError
 from rackplan.agent.testing import FakeAdmin, FakeControlTail, FakePublisher, done, kafka_error
 
 PLANS = "_rackplan.plans"

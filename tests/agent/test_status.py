@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rackplan.agent.publishing import commit_plan
+from rackplan.agent.cycle.publishing import commit_plan
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.test_cycle import cycle, group, make_agent
 from tests.agent.test_handover import follow

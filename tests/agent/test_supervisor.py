@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rackplan.agent.logging import get_logger
-from rackplan.agent.supervisor import CHILD_ENV, backoff, supervise
+from rackplan.agent.core.logging import get_logger
+from rackplan.agent.runtime.supervisor import CHILD_ENV, backoff, supervise
 
 
 def test_a_child_that_aborts_is_restarted_and_its_exit_code_is_final(tmp_path: Path) -> None:
@@ -51,8 +51,8 @@ def test_the_child_dies_with_a_killed_supervisor(tmp_path: Path) -> None:
     child = f"import os, pathlib, time; pathlib.Path({str(pid_file)!r}).write_text(str(os.getpid())); time.sleep(60)"
     sup = (
         "import sys\n"
-        "from rackplan.agent.logging import get_logger\n"
-        "from rackplan.agent.supervisor import supervise\n"
+        "from rackplan.agent.core.logging import get_logger\n"
+        "from rackplan.agent.runtime.supervisor import supervise\n"
         f"sys.exit(supervise([sys.executable, '-c', {child!r}], get_logger('t')))\n"
     )
     p = subprocess.Popen([sys.executable, "-c", sup])

@@ -21,11 +21,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rackplan.agent.logging import configure, get_logger
-from rackplan.agent.metrics import Metrics
-from rackplan.agent.protocol.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
-from rackplan.agent.settings import HttpSettings, Settings, WebhookSettings, describe_error
-from rackplan.agent.webhook import (
+from rackplan.agent.alerts.webhook import (
     ALERTNAME,
     WebhookNotifier,
     alertmanager_alert,
@@ -33,6 +29,10 @@ from rackplan.agent.webhook import (
     rfc3339,
     with_cluster_label,
 )
+from rackplan.agent.core.logging import configure, get_logger
+from rackplan.agent.metrics.registry import Metrics
+from rackplan.agent.protocol.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
+from rackplan.agent.settings.sections import HttpSettings, Settings, WebhookSettings, describe_error
 
 
 def event(status: str = FIRING, key: str = "consumer/payments", at: float = 1000.0, started: float = 1000.0) -> AlertEvent:  # fmt: skip

@@ -285,7 +285,7 @@ def test_parquet_snapshots_with_the_documents_fields_as_columns(spark: Any, tmp_
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
-    from rackplan.agent.archive import parse_snapshot
+    from rackplan.agent.cluster.archive import parse_snapshot
     from rackplan.fleet.job import read_documents
 
     docs = [cluster_document(i, 3, seed=5, streams_apps=1) for i in range(2)]
