@@ -21,6 +21,29 @@ import networkx as nx
 LAYERS = ("assignor", "agent", "fleet", "cli")
 FOLDERS = ("assignor", "agent", "fleet")
 
+#: The agent's units (its sub-packages and top-level modules) by rank, from the bottom up: a unit imports
+#: its own modules and units of a strictly lower rank, never one of its own rank or above
+#: (docs/architecture.md has the table, with each unit's job).
+AGENT_RANKS: dict[str, int] = {
+    "protocol": 0,
+    "core": 1,
+    "metrics": 1,
+    "kafka": 2,
+    "settings": 3,
+    "follower": 3,
+    "cluster": 4,
+    "planning": 5,
+    "alerts": 5,
+    "groups": 6,
+    "state": 7,
+    "ha": 8,
+    "cycle": 9,
+    "runtime": 10,
+    "demo": 11,
+    "commands": 12,
+    "testing": 12,
+}
+
 
 @dataclass(frozen=True)
 class Module:
@@ -122,6 +145,42 @@ def cycles(known: dict[str, Module]) -> list[list[str]]:
     """
     g = import_graph(known)
     g.remove_nodes_from([n for n in list(g) if known[n].is_package])
+    return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
+
+
+def agent_unit(name: str) -> str | None:
+    """The agent unit a module belongs to (``rackplan.agent.kafka.io`` -> ``kafka``); None outside the agent
+    and for the agent package itself."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["rackplan", "agent"] else None
+
+
+def unit_imports(known: dict[str, Module]) -> set[tuple[str, str, str, str]]:
+    """Every import from one agent unit into another: (unit, module, imported unit, imported module)."""
+    out = set()
+    for m in known.values():
+        src = agent_unit(m.name)
+        for t in imports(m, known):
+            dst = agent_unit(t)
+            if src is not None and dst is not None and src != dst:
+                out.add((src, m.name, dst, t))
+    return out
+
+
+def unranked_units(known: dict[str, Module], ranks: dict[str, int]) -> list[str]:
+    """Agent units without a rank: a new sub-package must say where it stands."""
+    return sorted({u for n in known if (u := agent_unit(n)) is not None} - ranks.keys())
+
+
+def rank_violations(known: dict[str, Module], ranks: dict[str, int]) -> list[tuple[str, str]]:
+    """Imports from an agent unit into one of the same rank or above (module -> imported module)."""
+    return sorted((m, t) for src, m, dst, t in unit_imports(known) if ranks.get(dst, 0) >= ranks.get(src, 0))
+
+
+def unit_cycles(known: dict[str, Module]) -> list[list[str]]:
+    """Cycles between agent units (sub-packages need each other), ranks aside."""
+    g = nx.DiGraph()
+    g.add_edges_from((src, dst) for src, _, dst, _ in unit_imports(known))
     return sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1)
 
 

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.architecture import cycles, imports, modules, upward_imports
+from tests.architecture import (
+    AGENT_RANKS,
+    Module,
+    agent_unit,
+    cycles,
+    imports,
+    modules,
+    rank_violations,
+    unit_cycles,
+    unranked_units,
+    upward_imports,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOWN = modules(ROOT)
@@ -41,8 +53,6 @@ def test_no_import_cycles() -> None:
 
 
 def test_the_assignor_imports_no_kafka_client_no_io_framework() -> None:
-    import ast
-
     bad = []
     for m in KNOWN.values():
         if m.layer != "assignor":
@@ -74,3 +84,49 @@ def test_the_bare_folder_names_are_not_importable_as_packages() -> None:
         [sys.executable, "-c", "import agent"], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert r.returncode == 1 and "import rackplan.agent, not agent" in r.stderr, r.stderr
+
+
+def test_every_agent_unit_has_a_rank() -> None:
+    # A new sub-package (or top-level module) of the agent must say where it stands in AGENT_RANKS.
+    assert unranked_units(KNOWN, AGENT_RANKS) == []
+    assert not AGENT_RANKS.keys() - {u for n in KNOWN if (u := agent_unit(n)) is not None}, "stale rank"
+
+
+def test_no_agent_unit_imports_one_of_its_rank_or_above() -> None:
+    assert rank_violations(KNOWN, AGENT_RANKS) == []
+
+
+def test_no_cycles_between_agent_units() -> None:
+    assert unit_cycles(KNOWN) == []
+
+
+def test_the_rank_check_sees_an_upward_import_lazy_or_not() -> None:
+    # The rank check is only as good as its reading: a lazy import from a low unit into a higher one
+    # (settings -> runtime) and one between two units of the same rank (core <-> metrics) are both found.
+    def module(name: str, source: str) -> Module:
+        return Module(name, ROOT / (name.replace(".", "/") + ".py"), ast.parse(source), 1)
+
+    fake = {
+        **{n: KNOWN[n] for n in ("rackplan.agent.runtime.loop", "rackplan.agent.metrics.registry")},
+        "rackplan.agent.settings.x": module(
+            "rackplan.agent.settings.x", "def f():\n    from ..runtime import loop\n"
+        ),
+        "rackplan.agent.core.y": module(
+            "rackplan.agent.core.y", "from rackplan.agent.metrics.registry import M\n"
+        ),
+    }
+    assert rank_violations(fake, AGENT_RANKS) == [
+        ("rackplan.agent.core.y", "rackplan.agent.metrics.registry"),
+        ("rackplan.agent.settings.x", "rackplan.agent.runtime.loop"),
+    ]
+    assert unit_cycles(fake) == []
+
+
+def test_the_docs_rank_table_is_agent_ranks() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## The agent's sub-packages, by rank", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| `")]
+    table = {
+        cells[1].strip().strip("`").removesuffix("/").removesuffix(".py"): int(cells[-2]) for cells in rows
+    }
+    assert table == AGENT_RANKS
