@@ -61,7 +61,7 @@ from rackplan.agent.core.logging import configure
 from rackplan.agent.cycle import run as agent_cycle
 from rackplan.agent.cycle.intake import Intake
 from rackplan.agent.ha.heartbeat import Heartbeats
-from rackplan.agent.kafka.io import TopicReadError
+from rackplan.agent.kafka.publisher import TopicReadError
 from rackplan.agent.runtime import loop as agent_loop
 from rackplan.agent.runtime.loop import Agent, CycleReport
 from rackplan.agent.settings.sections import Settings
@@ -249,7 +249,7 @@ def cycle(
 
 def big_registration(agent: Agent, topics: int, existing: list[str]) -> int:
     """One registration record naming ``topics`` topics (a few existing), as a member would publish it."""
-    from rackplan.agent.kafka.io import Publisher
+    from rackplan.agent.kafka.publisher import Publisher
 
     names = sorted({*existing[:4], *(f"nope-{i:07d}" for i in range(topics - 4))})
     value = {

@@ -50,7 +50,7 @@ if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rackplan.agent.kafka.embedded import EmbeddedCluster
-from rackplan.agent.kafka.io import Publisher
+from rackplan.agent.kafka.publisher import Publisher
 from rackplan.agent.protocol.registrations import REGISTRATION_SCHEMA, registration_key
 from rackplan.agent.runtime.loop import Agent, CycleReport, topic_specs
 from rackplan.agent.runtime.malloc_arenas import limit_arenas

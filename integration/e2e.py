@@ -27,8 +27,8 @@ import yaml
 
 from rackplan.agent.core.logging import get_logger
 from rackplan.agent.follower import PlanFollower
-from rackplan.agent.kafka.io import TopicTail, read_back
 from rackplan.agent.kafka.metadata_refresh import with_metadata_refresh
+from rackplan.agent.kafka.publisher import TopicTail, read_back
 from rackplan.agent.protocol.lease import Heartbeat, decode_heartbeat
 from rackplan.agent.protocol.plans import PlanRecord
 

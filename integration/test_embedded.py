@@ -79,7 +79,7 @@ def test_librdkafka_logs_go_through_structlog(make_cluster: Callable[..., Embedd
     import json
 
     from rackplan.agent.core.logging import configure
-    from rackplan.agent.kafka.io import Publisher
+    from rackplan.agent.kafka.publisher import Publisher
 
     buf = io.StringIO()
     configure("json", "debug", stream=buf)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.kafka.io import Publisher, PublishError
+from rackplan.agent.kafka.publisher import Publisher, PublishError
 
 from .conftest import RunningAgent, Target, range_group
 from .e2e import heartbeats

@@ -1,7 +1,7 @@
 """Producer-epoch fencing of the plan publisher on real Kafka (issue 9, "Also").
 
 The agent publishes plan-topic records in transactions whose ``transactional.id`` is one per lease
-group and plan topic (:func:`rackplan.agent.kafka.io.transactional_id`).  When another agent of the same
+group and plan topic (:func:`rackplan.agent.kafka.publisher.transactional_id`).  When another agent of the same
 settings starts publishing, its InitProducerId bumps the producer epoch: the broker aborts the
 previous holder's open transaction and refuses its next send or commit.  Readers read the plan topic
 read_committed, so a deposed agent's records sent in the window between its last lease confirmation
@@ -28,7 +28,7 @@ import pytest
 from integration.e2e import AgentProcess
 from integration.kafka.cluster import KafkaCluster
 from rackplan.agent.core.ports import PlanPublisher
-from rackplan.agent.kafka.io import (
+from rackplan.agent.kafka.publisher import (
     WRITER_HEADER,
     ProducerFenced,
     Publisher,

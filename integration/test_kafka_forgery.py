@@ -16,7 +16,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from rackplan.agent.kafka.io import LEASE_GROUP_HEADER, WRITER_HEADER
+from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target
 from .e2e import FollowerApp, Ledger, wait_until

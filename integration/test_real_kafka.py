@@ -10,7 +10,7 @@ from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
 from rackplan.agent.core.logging import get_logger
-from rackplan.agent.kafka.io import TopicSpec, ensure_topics
+from rackplan.agent.kafka.publisher import TopicSpec, ensure_topics
 from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s
 
 

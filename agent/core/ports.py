@@ -2,7 +2,7 @@
 
 The agent is written against these, never against confluent-kafka's classes
 or ``Any``: the real clients (``confluent_kafka.admin.AdminClient``,
-:class:`rackplan.agent.kafka.io.Publisher`, a structlog ``BoundLogger``) satisfy
+:class:`rackplan.agent.kafka.publisher.Publisher`, a structlog ``BoundLogger``) satisfy
 them structurally, and so do the fakes of :mod:`rackplan.agent.testing` that
 the unit tests and benchmarks run the same loop with.  Only the calls the agent
 makes are listed: a fake needs nothing more, and a new call on a client shows
@@ -41,9 +41,9 @@ class AdminPort(Protocol):
 class PlanPublisher(Protocol):
     """What publishes the agent's records: plans (confirmed, each on its own), tombstones, alerts, heartbeats.
 
-    :class:`rackplan.agent.kafka.io.Publisher` is the real one; every method
+    :class:`rackplan.agent.kafka.publisher.Publisher` is the real one; every method
     but :meth:`send` and :meth:`poll` waits for the brokers' confirmation and
-    raises :class:`rackplan.agent.kafka.io.PublishError` without it.
+    raises :class:`rackplan.agent.kafka.publisher.PublishError` without it.
     """
 
     def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None: ...
@@ -156,7 +156,7 @@ class FollowerProducer(Protocol):
 
 
 class ControlTail(Protocol):
-    """A tail of the plan and lease topics (:class:`rackplan.agent.kafka.io.TopicTail` is the real one)."""
+    """A tail of the plan and lease topics (:class:`rackplan.agent.kafka.publisher.TopicTail` is the real one)."""
 
     @property
     def topics(self) -> tuple[str, ...]: ...

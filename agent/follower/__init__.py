@@ -68,7 +68,7 @@ from ..core.ports import (
     ProducerFactory,
     TailFactory,
 )
-from ..kafka.io import TopicTail
+from ..kafka.publisher import TopicTail
 from .cycle import FollowerCycle
 from .handover import PLAN, SUBSCRIPTION, WAITING
 from .intake import ControlIntake

@@ -39,7 +39,7 @@ from typing import Any
 
 from ..core.logging import with_kafka_logger
 from ..kafka.errors import error_name
-from ..kafka.io import PublishError, TopicReadError, TopicTail
+from ..kafka.publisher import PublishError, TopicReadError, TopicTail
 from ..protocol.lease import (
     Heartbeat,
     HeartbeatError,

@@ -5,4 +5,4 @@ loads this package).  :mod:`.embedded` is librdkafka's mock cluster (tests, the 
 :mod:`.isolated_admin` runs admin requests in a child process.
 """
 
-__all__ = ["embedded", "errors", "io", "isolated_admin", "metadata_refresh", "timeouts"]
+__all__ = ["embedded", "errors", "isolated_admin", "metadata_refresh", "publisher", "timeouts"]

@@ -33,13 +33,13 @@ from ..ha.lease import (
     LeaseLost,
     default_agent_id,
 )
-from ..kafka.io import (
+from ..kafka.isolated_admin import IsolatedGroupsAdmin, isolated_admin
+from ..kafka.publisher import (
     ProducerFenced,
     TopicSpec,
     TopicTail,
     read_back,
 )
-from ..kafka.isolated_admin import IsolatedGroupsAdmin, isolated_admin
 from ..kafka.timeouts import admin_client_config
 from ..metrics.registry import Metrics
 from ..planning.planner import registrations

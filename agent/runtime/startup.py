@@ -11,7 +11,7 @@ from ..core.ports import AdminPort
 from ..cycle.intake import Intake
 from ..cycle.publishing import handover_metrics, publish_tombstones
 from ..ha.lease import LEASE_PARTITIONS, foreign_writer, last_heartbeat
-from ..kafka.io import (
+from ..kafka.publisher import (
     LEASE_GROUP_HEADER,
     WRITER_HEADER,
     Publisher,

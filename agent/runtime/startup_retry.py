@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from ..core.ports import Logger
 from ..kafka.errors import error_name, transient
-from ..kafka.io import PublishError
+from ..kafka.publisher import PublishError
 from ..state.term import AgentError
 
 T = TypeVar("T")

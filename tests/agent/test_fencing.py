@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from rackplan.agent.kafka.io import (
+from rackplan.agent.kafka.publisher import (
     DeliveryUncertain,
     ProducerFenced,
     Publisher,

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import rackplan.agent.ha.lease as lease_mod
-import rackplan.agent.kafka.io as kafka_io
+import rackplan.agent.kafka.publisher as kafka_io
 import rackplan.agent.runtime.startup as startup
-from rackplan.agent.kafka.io import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher, RawRecord
+from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher, RawRecord
 from rackplan.agent.protocol.lease import Heartbeat
 from rackplan.agent.protocol.mac import MAC_HEADER, mac_input, record_mac
 from rackplan.agent.protocol.plans import decode_record

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-import rackplan.agent.kafka.io as kafka_io
+import rackplan.agent.kafka.publisher as kafka_io
 from rackplan.agent.groups.registry import decode_registration
-from rackplan.agent.kafka.io import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
+from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
 from rackplan.agent.protocol.lease import HeartbeatError, decode_heartbeat
 from rackplan.agent.protocol.plans import PlanDecodeError, decode_record
 from rackplan.agent.protocol.registrations import (

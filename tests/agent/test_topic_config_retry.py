@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from rackplan.agent.kafka import io as kafka_io
+from rackplan.agent.kafka import publisher as kafka_io
 from rackplan.agent.kafka.errors import transient
-from rackplan.agent.kafka.io import TopicReadError, topic_config_problems
+from rackplan.agent.kafka.publisher import TopicReadError, topic_config_problems
 
 
 class _Config:
