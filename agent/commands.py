@@ -47,7 +47,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     from pydantic_settings import SettingsError as SourceError
 
     from .core.logging import configure, get_logger
-    from .kafka.publisher import PublishError
+    from .kafka.exceptions import PublishError
     from .runtime.loop import Agent, AgentError
     from .runtime.malloc_arenas import limit_arenas
     from .runtime.supervisor import child_command, supervise, supervised

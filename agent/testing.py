@@ -18,7 +18,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from .kafka.publisher import PublishError, RawRecord
+from .kafka.exceptions import PublishError
+from .kafka.tail import RawRecord
 
 #: broker id -> rack of the fake cluster when a test names none
 RACKS: Mapping[int, str | None] = {1: "az-a", 2: "az-b", 3: "az-c"}

@@ -61,7 +61,7 @@ from rackplan.agent.core.logging import configure
 from rackplan.agent.cycle import run as agent_cycle
 from rackplan.agent.cycle.intake import Intake
 from rackplan.agent.ha.heartbeat import Heartbeats
-from rackplan.agent.kafka.publisher import TopicReadError
+from rackplan.agent.kafka.exceptions import TopicReadError
 from rackplan.agent.runtime import loop as agent_loop
 from rackplan.agent.runtime.loop import Agent, CycleReport
 from rackplan.agent.settings.sections import Settings

@@ -32,7 +32,7 @@ if __package__ in (None, ""):  # run as a script: make the project importable
 from rackplan.agent.core.logging import configure
 from rackplan.agent.demo.run import topic_creator
 from rackplan.agent.kafka.embedded import EmbeddedCluster
-from rackplan.agent.kafka.publisher import TopicSpec
+from rackplan.agent.kafka.topics import TopicSpec
 from rackplan.agent.runtime.loop import Agent, CycleReport
 from rackplan.agent.settings.sections import Settings
 

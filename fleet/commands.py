@@ -92,7 +92,7 @@ def last_plan_specs(
 ) -> dict[str, dict[str, Any]]:
     """Registrations as the agent would plan them next: members own what their last plan gave them."""
     from rackplan.agent.core.logging import get_logger, with_kafka_logger
-    from rackplan.agent.kafka.publisher import read_back
+    from rackplan.agent.kafka.read_back import read_back
     from rackplan.agent.planning.planner import instance_document, registrations
     from rackplan.agent.state.plan_book import PlanBook
 

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 
 from rackplan.agent.core.logging import get_logger
 from rackplan.agent.kafka.embedded import EmbeddedCluster
-from rackplan.agent.kafka.publisher import read_back
+from rackplan.agent.kafka.read_back import read_back
 from rackplan.agent.planning.planner import instance_document
 
 from .conftest import POLL_S, RunningAgent, agent_settings, range_group
@@ -185,7 +185,7 @@ def test_missing_topics_are_named_with_the_command(
     import io
 
     from rackplan.agent.core.logging import configure
-    from rackplan.agent.kafka.publisher import ensure_topics
+    from rackplan.agent.kafka.topics import ensure_topics
     from rackplan.agent.runtime.loop import topic_specs
 
     c = make_cluster()

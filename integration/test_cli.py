@@ -15,7 +15,7 @@ import yaml
 
 from rackplan.agent.core.logging import get_logger
 from rackplan.agent.kafka.embedded import EmbeddedCluster
-from rackplan.agent.kafka.publisher import read_back
+from rackplan.agent.kafka.read_back import read_back
 from rackplan.agent.protocol.plans import PlanRecord
 
 RACKPLAN = [sys.executable, "-c", "import sys; from rackplan.cli import main; sys.exit(main())"]

@@ -20,7 +20,8 @@ from confluent_kafka.cimpl import NewTopic
 
 from rackplan.agent.follower import PlanFollower
 from rackplan.agent.kafka.embedded import EmbeddedCluster
-from rackplan.agent.kafka.publisher import Publisher, PublishError
+from rackplan.agent.kafka.exceptions import PublishError
+from rackplan.agent.kafka.publisher import Publisher
 from rackplan.agent.protocol.lease import Heartbeat
 from rackplan.agent.protocol.registrations import registration_key
 from rackplan.agent.runtime.loop import topic_specs
@@ -172,7 +173,7 @@ def test_a_publish_that_times_out_is_uncertain_and_lands_later(
     """The premise of 'one generation, one content': a timed-out record stays queued and is delivered
     once the leader is back.  The publisher says so (DeliveryUncertain), and the agent then never plans
     that generation with another content (tests/agent/test_hardening.py)."""
-    from rackplan.agent.kafka.publisher import DeliveryUncertain
+    from rackplan.agent.kafka.exceptions import DeliveryUncertain
 
     c = make_cluster()
     c.create_topic(PLANS, 1, 3)

@@ -28,15 +28,9 @@ import pytest
 from integration.e2e import AgentProcess
 from integration.kafka.cluster import KafkaCluster
 from rackplan.agent.core.ports import PlanPublisher
-from rackplan.agent.kafka.publisher import (
-    WRITER_HEADER,
-    ProducerFenced,
-    Publisher,
-    RawRecord,
-    TopicReadError,
-    TopicTail,
-    transactional_id,
-)
+from rackplan.agent.kafka.exceptions import ProducerFenced, TopicReadError
+from rackplan.agent.kafka.publisher import WRITER_HEADER, Publisher, transactional_id
+from rackplan.agent.kafka.tail import RawRecord, TopicTail
 from rackplan.agent.protocol.plans import decode_record
 from rackplan.agent.runtime.loop import AgentError
 

@@ -22,7 +22,8 @@ from integration.e2e import AgentProcess
 from integration.kafka.apps import plan_member
 from integration.kafka.cluster import CLIENTS_JAR
 from rackplan.agent.core.logging import get_logger
-from rackplan.agent.kafka.publisher import TopicReadError, read_back
+from rackplan.agent.kafka.exceptions import TopicReadError
+from rackplan.agent.kafka.read_back import read_back
 from rackplan.agent.protocol.plans import PlanRecord
 
 from .conftest import Target

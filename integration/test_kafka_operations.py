@@ -255,7 +255,7 @@ def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
     agent B on the same topics with other settings (HA in another lease group, no groups) would tombstone
     A's plan and move epochs backwards: B refuses to start, exit 2, naming A."""
     from rackplan.agent.core.logging import get_logger
-    from rackplan.agent.kafka.publisher import read_back
+    from rackplan.agent.kafka.read_back import read_back
 
     topic = create(real, "fenced", [[1, 2], [2, 3], [3, 1]])
     group = range_group(real.name("fenced"), [topic])

@@ -10,8 +10,8 @@ from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
 from rackplan.agent.core.logging import get_logger
-from rackplan.agent.kafka.publisher import TopicSpec, ensure_topics
 from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s
+from rackplan.agent.kafka.topics import TopicSpec, ensure_topics
 
 
 def test_create_topics_makes_a_compacted_plan_topic(kafka_bootstrap: str) -> None:

@@ -149,7 +149,7 @@ def cycles(known: dict[str, Module]) -> list[list[str]]:
 
 
 def agent_unit(name: str) -> str | None:
-    """The agent unit a module belongs to (``rackplan.agent.kafka.publisher`` -> ``kafka``); None outside the agent
+    """The agent unit a module belongs to (``rackplan.agent.kafka.tail`` -> ``kafka``); None outside the agent
     and for the agent package itself."""
     parts = name.split(".")
     return parts[2] if len(parts) > 2 and parts[:2] == ["rackplan", "agent"] else None

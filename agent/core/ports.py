@@ -43,7 +43,7 @@ class PlanPublisher(Protocol):
 
     :class:`rackplan.agent.kafka.publisher.Publisher` is the real one; every method
     but :meth:`send` and :meth:`poll` waits for the brokers' confirmation and
-    raises :class:`rackplan.agent.kafka.publisher.PublishError` without it.
+    raises :class:`rackplan.agent.kafka.exceptions.PublishError` without it.
     """
 
     def publish(self, topic: str, key: str, value: bytes | None, timeout_s: float) -> None: ...
@@ -156,7 +156,7 @@ class FollowerProducer(Protocol):
 
 
 class ControlTail(Protocol):
-    """A tail of the plan and lease topics (:class:`rackplan.agent.kafka.publisher.TopicTail` is the real one)."""
+    """A tail of the plan and lease topics (:class:`rackplan.agent.kafka.tail.TopicTail` is the real one)."""
 
     @property
     def topics(self) -> tuple[str, ...]: ...

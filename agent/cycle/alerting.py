@@ -13,7 +13,7 @@ from ..alerts.webhook import WebhookNotifier
 from ..cluster.diff import SnapshotDiff
 from ..cluster.metadata import Snapshot
 from ..groups.live import live_locality
-from ..kafka.publisher import PublishError
+from ..kafka.exceptions import PublishError
 from ..planning.planner import Registration, best_locality, current_locality
 from ..protocol.alerts import AlertEvent
 from ..protocol.plans import CONSUMER, Locality, PlanRecord

@@ -9,7 +9,8 @@ from typing import Any
 from ..core.ports import AdminPort
 from ..groups.membership import GroupDescriber
 from ..groups.registry import decode_registration, merge_registrations, settings_group_refusal
-from ..kafka.publisher import PublishError, RawRecord, TopicTail
+from ..kafka.exceptions import PublishError
+from ..kafka.tail import RawRecord, TopicTail
 from ..protocol.registrations import RegistrationRecordError
 from ..state.term import CycleReport, Term, Wiring
 from .cycle_metrics import forget_metrics

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..ha.lease import LeaseUnconfirmed
-from ..kafka.publisher import DeliveryUncertain, PlanTooLargeError, PublishError
+from ..kafka.exceptions import DeliveryUncertain, PlanTooLargeError, PublishError
 from ..planning.handover import Pending
 from ..planning.planner import Registration
 from ..protocol.plans import STATE_REVOKING, PlanRecord, encode_value, utc_now_iso

@@ -33,7 +33,8 @@ from typing import Any, TextIO
 from ..cluster.diff import change_title
 from ..core.logging import configure, get_logger
 from ..kafka.embedded import EmbeddedCluster
-from ..kafka.publisher import Publisher, TopicSpec
+from ..kafka.publisher import Publisher
+from ..kafka.topics import TopicSpec
 from ..protocol.alerts import FIRING, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
 from ..protocol.plans import PlanRecord
 from ..protocol.registrations import REGISTRATION_SCHEMA, registration_key

@@ -68,7 +68,7 @@ from ..core.ports import (
     ProducerFactory,
     TailFactory,
 )
-from ..kafka.publisher import TopicTail
+from ..kafka.tail import TopicTail
 from .cycle import FollowerCycle
 from .handover import PLAN, SUBSCRIPTION, WAITING
 from .intake import ControlIntake

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.ports import Clock, ControlTail, Logger, Monotonic, TailFactory, TopicPart
-from ..kafka.publisher import TopicReadError
+from ..kafka.exceptions import TopicReadError
 from ..protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
 from ..protocol.mac import check_mac, mac_of
 from ..protocol.plans import CONSUMER, PlanDecodeError, PlanRecord, decode_record

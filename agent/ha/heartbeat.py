@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from ..kafka.publisher import PublishError
+from ..kafka.exceptions import PublishError
 from ..protocol.lease import HEARTBEAT_KEY, Heartbeat
 from ..state.term import Wiring
 from .lease import LeaseLost, LeaseUnconfirmed

@@ -39,7 +39,8 @@ from typing import Any
 
 from ..core.logging import with_kafka_logger
 from ..kafka.errors import error_name
-from ..kafka.publisher import PublishError, TopicReadError, TopicTail
+from ..kafka.exceptions import PublishError
+from ..kafka.tail import read_to_end
 from ..protocol.lease import (
     Heartbeat,
     HeartbeatError,
@@ -250,13 +251,7 @@ def last_heartbeat(
     so is a heartbeat without its valid MAC (:mod:`rackplan.agent.protocol.mac`): a forged
     epoch is never continued.
     """
-    tail = TopicTail(config, topic, timeout_s)
-    try:
-        raw, complete = tail.read_available(timeout_s)
-    finally:
-        tail.close()
-    if not complete:
-        raise TopicReadError(f"lease topic {topic!r}: not read to its end in {timeout_s}s", "_TIMED_OUT")
+    raw = read_to_end(config, topic, timeout_s, "lease topic")
     best: Heartbeat | None = None
     for r in raw:
         try:

@@ -1,6 +1,6 @@
 """Plan records on the plan topic: keys and values.
 
-Pure encoding; the Kafka I/O is in :mod:`rackplan.agent.kafka.publisher`, the
+Pure encoding; the Kafka I/O is in :mod:`rackplan.agent.kafka`, the
 generation bookkeeping (``PlanBook``) in :mod:`rackplan.agent.state.plan_book`.  A value is the
 contract's output document (``consumer_group`` or ``streams_app`` plus
 ``stats``) with the fields of "The agent's interfaces" around it; the JSON

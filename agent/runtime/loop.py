@@ -33,14 +33,12 @@ from ..ha.lease import (
     LeaseLost,
     default_agent_id,
 )
+from ..kafka.exceptions import ProducerFenced
 from ..kafka.isolated_admin import IsolatedGroupsAdmin, isolated_admin
-from ..kafka.publisher import (
-    ProducerFenced,
-    TopicSpec,
-    TopicTail,
-    read_back,
-)
+from ..kafka.read_back import read_back
+from ..kafka.tail import TopicTail
 from ..kafka.timeouts import admin_client_config
+from ..kafka.topics import TopicSpec
 from ..metrics.registry import Metrics
 from ..planning.planner import registrations
 from ..protocol.plans import PlanRecord

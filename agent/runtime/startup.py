@@ -11,16 +11,9 @@ from ..core.ports import AdminPort
 from ..cycle.intake import Intake
 from ..cycle.publishing import handover_metrics, publish_tombstones
 from ..ha.lease import LEASE_PARTITIONS, foreign_writer, last_heartbeat
-from ..kafka.publisher import (
-    LEASE_GROUP_HEADER,
-    WRITER_HEADER,
-    Publisher,
-    TopicSpec,
-    TopicTail,
-    ensure_topics,
-    topic_config_problems,
-    transactional_id,
-)
+from ..kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher, transactional_id
+from ..kafka.tail import TopicTail
+from ..kafka.topics import TopicSpec, ensure_topics, topic_config_problems
 from ..planning.handover import pending_from
 from ..protocol.lease import Heartbeat
 from ..protocol.plans import PlanRecord

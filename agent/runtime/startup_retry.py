@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from ..core.ports import Logger
 from ..kafka.errors import error_name, transient
-from ..kafka.publisher import PublishError
+from ..kafka.exceptions import PublishError
 from ..state.term import AgentError
 
 T = TypeVar("T")

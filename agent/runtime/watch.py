@@ -8,7 +8,8 @@ from typing import Any
 
 from ..cycle.publishing import commit_plan
 from ..ha.lease import LeaseLost, foreign_writer
-from ..kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord, TopicTail
+from ..kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER
+from ..kafka.tail import RawRecord, TopicTail
 from ..protocol.lease import HeartbeatError, decode_heartbeat
 from ..protocol.mac import MAC_HEADER, check_mac
 from ..protocol.plans import PlanDecodeError, PlanRecord, decode_record

@@ -12,7 +12,7 @@ import pytest
 
 from rackplan.agent.core.logging import configure
 from rackplan.agent.groups.registry import decode_registration
-from rackplan.agent.kafka.publisher import PublishError
+from rackplan.agent.kafka.exceptions import PublishError
 from rackplan.agent.protocol.registrations import registration_key
 from rackplan.agent.runtime.loop import Agent, CycleReport
 from rackplan.agent.settings.sections import Settings
@@ -382,7 +382,8 @@ class PlanTail:
 
 
 def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> None:
-    from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, RawRecord
+    from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER
+    from rackplan.agent.kafka.tail import RawRecord
     from rackplan.agent.protocol.plans import decode_record
 
     admin = FakeAdmin({"t": [[1], [2], [3]]})

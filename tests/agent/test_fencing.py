@@ -9,13 +9,8 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from rackplan.agent.kafka.publisher import (
-    DeliveryUncertain,
-    ProducerFenced,
-    Publisher,
-    PublishError,
-    transactional_id,
-)
+from rackplan.agent.kafka.exceptions import DeliveryUncertain, ProducerFenced, PublishError
+from rackplan.agent.kafka.publisher import Publisher, transactional_id
 from rackplan.agent.testing import FakeAdmin, FakePublisher
 from tests.agent.test_cycle import cycle, group, make_agent
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-import rackplan.agent.ha.lease as lease_mod
-import rackplan.agent.kafka.publisher as kafka_io
+import rackplan.agent.kafka.read_back as read_back_mod
+import rackplan.agent.kafka.tail as tail_mod
 import rackplan.agent.runtime.startup as startup
-from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher, RawRecord
+from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher
+from rackplan.agent.kafka.tail import RawRecord
 from rackplan.agent.protocol.lease import Heartbeat
 from rackplan.agent.protocol.mac import MAC_HEADER, mac_input, record_mac
 from rackplan.agent.protocol.plans import decode_record
@@ -193,14 +194,14 @@ def test_a_restarted_agent_replays_only_authenticated_plans(monkeypatch: pytest.
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(kafka_io, "TopicTail", Tail)
+    monkeypatch.setattr(tail_mod, "TopicTail", Tail)
     skipped: list[str] = []
     from rackplan.agent.core.logging import get_logger
 
-    got = kafka_io.read_back({}, PLANS, 1.0, get_logger("t"), skipped.append, SECRET)
+    got = read_back_mod.read_back({}, PLANS, 1.0, get_logger("t"), skipped.append, SECRET)
     assert [(k, r.generation if r else None) for k, r in got] == [("consumer/g", 3)]
     assert skipped == ["unsigned"]
-    assert len(kafka_io.read_back({}, PLANS, 1.0, get_logger("t"))) == 2, (
+    assert len(read_back_mod.read_back({}, PLANS, 1.0, get_logger("t"))) == 2, (
         "no secret: unauthenticated, as before"
     )
 
@@ -297,7 +298,7 @@ def _lease_topic(monkeypatch: pytest.MonkeyPatch, records: list[RawRecord]) -> N
         def close(self) -> None:
             pass
 
-    monkeypatch.setattr(lease_mod, "TopicTail", Tail)
+    monkeypatch.setattr(tail_mod, "TopicTail", Tail)
     monkeypatch.setattr(startup, "TopicTail", Tail)
 
 

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
-import rackplan.agent.kafka.publisher as kafka_io
+import rackplan.agent.kafka.exceptions as kafka_exceptions
 from rackplan.agent.groups.registry import decode_registration
-from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, PublishError, RawRecord
+from rackplan.agent.kafka.exceptions import PublishError
+from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER
+from rackplan.agent.kafka.tail import RawRecord
 from rackplan.agent.protocol.lease import HeartbeatError, decode_heartbeat
 from rackplan.agent.protocol.plans import PlanDecodeError, decode_record
 from rackplan.agent.protocol.registrations import (
@@ -30,7 +32,7 @@ from tests.agent.test_follower import LEASE, PLANS, REGS, FakeTail, Harness, pla
 DEEP = 100_000
 POISON = b'{"x":' + b"[" * DEEP + b"]" * DEEP + b"}"
 #: what the publisher raises when a publish timed out (PublishError before the fix)
-UNCERTAIN: type[PublishError] = getattr(kafka_io, "DeliveryUncertain", PublishError)
+UNCERTAIN: type[PublishError] = getattr(kafka_exceptions, "DeliveryUncertain", PublishError)
 
 
 def reg_value(gid: str, mid: str, rack: str = "az-a", **extra: Any) -> bytes:

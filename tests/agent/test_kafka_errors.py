@@ -25,7 +25,7 @@ def test_anything_else_gives_the_callers_default_or_its_text() -> None:
 
 def test_one_classification_of_what_clears_by_itself() -> None:
     from rackplan.agent.kafka.errors import transient
-    from rackplan.agent.kafka.publisher import TopicReadError
+    from rackplan.agent.kafka.exceptions import TopicReadError
 
     for code in (
         KafkaError.UNKNOWN_TOPIC_OR_PART,

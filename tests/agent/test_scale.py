@@ -13,13 +13,9 @@ from typing import Any
 import pytest
 
 from rackplan.agent.cycle import alerting, plan_step
-from rackplan.agent.kafka.publisher import (
-    WRITER_HEADER,
-    DeliveryUncertain,
-    PlanTooLargeError,
-    Publisher,
-    RawRecord,
-)
+from rackplan.agent.kafka.exceptions import DeliveryUncertain, PlanTooLargeError
+from rackplan.agent.kafka.publisher import WRITER_HEADER, Publisher
+from rackplan.agent.kafka.tail import RawRecord
 from rackplan.agent.runtime import watch
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.test_cycle import PlanTail, cycle, group, make_agent

@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from rackplan.agent.core.logging import configure, get_logger
-from rackplan.agent.kafka.publisher import TopicReadError
+from rackplan.agent.kafka.exceptions import TopicReadError
 from rackplan.agent.runtime import loop as loop_module
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.runtime.startup_retry import Backoff, StartupStopped, StartupTimedOut, retry_startup

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from rackplan.agent.kafka import publisher as kafka_io
+from rackplan.agent.kafka import topics as kafka_topics
 from rackplan.agent.kafka.errors import transient
-from rackplan.agent.kafka.publisher import TopicReadError, topic_config_problems
+from rackplan.agent.kafka.exceptions import TopicReadError
+from rackplan.agent.kafka.topics import topic_config_problems
 
 
 class _Config:
@@ -44,7 +45,7 @@ class ConfigAdmin:
 
 
 def _spec() -> Any:
-    return kafka_io.TopicSpec("plans", 1, {"cleanup.policy": "compact"})
+    return kafka_topics.TopicSpec("plans", 1, {"cleanup.policy": "compact"})
 
 
 def test_a_topic_not_known_yet_is_a_transient_read_error_not_a_problem_of_the_topic() -> None:
