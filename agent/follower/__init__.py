@@ -68,11 +68,12 @@ from ..core.ports import (
     ProducerFactory,
     TailFactory,
 )
+from ..kafka.errors import COMMIT_FENCED as FENCED  # public name: the commit errors that fence a follower
 from ..kafka.tail import TopicTail
 from .cycle import FollowerCycle
 from .handover import PLAN, SUBSCRIPTION, WAITING
 from .intake import ControlIntake
-from .partitions import FENCED, Partitions
+from .partitions import Partitions
 from .registration import Registrar
 from .settings import FollowerError, PlanFollowerSettings, checked_settings, client_config, identity
 

@@ -25,12 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.ports import AdminPort, Logger
-from ..kafka.errors import error_name
+from ..kafka.errors import error_name, unsupported
 from ..kafka.timeouts import operation_timeout_s, result_timeout_s
 from ..metrics.registry import Metrics
 from ..settings.sections import MembershipSettings, RackRule, rack_for
 
-_UNSUPPORTED = {"_UNSUPPORTED_FEATURE", "UNSUPPORTED_VERSION", "INVALID_REQUEST"}
 #: group states in which a group has no members worth looking at
 _GONE_STATES = {"DEAD", "UNKNOWN"}
 
@@ -212,7 +211,7 @@ class GroupDescriber:
                 desc = futures[gid].result(timeout=result_timeout_s(timeout))
             except Exception as e:
                 name = error_name(e, type(e).__name__)
-                if name in _UNSUPPORTED:
+                if unsupported(name):
                     self._failed(name, str(e), ids)
                     return
                 self.metrics.inc("rackplan_describe_groups_failures_total", {"reason": name})
@@ -229,7 +228,7 @@ class GroupDescriber:
             out[gid] = group if group.state not in _GONE_STATES else RealGroup(gid, group.state, ())
 
     def _failed(self, name: str, detail: str, ids: list[str]) -> None:
-        if name in _UNSUPPORTED:
+        if unsupported(name):
             self.metrics.inc("rackplan_describe_groups_failures_total", {"reason": "unsupported"})
             self.unsupported = f"{name}: {detail}"
             self._unsupported_since = self.clock()

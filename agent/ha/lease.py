@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.logging import with_kafka_logger
-from ..kafka.errors import error_name
+from ..kafka.errors import error_name, membership_lost
 from ..kafka.exceptions import PublishError
 from ..kafka.tail import read_to_end
 from ..protocol.lease import (
@@ -61,10 +61,6 @@ __all__ = [
 ]
 
 LEASE_PARTITIONS = 1
-#: commit errors that mean this member is no longer in the group.  A rebalance in progress or a generation
-#: that just moved on is not one of them: with the cooperative protocol the holder keeps the partition
-#: through a rebalance, so those only postpone publishing (and a real loss arrives as a revocation).
-_FENCED = {"UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "_ASSIGNMENT_LOST", "_FENCED"}
 
 
 class LeaseLost(Exception):
@@ -214,7 +210,7 @@ class Lease:
         # ``held`` follows the assignment callbacks only: after a refusal the client rejoins the group and
         # learns what it holds; an agent leads again only once a confirmation succeeds.
         name = error_name(err)
-        if name in _FENCED:
+        if membership_lost(name):  # a rebalance in progress only postpones publishing
             raise LeaseLost(f"lease commit refused: {name}")
         raise LeaseUnconfirmed(f"lease commit failed: {name}")
 

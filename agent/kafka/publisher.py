@@ -12,28 +12,13 @@ from typing import Any
 
 from ..core.logging import with_kafka_logger
 from ..protocol.mac import MAC_HEADER, record_mac
-from .errors import error_name
+from .errors import delivery_uncertain, publisher_fenced, too_large
 from .exceptions import DeliveryUncertain, PlanTooLargeError, ProducerFenced, PublishError
 
 #: record header naming the agent that wrote a record (plans, tombstones, heartbeats, alerts)
 WRITER_HEADER = "rackplan-agent"
 #: record header naming the writer's lease group (``ha.group_id``), empty without a lease
 LEASE_GROUP_HEADER = "rackplan-lease-group"
-
-#: delivery errors after which the record may be on the topic all the same
-_UNCERTAIN = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_INFLIGHT"})
-
-
-#: transaction errors meaning a newer producer of the same transactional.id took over
-_FENCED_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
-
-
-def _fatal(e: BaseException | Any) -> bool:
-    """A fatal producer error, or one naming a fence (the KafkaError itself or a KafkaException around it)."""
-    err = e.args[0] if isinstance(e, BaseException) and e.args else e
-    name = getattr(err, "name", None)
-    fatal = getattr(err, "fatal", None)
-    return (callable(name) and name() in _FENCED_ERRORS) or (callable(fatal) and bool(fatal()))
 
 
 def _kafka_cause(e: BaseException) -> BaseException:
@@ -55,9 +40,9 @@ def transactional_id(group_id: str, plan_topic: str) -> str:
 def _delivery_error(key: str, topic: str, err: Any) -> PublishError:
     """The exception a failed delivery report stands for."""
     name = getattr(err, "name", lambda: "")()
-    if name in ("MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"):
+    if too_large(name):
         return PlanTooLargeError(f"{key}: plan exceeds the topic's max.message.bytes: {err}")
-    cls = DeliveryUncertain if name in _UNCERTAIN else PublishError
+    cls = DeliveryUncertain if delivery_uncertain(name) else PublishError
     return cls(f"{key}: record to {topic} failed: {err}")
 
 
@@ -139,7 +124,7 @@ class Publisher:
             try:
                 producer.init_transactions(timeout_s)
             except KafkaException as e:
-                if _fatal(e):
+                if publisher_fenced(e):
                     raise self._fence(f"init: {e}") from e
                 # retriable (coordinator loading, timeout): a later call starts over
                 raise PublishError(f"transactions not initialised: {e}") from e
@@ -157,7 +142,7 @@ class Publisher:
         from confluent_kafka import KafkaException
 
         err = e.args[0] if e.args else None
-        if _fatal(e):
+        if publisher_fenced(e):
             return self._fence(str(e))
         if during == "abort":
             self._pending = "abort"
@@ -180,7 +165,7 @@ class Publisher:
         from confluent_kafka import KafkaException
 
         cause = _kafka_cause(e)
-        if transactional and _fatal(cause):
+        if transactional and publisher_fenced(cause):
             raise self._fence(str(cause)) from e
         if isinstance(cause, KafkaException):
             return
@@ -302,9 +287,9 @@ class Publisher:
                     headers=self._record_headers(topic, key, value),
                 )
             except KafkaException as e:
-                if transactional and _fatal(e):
+                if transactional and publisher_fenced(e):
                     raise self._fence(str(e)) from e
-                if error_name(e, "") == "MSG_SIZE_TOO_LARGE":
+                if too_large(e):
                     outcomes[i] = PlanTooLargeError(
                         f"{key}: {len(value or b'')} bytes exceed message.max.bytes {self.max_message_bytes}"
                     )
@@ -333,7 +318,7 @@ class Publisher:
             if i not in results:
                 outcomes[i] = DeliveryUncertain(f"{records[i][0]}: record to {topic} not confirmed in time")
             elif (err := results[i]) is not None:
-                if transactional and _fatal(err):
+                if transactional and publisher_fenced(err):
                     raise self._fence(str(err))
                 outcomes[i] = _delivery_error(records[i][0], topic, err)
         return outcomes
@@ -366,7 +351,7 @@ class Publisher:
             try:
                 self._txn.poll(0)
             except KafkaException as e:  # fenced between publishes: the next plan-topic publish says so
-                if _fatal(e):
+                if publisher_fenced(e):
                     self._fence(str(e))
 
     def flush(self, timeout_s: float) -> int:

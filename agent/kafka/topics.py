@@ -11,16 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..core.ports import AdminPort, Logger
-from .errors import error_name, transient
+from .errors import error_name, not_answerable, transient
 from .exceptions import TopicReadError
 from .timeouts import operation_timeout_s, result_timeout_s
-
-_UNSUPPORTED = {
-    "_UNSUPPORTED_FEATURE",
-    "UNSUPPORTED_VERSION",
-    "INVALID_REQUEST",
-    "CLUSTER_AUTHORIZATION_FAILED",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +73,7 @@ def ensure_topics(
                 "cannot create topic; create it by hand",
                 topic=s.name,
                 error=str(e),
-                broker_lacks_create_topics=name in _UNSUPPORTED,
+                broker_lacks_create_topics=not_answerable(name),
                 command=s.command(),
             )
     if created:
@@ -150,7 +143,7 @@ def topic_config_problems(
         try:
             configs = futures[resources[s.name]].result(timeout=result_timeout_s(timeout_s))
         except Exception as e:
-            if error_name(e, "") in _UNSUPPORTED or "not supported" in str(e).lower():
+            if not_answerable(e) or "not supported" in str(e).lower():
                 return None
             if transient(e):
                 raise TopicReadError(
