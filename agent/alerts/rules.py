@@ -38,7 +38,7 @@ from ..protocol.alerts import (
     UNFIXABLE_ALERTNAME,
     AlertEvent,
 )
-from ..protocol.plans import Locality
+from ..protocol.plans import Locality, PlanKey
 from ..settings.sections import AlertSettings
 
 __all__ = [
@@ -83,7 +83,7 @@ class AlertState:
 
     def watched(self, key: str) -> bool:
         """Allow/deny patterns match the group id or application id (the part after the slash)."""
-        name = key.partition("/")[2] or key
+        name = PlanKey.split(key).name or key
         s = self.settings
         if any(fnmatch.fnmatchcase(name, p) for p in s.deny):
             return False

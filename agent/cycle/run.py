@@ -17,7 +17,7 @@ from ..cluster.metadata import MetadataError, Snapshot, fetch_snapshot, known_ra
 from ..core.ports import AdminPort
 from ..groups.live import live_locality as judge_live
 from ..planning.planner import Registration
-from ..protocol.plans import CONSUMER, PlanRecord
+from ..protocol.plans import CONSUMER, PlanKey, PlanRecord
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
 from .alerting import emit_alerts, evaluate_alerts
 from .checks import check_registrations
@@ -200,7 +200,8 @@ def describe_wanted(term: Term, discovery: list[str], change: SnapshotDiff | Non
             change is not None and not change.touched_topics.isdisjoint(reg.topics)
         ):
             want.add(reg.name)
-    want.update(k.partition("/")[2] for k in term.alerts.tracked() if k.startswith(f"{CONSUMER}/"))
+    tracked = (PlanKey.split(k) for k in term.alerts.tracked() if "/" in k)
+    want.update(k.name for k in tracked if k.kind == CONSUMER)
     return sorted(want)
 
 

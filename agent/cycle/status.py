@@ -21,7 +21,7 @@ from ..planning.planner import Registration
 from ..planning.rack_check import RackMismatch
 from ..planning.subscriptions import MissingTopic
 from ..protocol.alerts import AlertEvent
-from ..protocol.plans import PlanRecord
+from ..protocol.plans import PlanKey, PlanRecord
 from ..protocol.registrations import FollowerStatus
 from ..state.term import Term
 
@@ -101,12 +101,12 @@ class StatusView:
         """/v1/groups: registrations (with where they came from) and, last, those that cannot be used and why."""
         out = [g.as_json() for g in self.groups]
         for key, reason in self.problems:
-            kind, _, name = key.partition("/")
-            out.append({"key": key, "kind": kind, "name": name, "problem": reason})
+            k = PlanKey.split(key)
+            out.append({"key": key, "kind": k.kind, "name": k.name, "problem": reason})
         return out
 
     def group_json(self, kind: str, name: str) -> dict[str, Any] | None:
-        key = f"{kind}/{name}"
+        key = str(PlanKey(kind, name))
         return next((g for g in self.groups_json() if g["key"] == key), None)
 
 

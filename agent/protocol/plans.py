@@ -41,21 +41,51 @@ class PlanDecodeError(ValueError):
         self.reason = reason
 
 
+@dataclass(frozen=True, slots=True)
+class PlanKey:
+    """A plan key, ``kind/name``: ``consumer/<group_id>`` or ``streams/<application_id>``.
+
+    The one place a key is taken apart or put together.  :meth:`parse` is for
+    keys read from a topic (strict: a bad one is a skipped record);
+    :meth:`split` for keys the agent made itself and only labels or matches on
+    (metrics, alerts, ``/v1/groups``), where a key of an unknown kind must still
+    be shown as it is rather than raise.
+    """
+
+    kind: str
+    name: str
+
+    @classmethod
+    def parse(cls, key: str) -> PlanKey:
+        """Strict: :class:`PlanDecodeError` (reason ``bad_key``) unless the kind is known and the name not empty."""
+        k = cls.split(key)
+        if "/" not in key or k.kind not in _BODY or not k.name:
+            raise PlanDecodeError(
+                f"bad plan key {key[:200]!r}: expected consumer/<group> or streams/<app>", "bad_key"
+            )
+        return k
+
+    @classmethod
+    def split(cls, key: str) -> PlanKey:
+        """Lenient: the text before the first slash and the rest (a key without one: all kind, no name)."""
+        kind, _, name = key.partition("/")
+        return cls(kind, name)
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
 def plan_key(kind: str, name: str) -> str:
     """``consumer/<group_id>`` or ``streams/<application_id>``."""
     if kind not in _BODY:
         raise ValueError(f"unknown plan kind {kind!r}")
-    return f"{kind}/{name}"
+    return str(PlanKey(kind, name))
 
 
 def split_key(key: str) -> tuple[str, str]:
     """``(kind, name)`` of a plan key; :class:`PlanDecodeError` (reason ``bad_key``) when it is none."""
-    kind, sep, name = key.partition("/")
-    if not sep or kind not in _BODY or not name:
-        raise PlanDecodeError(
-            f"bad plan key {key[:200]!r}: expected consumer/<group> or streams/<app>", "bad_key"
-        )
-    return kind, name
+    k = PlanKey.parse(key)
+    return k.kind, k.name
 
 
 def utc_now_iso(now: float) -> str:

@@ -31,7 +31,7 @@ from ..planning.planner import Registration
 from ..planning.rack_check import RackMismatch
 from ..planning.subscriptions import MissingTopic
 from ..protocol.alerts import AlertEvent
-from ..protocol.plans import Locality, PlanRecord
+from ..protocol.plans import Locality, PlanKey, PlanRecord
 from ..settings.sections import Settings
 from .plan_book import PlanBook
 
@@ -46,8 +46,8 @@ class AgentError(RuntimeError):
 
 def labels(key: str) -> dict[str, str]:
     """Metric labels of a plan key ``kind/name``."""
-    kind, _, name = key.partition("/")
-    return {"kind": kind, "group": name}
+    k = PlanKey.split(key)
+    return {"kind": k.kind, "group": k.name}
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
+from rackplan.agent.kafka import errors
 from rackplan.agent.kafka.errors import error_name
 
 
@@ -51,7 +52,6 @@ def test_one_classification_of_what_clears_by_itself() -> None:
 
 # ---- the named decisions: one module owns every set of error names ----------------------------------------
 
-from rackplan.agent.kafka import errors  # noqa: E402
 
 _SETS = {
     "TRANSIENT": errors.TRANSIENT,

@@ -7,10 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rackplan.agent.protocol.plans import (
     Locality,
     PlanDecodeError,
+    PlanKey,
     PlanRecord,
     decode_record,
     encode_value,
@@ -202,3 +205,53 @@ def test_handover_records_validate_against_the_schema() -> None:
         publisher={"agent_id": "a", "epoch": 1},
     )
     jsonschema.validate(json.loads(encode_value(final)), schema)
+
+
+# ---- PlanKey: "kind/name" taken apart and put together in one place ---------------------------------------
+
+
+@given(st.sampled_from(["consumer", "streams"]), st.text(min_size=1))
+def test_a_key_made_parses_back_to_its_parts(kind: str, name: str) -> None:
+    key = plan_key(kind, name)
+    assert PlanKey.parse(key) == PlanKey(kind, name) == PlanKey.split(key)
+    assert split_key(key) == (kind, name) and str(PlanKey(kind, name)) == key
+
+
+@given(st.text())
+def test_split_is_partition_at_the_first_slash_and_parse_accepts_only_known_kinds(key: str) -> None:
+    # The statement of the rule the five hand splits used (``key.partition("/")``), checked on any text.
+    kind, sep, name = key.partition("/")
+    assert PlanKey.split(key) == PlanKey(kind, name)
+    if sep:
+        assert str(PlanKey.split(key)) == key
+    if sep and kind in ("consumer", "streams") and name:
+        assert PlanKey.parse(key) == PlanKey(kind, name)
+    else:
+        with pytest.raises(PlanDecodeError) as e:
+            PlanKey.parse(key)
+        assert e.value.reason == "bad_key"
+
+
+def test_no_agent_module_takes_a_plan_key_apart_by_hand() -> None:
+    # One owner: ``x.partition("/")`` / ``x.split("/")`` on a key belongs to PlanKey (registration keys,
+    # three parts, to protocol/registrations.py; URL paths to runtime/http.py).
+    import ast
+
+    import rackplan.agent
+
+    root = Path(rackplan.agent.__file__).resolve().parent
+    owners = {"protocol/plans.py", "protocol/registrations.py", "runtime/http.py"}
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        if rel in owners:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("partition", "split", "rpartition")
+                and any(isinstance(a, ast.Constant) and a.value == "/" for a in node.args)
+            ):
+                found.append((rel, node.lineno))
+    assert found == []
