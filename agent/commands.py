@@ -46,9 +46,10 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
     from pydantic_settings import SettingsError as SourceError
 
+    from .core.errors import CannotRun
     from .core.logging import configure, get_logger
     from .kafka.exceptions import PublishError
-    from .runtime.loop import Agent, AgentError
+    from .runtime.loop import Agent
     from .runtime.malloc_arenas import limit_arenas
     from .runtime.supervisor import child_command, supervise, supervised
     from .settings.sections import Settings, describe_error
@@ -73,7 +74,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     install_stop_handlers(agent.stop)
     try:
         return agent.run()
-    except AgentError as e:  # the cluster is not set up as the settings say: the operator's to fix
+    except CannotRun as e:  # the cluster is not set up as the settings say: the operator's to fix
         log.error("agent cannot run", error=str(e))
         print(f"rackplan: error: {e}", file=sys.stderr)
         return 2

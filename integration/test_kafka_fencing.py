@@ -27,12 +27,12 @@ import pytest
 
 from integration.e2e import AgentProcess
 from integration.kafka.cluster import KafkaCluster
+from rackplan.agent.core.errors import CannotRun
 from rackplan.agent.core.ports import PlanPublisher
 from rackplan.agent.kafka.exceptions import ProducerFenced, TopicReadError
 from rackplan.agent.kafka.publisher import WRITER_HEADER, Publisher, transactional_id
 from rackplan.agent.kafka.tail import RawRecord, TopicTail
 from rackplan.agent.protocol.plans import decode_record
-from rackplan.agent.runtime.loop import AgentError
 
 from .conftest import RunningAgent, Target, range_group
 from .test_kafka_operations import create
@@ -358,7 +358,7 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
         release.set()
         a.thread.join(60)
         assert not a.thread.is_alive(), "A kept running after its publish was refused"
-        assert isinstance(a.error, AgentError), repr(a.error)
+        assert isinstance(a.error, CannotRun), repr(a.error)
         assert "publishes now" in str(a.error) and "exits" in str(a.error), str(a.error)
         assert a.agent.metrics.get("rackplan_publisher_fenced_total") == 1
         assert b.proc is not None and b.proc.poll() is None, "B keeps publishing"
@@ -377,7 +377,7 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
     finally:
         release.set()
         b.stop()
-        a.error = None  # its AgentError is this test's expected outcome, asserted above
+        a.error = None  # its CannotRun is this test's expected outcome, asserted above
 
 
 def test_a_tail_that_already_read_a_transaction_reads_to_its_end_at_once(real: Target) -> None:

@@ -25,9 +25,9 @@ FOLDERS = ("assignor", "agent", "fleet")
 #: its own modules and units of a strictly lower rank, never one of its own rank or above
 #: (docs/architecture.md has the table, with each unit's job).
 AGENT_RANKS: dict[str, int] = {
-    "protocol": 0,
-    "core": 1,
-    "metrics": 1,
+    "core": 0,
+    "protocol": 1,
+    "metrics": 2,
     "kafka": 2,
     "settings": 3,
     "follower": 3,

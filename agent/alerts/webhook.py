@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster.metadata import jittered_delays
+from ..core.errors import AgentError
 from ..core.redact import redact_url
 from ..metrics.registry import Metrics
 from ..protocol.alerts import (
@@ -76,7 +77,7 @@ BATCH_FAILURE_REASONS = ("queue_full", "header_file", "header_value", "internal"
 Post = Callable[[str, bytes, Mapping[str, str], float], int]
 
 
-class WebhookError(Exception):
+class WebhookError(AgentError):
     """One failed attempt; ``reason`` is the metric label, ``retry`` whether trying again can help."""
 
     def __init__(self, reason: str, detail: str, retry: bool) -> None:
@@ -85,7 +86,7 @@ class WebhookError(Exception):
         self.retry = retry
 
 
-class HeaderFileError(Exception):
+class HeaderFileError(AgentError):
     """A header file whose content cannot be sent; ``problem`` names why, never the value."""
 
     def __init__(self, header: str, path: Path, problem: str) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import AgentError
 from ..kafka.timeouts import operation_timeout_s, result_timeout_s
 from ..settings.sections import Settings
 from .metadata import NO_LEADER, Snapshot
@@ -41,7 +42,7 @@ FETCH_MODES = ("nearest-replica", "leader")
 Replicas = tuple[tuple[int, ...], ...]
 
 
-class SnapshotError(ValueError):
+class SnapshotError(AgentError, ValueError):
     """A snapshot document that breaks the format; ``field`` locates the problem."""
 
     def __init__(self, field: str, message: str) -> None:

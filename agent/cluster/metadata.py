@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from rackplan.assignor.model import Cluster
 
+from ..core.errors import AgentError
 from ..core.ports import AdminPort
 from ..kafka.errors import error_name
 from ..kafka.timeouts import operation_timeout_s, result_timeout_s
@@ -25,7 +26,7 @@ from ..settings.sections import MetadataSettings
 NO_LEADER = -1
 
 
-class MetadataError(RuntimeError):
+class MetadataError(AgentError, RuntimeError):
     """The cluster could not be described completely this time."""
 
 

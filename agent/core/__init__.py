@@ -1,6 +1,6 @@
-"""The agent's vocabulary every layer shares: typed seams (ports), logging, redaction of secrets.
+"""The agent's vocabulary every layer shares: its exceptions, typed seams (ports), logging, redaction.
 
-Rank 1 (docs/architecture.md): imports only :mod:`rackplan.agent.protocol`.  A plan follower loads it.
+Rank 0 (docs/architecture.md): imports nothing of the agent.  A plan follower loads it.
 """
 
-__all__ = ["logging", "ports", "redact"]
+__all__ = ["errors", "logging", "ports", "redact"]

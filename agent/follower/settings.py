@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ..core.errors import AgentError
 from ..kafka.metadata_refresh import with_metadata_refresh
 from ..protocol.plans import CONSUMER, plan_key
 from ..protocol.registrations import read_secret_file
@@ -37,7 +38,7 @@ _CONSUMER_ONLY = (
 )
 
 
-class FollowerError(ValueError):
+class FollowerError(AgentError, ValueError):
     """The follower cannot be made as configured; the message names the setting."""
 
 

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..core.errors import AgentError
 from ..core.logging import with_kafka_logger
 from ..kafka.errors import error_name, membership_lost
 from ..kafka.exceptions import PublishError
@@ -63,7 +64,7 @@ __all__ = [
 LEASE_PARTITIONS = 1
 
 
-class LeaseLost(Exception):
+class LeaseLost(AgentError):
     """This agent no longer holds the lease: it must stop publishing."""
 
 

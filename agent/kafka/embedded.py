@@ -35,6 +35,7 @@ from ctypes.util import find_library
 from types import TracebackType
 from typing import Any
 
+from ..core.errors import AgentError
 from ..core.logging import kafka_logger, log_librdkafka
 
 _RD_KAFKA_PRODUCER = 0
@@ -68,7 +69,7 @@ def _close_open_clusters() -> None:
         cluster.close()
 
 
-class EmbeddedClusterError(RuntimeError):
+class EmbeddedClusterError(AgentError, RuntimeError):
     """The mock cluster could not be loaded, created or changed."""
 
 

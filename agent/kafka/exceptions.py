@@ -7,8 +7,10 @@ read is, to the cycle, a record it cannot confirm).
 
 from __future__ import annotations
 
+from ..core.errors import AgentError
 
-class PublishError(RuntimeError):
+
+class PublishError(AgentError, RuntimeError):
     """A record was not confirmed by the brokers."""
 
 
@@ -18,7 +20,7 @@ class DeliveryUncertain(PublishError):
     with another content (see :meth:`rackplan.agent.state.plan_book.PlanBook.reserve`)."""
 
 
-class ProducerFenced(Exception):
+class ProducerFenced(AgentError):
     """Another producer with this publisher's ``transactional.id`` initialised after it: a newer agent
     publishes now.  This producer can never publish again (its open transaction was aborted, so none of
     its records reach read_committed readers); the agent stops publishing and steps down.  Not a

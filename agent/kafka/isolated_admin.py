@@ -36,6 +36,7 @@ from concurrent.futures import Future
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ..core.errors import AgentError
 from ..core.ports import AdminPort, Logger
 from .timeouts import OPERATION_GRACE_S
 
@@ -45,7 +46,7 @@ START_S = 20.0
 MAX_BACKOFF_S = 60.0
 
 
-class DescribeWorkerDied(RuntimeError):
+class DescribeWorkerDied(AgentError, RuntimeError):
     """The child process describing groups died (librdkafka#4605's abort) or is being started again."""
 
 

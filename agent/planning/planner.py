@@ -34,12 +34,13 @@ from rackplan.assignor import (
 )
 
 from ..cluster.metadata import NO_LEADER, Snapshot
+from ..core.errors import AgentError
 from ..protocol.plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
 from ..settings.sections import Settings
 from .subscriptions import known_subscriptions
 
 
-class PlanSkipped(Exception):
+class PlanSkipped(AgentError):
     """This registration cannot be planned now (bad registration, missing topic, assignor absent)."""
 
 

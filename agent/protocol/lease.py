@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..core.errors import AgentError
 from .records import MAX_HEARTBEAT_BYTES, RecordError, load_record, safe_int
 
 LEASE_SCHEMA = 1
@@ -18,7 +19,7 @@ HEARTBEAT_KEY = b"leader"
 MAX_INTERVAL_S = 3600.0
 
 
-class HeartbeatError(ValueError):
+class HeartbeatError(AgentError, ValueError):
     """A record on the lease topic that is not a heartbeat; ``reason`` is a metric label."""
 
     def __init__(self, detail: str, reason: str = "invalid") -> None:

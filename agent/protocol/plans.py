@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import AgentError
 from .records import MAX_PLAN_BYTES, RecordError, load_record, safe_int
 
 SCHEMA_VERSION = 1
@@ -30,7 +31,7 @@ STATE_REVOKING = "revoking"
 _BODY = {CONSUMER: "consumer_group", STREAMS: "streams_app"}
 
 
-class PlanDecodeError(ValueError):
+class PlanDecodeError(AgentError, ValueError):
     """A record on the plan topic that is not a plan this agent can read.
 
     ``reason`` is one of :data:`rackplan.agent.protocol.records.REASONS` (a metric label).

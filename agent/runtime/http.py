@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Protocol, TypeVar
 
+from ..core.errors import AgentError
 from ..core.logging import get_logger
 from ..core.ports import Logger
 from ..cycle.status import StatusView
@@ -101,7 +102,7 @@ def _response(code: int, body: bytes, ctype: str, keep_alive: bool, head_only: b
     return head.encode("latin-1") + (b"" if head_only else body)
 
 
-class _BadRequest(Exception):
+class _BadRequest(AgentError):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ..alerts.webhook import Post, WebhookNotifier, default_agent_url, with_cluster_label
+from ..core.errors import CannotRun
 from ..core.logging import get_logger
 from ..core.ports import AdminPort, Clock, Logger, PlanPublisher
 from ..cycle.cycle_metrics import follower_metrics
@@ -43,14 +44,14 @@ from ..metrics.registry import Metrics
 from ..planning.planner import registrations
 from ..protocol.plans import PlanRecord
 from ..settings.sections import Settings
-from ..state.term import AgentError, CycleReport, Term, Wiring
+from ..state.term import CycleReport, Term, Wiring
 from .http import AgentHttpServer
 from .preflight import http_bind_error, reach_brokers
 from .startup import continue_epoch, make_publisher, prepare_topics, replay, topic_specs
 from .startup_retry import Backoff, StartupStopped, retry_startup
 from .watch import plan_skipped, watch_lease, watch_plans
 
-__all__ = ["Agent", "AgentError", "CycleReport", "topic_specs"]
+__all__ = ["Agent", "CycleReport", "topic_specs"]
 
 T = TypeVar("T")
 
@@ -323,7 +324,7 @@ class Agent:
                 try:
                     self.http = AgentHttpServer(self.status, self.metrics, host, port)
                 except OSError as e:  # a busy port, an address not of this machine: the settings' to fix
-                    raise AgentError(http_bind_error(e, host, port)) from None
+                    raise CannotRun(http_bind_error(e, host, port)) from None
                 self.http.start()
                 self.log.info("http serving", host=host, port=self.http.port)
             self._first_contact()
@@ -335,7 +336,7 @@ class Agent:
                     self._serve_term()
                 except ProducerFenced as e:  # without a lease there is nothing to stand by for
                     self._fenced(e)
-                    raise AgentError(f"{e}; this agent stopped publishing and exits") from None
+                    raise CannotRun(f"{e}; this agent stopped publishing and exits") from None
         except StartupStopped as e:
             self.log.info("stopped during start-up", reason=str(e))
         finally:
@@ -343,7 +344,7 @@ class Agent:
         return 0
 
     def _first_contact(self) -> None:
-        """Reach the bootstrap servers within ``kafka.startup_timeout_s``, else :class:`AgentError` naming
+        """Reach the bootstrap servers within ``kafka.startup_timeout_s``, else :class:`CannotRun` naming
         them: a wrong address must not look like an outage.  Later outages are retried."""
         s = self.settings
         problem = reach_brokers(
@@ -356,7 +357,7 @@ class Agent:
             stopped=self.stop.is_set,
         )
         if problem is not None:
-            raise AgentError(problem)
+            raise CannotRun(problem)
 
     def _serve_term(self) -> None:
         """Cycles until :attr:`stop` is set (or, with a lease, until it is lost: :class:`LeaseLost`).
@@ -370,7 +371,7 @@ class Agent:
                 try:
                     with self.heartbeats.cycle():
                         self.run_once()
-                except (LeaseLost, AgentError, ProducerFenced):
+                except (LeaseLost, CannotRun, ProducerFenced):
                     raise
                 except Exception as e:  # keep serving; the next cycle starts from the last good state
                     self.log.error("cycle failed", error=repr(e), exc_info=True)

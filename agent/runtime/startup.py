@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..core.errors import CannotRun
 from ..core.ports import AdminPort
 from ..cycle.intake import Intake
 from ..cycle.publishing import handover_metrics, publish_tombstones
@@ -19,7 +20,7 @@ from ..protocol.lease import Heartbeat
 from ..protocol.plans import PlanRecord
 from ..protocol.records import MAX_SAFE_INT
 from ..settings.sections import Settings
-from ..state.term import AgentError, CycleReport, Term, Wiring, labels
+from ..state.term import CycleReport, Term, Wiring, labels
 from .watch import lease_skipped
 
 PLAN_TOPIC_PARTITIONS = 1
@@ -45,7 +46,7 @@ def prepare_topics(
 ) -> set[str]:
     """Create the agent's missing topics (through the embedded cluster when given); names still missing.
 
-    :class:`AgentError` when the plan topic (or, with ``ha.enabled``, the lease topic) is missing.
+    :class:`CannotRun` when the plan topic (or, with ``ha.enabled``, the lease topic) is missing.
     """
     s = w.settings
     timeout = s.metadata.request_timeout_s
@@ -62,10 +63,10 @@ def prepare_topics(
     # Topics created just now have the settings they were created with; the others are checked.
     check_topic_configs(w, admin, [t for t in topic_specs(s) if t.name in existed])
     if s.plan_topic in names:
-        raise AgentError(f"plan topic {s.plan_topic!r} does not exist; see the logged command to create it")
+        raise CannotRun(f"plan topic {s.plan_topic!r} does not exist; see the logged command to create it")
     if s.ha.lease_topic in names:
         if s.ha.enabled:
-            raise AgentError(
+            raise CannotRun(
                 f"lease topic {s.ha.lease_topic!r} does not exist; see the logged command to create it"
             )
         w.log.warning(
@@ -91,7 +92,7 @@ def check_topic_configs(w: Wiring, admin: AdminPort, present: list[TopicSpec]) -
     fatal = {s.plan_topic} | ({s.ha.lease_topic} if s.ha.enabled else set())
     for name, problem in sorted(problems.items()):
         if name in fatal:
-            raise AgentError(f"topic {name!r}: {problem}")
+            raise CannotRun(f"topic {name!r}: {problem}")
         w.log.error("topic misconfigured", topic=name, problem=problem)
 
 
@@ -114,7 +115,7 @@ def make_publisher(w: Wiring, client_config: dict[str, Any], *, embedded: bool) 
 
 
 def no_foreign_writer(w: Wiring, newest: Callable[[], Heartbeat | None]) -> Heartbeat | None:
-    """The newest heartbeat on the lease topic, to continue its epoch; :class:`AgentError` while another agent
+    """The newest heartbeat on the lease topic, to continue its epoch; :class:`CannotRun` while another agent
     outside our lease group publishes.
 
     A fresh heartbeat of a foreign agent may be its last (it was killed, or
@@ -134,7 +135,7 @@ def no_foreign_writer(w: Wiring, newest: Callable[[], Heartbeat | None]) -> Hear
             again = foreign_writer(now, w.agent_id, w.lease_group, int(w.clock() * 1000))
             if again is not None:
                 w.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
-                raise AgentError(again)
+                raise CannotRun(again)
         if now is not None and (now.released or now.agent_id != last.agent_id):
             return now if now.epoch >= last.epoch else last
     w.log.info("the other agent's heartbeat stopped: taking over its epoch", agent_id=last.agent_id)
@@ -159,7 +160,7 @@ def continue_epoch(w: Wiring, client_config: dict[str, Any]) -> tuple[int, Topic
 
 
 def next_epoch(w: Wiring, last: Heartbeat | None) -> int:
-    """One above the newest heartbeat's epoch; :class:`AgentError` when that would pass 2**53-1.
+    """One above the newest heartbeat's epoch; :class:`CannotRun` when that would pass 2**53-1.
 
     Epochs are bounded when read (:func:`rackplan.agent.protocol.records.safe_int`), and never
     produced above the bound either: every reader, this agent included, would refuse such a
@@ -172,7 +173,7 @@ def next_epoch(w: Wiring, last: Heartbeat | None) -> int:
     if current >= MAX_SAFE_INT:
         w.metrics.set("rackplan_counters_exhausted", 1, {"counter": "lease_epoch"})
         w.log.error("lease epoch exhausted", epoch=current, agent_id=last.agent_id if last else None)
-        raise AgentError(
+        raise CannotRun(
             f"lease epoch exhausted: the newest heartbeat on {w.settings.ha.lease_topic!r} (agent_id "
             f"{(last.agent_id if last else '')[:100]!r}) has epoch {current}, the bound 2**53-1; delete the "
             "lease topic's records (docs/runbook.md#rackplancounterexhausted), or set registrations.secret_file "

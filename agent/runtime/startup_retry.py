@@ -23,10 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ..core.errors import AgentError, CannotRun
 from ..core.ports import Logger
 from ..kafka.errors import error_name, transient
 from ..kafka.exceptions import PublishError
-from ..state.term import AgentError
 
 T = TypeVar("T")
 
@@ -35,7 +35,7 @@ class StartupTimedOut(PublishError):
     """A start-up step still failed with a transient error when ``kafka.startup_retry_s`` ran out."""
 
 
-class StartupStopped(Exception):
+class StartupStopped(AgentError):
     """The agent was asked to stop while start-up waited to ask again: not an error."""
 
 
@@ -68,8 +68,8 @@ def retry_startup(
     """``step()``, asked again after transient errors; ``what`` names it in the logs and errors.
 
     ``check`` runs before each new attempt (with a lease: raises when it was lost meanwhile).
-    :class:`AgentError` and non-transient errors pass at once (a bare ``KafkaException`` as an
-    :class:`AgentError` naming it); :class:`StartupTimedOut` once ``backoff.budget_s`` is spent;
+    :class:`CannotRun` and non-transient errors pass at once (a bare ``KafkaException`` as an
+    :class:`CannotRun` naming it); :class:`StartupTimedOut` once ``backoff.budget_s`` is spent;
     :class:`StartupStopped` when ``stop`` is set while waiting.
     """
     rng = rng if rng is not None else random.Random()
@@ -78,13 +78,13 @@ def retry_startup(
     while True:
         try:
             result = step()
-        except AgentError:
+        except CannotRun:
             raise
         except Exception as e:
             name = error_name(e, type(e).__name__)
             if not transient(e):
                 if type(e).__name__ == "KafkaException":  # no wrapper of ours says what it was doing
-                    raise AgentError(f"start-up: {what}: {name}: {e}") from e
+                    raise CannotRun(f"start-up: {what}: {name}: {e}") from e
                 raise
             attempt += 1
             delay = backoff.delay(attempt, rng)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ..core.errors import CannotRun
 from ..cycle.publishing import commit_plan
 from ..ha.lease import LeaseLost, foreign_writer
 from ..kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER
@@ -14,7 +15,7 @@ from ..protocol.lease import HeartbeatError, decode_heartbeat
 from ..protocol.mac import MAC_HEADER, check_mac
 from ..protocol.plans import PlanDecodeError, PlanRecord, decode_record
 from ..protocol.records import RecordError
-from ..state.term import AgentError, Term, Wiring
+from ..state.term import Term, Wiring
 
 
 def plan_skipped(w: Wiring, reason: str) -> None:
@@ -191,7 +192,7 @@ def own_record_read_back(w: Wiring, term: Term, key: str, rec: PlanRecord | None
 
 
 def watch_lease(w: Wiring, tail: TopicTail | None, leased: bool) -> None:
-    """Heartbeats others wrote since the last cycle: a foreign writer stops us (:class:`AgentError`), a newer
+    """Heartbeats others wrote since the last cycle: a foreign writer stops us (:class:`CannotRun`), a newer
     leader of our group means the lease was lost (:class:`LeaseLost`; ``leased``: we hold one)."""
     if tail is None:
         return
@@ -221,6 +222,6 @@ def watch_lease(w: Wiring, tail: TopicTail | None, leased: bool) -> None:
         if reason is not None:
             w.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
             w.log.error("foreign writer on the lease topic; this agent stops publishing", reason=reason)
-            raise AgentError(reason)
+            raise CannotRun(reason)
         if leased and hb.epoch >= w.epoch:
             raise LeaseLost(f"agent {hb.agent_id!r} leads with epoch {hb.epoch} (ours {w.epoch})")

@@ -15,13 +15,15 @@ from pathlib import Path
 
 from rackplan.assignor.bounded import TooLargeError, read_bounded
 
+from ..core.errors import AgentError
+
 #: RFC 9110 ``token``: the characters a field name may hold
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 #: the largest value sent: a bearer token is a few KiB; a file of MiB is a wrong path
 MAX_VALUE_BYTES = 16 * 1024
 
 
-class HeaderValueError(ValueError):
+class HeaderValueError(AgentError, ValueError):
     """A header value that cannot be sent; the message names the problem, never the value."""
 
 

@@ -38,6 +38,7 @@ from rackplan.assignor.contract import app_topics, group_topics
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
+from ..core.errors import AgentError
 from ..core.redact import MASK, mask_config, mask_tree, redact_url
 from ..kafka.metadata_refresh import with_metadata_refresh
 from ..protocol.registrations import read_secret_file
@@ -81,7 +82,7 @@ def bootstrap_problem(entry: str) -> str | None:
     return None
 
 
-class SettingsError(ValueError):
+class SettingsError(AgentError, ValueError):
     """Settings the agent cannot use: one line naming the key (or the file and line), never a secret."""
 
 

@@ -40,10 +40,6 @@ Racks = dict[int, str | None]
 NOTES_LIMIT = 5
 
 
-class AgentError(RuntimeError):
-    """The agent cannot run (e.g. its plan topic does not exist and cannot be created)."""
-
-
 def labels(key: str) -> dict[str, str]:
     """Metric labels of a plan key ``kind/name``."""
     k = PlanKey.split(key)

@@ -14,6 +14,7 @@ import pytest
 import rackplan.agent.kafka.read_back as read_back_mod
 import rackplan.agent.kafka.tail as tail_mod
 import rackplan.agent.runtime.startup as startup
+from rackplan.agent.core.errors import CannotRun
 from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher
 from rackplan.agent.kafka.tail import RawRecord
 from rackplan.agent.protocol.lease import Heartbeat
@@ -22,7 +23,6 @@ from rackplan.agent.protocol.plans import decode_record
 from rackplan.agent.protocol.records import MAX_SAFE_INT
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.runtime.watch import watch_lease
-from rackplan.agent.state.term import AgentError
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
 from tests.agent.test_follower import LEASE, PLANS, TOPIC, FakeTail, Harness, plan
@@ -309,7 +309,7 @@ def test_a_heartbeat_at_epoch_2_53_minus_1_stops_the_agent_instead_of_pinning_ep
     agent, _pub, _buf = make_agent(FakeAdmin({"t": [[1]]}), [group("g")])
     forged = Heartbeat("agent-x", MAX_SAFE_INT, 1, 1.0, released=True).encode()
     _lease_topic(monkeypatch, [RawRecord(0, 0, b"leader", forged, 1, LEASE)])
-    with pytest.raises(AgentError, match="lease epoch exhausted"):
+    with pytest.raises(CannotRun, match="lease epoch exhausted"):
         startup.continue_epoch(agent.w, {})
     assert agent.metrics.get("rackplan_counters_exhausted", {"counter": "lease_epoch"}) == 1
     # Below the bound: one more, as before.
@@ -333,7 +333,7 @@ def test_with_the_secret_a_forged_heartbeat_is_never_continued_nor_stops_the_age
     )
     assert startup.continue_epoch(agent.w, {})[0] == 8
     assert agent.metrics.get("rackplan_records_skipped_total", {"topic": "lease", "reason": "unsigned"}) == 1
-    # A running agent: a live forged heartbeat of an agent outside its lease group stopped it (AgentError);
+    # A running agent: a live forged heartbeat of an agent outside its lease group stopped it (CannotRun);
     # with the secret it is refused and reported, and the agent goes on.
     now = int(agent.tick[0] * 1000)  # type: ignore[attr-defined]
     live = Heartbeat("agent-x", 3, now, 1.0, lease_group="other").encode()

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
+from rackplan.agent.core.errors import CannotRun
 from rackplan.agent.core.logging import configure, get_logger
 from rackplan.agent.kafka.exceptions import TopicReadError
 from rackplan.agent.runtime import loop as loop_module
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.runtime.startup_retry import Backoff, StartupStopped, StartupTimedOut, retry_startup
 from rackplan.agent.settings.sections import Settings
-from rackplan.agent.state.term import AgentError
 from rackplan.agent.testing import FakeAdmin, FakeControlTail, FakePublisher, done, kafka_error
 
 PLANS = "_rackplan.plans"
@@ -116,10 +116,10 @@ def test_a_step_still_failing_when_the_budget_runs_out_stops_naming_its_error() 
     [
         (
             lambda: KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)),
-            AgentError,
+            CannotRun,
             "TOPIC_AUTHORIZATION_FAILED",
         ),
-        (lambda: KafkaException(KafkaError(KafkaError._AUTHENTICATION)), AgentError, "_AUTHENTICATION"),
+        (lambda: KafkaException(KafkaError(KafkaError._AUTHENTICATION)), CannotRun, "_AUTHENTICATION"),
         (
             lambda: TopicReadError(
                 "topic 'p' not readable: TOPIC_AUTHORIZATION_FAILED (no Describe right)",
@@ -129,8 +129,8 @@ def test_a_step_still_failing_when_the_budget_runs_out_stops_naming_its_error() 
             "TOPIC_AUTHORIZATION_FAILED",
         ),
         (
-            lambda: AgentError("plan topic 'p': cleanup.policy is 'delete', not compact"),
-            AgentError,
+            lambda: CannotRun("plan topic 'p': cleanup.policy is 'delete', not compact"),
+            CannotRun,
             "cleanup.policy",
         ),
     ],
