@@ -3,7 +3,7 @@ compacted poison record on real Kafka), a plan follower fed poison, and a publis
 later (the reason a generation is never reused after an uncertain delivery).
 
 The agent's decisions around these (skip and count, reserve a generation, refuse forged registrations,
-judge heartbeats by record time) are tested with fake clients in tests/agent/test_hardening.py.
+judge heartbeats by record time) are tested with fake clients in tests/agent/test_hostile_records.py.
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def test_a_publish_that_times_out_is_uncertain_and_lands_later(
 ) -> None:
     """The premise of 'one generation, one content': a timed-out record stays queued and is delivered
     once the leader is back.  The publisher says so (DeliveryUncertain), and the agent then never plans
-    that generation with another content (tests/agent/test_hardening.py)."""
+    that generation with another content (tests/agent/test_hostile_records.py)."""
     from rackplan.agent.kafka.exceptions import DeliveryUncertain
 
     c = make_cluster()

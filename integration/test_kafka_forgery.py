@@ -3,7 +3,7 @@
 writes carries its MAC; the agent and its followers refuse one without it, whatever headers it copies.
 
 The decisions (what is refused, counted, logged; the bounds on counters) are tested with fake clients in
-tests/agent/test_forgery.py; this is the same through librdkafka and brokers.
+tests/agent/test_forged_records.py; this is the same through librdkafka and brokers.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ it so, from ``ValueError`` or ``RuntimeError``)::
     └── alerts: WebhookError, HeaderFileError
 
 A bug (an ``AssertionError``, a ``TypeError``) is never an :class:`AgentError`.
-``tests/agent/test_errors.py`` checks that every exception class the agent defines derives from it.
+``tests/agent/core/test_errors.py`` checks that every exception class the agent defines derives from it.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ COUNTER = "counter"
 GAUGE = "gauge"
 HISTOGRAM = "histogram"
 
-#: name -> (type, help, label names).  tests/agent/test_metrics.py checks the conventions.
+#: name -> (type, help, label names).  tests/agent/metrics/test_registry.py checks the conventions.
 METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "rackplan_ready": (GAUGE, "1 once the plan topic is replayed and a first complete snapshot taken.", ()),
     "rackplan_polls_total": (COUNTER, "Metadata polls, by result (ok, failed).", ("result",)),

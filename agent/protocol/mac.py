@@ -16,7 +16,7 @@ signed nor checked: the records are unauthenticated (docs/security.md).
 
 Pure: the producer (:class:`rackplan.agent.kafka.publisher.Publisher`) adds the
 header, every reader calls :func:`check_mac`.  The Java client implements the
-same rule (``dev.rackplan.kafka.RecordMac``); tests/agent/test_mac.py pins a
+same rule (``dev.rackplan.kafka.RecordMac``); tests/agent/test_forged_records.py pins a
 known answer both sides share.
 """
 

@@ -9,8 +9,8 @@ import pytest
 
 from rackplan.agent.cycle.publishing import commit_plan
 from rackplan.agent.testing import FakeAdmin
-from tests.agent.test_cycle import cycle, group, make_agent
-from tests.agent.test_handover import follow
+from tests.agent.cycle.test_run import cycle, group, make_agent
+from tests.agent.planning.test_handover import follow
 
 
 def test_a_status_view_is_a_value_the_next_cycle_does_not_touch() -> None:

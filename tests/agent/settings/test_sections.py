@@ -193,7 +193,7 @@ def test_every_key_is_documented() -> None:
     """docs/settings.md names every key (dotted), so a new setting cannot go undocumented."""
     from pydantic import BaseModel
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "settings.md").read_text(encoding="utf-8")
+    text = (Path(__file__).resolve().parents[3] / "docs" / "settings.md").read_text(encoding="utf-8")
 
     def keys(model: type[BaseModel], prefix: str = "") -> list[str]:
         out = []

@@ -40,7 +40,7 @@ from rackplan.agent.protocol.records import MAX_SAFE_INT
 from rackplan.agent.protocol.schemas import FILES, SchemaFile, generate, load, render
 from rackplan.agent.protocol.schemas.__main__ import main as schemas_main
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "agent" / "protocol" / "schemas"
 SCHEMAS = {f.name: generate(f) for f in FILES}
 EXAMPLES = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -21,7 +21,7 @@ from rackplan.agent.core.logging import configure
 from rackplan.agent.runtime.http import MAX_CONNECTIONS, AgentHttpServer
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin
-from tests.agent.test_cycle import cycle, group, make_agent
+from tests.agent.cycle.test_run import cycle, group, make_agent
 
 KEPT_ALIVE = 1030
 PROBES = 50

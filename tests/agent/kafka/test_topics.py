@@ -1,7 +1,7 @@
 """DescribeConfigs right after a topic is created: the answering broker may not know it yet (CI saw it).
 
 Such an answer is not a problem of the topic: it is raised as a transient read error, and start-up asks
-again later (tests/agent/test_startup_retry.py); an error that waiting cannot fix is the topic's problem.
+again later (tests/agent/runtime/test_startup_retry.py); an error that waiting cannot fix is the topic's problem.
 """
 
 from __future__ import annotations

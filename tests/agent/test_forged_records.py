@@ -24,9 +24,9 @@ from rackplan.agent.protocol.records import MAX_SAFE_INT
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.runtime.watch import watch_lease
 from rackplan.agent.testing import FakeAdmin
-from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
-from tests.agent.test_follower import LEASE, PLANS, TOPIC, FakeTail, Harness, plan
-from tests.agent.test_hardening import raw
+from tests.agent.cycle.test_run import PlanTail, cycle, group, make_agent
+from tests.agent.follower.test_follower import LEASE, PLANS, TOPIC, FakeTail, Harness, plan
+from tests.agent.test_hostile_records import raw
 
 SECRET = b"s3cret"
 

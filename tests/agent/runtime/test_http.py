@@ -17,7 +17,7 @@ from rackplan.agent.core.logging import configure
 from rackplan.agent.runtime.http import BACKLOG, HEADER_TIMEOUT_S, WORKERS, AgentHttpServer
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin
-from tests.agent.test_cycle import cycle, group, make_agent
+from tests.agent.cycle.test_run import cycle, group, make_agent
 
 
 @pytest.fixture

@@ -23,9 +23,9 @@ from rackplan.agent.protocol.alerts import (
 from rackplan.agent.protocol.plans import Locality
 from rackplan.agent.settings.sections import AlertSettings
 from rackplan.agent.testing import FakeAdmin
-from tests.agent.test_cycle import cycle, discovered, group, keys, make_agent
+from tests.agent.cycle.test_run import cycle, discovered, group, keys, make_agent
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 
 def loc(cross: int, total: int = 100) -> Locality:

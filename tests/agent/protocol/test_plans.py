@@ -24,7 +24,7 @@ from rackplan.agent.protocol.plans import (
 )
 from rackplan.agent.state.plan_book import PlanBook
 
-SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "plan-schema.json"
+SCHEMA = Path(__file__).resolve().parents[3] / "docs" / "plan-schema.json"
 
 
 def record(key: str = "consumer/payments", generation: int = 7, **kw: Any) -> PlanRecord:

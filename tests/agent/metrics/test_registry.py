@@ -243,7 +243,7 @@ def test_cluster_label_on_every_sample() -> None:
 
 def test_the_agent_labels_its_metrics_with_cluster_name() -> None:
     from rackplan.agent.testing import FakeAdmin
-    from tests.agent.test_cycle import cycle, group, make_agent
+    from tests.agent.cycle.test_run import cycle, group, make_agent
 
     agent, _, _ = make_agent(FakeAdmin({"t": [[1]]}), [group("g")], cluster_name="eu-1")
     cycle(agent)
@@ -299,7 +299,7 @@ def test_promtool_accepts_the_agents_metrics_endpoint(cluster: str | None) -> No
     from rackplan.agent.runtime.http import AgentHttpServer
     from rackplan.agent.testing import FakeAdmin
     from tests import promtool
-    from tests.agent.test_cycle import cycle, group, make_agent
+    from tests.agent.cycle.test_run import cycle, group, make_agent
 
     promtool.promtool()
     admin = FakeAdmin({"t": [[3], [3]], "u": [[1], [2]]})

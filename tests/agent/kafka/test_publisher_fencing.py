@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 from rackplan.agent.kafka.exceptions import DeliveryUncertain, ProducerFenced, PublishError
 from rackplan.agent.kafka.publisher import Publisher, transactional_id
 from rackplan.agent.testing import FakeAdmin, FakePublisher
-from tests.agent.test_cycle import cycle, group, make_agent
+from tests.agent.cycle.test_run import cycle, group, make_agent
 
 PLANS = "_rackplan.plans"
 

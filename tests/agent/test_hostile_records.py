@@ -25,8 +25,8 @@ from rackplan.agent.protocol.registrations import (
 )
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin, FakePublisher
-from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
-from tests.agent.test_follower import LEASE, PLANS, REGS, FakeTail, Harness, plan
+from tests.agent.cycle.test_run import PlanTail, cycle, group, make_agent
+from tests.agent.follower.test_follower import LEASE, PLANS, REGS, FakeTail, Harness, plan
 
 #: the issue's poison record: 100,000 nested arrays, ~200 kB
 DEEP = 100_000
@@ -217,7 +217,7 @@ def test_a_timed_out_plan_read_back_later_becomes_the_plan_of_record() -> None:
 
 def _b_joins_behind_a_late_publisher() -> tuple[Agent, LatePublisher]:
     """Follower a holds every partition under plan 1; b joins, so the next cycle plans a handover."""
-    from tests.agent.test_handover import follow
+    from tests.agent.planning.test_handover import follow
 
     admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
     agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 120}, followers={"release_timeout_s": 60})
@@ -231,7 +231,7 @@ def _b_joins_behind_a_late_publisher() -> tuple[Agent, LatePublisher]:
 
 
 def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> None:
-    from tests.agent.test_handover import follow
+    from tests.agent.planning.test_handover import follow
 
     agent, late = _b_joins_behind_a_late_publisher()
     late.timeouts = 1
@@ -252,7 +252,7 @@ def test_a_timed_out_revoking_plan_read_back_later_still_gets_its_target() -> No
 
 
 def test_a_timed_out_handover_target_never_shares_its_generation() -> None:
-    from tests.agent.test_handover import follow
+    from tests.agent.planning.test_handover import follow
 
     agent, late = _b_joins_behind_a_late_publisher()
     r = cycle(agent, 1)  # a revoking plan: a gives b's partitions up

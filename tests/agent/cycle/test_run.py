@@ -398,7 +398,7 @@ def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> N
         }
     ).encode()
     # Generation 7 is one the agent wrote (a record with our header above every generation we wrote is a copy:
-    # tests/agent/test_forgery.py).
+    # tests/agent/test_forged_records.py).
     agent.term.book.apply("consumer/g", decode_record(b"consumer/g", plan))
     agent.plan_tail = PlanTail(  # type: ignore[assignment]
         [

@@ -18,8 +18,7 @@ from typing import Any
 from rackplan.agent.groups.live import LiveLocality
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import TP, FakeAdmin, GroupDesc, MemberAssignment, MemberDesc, Node
-
-from .test_cycle import _restore_logging, cycle, group, make_agent
+from tests.agent.cycle.test_run import _restore_logging, cycle, group, make_agent
 
 __all__ = ["_restore_logging"]  # the autouse fixture, imported so it runs here too
 

@@ -20,7 +20,7 @@ import pytest
 from rackplan.agent.runtime.preflight import bootstrap_hosts, reach_brokers
 
 RACKPLAN = [sys.executable, "-m", "rackplan"]
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def run(

@@ -104,7 +104,7 @@ def test_lease_schema_agrees_with_the_decoder() -> None:
     from pathlib import Path
 
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "lease-schema.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parents[3] / "docs" / "lease-schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(json.loads(Heartbeat("a", 2, 5, 0.3).encode()), schema)
     for bad in ({"schema": 1, "agent_id": "a", "epoch": -1, "timestamp_ms": 1, "interval_s": 1},):

@@ -129,7 +129,7 @@ def test_range_plan_reports_locality_before_and_after() -> None:
 
 def test_missing_topic_skips_with_a_reason() -> None:
     # None of the group's topics exists: nothing to plan (one member's missing topic alone is left out of
-    # the plan instead: tests/agent/test_operator_warnings.py)
+    # the plan instead: tests/agent/cycle/test_checks.py)
     (reg,) = registrations(settings())
     empty = Snapshot(brokers=dict(RACKS), topics={})
     with pytest.raises(PlanSkipped, match=r"no subscribed topic exists \('t'\)"):

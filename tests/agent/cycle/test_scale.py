@@ -18,7 +18,7 @@ from rackplan.agent.kafka.publisher import WRITER_HEADER, Publisher
 from rackplan.agent.kafka.tail import RawRecord
 from rackplan.agent.runtime import watch
 from rackplan.agent.testing import FakeAdmin
-from tests.agent.test_cycle import PlanTail, cycle, group, make_agent
+from tests.agent.cycle.test_run import PlanTail, cycle, group, make_agent
 
 
 def counting(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -> list[int]:

@@ -162,7 +162,7 @@ def test_the_real_agent_starting_line(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     try:
         assert p.stdout is not None

@@ -19,7 +19,7 @@ from rackplan.agent.protocol.registrations import (
 )
 from rackplan.agent.settings.sections import RackRule, Settings, rack_for
 
-SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "registration-schema.json"
+SCHEMA = Path(__file__).resolve().parents[3] / "docs" / "registration-schema.json"
 SUBS = [{"id": "0", "source_topics": ["clicks"], "changelog_topics": ["clicks-store"]}]
 
 

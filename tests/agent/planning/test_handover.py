@@ -13,8 +13,7 @@ from rackplan.agent.planning.handover import holders, pending_from, split
 from rackplan.agent.protocol.plans import decode_record
 from rackplan.agent.protocol.registrations import FollowerStatus, registration_key
 from rackplan.agent.testing import FakeAdmin
-
-from .test_cycle import cycle, make_agent
+from tests.agent.cycle.test_run import cycle, make_agent
 
 TP = tuple[str, int]
 PARTS = [("t", p) for p in range(8)]
@@ -207,7 +206,7 @@ def test_a_follower_that_left_counts_as_released() -> None:
 
 
 def test_groups_without_followers_keep_single_phase_plans() -> None:
-    from .test_cycle import register
+    from tests.agent.cycle.test_run import register
 
     admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
     agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 600})
