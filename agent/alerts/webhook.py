@@ -53,6 +53,7 @@ from typing import Any
 from ..cluster.metadata import jittered_delays
 from ..core.errors import AgentError
 from ..core.redact import redact_url
+from ..metrics import declared as metric
 from ..metrics.registry import Metrics
 from ..protocol.alerts import (
     ALERTNAME,
@@ -343,10 +344,10 @@ class WebhookNotifier:
         with self._cond:
             if len(self._queue) >= self.settings.queue_size:
                 dropped = self._queue.popleft()
-                self.metrics.inc("rackplan_webhook_failures_total", {"reason": "queue_full"})
+                self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": "queue_full"})
                 self.log.error("webhook queue full; oldest alert batch dropped", alerts=len(dropped))
             self._queue.append(batch)
-            self.metrics.set("rackplan_webhook_queue_batches", len(self._queue))
+            self.metrics.set(metric.WEBHOOK_QUEUE_BATCHES, len(self._queue))
             self._cond.notify_all()
 
     # ---- the worker ---------------------------------------------------------------
@@ -360,11 +361,11 @@ class WebhookNotifier:
                     return
                 batch = self._queue.popleft()
                 self._busy = True
-                self.metrics.set("rackplan_webhook_queue_batches", len(self._queue))
+                self.metrics.set(metric.WEBHOOK_QUEUE_BATCHES, len(self._queue))
             try:
                 self._deliver(batch)
             except Exception as e:  # a bug here must not kill the worker, nor drop alerts uncounted
-                self.metrics.inc("rackplan_webhook_failures_total", {"reason": "internal"})
+                self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": "internal"})
                 # Neither the message nor a traceback: either may quote a header value (a secret).
                 self.log.error(
                     "webhook delivery crashed; alerts dropped",
@@ -383,11 +384,11 @@ class WebhookNotifier:
         try:
             headers = self._headers()
         except OSError as e:
-            self.metrics.inc("rackplan_webhook_failures_total", {"reason": "header_file"})
+            self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": "header_file"})
             self.log.error("webhook header file unreadable; alerts dropped", alerts=len(batch), error=str(e))
             return False
         except HeaderFileError as e:  # rotated to a value HTTP cannot carry: named, never shown
-            self.metrics.inc("rackplan_webhook_failures_total", {"reason": "header_value"})
+            self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": "header_value"})
             self.log.error(
                 "webhook header file holds an unsendable value; alerts dropped",
                 alerts=len(batch),
@@ -401,10 +402,10 @@ class WebhookNotifier:
             try:
                 _attempt(self._post, self.url, body, headers, s.timeout_s)
             except WebhookError as e:
-                self.metrics.inc("rackplan_webhook_attempts_total", {"result": "error"})
+                self.metrics.inc(metric.WEBHOOK_ATTEMPTS_TOTAL, {"result": "error"})
                 last = attempt == len(delays) or not e.retry or self._stop.is_set()
                 if last:
-                    self.metrics.inc("rackplan_webhook_failures_total", {"reason": e.reason})
+                    self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": e.reason})
                     self.log.error(
                         "webhook delivery failed; alerts dropped",
                         url=redact_url(self.url),
@@ -424,7 +425,7 @@ class WebhookNotifier:
                 )
                 self._hurry.wait(delays[attempt])
                 continue
-            self.metrics.inc("rackplan_webhook_attempts_total", {"result": "ok"})
+            self.metrics.inc(metric.WEBHOOK_ATTEMPTS_TOTAL, {"result": "ok"})
             self.log.debug("webhook delivered", alerts=len(batch), attempts=attempt + 1)
             return True
         return False  # pragma: no cover

@@ -14,6 +14,7 @@ from ..cluster.diff import SnapshotDiff
 from ..cluster.metadata import Snapshot
 from ..groups.live import live_locality
 from ..kafka.exceptions import PublishError
+from ..metrics import declared as metric
 from ..planning.planner import Registration, best_locality, current_locality
 from ..protocol.alerts import AlertEvent
 from ..protocol.plans import CONSUMER, Locality, PlanRecord
@@ -226,11 +227,11 @@ def emit_alerts(
     regs = term.registered()
     for ev in events:
         w.log.warning("locality alert", **ev.as_json())
-        m.inc("rackplan_alerts_total", {"status": ev.status})
+        m.inc(metric.ALERTS_TOTAL, {"status": ev.status})
         if ev.status == "firing":
-            m.set("rackplan_alerts_firing", 1, labels(ev.key))
+            m.set(metric.ALERTS_FIRING, 1, labels(ev.key))
         elif ev.key in regs:
-            m.set("rackplan_alerts_firing", 0, labels(ev.key))
+            m.set(metric.ALERTS_FIRING, 0, labels(ev.key))
     if webhook is not None:
         webhook.notify(events, term.alerts.firing_events(), now)
     if events and w.publisher is not None and topic_ok:
@@ -243,6 +244,6 @@ def emit_alerts(
             )
         except PublishError as e:
             w.log.error("alerts not published", error=str(e))
-            m.inc("rackplan_publish_failures_total", {"record": "alert"})
+            m.inc(metric.PUBLISH_FAILURES_TOTAL, {"record": "alert"})
     unfixable = {tuple(sorted(labels(k).items())): 1.0 for k in term.alerts.unfixable() if k in regs}
-    m.replace("rackplan_alerts_unfixable", {}, unfixable)
+    m.replace(metric.ALERTS_UNFIXABLE, {}, unfixable)

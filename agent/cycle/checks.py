@@ -15,6 +15,7 @@ names the cluster does have.
 from __future__ import annotations
 
 from ..cluster.metadata import Snapshot
+from ..metrics import declared as metric
 from ..planning.rack_check import unmatched_racks
 from ..planning.subscriptions import missing_topics, with_suggestions
 from ..protocol.plans import CONSUMER
@@ -40,7 +41,7 @@ def check_registrations(w: Wiring, term: Term, snap: Snapshot) -> None:
                 broker_racks=sorted(r for r in broker_racks if r),
             )
         g.rack_mismatches = mismatches
-        w.metrics.set("rackplan_member_racks_unknown", len(mismatches), lab)
+        w.metrics.set(metric.MEMBER_RACKS_UNKNOWN, len(mismatches), lab)
         if reg.kind != CONSUMER:
             continue
         pairs = missing_topics(reg.spec, snap.topics)
@@ -52,4 +53,4 @@ def check_registrations(w: Wiring, term: Term, snap: Snapshot) -> None:
                     key=reg.key,
                     subscriptions=[m.as_json() for m in g.missing_topics],
                 )
-        w.metrics.set("rackplan_unknown_topic_subscriptions", len(pairs), lab)
+        w.metrics.set(metric.UNKNOWN_TOPIC_SUBSCRIPTIONS, len(pairs), lab)

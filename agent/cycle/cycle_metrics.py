@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..cluster.diff import REPLICA_RACKS, SnapshotDiff
 from ..cluster.metadata import Snapshot
+from ..metrics import declared as metric
 from ..metrics.registry import Metrics
 from ..planning.planner import current_locality_by_rack, total_locality
 from ..protocol.registrations import FOLLOWER_MODES
@@ -11,26 +12,26 @@ from ..state.term import Racks, Term, labels
 
 
 def snapshot_metrics(m: Metrics, snap: Snapshot, racks: Racks) -> None:
-    m.set("rackplan_snapshot_timestamp_seconds", snap.taken_at)
-    m.set("rackplan_snapshot_partitions", snap.partition_count())
-    m.set("rackplan_snapshot_topics", len(snap.topics))
+    m.set(metric.SNAPSHOT_TIMESTAMP_SECONDS, snap.taken_at)
+    m.set(metric.SNAPSHOT_PARTITIONS, snap.partition_count())
+    m.set(metric.SNAPSHOT_TOPICS, len(snap.topics))
     per_rack: dict[tuple[tuple[str, str], ...], float] = {}
     for b in snap.brokers:
         lab = (("rack", racks.get(b) or ""),)
         per_rack[lab] = per_rack.get(lab, 0) + 1
-    m.replace("rackplan_brokers", {}, per_rack)
+    m.replace(metric.BROKERS, {}, per_rack)
 
 
 def change_metrics(m: Metrics, d: SnapshotDiff) -> None:
-    m.inc("rackplan_changes_confirmed_total")
+    m.inc(metric.CHANGES_CONFIRMED_TOTAL)
     for kind, count in d.counts().items():
-        m.inc("rackplan_metadata_changes_total", {"change": kind}, by=count)
+        m.inc(metric.METADATA_CHANGES_TOTAL, {"change": kind}, by=count)
     per_topic: dict[str, int] = {}
     for c in d.changes:
         if c.kind == REPLICA_RACKS and c.topic is not None:
             per_topic[c.topic] = per_topic.get(c.topic, 0) + 1
     for topic, count in sorted(per_topic.items()):
-        m.inc("rackplan_topic_rack_changes_total", {"topic": topic}, by=count)
+        m.inc(metric.TOPIC_RACK_CHANGES_TOTAL, {"topic": topic}, by=count)
 
 
 def group_metrics(m: Metrics, term: Term, snap: Snapshot, racks: Racks) -> None:
@@ -64,10 +65,10 @@ def group_metrics(m: Metrics, term: Term, snap: Snapshot, racks: Racks) -> None:
             ):
                 one = {**lab, "rack": rack or "", "locality": locality}
                 series[tuple(sorted(one.items()))] = value
-        m.replace("rackplan_assigned_partitions", lab, series)
+        m.replace(metric.ASSIGNED_PARTITIONS, lab, series)
         total = total_locality(by_rack)
-        m.set("rackplan_cross_rack_partitions", total.cross_rack, lab)
-        m.set("rackplan_cross_rack_ratio", total.fraction, lab)
+        m.set(metric.CROSS_RACK_PARTITIONS, total.cross_rack, lab)
+        m.set(metric.CROSS_RACK_RATIO, total.fraction, lab)
 
 
 def follower_metrics(m: Metrics, term: Term) -> None:
@@ -76,22 +77,22 @@ def follower_metrics(m: Metrics, term: Term) -> None:
         if e.follower is not None:
             counts[e.follower.mode] += 1
     for mode, n in counts.items():
-        m.set("rackplan_followers", n, {"mode": mode})
+        m.set(metric.FOLLOWERS, n, {"mode": mode})
 
 
 def forget_metrics(m: Metrics, key: str) -> None:
     """Series of a group no longer registered."""
     lab = labels(key)
     for name in (
-        "rackplan_cross_rack_partitions",
-        "rackplan_cross_rack_ratio",
-        "rackplan_assigned_partitions",
-        "rackplan_plan_generation",
-        "rackplan_alerts_firing",
-        "rackplan_live_cross_rack_partitions",
-        "rackplan_live_assigned_partitions",
-        "rackplan_live_unknown_rack_partitions",
-        "rackplan_member_racks_unknown",
-        "rackplan_unknown_topic_subscriptions",
+        metric.CROSS_RACK_PARTITIONS,
+        metric.CROSS_RACK_RATIO,
+        metric.ASSIGNED_PARTITIONS,
+        metric.PLAN_GENERATION,
+        metric.ALERTS_FIRING,
+        metric.LIVE_CROSS_RACK_PARTITIONS,
+        metric.LIVE_ASSIGNED_PARTITIONS,
+        metric.LIVE_UNKNOWN_RACK_PARTITIONS,
+        metric.MEMBER_RACKS_UNKNOWN,
+        metric.UNKNOWN_TOPIC_SUBSCRIPTIONS,
     ):
         m.remove(name, lab)

@@ -8,6 +8,7 @@ An exhausted counter is reported here, once, and recovered from by the operator 
 
 from __future__ import annotations
 
+from ..metrics import declared as metric
 from ..state.term import CycleReport, Term, Wiring
 
 
@@ -28,7 +29,7 @@ def generation_exhausted(w: Wiring, term: Term, key: str, report: CycleReport | 
     g = term.group(key)
     if report is not None:
         report.skipped[key] = why
-    w.metrics.set("rackplan_counters_exhausted", len(term.book.exhausted_keys()), {"counter": "generation"})
+    w.metrics.set(metric.COUNTERS_EXHAUSTED, len(term.book.exhausted_keys()), {"counter": "generation"})
     if g.skip_logged != why:
         w.log.error("plan generation exhausted", key=key, reason=why)
         g.skip_logged = why

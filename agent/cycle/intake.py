@@ -11,6 +11,7 @@ from ..groups.membership import GroupDescriber
 from ..groups.registry import decode_registration, merge_registrations, settings_group_refusal
 from ..kafka.exceptions import PublishError
 from ..kafka.tail import RawRecord, TopicTail
+from ..metrics import declared as metric
 from ..protocol.registrations import RegistrationRecordError
 from ..state.term import CycleReport, Term, Wiring
 from .cycle_metrics import forget_metrics
@@ -57,7 +58,7 @@ class Intake:
             if term.store.due(int(w.clock() * 1000)) and not self.caught_up(term, check_s):
                 # Silence is not absence: a partition whose leader is away (a broker restarting) delivers
                 # nothing, and expiring its members would plan without them while they still read.
-                w.metrics.inc("rackplan_registration_read_failures_total")
+                w.metrics.inc(metric.REGISTRATION_READ_FAILURES_TOTAL)
                 w.log.warning(
                     "registrations topic not confirmed read to its end; nothing expires this cycle",
                     due=term.store.due(int(w.clock() * 1000)),
@@ -65,7 +66,7 @@ class Intake:
                 return
         expired = term.store.expire(int(w.clock() * 1000))
         if expired:
-            w.metrics.inc("rackplan_registrations_expired_total", by=len(expired))
+            w.metrics.inc(metric.REGISTRATIONS_EXPIRED_TOTAL, by=len(expired))
             w.log.info("registrations expired", keys=expired, ttl_s=w.settings.registrations.ttl_s)
 
     def caught_up(self, term: Term, timeout_s: float) -> bool:
@@ -91,14 +92,14 @@ class Intake:
             else:  # read to the end offsets, so that nothing is tombstoned for a record not read yet
                 raw, complete = self.tail.read_available(timeout_s)
         except PublishError as e:
-            w.metrics.inc("rackplan_registration_read_failures_total")
+            w.metrics.inc(metric.REGISTRATION_READ_FAILURES_TOTAL)
             w.log.warning("registrations topic not readable this cycle", error=str(e))
             return
         self.apply_raw(term, raw)
         if complete:
             term.reg_synced = True
         else:
-            w.metrics.inc("rackplan_registration_read_failures_total")
+            w.metrics.inc(metric.REGISTRATION_READ_FAILURES_TOTAL)
             w.log.warning(
                 "registrations topic not read to its end in time; the rest follows next cycle",
                 timeout_s=timeout_s,
@@ -119,9 +120,9 @@ class Intake:
                 if refusal is not None:
                     raise RegistrationRecordError("settings_group", refusal)
             except RegistrationRecordError as e:
-                m.inc("rackplan_registration_records_total", {"result": "skipped"})
-                m.inc("rackplan_registration_records_skipped_total", {"reason": e.reason})
-                m.inc("rackplan_records_skipped_total", {"topic": "registrations", "reason": e.reason})
+                m.inc(metric.REGISTRATION_RECORDS_TOTAL, {"result": "skipped"})
+                m.inc(metric.REGISTRATION_RECORDS_SKIPPED_TOTAL, {"reason": e.reason})
+                m.inc(metric.RECORDS_SKIPPED_TOTAL, {"topic": "registrations", "reason": e.reason})
                 w.log.warning(
                     "registration record skipped", reason=str(e), partition=r.partition, offset=r.offset
                 )
@@ -133,9 +134,7 @@ class Intake:
                     ahead_s=round((entry.timestamp_ms - now_ms) / 1000, 1),
                 )
             term.store.apply(key, entry, now_ms)
-            m.inc(
-                "rackplan_registration_records_total", {"result": "tombstone" if entry is None else "applied"}
-            )
+            m.inc(metric.REGISTRATION_RECORDS_TOTAL, {"result": "tombstone" if entry is None else "applied"})
 
     def refresh(self, term: Term, report: CycleReport, describe: Iterable[str]) -> None:
         """Describe ``describe`` groups, merge file + topic + discovered; note what was added, changed, removed."""
@@ -189,4 +188,4 @@ class Intake:
         for r in term.regs:
             lab = (("kind", r.kind), ("source", r.source))
             counts[lab] = counts.get(lab, 0) + 1
-        w.metrics.replace("rackplan_registrations", {}, counts)
+        w.metrics.replace(metric.REGISTRATIONS, {}, counts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..cluster.diff import SnapshotDiff
 from ..cluster.metadata import Snapshot
+from ..metrics import declared as metric
 from ..planning.handover import assignment_of, revoking_record, split
 from ..planning.planner import PlanSkipped, Registration, plan_for, scope_fingerprint
 from ..protocol.plans import CONSUMER, PlanRecord, utc_now_iso
@@ -108,7 +109,7 @@ def plan_group(
             result = plan_for(snap, racks, reg, last)
     except Exception as e:  # an assignor bug must not stop the plans of other groups
         report.skipped[reg.key] = str(e) or repr(e)
-        w.metrics.inc("rackplan_plan_failures_total", {"kind": reg.kind})
+        w.metrics.inc(metric.PLAN_FAILURES_TOTAL, {"kind": reg.kind})
         if g.skip_logged != report.skipped[reg.key]:  # once per distinct reason
             if isinstance(e, PlanSkipped):
                 w.log.warning("plan skipped", key=reg.key, reason=str(e))
@@ -180,7 +181,7 @@ def _skipped_again(w: Wiring, term: Term, reg: Registration, inputs: SkipInputs,
     if g.skipped is None or g.skipped[0] != inputs:
         return False
     report.skipped[reg.key] = g.skipped[1]
-    w.metrics.inc("rackplan_plan_failures_total", {"kind": reg.kind})
+    w.metrics.inc(metric.PLAN_FAILURES_TOTAL, {"kind": reg.kind})
     g.retry = True
     return True
 

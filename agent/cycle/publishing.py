@@ -13,6 +13,7 @@ import dataclasses
 
 from ..ha.lease import LeaseUnconfirmed
 from ..kafka.exceptions import DeliveryUncertain, PlanTooLargeError, PublishError
+from ..metrics import declared as metric
 from ..planning.handover import Pending
 from ..planning.planner import Registration
 from ..protocol.plans import STATE_REVOKING, PlanRecord, encode_value, utc_now_iso
@@ -21,7 +22,7 @@ from .exhausted import generation_exhausted
 
 
 def handover_metrics(w: Wiring, term: Term) -> None:
-    w.metrics.set("rackplan_handovers_pending", term.handover_count())
+    w.metrics.set(metric.HANDOVERS_PENDING, term.handover_count())
 
 
 def commit_plan(w: Wiring, term: Term, key: str, rec: PlanRecord | None, *, counted: bool = True) -> bool:
@@ -44,10 +45,10 @@ def commit_plan(w: Wiring, term: Term, key: str, rec: PlanRecord | None, *, coun
         return True
     g.tombstone_pending = False
     if rec is None:
-        w.metrics.inc("rackplan_tombstones_published_total", {"kind": labels(key)["kind"]})
+        w.metrics.inc(metric.TOMBSTONES_PUBLISHED_TOTAL, {"kind": labels(key)["kind"]})
         return True
-    w.metrics.inc("rackplan_plans_published_total", {"kind": rec.kind})
-    w.metrics.set("rackplan_plan_generation", rec.generation, labels(key))
+    w.metrics.inc(metric.PLANS_PUBLISHED_TOTAL, {"kind": rec.kind})
+    w.metrics.set(metric.PLAN_GENERATION, rec.generation, labels(key))
     g.metrics_pending = True
     return True
 
@@ -92,12 +93,12 @@ def publish_plans(
                 raise outcome
         except PlanTooLargeError as e:
             w.log.error("plan too large to publish", key=rec.key, error=str(e))
-            w.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
+            w.metrics.inc(metric.PUBLISH_FAILURES_TOTAL, {"record": "plan"})
             report.skipped[rec.key] = str(e)
             continue
         except PublishError as e:
             w.log.error("plan not confirmed; will retry", key=rec.key, error=str(e))
-            w.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
+            w.metrics.inc(metric.PUBLISH_FAILURES_TOTAL, {"record": "plan"})
             g.retry = True
             g.unpublished_reason = rec.reason
             if isinstance(e, DeliveryUncertain):
@@ -138,7 +139,7 @@ def doubt(w: Wiring, term: Term, rec: PlanRecord) -> None:
     """
     term.group(rec.key).in_doubt = rec
     if term.book.reserve(rec.key, rec.generation):  # not again when the same record is re-sent
-        w.metrics.inc("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"})
+        w.metrics.inc(metric.GENERATIONS_RESERVED_TOTAL, {"reason": "uncertain_delivery"})
     w.log.warning(
         "plan delivery uncertain: its generation is never reused for another content",
         key=rec.key,
@@ -162,7 +163,7 @@ def publish_tombstones(w: Wiring, term: Term) -> list[str]:
         w.guard()
         w.publisher.publish_many(s.plan_topic, [(k, None) for k in keys], s.io_timeout_s)
     except PublishError as e:
-        w.metrics.inc("rackplan_publish_failures_total", {"record": "tombstone"})
+        w.metrics.inc(metric.PUBLISH_FAILURES_TOTAL, {"record": "tombstone"})
         w.log.error("tombstones not confirmed; will retry", keys=keys, error=str(e))
         return []
     for k in keys:
@@ -206,16 +207,16 @@ def advance_handovers(w: Wiring, term: Term) -> list[PlanRecord]:
         except PublishError as e:
             if isinstance(e, DeliveryUncertain):  # the retry's target goes above it
                 term.book.reserve(key, target.generation)
-                w.metrics.inc("rackplan_generations_reserved_total", {"reason": "uncertain_delivery"})
+                w.metrics.inc(metric.GENERATIONS_RESERVED_TOTAL, {"reason": "uncertain_delivery"})
             g.handover_retry_at = now + s.poll_interval_s
-            w.metrics.inc("rackplan_publish_failures_total", {"record": "plan"})
+            w.metrics.inc(metric.PUBLISH_FAILURES_TOTAL, {"record": "plan"})
             w.log.error("handover target not confirmed; will retry", key=key, error=str(e))
             continue
         g.handover_retry_at = float("-inf")
         g.handover = None
         commit_plan(w, term, key, target)
         done.append(target)
-        w.metrics.inc("rackplan_handovers_total", {"result": "timed_out" if outstanding else "completed"})
+        w.metrics.inc(metric.HANDOVERS_TOTAL, {"result": "timed_out" if outstanding else "completed"})
         log = w.log.warning if outstanding else w.log.info
         log(
             "handover completed" if not outstanding else "handover completed without every release",

@@ -16,6 +16,7 @@ from ..cluster.diff import SnapshotDiff, diff, hold_reassignments
 from ..cluster.metadata import MetadataError, Snapshot, fetch_snapshot, known_racks, poll_snapshot
 from ..core.ports import AdminPort
 from ..groups.live import live_locality as judge_live
+from ..metrics import declared as metric
 from ..planning.planner import Registration
 from ..protocol.plans import CONSUMER, PlanKey, PlanRecord
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
@@ -66,7 +67,7 @@ class SnapshotSource:
                 fetch=lambda admin, ms, ex: fetch_snapshot(admin, ms, ex, rack_cache=self.rack_cache),
             )
         finally:
-            w.metrics.observe("rackplan_poll_duration_seconds", time.monotonic() - polled_at)
+            w.metrics.observe(metric.POLL_DURATION_SECONDS, time.monotonic() - polled_at)
 
 
 @dataclass
@@ -221,9 +222,9 @@ def live_locality(w: Wiring, term: Term, report: CycleReport, snap: Snapshot, ra
         report.live[reg.key] = loc
         g = term.group(reg.key)
         g.live = loc
-        w.metrics.set("rackplan_live_cross_rack_partitions", loc.cross_rack, labels(reg.key))
-        w.metrics.set("rackplan_live_assigned_partitions", loc.total, labels(reg.key))
-        w.metrics.set("rackplan_live_unknown_rack_partitions", loc.unknown_rack, labels(reg.key))
+        w.metrics.set(metric.LIVE_CROSS_RACK_PARTITIONS, loc.cross_rack, labels(reg.key))
+        w.metrics.set(metric.LIVE_ASSIGNED_PARTITIONS, loc.total, labels(reg.key))
+        w.metrics.set(metric.LIVE_UNKNOWN_RACK_PARTITIONS, loc.unknown_rack, labels(reg.key))
         if loc.unknown_members and g.unknown_logged != loc.unknown_members:
             w.log.warning(
                 "live members of unknown rack; their partitions are not judged",

@@ -27,6 +27,7 @@ from typing import Any
 from ..core.ports import AdminPort, Logger
 from ..kafka.errors import error_name, unsupported
 from ..kafka.timeouts import operation_timeout_s, result_timeout_s
+from ..metrics import declared as metric
 from ..metrics.registry import Metrics
 from ..settings.sections import MembershipSettings, RackRule, rack_for
 
@@ -214,7 +215,7 @@ class GroupDescriber:
                 if unsupported(name):
                     self._failed(name, str(e), ids)
                     return
-                self.metrics.inc("rackplan_describe_groups_failures_total", {"reason": name})
+                self.metrics.inc(metric.DESCRIBE_GROUPS_FAILURES_TOTAL, {"reason": name})
                 self._log_once(
                     gid,
                     "describe_consumer_groups failed for a group; using its plan of record",
@@ -229,7 +230,7 @@ class GroupDescriber:
 
     def _failed(self, name: str, detail: str, ids: list[str]) -> None:
         if unsupported(name):
-            self.metrics.inc("rackplan_describe_groups_failures_total", {"reason": "unsupported"})
+            self.metrics.inc(metric.DESCRIBE_GROUPS_FAILURES_TOTAL, {"reason": "unsupported"})
             self.unsupported = f"{name}: {detail}"
             self._unsupported_since = self.clock()
             self.log.warning(
@@ -239,7 +240,7 @@ class GroupDescriber:
                 retry_after_s=self.settings.retry_unsupported_s,
             )
             return
-        self.metrics.inc("rackplan_describe_groups_failures_total", {"reason": name})
+        self.metrics.inc(metric.DESCRIBE_GROUPS_FAILURES_TOTAL, {"reason": name})
         self._log_once(
             "*", "describe_consumer_groups failed; using plans of record", reason=name, error=detail
         )

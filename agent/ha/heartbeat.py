@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ..kafka.exceptions import PublishError
+from ..metrics import declared as metric
 from ..protocol.lease import HEARTBEAT_KEY, Heartbeat
 from ..state.term import Wiring
 from .lease import LeaseLost, LeaseUnconfirmed
@@ -143,7 +144,7 @@ class Heartbeats:
 
     def _result(self, error: str | None) -> None:
         if error is not None:
-            self.w.metrics.inc("rackplan_publish_failures_total", {"record": "heartbeat"})
+            self.w.metrics.inc(metric.PUBLISH_FAILURES_TOTAL, {"record": "heartbeat"})
             if not self._failing:
                 self.w.log.warning("heartbeat not delivered", error=error)
         self._failing = error is not None

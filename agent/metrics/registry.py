@@ -22,151 +22,14 @@ import threading
 from collections.abc import Callable, Mapping
 from importlib import metadata
 
+from .declared import COUNTER, DECLARED, GAUGE, HISTOGRAM, Metric
 from .process_stats import PROCESS_METRICS, process_values
 
 Labels = tuple[tuple[str, str], ...]
 
-COUNTER = "counter"
-GAUGE = "gauge"
-HISTOGRAM = "histogram"
-
-#: name -> (type, help, label names).  tests/agent/metrics/test_registry.py checks the conventions.
-METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "rackplan_ready": (GAUGE, "1 once the plan topic is replayed and a first complete snapshot taken.", ()),
-    "rackplan_polls_total": (COUNTER, "Metadata polls, by result (ok, failed).", ("result",)),
-    "rackplan_poll_duration_seconds": (
-        HISTOGRAM,
-        "Wall-clock duration of each metadata poll, retries and their backoff included (ok or failed).",
-        (),
-    ),
-    "rackplan_snapshot_timestamp_seconds": (GAUGE, "Unix time of the last complete snapshot.", ()),
-    "rackplan_snapshot_age_seconds": (GAUGE, "Seconds since the last complete snapshot.", ()),
-    "rackplan_snapshot_partitions": (GAUGE, "Partitions in the last complete snapshot.", ()),
-    "rackplan_snapshot_topics": (GAUGE, "Watched topics in the last complete snapshot.", ()),
-    "rackplan_brokers": (GAUGE, "Brokers in the last snapshot, by rack (empty: no rack).", ("rack",)),
-    "rackplan_changes_confirmed_total": (COUNTER, "Metadata changes confirmed after debouncing.", ()),
-    "rackplan_metadata_changes_total": (
-        COUNTER,
-        "Confirmed changes by kind (replica_racks, leader_rack, topic_added, ...).",
-        ("change",),
-    ),
-    "rackplan_topic_rack_changes_total": (
-        COUNTER,
-        "Partitions whose replica rack set changed (confirmed), per topic.",
-        ("topic",),
-    ),
-    "rackplan_plans_published_total": (COUNTER, "Plans published and confirmed, by kind.", ("kind",)),
-    "rackplan_tombstones_published_total": (COUNTER, "Plans tombstoned (group unregistered).", ("kind",)),
-    "rackplan_plan_generation": (GAUGE, "Generation of the plan of record.", ("kind", "group")),
-    "rackplan_publish_failures_total": (
-        COUNTER,
-        "Records not confirmed by the brokers, by record (plan, tombstone, alert, heartbeat).",
-        ("record",),
-    ),
-    "rackplan_plan_failures_total": (COUNTER, "Plans that could not be computed, by kind.", ("kind",)),
-    "rackplan_cross_rack_partitions": (
-        GAUGE,
-        "Cross-rack partitions of the plan of record under the current metadata.",
-        ("kind", "group"),
-    ),
-    "rackplan_foreign_writers_total": (
-        COUNTER,
-        "Heartbeats of another agent outside this agent's lease group seen live on the lease topic "
-        "(this agent then refuses to start, or stops).",
-        ("topic",),
-    ),
-    "rackplan_live_cross_rack_partitions": (
-        GAUGE,
-        "Cross-rack partitions of the group's live assignment as the brokers describe it (DescribeGroups).",
-        ("kind", "group"),
-    ),
-    "rackplan_live_assigned_partitions": (
-        GAUGE,
-        "Partitions of the group's live assignment as the brokers describe it (DescribeGroups).",
-        ("kind", "group"),
-    ),
-    "rackplan_cross_rack_ratio": (
-        GAUGE,
-        "Cross-rack fraction of the plan of record under the current metadata.",
-        ("kind", "group"),
-    ),
-    "rackplan_assigned_partitions": (
-        GAUGE,
-        "Partitions of the plan of record by member rack and locality (local, cross_rack).",
-        ("kind", "group", "rack", "locality"),
-    ),
-    "rackplan_alerts_total": (COUNTER, "Locality alert events, by status (firing, resolved).", ("status",)),
-    "rackplan_alerts_firing": (GAUGE, "1 while the group's locality alert fires.", ("kind", "group")),
-    "rackplan_registrations": (
-        GAUGE,
-        "Registered groups and apps, by kind and source (file, topic, file+topic, discovered).",
-        ("kind", "source"),
-    ),
-    "rackplan_registration_records_total": (
-        COUNTER,
-        "Records read from the registrations topic, by result (applied, tombstone, skipped).",
-        ("result",),
-    ),
-    "rackplan_registration_records_skipped_total": (
-        COUNTER,
-        "Malformed registration records skipped, by reason.",
-        ("reason",),
-    ),
-    "rackplan_registrations_expired_total": (COUNTER, "Registration entries dropped after their TTL.", ()),
-    "rackplan_registration_read_failures_total": (
-        COUNTER,
-        "Cycles in which the registrations topic could not be read to its end.",
-        (),
-    ),
-    "rackplan_describe_groups_failures_total": (
-        COUNTER,
-        "DescribeGroups requests that failed, by reason (unsupported, error name).",
-        ("reason",),
-    ),
-    "rackplan_webhook_attempts_total": (
-        COUNTER,
-        "Webhook HTTP requests, by result (ok, error).",
-        ("result",),
-    ),
-    "rackplan_webhook_failures_total": (
-        COUNTER,
-        "Alert batches the webhook gave up on (retries exhausted, rejected, queue full), by reason.",
-        ("reason",),
-    ),
-    "rackplan_webhook_queue_batches": (GAUGE, "Alert batches waiting for the webhook.", ()),
-    "rackplan_leader": (GAUGE, "1 while this agent publishes (holds the lease, or runs alone).", ()),
-    "rackplan_lease_acquisitions_total": (COUNTER, "Times this agent acquired the lease and led.", ()),
-    "rackplan_publisher_fenced_total": (
-        COUNTER,
-        "Times a newer agent's plan producer (same transactional.id) fenced this one: it stopped publishing.",
-        (),
-    ),
-    "rackplan_handovers_pending": (
-        GAUGE,
-        "Two-phase handovers whose revoking plan is published and whose target is not.",
-        (),
-    ),
-    "rackplan_handovers_total": (
-        COUNTER,
-        "Two-phase handovers completed, by result (completed, timed_out: released by the timeout).",
-        ("result",),
-    ),
-    "rackplan_followers": (
-        GAUGE,
-        "Registered plan-following members, by mode (waiting, plan, subscription).",
-        ("mode",),
-    ),
-    "rackplan_build_info": (
-        GAUGE,
-        "Always 1: the agent's version and Python version as labels.",
-        ("python", "version"),
-    ),
-    "rackplan_cycle_duration_seconds": (
-        HISTOGRAM,
-        "Wall-clock duration of each cycle: lease and plan-topic checks, poll, plan, publish, alerts, heartbeat.",
-        (),
-    ),
-}
+#: name -> (type, help, label names), from the declared objects (:mod:`.declared`), in their order.
+#: tests/agent/metrics/test_registry.py checks the conventions.
+METRICS: dict[str, tuple[str, str, tuple[str, ...]]] = {m.name: (m.type, m.help, m.labels) for m in DECLARED}
 
 #: upper bounds (seconds) of the buckets of each histogram; ``+Inf`` is implied.  From a cycle on a quiet
 #: cluster (milliseconds) to a poll that exhausts its retries (``metadata.max_attempts`` × timeouts).
@@ -315,24 +178,28 @@ class Metrics:
         if tuple(sorted(labels or {})) != tuple(sorted(expected)):
             raise ValueError(f"{name}: labels {sorted(labels or {})} differ from {sorted(expected)}")
 
-    def inc(self, name: str, labels: Mapping[str, str] | None = None, by: float = 1.0) -> None:
+    def inc(self, name: Metric | str, labels: Mapping[str, str] | None = None, by: float = 1.0) -> None:
+        name = str(name)
         self._check(name, labels)
         with self._lock:
             key = _labels(labels)
             self._store(name, key, self._values[name].get(key, 0.0) + by)
 
-    def set(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
+    def set(self, name: Metric | str, value: float, labels: Mapping[str, str] | None = None) -> None:
+        name = str(name)
         self._check(name, labels)
         with self._lock:
             self._store(name, _labels(labels), float(value))
 
-    def set_function(self, name: str, fn: Callable[[], float | None]) -> None:
+    def set_function(self, name: Metric | str, fn: Callable[[], float | None]) -> None:
         """A label-less gauge computed at scrape time (None: no sample)."""
+        name = str(name)
         self._check(name, None)
         self._functions[name] = fn
 
-    def observe(self, name: str, value: float, labels: Mapping[str, str] | None = None) -> None:
+    def observe(self, name: Metric | str, value: float, labels: Mapping[str, str] | None = None) -> None:
         """One observation of a histogram (a duration, in seconds)."""
+        name = str(name)
         self._check(name, labels)
         bounds = BUCKETS[name]
         i = bisect.bisect_left(bounds, value)  # the first bucket whose upper bound ("le") is >= value
@@ -343,9 +210,10 @@ class Metrics:
             series[-1] += 1
 
     def histogram(
-        self, name: str, labels: Mapping[str, str] | None = None
+        self, name: Metric | str, labels: Mapping[str, str] | None = None
     ) -> tuple[list[float], float, float]:
         """Cumulative bucket counts (``+Inf`` last), sum and count of one histogram series."""
+        name = str(name)
         with self._lock:
             raw = self._hist[name].get(_labels(labels)) or [0.0] * (len(BUCKETS[name]) + 3)
             cumulative: list[float] = []
@@ -355,22 +223,26 @@ class Metrics:
                 cumulative.append(total)
             return cumulative, raw[-2], raw[-1]
 
-    def get(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+    def get(self, name: Metric | str, labels: Mapping[str, str] | None = None) -> float:
+        name = str(name)
         with self._lock:
             return self._values[name].get(_labels(labels), 0.0)
 
-    def series(self, name: str) -> dict[Labels, float]:
+    def series(self, name: Metric | str) -> dict[Labels, float]:
+        name = str(name)
         with self._lock:
             return dict(self._values[name])
 
-    def remove(self, name: str, match: Mapping[str, str]) -> None:
+    def remove(self, name: Metric | str, match: Mapping[str, str]) -> None:
         """Drop every series of ``name`` whose labels include all of ``match``."""
+        name = str(name)
         with self._lock:
             for key in self._matching(name, match):
                 self._drop(name, key)
 
-    def replace(self, name: str, match: Mapping[str, str], values: Mapping[Labels, float]) -> None:
+    def replace(self, name: Metric | str, match: Mapping[str, str], values: Mapping[Labels, float]) -> None:
         """Swap the series matching ``match`` for ``values`` (full label tuples) in one step."""
+        name = str(name)
         for labels, _ in values.items():
             self._check(name, dict(labels))
         with self._lock:

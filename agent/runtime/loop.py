@@ -40,6 +40,7 @@ from ..kafka.read_back import read_back
 from ..kafka.tail import TopicTail
 from ..kafka.timeouts import admin_client_config
 from ..kafka.topics import TopicSpec
+from ..metrics import declared as metric
 from ..metrics.registry import Metrics
 from ..planning.planner import registrations
 from ..protocol.plans import PlanRecord
@@ -116,9 +117,9 @@ class Agent:
         #: the lease when several agents run (settings.ha.enabled); None: this agent always leads
         self.lease: Lease | None = None
         self.leader = not s.ha.enabled
-        self.metrics.set("rackplan_leader", 1 if self.leader else 0)
+        self.metrics.set(metric.LEADER, 1 if self.leader else 0)
         self._new_term()
-        self.metrics.set_function("rackplan_snapshot_age_seconds", self._snapshot_age)
+        self.metrics.set_function(metric.SNAPSHOT_AGE_SECONDS, self._snapshot_age)
         self.serve_http = serve_http
         self.http: AgentHttpServer | None = None
 
@@ -163,8 +164,8 @@ class Agent:
         """Everything learnt from the topics and the cluster; a new leadership term starts from scratch."""
         self.intake.close()
         self.term = Term(self.settings, self.file_regs)
-        self.metrics.set("rackplan_plan_discrepancies", 0)
-        self.metrics.set("rackplan_ready", 0)
+        self.metrics.set(metric.PLAN_DISCREPANCIES, 0)
+        self.metrics.set(metric.READY, 0)
         self._status = build_status(self.term)
 
     def start(self) -> None:
@@ -262,14 +263,14 @@ class Agent:
         follower_metrics(self.metrics, term)
         report.duration_s = time.monotonic() - t0
         m = self.metrics
-        m.inc("rackplan_polls_total", {"result": "ok" if report.ok else "failed"})
-        m.observe("rackplan_cycle_duration_seconds", report.duration_s)
+        m.inc(metric.POLLS_TOTAL, {"result": "ok" if report.ok else "failed"})
+        m.observe(metric.CYCLE_DURATION_SECONDS, report.duration_s)
         if term.tombstoned_at_start:
             report.tombstoned = term.tombstoned_at_start + report.tombstoned
             term.tombstoned_at_start = []
         if report.ok and term.replayed and not term.ready:
             term.ready = True
-            m.set("rackplan_ready", 1)
+            m.set(metric.READY, 1)
             self.log.info("ready", registrations=len(term.regs), plans=len(term.book.live_keys()))
         self._publish_status()
         if self.on_cycle is not None:
@@ -300,13 +301,13 @@ class Agent:
 
     def _set_leader(self, leader: bool) -> None:
         self.leader = leader
-        self.metrics.set("rackplan_leader", 1 if leader else 0)
+        self.metrics.set(metric.LEADER, 1 if leader else 0)
         if leader:
-            self.metrics.inc("rackplan_lease_acquisitions_total")
+            self.metrics.inc(metric.LEASE_ACQUISITIONS_TOTAL)
 
     def _fenced(self, e: ProducerFenced) -> None:
         """A newer agent's producer fenced ours: nothing of ours lands any more; a new term needs a new producer."""
-        self.metrics.inc("rackplan_publisher_fenced_total")
+        self.metrics.inc(metric.PUBLISHER_FENCED_TOTAL)
         self.log.error(
             "plan producer fenced: another agent publishes now; this agent stops publishing", error=str(e)
         )
@@ -440,7 +441,7 @@ class Agent:
                 finally:
                     self._set_leader(False)
                     self.term.ready = False
-                    self.metrics.set("rackplan_ready", 0)
+                    self.metrics.set(metric.READY, 0)
                     self._publish_status()
         finally:
             self.lease.close()

@@ -15,6 +15,7 @@ from ..ha.lease import LEASE_PARTITIONS, foreign_writer, last_heartbeat
 from ..kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER, Publisher, transactional_id
 from ..kafka.tail import TopicTail
 from ..kafka.topics import TopicSpec, ensure_topics, topic_config_problems
+from ..metrics import declared as metric
 from ..planning.handover import pending_from
 from ..protocol.lease import Heartbeat
 from ..protocol.plans import PlanRecord
@@ -134,7 +135,7 @@ def no_foreign_writer(w: Wiring, newest: Callable[[], Heartbeat | None]) -> Hear
         if now is not None and now.agent_id == last.agent_id and now.timestamp_ms > last.timestamp_ms:
             again = foreign_writer(now, w.agent_id, w.lease_group, int(w.clock() * 1000))
             if again is not None:
-                w.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
+                w.metrics.inc(metric.FOREIGN_WRITERS_TOTAL, {"topic": "lease"})
                 raise CannotRun(again)
         if now is not None and (now.released or now.agent_id != last.agent_id):
             return now if now.epoch >= last.epoch else last
@@ -171,7 +172,7 @@ def next_epoch(w: Wiring, last: Heartbeat | None) -> int:
     """
     current = 0 if last is None else last.epoch
     if current >= MAX_SAFE_INT:
-        w.metrics.set("rackplan_counters_exhausted", 1, {"counter": "lease_epoch"})
+        w.metrics.set(metric.COUNTERS_EXHAUSTED, 1, {"counter": "lease_epoch"})
         w.log.error("lease epoch exhausted", epoch=current, agent_id=last.agent_id if last else None)
         raise CannotRun(
             f"lease epoch exhausted: the newest heartbeat on {w.settings.ha.lease_topic!r} (agent_id "
@@ -220,7 +221,7 @@ def replay(w: Wiring, term: Term, intake: Intake, plan_records: list[tuple[str, 
     for key in term.book.live_keys():
         rec = term.book.latest(key)
         if rec is not None:
-            w.metrics.set("rackplan_plan_generation", rec.generation, labels(key))
+            w.metrics.set(metric.PLAN_GENERATION, rec.generation, labels(key))
             term.group(key).metrics_pending = True
         pending = pending_from(rec, now) if key in keys else None
         if pending is not None:  # another agent (or this one, before a restart) started it

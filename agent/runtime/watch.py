@@ -11,6 +11,7 @@ from ..cycle.publishing import commit_plan
 from ..ha.lease import LeaseLost, foreign_writer
 from ..kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER
 from ..kafka.tail import RawRecord, TopicTail
+from ..metrics import declared as metric
 from ..protocol.lease import HeartbeatError, decode_heartbeat
 from ..protocol.mac import MAC_HEADER, check_mac
 from ..protocol.plans import PlanDecodeError, PlanRecord, decode_record
@@ -19,16 +20,16 @@ from ..state.term import Term, Wiring
 
 
 def plan_skipped(w: Wiring, reason: str) -> None:
-    w.metrics.inc("rackplan_records_skipped_total", {"topic": "plans", "reason": reason})
+    w.metrics.inc(metric.RECORDS_SKIPPED_TOTAL, {"topic": "plans", "reason": reason})
 
 
 def lease_skipped(w: Wiring, reason: str) -> None:
-    w.metrics.inc("rackplan_records_skipped_total", {"topic": "lease", "reason": reason})
+    w.metrics.inc(metric.RECORDS_SKIPPED_TOTAL, {"topic": "lease", "reason": reason})
 
 
 def _discrepancies_metric(w: Wiring, term: Term) -> None:
     w.metrics.set(
-        "rackplan_plan_discrepancies", sum(1 for g in term.groups.values() if g.discrepancy is not None)
+        metric.PLAN_DISCREPANCIES, sum(1 for g in term.groups.values() if g.discrepancy is not None)
     )
 
 
@@ -114,7 +115,7 @@ def unauthenticated(w: Wiring, r: RawRecord, topic: str, what: str) -> str | Non
 def _forged(w: Wiring, r: RawRecord, key: str, reason: str, writer: bytes | None) -> None:
     """A plan-topic record without the agent's MAC: refused here and by every follower holding the secret."""
     plan_skipped(w, reason)
-    w.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
+    w.metrics.inc(metric.FOREIGN_WRITERS_TOTAL, {"topic": "plans"})
     w.log.error(
         "foreign writer on the plan topic: a record without the agent's MAC, refused",
         key=key,
@@ -144,13 +145,13 @@ def _foreign(
         if rec is not None:
             term.book.reserve(key, rec.generation)
         return
-    w.metrics.inc("rackplan_foreign_writers_total", {"topic": "plans"})
+    w.metrics.inc(metric.FOREIGN_WRITERS_TOTAL, {"topic": "plans"})
     # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
     followed = bad is None and (
         term.book.latest(key) is not None if rec is None else rec.generation >= term.book.next_generation(key)
     )
     if rec is not None and term.book.reserve(key, rec.generation):
-        w.metrics.inc("rackplan_generations_reserved_total", {"reason": "foreign_plan"})
+        w.metrics.inc(metric.GENERATIONS_RESERVED_TOTAL, {"reason": "foreign_plan"})
     if followed:
         g = term.group(key)
         g.reassert, g.reassert_plan = True, rec
@@ -202,7 +203,7 @@ def watch_lease(w: Wiring, tail: TopicTail | None, leased: bool) -> None:
         refused = unauthenticated(w, r, w.settings.ha.lease_topic, "heartbeat")
         if refused is not None:
             lease_skipped(w, refused)
-            w.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
+            w.metrics.inc(metric.FOREIGN_WRITERS_TOTAL, {"topic": "lease"})
             w.log.error(
                 "foreign writer on the lease topic: a heartbeat without the agent's MAC, refused",
                 reason=refused,
@@ -220,7 +221,7 @@ def watch_lease(w: Wiring, tail: TopicTail | None, leased: bool) -> None:
             continue
         reason = foreign_writer(hb, w.agent_id, w.lease_group, now_ms)
         if reason is not None:
-            w.metrics.inc("rackplan_foreign_writers_total", {"topic": "lease"})
+            w.metrics.inc(metric.FOREIGN_WRITERS_TOTAL, {"topic": "lease"})
             w.log.error("foreign writer on the lease topic; this agent stops publishing", reason=reason)
             raise CannotRun(reason)
         if leased and hb.epoch >= w.epoch:

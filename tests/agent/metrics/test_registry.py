@@ -19,12 +19,10 @@ from hypothesis import strategies as st
 
 from rackplan.agent.alerts import webhook
 from rackplan.agent.cluster import diff
+from rackplan.agent.metrics.declared import COUNTER, GAUGE, HISTOGRAM
 from rackplan.agent.metrics.process_stats import PROCESS_METRICS, process_values
 from rackplan.agent.metrics.registry import (
     BUCKETS,
-    COUNTER,
-    GAUGE,
-    HISTOGRAM,
     METRICS,
     NOT_ZERO_INITIALISED,
     ZERO_SERIES,
