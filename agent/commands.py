@@ -52,7 +52,8 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     from .runtime.loop import Agent
     from .runtime.malloc_arenas import limit_arenas
     from .runtime.supervisor import child_command, supervise, supervised
-    from .settings.sections import Settings, describe_error
+    from .settings.errors import describe_error
+    from .settings.sections import Settings
 
     try:
         settings = Settings.load(args.config)
@@ -103,7 +104,7 @@ def librdkafka_config_error(e: Exception, config: dict[str, Any]) -> str:
 
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo.run import run_demo
-    from .settings.sections import describe_error
+    from .settings.errors import describe_error
 
     try:
         return run_demo(

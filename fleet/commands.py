@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from rackplan.agent.cluster.archive import FleetSnapshot, SnapshotError
 from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
-from rackplan.agent.settings.sections import Settings, describe_error
+from rackplan.agent.settings.errors import describe_error
+from rackplan.agent.settings.sections import Settings
 
 EXIT_BAD_INPUT = 2
 SPARK_EXTRA_HINT = "install the spark extra: pip install 'rackplan[spark]'"

@@ -144,7 +144,7 @@ FUNCTION_LIMIT = 60
 #: Today's offenders, with their size: each may shrink, never grow, and must be taken off once within the
 #: limit (the test says so), so these lists only get shorter.
 LONG_MODULES: dict[str, int] = {
-    "rackplan.agent.settings.sections": 845,
+    "rackplan.agent.settings.sections": 557,
     "rackplan.agent.testing": 509,
     "rackplan.assignor.consumer.sticky": 529,
     "rackplan.assignor.parse": 566,

@@ -57,7 +57,8 @@ from ..protocol.registrations import (
     Entry,
     FollowerStatus,
 )
-from ..settings.sections import RackRule, Settings, check_consumer_group, check_streams_app, rack_for
+from ..settings.contract_checks import check_consumer_group, check_streams_app
+from ..settings.sections import RackRule, Settings, rack_for
 from .membership import RealGroup
 
 __all__ = [

@@ -13,7 +13,6 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import json
-import os
 import re
 import ssl
 import urllib.parse
@@ -21,30 +20,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from rackplan.assignor.bounded import TooLargeError, read_bounded
-from rackplan.assignor.contract import app_topics, group_topics
-from rackplan.assignor.model import Cluster
-from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
-from ..core.errors import AgentError
 from ..core.redact import MASK, mask_config, mask_tree, redact_url
 from ..kafka.metadata_refresh import with_metadata_refresh
 from ..protocol.registrations import read_secret_file
+from .contract_checks import check_consumer_group, check_streams_app, check_streams_keys
+from .environment import ENV_PREFIX, EnvFirstSettings, unknown_env_variables
+from .errors import SettingsError
 from .headers import HeaderValueError, header_name_problem, header_problem, read_header_file
+from .yaml_file import read_yaml_mapping
 
-ENV_PREFIX = "RACKPLAN_"
 FetchMode = Literal["nearest-replica", "leader"]
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 #: labels of the webhook's alerts that the agent sets itself
@@ -80,10 +76,6 @@ def bootstrap_problem(entry: str) -> str | None:
     if port and not (port.isdigit() and 0 < int(port) < 65536):
         return f"port {port[:16]!r} is not 1-65535"
     return None
-
-
-class SettingsError(AgentError, ValueError):
-    """Settings the agent cannot use: one line naming the key (or the file and line), never a secret."""
 
 
 #: every duration setting (a name ending in ``_s``) is at most this: a week
@@ -465,182 +457,6 @@ class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
-#: a settings file may expand (through YAML aliases) to at most this many values
-MAX_YAML_NODES = 200_000
-#: a settings file may hold at most this many bytes: 2.4 times a file of MAX_YAML_NODES values (1.7 MB in
-#: block style), so the node limit refuses first; PyYAML parses about 0.25 MB per CPU second (docs/settings.md)
-MAX_SETTINGS_BYTES = 4 << 20
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML that refuses duplicate keys (the second would silently win); merge keys still work."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # ``<<: *base``: explicit keys override, by design
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                duplicate = key in seen
-            except TypeError:  # an unhashable key: the base class says so
-                break
-            if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"duplicate key {key!r}",
-                    key_node.start_mark,
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def _expanded_size(root: yaml.Node, limit: int) -> int:
-    """Values the document holds once every alias is expanded, counted without expanding (memoised
-    per node), so a 400-byte "billion laughs" is refused in microseconds instead of built."""
-    sizes: dict[int, int] = {}
-    busy: set[int] = set()
-
-    def size(node: yaml.Node) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        if key in busy:
-            raise ValueError("a YAML alias refers to a node that contains it")
-        busy.add(key)
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(n) for n in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
-        busy.discard(key)
-        sizes[key] = min(total, limit + 1)
-        return sizes[key]
-
-    return size(root)
-
-
-def _where(path: str | Path, mark: Any) -> str:
-    return f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark is not None else str(path)
-
-
-def load_yaml(text: str, path: str | Path) -> Any:
-    """A YAML document, strictly: :class:`SettingsError` naming the file and line for bad YAML,
-    duplicate keys, recursive aliases, or more than :data:`MAX_YAML_NODES` values once expanded."""
-    loader = _StrictLoader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        if _expanded_size(node, MAX_YAML_NODES) > MAX_YAML_NODES:
-            raise SettingsError(
-                f"{path}: expands to more than {MAX_YAML_NODES} values (YAML aliases?); refused"
-            )
-        return loader.construct_document(node)
-    except yaml.MarkedYAMLError as e:
-        what = " ".join(p for p in (e.context, e.problem) if p)
-        raise SettingsError(f"{_where(path, e.problem_mark)}: invalid YAML: {what}") from None
-    except yaml.YAMLError as e:
-        raise SettingsError(f"{path}: invalid YAML: {e}") from None
-    except RecursionError:
-        raise SettingsError(f"{path}: YAML nested too deeply") from None
-    except ValueError as e:
-        if isinstance(e, SettingsError):
-            raise
-        raise SettingsError(f"{path}: {e}") from None
-    finally:
-        loader.dispose()
-
-
-def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """A settings file's top-level mapping (an empty file is an empty mapping).
-
-    :class:`SettingsError` (one line, file and line named) when it cannot be read or is not one, or
-    holds more than :data:`MAX_SETTINGS_BYTES` (reading stops there: ``--config /dev/zero`` ends).
-    """
-    try:
-        with open(path, "rb") as f:
-            text = read_bounded(f, MAX_SETTINGS_BYTES).decode("utf-8")
-    except TooLargeError as e:
-        raise SettingsError(f"{path}: the settings file is {e}") from None
-    except UnicodeDecodeError as e:
-        raise SettingsError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise SettingsError(f"{path}: cannot read: {e.strerror or type(e).__name__}") from None
-    loaded = load_yaml(text, path)
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
-        raise SettingsError(f"{path}: the settings file must hold a mapping, got {type(loaded).__name__}")
-    return loaded
-
-
-#: ``RACKPLAN_`` variables that are not agent settings: the command's own, the fleet job's sections, tests'
-OTHER_ENV_VARIABLES = frozenset({"config", "debug", "agent_supervised", "it_target", "oracle_examples"})
-OTHER_ENV_SECTIONS = frozenset({"spark", "fleet"})
-
-
-def unknown_env_variables(fields: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> list[str]:
-    """``RACKPLAN_*`` variables that name no setting (``RACKPLAN_POLL_INTERVALL_S``), sorted.
-
-    pydantic-settings reads only the variables it expects, so a misspelt top-level one would be
-    ignored silently; nested typos (``RACKPLAN_HTTP__PORTT``) are already refused by the models.
-    """
-    env = os.environ if environ is None else environ
-    out = []
-    for name in env:
-        if not name.upper().startswith(ENV_PREFIX):
-            continue
-        rest = name[len(ENV_PREFIX) :].lower()
-        head = rest.split("__", 1)[0]
-        if head in fields or rest in OTHER_ENV_VARIABLES or head in OTHER_ENV_SECTIONS:
-            continue
-        out.append(name)
-    return sorted(out)
-
-
-#: the trailing location pydantic adds for each member of a union (``config.x.str``, ``config.x.int``)
-_UNION_MEMBERS = frozenset({"str", "int", "float", "bool", "none", "json-or-python[json=float,python=float]"})
-
-
-def describe_error(e: BaseException) -> str:
-    """One line for any settings error, naming each key; input values are never shown (secrets)."""
-    if not isinstance(e, ValidationError):
-        text = " ".join(str(e).split())
-        env = re.fullmatch(r'error parsing value for field "(\w+)" from source "EnvSettingsSource"', text)
-        if env:  # pydantic-settings could not decode a variable holding a list or an object
-            return f"{env[1]}: {ENV_PREFIX}{env[1].upper()} (or one of its __ keys) is not valid JSON"
-        return text
-    by_loc: dict[str, list[str]] = {}
-    for err in e.errors(include_url=False, include_input=False, include_context=False):
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and p in _UNION_MEMBERS)]
-        # An empty location: a whole-model check, whose message names the key itself.
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if msg not in by_loc.setdefault(where, []):
-            by_loc[where].append(msg)
-    return "; ".join(f"{where}: {' or '.join(m)}" if where else " or ".join(m) for where, m in by_loc.items())
-
-
-class EnvFirstSettings(BaseSettings):
-    """Settings from a file's values (passed as init arguments) and the environment, which wins.
-
-    Shared by the agent's and the fleet job's settings so both follow one rule.
-    """
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return env_settings, init_settings  # first wins
-
-
 class Settings(EnvFirstSettings):
     """All settings; build with :meth:`load`."""
 
@@ -739,107 +555,3 @@ class Settings(EnvFirstSettings):
     def group_fetch_mode(self, group: Mapping[str, Any]) -> FetchMode:
         mode = group.get("fetch_mode", self.fetch_mode)
         return "leader" if mode == "leader" else "nearest-replica"
-
-
-def _topics_of(entry: Mapping[str, Any], kind: str) -> set[str]:
-    """The topics an entry names (:mod:`rackplan.assignor.contract`), plus a group's own ``topics`` list."""
-    if kind != "consumer_group":
-        return set(app_topics(entry))
-    out = set(group_topics(entry))
-    if isinstance(entry.get("topics"), list):
-        out.update(t for t in entry["topics"] if isinstance(t, str))
-    return out
-
-
-def _placeholder_cluster(topics: set[str]) -> Cluster:
-    # Registrations are checked before any metadata is known: every named topic
-    # exists with no partitions, so the contract parser checks everything else.
-    return Cluster(broker_racks={}, topics={t: () for t in sorted(topics)})
-
-
-def _reraise(e: InputError, where: str, kind: str) -> ValueError:
-    field = e.field.removeprefix(kind)
-    return ValueError(f"{where}{field}: {e.message}")
-
-
-#: keys of a ``consumer_groups`` entry: the contract's, plus what the settings add
-GROUP_KEYS = frozenset({"group_id", "assignor", "members", "topics", "fetch_mode"})
-#: keys of a member of a ``consumer_groups`` entry (the contract's)
-MEMBER_KEYS = frozenset({"member_id", "rack", "topics", "owned", "generation", "group_instance_id"})
-
-
-#: keys of a ``streams_apps`` entry and of its parts: the contract's, plus ``fetch_mode``
-STREAMS_APP_KEYS = frozenset(
-    {
-        "application_id",
-        "subtopologies",
-        "clients",
-        "num_standby_replicas",
-        "acceptable_recovery_lag",
-        "max_warmup_replicas",
-        "rack_aware_assignment_tags",
-        "rack_aware",
-        "assignor",
-        "fetch_mode",
-    }
-)
-SUBTOPOLOGY_KEYS = frozenset({"id", "source_topics", "changelog_topics", "stateful"})
-CLIENT_KEYS = frozenset(
-    {"process_id", "rack", "threads", "tags", "previous_active", "previous_standby", "task_lags"}
-)
-RACK_AWARE_KEYS = frozenset({"strategy", "traffic_cost", "non_overlap_cost", "sticky_to_previous"})
-
-
-def check_streams_keys(entry: Mapping[str, Any], where: str) -> None:
-    """A settings file's ``streams_apps`` entry is as strict as a consumer group: a typo is named."""
-    _no_unknown_keys(entry, STREAMS_APP_KEYS, where)
-    for part, allowed in (("subtopologies", SUBTOPOLOGY_KEYS), ("clients", CLIENT_KEYS)):
-        for i, item in enumerate(entry.get(part) or []):
-            if isinstance(item, dict):
-                _no_unknown_keys(item, allowed, f"{where}.{part}[{i}]")
-    if isinstance(entry.get("rack_aware"), dict):
-        _no_unknown_keys(entry["rack_aware"], RACK_AWARE_KEYS, f"{where}.rack_aware")
-
-
-def _no_unknown_keys(entry: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
-    """A settings file is strict where the contract is lenient: a typo (``rak: az-b``) must not
-    silently make a member rack-less and its group's cross-rack figure look perfect."""
-    for key in entry:
-        if key not in allowed:
-            raise ValueError(f"{where}.{key}: unknown key; expected one of {', '.join(sorted(allowed))}")
-
-
-def check_consumer_group(entry: Any, where: str) -> None:
-    """Reject a registration the contract parser would reject (topic existence aside), and unknown keys."""
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected an object")
-    _no_unknown_keys(entry, GROUP_KEYS, where)
-    for i, member in enumerate(entry.get("members") or []):
-        if isinstance(member, dict):
-            _no_unknown_keys(member, MEMBER_KEYS, f"{where}.members[{i}]")
-    try:
-        parse_consumer_group(entry, _placeholder_cluster(_topics_of(entry, "consumer_group")))
-    except InputError as e:
-        raise _reraise(e, where, "consumer_group") from None
-    _check_fetch_mode(entry, where)
-    topics = entry.get("topics")
-    if topics is not None and (
-        not isinstance(topics, list) or not all(isinstance(t, str) and t for t in topics)
-    ):
-        raise ValueError(f"{where}.topics: expected an array of topic names")
-
-
-def _check_fetch_mode(entry: Mapping[str, Any], where: str) -> None:
-    mode = entry.get("fetch_mode")
-    if mode is not None and mode not in ("nearest-replica", "leader"):
-        raise ValueError(f"{where}.fetch_mode: expected nearest-replica or leader, got {mode!r}")
-
-
-def check_streams_app(entry: Any, where: str) -> None:
-    if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected an object")
-    try:
-        parse_streams_app(entry, _placeholder_cluster(_topics_of(entry, "streams_app")))
-    except InputError as e:
-        raise _reraise(e, where, "streams_app") from None
-    _check_fetch_mode(entry, where)

@@ -438,7 +438,7 @@ def test_errors_are_one_line_whatever_the_keys(where: str) -> None:
 
 
 def test_agent_registration_errors_are_one_line() -> None:
-    from rackplan.agent.settings.sections import check_streams_app
+    from rackplan.agent.settings.contract_checks import check_streams_app
 
     spec = streams_doc()["streams_app"]
     spec["clients"][0]["task_lags"] = {INJECT: "x"}

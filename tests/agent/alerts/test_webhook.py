@@ -32,7 +32,8 @@ from rackplan.agent.alerts.webhook import (
 from rackplan.agent.core.logging import configure, get_logger
 from rackplan.agent.metrics.registry import Metrics
 from rackplan.agent.protocol.alerts import FIRING, RESOLVED, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
-from rackplan.agent.settings.sections import HttpSettings, Settings, WebhookSettings, describe_error
+from rackplan.agent.settings.errors import describe_error
+from rackplan.agent.settings.sections import HttpSettings, Settings, WebhookSettings
 
 
 def event(status: str = FIRING, key: str = "consumer/payments", at: float = 1000.0, started: float = 1000.0) -> AlertEvent:  # fmt: skip

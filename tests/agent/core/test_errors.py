@@ -35,7 +35,7 @@ def test_the_bases_callers_already_catch_are_kept() -> None:
     from rackplan.agent.kafka.exceptions import PublishError, TopicReadError
     from rackplan.agent.protocol.plans import PlanDecodeError
     from rackplan.agent.protocol.records import RecordError
-    from rackplan.agent.settings.sections import SettingsError
+    from rackplan.agent.settings.errors import SettingsError
 
     values: tuple[type[Exception], ...] = (PlanDecodeError, RecordError, SettingsError)
     runtimes: tuple[type[Exception], ...] = (CannotRun, PublishError, TopicReadError, MetadataError)

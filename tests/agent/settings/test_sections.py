@@ -9,13 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from rackplan.agent.core.redact import is_secret_key, mask_config
-from rackplan.agent.settings.sections import (
-    MAX_SETTINGS_BYTES,
-    MAX_YAML_NODES,
-    Settings,
-    SettingsError,
-    describe_error,
-)
+from rackplan.agent.settings.errors import SettingsError, describe_error
+from rackplan.agent.settings.sections import Settings
+from rackplan.agent.settings.yaml_file import MAX_SETTINGS_BYTES, MAX_YAML_NODES
 
 YAML = """
 kafka:
