@@ -175,7 +175,7 @@ clean:
 	rm -rf $(VENV) integration/kafka/lib integration/kafka/clients-4.3/lib integration/kafka/apps/target clients/java/target .mypy_cache .pytest_cache .ruff_cache .hypothesis
 
 # The JSON Schemas of the control topics' records, regenerated from rackplan.agent.protocol.models
-# (package copies and docs/*-schema.json; tests/agent/test_protocol.py fails when they drift).
+# (package copies and docs/*-schema.json; tests/agent/protocol/test_protocol.py fails when they drift).
 .PHONY: schemas
 schemas: $(BASE)
 	$(BIN)/python -m rackplan.agent.protocol.schemas --write

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .ports import Logger
-from .signals import install_stop_handlers
+from .core.ports import Logger
+from .runtime.signals import install_stop_handlers
 
 
 def register(sub: Any) -> None:
@@ -46,12 +46,14 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
     from pydantic_settings import SettingsError as SourceError
 
-    from .kafka_io import PublishError
-    from .logging import configure, get_logger
-    from .loop import Agent, AgentError
-    from .malloc_arenas import limit_arenas
-    from .settings import Settings, describe_error
-    from .supervisor import child_command, supervise, supervised
+    from .core.errors import CannotRun
+    from .core.logging import configure, get_logger
+    from .kafka.exceptions import PublishError
+    from .runtime.loop import Agent
+    from .runtime.malloc_arenas import limit_arenas
+    from .runtime.supervisor import child_command, supervise, supervised
+    from .settings.errors import describe_error
+    from .settings.sections import Settings
 
     try:
         settings = Settings.load(args.config)
@@ -73,7 +75,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     install_stop_handlers(agent.stop)
     try:
         return agent.run()
-    except AgentError as e:  # the cluster is not set up as the settings say: the operator's to fix
+    except CannotRun as e:  # the cluster is not set up as the settings say: the operator's to fix
         log.error("agent cannot run", error=str(e))
         print(f"rackplan: error: {e}", file=sys.stderr)
         return 2
@@ -91,7 +93,7 @@ def _settings_failed(log: Logger, message: str) -> int:
 
 def librdkafka_config_error(e: Exception, config: dict[str, Any]) -> str:
     """librdkafka's refusal of a client config, naming ``kafka.config``, with secret values masked."""
-    from .redact import MASK, is_secret_key
+    from .core.redact import MASK, is_secret_key
 
     text = " ".join(str(e.args[0].str() if e.args and hasattr(e.args[0], "str") else e).split())
     for key, value in config.items():
@@ -101,8 +103,8 @@ def librdkafka_config_error(e: Exception, config: dict[str, Any]) -> str:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
-    from .settings import describe_error
+    from .demo.run import run_demo
+    from .settings.errors import describe_error
 
     try:
         return run_demo(

@@ -1,7 +1,7 @@
-"""The one set of stand-ins for the agent's Kafka seams (:mod:`rackplan.agent.ports`), for tests and benchmarks.
+"""The one set of stand-ins for the agent's Kafka seams (:mod:`rackplan.agent.core.ports`), for tests and benchmarks.
 
 They answer like confluent-kafka's AdminClient and like
-:class:`rackplan.agent.kafka_io.Publisher`, from data given beforehand, so the
+:class:`rackplan.agent.kafka.publisher.Publisher`, from data given beforehand, so the
 agent's real cycle runs without a broker: the unit tests (``tests/``) and the
 benchmarks (``bench/``) share these, and nothing else stands in for Kafka.
 Shipped in the package (not under ``tests/``) so that a benchmark never imports
@@ -18,7 +18,8 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 
-from .kafka_io import PublishError, RawRecord
+from .kafka.exceptions import PublishError
+from .kafka.tail import RawRecord
 
 #: broker id -> rack of the fake cluster when a test names none
 RACKS: Mapping[int, str | None] = {1: "az-a", 2: "az-b", 3: "az-c"}
@@ -302,7 +303,7 @@ class FakeKafka:
 
     def registrations(self, topic: str = "_rackplan.registrations") -> list[Any]:
         """The registration records accepted on ``topic``, decoded and checked as the agent does (no signature)."""
-        from .registry import decode_registration
+        from .groups.registry import decode_registration
 
         return [decode_registration(k, v, 0) for t, k, v in self.records if t == topic]
 

@@ -1,6 +1,6 @@
 """The contract's vocabulary, in one place, for every caller above the assignors.
 
-What the agent (:mod:`rackplan.agent.planner`), the fleet job
+What the agent (:mod:`rackplan.agent.planning.planner`), the fleet job
 (:mod:`rackplan.fleet.units`) and the tests ask of a consumer group or a
 Streams app, answered once so they cannot drift apart:
 

@@ -33,11 +33,11 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rackplan.agent.logging import configure
-from rackplan.agent.loop import Agent
-from rackplan.agent.metadata import fetch_snapshot
-from rackplan.agent.planner import plan_for
-from rackplan.agent.settings import Settings
+from rackplan.agent.cluster.metadata import fetch_snapshot
+from rackplan.agent.core.logging import configure
+from rackplan.agent.planning.planner import plan_for
+from rackplan.agent.runtime.loop import Agent
+from rackplan.agent.settings.sections import Settings
 from rackplan.agent.testing import FakeAdmin, FakePublisher, Node, TopicMeta, cluster_metadata
 
 RACKS = ("az-a", "az-b", "az-c")

@@ -57,14 +57,14 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rackplan.agent import cycle as agent_cycle
-from rackplan.agent import loop as agent_loop
-from rackplan.agent.heartbeat import Heartbeats
-from rackplan.agent.intake import Intake
-from rackplan.agent.kafka_io import TopicReadError
-from rackplan.agent.logging import configure
-from rackplan.agent.loop import Agent, CycleReport
-from rackplan.agent.settings import Settings
+from rackplan.agent.core.logging import configure
+from rackplan.agent.cycle import run as agent_cycle
+from rackplan.agent.cycle.intake import Intake
+from rackplan.agent.ha.heartbeat import Heartbeats
+from rackplan.agent.kafka.exceptions import TopicReadError
+from rackplan.agent.runtime import loop as agent_loop
+from rackplan.agent.runtime.loop import Agent, CycleReport
+from rackplan.agent.settings.sections import Settings
 
 RACKS = ("az-a", "az-b", "az-c")
 MEMBERS_PER_RACK = 2
@@ -249,7 +249,7 @@ def cycle(
 
 def big_registration(agent: Agent, topics: int, existing: list[str]) -> int:
     """One registration record naming ``topics`` topics (a few existing), as a member would publish it."""
-    from rackplan.agent.kafka_io import Publisher
+    from rackplan.agent.kafka.publisher import Publisher
 
     names = sorted({*existing[:4], *(f"nope-{i:07d}" for i in range(topics - 4))})
     value = {

@@ -5,7 +5,7 @@ Run:  .venv/bin/python bench/bench_agent_start.py [--repeat 5] [--kafka]
 ``ha.enabled`` is on by default, even for one agent (a second agent of the
 same settings stands by instead of publishing beside it).  The price is at
 start-up: the agent joins the lease group and confirms the lease before its
-first cycle.  This times an in-process agent (``rackplan.agent.loop.Agent``
+first cycle.  This times an in-process agent (``rackplan.agent.runtime.loop.Agent``
 on a thread) from construction to the first cycle that published a plan,
 for one registered range group, with ``ha.enabled`` false and true, fresh
 topic and group names each run.  Targets: librdkafka's mock cluster (always)
@@ -29,12 +29,12 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rackplan.agent.demo import topic_creator
-from rackplan.agent.embedded import EmbeddedCluster
-from rackplan.agent.kafka_io import TopicSpec
-from rackplan.agent.logging import configure
-from rackplan.agent.loop import Agent, CycleReport
-from rackplan.agent.settings import Settings
+from rackplan.agent.core.logging import configure
+from rackplan.agent.demo.run import topic_creator
+from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.kafka.topics import TopicSpec
+from rackplan.agent.runtime.loop import Agent, CycleReport
+from rackplan.agent.settings.sections import Settings
 
 TOPIC = "orders"
 

@@ -5,7 +5,7 @@ Run:  flock /tmp/rackplan-kafka.lock .venv/bin/python bench/bench_broker_faults.
 librdkafka 2.16 aborts a process from a coordinator-targeted Admin operation
 (DescribeConsumerGroups) whose request meets the group coordinator going down or
 coming back (``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0'``;
-see rackplan/agent/isolated_admin.py).  This starts the integration suite's real
+see rackplan/agent/kafka/isolated_admin.py).  This starts the integration suite's real
 six-broker cluster and one agent process (``rackplan agent run --no-supervisor``:
 nothing restarts it behind our back) that describes ``--groups`` discovery groups
 every ``--poll`` seconds, their coordinators spread over every broker.  Then, ``--faults``

@@ -45,7 +45,7 @@ PLAIN = """
 import json, sys
 from rackplan.fleet import units
 from rackplan.fleet.scenarios import load_scenarios
-from rackplan.agent.archive import snapshot_files
+from rackplan.agent.cluster.archive import snapshot_files
 scenarios = load_scenarios(sys.argv[2])
 n = 0
 for f in snapshot_files([sys.argv[1]]):

@@ -26,7 +26,7 @@ if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.common import timed
-from rackplan.agent.metrics import METRICS, Metrics
+from rackplan.agent.metrics.registry import METRICS, Metrics
 
 RACKS = ("az-a", "az-b", "az-c")
 GROUP_GAUGES = (

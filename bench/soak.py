@@ -3,8 +3,8 @@
 Run:  nice -n 10 .venv/bin/python bench/soak.py --duration-s 900 [--sample-s 30] [--tracemalloc]
 
 The agent runs as it is deployed, in a process of its own (this script with
-``--child``: :class:`rackplan.agent.loop.Agent` with the lease on, on the main
-thread), against librdkafka's mock cluster (:mod:`rackplan.agent.embedded`,
+``--child``: :class:`rackplan.agent.runtime.loop.Agent` with the lease on, on the main
+thread), against librdkafka's mock cluster (:mod:`rackplan.agent.kafka.embedded`,
 3 racks x 2 brokers) hosted by this script's process, which churns what the
 agent watches every ``--churn-s``:
 
@@ -26,7 +26,7 @@ that slope stays under ``--flat-mib-per-hour``, else ``growing``.
 the warm-up, at the end; on SIGUSR1) and prints the largest growths by line,
 to find what grows (it slows the agent and adds its own memory).  The agent's
 process bounds glibc's malloc arenas as ``rackplan agent run`` does
-(:mod:`rackplan.agent.malloc_arenas`); ``--default-malloc`` leaves them unbounded.
+(:mod:`rackplan.agent.runtime.malloc_arenas`); ``--default-malloc`` leaves them unbounded.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from rackplan.agent.embedded import EmbeddedCluster
-from rackplan.agent.kafka_io import Publisher
-from rackplan.agent.loop import Agent, CycleReport, topic_specs
-from rackplan.agent.malloc_arenas import limit_arenas
+from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.kafka.publisher import Publisher
 from rackplan.agent.protocol.registrations import REGISTRATION_SCHEMA, registration_key
-from rackplan.agent.settings import Settings
+from rackplan.agent.runtime.loop import Agent, CycleReport, topic_specs
+from rackplan.agent.runtime.malloc_arenas import limit_arenas
+from rackplan.agent.settings.sections import Settings
 
 TOPICS = (("orders", 24), ("payments", 12))
 SUBSCRIPTIONS = (["orders"], ["payments"], ["orders", "payments"])
@@ -184,8 +184,8 @@ def top_growth(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, n: int
 def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool) -> int:
     """The agent on this process's main thread; its cycle count in ``workdir/cycles``; on SIGUSR1 (with
     ``trace``) a tracemalloc snapshot ``workdir/snapshot-<n>``; SIGTERM stops it after its cycle."""
-    from rackplan.agent.logging import configure
-    from rackplan.agent.signals import install_stop_handlers
+    from rackplan.agent.core.logging import configure
+    from rackplan.agent.runtime.signals import install_stop_handlers
 
     configure("json", "error", stream=sys.stderr)
     if not default_malloc:

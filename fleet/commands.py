@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
-from rackplan.agent.archive import FleetSnapshot, SnapshotError
-from rackplan.agent.settings import Settings, describe_error
+from rackplan.agent.cluster.archive import FleetSnapshot, SnapshotError
+from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
+from rackplan.agent.settings.errors import describe_error
+from rackplan.agent.settings.sections import Settings
 
 EXIT_BAD_INPUT = 2
 SPARK_EXTRA_HINT = "install the spark extra: pip install 'rackplan[spark]'"
@@ -93,10 +94,10 @@ def last_plan_specs(
     settings: Settings, snapshot: Any, racks: dict[int, str | None]
 ) -> dict[str, dict[str, Any]]:
     """Registrations as the agent would plan them next: members own what their last plan gave them."""
-    from rackplan.agent.kafka_io import read_back
-    from rackplan.agent.logging import get_logger, with_kafka_logger
-    from rackplan.agent.planner import instance_document, registrations
-    from rackplan.agent.plans import PlanBook
+    from rackplan.agent.core.logging import get_logger, with_kafka_logger
+    from rackplan.agent.kafka.read_back import read_back
+    from rackplan.agent.planning.planner import instance_document, registrations
+    from rackplan.agent.state.plan_book import PlanBook
 
     book = PlanBook()
     log = get_logger("rackplan.snapshot")
@@ -134,9 +135,9 @@ def capture(
     """Read the cluster through the agent's metadata reader and build its fleet snapshot."""
     from confluent_kafka.admin import AdminClient
 
-    from rackplan.agent.archive import build_snapshot, end_offsets, load_traffic, rates_from_offsets
-    from rackplan.agent.logging import with_kafka_logger
-    from rackplan.agent.metadata import poll_snapshot
+    from rackplan.agent.cluster.archive import build_snapshot, end_offsets, load_traffic, rates_from_offsets
+    from rackplan.agent.cluster.metadata import poll_snapshot
+    from rackplan.agent.core.logging import with_kafka_logger
 
     config = with_kafka_logger(settings.kafka.client_config())
     admin = AdminClient(admin_client_config(config, settings.metadata.request_timeout_s))
@@ -158,8 +159,8 @@ def capture(
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from rackplan.agent.archive import append_archive, dumps, snapshot_json, write_snapshot
-    from rackplan.agent.metadata import MetadataError
+    from rackplan.agent.cluster.archive import append_archive, dumps, snapshot_json, write_snapshot
+    from rackplan.agent.cluster.metadata import MetadataError
 
     try:
         settings = Settings.load(args.config)

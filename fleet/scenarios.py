@@ -30,8 +30,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from rackplan.agent.archive import ClusterState, Replicas
-from rackplan.agent.metadata import NO_LEADER
+from rackplan.agent.cluster.archive import ClusterState, Replicas
+from rackplan.agent.cluster.metadata import NO_LEADER
 
 BASELINE = "baseline"
 CONSUMER = "consumer"

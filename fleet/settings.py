@@ -15,7 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from rackplan.agent.settings import EnvFirstSettings, read_yaml_mapping
+from rackplan.agent.settings.environment import EnvFirstSettings
+from rackplan.agent.settings.yaml_file import read_yaml_mapping
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
 from .units import DEFAULT_PRICE_PER_GB

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from rackplan.agent.archive import SCHEMA, FleetSnapshot, parse_snapshot
+from rackplan.agent.cluster.archive import SCHEMA, FleetSnapshot, parse_snapshot
 
 RACKS = ("az-a", "az-b", "az-c")
 

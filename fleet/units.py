@@ -31,8 +31,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rackplan.agent.archive import ClusterState, SnapshotError, parse_snapshot
-from rackplan.agent.metadata import NO_LEADER
+from rackplan.agent.cluster.archive import ClusterState, SnapshotError, parse_snapshot
+from rackplan.agent.cluster.metadata import NO_LEADER
 from rackplan.assignor import (
     FOLLOW_UP_LIMIT,
     Cluster,

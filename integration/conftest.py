@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from integration.kafka.cluster import KafkaCluster
-from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
-from rackplan.agent.embedded import EmbeddedCluster
-from rackplan.agent.loop import Agent, CycleReport
-from rackplan.agent.settings import Settings
+from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
+from rackplan.agent.runtime.loop import Agent, CycleReport
+from rackplan.agent.settings.sections import Settings
 
 POLL_S = 0.3
 
@@ -33,7 +33,7 @@ def _logs_to_stderr() -> None:
     """Each test logs JSON to the real stderr, whatever an earlier test configured."""
     import sys
 
-    from rackplan.agent.logging import configure
+    from rackplan.agent.core.logging import configure
 
     configure("json", "warning", stream=sys.__stderr__)
 
@@ -142,7 +142,7 @@ def run_agent() -> Iterator[Callable[..., RunningAgent]]:
     running: list[RunningAgent] = []
 
     def start(settings: Settings, cluster: EmbeddedCluster | None = None) -> RunningAgent:
-        from rackplan.agent.demo import topic_creator
+        from rackplan.agent.demo.run import topic_creator
 
         agent = Agent(settings, create_missing_topics=None if cluster is None else topic_creator(cluster))
         r = RunningAgent(agent)

@@ -25,10 +25,11 @@ from typing import Any
 
 import yaml
 
+from rackplan.agent.core.logging import get_logger
 from rackplan.agent.follower import PlanFollower
-from rackplan.agent.kafka_io import TopicTail, read_back
-from rackplan.agent.logging import get_logger
-from rackplan.agent.metadata_refresh import with_metadata_refresh
+from rackplan.agent.kafka.metadata_refresh import with_metadata_refresh
+from rackplan.agent.kafka.read_back import read_back
+from rackplan.agent.kafka.tail import TopicTail
 from rackplan.agent.protocol.lease import Heartbeat, decode_heartbeat
 from rackplan.agent.protocol.plans import PlanRecord
 

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from rackplan.agent.embedded import EmbeddedCluster
-from rackplan.agent.kafka_io import read_back
-from rackplan.agent.logging import get_logger
-from rackplan.agent.planner import instance_document
+from rackplan.agent.core.logging import get_logger
+from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.kafka.read_back import read_back
+from rackplan.agent.planning.planner import instance_document
 
 from .conftest import POLL_S, RunningAgent, agent_settings, range_group
 
@@ -78,7 +78,7 @@ def test_change_detected_and_plans_republished(
 
 
 def test_alert_raised_and_resolved(make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent) -> None:
-    from rackplan.agent.demo import WebhookReceiver
+    from rackplan.agent.demo.run import WebhookReceiver
 
     c = make_cluster()
     c.create_topic("payments", 6, 1)  # rf 1: decommissioning moves whole partitions between racks
@@ -184,9 +184,9 @@ def test_missing_topics_are_named_with_the_command(
 ) -> None:
     import io
 
-    from rackplan.agent.kafka_io import ensure_topics
-    from rackplan.agent.logging import configure
-    from rackplan.agent.loop import topic_specs
+    from rackplan.agent.core.logging import configure
+    from rackplan.agent.kafka.topics import ensure_topics
+    from rackplan.agent.runtime.loop import topic_specs
 
     c = make_cluster()
     settings = agent_settings(c.bootstrap_servers, [])
@@ -217,7 +217,8 @@ def test_agent_refuses_to_run_without_a_plan_topic(
 def test_a_failing_assignor_does_not_stop_other_groups(
     make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent, monkeypatch: Any
 ) -> None:
-    from rackplan.agent import planner, planning
+    from rackplan.agent.cycle import plan_step
+    from rackplan.agent.planning import planner
 
     real = planner.plan_for
 
@@ -226,7 +227,7 @@ def test_a_failing_assignor_does_not_stop_other_groups(
             raise RuntimeError("assignor bug")
         return real(snapshot, racks, reg, last)
 
-    monkeypatch.setattr(planning, "plan_for", flaky)
+    monkeypatch.setattr(plan_step, "plan_for", flaky)
     c = cluster_with_topics(make_cluster)
     groups = [range_group("bad", ["orders"]), range_group("good", ["orders"])]
     a = run_agent(agent_settings(c.bootstrap_servers, groups), c)
@@ -277,7 +278,7 @@ def test_published_plans_pass_the_contract_checker(
 def test_archives_a_snapshot_at_start_and_at_every_confirmed_change(
     make_cluster: Callable[..., EmbeddedCluster], run_agent: RunAgent, tmp_path: Path
 ) -> None:
-    from rackplan.agent.archive import parse_snapshot, read_documents
+    from rackplan.agent.cluster.archive import parse_snapshot, read_documents
 
     c = cluster_with_topics(make_cluster)
     settings = agent_settings(

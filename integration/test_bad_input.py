@@ -21,10 +21,10 @@ import yaml
 from confluent_kafka import Producer
 from pydantic import ValidationError
 
+from rackplan.agent.core.logging import configure
 from rackplan.agent.follower import FollowerError, PlanFollower
-from rackplan.agent.logging import configure
 from rackplan.agent.protocol.registrations import registration_key
-from rackplan.agent.settings import Settings
+from rackplan.agent.settings.sections import Settings
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target
 from .e2e import RACKPLAN, CountedProducer, FollowerApp, Ledger, member_assignment, wait_until

@@ -47,7 +47,7 @@ def _topics(bootstrap: str) -> set[str]:
 
 
 # Two defects made followers stop reading after the broker outage, both fixed: each unfencing read of
-# the plan topic blocked the follower longer than the registration TTL (tests/agent/test_follower.py), and
+# the plan topic blocked the follower longer than the registration TTL (tests/agent/follower/test_follower.py), and
 # that read waited for the commit marker ending each plan transaction, an offset no reader is given
 # (integration/test_kafka_fencing.py::test_a_tail_that_already_read_a_transaction_reads_to_its_end_at_once).
 def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -> None:

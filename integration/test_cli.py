@@ -13,9 +13,9 @@ from pathlib import Path
 
 import yaml
 
-from rackplan.agent.embedded import EmbeddedCluster
-from rackplan.agent.kafka_io import read_back
-from rackplan.agent.logging import get_logger
+from rackplan.agent.core.logging import get_logger
+from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.kafka.read_back import read_back
 from rackplan.agent.protocol.plans import PlanRecord
 
 RACKPLAN = [sys.executable, "-c", "import sys; from rackplan.cli import main; sys.exit(main())"]

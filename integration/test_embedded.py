@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
-from rackplan.agent.embedded import EmbeddedCluster, EmbeddedClusterError, rack_names
+from rackplan.agent.kafka.embedded import EmbeddedCluster, EmbeddedClusterError, rack_names
 
 
 def test_brokers_report_their_racks(embedded_cluster: EmbeddedCluster) -> None:
@@ -78,8 +78,8 @@ def test_librdkafka_logs_go_through_structlog(make_cluster: Callable[..., Embedd
     import io
     import json
 
-    from rackplan.agent.kafka_io import Publisher
-    from rackplan.agent.logging import configure
+    from rackplan.agent.core.logging import configure
+    from rackplan.agent.kafka.publisher import Publisher
 
     buf = io.StringIO()
     configure("json", "debug", stream=buf)

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.logging import configure
+from rackplan.agent.core.logging import configure
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target
 from .e2e import CountedProducer, FollowerApp, Ledger, wait_until

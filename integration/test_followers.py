@@ -96,7 +96,7 @@ def test_followers_consume_exactly_where_the_plan_says(
 def test_decommission_hands_partitions_over_and_alerts(
     target: Target, run_agent: RunAgent, e2e_report: Any
 ) -> None:
-    from rackplan.agent.demo import WebhookReceiver
+    from rackplan.agent.demo.run import WebhookReceiver
 
     # rf 1: decommissioning moves whole partitions between racks (real Kafka: Kafka's reassignment tool)
     if target.kind == "kafka":  # one partition per broker: broker 3 (az-c) holds partition 2
@@ -145,7 +145,7 @@ def test_decommission_hands_partitions_over_and_alerts(
     assert final.state == "proposed" and final.generation == revoking.generation + 1
     assert final.handover == {"from_generation": revoking.generation, "timed_out": []}
     assert final.locality_after.cross_rack <= revoking.locality_before.cross_rack  # type: ignore[union-attr]
-    # Whether the change pages (agent/alerts.py): the live assignment under the new metadata is above the
+    # Whether the change pages (agent/alerts/rules.py): the live assignment under the new metadata is above the
     # threshold, or worse than both the old and the new plan by worsen_delta. On the embedded cluster the
     # decommission leaves az-c without replicas (it pages); on real Kafka az-c keeps one, and the live
     # assignment is already as local as any balanced plan (nothing to page about).

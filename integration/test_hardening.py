@@ -3,7 +3,7 @@ compacted poison record on real Kafka), a plan follower fed poison, and a publis
 later (the reason a generation is never reused after an uncertain delivery).
 
 The agent's decisions around these (skip and count, reserve a generation, refuse forged registrations,
-judge heartbeats by record time) are tested with fake clients in tests/agent/test_hardening.py.
+judge heartbeats by record time) are tested with fake clients in tests/agent/test_hostile_records.py.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from rackplan.agent.embedded import EmbeddedCluster
 from rackplan.agent.follower import PlanFollower
-from rackplan.agent.kafka_io import Publisher, PublishError
-from rackplan.agent.loop import topic_specs
+from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.kafka.exceptions import PublishError
+from rackplan.agent.kafka.publisher import Publisher
 from rackplan.agent.protocol.lease import Heartbeat
 from rackplan.agent.protocol.registrations import registration_key
+from rackplan.agent.runtime.loop import topic_specs
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target, agent_settings, range_group
 from .e2e import FollowerApp, Ledger, wait_until
@@ -171,8 +172,8 @@ def test_a_publish_that_times_out_is_uncertain_and_lands_later(
 ) -> None:
     """The premise of 'one generation, one content': a timed-out record stays queued and is delivered
     once the leader is back.  The publisher says so (DeliveryUncertain), and the agent then never plans
-    that generation with another content (tests/agent/test_hardening.py)."""
-    from rackplan.agent.kafka_io import DeliveryUncertain
+    that generation with another content (tests/agent/test_hostile_records.py)."""
+    from rackplan.agent.kafka.exceptions import DeliveryUncertain
 
     c = make_cluster()
     c.create_topic(PLANS, 1, 3)

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.kafka_io import Publisher, PublishError
+from rackplan.agent.kafka.exceptions import PublishError
+from rackplan.agent.kafka.publisher import Publisher
 
 from .conftest import RunningAgent, Target, range_group
 from .e2e import heartbeats

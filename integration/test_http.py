@@ -9,9 +9,9 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from rackplan.agent.demo import topic_creator
-from rackplan.agent.embedded import EmbeddedCluster
-from rackplan.agent.loop import Agent
+from rackplan.agent.demo.run import topic_creator
+from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.runtime.loop import Agent
 from tests import promtool
 
 from .conftest import RunningAgent, agent_settings, range_group
@@ -76,7 +76,7 @@ def test_not_ready_until_replayed_and_a_first_complete_snapshot(
         c.bootstrap_servers, [range_group("payments", ["orders"])], http={"port": 0}, metadata=metadata
     )
     agent = Agent(settings, create_missing_topics=topic_creator(c))
-    from rackplan.agent.http import AgentHttpServer
+    from rackplan.agent.runtime.http import AgentHttpServer
 
     server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0)
     server.start()

@@ -32,8 +32,8 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from integration.kafka import secured
-from rackplan.agent.loop import Agent
-from rackplan.agent.settings import Settings
+from rackplan.agent.runtime.loop import Agent
+from rackplan.agent.settings.sections import Settings
 
 from .conftest import FOLLOWER_SETTINGS, RunningAgent, agent_settings
 from .e2e import FollowerApp, Ledger, member_assignment, wait_until

@@ -1,7 +1,7 @@
 """Producer-epoch fencing of the plan publisher on real Kafka (issue 9, "Also").
 
 The agent publishes plan-topic records in transactions whose ``transactional.id`` is one per lease
-group and plan topic (:func:`rackplan.agent.kafka_io.transactional_id`).  When another agent of the same
+group and plan topic (:func:`rackplan.agent.kafka.publisher.transactional_id`).  When another agent of the same
 settings starts publishing, its InitProducerId bumps the producer epoch: the broker aborts the
 previous holder's open transaction and refuses its next send or commit.  Readers read the plan topic
 read_committed, so a deposed agent's records sent in the window between its last lease confirmation
@@ -9,7 +9,7 @@ and its publish never reach them.
 
 librdkafka's mock cluster accepts transactions but never fences (checked when this was written:
 a second producer of the same id leaves the first one publishing), so these run on real Kafka only, and
-the agent on the embedded cluster keeps its plain producer (agent/loop.py ``start``).
+the agent on the embedded cluster keeps its plain producer (agent/runtime/loop.py ``start``).
 """
 
 from __future__ import annotations
@@ -27,17 +27,11 @@ import pytest
 
 from integration.e2e import AgentProcess
 from integration.kafka.cluster import KafkaCluster
-from rackplan.agent.kafka_io import (
-    WRITER_HEADER,
-    ProducerFenced,
-    Publisher,
-    RawRecord,
-    TopicReadError,
-    TopicTail,
-    transactional_id,
-)
-from rackplan.agent.loop import AgentError
-from rackplan.agent.ports import PlanPublisher
+from rackplan.agent.core.errors import CannotRun
+from rackplan.agent.core.ports import PlanPublisher
+from rackplan.agent.kafka.exceptions import ProducerFenced, TopicReadError
+from rackplan.agent.kafka.publisher import WRITER_HEADER, Publisher, transactional_id
+from rackplan.agent.kafka.tail import RawRecord, TopicTail
 from rackplan.agent.protocol.plans import decode_record
 
 from .conftest import RunningAgent, Target, range_group
@@ -252,7 +246,7 @@ def nothing_late(
 
 
 def supervised_child(pid: int) -> int:
-    """The agent process under ``rackplan agent run``'s supervisor (agent/supervisor.py): the one to pause."""
+    """The agent process under ``rackplan agent run``'s supervisor (agent/runtime/supervisor.py): the one to pause."""
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     assert len(children) == 1, children
     return int(children[0])
@@ -364,7 +358,7 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
         release.set()
         a.thread.join(60)
         assert not a.thread.is_alive(), "A kept running after its publish was refused"
-        assert isinstance(a.error, AgentError), repr(a.error)
+        assert isinstance(a.error, CannotRun), repr(a.error)
         assert "publishes now" in str(a.error) and "exits" in str(a.error), str(a.error)
         assert a.agent.metrics.get("rackplan_publisher_fenced_total") == 1
         assert b.proc is not None and b.proc.poll() is None, "B keeps publishing"
@@ -383,7 +377,7 @@ def test_without_ha_a_stalled_agent_is_fenced_by_its_replacement_and_exits_2(
     finally:
         release.set()
         b.stop()
-        a.error = None  # its AgentError is this test's expected outcome, asserted above
+        a.error = None  # its CannotRun is this test's expected outcome, asserted above
 
 
 def test_a_tail_that_already_read_a_transaction_reads_to_its_end_at_once(real: Target) -> None:

@@ -3,7 +3,7 @@
 writes carries its MAC; the agent and its followers refuse one without it, whatever headers it copies.
 
 The decisions (what is refused, counted, logged; the bounds on counters) are tested with fake clients in
-tests/agent/test_forgery.py; this is the same through librdkafka and brokers.
+tests/agent/test_forged_records.py; this is the same through librdkafka and brokers.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from rackplan.agent.kafka_io import LEASE_GROUP_HEADER, WRITER_HEADER
+from rackplan.agent.kafka.publisher import LEASE_GROUP_HEADER, WRITER_HEADER
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target
 from .e2e import FollowerApp, Ledger, wait_until

@@ -21,8 +21,9 @@ import pytest
 from integration.e2e import AgentProcess
 from integration.kafka.apps import plan_member
 from integration.kafka.cluster import CLIENTS_JAR
-from rackplan.agent.kafka_io import TopicReadError, read_back
-from rackplan.agent.logging import get_logger
+from rackplan.agent.core.logging import get_logger
+from rackplan.agent.kafka.exceptions import TopicReadError
+from rackplan.agent.kafka.read_back import read_back
 from rackplan.agent.protocol.plans import PlanRecord
 
 from .conftest import Target
@@ -173,7 +174,7 @@ def test_java_group_loses_nothing_when_the_agent_and_then_a_member_are_killed(
 def _topics_exist(real: Target) -> bool:
     from confluent_kafka.admin import AdminClient
 
-    from rackplan.agent.admin_timeouts import admin_client_config
+    from rackplan.agent.kafka.timeouts import admin_client_config
 
     admin = AdminClient(admin_client_config({"bootstrap.servers": real.bootstrap}, 10))
     return set(real.control_topics.values()) <= set(admin.list_topics(timeout=10).topics)

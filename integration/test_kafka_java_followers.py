@@ -31,7 +31,7 @@ from confluent_kafka.admin import AdminClient
 
 from integration.kafka.apps import KAFKA_43_LIB, JavaApp, plan_member, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR, KafkaCluster
-from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
+from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.protocol.plans import PlanRecord, encode_value
 
 from .conftest import RunningAgent, Target

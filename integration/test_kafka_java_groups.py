@@ -22,7 +22,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from integration.kafka.apps import JavaApp, group_member
-from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
+from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from tests.kafka_oracle import session_oracle
 
 from .conftest import Target, rackplan_assign

@@ -22,8 +22,8 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from integration.kafka.apps import JavaApp, streams_instance
 from integration.kafka.cluster import CLIENTS_JAR
+from rackplan.agent.groups.registry import decode_registration
 from rackplan.agent.protocol.plans import PlanRecord
-from rackplan.agent.registry import decode_registration
 
 from .conftest import Target
 from .test_kafka_java_followers import RunAgent, process_id, wait_until

@@ -21,8 +21,8 @@ import pytest
 
 from integration.kafka.apps import JavaApp, plan_member
 from integration.kafka.cluster import CLIENTS_JAR
-from rackplan.agent.loop import CycleReport
-from rackplan.agent.membership import RealGroup
+from rackplan.agent.groups.membership import RealGroup
+from rackplan.agent.runtime.loop import CycleReport
 
 from .conftest import RunningAgent, Target
 from .test_kafka_java_followers import PLAN_BOUND_S, dump, live_assignment, plan_assignment, wait_until

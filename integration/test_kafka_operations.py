@@ -24,8 +24,8 @@ from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
 from integration.kafka.cluster import KafkaCluster
-from rackplan.agent.loop import CycleReport
 from rackplan.agent.protocol.plans import PlanRecord
+from rackplan.agent.runtime.loop import CycleReport
 
 from .conftest import RunningAgent, Target, merged, range_group
 
@@ -254,8 +254,8 @@ def test_an_agent_with_other_settings_refuses_to_overwrite_a_running_agent(
     """Agent A publishes for its group, without a lease (``ha.enabled: false``) or with the default one;
     agent B on the same topics with other settings (HA in another lease group, no groups) would tombstone
     A's plan and move epochs backwards: B refuses to start, exit 2, naming A."""
-    from rackplan.agent.kafka_io import read_back
-    from rackplan.agent.logging import get_logger
+    from rackplan.agent.core.logging import get_logger
+    from rackplan.agent.kafka.read_back import read_back
 
     topic = create(real, "fenced", [[1, 2], [2, 3], [3, 1]])
     group = range_group(real.name("fenced"), [topic])

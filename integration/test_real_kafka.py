@@ -9,9 +9,9 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.cimpl import NewTopic
 
-from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s
-from rackplan.agent.kafka_io import TopicSpec, ensure_topics
-from rackplan.agent.logging import get_logger
+from rackplan.agent.core.logging import get_logger
+from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s
+from rackplan.agent.kafka.topics import TopicSpec, ensure_topics
 
 
 def test_create_topics_makes_a_compacted_plan_topic(kafka_bootstrap: str) -> None:
@@ -43,10 +43,10 @@ def test_describe_groups_gives_real_members_and_mapped_racks(kafka_bootstrap: st
 
     from confluent_kafka import Consumer
 
-    from rackplan.agent.membership import GroupDescriber, member_racks
-    from rackplan.agent.metrics import Metrics
-    from rackplan.agent.registry import merge_registrations
-    from rackplan.agent.settings import MembershipSettings, RackRule, Settings
+    from rackplan.agent.groups.membership import GroupDescriber, member_racks
+    from rackplan.agent.groups.registry import merge_registrations
+    from rackplan.agent.metrics.registry import Metrics
+    from rackplan.agent.settings.sections import MembershipSettings, RackRule, Settings
 
     admin = AdminClient(admin_client_config({"bootstrap.servers": kafka_bootstrap}, 15))
     topic = f"_rackplan.test.{uuid.uuid4().hex[:8]}"

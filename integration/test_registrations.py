@@ -11,8 +11,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer
 
-from rackplan.agent.embedded import EmbeddedCluster
-from rackplan.agent.logging import configure
+from rackplan.agent.core.logging import configure
+from rackplan.agent.kafka.embedded import EmbeddedCluster
 from rackplan.agent.protocol.registrations import registration_key
 
 from .conftest import RunningAgent, agent_settings, range_group

@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.architecture import cycles, imports, modules, upward_imports
+from tests.architecture import (
+    AGENT_RANKS,
+    Module,
+    agent_unit,
+    cycles,
+    function_sizes,
+    imports,
+    module_sizes,
+    modules,
+    rank_violations,
+    ratchet,
+    report,
+    unit_cycles,
+    unranked_units,
+    upward_imports,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 KNOWN = modules(ROOT)
@@ -41,8 +57,6 @@ def test_no_import_cycles() -> None:
 
 
 def test_the_assignor_imports_no_kafka_client_no_io_framework() -> None:
-    import ast
-
     bad = []
     for m in KNOWN.values():
         if m.layer != "assignor":
@@ -74,3 +88,133 @@ def test_the_bare_folder_names_are_not_importable_as_packages() -> None:
         [sys.executable, "-c", "import agent"], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert r.returncode == 1 and "import rackplan.agent, not agent" in r.stderr, r.stderr
+
+
+def test_every_agent_unit_has_a_rank() -> None:
+    # A new sub-package (or top-level module) of the agent must say where it stands in AGENT_RANKS.
+    assert unranked_units(KNOWN, AGENT_RANKS) == []
+    assert not AGENT_RANKS.keys() - {u for n in KNOWN if (u := agent_unit(n)) is not None}, "stale rank"
+
+
+def test_no_agent_unit_imports_one_of_its_rank_or_above() -> None:
+    assert rank_violations(KNOWN, AGENT_RANKS) == []
+
+
+def test_no_cycles_between_agent_units() -> None:
+    assert unit_cycles(KNOWN) == []
+
+
+def test_the_rank_check_sees_an_upward_import_lazy_or_not() -> None:
+    # The rank check is only as good as its reading: a lazy import from a low unit into a higher one
+    # (settings -> runtime) and one between two units of the same rank (core <-> metrics) are both found.
+    def module(name: str, source: str) -> Module:
+        return Module(name, ROOT / (name.replace(".", "/") + ".py"), ast.parse(source), 1)
+
+    fake = {
+        **{n: KNOWN[n] for n in ("rackplan.agent.runtime.loop", "rackplan.agent.metrics.registry")},
+        "rackplan.agent.settings.x": module(
+            "rackplan.agent.settings.x", "def f():\n    from ..runtime import loop\n"
+        ),
+        "rackplan.agent.core.y": module(
+            "rackplan.agent.core.y", "from rackplan.agent.metrics.registry import M\n"
+        ),
+    }
+    assert rank_violations(fake, AGENT_RANKS) == [
+        ("rackplan.agent.core.y", "rackplan.agent.metrics.registry"),
+        ("rackplan.agent.settings.x", "rackplan.agent.runtime.loop"),
+    ]
+    assert unit_cycles(fake) == []
+
+
+def test_the_docs_rank_table_is_agent_ranks() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("## The agent's sub-packages, by rank", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| `")]
+    table = {
+        cells[1].strip().strip("`").removesuffix("/").removesuffix(".py"): int(cells[-2]) for cells in rows
+    }
+    assert table == AGENT_RANKS
+
+
+# ---- the size ratchet: no new module over 500 lines, no new function over 60 ------------------------------
+
+MODULE_LIMIT = 500
+FUNCTION_LIMIT = 60
+
+#: Today's offenders, with their size: each may shrink, never grow, and must be taken off once within the
+#: limit (the test says so), so these lists only get shorter.
+LONG_MODULES: dict[str, int] = {
+    "rackplan.agent.settings.sections": 557,
+    "rackplan.agent.testing": 509,
+    "rackplan.assignor.consumer.sticky": 529,
+    "rackplan.assignor.parse": 566,
+    "rackplan.assignor.streams.rack": 517,
+    "rackplan.fleet.job": 795,
+    "rackplan.fleet.units": 672,
+}
+LONG_FUNCTIONS: dict[str, int] = {
+    "rackplan.agent.alerts.rules:AlertState.evaluate": 87,
+    "rackplan.agent.cycle.plan_step:plan_group": 81,
+    "rackplan.agent.demo.run:demo_settings": 65,
+    "rackplan.agent.demo.run:run_demo": 115,
+    "rackplan.agent.kafka.publisher:Publisher._publish_on": 63,
+    "rackplan.agent.protocol.registrations:decode_registration": 82,
+    "rackplan.agent.runtime.http:AgentHttpServer._connection": 66,
+    "rackplan.agent.runtime.startup_retry:retry_startup": 64,
+    "rackplan.assignor.consumer.rack_optimal.balanced:_optimise": 112,
+    "rackplan.assignor.consumer.rack_optimal.bytes_objective:assign_bytes": 122,
+    "rackplan.assignor.consumer.rack_optimal.load_balance:balance_by_load": 122,
+    "rackplan.assignor.consumer.rack_optimal.milp:solve": 105,
+    "rackplan.assignor.consumer.rack_optimal:_classify": 78,
+    "rackplan.assignor.consumer.rack_optimal:_keep_most": 75,
+    "rackplan.assignor.consumer.sticky.constrained:assign_constrained": 114,
+    "rackplan.assignor.consumer.sticky.general_flow:place": 167,
+    "rackplan.assignor.consumer.sticky:_settle_general": 159,
+    "rackplan.assignor.flow:_blocking_flows": 70,
+    "rackplan.assignor.parse:parse_consumer_group": 61,
+    "rackplan.assignor.streams.rack:_solve_pooled": 84,
+    "rackplan.assignor.streams.standby:_swap_between": 77,
+    "rackplan.assignor.streams.standby:optimise_standbys": 78,
+    "rackplan.assignor.streams.standby_flow:_build": 93,
+    "rackplan.assignor.streams.standby_milp:place": 72,
+    "rackplan.assignor.streams.tasks:build_model": 77,
+    "rackplan.fleet.job:run_fleet": 105,
+    "rackplan.fleet.report:render": 64,
+    "rackplan.fleet.synthetic:cluster_document": 77,
+}
+
+
+def test_no_module_grows_past_500_lines_unless_listed_and_shrinking() -> None:
+    assert ratchet(module_sizes(KNOWN), LONG_MODULES, MODULE_LIMIT) == []
+
+
+def test_no_function_grows_past_60_lines_unless_listed_and_shrinking() -> None:
+    assert ratchet(function_sizes(KNOWN), LONG_FUNCTIONS, FUNCTION_LIMIT) == []
+
+
+def test_the_ratchet_refuses_a_new_offender_growth_and_a_stale_entry() -> None:
+    sizes = {"new": 61, "grew": 90, "shrank": 70, "fixed": 40}
+    allowed = {"grew": 80, "shrank": 75, "fixed": 65, "gone": 100}
+    assert ratchet(sizes, allowed, 60) == [
+        "grew: 90 lines, grew past its allowed 80",
+        "new: 61 lines, over 60",
+        "fixed: 40, within 60: take it off the list",
+        "gone: gone, within 60: take it off the list",
+    ]
+
+
+def test_function_sizes_name_methods_and_nested_functions_apart() -> None:
+    tree = ast.parse("class A:\n    def f(self):\n        pass\n\n\ndef f():\n    def g():\n        pass\n")
+    sizes = function_sizes({"m": Module("m", ROOT / "m.py", tree, 8)})
+    assert sizes == {"m:A.f": 2, "m:f": 3, "m:f.g": 2}
+
+
+# ---- the numbers docs/architecture.md prints are the measure's ----------------------------------------------
+
+
+def test_the_docs_numbers_are_what_python_m_tests_architecture_prints() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    marker = "```text\n$ python -m tests.architecture\n"
+    assert marker in text, "docs/architecture.md quotes the command's output"
+    quoted = text.split(marker, 1)[1].split("```", 1)[0]
+    assert quoted == report(ROOT) + "\n", "paste the output of: python -m tests.architecture"

@@ -71,7 +71,7 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
         names = set(zf.namelist())
     # One import name: no generic top-level packages (agent, assignor) claimed in site-packages.
     assert {t for t in tops if not t.endswith(".dist-info")} == {"rackplan"}, tops
-    assert {"rackplan/agent/loop.py", "rackplan/assignor/cli.py", "rackplan/fleet/job.py"} <= names
+    assert {"rackplan/agent/runtime/loop.py", "rackplan/assignor/cli.py", "rackplan/fleet/job.py"} <= names
     schema_files = sorted(p.name for p in (ROOT / "agent" / "protocol" / "schemas").glob("*.json"))
     assert len(schema_files) == 4, schema_files
     assert {f"rackplan/agent/protocol/schemas/{n}" for n in schema_files} <= names, sorted(names)
@@ -161,7 +161,7 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
 def test_the_container_listens_on_every_interface_and_the_default_stays_loopback(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from rackplan.agent.settings import Settings
+    from rackplan.agent.settings.sections import Settings
 
     for k in list(os.environ):
         if k.startswith("RACKPLAN_"):

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from rackplan.agent import webhook
-from rackplan.agent.metrics import METRICS, Metrics
+from rackplan.agent.alerts import webhook
+from rackplan.agent.metrics.registry import METRICS, Metrics
 from tests import go_tools, promtool
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -57,9 +57,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..kafka_io import TopicTail
-from ..logging import get_logger, with_kafka_logger
-from ..ports import (
+from ..core.logging import get_logger, with_kafka_logger
+from ..core.ports import (
     Clock,
     ConsumerFactory,
     ControlTail,
@@ -69,10 +68,12 @@ from ..ports import (
     ProducerFactory,
     TailFactory,
 )
+from ..kafka.errors import COMMIT_FENCED as FENCED  # public name: the commit errors that fence a follower
+from ..kafka.tail import TopicTail
 from .cycle import FollowerCycle
 from .handover import PLAN, SUBSCRIPTION, WAITING
 from .intake import ControlIntake
-from .partitions import FENCED, Partitions
+from .partitions import Partitions
 from .registration import Registrar
 from .settings import FollowerError, PlanFollowerSettings, checked_settings, client_config, identity
 

@@ -17,13 +17,14 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping, Sequence
 
-from ..ports import Clock, Logger, Monotonic, TopicPart
+from ..core.ports import Clock, Logger, Monotonic, TopicPart
+from ..kafka.errors import commit_fenced
 from ..protocol.plans import PlanRecord
 from ..protocol.registrations import FollowerStatus
 from .fallback import fallback_due, registration_stale, should_rejoin
 from .handover import PLAN, SUBSCRIPTION, WAITING, handover, missing, retry_take_after
 from .intake import ControlIntake
-from .partitions import FENCED, Partitions
+from .partitions import Partitions
 from .registration import Registrar
 from .settings import PlanFollowerSettings
 
@@ -189,7 +190,7 @@ class FollowerCycle:
         if commit:
             following_group = self.mode == SUBSCRIPTION
             err = self.commit_positions(parts)
-            if err in FENCED:
+            if commit_fenced(err):
                 if following_group:  # commit_positions fences only a follower of plans
                     self._fence(err)
                 return False  # fenced once, by commit_positions or just above
@@ -206,7 +207,7 @@ class FollowerCycle:
     def commit_positions(self, parts: list[TP]) -> str:
         """Commit what was read of ``parts``; a refused plain commit fences the follower."""
         err = self._parts.commit_positions(parts)
-        if err in FENCED and self.mode != SUBSCRIPTION:
+        if commit_fenced(err) and self.mode != SUBSCRIPTION:
             self._fence(err)
         elif err:
             self.stats["commits_failed"] += 1

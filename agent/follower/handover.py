@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..ports import TopicPart
+from ..core.ports import TopicPart
 
 #: where the follower is: no plan to follow yet / reading what a plan gives it / in group subscription
 WAITING, PLAN, SUBSCRIPTION = "waiting", "plan", "subscription"

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kafka_io import TopicReadError
-from ..ports import Clock, ControlTail, Logger, Monotonic, TailFactory, TopicPart
+from ..core.ports import Clock, ControlTail, Logger, Monotonic, TailFactory, TopicPart
+from ..kafka.exceptions import TopicReadError
 from ..protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
 from ..protocol.mac import check_mac, mac_of
 from ..protocol.plans import CONSUMER, PlanDecodeError, PlanRecord, decode_record

@@ -16,12 +16,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kafka_errors import error_name
-from ..metadata_refresh import with_metadata_refresh
-from ..ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, Monotonic, TopicPart
+from ..core.ports import ConsumerFactory, FollowerConsumer, KafkaMessage, Logger, Monotonic, TopicPart
+from ..kafka.errors import commit_fenced, error_name
+from ..kafka.metadata_refresh import with_metadata_refresh
 
-#: commit errors meaning the group has members using group subscription (or we lost our membership)
-FENCED = frozenset({"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID"})
 #: ``auto.offset.reset`` values that start a partition without a committed offset at its beginning
 _FROM_START = ("earliest", "smallest", "beginning")
 
@@ -171,7 +169,7 @@ class Partitions:
             self.log.info("committed offsets unknown; taking the partitions later", error=error_name(e))
             return False
         err = self.commit(starts)
-        if err in FENCED:
+        if commit_fenced(err):
             self.stats["take_refused"] += 1
             self.log.warning(
                 "group has members using group subscription; not reading plan partitions yet",

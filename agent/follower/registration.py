@@ -15,18 +15,14 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kafka_errors import error_name
-from ..ports import Clock, FollowerProducer, Logger, ProducerFactory
+from ..core.ports import Clock, FollowerProducer, Logger, ProducerFactory
+from ..kafka.errors import error_name, unknown_topic, unusable_producer, write_refused
 from ..protocol.registrations import FollowerStatus, consumer_registration
 from .settings import Identity, PlanFollowerSettings
 
-#: registration errors that are the brokers' answer (this principal may not write), not silence
-REFUSED = frozenset({"TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"})
-#: the producer believes the registrations topic is gone (librdkafka keeps believing it until its next
-#: metadata refresh, see rackplan.agent.metadata_refresh): a new producer, with fresh metadata, at the next
-#: refresh
-STALE_TOPIC = frozenset({"_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART"})
-#: how soon such a producer is replaced (not at every poll: the topic may really be gone)
+#: how soon a producer that believes the registrations topic is gone (librdkafka keeps believing it until
+#: its next metadata refresh) is replaced by one with fresh metadata (not at every poll: the topic may
+#: really be gone)
 RENEW_AFTER_MS = 1_000
 
 
@@ -101,13 +97,12 @@ class Registrar:
         """A registration not delivered; the brokers' refusal (ACLs) is remembered as an answer."""
         self.stats["registrations_failed"] += 1
         name = error_name(err)
-        fatal = getattr(err, "fatal", None)
-        if name == "_FATAL" or (callable(fatal) and fatal()):
+        if unusable_producer(err):
             self.broken = True  # librdkafka: a fatal producer cannot be used again
-        if name in STALE_TOPIC and not self.broken:
+        if unknown_topic(name) and not self.broken:
             self.broken = True
             self.renew_at_ms = self._now_ms() + RENEW_AFTER_MS
-        if name not in REFUSED:
+        if not write_refused(name):  # the brokers' answer (no Write right), not silence
             return
         self.stats["registrations_refused"] += 1
         self.refused_ms = max(self.refused_ms, made_ms)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..ports import TopicPart
+from ..core.ports import TopicPart
 from ..protocol.registrations import FollowerStatus
 
 

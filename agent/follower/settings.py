@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..metadata_refresh import with_metadata_refresh
+from ..core.errors import AgentError
+from ..kafka.metadata_refresh import with_metadata_refresh
 from ..protocol.plans import CONSUMER, plan_key
 from ..protocol.registrations import read_secret_file
 
@@ -37,7 +38,7 @@ _CONSUMER_ONLY = (
 )
 
 
-class FollowerError(ValueError):
+class FollowerError(AgentError, ValueError):
     """The follower cannot be made as configured; the message names the setting."""
 
 
@@ -138,7 +139,7 @@ def identity(
 
 def client_config(config: Mapping[str, Any]) -> dict[str, Any]:
     """The connection part of the application's config, for the follower's own clients (producer, tail),
-    which recover quickly from a topic wrongly reported missing (:mod:`rackplan.agent.metadata_refresh`)."""
+    which recover quickly from a topic wrongly reported missing (:mod:`rackplan.agent.kafka.metadata_refresh`)."""
     return with_metadata_refresh(
         {
             k: v

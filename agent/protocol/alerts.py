@@ -1,7 +1,7 @@
 """Locality alert events: the records of the alerts topic (docs/alert-schema.json), and the webhook's body.
 
-The state machine that makes the events is :mod:`rackplan.agent.alerts`; the
-Alertmanager alerts built from them, :func:`rackplan.agent.webhook.alertmanager_alert`.
+The state machine that makes the events is :mod:`rackplan.agent.alerts.rules`; the
+Alertmanager alerts built from them, :func:`rackplan.agent.alerts.webhook.alertmanager_alert`.
 Schemas: :class:`rackplan.agent.protocol.models.AlertValue`,
 :data:`rackplan.agent.protocol.models.WebhookBody`.
 """

@@ -1,6 +1,6 @@
 """The leader's heartbeat on the lease topic: key ``leader``, a JSON value (docs/lease-schema.json).
 
-The publishing agent writes one every cycle (:mod:`rackplan.agent.lease` holds
+The publishing agent writes one every cycle (:mod:`rackplan.agent.ha.lease` holds
 the lease itself); plan followers read it to tell a live agent from a gone
 one.  Schema: :class:`rackplan.agent.protocol.models.HeartbeatValue`.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..core.errors import AgentError
 from .records import MAX_HEARTBEAT_BYTES, RecordError, load_record, safe_int
 
 LEASE_SCHEMA = 1
@@ -18,7 +19,7 @@ HEARTBEAT_KEY = b"leader"
 MAX_INTERVAL_S = 3600.0
 
 
-class HeartbeatError(ValueError):
+class HeartbeatError(AgentError, ValueError):
     """A record on the lease topic that is not a heartbeat; ``reason`` is a metric label."""
 
     def __init__(self, detail: str, reason: str = "invalid") -> None:

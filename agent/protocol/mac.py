@@ -14,9 +14,9 @@ MAC.  Readers that hold the secret refuse a record without a valid one
 (reason ``unsigned`` / ``bad_signature``).  Without a secret nothing is
 signed nor checked: the records are unauthenticated (docs/security.md).
 
-Pure: the producer (:class:`rackplan.agent.kafka_io.Publisher`) adds the
+Pure: the producer (:class:`rackplan.agent.kafka.publisher.Publisher`) adds the
 header, every reader calls :func:`check_mac`.  The Java client implements the
-same rule (``dev.rackplan.kafka.RecordMac``); tests/agent/test_mac.py pins a
+same rule (``dev.rackplan.kafka.RecordMac``); tests/agent/test_forged_records.py pins a
 known answer both sides share.
 """
 

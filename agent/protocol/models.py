@@ -416,7 +416,7 @@ class AlertValue(_Value):
 
 
 class PostableAlert(_Value):
-    """One alert of Alertmanager's API v2 ``postableAlerts``, as :func:`rackplan.agent.webhook.alertmanager_alert` makes it."""
+    """One alert of Alertmanager's API v2 ``postableAlerts``, as :func:`rackplan.agent.alerts.webhook.alertmanager_alert` makes it."""
 
     labels: dict[str, str]
     annotations: dict[str, str]

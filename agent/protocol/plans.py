@@ -1,7 +1,7 @@
 """Plan records on the plan topic: keys and values.
 
-Pure encoding; the Kafka I/O is in :mod:`rackplan.agent.kafka_io`, the
-generation bookkeeping (``PlanBook``) in :mod:`rackplan.agent.plans`.  A value is the
+Pure encoding; the Kafka I/O is in :mod:`rackplan.agent.kafka`, the
+generation bookkeeping (``PlanBook``) in :mod:`rackplan.agent.state.plan_book`.  A value is the
 contract's output document (``consumer_group`` or ``streams_app`` plus
 ``stats``) with the fields of "The agent's interfaces" around it; the JSON
 Schema (generated from :class:`rackplan.agent.protocol.models.PlanValue`) is
@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import AgentError
 from .records import MAX_PLAN_BYTES, RecordError, load_record, safe_int
 
 SCHEMA_VERSION = 1
@@ -25,12 +26,12 @@ CONSUMER = "consumer"
 STREAMS = "streams"
 #: the plan to follow (every plan of a group without followers; the second phase of a handover)
 STATE_PROPOSED = "proposed"
-#: first phase of a two-phase handover: moving partitions are only revoked (see agent/handover.py)
+#: first phase of a two-phase handover: moving partitions are only revoked (see agent/planning/handover.py)
 STATE_REVOKING = "revoking"
 _BODY = {CONSUMER: "consumer_group", STREAMS: "streams_app"}
 
 
-class PlanDecodeError(ValueError):
+class PlanDecodeError(AgentError, ValueError):
     """A record on the plan topic that is not a plan this agent can read.
 
     ``reason`` is one of :data:`rackplan.agent.protocol.records.REASONS` (a metric label).
@@ -41,21 +42,51 @@ class PlanDecodeError(ValueError):
         self.reason = reason
 
 
+@dataclass(frozen=True, slots=True)
+class PlanKey:
+    """A plan key, ``kind/name``: ``consumer/<group_id>`` or ``streams/<application_id>``.
+
+    The one place a key is taken apart or put together.  :meth:`parse` is for
+    keys read from a topic (strict: a bad one is a skipped record);
+    :meth:`split` for keys the agent made itself and only labels or matches on
+    (metrics, alerts, ``/v1/groups``), where a key of an unknown kind must still
+    be shown as it is rather than raise.
+    """
+
+    kind: str
+    name: str
+
+    @classmethod
+    def parse(cls, key: str) -> PlanKey:
+        """Strict: :class:`PlanDecodeError` (reason ``bad_key``) unless the kind is known and the name not empty."""
+        k = cls.split(key)
+        if "/" not in key or k.kind not in _BODY or not k.name:
+            raise PlanDecodeError(
+                f"bad plan key {key[:200]!r}: expected consumer/<group> or streams/<app>", "bad_key"
+            )
+        return k
+
+    @classmethod
+    def split(cls, key: str) -> PlanKey:
+        """Lenient: the text before the first slash and the rest (a key without one: all kind, no name)."""
+        kind, _, name = key.partition("/")
+        return cls(kind, name)
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.name}"
+
+
 def plan_key(kind: str, name: str) -> str:
     """``consumer/<group_id>`` or ``streams/<application_id>``."""
     if kind not in _BODY:
         raise ValueError(f"unknown plan kind {kind!r}")
-    return f"{kind}/{name}"
+    return str(PlanKey(kind, name))
 
 
 def split_key(key: str) -> tuple[str, str]:
     """``(kind, name)`` of a plan key; :class:`PlanDecodeError` (reason ``bad_key``) when it is none."""
-    kind, sep, name = key.partition("/")
-    if not sep or kind not in _BODY or not name:
-        raise PlanDecodeError(
-            f"bad plan key {key[:200]!r}: expected consumer/<group> or streams/<app>", "bad_key"
-        )
-    return kind, name
+    k = PlanKey.parse(key)
+    return k.kind, k.name
 
 
 def utc_now_iso(now: float) -> str:

@@ -25,6 +25,8 @@ import json
 import re
 from typing import Any
 
+from ..core.errors import AgentError
+
 #: deepest nesting of arrays/objects a control record may have (real records need 5)
 MAX_DEPTH = 64
 #: 2**53 - 1: integers above it lose precision in float64 JSON readers
@@ -56,7 +58,7 @@ _BRACKETS_ONLY = bytes(b for b in range(256) if b not in b"[]{}")
 _INNERMOST = re.compile(rb"\[\]|\{\}")
 
 
-class RecordError(ValueError):
+class RecordError(AgentError, ValueError):
     """A record that is not what its topic holds; ``reason`` is one of :data:`REASONS`."""
 
     def __init__(self, reason: str, detail: str) -> None:

@@ -9,7 +9,7 @@ value may be signed with a shared secret (:func:`sign_registration`).
 
 Writers (:class:`rackplan.agent.follower.PlanFollower`, the Java client) and the
 agent's reader share this module; what the agent does with the entries (the
-store, the merge with the settings file) is :mod:`rackplan.agent.registry`.
+store, the merge with the settings file) is :mod:`rackplan.agent.groups.registry`.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def decode_registration(
     ``check(kind, spec, key)`` judges the record as the contract's
     ``consumer_group`` / ``streams_app`` object (``spec``, with this record's
     member or client as the only one) and raises ``ValueError`` naming the
-    field; :func:`rackplan.agent.registry.decode_registration` passes the
+    field; :func:`rackplan.agent.groups.registry.decode_registration` passes the
     settings' checks.  It is a parameter so that writers (plan followers) need
     not load the parsers.  ``record_ts_ms`` is the record's broker timestamp.  With a ``secret``, a
     value must carry a valid :data:`SIGNATURE_FIELD` and a ``timestamp_ms`` not

@@ -1,6 +1,6 @@
 """Child processes of the suite (brokers, Java apps) that die with it, whichever thread starts them.
 
-Each child gets ``PR_SET_PDEATHSIG`` (:func:`rackplan.agent.supervisor.die_with_parent`), so a
+Each child gets ``PR_SET_PDEATHSIG`` (:func:`rackplan.agent.runtime.supervisor.die_with_parent`), so a
 suite that crashed leaves no JVM behind.  But Linux sends that signal when the *thread* that
 forked the child exits, not the process: a broker restarted from a test's short-lived thread
 (``KafkaCluster.restart`` in a ``threading.Thread``) was SIGKILLed as soon as that thread
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any, cast
 
-from rackplan.agent.supervisor import die_with_parent
+from rackplan.agent.runtime.supervisor import die_with_parent
 
 _Request = tuple[Sequence[str], dict[str, Any], "Future[subprocess.Popen[bytes]]"]
 

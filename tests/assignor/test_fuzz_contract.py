@@ -308,7 +308,7 @@ def test_empty_client_rack_is_no_rack_for_streams() -> None:
 
 
 def test_agent_locality_judge_treats_empty_rack_as_none() -> None:
-    from rackplan.agent.planner import LocalityJudge
+    from rackplan.agent.planning.planner import LocalityJudge
     from rackplan.assignor.model import Cluster
 
     cluster = Cluster(broker_racks={1: "az-a", 2: "az-b"}, topics={"t": ((1,), (2,))})
@@ -438,7 +438,7 @@ def test_errors_are_one_line_whatever_the_keys(where: str) -> None:
 
 
 def test_agent_registration_errors_are_one_line() -> None:
-    from rackplan.agent.settings import check_streams_app
+    from rackplan.agent.settings.contract_checks import check_streams_app
 
     spec = streams_doc()["streams_app"]
     spec["clients"][0]["task_lags"] = {INJECT: "x"}

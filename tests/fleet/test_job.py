@@ -257,7 +257,7 @@ def test_parquet_snapshots_with_the_documents_fields_as_columns(spark: Any, tmp_
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
-    from rackplan.agent.archive import parse_snapshot
+    from rackplan.agent.cluster.archive import parse_snapshot
     from rackplan.fleet.documents import read_local
     from rackplan.fleet.job import read_documents
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from rackplan.agent.archive import ClusterState
+from rackplan.agent.cluster.archive import ClusterState
 from rackplan.fleet import scenarios as sc
 from rackplan.fleet.scenarios import CONSUMER, STREAMS, NotApplicable, Unit, apply, parse_scenarios
 from tests.strategies import clusters

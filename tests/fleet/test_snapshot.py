@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rackplan.agent.archive import (
+from rackplan.agent.cluster.archive import (
     ClusterState,
     SnapshotError,
     append_archive,
@@ -120,13 +120,13 @@ def test_synthetic_documents_are_valid_and_deterministic() -> None:
 def test_capture_from_an_embedded_cluster(tmp_path: Path) -> None:
     """``rackplan snapshot`` reads the cluster with the agent's metadata reader."""
     embedded = pytest.importorskip(
-        "rackplan.agent.embedded", reason="the embedded cluster needs confluent-kafka"
+        "rackplan.agent.kafka.embedded", reason="the embedded cluster needs confluent-kafka"
     )
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient
 
-    from rackplan.agent.archive import end_offsets
-    from rackplan.agent.settings import Settings
+    from rackplan.agent.cluster.archive import end_offsets
+    from rackplan.agent.settings.sections import Settings
     from rackplan.fleet.commands import capture
 
     try:
@@ -167,12 +167,12 @@ def test_capture_from_an_embedded_cluster(tmp_path: Path) -> None:
 def test_capture_with_plans_owns_the_last_published_assignment() -> None:
     """``--with-plans``: members own what the agent's last plan on the plan topic gave them."""
     embedded = pytest.importorskip(
-        "rackplan.agent.embedded", reason="the embedded cluster needs confluent-kafka"
+        "rackplan.agent.kafka.embedded", reason="the embedded cluster needs confluent-kafka"
     )
     from confluent_kafka import Producer
 
     from rackplan.agent.protocol.plans import Locality, PlanRecord, encode_value
-    from rackplan.agent.settings import Settings
+    from rackplan.agent.settings.sections import Settings
     from rackplan.fleet.commands import capture
 
     try:

@@ -1,0 +1,472 @@
+"""Locality alerts to Alertmanager's API v2 (``POST /api/v2/alerts``), off the poll loop.
+
+Format: the body is a JSON array of *postable alerts*, as Alertmanager's
+OpenAPI ``postableAlerts`` defines them (labels, annotations, startsAt,
+endsAt, generatorURL).  Alertmanager identifies an alert by its labels
+(``alertname``, ``kind``, ``group`` plus the configured extra labels), so the
+firing and the resolved alert of a group carry the same labels:
+
+- firing: ``startsAt`` = when it fired, ``endsAt`` = now + 4 × the resend
+  interval.  Alertmanager expects clients to send active alerts again and
+  again; a firing alert is re-sent every ``resend_interval_s`` while it
+  fires, so it stays active only as long as the agent keeps saying so.
+- resolved: the same labels with ``endsAt`` = when it resolved.
+
+Every alert carries a ``severity`` label and a ``runbook_url`` annotation;
+``generatorURL`` is the group's own ``/v1/groups/<kind>/<name>`` view.  An
+*unfixable* report is sent once and never re-sent (it expires at ``endsAt``).
+
+Transport: redirects are never followed (a 3xx is a failed delivery, not
+retried: urllib would turn the POST into a GET and send ``Authorization`` to
+wherever the answer points); ``user:password@`` in the URL becomes a Basic
+``Authorization`` header; ``https://`` uses ``webhook.tls``.
+
+Delivery never blocks the poll loop: :meth:`WebhookNotifier.notify` only
+queues a batch; one worker thread posts it with a per-request timeout,
+retrying connection errors, timeouts, 408, 429 and 5xx with bounded
+exponential backoff and jitter.  Other 4xx answers are not retried.  A batch
+given up on (or dropped because the queue is full) is counted in
+``rackplan_webhook_failures_total{reason}``; every request in
+``rackplan_webhook_attempts_total{result}``.  Header values are secrets: the
+settings refuse one HTTP cannot carry (CR, LF), a header file is checked at
+every delivery, and no failure is logged with an exception's message or
+traceback that could quote one (:mod:`rackplan.agent.settings.headers`).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import datetime as dt
+import http.client
+import random
+import socket
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..cluster.metadata import jittered_delays
+from ..core.errors import AgentError
+from ..core.redact import redact_url
+from ..metrics import declared as metric
+from ..metrics.registry import Metrics
+from ..protocol.alerts import (
+    ALERTNAME,
+    FIRING,
+    RESOLVED,
+    UNFIXABLE,
+    UNFIXABLE_ALERTNAME,
+    AlertEvent,
+    encode_webhook_body,
+)
+from ..protocol.plans import split_key
+from ..settings.headers import HeaderValueError, read_header_file
+from ..settings.sections import HttpSettings, WebhookSettings
+
+__all__ = ["ALERTNAME", "UNFIXABLE_ALERTNAME", "WebhookNotifier", "alertmanager_alert", "rfc3339"]
+_KIND_TITLES = {"consumer": "consumer group", "streams": "Streams app"}
+
+#: why a batch is dropped before or around its requests (the requests' own reasons: :func:`_attempt`)
+BATCH_FAILURE_REASONS = ("queue_full", "header_file", "header_value", "internal")
+
+#: what a post returns: the HTTP status; raising means no answer (timeout, connection)
+Post = Callable[[str, bytes, Mapping[str, str], float], int]
+
+
+class WebhookError(AgentError):
+    """One failed attempt; ``reason`` is the metric label, ``retry`` whether trying again can help."""
+
+    def __init__(self, reason: str, detail: str, retry: bool) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.retry = retry
+
+
+class HeaderFileError(AgentError):
+    """A header file whose content cannot be sent; ``problem`` names why, never the value."""
+
+    def __init__(self, header: str, path: Path, problem: str) -> None:
+        super().__init__(f"{header}: {problem}")
+        self.header = header
+        self.path = path
+        self.problem = problem
+
+
+def _where(e: BaseException) -> str:
+    """``file.py:123 in function`` of the innermost frame: where a bug is, without its message."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "?"
+    code = tb.tb_frame.f_code
+    return f"{Path(code.co_filename).name}:{tb.tb_lineno} in {code.co_name}"
+
+
+def rfc3339(ts: float) -> str:
+    """UTC with millisecond precision, as Alertmanager prints its own times."""
+    t = dt.datetime.fromtimestamp(ts, tz=dt.UTC)
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _pct(f: float | None) -> str:
+    return "-" if f is None else f"{f:.1%}"
+
+
+def group_view_url(agent_url: str, key: str) -> str:
+    """The agent's ``/v1`` view of one group: where an alert's ``generatorURL`` points."""
+    kind, name = split_key(key)
+    return f"{agent_url.rstrip('/')}/v1/groups/{urllib.parse.quote(kind, safe='')}/{urllib.parse.quote(name, safe='')}"
+
+
+def default_agent_url(http: HttpSettings) -> str:
+    """The agent's own HTTP address; a wildcard bind address is replaced by this host's name."""
+    host = http.host
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.getfqdn()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{http.port}"
+
+
+def with_cluster_label(settings: WebhookSettings, cluster: str | None) -> WebhookSettings:
+    """The webhook settings with ``cluster=<cluster_name>`` among the extra labels.
+
+    Alertmanager routes and silences by label; the agent's own metrics carry
+    ``cluster`` once ``cluster_name`` is set, so its alerts do too.  A
+    ``cluster`` label set explicitly in ``webhook.labels`` wins.
+    """
+    if not cluster or "cluster" in settings.labels:
+        return settings
+    return settings.model_copy(update={"labels": {**settings.labels, "cluster": cluster}})
+
+
+def alertmanager_alert(
+    event: AlertEvent,
+    settings: WebhookSettings,
+    now: float,
+    firing_ttl_s: float,
+    agent_url: str | None = None,
+) -> dict[str, Any]:
+    """One postable alert (Alertmanager API v2) for a firing, resolved or unfixable event.
+
+    ``generatorURL`` is the group's ``/v1/groups/<kind>/<name>`` view at
+    ``webhook.agent_url``; else the static ``webhook.generator_url``; else the
+    view at ``agent_url`` (the agent's own HTTP address).
+    """
+    labels = {
+        **settings.labels,
+        "alertname": event.alertname,
+        "kind": event.kind,
+        "group": event.name,
+        "severity": event.severity,
+    }
+    what = f"{_KIND_TITLES.get(event.kind, event.kind)} {event.name}"
+    if event.status == UNFIXABLE:
+        summary = (
+            f"{what}: even its best plan reads {_pct(event.planned)} of partitions cross-rack "
+            f"(threshold {_pct(event.threshold)}, now {_pct(event.current)}); "
+            "no assignment fixes it, replica placement or member racks must change"
+        )
+    else:
+        summary = (
+            f"{what}: {_pct(event.current)} of partitions read cross-rack "
+            f"(threshold {_pct(event.threshold)}, before {_pct(event.previous)})"
+        )
+    annotations = {
+        "summary": summary,
+        "description": event.reason,
+        "cross_rack_fraction_before": f"{event.previous:.6f}",
+        "cross_rack_fraction_now": f"{event.current:.6f}",
+        "threshold": f"{event.threshold:.6f}",
+    }
+    if event.runbook_url:
+        annotations["runbook_url"] = event.runbook_url
+    if event.planned is not None:
+        annotations["cross_rack_fraction_planned"] = f"{event.planned:.6f}"
+    alert: dict[str, Any] = {
+        "labels": dict(sorted(labels.items())),
+        "annotations": dict(sorted(annotations.items())),
+        "startsAt": rfc3339(event.started_at),
+        "endsAt": rfc3339(event.at if event.status == RESOLVED else now + firing_ttl_s),
+    }
+    if settings.agent_url:
+        alert["generatorURL"] = group_view_url(settings.agent_url, event.key)
+    elif settings.generator_url:  # a static link, as before webhook.agent_url existed
+        alert["generatorURL"] = settings.generator_url
+    elif agent_url:
+        alert["generatorURL"] = group_view_url(agent_url, event.key)
+    return alert
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Alerts never follow a redirect: urllib would turn the POST into a GET, drop the body and
+    send our headers (Authorization) to wherever the answer points.  The 3xx is the answer."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def urllib_poster(settings: WebhookSettings) -> Post:
+    """POST with the standard library: no redirects, the TLS settings' CA and client certificate."""
+    handlers: list[urllib.request.BaseHandler] = [_NoRedirect()]
+    if settings.url is not None and settings.url.lower().startswith("https:"):
+        handlers.append(urllib.request.HTTPSHandler(context=settings.tls.context()))
+    opener = urllib.request.build_opener(*handlers)
+
+    def post(url: str, body: bytes, headers: Mapping[str, str], timeout_s: float) -> int:
+        req = urllib.request.Request(url, data=body, method="POST", headers=dict(headers))
+        try:
+            with opener.open(req, timeout=timeout_s) as resp:
+                resp.read()
+                return int(resp.status)
+        except urllib.error.HTTPError as e:
+            e.close()
+            return int(e.code)
+
+    return post
+
+
+def urllib_post(url: str, body: bytes, headers: Mapping[str, str], timeout_s: float) -> int:
+    """POST with the standard library and the system's CAs (no redirects); the status of any answer."""
+    return urllib_poster(WebhookSettings(url=url))(url, body, headers, timeout_s)
+
+
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """``http://user:pass@host/x`` -> (``http://host/x``, the Basic ``Authorization`` value).
+
+    urllib would take ``user:pass@host`` for the host name; the credentials
+    (percent-decoded) go in a header instead, as every HTTP client does.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(token).decode()
+
+
+def _attempt(post: Post, url: str, body: bytes, headers: Mapping[str, str], timeout_s: float) -> None:
+    try:
+        status = post(url, body, headers, timeout_s)
+    except TimeoutError as e:
+        raise WebhookError("timeout", f"no answer within {timeout_s}s: {e}", retry=True) from e
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, TimeoutError):
+            raise WebhookError("timeout", f"no answer within {timeout_s}s", retry=True) from e
+        raise WebhookError("connection", str(e.reason), retry=True) from e
+    except OSError as e:
+        raise WebhookError("connection", str(e), retry=True) from e
+    except http.client.InvalidURL as e:  # its message quotes the URL: it may hold a token
+        raise WebhookError("invalid_request", f"{type(e).__name__} (not retried)", retry=False) from e
+    except http.client.HTTPException as e:  # a receiver that does not speak HTTP (BadStatusLine, ...)
+        raise WebhookError("bad_response", type(e).__name__, retry=True) from e
+    except ValueError as e:
+        # What http.client refuses to send (a header value, a URL); its message quotes the value, a secret.
+        raise WebhookError("invalid_request", f"{type(e).__name__} (not retried)", retry=False) from e
+    if 200 <= status < 300:
+        return
+    if 300 <= status < 400:
+        raise WebhookError(
+            "http_3xx", f"HTTP {status}: redirects are not followed (not retried)", retry=False
+        )
+    if status >= 500 or status in (408, 429):
+        raise WebhookError(f"http_{status // 100}xx", f"HTTP {status}", retry=True)
+    raise WebhookError(f"http_{status // 100}xx", f"HTTP {status} (not retried)", retry=False)
+
+
+class WebhookNotifier:
+    """Queues alert batches and posts them from one worker thread."""
+
+    def __init__(
+        self,
+        settings: WebhookSettings,
+        metrics: Metrics,
+        log: Any,
+        *,
+        firing_ttl_s: float,
+        post: Post | None = None,
+        rng: Callable[[], float] = random.random,
+        agent_url: str | None = None,
+    ) -> None:
+        """``post``: how to POST (default: urllib with the TLS settings); ``agent_url``: see :func:`alertmanager_alert`."""
+        if settings.url is None:
+            raise ValueError("webhook.url is not set")
+        self.settings = settings
+        #: the URL without credentials; they become the Basic Authorization header
+        self.url, self._basic_auth = split_credentials(settings.url)
+        self.agent_url = agent_url
+        self.metrics = metrics
+        self.log = log
+        self.firing_ttl_s = firing_ttl_s
+        self._post = post if post is not None else urllib_poster(settings)
+        self._rng = rng
+        self._queue: collections.deque[list[dict[str, Any]]] = collections.deque()
+        self._cond = threading.Condition()
+        self._busy = False
+        self._stop = threading.Event()
+        #: set at shutdown: retries no longer wait out their backoff
+        self._hurry = threading.Event()
+        self._last_sent: dict[str, float] = {}
+        self._thread = threading.Thread(target=self._run, name="rackplan-webhook", daemon=True)
+        self._thread.start()
+
+    # ---- the loop's side: never blocks --------------------------------------------
+
+    def notify(self, events: list[AlertEvent], firing: list[AlertEvent], now: float) -> int:
+        """Queue this cycle's events and the firing alerts due for a resend; returns alerts queued."""
+        batch: list[dict[str, Any]] = []
+        sent: set[str] = set()
+        for ev in events:
+            batch.append(alertmanager_alert(ev, self.settings, now, self.firing_ttl_s, self.agent_url))
+            sent.add(ev.key)
+            if ev.status == RESOLVED:
+                self._last_sent.pop(ev.key, None)
+            elif ev.status == FIRING:
+                self._last_sent[ev.key] = now
+            # unfixable: reported once, never re-sent (it expires at endsAt in Alertmanager)
+        for ev in firing:
+            if ev.key in sent or now - self._last_sent.get(ev.key, -1e18) < self.settings.resend_interval_s:
+                continue
+            batch.append(alertmanager_alert(ev, self.settings, now, self.firing_ttl_s, self.agent_url))
+            self._last_sent[ev.key] = now
+        if batch:
+            self._enqueue(batch)
+        return len(batch)
+
+    def _enqueue(self, batch: list[dict[str, Any]]) -> None:
+        with self._cond:
+            if len(self._queue) >= self.settings.queue_size:
+                dropped = self._queue.popleft()
+                self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": "queue_full"})
+                self.log.error("webhook queue full; oldest alert batch dropped", alerts=len(dropped))
+            self._queue.append(batch)
+            self.metrics.set(metric.WEBHOOK_QUEUE_BATCHES, len(self._queue))
+            self._cond.notify_all()
+
+    # ---- the worker ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._stop.is_set():
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                batch = self._queue.popleft()
+                self._busy = True
+                self.metrics.set(metric.WEBHOOK_QUEUE_BATCHES, len(self._queue))
+            try:
+                self._deliver(batch)
+            except Exception as e:  # a bug here must not kill the worker, nor drop alerts uncounted
+                self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": "internal"})
+                # Neither the message nor a traceback: either may quote a header value (a secret).
+                self.log.error(
+                    "webhook delivery crashed; alerts dropped",
+                    alerts=len(batch),
+                    error=type(e).__name__,
+                    where=_where(e),
+                )
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _deliver(self, batch: list[dict[str, Any]]) -> bool:
+        s = self.settings
+        body = encode_webhook_body(batch)
+        try:
+            headers = self._headers()
+        except OSError as e:
+            self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": "header_file"})
+            self.log.error("webhook header file unreadable; alerts dropped", alerts=len(batch), error=str(e))
+            return False
+        except HeaderFileError as e:  # rotated to a value HTTP cannot carry: named, never shown
+            self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": "header_value"})
+            self.log.error(
+                "webhook header file holds an unsendable value; alerts dropped",
+                alerts=len(batch),
+                header=e.header,
+                path=str(e.path),
+                problem=e.problem,
+            )
+            return False
+        delays = jittered_delays(s.max_attempts, s.backoff_initial_s, s.backoff_max_s, self._rng)
+        for attempt in range(s.max_attempts):
+            try:
+                _attempt(self._post, self.url, body, headers, s.timeout_s)
+            except WebhookError as e:
+                self.metrics.inc(metric.WEBHOOK_ATTEMPTS_TOTAL, {"result": "error"})
+                last = attempt == len(delays) or not e.retry or self._stop.is_set()
+                if last:
+                    self.metrics.inc(metric.WEBHOOK_FAILURES_TOTAL, {"reason": e.reason})
+                    self.log.error(
+                        "webhook delivery failed; alerts dropped",
+                        url=redact_url(self.url),
+                        alerts=len(batch),
+                        attempts=attempt + 1,
+                        reason=e.reason,
+                        error=str(e),
+                    )
+                    return False
+                self.log.warning(
+                    "webhook attempt failed; retrying",
+                    url=redact_url(self.url),
+                    attempt=attempt + 1,
+                    delay_s=round(delays[attempt], 3),
+                    reason=e.reason,
+                    error=str(e),
+                )
+                self._hurry.wait(delays[attempt])
+                continue
+            self.metrics.inc(metric.WEBHOOK_ATTEMPTS_TOTAL, {"result": "ok"})
+            self.log.debug("webhook delivered", alerts=len(batch), attempts=attempt + 1)
+            return True
+        return False  # pragma: no cover
+
+    def _headers(self) -> dict[str, str]:
+        """Content type, credentials of the URL, ``headers``, then ``header_files`` (read now: rotation)."""
+        s = self.settings
+        headers = {"Content-Type": "application/json", "User-Agent": "rackplan-agent"}
+        if self._basic_auth is not None:
+            headers["Authorization"] = self._basic_auth
+        headers.update(s.headers)
+        for name, path in sorted(s.header_files.items()):
+            try:
+                headers[name] = read_header_file(path)
+            except HeaderValueError as e:
+                raise HeaderFileError(name, path, str(e)) from None
+        return headers
+
+    # ---- shutdown -----------------------------------------------------------------
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._queue) + (1 if self._busy else 0)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until every queued batch was delivered or given up on; False on timeout."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._queue or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def close(self, timeout_s: float) -> None:
+        """Deliver what is queued within ``timeout_s`` (no backoff waits), then stop the worker."""
+        self._hurry.set()
+        if not self.wait_idle(timeout_s):
+            self.log.error("webhook: alert batches left undelivered at shutdown", batches=self.pending())
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        self._thread.join(timeout_s)

@@ -1,0 +1,211 @@
+"""The plan step: which registrations to plan this cycle, and the next plan of each (or None: the plan holds)."""
+
+from __future__ import annotations
+
+from ..cluster.diff import SnapshotDiff
+from ..cluster.metadata import Snapshot
+from ..metrics import declared as metric
+from ..planning.handover import assignment_of, revoking_record, split
+from ..planning.planner import PlanSkipped, Registration, plan_for, scope_fingerprint
+from ..protocol.plans import CONSUMER, PlanRecord, utc_now_iso
+from ..state.term import CycleReport, Racks, SkipInputs, Term, Wiring
+from .exhausted import generation_exhausted
+
+
+def rejoin_wanted(w: Wiring, term: Term) -> set[str]:
+    """Follower groups with members in group subscription: they are brought back with a handover.
+
+    At most once per 2 × ``followers.release_timeout_s`` per group, so
+    followers that cannot come back (another consumer still in their group)
+    are not asked every cycle.
+    """
+    out: set[str] = set()
+    now = w.clock()
+    gap = 2 * w.settings.followers.release_timeout_s
+    for reg in term.regs:
+        g = term.groups.get(reg.key)
+        if reg.kind != CONSUMER or (g is not None and g.handover is not None):
+            continue
+        followers = term.store.followers(reg.kind, reg.name)
+        subscribed = any(st.mode == "subscription" for st in followers.values())
+        if subscribed:
+            g = term.group(reg.key)
+            if now - g.rejoin_at >= gap:
+                g.rejoin_at = now
+                out.add(reg.key)
+    return out
+
+
+def candidates(term: Term, change: SnapshotDiff | None, rejoin: set[str]) -> list[Registration]:
+    """Registrations to plan this cycle: retried, rejoining, reasserted, or touched by the change."""
+    out = []
+    for r in term.regs:
+        g = term.groups.get(r.key)
+        if (
+            (g is not None and (g.retry or g.reassert))
+            or r.key in rejoin
+            or (change is not None and not change.touched_topics.isdisjoint(r.topics))
+        ):
+            out.append(r)
+    return out
+
+
+def scope_fp(term: Term, reg: Registration, snap: Snapshot, racks: Racks) -> str:
+    """:func:`scope_fingerprint`, computed again only for another snapshot, rack map or registration.
+
+    A registration retried every cycle (skipped, or waiting for a handover)
+    would otherwise hash all its topics' partitions each time.
+    """
+    g = term.group(reg.key)
+    memo = g.fp_memo
+    if memo is not None and memo[0] is snap and memo[1] is racks and memo[2] == reg.fingerprint:
+        return memo[3]
+    fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
+    g.fp_memo = (snap, racks, reg.fingerprint, fp)
+    return fp
+
+
+def plan_group(
+    w: Wiring,
+    term: Term,
+    reg: Registration,
+    snap: Snapshot,
+    racks: Racks,
+    change: SnapshotDiff | None,
+    report: CycleReport,
+    rejoin: bool = False,
+    reassert: bool = False,
+) -> PlanRecord | None:
+    """The next plan of ``reg``, or None when the plan of record holds.
+
+    For a group with plan-following members the plan is complete (nothing
+    withheld) and, when a partition moves away from a live follower, comes
+    as the revoking phase of a two-phase handover.  ``rejoin``: its
+    followers fell back to group subscription and must be brought back, so
+    a plan is made even if nothing else changed.  ``reassert``: the newest
+    record followers act on was written by someone else (a forged plan or
+    tombstone); a plan above it is made even if nothing else changed, its
+    handover judged against what the followers were told to hold.
+    """
+    g = term.group(reg.key)
+    last = term.book.latest(reg.key)
+    fp = scope_fp(term, reg, snap, racks)
+    g.fp = fp
+    spared, again = _spared(term, reg, last, fp, forced=rejoin or reassert, rejoin=rejoin)
+    if spared:
+        return again
+    if term.book.exhausted(reg.key):
+        generation_exhausted(w, term, reg.key, report)
+        return None
+    followers = term.store.followers(reg.kind, reg.name) if reg.kind == CONSUMER else {}
+    inputs = (reg.fingerprint, fp, last, bool(followers))
+    if not (rejoin or reassert) and _skipped_again(w, term, reg, inputs, report):
+        return None
+    g.skipped = None
+    try:
+        if followers:
+            result = plan_for(snap, racks, reg, last, complete=True)
+        else:
+            result = plan_for(snap, racks, reg, last)
+    except Exception as e:  # an assignor bug must not stop the plans of other groups
+        report.skipped[reg.key] = str(e) or repr(e)
+        w.metrics.inc(metric.PLAN_FAILURES_TOTAL, {"kind": reg.kind})
+        if g.skip_logged != report.skipped[reg.key]:  # once per distinct reason
+            if isinstance(e, PlanSkipped):
+                w.log.warning("plan skipped", key=reg.key, reason=str(e))
+            else:
+                w.log.error("planning failed", key=reg.key, error=repr(e), exc_info=True)
+            g.skip_logged = report.skipped[reg.key]
+        if isinstance(e, PlanSkipped):  # a verdict on these inputs, not a failure that may pass
+            g.skipped = (inputs, report.skipped[reg.key])
+        g.retry = True
+        return None
+    g.skip_logged = None
+    g.planned_by_rack = result.after_by_rack
+    rec = PlanRecord(
+        key=reg.key,
+        generation=term.book.next_generation(reg.key),
+        cluster_fingerprint=fp,
+        registration_fingerprint=reg.fingerprint,
+        reason="; ".join(
+            [_reason(reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert), *g.notes()]
+        ),
+        created_at=utc_now_iso(w.clock()),
+        document=result.document,
+        moved=result.moved,
+        fetch_mode=reg.fetch_mode,
+        locality_before=result.before,
+        locality_after=result.after,
+        publisher=w.publisher_info(),
+    )
+    if followers:
+        held = last if last is not None else term.book.last_live(reg.key)  # a tombstone releases nothing
+        if reassert and g.reassert_plan is not None:
+            held = g.reassert_plan  # followers follow the forged plan: they hold what it gave
+        phase = split(assignment_of(rec.body), None if held is None else held.body, followers)
+        if phase is not None:
+            return revoking_record(rec, phase, w.settings.followers.release_timeout_s)
+    return rec
+
+
+def _spared(
+    term: Term, reg: Registration, last: PlanRecord | None, fp: str, *, forced: bool, rejoin: bool
+) -> tuple[bool, PlanRecord | None]:
+    """Whether planning is spared, and then the record in doubt to re-send (None: the plan of record holds).
+
+    ``forced``: a rejoin or reassert plans even when the plan of record holds.
+    """
+    doubt = term.group(reg.key).in_doubt
+    if (
+        doubt is not None
+        and not rejoin
+        and doubt.generation == term.book.next_generation(reg.key) - 1  # nothing above it since
+        and doubt.cluster_fingerprint == fp
+        and doubt.registration_fingerprint == reg.fingerprint
+    ):
+        return True, doubt  # the same record again, byte for byte: one generation, one content
+    if (
+        not forced
+        and last is not None
+        and last.cluster_fingerprint == fp
+        and last.registration_fingerprint == reg.fingerprint
+    ):
+        return True, None  # the plan of record still holds
+    return False, None
+
+
+def _skipped_again(w: Wiring, term: Term, reg: Registration, inputs: SkipInputs, report: CycleReport) -> bool:
+    """Skipped before on these very inputs (a topic missing, no members): the same reason again, without
+    planning again.  Any change of the registration, its topics' racks or its plan of record plans it again."""
+    g = term.group(reg.key)
+    if g.skipped is None or g.skipped[0] != inputs:
+        return False
+    report.skipped[reg.key] = g.skipped[1]
+    w.metrics.inc(metric.PLAN_FAILURES_TOTAL, {"kind": reg.kind})
+    g.retry = True
+    return True
+
+
+def _reason(
+    reg: Registration,
+    last: PlanRecord | None,
+    change: SnapshotDiff | None,
+    unpublished: str | None,
+    *,
+    rejoin: bool,
+    reassert: bool,
+) -> str:
+    """Why a plan is made: what its record's ``reason`` says."""
+    if reassert:
+        return "the plan of record again, above a record another writer put on the plan topic"
+    if rejoin:
+        return "followers rejoin the plan after group subscription"
+    if last is None:
+        return "initial plan"
+    if last.registration_fingerprint != reg.fingerprint:
+        return "registration changed"
+    if change is not None:
+        return change.reason(reg.topics, leaders=reg.fetch_mode == "leader") or "cluster changed"
+    if unpublished is not None:
+        return unpublished
+    return "cluster changed while the agent was away"

@@ -1,0 +1,146 @@
+"""The agent's status as an immutable value: built at the end of each cycle, published by swapping one reference.
+
+The HTTP server's threads and the demo read only a :class:`StatusView`: never
+the loop's plan book, registrations or alert state, which the loop keeps
+changing.  A view is built from frozen pieces (plan records, registrations,
+follower statuses and handovers are frozen dataclasses) held in tuples and
+read-only mappings, so a reader needs no lock and no copy; assigning the new
+view to one attribute is atomic, so a reader sees one cycle's view whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from ..groups.live import LiveLocality
+from ..planning.handover import Pending
+from ..planning.planner import Registration
+from ..planning.rack_check import RackMismatch
+from ..planning.subscriptions import MissingTopic
+from ..protocol.alerts import AlertEvent
+from ..protocol.plans import PlanKey, PlanRecord
+from ..protocol.registrations import FollowerStatus
+from ..state.term import Term
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """One registration as /v1/groups shows it."""
+
+    reg: Registration
+    plan: PlanRecord | None
+    alert_firing: bool
+    alert_state: str
+    followers: Mapping[str, FollowerStatus]
+    handover: Pending | None
+    #: the live assignment when last described (None: not described)
+    live: LiveLocality | None = None
+    rack_mismatches: tuple[RackMismatch, ...] = ()
+    missing_topics: tuple[MissingTopic, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        reg, rec, pending = self.reg, self.plan, self.handover
+        return {
+            "key": reg.key,
+            "kind": reg.kind,
+            "name": reg.name,
+            "source": reg.source,
+            "members": reg.members,
+            "fetch_mode": reg.fetch_mode,
+            "topics": sorted(reg.topics),
+            "generation": None if rec is None else rec.generation,
+            "locality": None if rec is None else rec.locality_after.as_json(),
+            "alert_firing": self.alert_firing,
+            "alert_state": self.alert_state,
+            "state": None if rec is None else rec.state,
+            "followers": {
+                m: {"mode": f.mode, "released_generation": f.released_generation}
+                for m, f in self.followers.items()
+            },
+            "handover": None
+            if pending is None
+            else {
+                "revoking_generation": pending.generation,
+                "awaiting": list(pending.awaiting),
+                "outstanding": pending.outstanding(self.followers),
+            },
+            "live": None if self.live is None else self.live.as_json(),
+            "unknown_member_racks": [m.as_json() for m in self.rack_mismatches],
+            "unknown_topic_subscriptions": [m.as_json() for m in self.missing_topics],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StatusView:
+    """What the agent shows at the end of a cycle (and after start-up and each handover check)."""
+
+    ready: bool = False
+    #: plans of record, by key (sorted)
+    plans: tuple[tuple[str, PlanRecord], ...] = ()
+    #: key -> the foreign record followers act on (see rackplan.agent.runtime.watch.watch_plans)
+    discrepancies: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    groups: tuple[GroupView, ...] = ()
+    #: registrations that cannot be used: key -> reason (sorted)
+    problems: tuple[tuple[str, str], ...] = ()
+    firing: tuple[AlertEvent, ...] = ()
+
+    def plans_json(self) -> dict[str, Any]:
+        """/v1/plans: plans of record; a key whose newest record someone else wrote (what followers read then)
+        carries ``discrepancy``: that record's writer, generation, offset, tombstone."""
+        out: dict[str, Any] = {k: rec.value() for k, rec in self.plans}
+        for key, seen in sorted(self.discrepancies.items()):
+            out.setdefault(key, {})["discrepancy"] = dict(seen)
+        return out
+
+    def groups_json(self) -> list[dict[str, Any]]:
+        """/v1/groups: registrations (with where they came from) and, last, those that cannot be used and why."""
+        out = [g.as_json() for g in self.groups]
+        for key, reason in self.problems:
+            k = PlanKey.split(key)
+            out.append({"key": key, "kind": k.kind, "name": k.name, "problem": reason})
+        return out
+
+    def group_json(self, kind: str, name: str) -> dict[str, Any] | None:
+        key = str(PlanKey(kind, name))
+        return next((g for g in self.groups_json() if g["key"] == key), None)
+
+
+def build_status(term: Term) -> StatusView:
+    """The view of ``term`` now (called on the loop's thread only)."""
+    followers: dict[tuple[str, str], dict[str, FollowerStatus]] = {}
+    for e in term.store.entries():
+        if e.follower is not None:
+            followers.setdefault((e.kind, e.name), {})[str(e.member.get("member_id"))] = e.follower
+    firing = set(term.alerts.firing())
+    groups = []
+    for reg in term.regs:
+        g = term.groups.get(reg.key)
+        mine = followers.get((reg.kind, reg.name), {})
+        groups.append(
+            GroupView(
+                reg=reg,
+                plan=term.book.latest(reg.key),
+                alert_firing=reg.key in firing,
+                alert_state=term.alerts.state(reg.key),
+                followers=MappingProxyType(dict(sorted(mine.items()))),
+                handover=None if g is None else g.handover,
+                live=None if g is None else g.live,
+                rack_mismatches=() if g is None else g.rack_mismatches,
+                missing_topics=() if g is None else g.missing_topics,
+            )
+        )
+    plans = tuple((k, rec) for k in term.book.live_keys() if (rec := term.book.latest(k)) is not None)
+    discrepancies = {k: MappingProxyType(dict(v)) for k, v in term.discrepancies().items()}
+    return StatusView(
+        ready=term.ready,
+        plans=plans,
+        discrepancies=MappingProxyType(discrepancies),
+        groups=tuple(groups),
+        problems=tuple(sorted(term.problems.items())),
+        firing=tuple(term.alerts.firing_events()),
+    )

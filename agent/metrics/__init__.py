@@ -1,0 +1,6 @@
+"""The agent's Prometheus metrics: declared once as objects, the registry and its text exposition, the process's gauges.
+
+Rank 2: imports only :mod:`rackplan.agent.protocol`.
+"""
+
+__all__ = ["declared", "process_stats", "registry"]

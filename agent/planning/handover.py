@@ -1,0 +1,222 @@
+"""Two-phase handovers for groups whose members follow plans, like Kafka's cooperative protocol.
+
+A partition that moves from one plan-following member to another must never
+be read by both at once.  So the agent publishes the new plan in two steps:
+
+1. a **revoking** plan (``state: "revoking"``, generation *g*): every member
+   keeps what it keeps and gets what nobody holds, but a partition that moves
+   away from a live follower goes to nobody and is listed under ``revoked``
+   for its old owner.  The record carries the complete plan under
+   ``handover.target`` so that another agent can finish the handover;
+2. once every follower asked to give something up has confirmed it (its
+   registration says ``released_generation >= g``: offsets committed,
+   partitions unassigned), or has left (its registration expired or was
+   tombstoned), or ``followers.release_timeout_s`` passed, the **target**
+   plan (``state: "proposed"``, generation *g + 1*).
+
+Followers in ``subscription`` mode (fallen back to ordinary group
+subscription while the agent was away) may hold any partition, so a plan that
+brings them back first assigns nothing at all: they leave the group and
+confirm, then the target plan hands everything out.
+
+Pure: the loop (agent/runtime/loop.py) reads registrations and publishes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..protocol.plans import STATE_PROPOSED, STATE_REVOKING, PlanRecord
+from ..protocol.registrations import FollowerStatus
+
+TP = tuple[str, int]
+
+
+def _tps(parts: Any) -> list[TP]:
+    """``[[topic, partition], ...]`` as tuples; anything malformed is left out."""
+    out: list[TP] = []
+    for tp in parts if isinstance(parts, list) else []:
+        if (
+            isinstance(tp, list | tuple)
+            and len(tp) == 2
+            and isinstance(tp[0], str)
+            and isinstance(tp[1], int)
+            and not isinstance(tp[1], bool)
+        ):
+            out.append((tp[0], tp[1]))
+    return out
+
+
+def assignment_of(body: Mapping[str, Any], field: str = "assignment") -> dict[str, list[TP]]:
+    """member id -> partitions of a ``consumer_group`` object's ``assignment`` (or ``revoked``)."""
+    raw = body.get(field)
+    if not isinstance(raw, dict):
+        return {}
+    return {str(m): _tps(parts) for m, parts in raw.items()}
+
+
+def holders(body: Mapping[str, Any] | None) -> dict[TP, str]:
+    """Who may hold each partition under a plan: its assignee, or the member asked to revoke it."""
+    if body is None:
+        return {}
+    out: dict[TP, str] = {}
+    for field in ("revoked", "assignment"):  # an assignee wins over a revoker of the same partition
+        for mid, parts in sorted(assignment_of(body, field).items()):
+            for tp in parts:
+                out[tp] = mid
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """The revoking phase of a handover."""
+
+    assignment: dict[str, list[TP]]
+    revoked: dict[str, list[TP]]
+    #: followers whose release the target plan waits for
+    awaiting: tuple[str, ...]
+
+
+def split(
+    target: Mapping[str, Sequence[TP]],
+    last_body: Mapping[str, Any] | None,
+    followers: Mapping[str, FollowerStatus],
+) -> Split | None:
+    """The revoking phase that must precede ``target``; None when it can be published at once.
+
+    ``followers``: the group's live plan-following members.  Only partitions
+    that a live follower may hold and that go to another member wait; members
+    that do not follow plans (or that left) hold nothing the agent must wait for.
+    """
+    subscribed = sorted(m for m, st in followers.items() if st.mode == "subscription")
+    owners = holders(last_body)
+    if subscribed:
+        held: dict[str, list[TP]] = {}
+        for tp, mid in owners.items():
+            if mid in followers:
+                held.setdefault(mid, []).append(tp)
+        return Split(
+            assignment={m: [] for m in sorted(target)},
+            revoked={m: sorted(v) for m, v in sorted(held.items())},
+            awaiting=tuple(sorted(set(subscribed).union(held))),
+        )
+    keep: dict[str, list[TP]] = {}
+    revoked: dict[str, list[TP]] = {}
+    for mid in sorted(target):
+        mine = keep.setdefault(mid, [])
+        for tp in target[mid]:
+            old = owners.get(tp)
+            if old is not None and old != mid and old in followers:
+                revoked.setdefault(old, []).append(tp)
+            else:
+                mine.append(tp)
+    if not revoked:
+        return None
+    return Split(
+        assignment={m: sorted(v) for m, v in keep.items()},
+        revoked={m: sorted(v) for m, v in sorted(revoked.items())},
+        awaiting=tuple(sorted(revoked)),
+    )
+
+
+def _jsonable(parts: Mapping[str, Sequence[TP]]) -> dict[str, list[list[Any]]]:
+    return {m: [[t, p] for t, p in parts[m]] for m in sorted(parts)}
+
+
+def revoking_record(target: PlanRecord, s: Split, release_timeout_s: float) -> PlanRecord:
+    """The first phase of ``target``: same generation, fingerprints and locality; the target inside."""
+    body = dict(target.body)
+    stats = dict(target.document.get("stats") or {})
+    stats["assigned"] = sum(len(v) for v in s.assignment.values())
+    document = {
+        "consumer_group": {
+            "group_id": body.get("group_id"),
+            "assignment": _jsonable(s.assignment),
+            "revoked": _jsonable(s.revoked),
+        },
+        "stats": stats,
+    }
+    return dataclasses.replace(
+        target,
+        document=document,
+        state=STATE_REVOKING,
+        handover={
+            "awaiting": list(s.awaiting),
+            "release_timeout_s": release_timeout_s,
+            "target": {"consumer_group": target.body, "stats": target.document.get("stats") or {}},
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A revoking plan published (or replayed) whose target is still to come."""
+
+    revoking: PlanRecord
+    awaiting: tuple[str, ...]
+    #: agent clock when the wait began (a takeover restarts it)
+    started: float
+
+    @property
+    def generation(self) -> int:
+        return self.revoking.generation
+
+    def outstanding(self, followers: Mapping[str, FollowerStatus]) -> list[str]:
+        """Awaited followers that are still registered and have not confirmed the release."""
+        g = self.generation
+        return [
+            m
+            for m in self.awaiting
+            if m in followers
+            and (followers[m].released_generation < g or followers[m].mode == "subscription")
+        ]
+
+    def target(self, generation: int, created_at: str, timed_out: Sequence[str]) -> PlanRecord:
+        """The plan that completes the handover.
+
+        When followers did not confirm in time, ``handover.unreleased`` names, per such member, the
+        partitions the revoking plan asked it to give up: a plan follower takes none of them before that
+        member's registration says it released them, or that it left or follows the group
+        (:mod:`rackplan.agent.follower.releases`), so a partition never has two readers, however late.
+        """
+        assert self.revoking.handover is not None
+        revoked = assignment_of(self.revoking.body, "revoked")
+        unreleased = {m: [[t, p] for t, p in revoked[m]] for m in sorted(timed_out) if revoked.get(m)}
+        return dataclasses.replace(
+            self.revoking,
+            generation=generation,
+            created_at=created_at,
+            document=dict(self.revoking.handover["target"]),
+            state=STATE_PROPOSED,
+            handover={
+                "from_generation": self.generation,
+                "timed_out": sorted(timed_out),
+                **({"unreleased": unreleased} if unreleased else {}),
+            },
+            publisher=None,
+        )
+
+
+def pending_from(record: PlanRecord | None, now: float) -> Pending | None:
+    """A replayed plan of record still in its revoking phase, ready to be completed (another agent started it).
+
+    A revoking record whose target cannot be read is not resumed: it stays the
+    plan of record, and the next plan starts from what it says.
+    """
+    if record is None or record.state != STATE_REVOKING or record.handover is None:
+        return None
+    target = record.handover.get("target")
+    awaiting = record.handover.get("awaiting")
+    if (
+        not isinstance(target, dict)
+        or not isinstance(target.get("consumer_group"), dict)
+        or not isinstance(target["consumer_group"].get("assignment"), dict)
+        or not isinstance(target.get("stats"), dict)
+        or not isinstance(awaiting, list)
+        or not all(isinstance(m, str) for m in awaiting)
+    ):
+        return None
+    return Pending(revoking=record, awaiting=tuple(sorted(awaiting)), started=now)

@@ -1,0 +1,16 @@
+"""The process: start-up, the loop of cycles, the HTTP endpoint, signals, the supervisor.
+
+Rank 10: imports :mod:`.cycle` and below.
+"""
+
+__all__ = [
+    "http",
+    "loop",
+    "malloc_arenas",
+    "preflight",
+    "signals",
+    "startup",
+    "startup_retry",
+    "supervisor",
+    "watch",
+]

@@ -1,0 +1,292 @@
+"""Two-phase handovers: the pure split (property-tested) and the loop that publishes both phases."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rackplan.agent.groups.registry import decode_registration
+from rackplan.agent.planning.handover import holders, pending_from, split
+from rackplan.agent.protocol.plans import decode_record
+from rackplan.agent.protocol.registrations import FollowerStatus, registration_key
+from rackplan.agent.testing import FakeAdmin
+from tests.agent.cycle.test_run import cycle, make_agent
+
+TP = tuple[str, int]
+PARTS = [("t", p) for p in range(8)]
+MEMBERS = ["a", "b", "c", "d"]
+
+
+@st.composite
+def scenarios(draw: Any) -> tuple[dict[str, list[TP]], dict[str, Any], dict[str, FollowerStatus]]:
+    """A target assignment, the plan of record before it, and the live followers."""
+    new_members = draw(st.lists(st.sampled_from(MEMBERS), min_size=1, max_size=4, unique=True))
+    old_members = draw(st.lists(st.sampled_from(MEMBERS), min_size=0, max_size=4, unique=True))
+    target: dict[str, list[TP]] = {m: [] for m in sorted(new_members)}
+    old: dict[str, list[list[Any]]] = {m: [] for m in sorted(old_members)}
+    for tp in PARTS:
+        target[draw(st.sampled_from(sorted(new_members)))].append(tp)
+        if old_members and draw(st.booleans()):
+            old[draw(st.sampled_from(sorted(old_members)))].append(list(tp))
+    modes = st.sampled_from(["waiting", "plan", "plan", "plan", "subscription"])
+    followers = {
+        m: FollowerStatus(released_generation=draw(st.integers(0, 3)), mode=draw(modes))
+        for m in draw(st.lists(st.sampled_from(MEMBERS), max_size=4, unique=True))
+    }
+    return target, {"group_id": "g", "assignment": old, "revoked": {}}, followers
+
+
+@settings(max_examples=200, deadline=None)
+@given(scenarios())
+def test_the_revoking_phase_never_gives_a_partition_a_live_follower_may_hold(
+    case: tuple[dict[str, list[TP]], dict[str, Any], dict[str, FollowerStatus]],
+) -> None:
+    target, last, followers = case
+    s = split(target, last, followers)
+    owners = holders(last)
+    moving = {
+        tp: (owners[tp], m)
+        for m, parts in target.items()
+        for tp in parts
+        if tp in owners and owners[tp] != m and owners[tp] in followers
+    }
+    subscribed = any(f.mode == "subscription" for f in followers.values())
+    if s is None:
+        assert not moving and not subscribed, "single phase only when no live follower gives anything up"
+        return
+    given_out = {tp: m for m, parts in s.assignment.items() for tp in parts}
+    assert set(s.assignment) == set(target)
+    for m, parts in s.assignment.items():
+        assert set(parts) <= set(target[m]), "the first phase is part of the target"
+    for tp, m in given_out.items():
+        old = owners.get(tp)
+        assert old is None or old == m or old not in followers, "never what another live follower holds"
+    if subscribed:
+        assert given_out == {}, "followers in group subscription may hold anything: nothing is given"
+    else:
+        assert set(given_out) | set(moving) == {tp for parts in target.values() for tp in parts}
+        assert {tp: o for tp, (o, _) in moving.items()} == {
+            tp: o for o, parts in s.revoked.items() for tp in parts
+        }
+    for o, parts in s.revoked.items():
+        assert all(owners.get(tp) == o for tp in parts), "only what the old owner holds is revoked from it"
+    assert set(s.awaiting) >= set(s.revoked)
+    assert all(m in followers for m in s.awaiting)
+
+
+def test_holders_counts_revoked_partitions_as_held() -> None:
+    body = {"assignment": {"a": [["t", 0]]}, "revoked": {"b": [["t", 1]], "a": [["t", 0]]}}
+    assert holders(body) == {("t", 0): "a", ("t", 1): "b"}
+    assert holders({"assignment": {"a": [["t"], "x", ["t", True]]}}) == {}
+
+
+def test_pending_outstanding_and_resume() -> None:
+    rec = decode_record(
+        "consumer/g",
+        json.dumps(
+            {
+                "schema": 1,
+                "generation": 4,
+                "state": "revoking",
+                "consumer_group": {"group_id": "g", "assignment": {"a": []}, "revoked": {"b": [["t", 0]]}},
+                "stats": {},
+                "handover": {
+                    "awaiting": ["b"],
+                    "target": {
+                        "consumer_group": {"group_id": "g", "assignment": {"a": [["t", 0]]}, "revoked": {}},
+                        "stats": {"moved": 1},
+                    },
+                },
+            }
+        ).encode(),
+    )
+    p = pending_from(rec, now=5.0)
+    assert p is not None and p.awaiting == ("b",) and p.started == 5.0
+    assert p.outstanding({"b": FollowerStatus(3, "plan")}) == ["b"]
+    assert p.outstanding({"b": FollowerStatus(4, "subscription")}) == ["b"]
+    assert p.outstanding({"b": FollowerStatus(4, "plan")}) == []
+    assert p.outstanding({}) == [], "a follower that left holds nothing"
+    final = p.target(5, "2026-01-01T00:00:00Z", [])
+    assert final.state == "proposed" and final.generation == 5
+    assert final.body["assignment"] == {"a": [["t", 0]]}
+    assert final.handover == {"from_generation": 4, "timed_out": []}
+    assert rec is not None
+    broken = rec.__class__(**{**{f: getattr(rec, f) for f in rec.__dataclass_fields__}, "handover": {"x": 1}})
+    assert pending_from(broken, 0.0) is None, "a revoking record without its target is not resumed"
+    assert pending_from(None, 0.0) is None
+
+
+# ---- the loop, with fake clients -----------------------------------------------------------------
+
+
+def follow(agent: Any, mid: str, rack: str, released: int = 0, mode: str = "plan", **extra: Any) -> None:
+    """A follower's registration record, as the loop reads it from the topic."""
+    value = {
+        "schema": 1,
+        "group_id": "g",
+        "member_id": mid,
+        "rack": rack,
+        "topics": ["t"],
+        "assignor": "range",
+        "follower": True,
+        "released_generation": released,
+        "mode": mode,
+        **extra,
+    }
+    key = registration_key("consumer", "g", mid)
+    now_ms = int(agent.tick[0] * 1000)
+    agent.term.store.apply(key, decode_registration(key, json.dumps(value).encode(), now_ms), now_ms)
+
+
+def plans(pub: Any) -> list[tuple[int, str]]:
+    return [(v["generation"], v["state"]) for k, v in pub.on("_rackplan.plans") if k == "consumer/g" and v]
+
+
+def test_a_follower_group_hands_over_in_two_phases() -> None:
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, pub, _ = make_agent(admin, [], registrations={"ttl_s": 120}, followers={"release_timeout_s": 60})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    r = cycle(agent)
+    assert [(p.generation, p.state) for p in r.published] == [(1, "proposed")], "nobody held anything"
+    follow(agent, "c", "az-c", released=0)
+    r = cycle(agent)
+    (rev,) = r.published
+    assert (rev.generation, rev.state) == (2, "revoking")
+    assert rev.body["revoked"] and set(rev.handover["awaiting"]) == set(rev.body["revoked"])  # type: ignore[index]
+    assert rev.body["assignment"]["c"] == [], "c gets nothing while a and b still hold its partitions"
+    assert agent.metrics.get("rackplan_handovers_pending") == 1
+    assert cycle(agent).published == [] and plans(pub) == [(1, "proposed"), (2, "revoking")]
+    for m, rack in (("a", "az-a"), ("b", "az-b")):
+        follow(agent, m, rack, released=2)
+    agent.serve_handovers()  # between cycles: the releases are in
+    r = cycle(agent)
+    (final,) = r.completed
+    assert (final.generation, final.state) == (3, "proposed")
+    assert final.body["assignment"]["c"] == [["t", 4], ["t", 5]], "rack-local for c"
+    assert final.handover == {"from_generation": 2, "timed_out": []}
+    assert plans(pub) == [(1, "proposed"), (2, "revoking"), (3, "proposed")]
+    assert agent.metrics.get("rackplan_handovers_total", {"result": "completed"}) == 1
+    assert cycle(agent).published == [] and cycle(agent).completed == [], "nothing more to do"
+
+
+def test_a_dead_follower_does_not_block_the_handover_forever() -> None:
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 45})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    cycle(agent)
+    follow(agent, "c", "az-c")
+    assert cycle(agent).published[0].state == "revoking"
+    follow(agent, "a", "az-a", released=2)  # b never answers
+    assert cycle(agent, 30).completed == []
+    (final,) = cycle(agent, 30).completed  # 60 s > release_timeout_s
+    # What b was asked to give up, so that no follower takes it before b's registration says it let go.
+    unreleased = {"b": [["t", 5]]}
+    assert final.handover == {"from_generation": 2, "timed_out": ["b"], "unreleased": unreleased}
+    assert agent.metrics.get("rackplan_handovers_total", {"result": "timed_out"}) == 1
+
+
+def test_a_follower_that_left_counts_as_released() -> None:
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    cycle(agent)
+    follow(agent, "c", "az-c")
+    cycle(agent)
+    follow(agent, "a", "az-a", released=2)
+    agent.term.store.apply(registration_key("consumer", "g", "b"), None, 0)  # b unregistered (closed)
+    r = cycle(agent)
+    assert [p.state for p in r.completed] == ["proposed"]
+    assert r.published and r.published[0].state == "proposed", "then re-planned without b, single phase"
+
+
+def test_groups_without_followers_keep_single_phase_plans() -> None:
+    from tests.agent.cycle.test_run import register
+
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 600})
+    register(agent, "g", "a", "az-a", assignor="range")
+    register(agent, "g", "b", "az-b")
+    cycle(agent)
+    register(agent, "g", "c", "az-c")
+    assert [(p.generation, p.state) for p in cycle(agent).published] == [(2, "proposed")]
+    assert dict(agent.term.handovers()) == {}
+
+
+def test_a_takeover_resumes_the_handover_and_does_not_start_another() -> None:
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, pub, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    cycle(agent)
+    follow(agent, "c", "az-c")
+    cycle(agent)
+    records = [(k, decode_record(k, json.dumps(v).encode())) for k, v in pub.on("_rackplan.plans")]
+    # Another agent takes over: same registrations, the plan topic replayed.
+    other, pub2, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
+    entries = agent.term.store.entries()
+    other._new_term()
+    for e in entries:
+        other.term.store.apply(e.key, e, int(other.tick[0] * 1000))  # type: ignore[attr-defined]
+    other.begin(records)
+    assert (
+        list(dict(other.term.handovers())) == ["consumer/g"]
+        and dict(other.term.handovers())["consumer/g"].generation == 2
+    )
+    r = cycle(other)
+    assert r.published == [] and r.completed == [], "waits for the releases; starts nothing new"
+    follow(other, "a", "az-a", released=2)
+    follow(other, "b", "az-b", released=2)
+    (final,) = cycle(other).completed
+    assert (final.generation, final.state) == (3, "proposed")
+    assert [(v["generation"], v["state"]) for _, v in pub2.on("_rackplan.plans")] == [(3, "proposed")]
+
+
+def test_followers_in_group_subscription_are_brought_back_with_an_empty_first_phase() -> None:
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 10})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    cycle(agent)
+    follow(agent, "a", "az-a", released=1, mode="subscription")  # fell back while the agent was away
+    follow(agent, "b", "az-b", released=1, mode="subscription")
+    (rev,) = cycle(agent).published
+    assert rev.state == "revoking" and rev.reason == "followers rejoin the plan after group subscription"
+    assert rev.body["assignment"] == {"a": [], "b": []} and rev.handover["awaiting"] == ["a", "b"]  # type: ignore[index]
+    follow(agent, "a", "az-a", released=2, mode="plan")
+    follow(agent, "b", "az-b", released=2, mode="plan")
+    (final,) = cycle(agent).completed
+    assert final.generation == 3 and sum(len(v) for v in final.body["assignment"].values()) == 6
+    # Followers that cannot come back are not asked again every cycle.
+    follow(agent, "a", "az-a", released=3, mode="subscription")
+    assert [p.state for p in cycle(agent, 1).published] == ["revoking"]
+    follow(agent, "a", "az-a", released=4, mode="plan")
+    follow(agent, "b", "az-b", released=4, mode="plan")
+    cycle(agent, 1)
+    follow(agent, "a", "az-a", released=5, mode="subscription")
+    assert cycle(agent, 1).published == [], "at most one rejoin per 2 x release_timeout_s"
+    assert [p.state for p in cycle(agent, 20).published] == ["revoking"]
+
+
+def test_after_a_tombstone_the_last_plan_still_says_who_may_hold_what() -> None:
+    """Every registration expired (say, the registrations topic was unreachable): the group was tombstoned,
+    but its followers may still hold their partitions when they register again."""
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 60}, followers={"release_timeout_s": 600})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    cycle(agent)
+    r = cycle(agent, 61)  # both expired: unregistered, tombstoned
+    assert r.tombstoned == ["consumer/g"]
+    follow(agent, "a", "az-a", released=1)
+    follow(agent, "c", "az-c", released=0)  # b is gone; c is new: c must not take what b may still hold
+    r = cycle(agent)
+    (rev,) = r.published
+    assert rev.generation == 2 and rev.state == "revoking"
+    assert "b" not in rev.handover["awaiting"], "b left: nothing to wait for"  # type: ignore[index]
+    assert set(rev.body["revoked"]) <= {"a"}
