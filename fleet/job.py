@@ -419,7 +419,7 @@ def choose_engine(options: FleetOptions, paths: Sequence[str], out: str, units_o
 def run_from_args(args: argparse.Namespace) -> int:
     """``rackplan fleet``; exit codes: 0 ok, 1 a unit failed (a bug), 2 bad settings or input,
     3 infrastructure (Spark, executors, storage), 4 no unit could be evaluated."""
-    from rackplan.agent.logging import configure
+    from rackplan.agent.core.logging import configure
     from rackplan.fleet.local import list_local, run_local
 
     try:

@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from integration.kafka.cluster import CLIENTS_JAR
-from rackplan.agent.admin_timeouts import admin_client_config, operation_timeout_s, result_timeout_s
+from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 
 from .conftest import Target
 from .e2e import CountedProducer, Ledger, wait_until

@@ -184,8 +184,8 @@ def test_alive_readiness_rolls_one_pod_at_a_time_under_a_disruption_budget() -> 
 
 def test_the_probed_paths_answer_as_the_chart_expects_from_a_leader_and_a_standby() -> None:
     """/healthz is 200 on either agent (liveness never kills a standby); /readyz is 503 until ready."""
-    from rackplan.agent.http import route
-    from rackplan.agent.status import StatusView
+    from rackplan.agent.cycle.status import StatusView
+    from rackplan.agent.runtime.http import route
 
     class NoMetrics:
         def render(self) -> str:
@@ -203,7 +203,7 @@ def test_the_settings_file_is_one_the_agent_loads(tmp_path: Path, monkeypatch: p
     """The ConfigMap's file with the chart's environment, through the agent's own settings loader."""
     import os
 
-    from rackplan.agent.settings import Settings
+    from rackplan.agent.settings.sections import Settings
 
     docs = render("--set-string", "credentials.kafka-password=s3cret")
     config = one(docs, "ConfigMap")["data"]["rackplan.yaml"]

@@ -70,10 +70,10 @@ def test_topics_all_created_just_now_are_not_described_and_not_called_unchecked(
 
     import structlog
 
-    from rackplan.agent.metrics import Metrics
-    from rackplan.agent.settings import Settings
-    from rackplan.agent.startup import check_topic_configs
-    from rackplan.agent.state import Wiring
+    from rackplan.agent.metrics.registry import Metrics
+    from rackplan.agent.runtime.startup import check_topic_configs
+    from rackplan.agent.settings.sections import Settings
+    from rackplan.agent.state.term import Wiring
 
     class RealClientAdmin(ConfigAdmin):
         def describe_configs(self, resources: list[Any], **kw: Any) -> dict[Any, Future[dict[str, _Config]]]:
