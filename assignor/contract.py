@@ -35,8 +35,42 @@ from .model import (
     is_cross_rack,
 )
 
+# The keys each object of the contract's input has (docs/CONTRACT.md), kept beside the rest of the
+# contract's vocabulary: layers that refuse unknown keys (the agent's settings and registrations) import these sets and
+# add their own, so a key the contract gains is accepted everywhere at once (they drifted before:
+# the agent refused ``objective``, ``balance``, ``balance_floor`` and ``weigh_by_traffic``).
+CONSUMER_GROUP_KEYS = frozenset({"group_id", "assignor", "members", "objective", "balance", "balance_floor"})
+CONSUMER_MEMBER_KEYS = frozenset({"member_id", "rack", "topics", "owned", "generation", "group_instance_id"})
+STREAMS_APP_KEYS = frozenset(
+    {
+        "application_id",
+        "subtopologies",
+        "clients",
+        "num_standby_replicas",
+        "acceptable_recovery_lag",
+        "max_warmup_replicas",
+        "rack_aware_assignment_tags",
+        "rack_aware",
+        "assignor",
+    }
+)
+SUBTOPOLOGY_KEYS = frozenset({"id", "source_topics", "changelog_topics", "stateful"})
+STREAMS_CLIENT_KEYS = frozenset(
+    {"process_id", "rack", "threads", "tags", "previous_active", "previous_standby", "task_lags"}
+)
+RACK_AWARE_KEYS = frozenset(
+    {"strategy", "traffic_cost", "non_overlap_cost", "sticky_to_previous", "weigh_by_traffic"}
+)
+
+
 __all__ = [
+    "CONSUMER_GROUP_KEYS",
+    "CONSUMER_MEMBER_KEYS",
     "FOLLOW_UP_LIMIT",
+    "RACK_AWARE_KEYS",
+    "STREAMS_APP_KEYS",
+    "STREAMS_CLIENT_KEYS",
+    "SUBTOPOLOGY_KEYS",
     "app_topics",
     "cluster_document",
     "follow_up",

@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rackplan.assignor.contract import app_topics, group_topics
+from rackplan.assignor.contract import (
+    CONSUMER_GROUP_KEYS,
+    CONSUMER_MEMBER_KEYS,
+    RACK_AWARE_KEYS,
+    STREAMS_CLIENT_KEYS,
+    SUBTOPOLOGY_KEYS,
+    app_topics,
+    group_topics,
+)
+from rackplan.assignor.contract import STREAMS_APP_KEYS as CONTRACT_STREAMS_APP_KEYS
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
@@ -37,39 +46,18 @@ def _reraise(e: InputError, where: str, kind: str) -> ValueError:
 
 
 #: keys of a ``consumer_groups`` entry: the contract's, plus what the settings add
-GROUP_KEYS = frozenset({"group_id", "assignor", "members", "topics", "fetch_mode"})
+GROUP_KEYS = CONSUMER_GROUP_KEYS | {"topics", "fetch_mode"}
 
 
 #: keys of a member of a ``consumer_groups`` entry (the contract's)
-MEMBER_KEYS = frozenset({"member_id", "rack", "topics", "owned", "generation", "group_instance_id"})
+MEMBER_KEYS = CONSUMER_MEMBER_KEYS
 
 
-#: keys of a ``streams_apps`` entry and of its parts: the contract's, plus ``fetch_mode``
-STREAMS_APP_KEYS = frozenset(
-    {
-        "application_id",
-        "subtopologies",
-        "clients",
-        "num_standby_replicas",
-        "acceptable_recovery_lag",
-        "max_warmup_replicas",
-        "rack_aware_assignment_tags",
-        "rack_aware",
-        "assignor",
-        "fetch_mode",
-    }
-)
+#: keys of a ``streams_apps`` entry: the contract's, plus ``fetch_mode``
+STREAMS_APP_KEYS = CONTRACT_STREAMS_APP_KEYS | {"fetch_mode"}
 
 
-SUBTOPOLOGY_KEYS = frozenset({"id", "source_topics", "changelog_topics", "stateful"})
-
-
-CLIENT_KEYS = frozenset(
-    {"process_id", "rack", "threads", "tags", "previous_active", "previous_standby", "task_lags"}
-)
-
-
-RACK_AWARE_KEYS = frozenset({"strategy", "traffic_cost", "non_overlap_cost", "sticky_to_previous"})
+CLIENT_KEYS = STREAMS_CLIENT_KEYS
 
 
 def check_streams_keys(entry: Mapping[str, Any], where: str) -> None:
