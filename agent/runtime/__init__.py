@@ -7,6 +7,7 @@ __all__ = [
     "http",
     "loop",
     "malloc_arenas",
+    "observe",
     "preflight",
     "signals",
     "startup",
