@@ -4,6 +4,8 @@ Rank 10: imports :mod:`.cycle` and below.
 """
 
 __all__ = [
+    "check",
+    "check_text",
     "http",
     "loop",
     "malloc_arenas",
