@@ -30,6 +30,21 @@ def register(sub: Any) -> None:
     )
     run.set_defaults(func=cmd_agent_run)
 
+    check = sub.add_parser(
+        "check",
+        help="one observe-only cycle: brokers, racks, groups and the plans they would get; nothing written",
+        description="Validate the settings, reach the brokers, and run one cycle of the agent in observe mode: "
+        "creates no topic, publishes nothing, joins no group. Exit 0: fine; 1: a problem found; 2: bad settings "
+        "or unreachable brokers.",
+    )
+    check.add_argument(
+        "--config",
+        default=os.environ.get("RACKPLAN_CONFIG"),
+        help="settings YAML file (default: $RACKPLAN_CONFIG)",
+    )
+    check.add_argument("--json", action="store_true", help="print the findings as one JSON document")
+    check.set_defaults(func=cmd_check)
+
     demo = sub.add_parser("demo", help="embedded 3-rack cluster: detect a change, republish plans, alert")
     demo.add_argument("--keep-running", action="store_true", help="keep the agent running after the summary")
     demo.add_argument("--poll-interval", type=float, default=0.5, help="seconds between polls (default 0.5)")
@@ -83,6 +98,44 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
         log.error("agent cannot run", error=str(e))
         print(f"rackplan: error: {e}", file=sys.stderr)
         return 1
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import json
+
+    from confluent_kafka import KafkaException
+    from pydantic_settings import SettingsError as SourceError
+
+    from .core.errors import CannotRun
+    from .core.logging import configure
+    from .runtime.check import run_check
+    from .runtime.check_text import render
+    from .settings.errors import describe_error
+    from .settings.sections import Settings
+
+    try:
+        settings = Settings.load(args.config)
+    except (OSError, ValueError, ValidationError, SourceError) as e:
+        print(f"rackplan: error: settings: {describe_error(e)}", file=sys.stderr)
+        return 2
+    configure(settings.log.format, "error", stream=sys.stderr)  # stdout holds the findings only
+    try:
+        found = run_check(settings)
+    except ValueError as e:  # a secret file that cannot be read (SettingsError)
+        print(f"rackplan: error: settings: {describe_error(e)}", file=sys.stderr)
+        return 2
+    except KafkaException as e:
+        print(
+            f"rackplan: error: settings: {librdkafka_config_error(e, settings.kafka.client_config())}",
+            file=sys.stderr,
+        )
+        return 2
+    except CannotRun as e:
+        print(f"rackplan: error: {e}", file=sys.stderr)
+        return 2
+    doc = found.as_json()
+    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n" if args.json else render(doc))
+    return 0 if doc["ok"] else 1
 
 
 def _settings_failed(log: Logger, message: str) -> int:

@@ -171,6 +171,9 @@ WEBHOOK_QUEUE_BATCHES = Metric(
     "rackplan_webhook_queue_batches", GAUGE, "Alert batches waiting for the webhook."
 )
 LEADER = Metric("rackplan_leader", GAUGE, "1 while this agent publishes (holds the lease, or runs alone).")
+OBSERVE_ONLY = Metric(
+    "rackplan_observe_only", GAUGE, "1 when mode is observe: plans are computed and served, never published."
+)
 LEASE_ACQUISITIONS_TOTAL = Metric(
     "rackplan_lease_acquisitions_total", COUNTER, "Times this agent acquired the lease and led."
 )
@@ -296,6 +299,7 @@ DECLARED: tuple[Metric, ...] = (
     WEBHOOK_FAILURES_TOTAL,
     WEBHOOK_QUEUE_BATCHES,
     LEADER,
+    OBSERVE_ONLY,
     LEASE_ACQUISITIONS_TOTAL,
     LEASE_REJOINS_TOTAL,
     PUBLISHER_FENCED_TOTAL,

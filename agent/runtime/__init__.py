@@ -4,9 +4,12 @@ Rank 10: imports :mod:`.cycle` and below.
 """
 
 __all__ = [
+    "check",
+    "check_text",
     "http",
     "loop",
     "malloc_arenas",
+    "observe",
     "preflight",
     "signals",
     "startup",

@@ -29,13 +29,7 @@ from ..cycle.publishing import advance_handovers
 from ..cycle.run import CycleIO, SnapshotSource, run_cycle
 from ..cycle.status import StatusView, build_status
 from ..ha.heartbeat import Heartbeats
-from ..ha.lease import (
-    Lease,
-    LeaseLost,
-    default_agent_id,
-    last_heartbeat,
-    lease_orphaned,
-)
+from ..ha.lease import Lease, LeaseLost, default_agent_id, last_heartbeat, lease_orphaned
 from ..kafka.exceptions import ProducerFenced, TopicReadError
 from ..kafka.isolated_admin import IsolatedGroupsAdmin, isolated_admin
 from ..kafka.read_back import read_back
@@ -49,6 +43,7 @@ from ..protocol.plans import PlanRecord
 from ..settings.sections import Settings
 from ..state.term import CycleReport, Term, Wiring
 from .http import AgentHttpServer
+from .observe import publisher_for, shown
 from .preflight import http_bind_error, reach_brokers
 from .startup import continue_epoch, make_publisher, prepare_topics, replay, topic_specs
 from .startup_retry import Backoff, StartupStopped, retry_startup
@@ -109,9 +104,10 @@ class Agent:
         self.metrics = Metrics(cluster=s.cluster_name)
         self.agent_id = s.ha.agent_id or default_agent_id()
         self.w = Wiring(s, self.log, self.metrics, clock, self.stop, self.agent_id)
-        self.w.publisher = publisher
+        self.observing = s.mode == "observe"  # plans computed and served, no record written (.observe)
+        self.w.publisher = publisher_for(s, self.metrics, publisher)
         self.w.guard = self._guard
-        self._own_publisher = publisher is None
+        self._own_publisher = publisher is None and not self.observing
         self.file_regs = registrations(s)
         self.intake = Intake(self.w, admin)
         #: the agent's own topics are not watched: its writes move their leaders and offsets
@@ -124,8 +120,8 @@ class Agent:
         self.heartbeats = Heartbeats(self.w)
         #: the lease when several agents run (settings.ha.enabled); None: this agent always leads
         self.lease: Lease | None = None
-        self.leader = not s.ha.enabled
-        self.metrics.set(metric.LEADER, 1 if self.leader else 0)
+        self.leader = not s.ha.enabled or self.observing  # an observer runs for no lease
+        self.metrics.set(metric.LEADER, 1 if self.leader and not self.observing else 0)
         self._new_term()
         self.metrics.set_function(metric.SNAPSHOT_AGE_SECONDS, self._snapshot_age)
         self.serve_http = serve_http
@@ -142,7 +138,7 @@ class Agent:
         return self._status
 
     def _publish_status(self) -> None:
-        self._status = build_status(self.term)  # one reference swapped: readers see one whole view
+        self._status = shown(build_status(self.term), self.observing)  # one reference swapped: one whole view
 
     # ---- what tests and tools on the loop's thread inspect -------------------------
 
@@ -174,7 +170,7 @@ class Agent:
         self.term = Term(self.settings, self.file_regs)
         self.metrics.set(metric.PLAN_DISCREPANCIES, 0)
         self.metrics.set(metric.READY, 0)
-        self._status = build_status(self.term)
+        self._publish_status()
 
     def start(self) -> None:
         """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
@@ -182,7 +178,7 @@ class Agent:
         names = self._startup_step(
             "agent topics", lambda: prepare_topics(w, self.admin, self.create_missing_topics)
         )
-        self.heartbeats.topic_ok = s.ha.lease_topic not in names
+        self.heartbeats.topic_ok = not self.observing and s.ha.lease_topic not in names
         self.io.alerts_topic_ok = s.alerts_topic not in names
         records = self._startup_step(
             "plan topic replay",
@@ -337,7 +333,7 @@ class Agent:
                 self.http.start()
                 self.log.info("http serving", host=host, port=self.http.port)
             self._first_contact()
-            if self.settings.ha.enabled:
+            if self.settings.ha.enabled and not self.observing:
                 self._run_ha()
             else:
                 try:

@@ -471,6 +471,7 @@ class Settings(EnvFirstSettings):
     _durations = field_validator("*")(check_duration)
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    mode: Literal["act", "observe"] = "act"  # observe: plans computed, alerted and served; none published
     #: at least 0.1 s: below that the agent would only poll
     poll_interval_s: float = Field(default=30.0, ge=0.1)
     plan_topic: str = "_rackplan.plans"
@@ -507,8 +508,7 @@ class Settings(EnvFirstSettings):
     @field_validator("consumer_groups", "streams_apps", "rack_mapping", mode="before")
     @classmethod
     def _json_list(cls, v: Any) -> Any:
-        # From the environment a list arrives as JSON text.
-        if isinstance(v, str):
+        if isinstance(v, str):  # from the environment a list arrives as JSON text
             return json.loads(v)
         return v
 

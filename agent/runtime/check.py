@@ -1,0 +1,154 @@
+"""``rackplan check``: one observe-only cycle of the agent itself, and what it found, without acting.
+
+The check is the agent, not a twin of it: an :class:`~.loop.Agent` in observe
+mode (:mod:`.observe`: nothing written, no lease, no heartbeat) reaches the
+brokers as ``agent run`` does (within ``kafka.startup_timeout_s``), replays the
+plan and registrations topics read-only (no consumer group is joined: the
+readers assign partitions), and runs one cycle: snapshot, rack checks, plans,
+alerts.  Unlike ``agent run`` it creates no topic (a missing one is reported),
+archives no snapshot and sends nothing to the webhook.  :func:`findings` turns
+what the cycle saw into the report the command prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.ports import AdminPort
+from ..kafka.read_back import read_back
+from ..protocol.plans import PlanRecord
+from ..settings.sections import Settings
+from ..state.term import CycleReport
+from .loop import Agent
+from .startup import topic_specs
+from .watch import plan_skipped
+
+#: the agent's topics by their role in the report
+ROLES = ("plans", "alerts", "registrations", "lease")
+
+
+@dataclass
+class Findings:
+    """What ``rackplan check`` prints: the JSON document of ``--json``; ``problems`` decide the exit code."""
+
+    brokers: list[dict[str, Any]] = field(default_factory=list)
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    would_publish: list[str] = field(default_factory=list)
+    would_tombstone: list[str] = field(default_factory=list)
+    alerts: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "ok": not self.problems,
+            "brokers": self.brokers,
+            "racks": sorted({b["rack"] for b in self.brokers if b["rack"] is not None}),
+            "agent_topics": self.topics,
+            "groups": self.groups,
+            "would_publish": self.would_publish,
+            "would_tombstone": self.would_tombstone,
+            "alerts": self.alerts,
+            "problems": self.problems,
+        }
+
+
+def checking(settings: Settings) -> Settings:
+    """``settings`` as the check runs them: observe mode, no archive, no webhook (nothing leaves the process)."""
+    quiet = settings.webhook.model_copy(update={"url": None})
+    return settings.model_copy(update={"mode": "observe", "archive_dir": None, "webhook": quiet})
+
+
+def run_check(settings: Settings, admin: AdminPort | None = None) -> Findings:
+    """One observe-only cycle against the cluster of ``settings``; :class:`~..core.errors.CannotRun` when
+    the bootstrap servers cannot be reached within ``kafka.startup_timeout_s``."""
+    s = checking(settings)
+    agent = Agent(s, admin=admin)
+    try:
+        agent._first_contact()
+        existing = set(agent.admin.list_topics(timeout=s.metadata.request_timeout_s).topics)
+        records: list[tuple[str, PlanRecord | None]] = []
+        if s.plan_topic in existing:
+            skipped = lambda reason: plan_skipped(agent.w, reason)  # noqa: E731
+            records = read_back(
+                agent.client_config, s.plan_topic, s.io_timeout_s, agent.log, skipped, agent.w.secret
+            )
+        if s.registrations_topic in existing:
+            agent.intake.open(agent.client_config, agent.term)
+        agent.begin(records)
+        replayed = {key: rec.generation for key, rec in agent.status().plans}
+        report = agent.run_once()
+        return findings(agent, report, existing, replayed)
+    finally:
+        agent.close()
+
+
+def findings(agent: Agent, report: CycleReport, existing: set[str], replayed: dict[str, int]) -> Findings:
+    """The report of one cycle: brokers and racks, the agent's topics, each group and what it would get.
+
+    ``replayed``: the generation of each plan of record on the plan topic (what followers read now)."""
+    s = agent.settings
+    out = Findings()
+    for role, spec in zip(ROLES, topic_specs(s), strict=True):
+        out.topics.append({"role": role, "name": spec.name, "exists": spec.name in existing})
+    if not report.ok or report.snapshot is None:
+        out.problems.append(f"the cluster could not be described: {report.error}")
+        return out
+    racks = report.snapshot.resolve_racks(agent.term.known)
+    out.brokers = [{"id": b, "rack": racks.get(b)} for b in sorted(report.snapshot.brokers)]
+    if not any(b["rack"] for b in out.brokers):
+        out.problems.append("no broker has a rack (broker.rack): nothing can be planned for locality")
+    planned = {rec.key: rec for rec in report.published}
+    view = agent.status()
+    for g in view.groups_json():
+        entry = group_entry(g, planned.get(g["key"]), report.skipped.get(g["key"]))
+        entry["plan_of_record_generation"] = replayed.get(g["key"])
+        out.groups.append(entry)
+        out.problems.extend(group_problems(entry))
+    out.would_publish = sorted(planned)
+    out.would_tombstone = sorted(report.tombstoned)
+    out.alerts = [{"key": e.key, "status": e.status, "reason": e.reason} for e in report.alerts]
+    return out
+
+
+def group_entry(g: dict[str, Any], rec: PlanRecord | None, skipped: str | None) -> dict[str, Any]:
+    """One group as the check shows it: where it comes from, and the plan it would get (or why none)."""
+    entry = {k: g.get(k) for k in ("key", "kind", "name", "source", "members", "topics", "problem")}
+    entry["unknown_member_racks"] = g.get("unknown_member_racks", [])
+    entry["unknown_topic_subscriptions"] = g.get("unknown_topic_subscriptions", [])
+    entry["plan_skipped"] = skipped
+    if rec is None:
+        entry["plan"] = None
+        return entry
+    before = rec.locality_before
+    entry["plan"] = {
+        "generation": rec.generation,
+        "reason": rec.reason,
+        "state": rec.state,
+        "moved": rec.moved,
+        "cross_rack_before": None if before is None else before.cross_rack,
+        "cross_rack_after": rec.locality_after.cross_rack,
+        "partitions": rec.locality_after.total,
+    }
+    return entry
+
+
+def group_problems(g: dict[str, Any]) -> list[str]:
+    """What keeps a group from the plan its settings or registrations intend, one line each."""
+    key = g["key"]
+    out: list[str] = []
+    if g.get("problem"):
+        out.append(f"{key}: cannot be used: {g['problem']}")
+    if g.get("plan_skipped"):
+        out.append(f"{key}: no plan: {g['plan_skipped']}")
+    for m in g.get("unknown_member_racks", []):
+        near = ", ".join(m["nearest_known_racks"]) or "none"
+        out.append(
+            f"{key}: member {m['member']!r} has rack {m['rack']!r}, which no broker has (nearest: {near})"
+        )
+    for m in g.get("unknown_topic_subscriptions", []):
+        out.append(
+            f"{key}: member {m['member']!r} subscribes to {m['topic']!r}, which the cluster does not have"
+        )
+    return out

@@ -1,0 +1,69 @@
+"""Observe-only mode (``mode: observe``) with fake clients: plans and alerts as in act mode, no record written."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rackplan.agent.runtime.http import route
+from rackplan.agent.runtime.observe import WithheldPublisher
+from rackplan.agent.settings.sections import Settings
+from rackplan.agent.testing import FakeAdmin
+from tests.agent.cycle.test_run import cycle, group, keys, make_agent
+
+
+def plans_served(agent: Any) -> dict[str, Any]:
+    code, body, _ctype = route(agent.status(), agent.metrics, "/v1/plans")
+    assert code == 200
+    doc: dict[str, Any] = json.loads(body)
+    return doc
+
+
+def test_an_observer_plans_and_alerts_over_several_cycles_and_writes_no_record() -> None:
+    posts: list[Any] = []
+    admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
+    agent, pub, _ = make_agent(admin, [group("g")], posts=posts, mode="observe")
+    first = cycle(agent)
+    assert [p.generation for p in first.published] == [1]  # what it would publish
+    admin.topics = {"t": [[2], [2], [1], [1]]}  # racks swap: the plan it holds is all cross-rack now
+    second = cycle(agent)
+    assert [(p.key, p.generation) for p in second.published] == [("consumer/g", 2)]
+    assert keys(second.alerts) == [("consumer/g", "firing")]  # the degraded group still alerts
+    for _ in range(3):
+        cycle(agent)
+    assert pub.records == []  # no plan, tombstone, alert record or heartbeat reached Kafka's producer
+    assert isinstance(agent.publisher, WithheldPublisher)
+    assert agent.publisher.withheld.get("_rackplan.plans") == 2
+    assert agent.webhook is not None and agent.webhook.wait_idle(5)
+    assert [a["labels"]["group"] for body in posts for a in body] == [
+        "g",
+        "g",
+    ]  # the webhook: fired, resolved
+    served = plans_served(agent)
+    assert served["consumer/g"]["generation"] == 2 and served["consumer/g"]["published"] is False
+    assert agent.metrics.get("rackplan_observe_only") == 1
+    assert agent.metrics.get("rackplan_leader") == 0  # it publishes nothing
+    assert agent.lease is None and agent.leader  # it runs for no lease, whatever ha.enabled says
+    agent.close()
+
+
+def test_an_acting_agent_publishes_and_serves_its_plans_unmarked() -> None:
+    admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
+    agent, pub, _ = make_agent(admin, [group("g")])
+    cycle(agent)
+    assert [k for k, _ in pub.on("_rackplan.plans")] == ["consumer/g"]
+    assert "published" not in plans_served(agent)["consumer/g"]
+    assert agent.metrics.get("rackplan_observe_only") == 0
+
+
+@pytest.mark.parametrize("mode", ["act", "observe"])
+def test_mode_is_a_setting_and_its_environment_variable(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RACKPLAN_MODE", mode)
+    assert Settings().mode == mode
+
+
+def test_an_unknown_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="mode"):
+        Settings.model_validate({"mode": "dry-run"})
