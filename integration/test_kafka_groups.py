@@ -63,13 +63,22 @@ class PollingConsumer:
 
 
 @pytest.mark.parametrize(
-    ("protocol", "assignor"),
-    [("classic", "range"), ("classic", "cooperative-sticky"), ("consumer", None)],
-    ids=["classic-range", "classic-cooperative-sticky", "kip848"],
+    ("protocol", "assignor", "mapped"),
+    [
+        ("classic", "range", True),
+        ("classic", "cooperative-sticky", True),
+        ("consumer", None, True),
+        ("classic", "range", False),
+        ("consumer", None, False),
+    ],
+    ids=["classic-range", "classic-cooperative-sticky", "kip848", "classic-unmapped", "kip848-unmapped"],
 )
 def test_live_groups_are_discovered_and_judged_on_their_real_assignment(
-    real: Target, run_agent: RunAgent, e2e_report: Any, protocol: str, assignor: str | None
+    real: Target, run_agent: RunAgent, e2e_report: Any, protocol: str, assignor: str | None, mapped: bool
 ) -> None:
+    # Unmapped: no rack_mapping and no registration names the members' racks (the brokers never say
+    # them): every live partition is counted unknown, none local (issue 24, item 1: unknown counted as
+    # local before, so such a group looked perfect).
     # Six partitions, one replica each: racks az-a, az-b, az-c, az-a, az-b, az-c.
     topic = create(real, f"live-{protocol}-{assignor or 'server'}", [[b] for b in range(1, 7)])
     group = real.name(f"live-{protocol}-{assignor or 'server'}")
@@ -107,7 +116,9 @@ def test_live_groups_are_discovered_and_judged_on_their_real_assignment(
         settings = real.agent_settings(
             [{"group_id": group, "members": [], "topics": [topic]}],
             settings_doc(
-                rack_mapping=[{"client_id": f"legacy-az-{r}-*", "rack": f"az-{r}"} for r in "abc"],
+                rack_mapping=[{"client_id": f"legacy-az-{r}-*", "rack": f"az-{r}"} for r in "abc"]
+                if mapped
+                else [],
             ),
         )
         key = f"consumer/{group}"
@@ -119,6 +130,8 @@ def test_live_groups_are_discovered_and_judged_on_their_real_assignment(
             target="kafka",
             protocol=protocol,
             assignor=assignor or "server (uniform)",
+            racks_known=mapped,
+            live_unknown_rack=live.live[key].unknown_rack,
             members=len(real_group.members),
             live_cross_rack=live.live[key].cross_rack,
             expected_cross_rack=expected_cross,
@@ -129,6 +142,14 @@ def test_live_groups_are_discovered_and_judged_on_their_real_assignment(
             f"legacy-az-{c.rack[-1]}-1": parts for c, parts in zip(consumers, got, strict=True)
         }
         assert live.live[key].total == 6
+        labels = {"kind": "consumer", "group": group}
+        if not mapped:
+            judged = live.live[key]
+            assert (judged.cross_rack, judged.unknown_rack) == (0, 6), judged
+            assert len(judged.unknown_members) == 3, judged
+            assert agent.agent.metrics.get("rackplan_live_unknown_rack_partitions", labels) == 6
+            agent.stop()
+            return
         assert live.live[key].cross_rack == expected_cross
         plan = agent.agent.term.book.latest(key)
         assert plan is not None and plan.locality_after.cross_rack == 0, "the plan for the discovered members"
