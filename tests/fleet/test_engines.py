@@ -110,14 +110,15 @@ def test_partition_values_as_hive_writes_them() -> None:
     assert snapshot_date("yesterday") is None and snapshot_date("") is None
 
 
-def _run_cli(args: list[str], block_pyspark: bool) -> dict[str, Any]:
+def _run_cli(args: list[str], block_pyspark: bool, blocked: tuple[str, ...] = ()) -> dict[str, Any]:
     """``rackplan fleet`` in a fresh interpreter; reports its exit code, its stdout and the pyspark
-    modules it imported (``block_pyspark``: as if pyspark were not installed)."""
+    modules it imported (``block_pyspark``: as if pyspark were not installed; ``blocked``: these too)."""
+    missing = (*blocked, *(("pyspark",) if block_pyspark else ()))
     code = textwrap.dedent(
         f"""
         import contextlib, io, json, sys
-        if {block_pyspark!r}:
-            sys.modules["pyspark"] = None  # import pyspark raises ImportError
+        for name in {missing!r}:
+            sys.modules[name] = None  # import raises ImportError
         from rackplan.cli import main
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
@@ -153,6 +154,18 @@ def test_small_fleets_run_in_process_without_pyspark(tmp_path: Path) -> None:
     no_spark = _run_cli([*base, "--engine", "spark"], block_pyspark=True)
     assert no_spark["rc"] == 2 and "--engine local" in no_spark["stderr"]
     assert "Traceback" not in no_spark["stderr"]
+
+
+def test_without_pyarrow_the_fleet_names_the_extra_to_install(tmp_path: Path) -> None:
+    # pyarrow (170 MB installed) is the fleet extra's, not the agent image's: a plain install runs the
+    # agent and `assign`, and `rackplan fleet` says what to install instead of a traceback.
+    snaps = tmp_path / "snapshots"
+    write_fleet(snaps)
+    base = ["fleet", "--snapshots", str(snaps), "--out", str(tmp_path / "out"), "--progress", "0"]
+    done = _run_cli(base, block_pyspark=True, blocked=("pyarrow",))
+    assert done["rc"] == 2 and "rackplan[fleet]" in done["stderr"], done["stderr"][-2000:]
+    assert "Traceback" not in done["stderr"]
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_engine_is_chosen_by_size_and_overridable() -> None:
