@@ -27,15 +27,10 @@ from ..cycle.cycle_metrics import follower_metrics
 from ..cycle.intake import Intake
 from ..cycle.publishing import advance_handovers
 from ..cycle.run import CycleIO, SnapshotSource, run_cycle
-from ..cycle.status import StatusView, build_status
+from ..cycle.status import StatusView, build_status, with_role
 from ..ha.heartbeat import Heartbeats
-from ..ha.lease import (
-    Lease,
-    LeaseLost,
-    default_agent_id,
-    last_heartbeat,
-    lease_orphaned,
-)
+from ..ha.leader_watch import LeaderWatch
+from ..ha.lease import Lease, LeaseLost, default_agent_id, last_heartbeat, lease_orphaned
 from ..kafka.exceptions import ProducerFenced, TopicReadError
 from ..kafka.isolated_admin import IsolatedGroupsAdmin, isolated_admin
 from ..kafka.read_back import read_back
@@ -124,6 +119,7 @@ class Agent:
         self.heartbeats = Heartbeats(self.w)
         #: the lease when several agents run (settings.ha.enabled); None: this agent always leads
         self.lease: Lease | None = None
+        self.leader_watch: LeaderWatch | None = None  # while standing by: who leads (ha/leader_watch.py)
         self.leader = not s.ha.enabled
         self.metrics.set(metric.LEADER, 1 if self.leader else 0)
         self._new_term()
@@ -139,7 +135,7 @@ class Agent:
 
     def status(self) -> StatusView:
         """The view published at the end of the last cycle: immutable, safe from any thread."""
-        return self._status
+        return with_role(self._status, self.w, self.leader, self.leader_watch)
 
     def _publish_status(self) -> None:
         self._status = build_status(self.term)  # one reference swapped: readers see one whole view
@@ -417,6 +413,7 @@ class Agent:
             "agent topics", lambda: prepare_topics(self.w, self.admin, self.create_missing_topics)
         )
         self.lease = Lease(self.client_config, s.ha, self.agent_id, self.log)
+        self.leader_watch = watch = LeaderWatch.for_agent(self.w, self.client_config)
         try:
             while not self.stop.is_set():
                 self.log.info("standby: waiting for the lease", agent_id=self.agent_id, group=s.ha.group_id)
@@ -425,6 +422,7 @@ class Agent:
                 note_at = since + STANDBY_NOTE_S
                 rejoin_at = since + lease_rejoin_after_s(s.ha.session_timeout_s)
                 while not self.stop.is_set() and not self.lease.acquire(confirm_s):
+                    watch.refresh()
                     if time.monotonic() >= note_at:
                         note_at += STANDBY_NOTE_S
                         # What it waits for: the group's coordinator to assign the lease partition (another
@@ -458,6 +456,7 @@ class Agent:
         finally:
             self.lease.close()
             self.lease = None
+            watch.close()
 
     def _rejoin_if_orphaned(self, waited_s: int) -> None:
         """Rejoin the agents' group when nobody can be holding the lease (:func:`lease_orphaned`): a group
