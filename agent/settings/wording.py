@@ -116,4 +116,6 @@ def reword(
         shown = isinstance(value, str) and len(value) <= _MAX_ECHO and not secret
         msg = f"expected {_EXPECTED[kind]}" + (f", got {value!r}" if shown else "")
     variable = env_variable(loc, environ) if loc else None
-    return f"{msg} (environment variable {variable})" if variable else msg
+    if variable is None:
+        return msg
+    return "\n".join(f"{line} (environment variable {variable})" for line in msg.splitlines())

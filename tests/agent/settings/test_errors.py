@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -122,6 +123,22 @@ def test_a_variable_that_set_a_bad_value_is_named(monkeypatch: pytest.MonkeyPatc
     assert describe_errors(e.value, Settings) == [
         "http.port: expected a whole number, got 'eighty' (environment variable RACKPLAN_HTTP__PORT)",
         "ha.enabled: expected true or false, got 'maybe' (environment variable RACKPLAN_HA)",
+    ]
+
+
+def test_each_problem_of_a_list_from_a_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    groups = [
+        {"group_id": "a", "members": [{"member_id": "m", "rak": "x", "topics": ["t"]}]},
+        {"group_id": "b", "members": [], "fetch_mode": "nearest"},
+    ]
+    monkeypatch.setenv("RACKPLAN_CONSUMER_GROUPS", json.dumps(groups))
+    with pytest.raises(ValidationError) as e:
+        Settings.load()
+    assert describe_errors(e.value, Settings) == [
+        "consumer_groups[0].members[0].rak: unknown key; did you mean rack?"
+        " (environment variable RACKPLAN_CONSUMER_GROUPS)",
+        "consumer_groups[1].fetch_mode: expected nearest-replica or leader, got 'nearest'"
+        " (environment variable RACKPLAN_CONSUMER_GROUPS)",
     ]
 
 
