@@ -67,13 +67,14 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     from .runtime.loop import Agent
     from .runtime.malloc_arenas import limit_arenas
     from .runtime.supervisor import child_command, supervise, supervised
-    from .settings.errors import describe_error
+    from .settings.errors import describe_error, describe_errors
     from .settings.sections import Settings
 
     try:
         settings = Settings.load(args.config)
     except (OSError, ValueError, ValidationError, SourceError) as e:
-        print(f"rackplan: error: settings: {describe_error(e)}", file=sys.stderr)
+        for line in describe_errors(e, Settings):  # every problem of the file at once, one line each
+            print(f"rackplan: error: settings: {line}", file=sys.stderr)
         return 2
     configure(settings.log.format, settings.log.level)
     log = get_logger("rackplan.agent")

@@ -188,6 +188,10 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
+    try:  # both engines write the tables with pyarrow: the fleet extra's, not a plain install's
+        import pyarrow  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
+    except ImportError:
+        return _fail("rackplan fleet writes Parquet with pyarrow: pip install 'rackplan[fleet]' (or [spark])")
     from .job import run_from_args  # checks its input before it needs PySpark
 
     return run_from_args(args)

@@ -429,13 +429,6 @@ def run_from_args(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         _error(str(e))
         return EXIT_BAD_INPUT
-    try:  # both engines write the tables with pyarrow: the fleet extra's, not a plain install's
-        import pyarrow  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
-    except ImportError:
-        _error(
-            "rackplan fleet writes Parquet with pyarrow: pip install 'rackplan[fleet]' (or 'rackplan[spark]')"
-        )
-        return EXIT_BAD_INPUT
     configure(stream=sys.stderr)  # progress events on stderr: stdout carries the summary
     # The assignors' per-unit notes (info) would be one line per unit of a fleet: warnings only.
     logging.getLogger("rackplan.assignor").setLevel(logging.WARNING)

@@ -213,3 +213,69 @@ def test_two_agents_of_default_settings_one_publishes_the_other_stands_by(
         stop_s=round(stop_s, 2),
         takeover_after_stop_s=round(takeover_s, 2),
     )
+
+
+def _get(port: int, path: str) -> tuple[int, Any]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_the_standby_says_who_leads_and_where_the_plans_are(target: Target, run_agent: Any) -> None:
+    """Issue 28: the standby's /v1/plans answered ``{}``.  Over HTTP, it names the leader (agent id, epoch,
+    a fresh heartbeat) read from the lease topic and points to the plan topic; the leader's answers are
+    its plans of record, as before.  When the leader stops, the standby leads and answers with plans."""
+    from rackplan.agent.demo.run import topic_creator
+    from rackplan.agent.runtime.loop import Agent
+
+    from .conftest import RunningAgent, range_group
+
+    orders = target.create_topic("orders", 6, 2)
+    key = f"consumer/{target.name('pay')}"
+    groups = [range_group(target.name("pay"), [orders])]
+    creator = None if target.cluster is None else topic_creator(target.cluster)
+
+    def start(agent_id: str) -> RunningAgent:
+        settings = target.agent_settings(groups, {"ha": {"agent_id": agent_id}, "http": {"port": 0}})
+        return RunningAgent(Agent(settings, create_missing_topics=creator, serve_http=True))
+
+    first = start("agent-one")
+    second: RunningAgent | None = None
+    try:
+        first.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
+        second = start("agent-two")
+        s = second
+        wait_until(lambda: s.agent.http is not None and s.agent.leader_watch is not None, 30, "the standby")
+        assert s.agent.http is not None and first.agent.http is not None
+        port = s.agent.http.port
+        wait_until(lambda: _get(port, "/v1/plans")[1].get("leader") is not None, 30, "the leader named")
+        code, plans = _get(port, "/v1/plans")
+        assert code == 200 and key not in plans and plans["role"] == "standby"
+        assert plans["agent_id"] == "agent-two"
+        assert plans["leader"]["agent_id"] == "agent-one"
+        assert plans["leader"]["epoch"] == first.agent.epoch
+        assert plans["leader"]["live"] and 0 <= plans["leader"]["heartbeat_age_s"] < 10
+        assert plans["plan_topic"] == target.control_topics["plan_topic"]
+        code, status = _get(port, "/v1/status")
+        assert code == 200 and status["role"] == "standby" and status["ready"] is False
+        assert status["leader"]["agent_id"] == "agent-one"
+        code, leader_plans = _get(first.agent.http.port, "/v1/plans")
+        assert code == 200 and set(leader_plans) == {key}  # the leader's answer: its plans of record only
+        code, leader_status = _get(first.agent.http.port, "/v1/status")
+        assert leader_status["role"] == "leader" and leader_status["agent_id"] == "agent-one"
+        assert leader_status["epoch"] == first.agent.epoch
+        first.stop()
+        s.wait_for(lambda r: r.ok, timeout=60)
+        code, plans = _get(port, "/v1/plans")
+        assert code == 200 and key in plans and "role" not in plans
+        assert _get(port, "/v1/status")[1]["role"] == "leader"
+    finally:
+        for r in (first, second):
+            if r is not None and r.thread.is_alive():
+                r.stop()

@@ -10,12 +10,14 @@ view to one attribute is atomic, so a reader sees one cycle's view whole.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 from ..groups.live import LiveLocality
+from ..ha.leader_watch import LeaderWatch, Standby, standby_of
 from ..planning.handover import Pending
 from ..planning.planner import Registration
 from ..planning.rack_check import RackMismatch
@@ -23,7 +25,7 @@ from ..planning.subscriptions import MissingTopic
 from ..protocol.alerts import AlertEvent
 from ..protocol.plans import PlanKey, PlanRecord
 from ..protocol.registrations import FollowerStatus
-from ..state.term import Term
+from ..state.term import Term, Wiring
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
@@ -88,14 +90,34 @@ class StatusView:
     #: registrations that cannot be used: key -> reason (sorted)
     problems: tuple[tuple[str, str], ...] = ()
     firing: tuple[AlertEvent, ...] = ()
+    #: this agent's id and leadership epoch (:func:`with_role`, when a reader asks)
+    agent_id: str = ""
+    epoch: int = 0
+    #: set while this agent does not lead: who does, as far as it knows, and where the plans are
+    standby: Standby | None = None
 
     def plans_json(self) -> dict[str, Any]:
         """/v1/plans: plans of record; a key whose newest record someone else wrote (what followers read then)
-        carries ``discrepancy``: that record's writer, generation, offset, tombstone."""
+        carries ``discrepancy``: that record's writer, generation, offset, tombstone.  A standby holds no
+        plans: it answers who leads and where the plans are instead (issue 28: it answered ``{}``)."""
+        if self.standby is not None:
+            return self.standby.as_json()
         out: dict[str, Any] = {k: rec.value() for k, rec in self.plans}
         for key, seen in sorted(self.discrepancies.items()):
             out.setdefault(key, {})["discrepancy"] = dict(seen)
         return out
+
+    def status_json(self) -> dict[str, Any]:
+        """/v1/status: this agent's role; a leader's id, epoch and plan count, a standby's leader."""
+        if self.standby is not None:
+            return {**self.standby.as_json(), "ready": self.ready}
+        return {
+            "role": "leader",
+            "agent_id": self.agent_id,
+            "epoch": self.epoch,
+            "ready": self.ready,
+            "plans": len(self.plans),
+        }
 
     def groups_json(self) -> list[dict[str, Any]]:
         """/v1/groups: registrations (with where they came from) and, last, those that cannot be used and why."""
@@ -144,3 +166,11 @@ def build_status(term: Term) -> StatusView:
         problems=tuple(sorted(term.problems.items())),
         firing=tuple(term.alerts.firing_events()),
     )
+
+
+def with_role(view: StatusView, w: Wiring, leading: bool, watch: LeaderWatch | None) -> StatusView:
+    """``view`` as this agent shows it now (called per request, from any thread): with its id and epoch,
+    and while it stands by (it does not lead and watches the lease topic: ``watch``), who leads
+    (:mod:`rackplan.agent.ha.leader_watch`)."""
+    standby = None if leading or watch is None else standby_of(w, watch)
+    return dataclasses.replace(view, agent_id=w.agent_id, epoch=w.epoch, standby=standby)

@@ -3,4 +3,4 @@
 Rank 8: imports :mod:`.state` and below.
 """
 
-__all__ = ["heartbeat", "lease"]
+__all__ = ["heartbeat", "leader_watch", "lease", "rejoin"]

@@ -41,7 +41,7 @@ from ..core.errors import AgentError
 from ..core.logging import with_kafka_logger
 from ..kafka.errors import error_name, membership_lost
 from ..kafka.exceptions import PublishError
-from ..kafka.tail import read_to_end
+from ..kafka.tail import RawRecord, read_to_end
 from ..protocol.lease import (
     Heartbeat,
     HeartbeatError,
@@ -292,16 +292,26 @@ def last_heartbeat(
     best: Heartbeat | None = None
     for r in raw:
         try:
-            try:
-                check_mac(secret, topic, r.key, r.value, r.header(MAC_HEADER), "heartbeat")
-            except RecordError as e:
-                raise HeartbeatError(str(e), e.reason) from None
-            hb = decode_heartbeat(r.key, r.value)
+            hb = heartbeat_of(r, topic, secret)
         except HeartbeatError as e:
             log.warning("lease record skipped", reason=str(e), partition=r.partition, offset=r.offset)
             if skipped is not None:
                 skipped(e.reason)
             continue
-        if best is None or hb.epoch >= best.epoch:
-            best = dataclasses.replace(hb, seen_ms=r.timestamp_ms)
+        best = newest_heartbeat(best, hb)
     return best
+
+
+def heartbeat_of(r: RawRecord, topic: str, secret: bytes | None) -> Heartbeat:
+    """A lease-topic record as a heartbeat dated by its broker timestamp; :class:`HeartbeatError` when it
+    is none, or (with a ``secret``) lacks its valid MAC."""
+    try:
+        check_mac(secret, topic, r.key, r.value, r.header(MAC_HEADER), "heartbeat")
+    except RecordError as e:
+        raise HeartbeatError(str(e), e.reason) from None
+    return dataclasses.replace(decode_heartbeat(r.key, r.value), seen_ms=r.timestamp_ms)
+
+
+def newest_heartbeat(best: Heartbeat | None, hb: Heartbeat) -> Heartbeat:
+    """The heartbeat to go by of two: the higher epoch, the later one of equal epochs (topic order)."""
+    return hb if best is None or hb.epoch >= best.epoch else best

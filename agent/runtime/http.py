@@ -1,4 +1,4 @@
-"""Read-only HTTP: ``/healthz``, ``/readyz``, ``/metrics``, ``/v1/plans``, ``/v1/groups``, ``/v1/groups/<kind>/<name>``.
+"""Read-only HTTP: ``/healthz``, ``/readyz``, ``/metrics``, ``/v1/plans``, ``/v1/status``, ``/v1/groups``, ``/v1/groups/<kind>/<name>``.
 
 One asyncio event loop on its own thread holds every connection, and a small
 fixed pool renders the answers, so the agent's loop never waits for a scrape
@@ -77,6 +77,8 @@ def route(view: StatusView, metrics: MetricsSource, path: str) -> Answer:
         return 200, metrics.render().encode(), "text/plain; version=0.0.4; charset=utf-8"
     if path == "/v1/plans":
         return _json(200, view.plans_json())
+    if path == "/v1/status":
+        return _json(200, view.status_json())
     if path == "/v1/groups":
         return _json(200, view.groups_json())
     parts = path.split("/")

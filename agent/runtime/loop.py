@@ -27,10 +27,12 @@ from ..cycle.cycle_metrics import follower_metrics
 from ..cycle.intake import Intake
 from ..cycle.publishing import advance_handovers
 from ..cycle.run import CycleIO, SnapshotSource, run_cycle
-from ..cycle.status import StatusView, build_status
+from ..cycle.status import StatusView, build_status, with_role
 from ..ha.heartbeat import Heartbeats
-from ..ha.lease import Lease, LeaseLost, default_agent_id, last_heartbeat, lease_orphaned
-from ..kafka.exceptions import ProducerFenced, TopicReadError
+from ..ha.leader_watch import LeaderWatch
+from ..ha.lease import Lease, LeaseLost, default_agent_id
+from ..ha.rejoin import lease_rejoin_after_s, rejoin_if_orphaned
+from ..kafka.exceptions import ProducerFenced
 from ..kafka.isolated_admin import IsolatedGroupsAdmin, isolated_admin
 from ..kafka.read_back import read_back
 from ..kafka.tail import TopicTail
@@ -55,12 +57,6 @@ T = TypeVar("T")
 
 #: while standing by, how often the agent says it still waits for the lease
 STANDBY_NOTE_S = 10.0
-
-
-def lease_rejoin_after_s(session_timeout_s: float) -> float:
-    """How long a standby waits for the lease before it checks whether anybody holds it (and rejoins when
-    nobody does): two session timeouts, at least 10 s, so that a dead holder's eviction comes first."""
-    return max(2 * session_timeout_s, 10.0)
 
 
 class Agent:
@@ -118,8 +114,8 @@ class Agent:
         self.lease_tail: TopicTail | None = None
         self.plan_tail: TopicTail | None = None
         self.heartbeats = Heartbeats(self.w)
-        #: the lease when several agents run (settings.ha.enabled); None: this agent always leads
-        self.lease: Lease | None = None
+        self.lease: Lease | None = None  # with settings.ha.enabled; None: this agent always leads
+        self.leader_watch: LeaderWatch | None = None  # while standing by: who leads (ha/leader_watch.py)
         self.leader = not s.ha.enabled or self.observing  # an observer runs for no lease
         self.metrics.set(metric.LEADER, 1 if self.leader and not self.observing else 0)
         self._new_term()
@@ -135,7 +131,7 @@ class Agent:
 
     def status(self) -> StatusView:
         """The view published at the end of the last cycle: immutable, safe from any thread."""
-        return self._status
+        return with_role(self._status, self.w, self.leader, self.leader_watch)
 
     def _publish_status(self) -> None:
         self._status = shown(build_status(self.term), self.observing)  # one reference swapped: one whole view
@@ -413,6 +409,7 @@ class Agent:
             "agent topics", lambda: prepare_topics(self.w, self.admin, self.create_missing_topics)
         )
         self.lease = Lease(self.client_config, s.ha, self.agent_id, self.log)
+        self.leader_watch = watch = LeaderWatch.for_agent(self.w, self.client_config)
         try:
             while not self.stop.is_set():
                 self.log.info("standby: waiting for the lease", agent_id=self.agent_id, group=s.ha.group_id)
@@ -421,6 +418,7 @@ class Agent:
                 note_at = since + STANDBY_NOTE_S
                 rejoin_at = since + lease_rejoin_after_s(s.ha.session_timeout_s)
                 while not self.stop.is_set() and not self.lease.acquire(confirm_s):
+                    watch.refresh()
                     if time.monotonic() >= note_at:
                         note_at += STANDBY_NOTE_S
                         # What it waits for: the group's coordinator to assign the lease partition (another
@@ -433,7 +431,9 @@ class Agent:
                         )
                     if time.monotonic() >= rejoin_at:
                         rejoin_at = time.monotonic() + lease_rejoin_after_s(s.ha.session_timeout_s)
-                        self._rejoin_if_orphaned(round(time.monotonic() - since))
+                        rejoin_if_orphaned(
+                            self.w, self.lease, self.client_config, round(time.monotonic() - since)
+                        )
                 if self.stop.is_set():
                     break
                 self._set_leader(True)
@@ -454,32 +454,7 @@ class Agent:
         finally:
             self.lease.close()
             self.lease = None
-
-    def _rejoin_if_orphaned(self, waited_s: int) -> None:
-        """Rejoin the agents' group when nobody can be holding the lease (:func:`lease_orphaned`): a group
-        whose leader gave the lease partition to no member never rebalances by itself (:meth:`Lease.rejoin`)."""
-        from confluent_kafka import KafkaException
-
-        s = self.settings
-        assert self.lease is not None
-        try:
-            hb = last_heartbeat(
-                self.client_config, s.ha.lease_topic, s.io_timeout_s, self.log, secret=self.w.secret
-            )
-        except (TopicReadError, KafkaException) as e:  # cannot tell: a rejoin would not read it either
-            self.log.info("standby: lease topic not read; not rejoining", error=str(e))
-            return
-        if not lease_orphaned(hb, int(self.w.clock() * 1000), s.ha.session_timeout_s):
-            return
-        self.log.warning(
-            "standby: nobody holds the lease; rejoining the agents' group",
-            group=s.ha.group_id,
-            lease_topic=s.ha.lease_topic,
-            waited_s=waited_s,
-            last_heartbeat=None if hb is None else hb.agent_id,
-        )
-        self.metrics.inc(metric.LEASE_REJOINS_TOTAL)
-        self.lease.rejoin()
+            watch.close()
 
     def close(self) -> None:
         if self.http is not None:

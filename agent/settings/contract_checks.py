@@ -23,6 +23,8 @@ from rackplan.assignor.contract import STREAMS_APP_KEYS as CONTRACT_STREAMS_APP_
 from rackplan.assignor.model import Cluster
 from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
 
+from .wording import did_you_mean
+
 
 def _topics_of(entry: Mapping[str, Any], kind: str) -> set[str]:
     """The topics an entry names (:mod:`rackplan.assignor.contract`), plus a group's own ``topics`` list."""
@@ -60,56 +62,110 @@ STREAMS_APP_KEYS = CONTRACT_STREAMS_APP_KEYS | {"fetch_mode"}
 CLIENT_KEYS = STREAMS_CLIENT_KEYS
 
 
-def check_streams_keys(entry: Mapping[str, Any], where: str) -> None:
-    """A settings file's ``streams_apps`` entry is as strict as a consumer group: a typo is named."""
-    _no_unknown_keys(entry, STREAMS_APP_KEYS, where)
+def streams_keys_problems(entry: Mapping[str, Any], where: str) -> list[str]:
+    """A settings file's ``streams_apps`` entry is as strict as a consumer group: every typo is named."""
+    out = unknown_key_problems(entry, STREAMS_APP_KEYS, where)
     for part, allowed in (("subtopologies", SUBTOPOLOGY_KEYS), ("clients", CLIENT_KEYS)):
-        for i, item in enumerate(entry.get(part) or []):
+        items = entry.get(part)
+        for i, item in enumerate(items if isinstance(items, list) else []):
             if isinstance(item, dict):
-                _no_unknown_keys(item, allowed, f"{where}.{part}[{i}]")
+                out += unknown_key_problems(item, allowed, f"{where}.{part}[{i}]")
     if isinstance(entry.get("rack_aware"), dict):
-        _no_unknown_keys(entry["rack_aware"], RACK_AWARE_KEYS, f"{where}.rack_aware")
+        out += unknown_key_problems(entry["rack_aware"], RACK_AWARE_KEYS, f"{where}.rack_aware")
+    return out
 
 
-def _no_unknown_keys(entry: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+def check_streams_keys(entry: Mapping[str, Any], where: str) -> None:
+    """:func:`streams_keys_problems` as one ``ValueError`` (``; `` between them)."""
+    _raise(streams_keys_problems(entry, where))
+
+
+def unknown_key_problems(entry: Mapping[str, Any], allowed: frozenset[str], where: str) -> list[str]:
     """A settings file is strict where the contract is lenient: a typo (``rak: az-b``) must not
-    silently make a member rack-less and its group's cross-rack figure look perfect."""
+    silently make a member rack-less and its group's cross-rack figure look perfect. One line per
+    unknown key, with the closest allowed key as a suggestion (else the allowed keys)."""
+    out = []
     for key in entry:
         if key not in allowed:
-            raise ValueError(f"{where}.{key}: unknown key; expected one of {', '.join(sorted(allowed))}")
+            hint = did_you_mean(key, allowed) or f"; expected one of {', '.join(sorted(allowed))}"
+            out.append(f"{where}.{key}: unknown key{hint}")
+    return out
 
 
-def check_consumer_group(entry: Any, where: str) -> None:
-    """Reject a registration the contract parser would reject (topic existence aside), and unknown keys."""
+def _raise(problems: list[str]) -> None:
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def consumer_group_problems(entry: Any, where: str) -> list[str]:
+    """Every unknown key of a registration, and the first problem the contract parser finds (it stops
+    there), and the settings' own keys (topic existence aside): one line each."""
     if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected an object")
-    _no_unknown_keys(entry, GROUP_KEYS, where)
-    for i, member in enumerate(entry.get("members") or []):
+        return [f"{where}: expected an object"]
+    out = unknown_key_problems(entry, GROUP_KEYS, where)
+    members = entry.get("members")
+    for i, member in enumerate(members if isinstance(members, list) else []):
         if isinstance(member, dict):
-            _no_unknown_keys(member, MEMBER_KEYS, f"{where}.members[{i}]")
+            out += unknown_key_problems(member, MEMBER_KEYS, f"{where}.members[{i}]")
     try:
         parse_consumer_group(entry, _placeholder_cluster(_topics_of(entry, "consumer_group")))
     except InputError as e:
-        raise _reraise(e, where, "consumer_group") from None
-    _check_fetch_mode(entry, where)
+        out.append(str(_reraise(e, where, "consumer_group")))
+    out += _fetch_mode_problems(entry, where)
     topics = entry.get("topics")
     if topics is not None and (
         not isinstance(topics, list) or not all(isinstance(t, str) and t for t in topics)
     ):
-        raise ValueError(f"{where}.topics: expected an array of topic names")
+        out.append(f"{where}.topics: expected an array of topic names")
+    return out
 
 
-def _check_fetch_mode(entry: Mapping[str, Any], where: str) -> None:
+def check_consumer_group(entry: Any, where: str) -> None:
+    """Reject a registration the contract parser would reject (topic existence aside), and unknown keys."""
+    _raise(consumer_group_problems(entry, where))
+
+
+def _fetch_mode_problems(entry: Mapping[str, Any], where: str) -> list[str]:
     mode = entry.get("fetch_mode")
     if mode is not None and mode not in ("nearest-replica", "leader"):
-        raise ValueError(f"{where}.fetch_mode: expected nearest-replica or leader, got {mode!r}")
+        return [f"{where}.fetch_mode: expected nearest-replica or leader, got {mode!r}"]
+    return []
 
 
-def check_streams_app(entry: Any, where: str) -> None:
+def streams_app_problems(entry: Any, where: str) -> list[str]:
+    """The contract parser's first problem with a ``streams_apps`` entry, and its ``fetch_mode``'s."""
     if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected an object")
+        return [f"{where}: expected an object"]
+    out = []
     try:
         parse_streams_app(entry, _placeholder_cluster(_topics_of(entry, "streams_app")))
     except InputError as e:
-        raise _reraise(e, where, "streams_app") from None
-    _check_fetch_mode(entry, where)
+        out.append(str(_reraise(e, where, "streams_app")))
+    return out + _fetch_mode_problems(entry, where)
+
+
+def check_streams_app(entry: Any, where: str) -> None:
+    _raise(streams_app_problems(entry, where))
+
+
+def checked_registrations(entries: tuple[dict[str, Any], ...], field: str) -> tuple[dict[str, Any], ...]:
+    """A settings file's ``consumer_groups`` or ``streams_apps``, checked entry by entry: every problem
+    of every entry and every duplicate, one line each, in one ``ValueError`` (lines apart, which
+    :func:`~.errors.describe_errors` prints one by one)."""
+    id_key, noun = ("group_id", "group") if field == "consumer_groups" else ("application_id", "app")
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        where = f"{field}[{i}]"
+        if field == "consumer_groups":
+            found = consumer_group_problems(entry, where)
+        else:
+            found = streams_app_problems(entry, where) + streams_keys_problems(entry, where)
+        out += found
+        if not found and entry[id_key] in seen:
+            out.append(f"{where}.{id_key}: duplicate {noun} {entry[id_key]!r}")
+        elif not found:
+            seen.add(entry[id_key])
+    if out:
+        raise ValueError("\n".join(out))
+    return entries

@@ -35,9 +35,9 @@ from rackplan.assignor.bounded import TooLargeError, read_bounded
 from ..core.redact import MASK, mask_config, mask_tree, redact_url
 from ..kafka.metadata_refresh import with_metadata_refresh
 from ..protocol.registrations import read_secret_file
-from .contract_checks import check_consumer_group, check_streams_app, check_streams_keys
+from .contract_checks import checked_registrations
 from .environment import ENV_PREFIX, EnvFirstSettings, unknown_env_variables
-from .errors import SettingsError
+from .errors import SettingsError, describe_errors
 from .headers import HeaderValueError, header_name_problem, header_problem, read_header_file
 from .yaml_file import read_yaml_mapping
 
@@ -512,38 +512,35 @@ class Settings(EnvFirstSettings):
             return json.loads(v)
         return v
 
-    @model_validator(mode="after")
-    def _check_registrations(self) -> Settings:
-        seen: set[str] = set()
-        for i, g in enumerate(self.consumer_groups):
-            check_consumer_group(g, f"consumer_groups[{i}]")
-            key = f"consumer/{g['group_id']}"
-            if key in seen:
-                raise ValueError(f"consumer_groups[{i}].group_id: duplicate group {g['group_id']!r}")
-            seen.add(key)
-        for i, a in enumerate(self.streams_apps):
-            check_streams_app(a, f"streams_apps[{i}]")
-            check_streams_keys(a, f"streams_apps[{i}]")
-            key = f"streams/{a['application_id']}"
-            if key in seen:
-                raise ValueError(f"streams_apps[{i}].application_id: duplicate app {a['application_id']!r}")
-            seen.add(key)
-        return self
+    @field_validator("consumer_groups", "streams_apps")
+    @classmethod
+    def _check_registrations(cls, v: tuple[dict[str, Any], ...], info: ValidationInfo) -> Any:
+        # A field check, not a model check: it runs (and names every problem) even when another key is bad.
+        return checked_registrations(v, str(info.field_name))
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Settings:
         """Settings from a YAML file (optional), overridden by the environment.
 
         :class:`SettingsError` for an unreadable file, bad YAML or an unknown ``RACKPLAN_`` variable;
-        pydantic's ``ValidationError`` for bad values (:func:`describe_error` makes one line of either).
+        pydantic's ``ValidationError`` for bad values (:func:`describe_errors` makes lines of either); both
+        at once in one :class:`SettingsError` when a variable is unknown and a value is bad.
         """
         unknown = unknown_env_variables(cls.model_fields)
+        env_problem = (
+            f"{', '.join(unknown)}: unknown environment variable{'s' if len(unknown) > 1 else ''}; "
+            f"settings are {ENV_PREFIX}<KEY>, {ENV_PREFIX}<SECTION>__<KEY> (docs/settings.md)"
+        )
+        try:
+            settings = cls(**({} if path is None else read_yaml_mapping(path)))
+        except ValueError as e:  # a ValidationError too
+            if not unknown:
+                raise
+            # every problem at once: the variables' and the file's
+            raise SettingsError("\n".join([env_problem, *describe_errors(e, cls)])) from None
         if unknown:
-            raise SettingsError(
-                f"{', '.join(unknown)}: unknown environment variable{'s' if len(unknown) > 1 else ''}; "
-                f"settings are {ENV_PREFIX}<KEY>, {ENV_PREFIX}<SECTION>__<KEY> (docs/settings.md)"
-            )
-        return cls(**({} if path is None else read_yaml_mapping(path)))
+            raise SettingsError(env_problem)
+        return settings
 
     def redacted(self) -> dict[str, Any]:
         """Settings as a dict safe to log: secrets masked."""

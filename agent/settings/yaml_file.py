@@ -24,7 +24,13 @@ MAX_SETTINGS_BYTES = 4 << 20
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """Safe YAML that refuses duplicate keys (the second would silently win); merge keys still work."""
+    """Safe YAML that refuses duplicate keys (the second would silently win); merge keys still work.
+
+    Each duplicate is recorded (its key and where) and the document built on, so every one is named."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates: list[tuple[Any, Any]] = []
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -37,12 +43,7 @@ class _StrictLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key: the base class says so
                 break
             if duplicate:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping",
-                    node.start_mark,
-                    f"duplicate key {key!r}",
-                    key_node.start_mark,
-                )
+                self.duplicates.append((key, key_node.start_mark))
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -88,7 +89,15 @@ def load_yaml(text: str, path: str | Path) -> Any:
             raise SettingsError(
                 f"{path}: expands to more than {MAX_YAML_NODES} values (YAML aliases?); refused"
             )
-        return loader.construct_document(node)
+        document = loader.construct_document(node)
+        if loader.duplicates:
+            raise SettingsError(
+                "\n".join(
+                    f"{_where(path, mark)}: invalid YAML: while constructing a mapping duplicate key {key!r}"
+                    for key, mark in loader.duplicates
+                )
+            )
+        return document
     except yaml.MarkedYAMLError as e:
         what = " ".join(p for p in (e.context, e.problem) if p)
         raise SettingsError(f"{_where(path, e.problem_mark)}: invalid YAML: {what}") from None

@@ -82,3 +82,35 @@ def test_commit_plan_is_the_one_place_a_record_lands() -> None:
     assert commit_plan(w, term, "consumer/g", again, counted=False)
     assert agent.metrics.get("rackplan_plans_published_total", {"kind": "consumer"}) == published + 1
     agent.close()
+
+
+def test_a_standby_answers_who_leads_the_leader_its_plans_unchanged() -> None:
+    """Issue 28: a standby's /v1/plans answered ``{}``; the leader's answer is the plans of record, as before."""
+    from rackplan.agent.cycle.status import build_status
+    from rackplan.agent.ha.leader_watch import LeaderWatch
+    from rackplan.agent.protocol.lease import Heartbeat
+    from rackplan.agent.runtime.http import route
+    from tests.agent.ha.test_leader_watch import FakeTail, record
+
+    admin = FakeAdmin({"t": [[1], [2]], "u": [[1], [2]]})
+    agent, _, _ = make_agent(admin, [group("g")])
+    cycle(agent)
+    leading = agent.status()
+    assert leading.plans_json() == build_status(agent.term).plans_json()
+    assert set(leading.plans_json()) == {"consumer/g"}
+    assert leading.status_json() == {
+        "role": "leader", "agent_id": agent.agent_id, "epoch": agent.epoch, "ready": True, "plans": 1,
+    }  # fmt: skip
+    now_ms = int(agent.clock() * 1000)
+    hb = Heartbeat("other-agent", 4, now_ms - 1_500, 1.0, "agents")
+    agent.leader = False  # as after a lost lease: the old term's plans are still in the published view
+    agent.leader_watch = LeaderWatch(lambda: FakeTail([record(hb, 0)]), "l", None, 1.0, 1.0, agent.log)
+    agent.leader_watch.refresh()
+    code, body, _ = route(agent.status(), agent.metrics, "/v1/plans")
+    shown = json.loads(body)
+    assert code == 200 and shown["role"] == "standby" and "consumer/g" not in shown
+    assert shown["leader"]["agent_id"] == "other-agent" and shown["leader"]["epoch"] == 4
+    assert shown["plan_topic"] == agent.settings.plan_topic
+    code, body, _ = route(agent.status(), agent.metrics, "/v1/status")
+    assert code == 200 and json.loads(body)["leader"] == shown["leader"]
+    agent.close()

@@ -191,7 +191,8 @@ def test_a_group_that_assigned_the_lease_to_nobody_assigns_it_after_a_rejoin() -
 def test_a_standby_rejoins_when_nobody_holds_the_lease_and_then_leads() -> None:
     # The agent end to end on the embedded cluster: before the rejoin it stood by for good.
     from rackplan.agent.demo.run import topic_creator
-    from rackplan.agent.runtime.loop import Agent, lease_rejoin_after_s
+    from rackplan.agent.ha.rejoin import lease_rejoin_after_s
+    from rackplan.agent.runtime.loop import Agent
     from rackplan.agent.settings.sections import Settings
 
     with EmbeddedCluster(brokers_per_rack=1, racks=3) as c:

@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from rackplan.agent.core.redact import is_secret_key, mask_config
-from rackplan.agent.settings.errors import SettingsError, describe_error
+from rackplan.agent.settings.errors import SettingsError, describe_error, describe_errors
 from rackplan.agent.settings.sections import Settings
 from rackplan.agent.settings.yaml_file import MAX_SETTINGS_BYTES, MAX_YAML_NODES
 
@@ -265,20 +265,22 @@ def test_variables_that_are_not_agent_settings_are_left_alone(monkeypatch: pytes
 
 
 @pytest.mark.parametrize(
-    ("variable", "where"),
+    ("variable", "where", "meant"),
     [
-        ("RACKPLAN_HTTP__PORTT", "http.portt"),
-        ("RACKPLAN_WEBHOOK__URLL", "webhook.urll"),
-        ("RACKPLAN_HA__ENABLD", "ha.enabld"),
+        ("RACKPLAN_HTTP__PORTT", "http.portt", "port"),
+        ("RACKPLAN_WEBHOOK__URLL", "webhook.urll", "url"),
+        ("RACKPLAN_HA__ENABLD", "ha.enabld", "enabled"),
     ],
 )
-def test_a_nested_variable_typo_is_refused_naming_the_key(
-    variable: str, where: str, monkeypatch: pytest.MonkeyPatch
+def test_a_nested_variable_typo_is_refused_naming_the_key_and_the_variable(
+    variable: str, where: str, meant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(variable, "1")
     with pytest.raises(ValidationError) as e:
         Settings.load()
-    assert describe_error(e.value).startswith(f"{where}: Extra inputs are not permitted")
+    assert describe_errors(e.value, Settings) == [
+        f"{where}: unknown key; did you mean {meant}? (environment variable {variable})"
+    ]
 
 
 @pytest.mark.parametrize(
