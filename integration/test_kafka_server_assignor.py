@@ -106,7 +106,14 @@ def cross_rack(
 
 def reconciled(bootstrap: str, group: str) -> dict[str, list[tuple[str, int]]] | None:
     """client id -> partitions when every member holds its target assignment (KIP-848: the coordinator's
-    target is reached only after the old owners' revocations, heartbeats apart), else None."""
+    target is reached only after the old owners' revocations, heartbeats apart), else None.
+
+    A member with an empty target does not count as reconciled: Kafka 4.4 batches assignments
+    (``group.consumer.assignment.interval.ms``, 1 s) and runs them off the request path, so a member that
+    just joined shows an empty target, and the earlier members their old ones, until a later heartbeat
+    (5 s apart by default) triggers the next assignment. One CI run saw exactly that for over 3 s: the
+    first member's 24 partitions as target, five empty members. Every test here has at least as many
+    partitions as members, so any balanced target gives every member one."""
     admin = AdminClient(admin_client_config({"bootstrap.servers": bootstrap}, 20))
     try:
         desc = admin.describe_consumer_groups([group], request_timeout=operation_timeout_s(20))[group].result(
@@ -120,7 +127,9 @@ def reconciled(bootstrap: str, group: str) -> dict[str, list[tuple[str, int]]] |
     for m in desc.members:
         now = sorted((tp.topic, tp.partition) for tp in m.assignment.topic_partitions)
         target = m.target_assignment
-        if target is None or now != sorted((tp.topic, tp.partition) for tp in target.topic_partitions):
+        if target is None or not target.topic_partitions:
+            return None
+        if now != sorted((tp.topic, tp.partition) for tp in target.topic_partitions):
             return None
         out[m.client_id] = now
     return out
