@@ -93,6 +93,9 @@ class LeaderWatch:
         self._tail: LeaseTail | None = None
         self._last: float | None = None
         self.leader: Heartbeat | None = None
+        #: whether the last read reached the topic: :attr:`leader` is then as new as what the topic held
+        #: (False before the first read and after a failed one, which keeps the last leader seen)
+        self.current = False
 
     @classmethod
     def for_agent(cls, w: Wiring, client_config: Mapping[str, Any]) -> LeaderWatch:
@@ -124,6 +127,7 @@ class LeaderWatch:
                 raw, _errors = self._tail.read_new()
         except Exception as e:  # TopicReadError, KafkaException: the brokers' state; asked again later
             self._log.info("standby: lease topic not read; leader unknown for now", error=str(e))
+            self.current = False
             self.close()
             return
         best = self.leader
@@ -133,6 +137,7 @@ class LeaderWatch:
             except HeartbeatError:  # the leader's watch (runtime/watch.py) logs and counts these
                 continue
         self.leader = best
+        self.current = True
 
     def close(self) -> None:
         if self._tail is not None:

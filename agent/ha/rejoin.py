@@ -5,18 +5,28 @@ to no member (its assignment-time metadata request answered
 UNKNOWN_TOPIC_OR_PART) and never rebalances by itself, since the partition
 count it watches does not change: every agent would stand by for good (seen
 on the real cluster, CI 1 run in 4; :meth:`.lease.Lease.rejoin`).
+
+Who holds the lease is what the standby's :class:`.leader_watch.LeaderWatch` already
+reads (for ``/v1/status``), refreshed in the same wait loop: the rejoin goes by
+it rather than reading the lease topic again.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
-from ..kafka.exceptions import TopicReadError
 from ..metrics import declared as metric
 from ..state.term import Wiring
-from .lease import Lease, last_heartbeat, lease_orphaned
+from .leader_watch import LeaderWatch
+from .lease import lease_orphaned
 
-__all__ = ["lease_rejoin_after_s", "rejoin_if_orphaned"]
+__all__ = ["Rejoinable", "lease_rejoin_after_s", "rejoin_if_orphaned"]
+
+
+class Rejoinable(Protocol):
+    """What the rejoin needs of :class:`.lease.Lease`: leave the agents' group and join it again."""
+
+    def rejoin(self) -> None: ...
 
 
 def lease_rejoin_after_s(session_timeout_s: float) -> float:
@@ -25,16 +35,14 @@ def lease_rejoin_after_s(session_timeout_s: float) -> float:
     return max(2 * session_timeout_s, 10.0)
 
 
-def rejoin_if_orphaned(w: Wiring, lease: Lease, client_config: dict[str, Any], waited_s: int) -> bool:
-    """Rejoin when nobody can be holding the lease (:func:`.lease.lease_orphaned`); True when it did."""
-    from confluent_kafka import KafkaException
-
+def rejoin_if_orphaned(w: Wiring, lease: Rejoinable, watch: LeaderWatch, waited_s: int) -> bool:
+    """Rejoin when nobody can be holding the lease (:func:`.lease.lease_orphaned`), going by the newest
+    heartbeat ``watch`` read; True when it did.  A watch whose last read failed cannot tell: no rejoin."""
     s = w.settings
-    try:
-        hb = last_heartbeat(client_config, s.ha.lease_topic, s.io_timeout_s, w.log, secret=w.secret)
-    except (TopicReadError, KafkaException) as e:  # cannot tell: a rejoin would not read it either
-        w.log.info("standby: lease topic not read; not rejoining", error=str(e))
+    if not watch.current:
+        w.log.info("standby: lease topic not read; not rejoining")
         return False
+    hb = watch.leader
     if not lease_orphaned(hb, int(w.clock() * 1000), s.ha.session_timeout_s):
         return False
     w.log.warning(

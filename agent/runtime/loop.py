@@ -431,9 +431,7 @@ class Agent:
                         )
                     if time.monotonic() >= rejoin_at:
                         rejoin_at = time.monotonic() + lease_rejoin_after_s(s.ha.session_timeout_s)
-                        rejoin_if_orphaned(
-                            self.w, self.lease, self.client_config, round(time.monotonic() - since)
-                        )
+                        rejoin_if_orphaned(self.w, self.lease, watch, round(time.monotonic() - since))
                 if self.stop.is_set():
                     break
                 self._set_leader(True)
