@@ -22,7 +22,11 @@ agent's process is measured: every ``--sample-s`` its resident set size
 least-squares slope of RSS over the samples after the warm-up (the first
 ``--warmup-frac`` of the run) in MiB per hour, and a verdict: ``flat`` when
 that slope stays under ``--flat-mib-per-hour``, else ``growing``.
-``--tracemalloc`` also has the agent dump Python allocation snapshots (after
+Each sample also reads glibc's own account of the agent's heap (``mallinfo2``: bytes
+in use by malloc's callers, and bytes free but kept by malloc), to tell a leak (in
+use grows) from memory the allocator keeps (free grows, or RSS grows with neither).
+``--trim-every-s`` has the agent call ``malloc_trim(0)`` that often (an experiment:
+does handing kept pages back make RSS flat?).  ``--tracemalloc`` also has the agent dump Python allocation snapshots (after
 the warm-up, at the end; on SIGUSR1) and prints the largest growths by line,
 to find what grows (it slows the agent and adds its own memory).  The agent's
 process bounds glibc's malloc arenas as ``rackplan agent run`` does
@@ -32,6 +36,8 @@ process bounds glibc's malloc arenas as ``rackplan agent run`` does
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import random
@@ -67,6 +73,43 @@ class Sample:
     rss_bytes: int
     cycles: int
     churn_steps: int
+    heap: HeapStats
+
+
+@dataclass(frozen=True, slots=True)
+class HeapStats:
+    """glibc's ``mallinfo2`` in the agent's process: ``in_use`` (arena and mmapped chunks handed out) and
+    ``kept`` (free chunks malloc holds); zeros where the C library has no ``mallinfo2``."""
+
+    in_use: int = 0
+    kept: int = 0
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+            "keepcost",
+        )
+    ]  # fmt: skip
+
+
+def heap_stats() -> HeapStats:
+    """This process's glibc heap account (``mallinfo2``, glibc 2.33 and later)."""
+    try:
+        fn = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return HeapStats()
+    fn.restype = _Mallinfo2
+    m = fn()
+    return HeapStats(in_use=m.uordblks + m.hblkhd, kept=m.fordblks + m.fsmblks)
+
+
+def malloc_trim() -> None:
+    """Hand the heap's free pages back to the kernel (glibc's ``malloc_trim(0)``, every arena)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(ctypes.c_size_t(0))
 
 
 def rss_bytes(pid: int) -> int:
@@ -168,6 +211,13 @@ class Churn:
         self.publisher.flush(self.s.io_timeout_s)
 
 
+def row(sm: Sample) -> str:
+    return (
+        f"{sm.elapsed_s:9.0f} {sm.rss_bytes / MIB:8.1f} {sm.heap.in_use / MIB:7.1f} {sm.heap.kept / MIB:6.1f} "
+        f"{sm.cycles:7d} {sm.churn_steps:6d}"
+    )
+
+
 def top_growth(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, n: int = 15) -> list[str]:
     """The Python heap traced in both snapshots, then the ``n`` lines whose allocations grew most."""
     stats = after.compare_to(before, "lineno")
@@ -181,7 +231,7 @@ def top_growth(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, n: int
 # ---- the agent's process ---------------------------------------------------------------------------------
 
 
-def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool) -> int:
+def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, trim_every_s: float) -> int:
     """The agent on this process's main thread; its cycle count in ``workdir/cycles``; on SIGUSR1 (with
     ``trace``) a tracemalloc snapshot ``workdir/snapshot-<n>``; SIGTERM stops it after its cycle."""
     from rackplan.agent.core.logging import configure
@@ -194,11 +244,16 @@ def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool) 
         tracemalloc.start(8)
     cycles = [0]
     dumped = [0]
+    trimmed = [time.monotonic()]
 
     def counted(_r: CycleReport) -> None:
         cycles[0] += 1
+        if trim_every_s > 0 and time.monotonic() - trimmed[0] >= trim_every_s:
+            malloc_trim()
+            trimmed[0] = time.monotonic()
         if cycles[0] % 10 == 1:
-            (workdir / "cycles.tmp").write_text(str(cycles[0]))
+            h = heap_stats()
+            (workdir / "cycles.tmp").write_text(f"{cycles[0]} {h.in_use} {h.kept}")
             os.replace(workdir / "cycles.tmp", workdir / "cycles")
 
     def dump(_signum: int, _frame: Any) -> None:
@@ -215,11 +270,13 @@ def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool) 
     return agent.run()
 
 
-def read_cycles(workdir: Path) -> int:
+def read_cycles(workdir: Path) -> tuple[int, HeapStats]:
+    """The agent's cycle count and heap account as it last wrote them (every 10 cycles)."""
     try:
-        return int((workdir / "cycles").read_text())
+        cycles, in_use, kept = (int(x) for x in (workdir / "cycles").read_text().split())
     except (OSError, ValueError):
-        return 0
+        return 0, HeapStats()
+    return cycles, HeapStats(in_use, kept)
 
 
 def snapshot(proc: subprocess.Popen[bytes], workdir: Path, n: int) -> tracemalloc.Snapshot:
@@ -250,11 +307,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave glibc's malloc arenas unbounded (the agent bounds them)",
     )
+    p.add_argument(
+        "--trim-every-s", type=float, default=0.0, help="the agent calls malloc_trim(0) this often"
+    )
     p.add_argument("--child", metavar="SETTINGS_JSON", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
-        return child(a.child, Path(a.workdir), a.tracemalloc, a.default_malloc)
+        return child(a.child, Path(a.workdir), a.tracemalloc, a.default_malloc, a.trim_every_s)
 
     samples: list[Sample] = []
     with EmbeddedCluster(brokers_per_rack=2, racks=3) as cluster, tempfile.TemporaryDirectory() as tmp:
@@ -269,13 +329,14 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(workdir / "settings.json")]
         cmd += ["--workdir", str(workdir)] + (["--tracemalloc"] if a.tracemalloc else [])
         cmd += ["--default-malloc"] if a.default_malloc else []
+        cmd += ["--trim-every-s", str(a.trim_every_s)]
         proc = subprocess.Popen(cmd)
         churn: Churn | None = None
         warm: tracemalloc.Snapshot | None = None
         last: tracemalloc.Snapshot | None = None
         try:
             deadline = time.monotonic() + 120
-            while read_cycles(workdir) == 0:
+            while read_cycles(workdir)[0] == 0:
                 if time.monotonic() > deadline or proc.poll() is not None:
                     print(f"the agent ran no cycle within 120 s (exit {proc.poll()})", file=sys.stderr)
                     return 1
@@ -284,17 +345,16 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             next_sample = t0
             print(
-                f"agent pid {proc.pid}; {'elapsed s':>9} {'RSS MiB':>8} {'cycles':>7} {'churn':>6}",
+                f"agent pid {proc.pid}; {'elapsed s':>9} {'RSS MiB':>8} {'in use':>7} {'kept':>6} "
+                f"{'cycles':>7} {'churn':>6}",
                 flush=True,
             )
             while (now := time.monotonic()) < t0 + a.duration_s and proc.poll() is None:
                 if now >= next_sample:
-                    sm = Sample(now - t0, rss_bytes(proc.pid), read_cycles(workdir), churn.steps)
+                    cycles, heap = read_cycles(workdir)
+                    sm = Sample(now - t0, rss_bytes(proc.pid), cycles, churn.steps, heap)
                     samples.append(sm)
-                    print(
-                        f"{sm.elapsed_s:9.0f} {sm.rss_bytes / MIB:8.1f} {sm.cycles:7d} {sm.churn_steps:6d}",
-                        flush=True,
-                    )
+                    print(row(sm), flush=True)
                     next_sample += a.sample_s
                     if a.tracemalloc and warm is None and sm.elapsed_s >= a.warmup_frac * a.duration_s:
                         warm = snapshot(proc, workdir, 1)
@@ -303,9 +363,10 @@ def main(argv: list[str] | None = None) -> int:
             if proc.poll() is not None:
                 print(f"the agent exited {proc.returncode} during the soak", file=sys.stderr)
                 return 1
-            end = Sample(time.monotonic() - t0, rss_bytes(proc.pid), read_cycles(workdir), churn.steps)
+            cycles, heap = read_cycles(workdir)
+            end = Sample(time.monotonic() - t0, rss_bytes(proc.pid), cycles, churn.steps, heap)
             samples.append(end)
-            print(f"{end.elapsed_s:9.0f} {end.rss_bytes / MIB:8.1f} {end.cycles:7d} {end.churn_steps:6d}")
+            print(row(end))
             if warm is not None:
                 last = snapshot(proc, workdir, 2)
         finally:
@@ -330,6 +391,12 @@ def main(argv: list[str] | None = None) -> int:
         f"cycles {final.cycles}, churn steps {final.churn_steps} "
         f"({churn.unconfirmed if churn else 0} with registrations unconfirmed: a broker down)"
     )
+    for label, attr in (("in use", "in_use"), ("kept free", "kept")):
+        series = [(sm.elapsed_s, getattr(sm.heap, attr) / MIB) for sm in warmed]
+        print(
+            f"malloc's heap, {label}: {series[0][1]:.1f} -> {series[-1][1]:.1f} MiB, "
+            f"slope {slope_per_hour(series):+.2f} MiB/h"
+        )
     verdict = "flat" if abs(slope) < a.flat_mib_per_hour else ("growing" if slope > 0 else "shrinking")
     print(f"verdict: {verdict} (threshold {a.flat_mib_per_hour} MiB/h)")
     if warm is not None and last is not None:
