@@ -78,6 +78,9 @@ class Registrar:
             group_instance_id=w.member_id,
             assignor=s.assignor,
             fetch_mode=s.fetch_mode,
+            objective=s.objective,
+            balance=s.balance,
+            balance_floor=s.balance_floor,
             follower=status,
             secret=w.secret,
         )

@@ -65,6 +65,10 @@ class PlanFollowerSettings(BaseModel):
     #: group-level registration fields (the newest record carrying them wins, unless the agent's file says)
     assignor: Literal["range", "cooperative-sticky", "rack-optimal"] | None = None
     fetch_mode: Literal["nearest-replica", "leader"] | None = None
+    #: rack-optimal's traffic objective and balance rule (docs/CONTRACT.md, "Traffic (optional)")
+    objective: Literal["partitions", "bytes"] | None = None
+    balance: Literal["count", "bytes"] | None = None
+    balance_floor: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     #: a heartbeat dated further than this ahead of our clock counts as written when it is read
     max_clock_skew_s: float = Field(default=10.0, ge=0)
     #: the agent's registrations.secret_file: when set, this member's registration is signed with it

@@ -265,6 +265,19 @@ class ConsumerMemberRegistration(_Registration):
     fetch_mode: FetchMode | SkipJsonSchema[None] = Field(
         default=None, description="Group-level, like assignor."
     )
+    objective: Literal["partitions", "bytes"] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Group-level, like assignor: what rack-optimal minimises (docs/CONTRACT.md, Traffic).",
+    )
+    balance: Literal["count", "bytes"] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Group-level, like assignor: rack-optimal's balance rule (docs/CONTRACT.md, Traffic).",
+    )
+    balance_floor: Annotated[float, Field(ge=0, allow_inf_nan=False)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Group-level, like assignor: bytes/s added to each partition's weight under "
+        "balance: bytes.",
+    )
     follower: bool | SkipJsonSchema[None] = Field(
         default=None,
         description="The member follows plans (agent.follower.PlanFollower): the agent hands its "
@@ -293,6 +306,7 @@ class RackAware(_Value):
     strategy: Literal["none", "min_traffic", "balance_subtopology"] | SkipJsonSchema[None] = None
     traffic_cost: Annotated[int, Field(ge=0)] | SkipJsonSchema[None] = None
     non_overlap_cost: Annotated[int, Field(ge=0)] | SkipJsonSchema[None] = None
+    weigh_by_traffic: bool | SkipJsonSchema[None] = None
 
 
 class StreamsClientRegistration(_Registration):

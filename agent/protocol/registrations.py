@@ -31,7 +31,7 @@ ContractCheck = Callable[[str, dict[str, Any], str], None]
 REGISTRATION_SCHEMA = 1
 #: fields of a consumer record that describe the member, then the group
 CONSUMER_MEMBER_FIELDS = ("member_id", "rack", "topics", "group_instance_id")
-CONSUMER_GROUP_FIELDS = ("assignor", "fetch_mode")
+CONSUMER_GROUP_FIELDS = ("assignor", "fetch_mode", "objective", "balance", "balance_floor")
 #: fields of a Streams record that describe the client, then the app
 STREAMS_CLIENT_FIELDS = ("process_id", "rack", "threads", "tags")
 STREAMS_APP_FIELDS = (
@@ -189,6 +189,9 @@ def consumer_registration(
     group_instance_id: str | None = None,
     assignor: str | None = None,
     fetch_mode: str | None = None,
+    objective: str | None = None,
+    balance: str | None = None,
+    balance_floor: float | None = None,
     follower: FollowerStatus | None = None,
     secret: bytes | None = None,
 ) -> tuple[str, bytes]:
@@ -205,10 +208,8 @@ def consumer_registration(
         "group_instance_id": group_instance_id,
         "timestamp_ms": timestamp_ms,
     }
-    if assignor is not None:
-        value["assignor"] = assignor
-    if fetch_mode is not None:
-        value["fetch_mode"] = fetch_mode
+    group = zip(CONSUMER_GROUP_FIELDS, (assignor, fetch_mode, objective, balance, balance_floor), strict=True)
+    value.update({k: v for k, v in group if v is not None})
     if follower is not None:
         value["follower"] = True
         value["released_generation"] = follower.released_generation

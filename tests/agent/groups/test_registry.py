@@ -189,6 +189,45 @@ def test_topic_only_group_takes_group_fields_from_the_newest_record() -> None:
     assert reg.topics == frozenset({"orders"})
 
 
+def test_a_registered_group_chooses_its_traffic_objective_and_balance() -> None:
+    # issue 26: a group may choose its objective in its registration, not only in the settings file
+    entries = [
+        entry(member("m-1", assignor="rack-optimal", objective="bytes", timestamp_ms=1)),
+        entry(member("m-2", assignor="rack-optimal", balance="bytes", balance_floor=1024.0, timestamp_ms=2)),
+    ]
+    (reg,) = merge_registrations(settings(), entries).registrations
+    assert {k: reg.spec[k] for k in ("assignor", "objective", "balance", "balance_floor")} == {
+        "assignor": "rack-optimal",
+        "objective": "bytes",
+        "balance": "bytes",
+        "balance_floor": 1024.0,
+    }
+    app = client("p-1", subtopologies=SUBS, rack_aware={"strategy": "min_traffic", "weigh_by_traffic": True})
+    (streams,) = merge_registrations(settings(), [entry(app)]).registrations
+    assert streams.spec["rack_aware"]["weigh_by_traffic"] is True
+
+
+def test_a_bytes_objective_for_an_assignor_that_cannot_honour_it_is_refused() -> None:
+    # one record: checked as the contract's group on its own, and skipped
+    with pytest.raises(RegistrationRecordError, match=r"objective: 'bytes' needs assignor 'rack-optimal'"):
+        decode_registration(b"consumer/payments/m-1", enc(member(assignor="range", objective="bytes")), 9)
+    # a newer record of another member switches the group to range: the merged group is the problem
+    entries = [
+        entry(member("m-1", assignor="rack-optimal", objective="bytes", timestamp_ms=1)),
+        entry(member("m-2", assignor="range", timestamp_ms=2)),
+    ]
+    merged = merge_registrations(settings(), entries)
+    assert merged.registrations == [] and "objective" in merged.problems["consumer/payments"]
+
+
+@pytest.mark.parametrize(
+    "fields", [{"objective": "dollars"}, {"balance": "load"}, {"balance_floor": -1}], ids=str
+)
+def test_bad_traffic_fields_in_a_registration_are_skipped(fields: dict[str, Any]) -> None:
+    with pytest.raises(RegistrationRecordError):
+        decode_registration(b"consumer/payments/m-1", enc(member(**fields)), 9)
+
+
 def test_the_settings_file_wins_and_the_topic_adds_members_when_allowed() -> None:
     file_group = {
         "group_id": "payments",
