@@ -165,7 +165,7 @@ LONG_FUNCTIONS: dict[str, int] = {
     "rackplan.assignor.consumer.rack_optimal.bytes_objective:assign_bytes": 120,
     "rackplan.assignor.consumer.rack_optimal.class_flow:_keep_most": 75,
     "rackplan.assignor.consumer.rack_optimal.class_flow:classify": 78,
-    "rackplan.assignor.consumer.rack_optimal.load_balance:balance_by_load": 122,
+    "rackplan.assignor.consumer.rack_optimal.load_balance:balance_by_load": 106,
     "rackplan.assignor.consumer.rack_optimal.milp:solve": 105,
     "rackplan.assignor.consumer.sticky.constrained:assign_constrained": 114,
     "rackplan.assignor.flow.mincost:_blocking_flows": 70,

@@ -37,6 +37,7 @@ against the rule before it is returned (:class:`PostconditionError`).
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -72,27 +73,52 @@ class _State:
         self.load = [0] * n_mem
         self.held: list[dict[str, set[int]]] = [{} for _ in range(n_mem)]
         self.lightest: list[dict[str, int]] = [{} for _ in range(n_mem)]
+        #: each member's lightest partition over all its topics (None: holds nothing)
+        self.lightest_held: list[int | None] = [None] * n_mem
         self.owner: list[int] = [-1] * len(weight)
         self.topic_subs = topic_subs
         self.weight = weight
-        # topics with the same subscribers share their two least-loaded ones (one list for equal subscriptions)
-        self.sub_groups: dict[tuple[int, ...], list[str]] = {}
-        for t, subs in topic_subs.items():
-            self.sub_groups.setdefault(tuple(subs), []).append(t)
+        #: no member whose load is at most the least load plus this can break the rule
+        self.min_weight = min(weight, default=0)
+        # topics with the same subscribers share one subscriber list (one for equal subscriptions)
+        shared: dict[tuple[int, ...], int] = {}
+        self.group_of = {t: shared.setdefault(tuple(subs), len(shared)) for t, subs in topic_subs.items()}
+        self.group_subs: list[Sequence[int]] = [list(subs) for subs in shared]
+        self._by_rack: dict[int, dict[int, list[int]]] = {}
+        #: every member's ``(load, index)``, ascending, kept up to date once the rule is first checked
+        #: (steps 1 and 2 do not need it): the rule's checks then never sort
+        self._ranked: list[tuple[int, int]] | None = None
+
+    def _reload(self, i: int, new: int) -> None:
+        """Member ``i``'s load becomes ``new`` (its place in :attr:`_ranked` with it)."""
+        ranked = self._ranked
+        if ranked is not None:
+            del ranked[bisect_left(ranked, (self.load[i], i))]
+            insort(ranked, (new, i))
+        self.load[i] = new
+
+    def ranked(self) -> list[tuple[int, int]]:
+        """``(load, index)`` of every member, ascending."""
+        if self._ranked is None:
+            self._ranked = sorted((x, i) for i, x in enumerate(self.load))
+        return self._ranked
 
     def put(self, p: int, topic: str, i: int) -> None:
         self.owner[p] = i
         w = self.weight[p]
-        self.load[i] += w
+        self._reload(i, self.load[i] + w)
         self.held[i].setdefault(topic, set()).add(p)
         light = self.lightest[i]
         if w < light.get(topic, w + 1):
             light[topic] = w
+            least = self.lightest_held[i]
+            if least is None or w < least:
+                self.lightest_held[i] = w
 
     def take(self, p: int, topic: str) -> int:
         i = self.owner[p]
         w = self.weight[p]
-        self.load[i] -= w
+        self._reload(i, self.load[i] - w)
         mine = self.held[i][topic]
         mine.discard(p)
         if not mine:
@@ -100,39 +126,101 @@ class _State:
             del self.lightest[i][topic]
         elif self.lightest[i][topic] == w:
             self.lightest[i][topic] = min(self.weight[q] for q in mine)
+        if self.lightest_held[i] == w:
+            self.lightest_held[i] = min(self.lightest[i].values(), default=None)
         self.owner[p] = -1
         return i
 
     def violation(self) -> tuple[int, str] | None:
-        """A member and topic breaking the rule (the most loaded such member, then topic), or None."""
-        load = self.load
-        low2: dict[str, list[tuple[int, int]]] = {}
-        for subs, topics in self.sub_groups.items():
-            two = heapq.nsmallest(2, ((load[j], j) for j in subs))
-            for t in topics:
-                low2[t] = two
-        # the most loaded violating member first: members by decreasing load, stop at the first
-        for i in sorted(range(len(load)), key=lambda j: (-load[j], j)):
-            li = load[i]
-            for t in sorted(self.lightest[i]):
-                two = low2[t]
-                other = two[0] if two[0][1] != i else (two[1] if len(two) > 1 else None)
-                if other is not None and other[0] + self.lightest[i][t] < li:
-                    return i, t
+        """A member and topic breaking the rule (the most loaded such member, then topic), or None.
+
+        Members are visited by decreasing load, equal loads by increasing index, from :meth:`ranked`
+        (kept sorted, never re-sorted); each topic's least-loaded other subscriber is found once per
+        call; a member whose lightest partition no other subscriber could take is passed over in one
+        look; and the visit stops at the first load at most the least load plus the lightest weight:
+        no member from there on can break the rule (``load(B) + w >= least load + lightest weight >=
+        load(A)``).  Same answer as checking every member and topic (tests/assignor/test_traffic.py).
+        """
+        ranked = self.ranked()
+        if not ranked:
+            return None
+        least_load = ranked[0][0]
+        floor = least_load + self.min_weight
+        least: dict[int, int] = {}
+        end = len(ranked)
+        while end > 0:
+            li = ranked[end - 1][0]
+            if li <= floor:
+                return None
+            start = bisect_left(ranked, (li, -1), 0, end)  # the members of load li, by index
+            for _, i in ranked[start:end]:
+                lightest = self.lightest_held[i]
+                if lightest is None or least_load + lightest >= li:
+                    continue  # no topic of i can: every other subscriber has at least the least load
+                light = self.lightest[i]
+                for t in sorted(light):
+                    other = self._least_other(t, i, least)
+                    if other is not None and other + light[t] < li:
+                        return i, t
+            end = start
         return None
 
-    def receivers(self, topic: str, i: int, racks: Sequence[int]) -> list[int]:
-        """Where a partition of ``topic`` on ``i`` may best go: the least-loaded other subscribers, and each rack's."""
+    def _least_other(self, topic: str, i: int, least: dict[int, int]) -> int | None:
+        """The least load of ``topic``'s subscribers other than ``i``, None when it has no other
+        (``least`` caches each group's least-loaded member for one check)."""
+        g = self.group_of[topic]
+        subs = self.group_subs[g]
+        ranked = self._ranked
         load = self.load
-        others = [j for j in self.topic_subs[topic] if j != i]
-        out = {j for _, j in heapq.nsmallest(RECEIVERS, ((load[j], j) for j in others))}
-        best: dict[int, tuple[int, int]] = {}
-        for j in others:
-            key = (load[j], j)
-            r = racks[j]
-            if r not in best or key < best[r]:
-                best[r] = key
-        out.update(j for _, j in best.values())
+        j = least.get(g)
+        if j is None:
+            full = ranked is not None and len(subs) == len(ranked)
+            j = least[g] = ranked[0][1] if full and ranked else min(subs, key=load.__getitem__)
+        if j != i:
+            return load[j]
+        if ranked is not None and len(subs) == len(ranked):
+            return ranked[1][0] if len(ranked) > 1 else None
+        return min((load[k] for k in subs if k != i), default=None)
+
+    def receivers(self, topic: str, i: int, racks: Sequence[int]) -> list[int]:
+        """Where a partition of ``topic`` on ``i`` may best go: the least-loaded other subscribers, and each rack's.
+
+        Least loaded by ``(load, index)``: the head of :meth:`ranked` when every member subscribes, else
+        a stable sort of the subscribers by load; each rack's by a ``min`` over its subscribers.
+        """
+        g = self.group_of[topic]
+        subs = self.group_subs[g]
+        by_rack = self._by_rack.get(g)
+        if by_rack is None:
+            by_rack = self._by_rack[g] = {}
+            for j in subs:
+                by_rack.setdefault(racks[j], []).append(j)
+        key = self.load.__getitem__
+        ranked = self.ranked()
+        out: set[int] = set()
+        if len(subs) == len(ranked):  # every member: the head of the ranking, each rack's first in it
+            racks_left = set(by_rack) - ({racks[i]} if len(by_rack[racks[i]]) == 1 else set())
+            for n, (_, j) in enumerate(x for x in ranked if x[1] != i):
+                if n < RECEIVERS:
+                    out.add(j)
+                if racks[j] in racks_left:
+                    racks_left.discard(racks[j])
+                    out.add(j)
+                if n + 1 >= RECEIVERS and not racks_left:
+                    break
+            return sorted(out)
+        least = sorted(subs, key=key)[: RECEIVERS + 1]
+        out.update(j for j in least if j != i)
+        if len(out) > RECEIVERS:
+            out.remove(least[-1])
+        for ms in by_rack.values():
+            first = min(ms, key=key)  # the first of equal loads: the lowest index, as (load, index) orders
+            if first == i:
+                rest = [j for j in ms if j != i]
+                if not rest:
+                    continue
+                first = min(rest, key=key)
+            out.add(first)
         return sorted(out)
 
     def work(self) -> int:
@@ -195,23 +283,22 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
     order = sorted(range(len(parts)), key=lambda p: (-weight[p], parts[p]))
 
     # Members by subscription and by rack, each a lazy heap: loads only grow in steps 1 and 2.
-    sub_key = {t: tuple(topic_subs[t]) for t in topics}
     rackless = [j for j, m in enumerate(members) if m.rack is None]
 
     # 1. targets: plain LPT loads.
     lpt = _State(len(members), topic_subs, weight)
-    _to_least_loaded(lpt, order, parts, sub_key)
+    _to_least_loaded(lpt, order, parts)
     target = lpt.load
 
     # 2. locality first, within the targets; the rest to the least loaded.
     s = _State(len(members), topic_subs, weight)
     # per (subscribers, rack bit; -1: no rack, 0: any), the member with the most room to its target
-    roomiest: dict[tuple[tuple[int, ...], int], _LazyMin] = {}
+    roomiest: dict[tuple[int, int], _LazyMin] = {}
 
     def local_heaps(t: str, mask: int) -> list[_LazyMin]:
         out = []
         for bit in [-1, *(1 << k for k in range(mask.bit_length()) if mask >> k & 1)] if mask else [0]:
-            key = (sub_key[t], bit)
+            key = (s.group_of[t], bit)
             heap = roomiest.get(key)
             if heap is None:
                 if bit == 0:  # no known replica rack: everyone is local
@@ -240,25 +327,10 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
             deferred.append(p)
         else:
             s.put(p, t, chosen)
-    _to_least_loaded(s, deferred, parts, sub_key)
+    _to_least_loaded(s, deferred, parts)
 
     # 3. repair: every step lowers the sum of squared loads, so the loop ends.
-    repairs = 0
-    while (bad := s.violation()) is not None:
-        i, t = bad
-        best: tuple[int, int, int, TopicPartition, int, int] | None = None
-        for j in s.receivers(t, i, rack_of):
-            for p in s.held[i][t]:
-                if s.load[j] + weight[p] < s.load[i]:
-                    key = (cost(p, j) - cost(p, i), s.load[j], -weight[p], parts[p], j, p)
-                    if best is None or key < best:
-                        best = key
-        if best is None:  # violation() promised a move
-            raise PostconditionError(f"load rule: no move found for member {members[i].member_id}")
-        j, p = best[4], best[5]
-        s.take(p, t)
-        s.put(p, t, j)
-        repairs += 1
+    repairs = _repair(s, parts, cost, rack_of, [m.member_id for m in members])
 
     # 4. improve locality while the rule holds.
     _improve(s, parts, cost, topic_subs, order)
@@ -288,17 +360,48 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
     return LoadPlan(assignment, cross, bound, scale, repairs, moved)
 
 
-def _to_least_loaded(
-    s: _State, order: Sequence[int], parts: Sequence[TopicPartition], sub_key: Mapping[str, tuple[int, ...]]
-) -> None:
+def _repair(
+    s: _State,
+    parts: Sequence[TopicPartition],
+    cost: Callable[[int, int], int],
+    rack_of: Sequence[int],
+    member_ids: Sequence[str],
+) -> int:
+    """While the rule is broken: the violating move that costs the least locality, then the lightest
+    receiver, the heaviest partition (each move lowers the sum of squared loads: the loop ends).
+    Returns the number of moves."""
+    repairs = 0
+    weight, load = s.weight, s.load
+    while (bad := s.violation()) is not None:
+        i, t = bad
+        held = [(p, cost(p, i)) for p in s.held[i][t]]
+        best: tuple[int, int, int, TopicPartition, int, int] | None = None
+        for j in s.receivers(t, i, rack_of):
+            room = load[i] - load[j]
+            for p, here in held:
+                if weight[p] < room:
+                    key = (cost(p, j) - here, load[j], -weight[p], parts[p], j, p)
+                    if best is None or key < best:
+                        best = key
+        if best is None:  # violation() promised a move
+            raise PostconditionError(f"load rule: no move found for member {member_ids[i]}")
+        j, p = best[4], best[5]
+        s.take(p, t)
+        s.put(p, t, j)
+        repairs += 1
+    return repairs
+
+
+def _to_least_loaded(s: _State, order: Sequence[int], parts: Sequence[TopicPartition]) -> None:
     """Each partition, in ``order``, to its least-loaded subscriber (lowest index on ties): LPT."""
-    heaps: dict[tuple[int, ...], _LazyMin] = {}
+    heaps: dict[int, _LazyMin] = {}
     load = s.load
     for p in order:
         t = parts[p][0]
-        heap = heaps.get(sub_key[t])
+        g = s.group_of[t]
+        heap = heaps.get(g)
         if heap is None:
-            heap = heaps[sub_key[t]] = _LazyMin(sub_key[t], load.__getitem__)
+            heap = heaps[g] = _LazyMin(s.group_subs[g], load.__getitem__)
         s.put(p, t, heap.top())
 
 
