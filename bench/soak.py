@@ -25,8 +25,9 @@ that slope stays under ``--flat-mib-per-hour``, else ``growing``.
 Each sample also reads glibc's own account of the agent's heap (``mallinfo2``: bytes
 in use by malloc's callers, and bytes free but kept by malloc), to tell a leak (in
 use grows) from memory the allocator keeps (free grows, or RSS grows with neither).
-``--trim-every-s`` has the agent call ``malloc_trim(0)`` that often (an experiment:
-does handing kept pages back make RSS flat?).  ``--tracemalloc`` also has the agent dump Python allocation snapshots (after
+The agent's process trims its heap once a minute as ``rackplan agent run`` does
+(:func:`rackplan.agent.runtime.malloc_arenas.start_heap_trimmer`); ``--no-trim``
+leaves that out.  ``--tracemalloc`` also has the agent dump Python allocation snapshots (after
 the warm-up, at the end; on SIGUSR1) and prints the largest growths by line,
 to find what grows (it slows the agent and adds its own memory).  The agent's
 process bounds glibc's malloc arenas as ``rackplan agent run`` does
@@ -36,7 +37,6 @@ process bounds glibc's malloc arenas as ``rackplan agent run`` does
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
 import json
 import os
@@ -59,7 +59,7 @@ from rackplan.agent.kafka.embedded import EmbeddedCluster
 from rackplan.agent.kafka.publisher import Publisher
 from rackplan.agent.protocol.registrations import REGISTRATION_SCHEMA, registration_key
 from rackplan.agent.runtime.loop import Agent, CycleReport, topic_specs
-from rackplan.agent.runtime.malloc_arenas import limit_arenas
+from rackplan.agent.runtime.malloc_arenas import limit_arenas, start_heap_trimmer
 from rackplan.agent.settings.sections import Settings
 
 TOPICS = (("orders", 24), ("payments", 12))
@@ -104,12 +104,6 @@ def heap_stats() -> HeapStats:
     fn.restype = _Mallinfo2
     m = fn()
     return HeapStats(in_use=m.uordblks + m.hblkhd, kept=m.fordblks + m.fsmblks)
-
-
-def malloc_trim() -> None:
-    """Hand the heap's free pages back to the kernel (glibc's ``malloc_trim(0)``, every arena)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(ctypes.c_size_t(0))
 
 
 def rss_bytes(pid: int) -> int:
@@ -231,7 +225,7 @@ def top_growth(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, n: int
 # ---- the agent's process ---------------------------------------------------------------------------------
 
 
-def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, trim_every_s: float) -> int:
+def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, trim: bool) -> int:
     """The agent on this process's main thread; its cycle count in ``workdir/cycles``; on SIGUSR1 (with
     ``trace``) a tracemalloc snapshot ``workdir/snapshot-<n>``; SIGTERM stops it after its cycle."""
     from rackplan.agent.core.logging import configure
@@ -240,17 +234,15 @@ def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, 
     configure("json", "error", stream=sys.stderr)
     if not default_malloc:
         limit_arenas()  # as `rackplan agent run` does
+    if trim:
+        start_heap_trimmer()  # as `rackplan agent run` does
     if trace:
         tracemalloc.start(8)
     cycles = [0]
     dumped = [0]
-    trimmed = [time.monotonic()]
 
     def counted(_r: CycleReport) -> None:
         cycles[0] += 1
-        if trim_every_s > 0 and time.monotonic() - trimmed[0] >= trim_every_s:
-            malloc_trim()
-            trimmed[0] = time.monotonic()
         if cycles[0] % 10 == 1:
             h = heap_stats()
             (workdir / "cycles.tmp").write_text(f"{cycles[0]} {h.in_use} {h.kept}")
@@ -307,14 +299,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave glibc's malloc arenas unbounded (the agent bounds them)",
     )
-    p.add_argument(
-        "--trim-every-s", type=float, default=0.0, help="the agent calls malloc_trim(0) this often"
-    )
+    p.add_argument("--no-trim", action="store_true", help="the agent does not trim its heap once a minute")
     p.add_argument("--child", metavar="SETTINGS_JSON", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
-        return child(a.child, Path(a.workdir), a.tracemalloc, a.default_malloc, a.trim_every_s)
+        return child(a.child, Path(a.workdir), a.tracemalloc, a.default_malloc, not a.no_trim)
 
     samples: list[Sample] = []
     with EmbeddedCluster(brokers_per_rack=2, racks=3) as cluster, tempfile.TemporaryDirectory() as tmp:
@@ -329,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(workdir / "settings.json")]
         cmd += ["--workdir", str(workdir)] + (["--tracemalloc"] if a.tracemalloc else [])
         cmd += ["--default-malloc"] if a.default_malloc else []
-        cmd += ["--trim-every-s", str(a.trim_every_s)]
+        cmd += ["--no-trim"] if a.no_trim else []
         proc = subprocess.Popen(cmd)
         churn: Churn | None = None
         warm: tracemalloc.Snapshot | None = None
