@@ -138,15 +138,21 @@ CASES = [
     Case("eq-rf1-xl", 1000, 20, 2500, 1, True, 1.1, 9),
 ]
 QUICK = CASES[:5]
+#: issue 26's largest shape, run apart (``--largest``): minutes on a shared machine
+LARGEST = [
+    Case("eq-rf1-2000", 2000, 20, 2500, 1, True, 1.1, 10),
+    Case("eq-rf2-2000", 2000, 20, 2500, 2, True, 1.1, 11),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--largest", action="store_true", help="only issue 26's largest shape, 2,000 x 50,000")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="one JSON line per case instead of the table")
     args = ap.parse_args(argv)
-    cases = QUICK if args.quick else CASES
+    cases = LARGEST if args.largest else QUICK if args.quick else CASES
     instances = [make_instance(c) for c in cases]
     kafka = {a: kafka_plans(instances, a) for a in ("range", "cooperative-sticky")}
     rows: list[dict[str, Any]] = []
