@@ -5,7 +5,9 @@ own, rack-blind) form a KIP-848 group; the group is registered in the agent's se
 racks by ``rack_mapping``).  The agent must publish no plan for it (its members ignore plans), say in
 ``/v1/plans`` that it is on the ``kip848-broker`` path with assignor ``uniform``, and judge the coordinator's
 live assignment against the plan it would have published: live cross-rack partitions > achievable, in the
-metrics and, past ``worsen_delta``, a firing alert.
+metrics and, past ``worsen_delta``, a firing alert.  Then the roll-out of docs/java.md: the consumers restarted
+one by one with ``group.remote.assignor=rackplan``; the agent follows (assignor ``rackplan``), the live
+assignment reaches 0 cross-rack partitions and the alert resolves, still with no plan published.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 
 from integration.kafka.cluster import CLIENTS_JAR
+from rackplan.agent.state.term import CycleReport
 
 from .conftest import RunningAgent, Target
 from .e2e import Ledger, plan_history
@@ -73,8 +76,29 @@ def test_a_kip848_group_gets_no_plan_and_the_agent_judges_the_brokers_assignment
         assert live_x > achievable_x, shown
         worse = (live_x - achievable_x) / len(REPLICAS) >= settings.alerts.worsen_delta
         assert bool(fired) == worse, (fired, shown)
-        assert all(key not in {p.key for p in r.published} for r in agent.history)
         assert agent.agent.term.book.latest(key) is None
+
+        # The roll-out docs/java.md gives: the consumers restarted one by one with group.remote.assignor=rackplan
+        # (the brokers load RackplanServerAssignor). The agent follows the switch and its verdict clears.
+        for i, (name, rack) in enumerate(racks.items()):
+            members[i].stop()
+            members[i] = Member(real.bootstrap, group, name, rack, topic, "rackplan", Ledger())
+
+        def rolled(r: CycleReport) -> bool:
+            live = r.live.get(key)
+            path = agent.agent.status().status_json()["groups"][key]
+            return path["assignor"] == "rackplan" and live is not None and live.total == len(REPLICAS)
+
+        after = agent.wait_for(lambda r: rolled(r) and r.live[key].cross_rack == 0, timeout=60)
+        resolved = [ev for r in agent.history for ev in r.alerts if ev.key == key and ev.status == "resolved"]
+        e2e_report(
+            rolled_out_to="rackplan",
+            live_cross_rack_after=after.live[key].cross_rack,
+            resolved=bool(resolved),
+        )
+        assert bool(resolved) == worse, resolved
+        assert agent.agent.status().plans_json()[key]["path"] == "kip848-broker"
+        assert all(key not in {p.key for p in r.published} for r in agent.history)
         agent.stop()
         assert plan_history(real.bootstrap, key, settings.plan_topic) == [], "nothing on the plan topic"
     finally:
