@@ -7,7 +7,8 @@ racks by ``rack_mapping``).  The agent must publish no plan for it (its members 
 live assignment against the plan it would have published: live cross-rack partitions > achievable, in the
 metrics and, past ``worsen_delta``, a firing alert.  Then the roll-out of docs/java.md: the consumers restarted
 one by one with ``group.remote.assignor=rackplan``; the agent follows (assignor ``rackplan``), the live
-assignment reaches 0 cross-rack partitions and the alert resolves, still with no plan published.
+assignment reaches 0 cross-rack partitions and the alert resolves; from then on the group is fed plans (that
+broker assignor reads them).
 """
 
 from __future__ import annotations
@@ -76,10 +77,12 @@ def test_a_kip848_group_gets_no_plan_and_the_agent_judges_the_brokers_assignment
         assert live_x > achievable_x, shown
         worse = (live_x - achievable_x) / len(REPLICAS) >= settings.alerts.worsen_delta
         assert bool(fired) == worse, (fired, shown)
+        assert all(key not in {p.key for p in r.published} for r in agent.history)
         assert agent.agent.term.book.latest(key) is None
+        assert plan_history(real.bootstrap, key, settings.plan_topic) == [], "nothing on the plan topic"
 
         # The roll-out docs/java.md gives: the consumers restarted one by one with group.remote.assignor=rackplan
-        # (the brokers load RackplanServerAssignor). The agent follows the switch and its verdict clears.
+        # (the brokers load RackplanServerAssignor). The agent follows the switch and its alert resolves.
         for i, (name, rack) in enumerate(racks.items()):
             members[i].stop()
             members[i] = Member(real.bootstrap, group, name, rack, topic, "rackplan", Ledger())
@@ -97,10 +100,12 @@ def test_a_kip848_group_gets_no_plan_and_the_agent_judges_the_brokers_assignment
             resolved=bool(resolved),
         )
         assert bool(resolved) == worse, resolved
-        assert agent.agent.status().plans_json()[key]["path"] == "kip848-broker"
-        assert all(key not in {p.key for p in r.published} for r in agent.history)
+        # RackplanServerAssignor reads plans: from the switch on, the group is fed them (it applies one only when
+        # every member's group.instance.id matches, which these members lack: it assigns on its own).
+        shown = agent.agent.status().plans_json()[key]
+        assert (shown["path"], shown["assignor"]) == ("kip848-broker", "rackplan"), shown
+        assert shown.get("generation") is not None and "plan_published" not in shown, shown
         agent.stop()
-        assert plan_history(real.bootstrap, key, settings.plan_topic) == [], "nothing on the plan topic"
     finally:
         for member in members:
             with contextlib.suppress(Exception):

@@ -4,7 +4,8 @@ Each cycle every registration is put on its path (:mod:`rackplan.agent.groups.pa
 from the descriptions the intake step made (one DescribeConsumerGroups per
 batch of groups, this cycle's, never asked again in the cycle).  For a group
 the broker assigns, the plan step publishes nothing: its members ignore follower
-plans, and one on the plan topic would only mislead whoever reads it.  The agent
+plans, and one on the plan topic would only mislead whoever reads it (a KIP-848
+group on the ``rackplan`` broker assignor is the exception: that plugin reads plans).  The agent
 still computes the plan it would publish (a fresh one, no stickiness: what the
 group could get), keeps its locality as *achievable*, and judges the
 coordinator's live assignment against it with the one alert state machine
@@ -41,9 +42,12 @@ def classify_groups(w: Wiring, term: Term) -> None:
             path = classify(reg.kind, real, followers=followers, group_protocol=protocols.get(reg.name))
         if g.path != path:
             w.log.info("group path", key=reg.key, **path.as_json())
+        unplanned = g.broker_assigned()
         g.path = path
         if path.path != UNKNOWN:
             g.known_path = path
+        if unplanned and not g.broker_assigned():
+            g.retry = True  # plans are read again (rolled back, or onto the rackplan assignor): one is due
         if not g.broker_assigned() and g.achievable_memo is not None:
             g.achievable = g.achievable_memo = None
             w.metrics.remove(metric.ACHIEVABLE_CROSS_RACK_PARTITIONS, labels(reg.key))

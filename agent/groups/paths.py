@@ -4,7 +4,9 @@ KIP-848 consumer groups (``group.protocol=consumer``) and KIP-1071 Streams group
 (``group.protocol=streams``) are assigned by the group coordinator; their members
 ignore follower plans, so the agent publishes none for them (it would only
 mislead) and judges the coordinator's live assignment against the plan it would
-have made instead (:mod:`rackplan.agent.cycle.broker_groups`).
+have made instead (:mod:`rackplan.agent.cycle.broker_groups`).  The exception is
+a KIP-848 group on the broker assignor ``rackplan`` (``RackplanServerAssignor``),
+which reads the plan topic and applies a plan that fits: it is fed plans.
 
 - A consumer group is classified from its description (DescribeConsumerGroups,
   confluent-kafka 2.16: ``type`` CONSUMER or CLASSIC, ``partition_assignor``):
@@ -30,8 +32,11 @@ CLASSIC_FOLLOWERS = "classic-followers"
 KIP848_BROKER = "kip848-broker"
 STREAMS_BROKER = "streams-broker"
 UNKNOWN = "unknown"
-#: the paths on which the broker assigns: the agent publishes no plan there
+#: the paths on which the broker assigns
 BROKER_PATHS = frozenset({KIP848_BROKER, STREAMS_BROKER})
+#: the one broker-side assignor that reads the agent's plans (``RackplanServerAssignor.name()``): a KIP-848
+#: group on it still gets plans (the plugin applies one when it fits, docs/java.md)
+PLAN_READER = "rackplan"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +49,11 @@ class GroupPath:
     @property
     def on_broker(self) -> bool:
         return self.path in BROKER_PATHS
+
+    @property
+    def takes_plans(self) -> bool:
+        """Someone reads the agent's plans for the group: followers, or the broker's ``rackplan`` assignor."""
+        return not self.on_broker or (self.path == KIP848_BROKER and self.assignor == PLAN_READER)
 
     def as_json(self) -> dict[str, Any]:
         return {"path": self.path, "assignor": self.assignor}
@@ -71,4 +81,4 @@ def publishes(current: GroupPath, last_known: GroupPath | None) -> bool:
     """Whether the agent publishes plans for a group on ``current`` (``last_known``: its last path other
     than ``unknown``): a KIP-848 group that empties for a while stays the broker's until it is seen again."""
     seen = current if current.path != UNKNOWN or last_known is None else last_known
-    return not seen.on_broker
+    return seen.takes_plans

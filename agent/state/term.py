@@ -156,7 +156,7 @@ class GroupRecord:
         return out
 
     def broker_assigned(self) -> bool:
-        """The broker assigns the group (KIP-848, KIP-1071): the agent publishes no plan for it."""
+        """The broker assigns the group (KIP-848, KIP-1071) without reading plans: the agent publishes none."""
         return self.path is not None and not publishes(self.path, self.known_path)
 
     def forget_planning(self) -> None:

@@ -30,6 +30,13 @@ def crossed(gid: str, **kw: Any) -> GroupDesc:
     return Kip848Desc(gid, members, **kw)
 
 
+#: the same members each reading their own rack's partitions: 0 of 4 cross-rack
+LOCAL = [
+    MemberDesc("k-a", "c-a", "/10.0.0.1", MemberAssignment([TP("t", 0), TP("t", 1)])),
+    MemberDesc("k-b", "c-b", "/10.0.0.2", MemberAssignment([TP("t", 2), TP("t", 3)])),
+]
+
+
 def plan_keys(publisher: Any) -> set[str]:
     return {key for topic, key, _ in publisher.records if topic == "_rackplan.plans"}
 
@@ -76,15 +83,32 @@ def test_the_alert_resolves_once_the_broker_assigns_as_well_as_the_agent_would()
     agent, publisher, _ = make_agent(admin, [group("k")])
     admin.groups = {"k": crossed("k")}
     assert [ev.status for ev in cycle(agent).alerts] == ["firing"]
-    local = [
-        MemberDesc("k-a", "c-a", "/10.0.0.1", MemberAssignment([TP("t", 0), TP("t", 1)])),
-        MemberDesc("k-b", "c-b", "/10.0.0.2", MemberAssignment([TP("t", 2), TP("t", 3)])),
-    ]
-    admin.groups = {"k": Kip848Desc("k", local, partition_assignor="rackplan")}
+    admin.groups = {"k": Kip848Desc("k", LOCAL, partition_assignor="range")}
     r = cycle(agent)
     assert [ev.status for ev in r.alerts] == ["resolved"]
-    assert agent.status().plans_json()["consumer/k"]["assignor"] == "rackplan"
+    assert agent.status().plans_json()["consumer/k"]["assignor"] == "range"
     assert plan_keys(publisher) == set()
+
+
+def test_a_kip848_group_on_the_rackplan_assignor_is_fed_plans_from_the_cycle_it_switches() -> None:
+    # RackplanServerAssignor reads the plan topic and applies a plan that fits (docs/java.md): its groups get
+    # plans, as classic followers do, and are judged on them.
+    admin = FakeAdmin(TOPICS)
+    agent, publisher, _ = make_agent(admin, [group("k")])
+    admin.groups = {"k": crossed("k")}
+    cycle(agent)
+    assert plan_keys(publisher) == set()
+    admin.groups = {"k": Kip848Desc("k", LOCAL, partition_assignor="rackplan")}
+    r = cycle(agent)
+    assert [p.key for p in r.published] == ["consumer/k"], (
+        "no metadata change: the switch itself makes it due"
+    )
+    assert [ev.status for ev in r.alerts] == ["resolved"]
+    shown = agent.status().plans_json()["consumer/k"]
+    assert (shown["path"], shown["assignor"], shown["generation"]) == ("kip848-broker", "rackplan", 1)
+    assert "plan_published" not in shown
+    achievable = agent.metrics.series("rackplan_achievable_cross_rack_partitions")
+    assert achievable == {}, "judged on its plan of record now"
 
 
 def test_a_classic_group_that_moves_to_kip848_gets_no_further_plan_even_while_it_is_empty() -> None:

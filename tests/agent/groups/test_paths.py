@@ -61,6 +61,9 @@ def test_plans_are_published_except_on_the_brokers_paths_and_an_emptied_broker_g
     assert publishes(GroupPath(UNKNOWN), None)  # never seen with members: a group about to start
     assert not publishes(GroupPath(UNKNOWN), kip848)  # its members left for a while
     assert publishes(GroupPath(CLASSIC_FOLLOWERS, "range"), kip848)  # rolled back to the classic protocol
+    # RackplanServerAssignor reads the plan topic: a KIP-848 group on it is fed plans, even while empty.
+    rackplan = GroupPath(KIP848_BROKER, "rackplan")
+    assert publishes(rackplan, rackplan) and publishes(GroupPath(UNKNOWN), rackplan)
 
 
 def test_the_type_and_assignor_are_read_from_confluent_kafkas_description() -> None:
