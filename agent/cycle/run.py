@@ -109,7 +109,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     seen = observe(w, term, snap)
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
-    io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery, seen.change))
+    io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery))
     live_locality(w, term, report, seen.snap, seen.racks)
     classify_groups(w, term)
     report.completed += advance_handovers(w, term)
@@ -199,7 +199,7 @@ def archive(w: Wiring, snap: Snapshot, racks: Racks) -> None:
         w.log.info("snapshot archived", path=str(path))
 
 
-def describe_wanted(term: Term, discovery: list[str], change: SnapshotDiff | None) -> list[str]:
+def describe_wanted(term: Term, discovery: list[str]) -> list[str]:
     """Consumer groups whose real membership this cycle needs: every registered one, whose path (classic,
     KIP-848) may change at any time (a rolling upgrade) and whose live assignment is judged each cycle when
     the broker assigns it (DescribeConsumerGroups takes up to ``batch_size`` groups per request)."""
