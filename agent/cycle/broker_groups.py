@@ -23,7 +23,7 @@ from ..groups.paths import UNKNOWN, classify
 from ..metrics import declared as metric
 from ..planning.planner import plan_for
 from ..protocol.alerts import AlertEvent
-from ..protocol.plans import CONSUMER
+from ..protocol.plans import CONSUMER, Locality
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
 
 
@@ -89,10 +89,16 @@ def judge(w: Wiring, term: Term, report: CycleReport) -> tuple[list[AlertEvent],
         if not g.broker_assigned():
             continue
         judged.add(reg.key)
-        live = report.live.get(reg.key)
-        if live is None or g.achievable is None or not live.judged.total:
+        live, best = report.live.get(reg.key), g.achievable
+        real = term.real_groups.get(reg.name)
+        if live is None and real is not None and not real.members and best is not None:
+            current = Locality(
+                0, 0
+            )  # described without a member: nobody reads across racks (a firing alert resolves)
+        elif live is None or best is None or not live.judged.total:
             continue
-        current, best = live.judged, g.achievable
+        else:
+            current = live.judged
         assignor = "" if g.path is None or g.path.assignor is None else f" ({g.path.assignor})"
         reason = (
             f"the broker's assignment{assignor}: {current.cross_rack} of {current.total} partitions read "

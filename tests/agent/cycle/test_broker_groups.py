@@ -121,8 +121,9 @@ def test_a_classic_group_that_moves_to_kip848_gets_no_further_plan_even_while_it
     admin.groups = {"k": crossed("k")}  # the rolling upgrade: group.protocol=consumer
     admin.topics = {"t": [[2], [1], [2], [2]]}  # a change that would give the group a new plan
     cycle(agent)
+    assert agent.term.alerts.state("consumer/k") == "firing"  # 4 of 4 cross-rack live, 0 achievable
     admin.groups = {"k": Kip848Desc("k", [], state="EMPTY")}
-    cycle(agent)
+    assert [ev.status for ev in cycle(agent).alerts] == ["resolved"], "nobody reads across racks any more"
     cycle(agent)
     assert plan_keys(publisher) == set()
     shown = agent.status().plans_json()["consumer/k"]
