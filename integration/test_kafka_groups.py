@@ -152,7 +152,15 @@ def test_live_groups_are_discovered_and_judged_on_their_real_assignment(
             return
         assert live.live[key].cross_rack == expected_cross
         plan = agent.agent.term.book.latest(key)
-        assert plan is not None and plan.locality_after.cross_rack == 0, "the plan for the discovered members"
+        if (
+            protocol == "consumer"
+        ):  # the broker assigns: no plan, judged against the one it would get (issue 27 §4)
+            assert plan is None, "no plan for a KIP-848 group: its members ignore plans"
+            assert agent.agent.metrics.get("rackplan_achievable_cross_rack_partitions", labels) == 0
+        else:
+            assert plan is not None and plan.locality_after.cross_rack == 0, (
+                "the plan for the discovered members"
+            )
         agent.stop()
     finally:
         for c in consumers:

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from integration.kafka.cluster import CLIENTS_JAR
@@ -120,7 +120,9 @@ def reconciled(bootstrap: str, group: str) -> dict[str, list[tuple[str, int]]] |
             timeout=result_timeout_s(20)
         )
     except KafkaException as e:
-        if e.args[0].retriable() or e.args[0].code() in COORDINATOR_MOVING:
+        # A describe that timed out (a loaded machine: one run saw 20 s pass at load 22 on 2 cores) says
+        # nothing yet; ``settled``'s deadline bounds the wait.
+        if e.args[0].retriable() or e.args[0].code() in COORDINATOR_MOVING | {KafkaError._TIMED_OUT}:
             return None
         raise
     out = {}

@@ -93,13 +93,15 @@ def evaluate_alerts(
     previous_fp: Mapping[str, str | None],
     snap: Snapshot,
     racks: Racks,
+    judged: frozenset[str] | set[str] = frozenset(),
 ) -> list[AlertEvent]:
     """This cycle's alert events: after a confirmed change, initial states, and resolutions of firing alerts.
 
-    Each group is judged once per cycle, in that order of precedence.
+    Each group is judged once per cycle, in that order of precedence; ``judged``: groups judged already
+    (broker-assigned ones, :mod:`.broker_groups`), left alone.
     """
     now = w.clock()
-    evaluated: set[str] = set()
+    evaluated: set[str] = set(judged)
     events: list[AlertEvent] = []
     if change is not None and previous is not None:
         events += _after_change(
@@ -127,7 +129,7 @@ def _after_change(
     events: list[AlertEvent] = []
     new_plans = {rec.key: rec for rec in published}
     for reg in term.regs:
-        if change.touched_topics.isdisjoint(reg.topics):
+        if reg.key in evaluated or change.touched_topics.isdisjoint(reg.topics):
             continue
         rec = new_plans.get(reg.key)
         old = replaced.get(reg.key) if rec is not None else term.book.latest(reg.key)

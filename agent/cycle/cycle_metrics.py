@@ -94,5 +94,6 @@ def forget_metrics(m: Metrics, key: str) -> None:
         metric.LIVE_UNKNOWN_RACK_PARTITIONS,
         metric.MEMBER_RACKS_UNKNOWN,
         metric.UNKNOWN_TOPIC_SUBSCRIPTIONS,
+        metric.ACHIEVABLE_CROSS_RACK_PARTITIONS,
     ):
         m.remove(name, lab)

@@ -21,6 +21,7 @@ from ..planning.planner import Registration
 from ..protocol.plans import CONSUMER, PlanKey, PlanRecord
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
 from .alerting import emit_alerts, evaluate_alerts
+from .broker_groups import achievable, classify_groups, judge
 from .checks import check_registrations
 from .cycle_metrics import change_metrics, group_metrics, snapshot_metrics
 from .intake import Intake
@@ -108,11 +109,13 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     seen = observe(w, term, snap)
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
-    io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery, seen.change))
+    io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery))
     live_locality(w, term, report, seen.snap, seen.racks)
+    classify_groups(w, term)
     report.completed += advance_handovers(w, term)
     assert term.acted is not None
     acted_snap, acted_racks = term.acted
+    achievable(w, term, report, acted_snap, acted_racks)
     check_registrations(w, term, acted_snap)
     previous_fp = {k: g.fp for k, g in term.groups.items()} if seen.change is not None else {}
     records = plan(w, term, seen.change, report, acted_snap, acted_racks)
@@ -121,16 +124,22 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     group_metrics(w.metrics, term, acted_snap, acted_racks)
     now = w.clock()
     published = {r.key for r in report.published}
-    events = report.alerts + evaluate_alerts(
-        w,
-        term,
-        [rec for rec, _ in records if rec.key in published],
-        replaced,
-        seen.change,
-        seen.previous,
-        previous_fp,
-        acted_snap,
-        acted_racks,
+    broker_events, broker_keys = judge(w, term, report)
+    events = (
+        report.alerts
+        + broker_events
+        + evaluate_alerts(
+            w,
+            term,
+            [rec for rec, _ in records if rec.key in published],
+            replaced,
+            seen.change,
+            seen.previous,
+            previous_fp,
+            acted_snap,
+            acted_racks,
+            judged=broker_keys,
+        )
     )
     report.alerts = events
     emit_alerts(w, term, events, now, io.webhook, io.alerts_topic_ok)
@@ -190,17 +199,13 @@ def archive(w: Wiring, snap: Snapshot, racks: Racks) -> None:
         w.log.info("snapshot archived", path=str(path))
 
 
-def describe_wanted(term: Term, discovery: list[str], change: SnapshotDiff | None) -> list[str]:
-    """Consumer groups whose real membership this cycle needs."""
+def describe_wanted(term: Term, discovery: list[str]) -> list[str]:
+    """Consumer groups whose real membership this cycle needs: every registered one, whose path (classic,
+    KIP-848) may change at any time (a rolling upgrade) and whose live assignment is judged each cycle when
+    the broker assigns it (DescribeConsumerGroups takes up to ``batch_size`` groups per request)."""
     want = set(discovery)
-    for reg in term.regs:
-        if reg.kind != CONSUMER:
-            continue
-        g = term.groups.get(reg.key)
-        if (g is not None and (g.initial_pending or g.retry)) or (
-            change is not None and not change.touched_topics.isdisjoint(reg.topics)
-        ):
-            want.add(reg.name)
+    want.update(reg.name for reg in term.regs if reg.kind == CONSUMER)
+    want.update(e.name for e in term.store.entries() if e.kind == CONSUMER)  # merged after describing
     tracked = (PlanKey.split(k) for k in term.alerts.tracked() if "/" in k)
     want.update(k.name for k in tracked if k.kind == CONSUMER)
     return sorted(want)
@@ -259,6 +264,8 @@ def plan(
     records: list[tuple[PlanRecord, Registration]] = []
     for reg in due:
         g = term.group(reg.key)
+        if g.broker_assigned():  # its members ignore plans: judged against the plan instead (broker_groups)
+            continue
         if g.handover is not None:  # one handover at a time: planned again once it completes
             g.retry = True
             continue

@@ -17,13 +17,14 @@ from types import MappingProxyType
 from typing import Any
 
 from ..groups.live import LiveLocality
+from ..groups.paths import GroupPath
 from ..ha.leader_watch import LeaderWatch, Standby, standby_of
 from ..planning.handover import Pending
 from ..planning.planner import Registration
 from ..planning.rack_check import RackMismatch
 from ..planning.subscriptions import MissingTopic
 from ..protocol.alerts import AlertEvent
-from ..protocol.plans import PlanKey, PlanRecord
+from ..protocol.plans import Locality, PlanKey, PlanRecord
 from ..protocol.registrations import FollowerStatus
 from ..state.term import Term, Wiring
 
@@ -44,10 +45,25 @@ class GroupView:
     live: LiveLocality | None = None
     rack_mismatches: tuple[RackMismatch, ...] = ()
     missing_topics: tuple[MissingTopic, ...] = ()
+    #: the path that assigns it (None: not classified yet); on the broker's, the agent's plan's locality
+    path: GroupPath | None = None
+    broker: bool = False
+    achievable: Locality | None = None
+
+    def route_json(self) -> dict[str, Any]:
+        """Its path (``classic-followers``, ``kip848-broker``, ``streams-broker``, ``unknown``), the assignor on
+        it, and for a broker-assigned group (no plan published) its live and achievable locality."""
+        out: dict[str, Any] = {"path": None, "assignor": None} if self.path is None else self.path.as_json()
+        if self.broker:
+            out["plan_published"] = False
+            out["live"] = None if self.live is None else self.live.as_json()
+            out["achievable"] = None if self.achievable is None else self.achievable.as_json()
+        return out
 
     def as_json(self) -> dict[str, Any]:
         reg, rec, pending = self.reg, self.plan, self.handover
         return {
+            **self.route_json(),
             "key": reg.key,
             "kind": reg.kind,
             "name": reg.name,
@@ -105,7 +121,10 @@ class StatusView:
         out: dict[str, Any] = {k: rec.value() for k, rec in self.plans}
         for key, seen in sorted(self.discrepancies.items()):
             out.setdefault(key, {})["discrepancy"] = dict(seen)
-        return out
+        for g in self.groups:  # each group's path; a broker-assigned one is here without a plan
+            if g.broker or g.reg.key in out:
+                out.setdefault(g.reg.key, {}).update(g.route_json())
+        return dict(sorted(out.items()))
 
     def status_json(self) -> dict[str, Any]:
         """/v1/status: this agent's role; a leader's id, epoch and plan count, a standby's leader."""
@@ -117,6 +136,7 @@ class StatusView:
             "epoch": self.epoch,
             "ready": self.ready,
             "plans": len(self.plans),
+            "groups": {g.reg.key: g.route_json() for g in self.groups},
         }
 
     def groups_json(self) -> list[dict[str, Any]]:
@@ -154,6 +174,9 @@ def build_status(term: Term) -> StatusView:
                 live=None if g is None else g.live,
                 rack_mismatches=() if g is None else g.rack_mismatches,
                 missing_topics=() if g is None else g.missing_topics,
+                path=None if g is None else g.path,
+                broker=g is not None and g.broker_assigned(),
+                achievable=None if g is None else g.achievable,
             )
         )
     plans = tuple((k, rec) for k in term.book.live_keys() if (rec := term.book.latest(k)) is not None)

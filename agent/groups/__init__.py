@@ -1,6 +1,7 @@
-"""Who is in a group: registrations read from the topic, live membership (DescribeGroups) and its locality.
+"""Who is in a group: registrations read from the topic, live membership (DescribeGroups), its locality and
+which path assigns it (the agent's plans or the broker).
 
 Rank 6: imports :mod:`.planning` and below.
 """
 
-__all__ = ["live", "membership", "registry"]
+__all__ = ["live", "membership", "paths", "registry"]

@@ -51,6 +51,12 @@ class RealGroup:
     group_id: str
     state: str
     members: tuple[RealMember, ...]
+    #: the group's protocol as the coordinator says: ``CONSUMER`` (KIP-848: the broker assigns),
+    #: ``CLASSIC``, or ``UNKNOWN`` (a broker too old to say)
+    type: str = "UNKNOWN"
+    #: KIP-848: the broker-side assignor the coordinator uses (``uniform``, ``rackplan``...); classic:
+    #: the protocol the members agreed on (``range``, ``cooperative-sticky``...); "" when none
+    assignor: str = ""
 
     def assignment(self) -> dict[str, list[list[Any]]]:
         """member id -> [[topic, partition], ...], the shape plans use."""
@@ -83,6 +89,8 @@ def real_group(desc: Any) -> RealGroup:
         group_id=str(desc.group_id),
         state=_state_name(desc.state),
         members=tuple(sorted(members, key=lambda m: m.member_id)),
+        type=_state_name(getattr(desc, "type", None) or "UNKNOWN"),
+        assignor=str(getattr(desc, "partition_assignor", None) or ""),
     )
 
 
@@ -226,7 +234,8 @@ class GroupDescriber:
                 continue
             self._logged.pop(gid, None)
             group = real_group(desc)
-            out[gid] = group if group.state not in _GONE_STATES else RealGroup(gid, group.state, ())
+            gone = RealGroup(gid, group.state, (), group.type, group.assignor)
+            out[gid] = group if group.state not in _GONE_STATES else gone
 
     def _failed(self, name: str, detail: str, ids: list[str]) -> None:
         if unsupported(name):

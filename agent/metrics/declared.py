@@ -262,6 +262,18 @@ COUNTERS_EXHAUSTED = Metric(
     "Counters at their bound 2**53-1 that cannot go on, by counter (generation: plan keys that get no new plan; lease_epoch: 1 when this agent stops for it). See docs/runbook.md.",
     ("counter",),
 )
+GROUP_PATH = Metric(
+    "rackplan_group_path",
+    GAUGE,
+    "1 for the path that assigns each registered group: classic-followers (the agent's plans), kip848-broker or streams-broker (the group coordinator; no plan is published), unknown (no live member); assignor: the broker assignor or classic protocol, when known.",
+    ("kind", "group", "path", "assignor"),
+)
+ACHIEVABLE_CROSS_RACK_PARTITIONS = Metric(
+    "rackplan_achievable_cross_rack_partitions",
+    GAUGE,
+    "Broker-assigned groups: cross-rack partitions of the plan the agent would publish (not published), to compare with rackplan_live_cross_rack_partitions.",
+    ("kind", "group"),
+)
 
 #: every metric, in the order of the exposition
 DECLARED: tuple[Metric, ...] = (
@@ -316,4 +328,6 @@ DECLARED: tuple[Metric, ...] = (
     PLAN_DISCREPANCIES,
     GENERATIONS_RESERVED_TOTAL,
     COUNTERS_EXHAUSTED,
+    GROUP_PATH,
+    ACHIEVABLE_CROSS_RACK_PARTITIONS,
 )

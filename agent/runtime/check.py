@@ -118,6 +118,9 @@ def group_entry(g: dict[str, Any], rec: PlanRecord | None, skipped: str | None) 
     entry["unknown_member_racks"] = g.get("unknown_member_racks", [])
     entry["unknown_topic_subscriptions"] = g.get("unknown_topic_subscriptions", [])
     entry["plan_skipped"] = skipped
+    for k in ("path", "assignor", "plan_published", "live", "achievable"):  # a group the broker assigns
+        if k in g:
+            entry[k] = g[k]
     if rec is None:
         entry["plan"] = None
         return entry

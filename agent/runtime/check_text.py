@@ -31,6 +31,13 @@ def group_line(g: dict[str, Any]) -> str:
     if g.get("problem"):
         return f"cannot be used: {g['problem']}"
     plan = g.get("plan")
+    if g.get("plan_published") is False:  # assigned by the broker: judged, not planned
+        live, best = g.get("live") or {}, g.get("achievable") or {}
+        return (
+            f"assigned by the broker ({g['path']}, assignor {g.get('assignor') or 'unknown'}): no plan; "
+            f"cross-rack partitions live {live.get('cross_rack', 'unknown')}, achievable "
+            f"{best.get('cross_rack', 'unknown')} of {best.get('total', 'unknown')}"
+        )
     if plan is None:
         held = g.get("plan_of_record_generation")
         why = g.get("plan_skipped") or (

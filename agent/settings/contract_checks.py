@@ -55,8 +55,9 @@ GROUP_KEYS = CONSUMER_GROUP_KEYS | {"topics", "fetch_mode"}
 MEMBER_KEYS = CONSUMER_MEMBER_KEYS
 
 
-#: keys of a ``streams_apps`` entry: the contract's, plus ``fetch_mode``
-STREAMS_APP_KEYS = CONTRACT_STREAMS_APP_KEYS | {"fetch_mode"}
+#: keys of a ``streams_apps`` entry: the contract's, plus ``fetch_mode`` and ``group_protocol`` (``streams``:
+#: a KIP-1071 group the broker assigns, which librdkafka cannot describe; ``classic``, the default: KIP-924)
+STREAMS_APP_KEYS = CONTRACT_STREAMS_APP_KEYS | {"fetch_mode", "group_protocol"}
 
 
 CLIENT_KEYS = STREAMS_CLIENT_KEYS
@@ -141,6 +142,9 @@ def streams_app_problems(entry: Any, where: str) -> list[str]:
         parse_streams_app(entry, _placeholder_cluster(_topics_of(entry, "streams_app")))
     except InputError as e:
         out.append(str(_reraise(e, where, "streams_app")))
+    protocol = entry.get("group_protocol")
+    if protocol is not None and protocol not in ("classic", "streams"):
+        out.append(f"{where}.group_protocol: expected classic or streams, got {protocol!r}")
     return out + _fetch_mode_problems(entry, where)
 
 

@@ -24,6 +24,7 @@ from ..cluster.metadata import Snapshot
 from ..core.ports import Clock, Logger, PlanPublisher
 from ..groups.live import LiveLocality
 from ..groups.membership import RealGroup
+from ..groups.paths import GroupPath, publishes
 from ..groups.registry import RegistrationStore
 from ..metrics.registry import Metrics
 from ..planning.handover import Pending
@@ -135,6 +136,14 @@ class GroupRecord:
     missing_topics: tuple[MissingTopic, ...] = ()
     #: (registration fingerprint, snapshot, broker racks) the two above were found for
     checked: tuple[str, Snapshot, frozenset[str]] | None = None
+    # ---- the path that assigns it (issue 27 §4)
+    #: this cycle's path (None: not classified yet) and the last one other than ``unknown``
+    path: GroupPath | None = None
+    known_path: GroupPath | None = None
+    #: a broker-assigned group: locality of the plan the agent would publish (not published), and the
+    #: (snapshot, racks, registration fingerprint) it was computed for
+    achievable: Locality | None = None
+    achievable_memo: tuple[Snapshot, Racks, str] | None = None
 
     def notes(self) -> list[str]:
         """What a plan's reason adds: the registration's mistakes planning worked around, at most
@@ -146,9 +155,14 @@ class GroupRecord:
                 out.append(f"+{len(found) - NOTES_LIMIT} more (/v1/groups)")
         return out
 
+    def broker_assigned(self) -> bool:
+        """The broker assigns the group (KIP-848, KIP-1071) without reading plans: the agent publishes none."""
+        return self.path is not None and not publishes(self.path, self.known_path)
+
     def forget_planning(self) -> None:
         """The registration is gone: what was learnt planning it (and checking it) no longer applies."""
         self.fp = self.fp_memo = self.skipped = self.best_memo = self.checked = self.live = None
+        self.path = self.known_path = self.achievable = self.achievable_memo = None
         self.rack_mismatches, self.missing_topics, self.unknown_logged = (), (), ()
 
 

@@ -100,6 +100,7 @@ def test_a_standby_answers_who_leads_the_leader_its_plans_unchanged() -> None:
     assert set(leading.plans_json()) == {"consumer/g"}
     assert leading.status_json() == {
         "role": "leader", "agent_id": agent.agent_id, "epoch": agent.epoch, "ready": True, "plans": 1,
+        "groups": {"consumer/g": {"path": "unknown", "assignor": None}},
     }  # fmt: skip
     now_ms = int(agent.clock() * 1000)
     hb = Heartbeat("other-agent", 4, now_ms - 1_500, 1.0, "agents")

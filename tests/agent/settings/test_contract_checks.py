@@ -49,6 +49,8 @@ def test_the_contracts_traffic_keys_are_accepted_in_settings() -> None:
     [
         ({"consumer_groups": [_group(objectiv="bytes")]}, "consumer_groups[0].objectiv"),
         ({"streams_apps": [_app({"weigh_by_trafic": True})]}, "streams_apps[0].rack_aware.weigh_by_trafic"),
+        # A Streams app's path (issue 27 §4): classic (KIP-924, the agent's plans) or streams (KIP-1071).
+        ({"streams_apps": [{**_app({}), "group_protocol": "stream"}]}, "streams_apps[0].group_protocol"),
         # The contract's rules still hold: a bytes objective needs rack-optimal.
         ({"consumer_groups": [_group(assignor="range", objective="bytes")]}, "objective"),
     ],
