@@ -45,6 +45,10 @@ def register(sub: Any) -> None:
     check.add_argument("--json", action="store_true", help="print the findings as one JSON document")
     check.set_defaults(func=cmd_check)
 
+    from .runtime.plans_cli import register as register_plans  # `rackplan plans ...` (issue 28)
+
+    register_plans(sub)
+
     demo = sub.add_parser("demo", help="embedded 3-rack cluster: detect a change, republish plans, alert")
     demo.add_argument("--keep-running", action="store_true", help="keep the agent running after the summary")
     demo.add_argument("--poll-interval", type=float, default=0.5, help="seconds between polls (default 0.5)")
