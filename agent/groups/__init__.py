@@ -3,4 +3,4 @@
 Rank 6: imports :mod:`.planning` and below.
 """
 
-__all__ = ["live", "membership", "registry"]
+__all__ = ["live", "membership", "registered", "registry"]

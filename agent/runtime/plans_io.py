@@ -23,18 +23,12 @@ from ..core.logging import with_kafka_logger
 from ..core.ports import AdminPort
 from ..groups.live import registered_members
 from ..groups.membership import RealGroup, member_racks, real_group
-from ..groups.registry import (
-    RegistrationStore,
-    decode_registration,
-    merge_registrations,
-    settings_group_refusal,
-)
+from ..groups.registered import merged_registrations
 from ..kafka.errors import error_name
 from ..kafka.exceptions import TopicReadError
 from ..kafka.tail import RawRecord, read_to_end
 from ..kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from ..planning.planner import Registration
-from ..protocol.registrations import RegistrationRecordError
 from ..settings.sections import Settings
 from .plans_record import PlanTopic, plan_topic
 from .preflight import reach_brokers
@@ -135,27 +129,13 @@ class PlansReader:
         """The group ``key`` as the agent would plan it now: the settings file and the registrations topic
         merged (with ``real``'s members when the group is discovered); None when neither defines it."""
         s = self.settings
-        store = RegistrationStore(s.registrations.ttl_s, s.registrations.max_clock_skew_s)
         try:
             raw = self._read(s.registrations_topic, "registrations topic (registrations_topic)")
         except PlansProblem as e:
             raw = []
             self.notes.append(f"{e}: member racks from the settings file only")
-        now_ms = int(self.clock() * 1000)
-        skew_ms = int(s.registrations.max_clock_skew_s * 1000)
-        for r in raw:
-            try:
-                entry = decode_registration(
-                    r.key, r.value, r.timestamp_ms, secret=self.secret, max_skew_ms=skew_ms
-                )
-            except RegistrationRecordError:
-                continue  # the agent skips it too (and counts it); `rackplan check` shows why
-            if entry is not None and settings_group_refusal(s, entry) is not None:
-                continue
-            store.apply((r.key or b"").decode("utf-8", "replace"), entry, now_ms)
-        store.expire(now_ms)
         discovered = {} if real is None else {real.group_id: real}
-        merged = merge_registrations(s, store.entries(), discovered)
+        merged = merged_registrations(s, raw, int(self.clock() * 1000), discovered)
         return next((reg for reg in merged.registrations if reg.key == key), None)
 
     def group(self, group_id: str) -> RealGroup:
