@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .core.ports import Logger
+from .kafka.errors import librdkafka_config_error
 from .runtime.signals import install_stop_handlers
 
 
@@ -147,17 +148,6 @@ def _settings_failed(log: Logger, message: str) -> int:
     log.error("agent cannot run", error=message)
     print(f"rackplan: error: settings: {message}", file=sys.stderr)
     return 2
-
-
-def librdkafka_config_error(e: Exception, config: dict[str, Any]) -> str:
-    """librdkafka's refusal of a client config, naming ``kafka.config``, with secret values masked."""
-    from .core.redact import MASK, is_secret_key
-
-    text = " ".join(str(e.args[0].str() if e.args and hasattr(e.args[0], "str") else e).split())
-    for key, value in config.items():
-        if is_secret_key(key) and str(value):
-            text = text.replace(str(value), MASK)
-    return f"kafka.config: librdkafka refuses it: {text}"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -58,12 +58,14 @@ def _err(message: str, code: int) -> int:
 
 def cmd_plans(args: argparse.Namespace, command: str, live: LiveSource | None = None) -> int:
     """Load the settings, read, decide, print; every failure is one line and an exit code."""
+    from confluent_kafka import KafkaException
     from pydantic import ValidationError
     from pydantic_settings import SettingsError as SourceError
 
     from ..cluster.metadata import MetadataError
     from ..core.errors import CannotRun
     from ..core.logging import configure
+    from ..kafka.errors import librdkafka_config_error
     from ..protocol.plans import PlanDecodeError
     from ..settings.errors import describe_error
     from ..settings.sections import Settings
@@ -75,6 +77,8 @@ def cmd_plans(args: argparse.Namespace, command: str, live: LiveSource | None = 
         reader = PlansReader(settings, live=live)
     except (OSError, ValueError, ValidationError, SourceError) as e:
         return _err(f"settings: {describe_error(e, Settings)}", EXIT_BAD_INPUT)
+    except KafkaException as e:  # librdkafka refuses kafka.config
+        return _err(f"settings: {librdkafka_config_error(e, settings.kafka.client_config())}", EXIT_BAD_INPUT)
     try:
         doc, ok, text = COMMANDS[command](reader, getattr(args, "group", ""))
     except PlanDecodeError as e:
