@@ -24,7 +24,7 @@ from ..core.ports import AdminPort
 from ..groups.live import registered_members
 from ..groups.membership import RealGroup, member_racks, real_group
 from ..groups.registered import merged_registrations
-from ..kafka.errors import error_name
+from ..kafka.errors import error_name, transient
 from ..kafka.exceptions import TopicReadError
 from ..kafka.tail import RawRecord, read_to_end
 from ..kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
@@ -44,20 +44,37 @@ class LiveSource(Protocol):
     def __call__(self, group_id: str) -> RealGroup: ...
 
 
-def describer(admin: AdminPort, timeout_s: float) -> LiveSource:
-    """The real :class:`LiveSource`: one DescribeConsumerGroups request through ``admin``."""
+def describer(
+    admin: AdminPort,
+    timeout_s: float,
+    budget_s: float,
+    backoff_s: float,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> LiveSource:
+    """The real :class:`LiveSource`: DescribeConsumerGroups through ``admin``.
+
+    An answer that clears by itself (the group's coordinator moving or loading, a broker restarting:
+    :func:`~..kafka.errors.transient`) is asked again, the delay doubling from ``backoff_s``, for up to
+    ``budget_s``; any other (unsupported, denied) at once is a :class:`PlansProblem`.
+    """
 
     def describe(group_id: str) -> RealGroup:
-        try:
-            futures = admin.describe_consumer_groups(
-                [group_id], request_timeout=operation_timeout_s(timeout_s)
-            )
-            desc = futures[group_id].result(timeout=result_timeout_s(timeout_s))
-        except Exception as e:  # KafkaException: unsupported, denied, coordinator unavailable
-            raise PlansProblem(
-                f"group {group_id!r} could not be described: {error_name(e, type(e).__name__)}: {e}"
-            ) from None
-        return real_group(desc)
+        deadline = clock() + budget_s
+        delay = backoff_s
+        while True:
+            try:
+                futures = admin.describe_consumer_groups(
+                    [group_id], request_timeout=operation_timeout_s(timeout_s)
+                )
+                return real_group(futures[group_id].result(timeout=result_timeout_s(timeout_s)))
+            except Exception as e:  # KafkaException: unsupported, denied, coordinator moving
+                if not transient(e) or clock() + delay > deadline:
+                    raise PlansProblem(
+                        f"group {group_id!r} could not be described: {error_name(e, type(e).__name__)}: {e}"
+                    ) from None
+            sleep(delay)
+            delay *= 2
 
     return describe
 
@@ -140,7 +157,10 @@ class PlansReader:
 
     def group(self, group_id: str) -> RealGroup:
         """The group's live assignment; :class:`PlansProblem` when the brokers do not say."""
-        live = self.live or describer(self._admin, self.settings.metadata.request_timeout_s)
+        s = self.settings
+        live = self.live or describer(
+            self._admin, s.metadata.request_timeout_s, s.io_timeout_s, s.metadata.backoff_initial_s
+        )
         return live(group_id)
 
 
