@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .core.ports import Logger
+from .kafka.errors import librdkafka_config_error
 from .runtime.signals import install_stop_handlers
 
 
@@ -44,6 +45,10 @@ def register(sub: Any) -> None:
     )
     check.add_argument("--json", action="store_true", help="print the findings as one JSON document")
     check.set_defaults(func=cmd_check)
+
+    from .runtime.plans_cli import register as register_plans  # `rackplan plans ...` (issue 28)
+
+    register_plans(sub)
 
     demo = sub.add_parser("demo", help="embedded 3-rack cluster: detect a change, republish plans, alert")
     demo.add_argument("--keep-running", action="store_true", help="keep the agent running after the summary")
@@ -146,17 +151,6 @@ def _settings_failed(log: Logger, message: str) -> int:
     log.error("agent cannot run", error=message)
     print(f"rackplan: error: settings: {message}", file=sys.stderr)
     return 2
-
-
-def librdkafka_config_error(e: Exception, config: dict[str, Any]) -> str:
-    """librdkafka's refusal of a client config, naming ``kafka.config``, with secret values masked."""
-    from .core.redact import MASK, is_secret_key
-
-    text = " ".join(str(e.args[0].str() if e.args and hasattr(e.args[0], "str") else e).split())
-    for key, value in config.items():
-        if is_secret_key(key) and str(value):
-            text = text.replace(str(value), MASK)
-    return f"kafka.config: librdkafka refuses it: {text}"
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

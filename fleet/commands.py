@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -20,6 +21,9 @@ from rackplan.agent.cluster.archive import FleetSnapshot, SnapshotError
 from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.settings.errors import describe_error
 from rackplan.agent.settings.sections import Settings
+
+if TYPE_CHECKING:
+    from rackplan.agent.planning.planner import Registration
 
 EXIT_BAD_INPUT = 2
 SPARK_EXTRA_HINT = "install the spark extra: pip install 'rackplan[spark]'"
@@ -32,7 +36,10 @@ def register(sub: Any) -> None:
     )
     snap.add_argument("--config", required=True, help="the agent's settings YAML (Kafka, registrations)")
     snap.add_argument("--out", required=True, help="file or directory (<cluster_id>.json), or - for stdout")
-    snap.add_argument("--cluster-id", help="name of the cluster in the fleet (default: Kafka's cluster id)")
+    snap.add_argument(
+        "--cluster-id",
+        help="id of the cluster in the fleet (default: Kafka's cluster id; settings cluster_name is its label)",
+    )
     snap.add_argument(
         "--traffic", help="bytes/s per topic (a number) or per partition (a list), JSON or YAML"
     )
@@ -91,12 +98,12 @@ def kafka_cluster_id(admin: Any, timeout_s: float) -> str | None:
 
 
 def last_plan_specs(
-    settings: Settings, snapshot: Any, racks: dict[int, str | None]
+    settings: Settings, snapshot: Any, racks: dict[int, str | None], regs: Sequence[Registration]
 ) -> dict[str, dict[str, Any]]:
     """Registrations as the agent would plan them next: members own what their last plan gave them."""
     from rackplan.agent.core.logging import get_logger, with_kafka_logger
     from rackplan.agent.kafka.read_back import read_back
-    from rackplan.agent.planning.planner import instance_document, registrations
+    from rackplan.agent.planning.planner import instance_document
     from rackplan.agent.state.plan_book import PlanBook
 
     book = PlanBook()
@@ -107,7 +114,7 @@ def last_plan_specs(
         )
     )
     out: dict[str, dict[str, Any]] = {}
-    for reg in registrations(settings):
+    for reg in regs:
         last = book.latest(reg.key)
         if last is None:
             continue
@@ -135,7 +142,13 @@ def capture(
     """Read the cluster through the agent's metadata reader and build its fleet snapshot."""
     from confluent_kafka.admin import AdminClient
 
-    from rackplan.agent.cluster.archive import build_snapshot, end_offsets, load_traffic, rates_from_offsets
+    from rackplan.agent.cluster.archive import (
+        build_snapshot,
+        end_offsets,
+        fleet_cluster_id,
+        load_traffic,
+        rates_from_offsets,
+    )
     from rackplan.agent.cluster.metadata import poll_snapshot
     from rackplan.agent.core.logging import with_kafka_logger
 
@@ -145,7 +158,10 @@ def capture(
     snap = poll_snapshot(admin, settings.metadata, exclude=own)
     racks = snap.resolve_racks({})
     timeout = settings.metadata.request_timeout_s
-    name = cluster_id or kafka_cluster_id(admin, timeout) or settings.kafka.bootstrap_servers
+    name = (
+        cluster_id or snap.cluster_id or kafka_cluster_id(admin, timeout) or fleet_cluster_id(snap, settings)
+    )
+    regs = planned_groups(settings, config, admin)
     traffic: dict[str, Any] = load_traffic(traffic_path) if traffic_path else {}
     if sample_seconds > 0:
         counts = {t: len(s.replicas) for t, s in sorted(snap.topics.items()) if t not in traffic}
@@ -154,8 +170,32 @@ def capture(
         time.sleep(sample_seconds)
         after = end_offsets(admin, counts, timeout)
         traffic.update(rates_from_offsets(before, after, time.monotonic() - start, record_bytes, counts))
-    specs = last_plan_specs(settings, snap, racks) if with_plans else None
-    return build_snapshot(name, snap, racks, settings, traffic, specs)
+    specs = last_plan_specs(settings, snap, racks, regs) if with_plans else None
+    return build_snapshot(name, snap, racks, settings, traffic, specs, regs)
+
+
+def planned_groups(settings: Settings, config: dict[str, Any], admin: Any) -> list[Registration]:
+    """Every group the agent plans: the settings file's and the registrations topic's (self-registered
+    groups, the recommended path); the file's alone when that topic cannot be read (said on stderr)."""
+    from confluent_kafka import KafkaException
+
+    from rackplan.agent.groups.registered import read_registrations
+    from rackplan.agent.kafka.exceptions import TopicReadError
+    from rackplan.agent.planning.planner import registrations
+
+    try:
+        if (
+            settings.registrations_topic
+            not in admin.list_topics(timeout=settings.metadata.request_timeout_s).topics
+        ):
+            return registrations(settings)  # no registrations topic: no agent made one, nobody registered
+        return read_registrations(settings, config, int(time.time() * 1000)).registrations
+    except (TopicReadError, KafkaException) as e:
+        print(
+            f"rackplan: warning: registrations not read ({e}): the settings file's groups only",
+            file=sys.stderr,
+        )
+        return registrations(settings)
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:

@@ -3,13 +3,15 @@
 A snapshot holds the brokers with racks and the topics with replica lists in
 the contract's own shape (so ``{"cluster": {...}}`` of ``rackplan assign`` is
 a projection of it), the leaders, per-partition traffic estimates where
-known, and the groups and apps registered in the agent's settings.  It is a
+known, and every group and app the agent plans (its settings file, the registrations
+topic, discovered members).  It is a
 plain document: the Spark job reads it without a Kafka client, and an archive
 of snapshots (JSON lines) accumulates history at no extra cost.
 
 Document (``schema`` 1)::
 
-    {"schema": 1, "kind": "rackplan.snapshot", "cluster_id": "prod-eu",
+    {"schema": 1, "kind": "rackplan.snapshot", "cluster_id": "Lq0cWkd4Qh2y1yQ3mN9e8A",
+     "cluster_name": "prod-eu",                      # optional: settings cluster_name, a label
      "taken_at": "2026-11-21T22:00:00Z", "fetch_mode": "nearest-replica",
      "brokers": [{"id": 1, "rack": "az-a"}],
      "topics": {"orders": [[1, 2], [2, 3]]},
@@ -28,10 +30,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..core.errors import AgentError
 from ..kafka.timeouts import operation_timeout_s, result_timeout_s
+from ..protocol.plans import CONSUMER, STREAMS, plan_key
 from ..settings.sections import Settings
 from .metadata import NO_LEADER, Snapshot
 
@@ -118,6 +121,8 @@ class FleetSnapshot:
     consumer_groups: tuple[dict[str, Any], ...]
     streams_apps: tuple[dict[str, Any], ...]
     fetch_mode: str = "nearest-replica"
+    #: the operator's name for the cluster (settings ``cluster_name``): a label; ``cluster_id`` is the key
+    cluster_name: str | None = None
 
 
 # ---- parsing ------------------------------------------------------------------
@@ -246,6 +251,9 @@ def parse_snapshot(doc: Any) -> FleetSnapshot:
     mode = d.get("fetch_mode", "nearest-replica")
     if mode not in FETCH_MODES:
         raise SnapshotError("fetch_mode", f"expected one of {', '.join(FETCH_MODES)}")
+    name = d.get("cluster_name")
+    if name is not None and not isinstance(name, str):
+        raise SnapshotError("cluster_name", "expected a string or null")
     return FleetSnapshot(
         cluster_id=cluster_id,
         taken_at=taken_at,
@@ -253,6 +261,7 @@ def parse_snapshot(doc: Any) -> FleetSnapshot:
         consumer_groups=_entries(d, "consumer_groups", "group_id", mode),
         streams_apps=_entries(d, "streams_apps", "application_id", mode),
         fetch_mode=mode,
+        cluster_name=name or None,
     )
 
 
@@ -262,6 +271,7 @@ def snapshot_json(snap: FleetSnapshot) -> dict[str, Any]:
         "schema": SCHEMA,
         "kind": KIND,
         "cluster_id": snap.cluster_id,
+        **({} if snap.cluster_name is None else {"cluster_name": snap.cluster_name}),
         "taken_at": snap.taken_at,
         "fetch_mode": snap.fetch_mode,
     }
@@ -278,6 +288,48 @@ def utc_iso(now: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))
 
 
+class Planned(Protocol):
+    """A group or app the agent plans (:class:`rackplan.agent.planning.planner.Registration` is one)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def spec(self) -> Mapping[str, Any]: ...
+    @property
+    def fetch_mode(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FileGroup:
+    """A group or app of the settings file, as :class:`Planned`."""
+
+    key: str
+    kind: str
+    spec: Mapping[str, Any]
+    fetch_mode: str
+
+
+def file_groups(settings: Settings) -> list[FileGroup]:
+    """The settings file's groups and apps, each with its effective fetch mode."""
+    out = [
+        FileGroup(plan_key(CONSUMER, g["group_id"]), CONSUMER, g, settings.group_fetch_mode(g))
+        for g in settings.consumer_groups
+    ]
+    out += [
+        FileGroup(plan_key(STREAMS, a["application_id"]), STREAMS, a, settings.group_fetch_mode(a))
+        for a in settings.streams_apps
+    ]
+    return out
+
+
+def fleet_cluster_id(snapshot: Snapshot, settings: Settings) -> str:
+    """The one id of a cluster in snapshots and archives: Kafka's cluster id; only when the brokers do not
+    report one, ``cluster_name``, else the bootstrap servers (what archives used before, issue 28)."""
+    return snapshot.cluster_id or settings.cluster_name or settings.kafka.bootstrap_servers
+
+
 def build_snapshot(
     cluster_id: str,
     snapshot: Snapshot,
@@ -285,12 +337,15 @@ def build_snapshot(
     settings: Settings,
     traffic: Mapping[str, Any] | None = None,
     specs: Mapping[str, dict[str, Any]] | None = None,
+    regs: Sequence[Planned] | None = None,
 ) -> FleetSnapshot:
     """A fleet snapshot from the agent's metadata snapshot and its registrations.
 
-    ``traffic`` maps topics to bytes/s (a list per partition, or a topic
-    total); ``specs`` may replace registrations by plan key (``consumer/<id>``,
-    ``streams/<id>``), e.g. with the owners of the last published plans.
+    ``regs``: every group and app the agent plans (the settings file, the registrations topic and
+    discovered members merged); without them, the settings file's alone.  ``traffic`` maps topics to
+    bytes/s (a list per partition, or a topic total); ``specs`` may replace registrations by plan key
+    (``consumer/<id>``, ``streams/<id>``), e.g. with the owners of the last published plans.
+    ``settings.cluster_name`` is the snapshot's label.
     """
     state = ClusterState(
         brokers=tuple(sorted((b, racks.get(b)) for b in snapshot.replica_brokers.union(snapshot.brokers))),
@@ -303,16 +358,12 @@ def build_snapshot(
         },
     )
     override = specs or {}
-    groups = []
-    for g in settings.consumer_groups:
-        e = dict(override.get(f"consumer/{g['group_id']}", g))
-        e["fetch_mode"] = settings.group_fetch_mode(g)
-        groups.append(e)
-    apps = []
-    for a in settings.streams_apps:
-        e = dict(override.get(f"streams/{a['application_id']}", a))
-        e["fetch_mode"] = settings.group_fetch_mode(a)
-        apps.append(e)
+    groups: list[dict[str, Any]] = []
+    apps: list[dict[str, Any]] = []
+    for reg in file_groups(settings) if regs is None else regs:
+        e = dict(override.get(reg.key, reg.spec))
+        e["fetch_mode"] = reg.fetch_mode
+        (groups if reg.kind == CONSUMER else apps).append(e)
     return FleetSnapshot(
         cluster_id=cluster_id,
         taken_at=utc_iso(snapshot.taken_at or time.time()),
@@ -320,6 +371,7 @@ def build_snapshot(
         consumer_groups=tuple(sorted(groups, key=lambda e: str(e["group_id"]))),
         streams_apps=tuple(sorted(apps, key=lambda e: str(e["application_id"]))),
         fetch_mode=settings.fetch_mode,
+        cluster_name=settings.cluster_name,
     )
 
 

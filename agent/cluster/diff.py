@@ -244,7 +244,9 @@ def hold_reassignments(acted: Snapshot, new: Snapshot) -> Snapshot:
             held[name] = TopicState(tuple(replicas), state.leaders, state.syncing)
     if not held:
         return new
-    return Snapshot(brokers=new.brokers, topics={**new.topics, **held}, taken_at=new.taken_at)
+    return Snapshot(
+        brokers=new.brokers, topics={**new.topics, **held}, taken_at=new.taken_at, cluster_id=new.cluster_id
+    )
 
 
 T = TypeVar("T")

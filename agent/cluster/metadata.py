@@ -55,6 +55,8 @@ class Snapshot:
     brokers: Mapping[int, str | None]
     topics: Mapping[str, TopicState]
     taken_at: float = 0.0
+    #: Kafka's cluster id, as the Metadata response says (None: the brokers did not say)
+    cluster_id: str | None = field(default=None, compare=False)
     #: every broker id some replica names, live or not
     replica_brokers: frozenset[int] = field(init=False, compare=False)
 
@@ -146,7 +148,10 @@ def fetch_snapshot(
         )
     live = set(md.brokers)
     brokers = _broker_racks(admin, timeout, live, rack_cache)
-    return Snapshot(brokers=brokers, topics=topics, taken_at=now())
+    cluster_id = getattr(md, "cluster_id", None)
+    return Snapshot(
+        brokers=brokers, topics=topics, taken_at=now(), cluster_id=str(cluster_id) if cluster_id else None
+    )
 
 
 def _broker_racks(

@@ -95,6 +95,8 @@ class Observed:
     change: SnapshotDiff | None
     previous: tuple[Snapshot, Racks] | None
     pending_polls: int
+    #: the snapshot to archive once this cycle's registrations are merged (the first, or a confirmed change)
+    archive: tuple[Snapshot, Racks] | None = None
 
 
 def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
@@ -110,6 +112,8 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
     io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery))
+    if seen.archive is not None:
+        archive(w, *seen.archive, term.regs)
     live_locality(w, term, report, seen.snap, seen.racks)
     classify_groups(w, term)
     report.completed += advance_handovers(w, term)
@@ -161,8 +165,7 @@ def observe(w: Wiring, term: Term, polled: Snapshot) -> Observed:
             topics=len(snap.topics),
             partitions=snap.partition_count(),
         )
-        archive(w, snap, racks)
-        return Observed(snap, racks, None, None, None, 0)
+        return Observed(snap, racks, None, None, None, 0, archive=(snap, racks))
     d = diff(term.acted[0], snap, term.acted[1], racks)
     confirmed = term.debounce.observe(not d.empty, (snap, racks))
     seen = None if d.empty else d
@@ -170,8 +173,7 @@ def observe(w: Wiring, term: Term, polled: Snapshot) -> Observed:
         previous, term.acted = term.acted, confirmed
         change_metrics(w.metrics, d)
         w.log.info("metadata change confirmed", changes=d.counts(), reason=d.reason(limit=5))
-        archive(w, *confirmed)
-        return Observed(snap, racks, seen, d, previous, term.debounce.pending_polls)
+        return Observed(snap, racks, seen, d, previous, term.debounce.pending_polls, archive=confirmed)
     if not d.empty:
         w.log.info(
             "metadata change seen; waiting for it to persist",
@@ -182,17 +184,17 @@ def observe(w: Wiring, term: Term, polled: Snapshot) -> Observed:
     return Observed(snap, racks, seen, None, None, term.debounce.pending_polls)
 
 
-def archive(w: Wiring, snap: Snapshot, racks: Racks) -> None:
-    """History for the fleet job: one snapshot line per confirmed change; never fatal."""
+def archive(w: Wiring, snap: Snapshot, racks: Racks, regs: list[Registration]) -> None:
+    """History for the fleet job: one snapshot line per confirmed change, with every group the agent plans
+    (``regs``: the file's, the registrations topic's, discovered), under Kafka's cluster id; never fatal."""
     s = w.settings
     if s.archive_dir is None:
         return
     try:
-        from ..cluster.archive import append_archive, build_snapshot
+        from ..cluster.archive import append_archive, build_snapshot, fleet_cluster_id
 
-        path = append_archive(
-            build_snapshot(s.cluster_name or s.kafka.bootstrap_servers, snap, racks, s), s.archive_dir
-        )
+        doc = build_snapshot(fleet_cluster_id(snap, s), snap, racks, s, regs=regs)
+        path = append_archive(doc, s.archive_dir)
     except Exception as e:  # a full disk must not stop planning
         w.log.error("snapshot not archived", directory=str(s.archive_dir), error=str(e))
     else:

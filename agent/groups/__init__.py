@@ -4,4 +4,4 @@ which path assigns it (the agent's plans or the broker).
 Rank 6: imports :mod:`.planning` and below.
 """
 
-__all__ = ["live", "membership", "paths", "registry"]
+__all__ = ["live", "membership", "paths", "registered", "registry"]

@@ -107,7 +107,23 @@ class MemberRacks:
 def member_racks(
     group: RealGroup, registered_members: Iterable[Mapping[str, Any]], rules: tuple[RackRule, ...]
 ) -> MemberRacks:
-    """Rack of each real member: its registration, else the rules, else unknown.
+    """Rack of each real member: its registration (:func:`match_registrations`), else the rules, else unknown."""
+    matched, pending = match_registrations(group, registered_members)
+    out: dict[str, str | None] = {m: reg.get("rack") for m, reg in matched.items()}
+    unknown = []
+    for m in pending:
+        rack = rack_for(rules, m.client_id, m.host)
+        if rack is None:
+            unknown.append(m.member_id)
+        else:
+            out[m.member_id] = rack
+    return MemberRacks(racks=dict(sorted(out.items())), unknown=tuple(sorted(unknown)))
+
+
+def match_registrations(
+    group: RealGroup, registered_members: Iterable[Mapping[str, Any]]
+) -> tuple[dict[str, Mapping[str, Any]], list[RealMember]]:
+    """The registration of each real member that has one (live member id -> it), and the members left over.
 
     A registration matches a live member by member id, then by
     group.instance.id (the registered ``group_instance_id``, or the registered
@@ -116,6 +132,7 @@ def member_racks(
     exactly one live member carries that client.id (two members sharing a
     client.id cannot be told apart: neither is matched that way).  A
     registration already matched by id is not matched again by client.id.
+    The same rule tells which live member a plan's member id is (``rackplan plans diff``).
     """
     regs = list(registered_members)
     by_id: dict[str, Mapping[str, Any]] = {str(r.get("member_id")): r for r in regs}
@@ -128,7 +145,7 @@ def member_racks(
     clients: dict[str, int] = {}
     for m in group.members:
         clients[m.client_id] = clients.get(m.client_id, 0) + 1
-    out: dict[str, str | None] = {}
+    out: dict[str, Mapping[str, Any]] = {}
     taken: set[int] = set()
     pending = []
     for m in group.members:
@@ -136,23 +153,19 @@ def member_racks(
         if reg is None and m.group_instance_id is not None:
             reg = by_instance.get(m.group_instance_id)
         if reg is not None:
-            out[m.member_id] = reg.get("rack")
+            out[m.member_id] = reg
             taken.add(id(reg))
         else:
             pending.append(m)
-    unknown = []
+    left = []
     for m in pending:
         reg = by_instance.get(m.client_id) if m.client_id and clients[m.client_id] == 1 else None
         if reg is not None and id(reg) not in taken:
-            out[m.member_id] = reg.get("rack")
+            out[m.member_id] = reg
             taken.add(id(reg))
-            continue
-        rack = rack_for(rules, m.client_id, m.host)
-        if rack is None:
-            unknown.append(m.member_id)
         else:
-            out[m.member_id] = rack
-    return MemberRacks(racks=dict(sorted(out.items())), unknown=tuple(sorted(unknown)))
+            left.append(m)
+    return out, left
 
 
 class GroupDescriber:

@@ -15,6 +15,9 @@ Each predicate takes what confluent-kafka hands over or an error's name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 #: errors that clear by themselves: metadata still spreading (a topic created a moment ago), a partition
 #: leader or group/transaction coordinator moving or loading, a broker restarting or out of reach
 TRANSIENT = frozenset(
@@ -191,3 +194,14 @@ def transient(err: object) -> bool:
     inner = err.args[0] if isinstance(err, BaseException) and err.args else err
     retriable = getattr(inner, "retriable", None)
     return callable(retriable) and bool(retriable())
+
+
+def librdkafka_config_error(e: Exception, config: Mapping[str, Any]) -> str:
+    """librdkafka's refusal of a client config, naming ``kafka.config``, with secret values masked."""
+    from ..core.redact import MASK, is_secret_key
+
+    text = " ".join(str(e.args[0].str() if e.args and hasattr(e.args[0], "str") else e).split())
+    for key, value in config.items():
+        if is_secret_key(key) and str(value):
+            text = text.replace(str(value), MASK)
+    return f"kafka.config: librdkafka refuses it: {text}"

@@ -12,7 +12,7 @@ from ..core.ports import Logger
 from ..protocol.mac import MAC_HEADER, check_mac
 from ..protocol.plans import PlanDecodeError, PlanRecord, decode_record
 from ..protocol.records import RecordError
-from .tail import read_to_end
+from .tail import RawRecord, read_to_end
 
 
 def read_back(
@@ -34,17 +34,23 @@ def read_back(
     out: list[tuple[str, PlanRecord | None]] = []
     for r in raw:
         try:
-            if r.key is None:
-                raise PlanDecodeError("no key", "bad_key")
-            try:
-                check_mac(secret, topic, r.key, r.value, r.header(MAC_HEADER), "plan record")
-            except RecordError as e:
-                raise PlanDecodeError(str(e), e.reason) from None
-            rec = decode_record(r.key, r.value)
+            out.append(verified(r, topic, secret))
         except PlanDecodeError as e:
             log.warning("plan record skipped", reason=str(e), partition=r.partition, offset=r.offset)
             if skipped is not None:
                 skipped(e.reason)
-            continue
-        out.append((r.key.decode("utf-8"), rec))
     return out
+
+
+def verified(r: RawRecord, topic: str, secret: bytes | None) -> tuple[str, PlanRecord | None]:
+    """A plan-topic record as followers take it: its key and plan (None: a tombstone), or
+    :class:`PlanDecodeError` (with the reason) for a record without the agent's MAC when ``secret`` is set,
+    without a key, or malformed.  The one check every reader of the whole plan topic makes."""
+    if r.key is None:
+        raise PlanDecodeError("no key", "bad_key")
+    try:
+        check_mac(secret, topic, r.key, r.value, r.header(MAC_HEADER), "plan record")
+    except RecordError as e:
+        raise PlanDecodeError(str(e), e.reason) from None
+    rec = decode_record(r.key, r.value)
+    return r.key.decode("utf-8"), rec

@@ -502,7 +502,7 @@ class Settings(EnvFirstSettings):
     log: LogSettings = Field(default_factory=LogSettings)
     #: append a fleet snapshot (JSON lines, see docs/fleet.md) here at start and at every confirmed change
     archive_dir: Path | None = None
-    #: the cluster's name in archived snapshots; default: the bootstrap servers
+    #: the cluster's name: a label in snapshots (their id is Kafka's cluster id) and of metrics and alerts
     cluster_name: str | None = None
 
     @field_validator("consumer_groups", "streams_apps", "rack_mapping", mode="before")

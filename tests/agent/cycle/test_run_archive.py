@@ -1,0 +1,93 @@
+"""The agent's archive and ``rackplan snapshot`` on the embedded cluster: every group the agent plans,
+self-registered ones included, under Kafka's cluster id with ``cluster_name`` as the label (issue 28)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+embedded = pytest.importorskip(
+    "rackplan.agent.kafka.embedded", reason="the embedded cluster needs confluent-kafka"
+)
+
+
+@pytest.fixture
+def cluster() -> Iterator[Any]:
+    from confluent_kafka import Producer
+
+    from rackplan.agent.protocol.registrations import consumer_registration
+
+    try:
+        c = embedded.EmbeddedCluster(brokers_per_rack=1, racks=3)
+    except embedded.EmbeddedClusterError as e:
+        pytest.skip(f"librdkafka mock cluster unavailable: {e}")
+    with c:
+        c.create_topic("orders", 6, 2)
+        for own in ("_rackplan.plans", "_rackplan.alerts", "_rackplan.registrations", "_rackplan.lease"):
+            c.create_topic(own, 1, 1)
+        p = Producer({"bootstrap.servers": c.bootstrap_servers})
+        key, value = consumer_registration(
+            "orders-app", "o-1", rack="az-b", topics=["orders"], timestamp_ms=int(time.time() * 1000)
+        )
+        p.produce("_rackplan.registrations", key=key.encode(), value=value)
+        assert p.flush(10) == 0
+        yield c
+
+
+def settings_doc(c: Any, **extra: Any) -> dict[str, Any]:
+    member = {"member_id": "p-1", "rack": "az-a", "topics": ["orders"]}
+    return {
+        "kafka": {"bootstrap_servers": c.bootstrap_servers, "startup_timeout_s": 10},
+        "consumer_groups": [{"group_id": "pay", "members": [member]}],
+        "cluster_name": "prod-eu",
+        "metadata": {"request_timeout_s": 2},
+        "io_timeout_s": 10,
+        **extra,
+    }
+
+
+def kafka_cluster_id(c: Any) -> str:
+    from confluent_kafka.admin import AdminClient
+
+    cid = AdminClient({"bootstrap.servers": c.bootstrap_servers}).list_topics(timeout=10).cluster_id
+    assert cid
+    return str(cid)
+
+
+def test_the_agents_archive_holds_self_registered_groups_under_kafkas_cluster_id(
+    cluster: Any, tmp_path: Path
+) -> None:
+    from rackplan.agent.cluster.archive import file_stem
+    from rackplan.agent.runtime.loop import Agent
+    from rackplan.agent.settings.sections import Settings
+
+    agent = Agent(Settings.model_validate(settings_doc(cluster, archive_dir=str(tmp_path))))
+    try:
+        agent._first_contact()
+        agent.start()
+        agent.run_once()
+    finally:
+        agent.close()
+    cid = kafka_cluster_id(cluster)
+    (path,) = tmp_path.iterdir()
+    assert path.name == f"{file_stem(cid)}.jsonl"
+    (line,) = path.read_text().splitlines()
+    doc = json.loads(line)
+    assert doc["cluster_id"] == cid and doc["cluster_name"] == "prod-eu"
+    assert [g["group_id"] for g in doc["consumer_groups"]] == ["orders-app", "pay"]
+    (registered,) = [g for g in doc["consumer_groups"] if g["group_id"] == "orders-app"]
+    assert registered["members"][0]["member_id"] == "o-1" and registered["members"][0]["rack"] == "az-b"
+
+
+def test_rackplan_snapshot_holds_them_too(cluster: Any) -> None:
+    from rackplan.agent.settings.sections import Settings
+    from rackplan.fleet.commands import capture
+
+    snap = capture(Settings.model_validate(settings_doc(cluster)))
+    assert snap.cluster_id == kafka_cluster_id(cluster) and snap.cluster_name == "prod-eu"
+    assert [g["group_id"] for g in snap.consumer_groups] == ["orders-app", "pay"]
