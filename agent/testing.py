@@ -54,24 +54,6 @@ class Node:
 
 
 @dataclass
-class Part:
-    id: int
-    leader: Node | None
-    replicas: list[Node]
-    #: in-sync replicas: all of them unless a test says otherwise
-    isr: list[Node] | None = None
-
-    def __post_init__(self) -> None:
-        if self.isr is None:
-            self.isr = list(self.replicas)
-
-
-@dataclass
-class Desc:
-    partitions: list[Part]
-
-
-@dataclass
 class PartitionMeta:
     """confluent-kafka's PartitionMetadata: what a Metadata request says of one partition."""
 
@@ -158,6 +140,8 @@ class FakeAdmin:
     down: bool = False
     cluster_described: int = 0
     groups_described: list[list[str]] = field(default_factory=list)
+    #: ListOffsets: (topic, partition) -> end offset; a partition not in it fails UNKNOWN_TOPIC_OR_PART
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def describe_cluster(self, **kw: Any) -> Future[Any]:
         assert kw.get("include_authorized_operations") is False
@@ -190,6 +174,13 @@ class FakeAdmin:
 
     def create_topics(self, new_topics: list[Any], **_kw: Any) -> dict[str, Future[Any]]:
         return {t.topic: kafka_error(KafkaError._UNSUPPORTED_FEATURE) for t in new_topics}
+
+    def list_offsets(self, topic_partition_offsets: dict[Any, Any], **_kw: Any) -> dict[Any, Future[Any]]:
+        if self.down:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        ends = {tp: self.ends.get((tp.topic, tp.partition)) for tp in topic_partition_offsets}
+        missing = kafka_error(KafkaError.UNKNOWN_TOPIC_OR_PART)
+        return {tp: missing if e is None else done(type("R", (), {"offset": e})()) for tp, e in ends.items()}
 
     def poll(self, _timeout: float) -> int:
         return 0

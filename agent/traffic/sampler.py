@@ -1,0 +1,89 @@
+"""The measurement's I/O: end offsets sampled once a cycle, kept for the window, turned into bytes/s.
+
+One ListOffsets request per sample for the partitions of the registered
+groups' topics.  Partitions whose error clears by itself (a leader moving) are
+asked again with backoff (``traffic.max_attempts``); what still fails is left
+out of this sample only, so its rate is measured over the samples that have
+it (:mod:`.rates`).  A sample that got nothing is skipped and logged: traffic
+is never a reason for a cycle to fail.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from ..cluster.metadata import jittered_delays
+from ..core.ports import AdminPort, Logger
+from ..kafka.errors import transient
+from ..kafka.offsets import TopicPart, end_offsets
+from ..settings.traffic import TrafficSettings
+from .rates import OffsetSample, bytes_per_s, in_window, record_rates
+
+#: per topic, bytes/s of each partition: the contract's ``cluster.traffic``
+Traffic = Mapping[str, tuple[float, ...]]
+
+
+def read_sample(
+    admin: AdminPort,
+    partitions: Mapping[str, int],
+    s: TrafficSettings,
+    now: float,
+    sleep: Callable[[float], None],
+) -> tuple[OffsetSample, dict[TopicPart, str]]:
+    """End offsets of ``partitions`` (topic -> count), transient failures asked again; what failed, named."""
+    wanted = [(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
+    ends: dict[TopicPart, int] = {}
+    failed: dict[TopicPart, str] = {}
+    delays = jittered_delays(s.max_attempts, s.backoff_initial_s, s.backoff_max_s)
+    for attempt in range(s.max_attempts):
+        got = end_offsets(admin, wanted, s.request_timeout_s)
+        ends.update(got.ends)
+        failed = got.failed
+        wanted = sorted(tp for tp, name in failed.items() if transient(name))
+        if not wanted or attempt == s.max_attempts - 1:
+            break
+        sleep(delays[attempt])
+    return OffsetSample(now, ends), failed
+
+
+@dataclass
+class TrafficMeter:
+    """Samples of the last ``traffic.window_s``, and the bytes/s they give.
+
+    ``clock`` is a steady clock (``time.monotonic``): a wall clock set back
+    must not make a rate negative or huge.
+    """
+
+    admin: AdminPort
+    settings: TrafficSettings
+    log: Logger
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    samples: tuple[OffsetSample, ...] = field(default=())
+
+    def sample(self, partitions: Mapping[str, int]) -> bool:
+        """Read one sample of ``partitions``; False (logged) when nothing could be read."""
+        if not partitions:
+            return False
+        sample, failed = read_sample(self.admin, partitions, self.settings, self.clock(), self.sleep)
+        if failed:
+            names = sorted(set(failed.values()))
+            self.log.warning(
+                "traffic sample incomplete; those partitions wait for the next one"
+                if sample.ends
+                else "traffic sample failed; skipped",
+                failed=len(failed),
+                errors=names[:5],
+                example=[f"{t}-{p}" for t, p in sorted(failed)[:5]],
+            )
+        if not sample.ends:
+            return False
+        self.samples = in_window((*self.samples, sample), sample.taken_at, self.settings.window_s)
+        return True
+
+    def traffic(self, partitions: Mapping[str, int]) -> dict[str, tuple[float, ...]]:
+        """``cluster.traffic`` of the topics of ``partitions`` that every sample of the window measures."""
+        rates = record_rates(self.samples, self.settings.min_samples)
+        return bytes_per_s(rates, partitions, self.settings.bytes_per_record)
