@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from .kafka.exceptions import PublishError
 from .kafka.tail import RawRecord
@@ -140,7 +140,7 @@ class FakeAdmin:
     down: bool = False
     cluster_described: int = 0
     groups_described: list[list[str]] = field(default_factory=list)
-    #: ListOffsets: (topic, partition) -> end offset; a partition not in it fails UNKNOWN_TOPIC_OR_PART
+    #: ListOffsets: (topic, partition) -> end offset, others fail UNKNOWN_TOPIC_OR_PART (empty: unsupported)
     ends: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def describe_cluster(self, **kw: Any) -> Future[Any]:
@@ -178,9 +178,9 @@ class FakeAdmin:
     def list_offsets(self, topic_partition_offsets: dict[Any, Any], **_kw: Any) -> dict[Any, Future[Any]]:
         if self.down:
             raise KafkaException(KafkaError(KafkaError._TRANSPORT))
-        ends = {tp: self.ends.get((tp.topic, tp.partition)) for tp in topic_partition_offsets}
-        missing = kafka_error(KafkaError.UNKNOWN_TOPIC_OR_PART)
-        return {tp: missing if e is None else done(type("R", (), {"offset": e})()) for tp, e in ends.items()}
+        code = KafkaError.UNKNOWN_TOPIC_OR_PART if self.ends else KafkaError._UNSUPPORTED_FEATURE
+        got = {tp: self.ends.get((tp.topic, tp.partition), -1) for tp in topic_partition_offsets}
+        return {tp: kafka_error(code) if e < 0 else done(TopicPartition("", 0, e)) for tp, e in got.items()}
 
     def poll(self, _timeout: float) -> int:
         return 0

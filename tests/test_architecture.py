@@ -153,7 +153,7 @@ LONG_MODULES: dict[str, int] = {
 }
 LONG_FUNCTIONS: dict[str, int] = {
     "rackplan.agent.alerts.rules:AlertState.evaluate": 87,
-    "rackplan.agent.cycle.plan_step:plan_group": 81,
+    "rackplan.agent.cycle.plan_step:plan_group": 74,
     "rackplan.agent.demo.run:demo_settings": 65,
     "rackplan.agent.demo.run:run_demo": 115,
     "rackplan.agent.kafka.publisher:Publisher._publish_on": 63,

@@ -94,5 +94,7 @@ def forget_metrics(m: Metrics, key: str) -> None:
         metric.LIVE_UNKNOWN_RACK_PARTITIONS,
         metric.MEMBER_RACKS_UNKNOWN,
         metric.UNKNOWN_TOPIC_SUBSCRIPTIONS,
+        metric.CROSS_RACK_BYTES_PER_SECOND,
+        metric.CROSS_RACK_DOLLARS_PER_MONTH,
     ):
         m.remove(name, lab)

@@ -262,6 +262,23 @@ COUNTERS_EXHAUSTED = Metric(
     "Counters at their bound 2**53-1 that cannot go on, by counter (generation: plan keys that get no new plan; lease_epoch: 1 when this agent stops for it). See docs/runbook.md.",
     ("counter",),
 )
+TRAFFIC_PARTITIONS_MEASURED = Metric(
+    "rackplan_traffic_partitions_measured",
+    GAUGE,
+    "Partitions of the registered groups' topics with a measured bytes/s (end offsets over traffic.window_s).",
+)
+CROSS_RACK_BYTES_PER_SECOND = Metric(
+    "rackplan_cross_rack_bytes_per_second",
+    GAUGE,
+    "Measured bytes/s the group reads across racks, by assignment (current: the live assignment when described, else the plan of record; planned: the plan of record).",
+    ("kind", "group", "assignment"),
+)
+CROSS_RACK_DOLLARS_PER_MONTH = Metric(
+    "rackplan_cross_rack_dollars_per_month",
+    GAUGE,
+    "Cross-rack bytes/s of rackplan_cross_rack_bytes_per_second over an average month, in dollars at prices.cross_az_per_gb charged each way.",
+    ("kind", "group", "assignment"),
+)
 
 #: every metric, in the order of the exposition
 DECLARED: tuple[Metric, ...] = (
@@ -316,4 +333,7 @@ DECLARED: tuple[Metric, ...] = (
     PLAN_DISCREPANCIES,
     GENERATIONS_RESERVED_TOTAL,
     COUNTERS_EXHAUSTED,
+    TRAFFIC_PARTITIONS_MEASURED,
+    CROSS_RACK_BYTES_PER_SECOND,
+    CROSS_RACK_DOLLARS_PER_MONTH,
 )

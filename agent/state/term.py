@@ -135,6 +135,10 @@ class GroupRecord:
     missing_topics: tuple[MissingTopic, ...] = ()
     #: (registration fingerprint, snapshot, broker racks) the two above were found for
     checked: tuple[str, Snapshot, frozenset[str]] | None = None
+    #: when the plan of record was last weighed against a plan for measured traffic (traffic.window_s apart)
+    traffic_checked_at: float = -math.inf
+    #: the group's bytes figures as /v1/plans shows them (None: no traffic measured for it)
+    traffic: Mapping[str, Any] | None = None
 
     def notes(self) -> list[str]:
         """What a plan's reason adds: the registration's mistakes planning worked around, at most
@@ -180,6 +184,8 @@ class Term:
         self.completed: list[PlanRecord] = []
         self.replayed = False
         self.ready = False
+        #: bytes/s per partition measured this cycle (rackplan.agent.traffic): empty when none is
+        self.traffic: Mapping[str, tuple[float, ...]] = {}
 
     def group(self, key: str) -> GroupRecord:
         """The record of ``key``, made on first use."""

@@ -62,22 +62,26 @@ class TrafficMeter:
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     samples: tuple[OffsetSample, ...] = field(default=())
+    #: the errors (and whether anything was read) last logged as a warning
+    logged: tuple[tuple[str, ...], bool] = ((), True)
 
     def sample(self, partitions: Mapping[str, int]) -> bool:
         """Read one sample of ``partitions``; False (logged) when nothing could be read."""
         if not partitions:
             return False
         sample, failed = read_sample(self.admin, partitions, self.settings, self.clock(), self.sleep)
+        names = tuple(sorted(set(failed.values())))
         if failed:
-            names = sorted(set(failed.values()))
-            self.log.warning(
+            log = self.log.warning if (names, bool(sample.ends)) != self.logged else self.log.debug
+            log(
                 "traffic sample incomplete; those partitions wait for the next one"
                 if sample.ends
                 else "traffic sample failed; skipped",
                 failed=len(failed),
-                errors=names[:5],
+                errors=list(names[:5]),
                 example=[f"{t}-{p}" for t, p in sorted(failed)[:5]],
             )
+        self.logged = (names, bool(sample.ends))  # the same trouble again is logged at debug level
         if not sample.ends:
             return False
         self.samples = in_window((*self.samples, sample), sample.taken_at, self.settings.window_s)
