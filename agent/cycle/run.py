@@ -27,7 +27,7 @@ from .cycle_metrics import change_metrics, group_metrics, snapshot_metrics
 from .intake import Intake
 from .plan_step import candidates, plan_group, rejoin_wanted
 from .publishing import advance_handovers, publish_plans, publish_tombstones
-from .traffic_step import measure, traffic_due, traffic_metrics
+from .traffic_step import measure, priced, traffic_due, traffic_metrics
 
 
 class SnapshotSource:
@@ -139,7 +139,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
         acted_snap,
         acted_racks,
     )
-    report.alerts = events
+    report.alerts = events = priced(w, term, events, replaced, acted_snap, acted_racks)
     emit_alerts(w, term, events, now, io.webhook, io.alerts_topic_ok)
     return report
 

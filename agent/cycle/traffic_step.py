@@ -6,7 +6,7 @@
   (:func:`~rackplan.agent.planning.traffic_input.wants_traffic`) is planned
   again at most once per ``traffic.window_s`` with the measured traffic, and
   that plan is published only when it saves at least
-  ``traffic.replan_min_bytes_per_s`` cross-rack bytes/s *and*
+  ``traffic.replan_min_bytes_per_second`` cross-rack bytes/s *and*
   ``traffic.replan_min_fraction`` of the plan of record's; its record's
   reason starts ``traffic shifted:``.
 - :func:`traffic_metrics`: per group, cross-rack bytes/s and dollars a month
@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..metrics import declared as metric
 from ..planning.planner import PlanResult, Registration
 from ..planning.traffic_figures import ByteLocality, live_bytes, plan_bytes, record_bytes
 from ..planning.traffic_input import wants_traffic
+from ..protocol.alerts import AlertEvent
 from ..protocol.plans import CONSUMER, PlanRecord
 from ..state.term import Racks, Term, Wiring, labels
 from ..traffic.pricing import dollars_per_month
@@ -91,7 +93,7 @@ def traffic_shift(
     new = plan_bytes(snap, racks, reg, _assignment(result.document), term.traffic)
     saved, s = old.saved_by(new), w.settings.traffic
     fraction = saved / old.cross_rack_bytes_per_s if old.cross_rack_bytes_per_s > 0 else 0.0
-    if saved <= 0 or saved < s.replan_min_bytes_per_s or fraction < s.replan_min_fraction:
+    if saved <= 0 or saved < s.replan_min_bytes_per_second or fraction < s.replan_min_fraction:
         w.log.debug("plan for traffic held: too little saved", key=reg.key, saved_bytes_per_s=round(saved, 1))
         return None
     return (
@@ -140,3 +142,36 @@ def traffic_metrics(w: Wiring, term: Term, snap: Snapshot, racks: Racks) -> None
                 "partitions_without_traffic": b.unknown,
             }
         g.traffic = {**figures, "price_per_gb_each_way": price}
+
+
+def priced(
+    w: Wiring,
+    term: Term,
+    events: list[AlertEvent],
+    replaced: Mapping[str, PlanRecord | None],
+    snap: Snapshot,
+    racks: Racks,
+) -> list[AlertEvent]:
+    """``events`` with the cross-rack bytes/s of each group's current assignment and what they cost a month,
+    where traffic is measured for the group (:func:`traffic_metrics` ran first this cycle).
+
+    The current assignment is the alert's own: the live one where described, else the plan of record
+    this cycle's plan replaced (what the group still reads), else the plan of record.
+    """
+    out = []
+    regs = term.registered()
+    for ev in events:
+        g, reg, old = term.groups.get(ev.key), regs.get(ev.key), replaced.get(ev.key)
+        if g is None or g.traffic is None or reg is None:
+            out.append(ev)
+            continue
+        cross = g.traffic["current"]["cross_rack_bytes_per_s"]
+        if g.traffic["current_source"] == "plan" and old is not None:
+            cross = record_bytes(snap, racks, reg, old, term.traffic).cross_rack_bytes_per_s
+        price = w.settings.prices.cross_az_per_gb
+        out.append(
+            dataclasses.replace(
+                ev, cross_rack_bytes_per_s=cross, cross_rack_dollars_per_month=dollars_per_month(cross, price)
+            )
+        )
+    return out

@@ -30,7 +30,7 @@ class TrafficSettings(Section):
     backoff_initial_s: float = Field(default=0.5, gt=0)
     backoff_max_s: float = Field(default=5.0, gt=0)
     #: a plan for traffic alone needs both: this many cross-rack bytes/s saved ...
-    replan_min_bytes_per_s: float = Field(default=1_000_000.0, ge=0)
+    replan_min_bytes_per_second: float = Field(default=1_000_000.0, ge=0)
     #: ... and this share of the plan of record's cross-rack bytes/s (0-1)
     replan_min_fraction: float = Field(default=0.2, ge=0, le=1)
 

@@ -12,7 +12,7 @@ from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin, FakePublisher
 from rackplan.agent.traffic.pricing import dollars_per_month
 
-from .test_run import cycle, make_agent
+from .test_run import cycle, group, make_agent
 
 #: t-0..t-2 in az-a, t-3 in az-b: with two partitions each, m-b reads t-3 and one of t-0..t-2 across racks
 TOPICS = {"t": [[1], [1], [1], [2]]}
@@ -32,7 +32,12 @@ def bytes_group(**fields: Any) -> dict[str, Any]:
 
 
 def traffic_agent(admin: FakeAdmin, group: dict[str, Any], **traffic: Any) -> tuple[Agent, FakePublisher]:
-    settings = {"window_s": 100, "record_bytes": RECORD_BYTES, "replan_min_bytes_per_s": 10_000, **traffic}
+    settings = {
+        "window_s": 100,
+        "record_bytes": RECORD_BYTES,
+        "replan_min_bytes_per_second": 10_000,
+        **traffic,
+    }
     agent, pub, _ = make_agent(admin, [group], traffic=settings)
     meter = agent.io.traffic
     assert meter is not None
@@ -85,7 +90,7 @@ def test_a_plan_for_traffic_alone_moves_the_hot_partition_home_and_says_why() ->
 
 def test_a_plan_for_traffic_alone_that_saves_too_little_is_not_published() -> None:
     admin = FakeAdmin(TOPICS)
-    agent, pub = traffic_agent(admin, bytes_group(balance="bytes"), replan_min_bytes_per_s=200_000)
+    agent, pub = traffic_agent(admin, bytes_group(balance="bytes"), replan_min_bytes_per_second=200_000)
     produce(admin, 0, 30, 0)
     cycle(agent)
     (hot,) = crossing(pub)
@@ -128,3 +133,25 @@ def test_without_measured_traffic_every_record_is_as_with_traffic_off(fields: di
         published.append(records)
         assert "rackplan_cross_rack_bytes_per_second{" not in agent.metrics.render()
     assert published[0] == published[1] and len(published[0]) == 2
+
+
+def test_a_locality_alert_says_what_the_cross_rack_reads_cost() -> None:
+    """Racks swap under a local plan: the alert's current assignment (the replaced plan) reads every byte
+    across racks; the event and its record carry those bytes/s and their dollars."""
+    admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
+    agent, pub, _ = make_agent(admin, [group("g")], traffic={"record_bytes": RECORD_BYTES})
+    meter = agent.io.traffic
+    assert meter is not None
+    meter.clock = lambda: agent.tick[0]  # type: ignore[attr-defined]
+    for step in range(2):
+        admin.ends = {("t", p): int(step * 30 * 10 * (p + 1)) for p in range(4)}  # 10, 20, 30, 40 records/s
+        cycle(agent)
+    admin.topics = {"t": [[2], [2], [1], [1]]}
+    admin.ends = {("t", p): int(2 * 30 * 10 * (p + 1)) for p in range(4)}
+    (ev,) = cycle(agent).alerts
+    total = RECORD_BYTES * (10 + 20 + 30 + 40)
+    assert ev.status == "firing" and ev.current == 1.0
+    assert ev.cross_rack_bytes_per_s == total
+    assert ev.cross_rack_dollars_per_month == pytest.approx(dollars_per_month(total, 0.01))
+    (_, value), *_ = reversed(pub.on("_rackplan.alerts"))
+    assert value["cross_rack_dollars_per_month"] == round(dollars_per_month(total, 0.01), 2)
