@@ -24,10 +24,11 @@ from ..core.ports import AdminPort
 from ..groups.live import registered_members
 from ..groups.membership import member_racks
 from ..metrics import declared as metric
+from ..planning.fixable import floor_bytes
 from ..planning.planner import PlanResult, Registration
 from ..planning.traffic_figures import ByteLocality, live_bytes, plan_bytes, record_bytes
 from ..planning.traffic_input import wants_traffic
-from ..protocol.alerts import AlertEvent
+from ..protocol.alerts import UNFIXABLE, AlertEvent
 from ..protocol.plans import CONSUMER, PlanRecord
 from ..state.term import Racks, Term, Wiring, labels
 from ..traffic.pricing import dollars_per_month
@@ -141,7 +142,29 @@ def traffic_metrics(w: Wiring, term: Term, snap: Snapshot, racks: Racks) -> None
                 "cross_rack_dollars_per_month": round(dollars, 2),
                 "partitions_without_traffic": b.unknown,
             }
-        g.traffic = {**figures, "price_per_gb_each_way": price}
+        floor = floor_bytes(snap, racks, reg, rec, term.traffic)
+        g.traffic = {**figures, **verdict(current.cross_rack_bytes_per_s, floor, price)}
+        g.traffic["price_per_gb_each_way"] = price
+        lab = {**labels(reg.key), "assignment": "floor"}
+        w.metrics.set(metric.CROSS_RACK_BYTES_PER_SECOND, floor, lab)
+        w.metrics.set(metric.CROSS_RACK_DOLLARS_PER_MONTH, dollars_per_month(floor, price), lab)
+
+
+def verdict(current: float, floor: float, price: float) -> dict[str, Any]:
+    """Whether assignment can help (issue 26 §5): no cross-rack bytes; fixable (how many bytes/s); or not
+    fixable by assignment (the bytes/s that stay, on partitions no member's rack holds a replica of)."""
+    if current <= 0:
+        said = "no cross-rack bytes"
+    elif current > floor:
+        said = "fixable by assignment"
+    else:
+        said = "not fixable by assignment"
+    return {
+        "assignment_can_help": said,
+        "fixable_cross_rack_bytes_per_s": round(max(0.0, current - floor), 3),
+        "unfixable_cross_rack_bytes_per_s": round(floor, 3),
+        "unfixable_cross_rack_dollars_per_month": round(dollars_per_month(floor, price), 2),
+    }
 
 
 def priced(
@@ -166,7 +189,9 @@ def priced(
             out.append(ev)
             continue
         cross = g.traffic["current"]["cross_rack_bytes_per_s"]
-        if g.traffic["current_source"] == "plan" and old is not None:
+        if ev.status == UNFIXABLE:  # what stays whatever the assignment
+            cross = g.traffic["unfixable_cross_rack_bytes_per_s"]
+        elif g.traffic["current_source"] == "plan" and old is not None:
             cross = record_bytes(snap, racks, reg, old, term.traffic).cross_rack_bytes_per_s
         price = w.settings.prices.cross_az_per_gb
         out.append(

@@ -155,3 +155,33 @@ def test_a_locality_alert_says_what_the_cross_rack_reads_cost() -> None:
     assert ev.cross_rack_dollars_per_month == pytest.approx(dollars_per_month(total, 0.01))
     (_, value), *_ = reversed(pub.on("_rackplan.alerts"))
     assert value["cross_rack_dollars_per_month"] == round(dollars_per_month(total, 0.01), 2)
+
+
+def test_when_assignment_cannot_help_the_unfixable_report_carries_the_floor() -> None:
+    """The topic moves to az-c, where no member is: every byte crosses whatever the plan; the one-off
+    report, /v1/plans and the floor series say so, in bytes/s and dollars."""
+    admin = FakeAdmin({"t": [[1], [2]]})
+    agent, _, _ = make_agent(admin, [group("g")], traffic={"record_bytes": RECORD_BYTES})
+    meter = agent.io.traffic
+    assert meter is not None
+    meter.clock = lambda: agent.tick[0]  # type: ignore[attr-defined]
+    for step in range(2):
+        admin.ends = {("t", 0): step * 30 * 10, ("t", 1): step * 30 * 30}  # 10 and 30 records/s
+        cycle(agent)
+    shown = agent.status().plans_json()["consumer/g"]["traffic"]
+    assert (
+        shown["assignment_can_help"] == "no cross-rack bytes"
+        and shown["unfixable_cross_rack_bytes_per_s"] == 0
+    )
+    admin.topics = {"t": [[3], [3]]}
+    admin.ends = {("t", 0): 2 * 30 * 10, ("t", 1): 2 * 30 * 30}
+    events = cycle(agent).alerts
+    total = RECORD_BYTES * (10 + 30)
+    (ev,) = [e for e in events if e.status == "unfixable"]
+    assert ev.cross_rack_bytes_per_s == total
+    assert ev.cross_rack_dollars_per_month == pytest.approx(dollars_per_month(total, 0.01))
+    shown = agent.status().plans_json()["consumer/g"]["traffic"]
+    assert shown["assignment_can_help"] == "not fixable by assignment"
+    assert shown["unfixable_cross_rack_bytes_per_s"] == total and shown["fixable_cross_rack_bytes_per_s"] == 0
+    one = {"kind": "consumer", "group": "g", "assignment": "floor"}
+    assert agent.metrics.get("rackplan_cross_rack_bytes_per_second", one) == total
