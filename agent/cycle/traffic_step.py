@@ -49,7 +49,9 @@ def measure(term: Term, meter: TrafficMeter | None, snap: Snapshot) -> None:
     if meter is None:
         return
     parts = {t: len(snap.topics[t].replicas) for r in term.regs for t in r.topics if t in snap.topics}
-    meter.sample(parts)
+    live = snap.brokers
+    leaderless = [(t, p) for t in parts for p, b in enumerate(snap.topics[t].leaders) if b not in live]
+    meter.sample(parts, leaderless)
     term.traffic = meter.traffic(parts)
 
 

@@ -23,10 +23,10 @@ class TrafficSettings(Section):
     record_bytes: float = Field(default=1024.0, gt=0)
     #: topic -> average bytes per record
     topic_record_bytes: dict[str, float] = Field(default_factory=dict)
-    #: per ListOffsets request
-    request_timeout_s: float = Field(default=10.0, gt=0)
+    #: per ListOffsets request (the operation gets 5 s more): a dead leader delays the cycle at most this much
+    request_timeout_s: float = Field(default=5.0, gt=0)
     #: attempts per sample for partitions whose error clears by itself; then the sample goes without them
-    max_attempts: int = Field(default=3, ge=1, le=100)
+    max_attempts: int = Field(default=1, ge=1, le=100)
     backoff_initial_s: float = Field(default=0.5, gt=0)
     backoff_max_s: float = Field(default=5.0, gt=0)
     #: a plan for traffic alone needs both: this many cross-rack bytes/s saved ...

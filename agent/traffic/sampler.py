@@ -1,9 +1,11 @@
 """The measurement's I/O: end offsets sampled once a cycle, kept for the window, turned into bytes/s.
 
 One ListOffsets request per sample for the partitions of the registered
-groups' topics.  Partitions whose error clears by itself (a leader moving) are
-asked again with backoff (``traffic.max_attempts``); what still fails is left
-out of this sample only, so its rate is measured over the samples that have
+groups' topics; a partition the metadata gives no leader is not asked (it
+would only wait for a timeout).  Partitions whose error clears by itself (a
+leader moving) are asked again with backoff (``traffic.max_attempts``,
+default 1: the next cycle is the retry); what still fails is left out of
+this sample only, so its rate is measured over the samples that have
 it (:mod:`.rates`).  A sample that got nothing is skipped and logged: traffic
 is never a reason for a cycle to fail.
 """
@@ -11,7 +13,7 @@ is never a reason for a cycle to fail.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from ..cluster.metadata import jittered_delays
@@ -27,13 +29,12 @@ Traffic = Mapping[str, tuple[float, ...]]
 
 def read_sample(
     admin: AdminPort,
-    partitions: Mapping[str, int],
+    wanted: list[TopicPart],
     s: TrafficSettings,
     now: float,
     sleep: Callable[[float], None],
 ) -> tuple[OffsetSample, dict[TopicPart, str]]:
-    """End offsets of ``partitions`` (topic -> count), transient failures asked again; what failed, named."""
-    wanted = [(t, p) for t, n in sorted(partitions.items()) for p in range(n)]
+    """End offsets of ``wanted``, transient failures asked again (``traffic.max_attempts``); what failed, named."""
     ends: dict[TopicPart, int] = {}
     failed: dict[TopicPart, str] = {}
     delays = jittered_delays(s.max_attempts, s.backoff_initial_s, s.backoff_max_s)
@@ -65,11 +66,14 @@ class TrafficMeter:
     #: the errors (and whether anything was read) last logged as a warning
     logged: tuple[tuple[str, ...], bool] = ((), True)
 
-    def sample(self, partitions: Mapping[str, int]) -> bool:
-        """Read one sample of ``partitions``; False (logged) when nothing could be read."""
-        if not partitions:
+    def sample(self, partitions: Mapping[str, int], leaderless: Collection[TopicPart] = ()) -> bool:
+        """Read one sample of ``partitions`` (topic -> count) but the ``leaderless`` ones (the metadata
+        names no leader: asking would only wait for a timeout); False (logged) when nothing was read."""
+        skip = set(leaderless)
+        wanted = [(t, p) for t, n in sorted(partitions.items()) for p in range(n) if (t, p) not in skip]
+        if not wanted:
             return False
-        sample, failed = read_sample(self.admin, partitions, self.settings, self.clock(), self.sleep)
+        sample, failed = read_sample(self.admin, wanted, self.settings, self.clock(), self.sleep)
         names = tuple(sorted(set(failed.values())))
         if failed:
             log = self.log.warning if (names, bool(sample.ends)) != self.logged else self.log.debug

@@ -62,7 +62,7 @@ class Flaky(FakeAdmin):
 def test_a_transient_partition_failure_is_asked_again_alone() -> None:
     admin = Flaky({"orders": [[1], [2]]}, ends={("orders", 0): 5, ("orders", 1): 9})
     admin.asked = []
-    m = meter(admin, Clock())
+    m = meter(admin, Clock(), max_attempts=2)
     assert m.sample({"orders": 2})
     assert admin.asked == [2, 1]
     assert dict(m.samples[0].ends) == {("orders", 0): 5, ("orders", 1): 9}
@@ -87,3 +87,13 @@ def test_brokers_down_skip_the_sample_without_raising() -> None:
         assert not m.sample({"orders": 1})
     assert m.samples == ()
     assert [e["event"] for e in logs] == ["traffic sample failed; skipped"]
+
+
+def test_one_attempt_by_default_and_leaderless_partitions_are_not_asked() -> None:
+    admin = Flaky({"orders": [[1], [2], [3]]}, ends={("orders", 0): 5, ("orders", 1): 9, ("orders", 2): 4})
+    admin.asked = []
+    m = meter(admin, Clock())
+    assert m.sample({"orders": 3}, leaderless=[("orders", 2)])
+    assert admin.asked == [2]  # orders-2 skipped; orders-1 failed once and waits for the next cycle
+    assert dict(m.samples[0].ends) == {("orders", 0): 5}
+    assert not m.sample({"orders": 1}, leaderless=[("orders", 0)])
