@@ -37,6 +37,23 @@ def in_window(samples: Iterable[OffsetSample], now: float, window_s: float) -> t
     return tuple(sorted((s for s in samples if now - s.taken_at <= window_s), key=lambda s: s.taken_at))
 
 
+#: samples kept per window at most (plus the newest): memory stays bounded however short the poll interval
+KEPT_PER_WINDOW = 16
+
+
+def add_sample(
+    samples: Sequence[OffsetSample], new: OffsetSample, window_s: float, kept: int = KEPT_PER_WINDOW
+) -> tuple[OffsetSample, ...]:
+    """``samples`` (oldest first) with ``new`` added, those older than the window dropped, and thinned: a
+    sample closer than ``window_s / kept`` to the one before it is replaced by the next, so at most
+    ``kept + 1`` samples of every partition are held whatever the poll interval (each holds every
+    partition's offset: a 1 s poll over a 300 s window would otherwise keep 300 copies)."""
+    out = list(in_window((*samples, new), new.taken_at, window_s))
+    if len(out) >= 3 and out[-2].taken_at - out[-3].taken_at < window_s / kept:
+        del out[-2]
+    return tuple(out)
+
+
 def record_rates(samples: Sequence[OffsetSample], min_samples: int = 2) -> dict[TopicPart, float]:
     """Records/s of every partition with at least ``min_samples`` usable samples, over ``samples``.
 

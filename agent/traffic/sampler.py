@@ -21,7 +21,7 @@ from ..core.ports import AdminPort, Logger
 from ..kafka.errors import transient
 from ..kafka.offsets import TopicPart, end_offsets
 from ..settings.traffic import TrafficSettings
-from .rates import OffsetSample, bytes_per_s, in_window, record_rates
+from .rates import OffsetSample, add_sample, bytes_per_s, record_rates
 
 #: per topic, bytes/s of each partition: the contract's ``cluster.traffic``
 Traffic = Mapping[str, tuple[float, ...]]
@@ -88,7 +88,7 @@ class TrafficMeter:
         self.logged = (names, bool(sample.ends))  # the same trouble again is logged at debug level
         if not sample.ends:
             return False
-        self.samples = in_window((*self.samples, sample), sample.taken_at, self.settings.window_s)
+        self.samples = add_sample(self.samples, sample, self.settings.window_s)
         return True
 
     def traffic(self, partitions: Mapping[str, int]) -> dict[str, tuple[float, ...]]:

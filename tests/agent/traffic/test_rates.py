@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.agent.traffic.rates import OffsetSample, bytes_per_s, in_window, record_rates
+from rackplan.agent.traffic.rates import (
+    KEPT_PER_WINDOW,
+    OffsetSample,
+    add_sample,
+    bytes_per_s,
+    in_window,
+    record_rates,
+)
 
 TP = ("orders", 0)
 
@@ -123,3 +130,27 @@ def test_bytes_per_s_gives_only_fully_measured_topics() -> None:
     sizes = {"a": 100.0, "b": 7.0, "c": 5.0}
     out = bytes_per_s(rates, {"a": 2, "b": 2, "c": 1, "d": 0}, sizes.__getitem__)
     assert out == {"a": (100.0, 1000.0), "c": (0.0,)}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    rate=st.integers(0, 10**4),
+    gaps=st.lists(st.integers(1, 5000), min_size=1, max_size=400),
+    window=st.floats(5.0, 500.0),
+)
+def test_the_kept_samples_are_bounded_and_a_steady_rate_stays_exact(
+    rate: int, gaps: list[int], window: float
+) -> None:
+    """However short the poll interval (gaps in hundredths of a second): at most KEPT_PER_WINDOW + 2
+    samples, all in the window, the newest kept; a steady producer's rate unchanged by the thinning."""
+    kept: tuple[OffsetSample, ...] = ()
+    ticks = 0
+    for gap in gaps:
+        ticks += gap
+        t = ticks / 100
+        kept = add_sample(kept, OffsetSample(t, {TP: rate * ticks}), window)
+        assert len(kept) <= KEPT_PER_WINDOW + 2
+        assert kept[-1].taken_at == t and all(t - s.taken_at <= window for s in kept)
+    rates = record_rates(kept)
+    if len(kept) >= 2:
+        assert rates[TP] == pytest.approx(rate * 100, rel=1e-9)
