@@ -85,3 +85,41 @@ def test_plan_bytes_against_a_direct_count(owners: list[str], rates: list[float]
     assert got.bytes_per_s == pytest.approx(sum(rates[p] for p in known))
     crossing = [p for p in known if owners[p][1] != home[p]]
     assert got.cross_rack_bytes_per_s == pytest.approx(sum(rates[p] for p in crossing))
+
+
+def _streams(weigh: bool) -> tuple[Snapshot, Any, dict[str, tuple[float, ...]]]:
+    import json
+    from pathlib import Path
+
+    path = (
+        Path(__file__).resolve().parents[4]
+        / "shared"
+        / "samples"
+        / "sample-streams-T100-N10-tags-min_traffic.json"
+    )
+    if not path.exists():
+        pytest.skip(f"{path} is not here (the shared samples, as tests/test_cli.py reads them)")
+    inst = json.loads(path.read_text())
+    brokers = {b["id"]: b["rack"] for b in inst["cluster"]["brokers"]}
+    topics = {
+        t: TopicState(tuple(map(tuple, reps)), tuple(r[0] for r in reps))
+        for t, reps in inst["cluster"]["topics"].items()
+    }
+    app = inst["streams_app"]
+    app["rack_aware"]["weigh_by_traffic"] = weigh
+    (r,) = registrations(Settings.model_validate({"streams_apps": [app]}))
+    traffic = {
+        t: tuple(float(1000 * (p % 7 == 0)) for p in range(len(st.replicas))) for t, st in topics.items()
+    }
+    return Snapshot(brokers=brokers, topics=topics), r, traffic
+
+
+def test_a_streams_app_weighing_traffic_gets_it_and_one_that_does_not_is_planned_as_without() -> None:
+    snap, r, traffic = _streams(True)
+    racks = dict(snap.brokers)
+    doc = plan_for(snap, racks, r, None, traffic=traffic).document
+    assert "active_cross_rack_bytes_per_s" in doc["stats"]
+    snap, r, traffic = _streams(False)
+    plain = plan_for(snap, racks, r, None, traffic=traffic).document
+    assert without_time(plain) == without_time(plan_for(snap, racks, r, None).document)
+    assert "active_cross_rack_bytes_per_s" not in plain["stats"]
