@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rackplan.agent.cycle.traffic_step import verdict
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin, FakePublisher
 from rackplan.agent.traffic.pricing import dollars_per_month
@@ -185,3 +186,16 @@ def test_when_assignment_cannot_help_the_unfixable_report_carries_the_floor() ->
     assert shown["unfixable_cross_rack_bytes_per_s"] == total and shown["fixable_cross_rack_bytes_per_s"] == 0
     one = {"kind": "consumer", "group": "g", "assignment": "floor"}
     assert agent.metrics.get("rackplan_cross_rack_bytes_per_second", one) == total
+
+
+def test_whether_assignment_can_help() -> None:
+    assert verdict(0.0, 0.0, 0.01)["assignment_can_help"] == "no cross-rack bytes"
+    fixable = verdict(300.0, 100.0, 0.01)
+    assert fixable["assignment_can_help"] == "fixable by assignment"
+    assert (
+        fixable["fixable_cross_rack_bytes_per_s"] == 200.0
+        and fixable["unfixable_cross_rack_bytes_per_s"] == 100.0
+    )
+    stuck = verdict(1e6, 1e6, 0.01)
+    assert stuck["assignment_can_help"] == "not fixable by assignment"
+    assert stuck["unfixable_cross_rack_dollars_per_month"] == round(dollars_per_month(1e6, 0.01), 2)
