@@ -16,7 +16,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from .kafka.exceptions import PublishError
 from .kafka.tail import RawRecord
@@ -51,24 +51,6 @@ def kafka_error(code: int) -> Future[Any]:
 class Node:
     id: int
     rack: str | None = None
-
-
-@dataclass
-class Part:
-    id: int
-    leader: Node | None
-    replicas: list[Node]
-    #: in-sync replicas: all of them unless a test says otherwise
-    isr: list[Node] | None = None
-
-    def __post_init__(self) -> None:
-        if self.isr is None:
-            self.isr = list(self.replicas)
-
-
-@dataclass
-class Desc:
-    partitions: list[Part]
 
 
 @dataclass
@@ -158,6 +140,8 @@ class FakeAdmin:
     down: bool = False
     cluster_described: int = 0
     groups_described: list[list[str]] = field(default_factory=list)
+    #: ListOffsets: (topic, partition) -> end offset, others fail UNKNOWN_TOPIC_OR_PART (empty: unsupported)
+    ends: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def describe_cluster(self, **kw: Any) -> Future[Any]:
         assert kw.get("include_authorized_operations") is False
@@ -190,6 +174,13 @@ class FakeAdmin:
 
     def create_topics(self, new_topics: list[Any], **_kw: Any) -> dict[str, Future[Any]]:
         return {t.topic: kafka_error(KafkaError._UNSUPPORTED_FEATURE) for t in new_topics}
+
+    def list_offsets(self, topic_partition_offsets: dict[Any, Any], **_kw: Any) -> dict[Any, Future[Any]]:
+        if self.down:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+        code = KafkaError.UNKNOWN_TOPIC_OR_PART if self.ends else KafkaError._UNSUPPORTED_FEATURE
+        got = {tp: self.ends.get((tp.topic, tp.partition), -1) for tp in topic_partition_offsets}
+        return {tp: kafka_error(code) if e < 0 else done(TopicPartition("", 0, e)) for tp, e in got.items()}
 
     def poll(self, _timeout: float) -> int:
         return 0

@@ -87,6 +87,12 @@ class Cluster:
         object.__setattr__(out, "masks", {**self.masks, **added.masks})
         return out
 
+    def with_traffic(self, traffic: Mapping[str, tuple[float, ...]] | None) -> Cluster:
+        """The same cluster with ``cluster.traffic`` replaced (the agent's measured bytes/s): masks reused."""
+        out = self.restrict(self.topics)
+        object.__setattr__(out, "traffic", traffic)
+        return out
+
     def partition_count(self, topic: str) -> int:
         return len(self.topics[topic])
 

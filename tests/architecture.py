@@ -34,6 +34,7 @@ AGENT_RANKS: dict[str, int] = {
     "cluster": 4,
     "planning": 5,
     "alerts": 5,
+    "traffic": 5,
     "groups": 6,
     "state": 7,
     "ha": 8,

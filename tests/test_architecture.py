@@ -144,8 +144,7 @@ FUNCTION_LIMIT = 60
 #: Today's offenders, with their size: each may shrink, never grow, and must be taken off once within the
 #: limit (the test says so), so these lists only get shorter.
 LONG_MODULES: dict[str, int] = {
-    "rackplan.agent.settings.sections": 554,
-    "rackplan.agent.testing": 509,
+    "rackplan.agent.settings.sections": 533,
     "rackplan.assignor.parse": 566,
     "rackplan.assignor.streams.rack": 517,
     "rackplan.fleet.job": 532,
@@ -154,7 +153,7 @@ LONG_MODULES: dict[str, int] = {
 }
 LONG_FUNCTIONS: dict[str, int] = {
     "rackplan.agent.alerts.rules:AlertState.evaluate": 87,
-    "rackplan.agent.cycle.plan_step:plan_group": 81,
+    "rackplan.agent.cycle.plan_step:plan_group": 74,
     "rackplan.agent.demo.run:demo_settings": 65,
     "rackplan.agent.demo.run:run_demo": 115,
     "rackplan.agent.kafka.publisher:Publisher._publish_on": 63,

@@ -151,7 +151,7 @@ class AlertState:
         On the initial state and on re-evaluations (nothing to compare with)
         pass ``previous == current``; a group in a hold-down keeps the baseline
         it had when it turned bad.  ``best``: the floor no assignment beats
-        (:func:`rackplan.agent.planning.planner.best_locality`); without it, ``planned`` is taken
+        (:func:`rackplan.agent.planning.fixable.best_locality`); without it, ``planned`` is taken
         for the best the group can get.
         """
         if not self.watched(key):

@@ -189,6 +189,9 @@ def alertmanager_alert(
         annotations["runbook_url"] = event.runbook_url
     if event.planned is not None:
         annotations["cross_rack_fraction_planned"] = f"{event.planned:.6f}"
+    if (dollars := event.cross_rack_dollars_per_month) is not None:  # measured traffic (docs/agent.md)
+        annotations["summary"] += f"; cross-rack reads cost ${dollars:,.2f} a month"
+        annotations["cross_rack_dollars_per_month"] = f"{dollars:.2f}"
     alert: dict[str, Any] = {
         "labels": dict(sorted(labels.items())),
         "annotations": dict(sorted(annotations.items())),

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.errors import AgentError
-from ..kafka.timeouts import operation_timeout_s, result_timeout_s
 from ..protocol.plans import CONSUMER, STREAMS, plan_key
 from ..settings.sections import Settings
 from .metadata import NO_LEADER, Snapshot
@@ -395,22 +394,18 @@ Offsets = dict[tuple[str, int], int]
 
 
 def end_offsets(admin: Any, topics: Mapping[str, int], timeout_s: float) -> Offsets:
-    """Log-end offset of every partition (``topics``: name -> partition count), via ListOffsets."""
-    import importlib
+    """Log-end offset of every partition (``topics``: name -> partition count), via ListOffsets.
 
-    from confluent_kafka import TopicPartition
+    :class:`SnapshotError` when a partition gave none (the agent's sampler,
+    :mod:`rackplan.agent.traffic.sampler`, keeps the others instead).
+    """
+    from ..kafka.offsets import end_offsets as read_ends
 
-    offset_spec: Any = importlib.import_module("confluent_kafka.admin").OffsetSpec
-    request = {
-        TopicPartition(t, p): offset_spec.latest() for t, n in sorted(topics.items()) for p in range(n)
-    }
-    if not request:
-        return {}
-    futures = admin.list_offsets(request, request_timeout=operation_timeout_s(timeout_s))
-    out: Offsets = {}
-    for tp, fut in futures.items():
-        out[(tp.topic, tp.partition)] = int(fut.result(timeout=result_timeout_s(timeout_s)).offset)
-    return out
+    got = read_ends(admin, ((t, p) for t, n in topics.items() for p in range(n)), timeout_s)
+    if got.failed:
+        (t, p), name = min(got.failed.items())
+        raise SnapshotError(f"{t}-{p}", f"no end offset ({name})")
+    return dict(got.ends)
 
 
 def rates_from_offsets(

@@ -23,7 +23,8 @@ KeyValue = tuple[str, bytes | None]
 
 
 class AdminPort(Protocol):
-    """The AdminClient calls the agent makes (metadata, racks, groups, topic configuration and creation)."""
+    """The AdminClient calls the agent makes (metadata, racks, groups, topic configuration and creation,
+    end offsets for traffic)."""
 
     def list_topics(self, topic: str | None = ..., timeout: float = ...) -> Any:
         """confluent-kafka's ``ClusterMetadata``: ``topics`` and ``brokers``."""
@@ -36,6 +37,10 @@ class AdminPort(Protocol):
     def describe_configs(self, resources: list[Any], **kwargs: Any) -> dict[Any, Future[Any]]: ...
 
     def create_topics(self, new_topics: list[Any], **kwargs: Any) -> dict[str, Future[Any]]: ...
+
+    def list_offsets(self, topic_partition_offsets: dict[Any, Any], **kwargs: Any) -> dict[Any, Future[Any]]:
+        """ListOffsets: one future per ``TopicPartition``, resolving to a result with an ``offset``."""
+        ...
 
 
 class PlanPublisher(Protocol):

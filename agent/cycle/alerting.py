@@ -15,7 +15,8 @@ from ..cluster.metadata import Snapshot
 from ..groups.live import live_locality
 from ..kafka.exceptions import PublishError
 from ..metrics import declared as metric
-from ..planning.planner import Registration, best_locality, current_locality
+from ..planning.fixable import best_locality
+from ..planning.planner import Registration, current_locality
 from ..protocol.alerts import AlertEvent
 from ..protocol.plans import CONSUMER, Locality, PlanRecord
 from ..state.term import Racks, Term, Wiring, labels

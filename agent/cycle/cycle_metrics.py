@@ -95,5 +95,7 @@ def forget_metrics(m: Metrics, key: str) -> None:
         metric.MEMBER_RACKS_UNKNOWN,
         metric.UNKNOWN_TOPIC_SUBSCRIPTIONS,
         metric.ACHIEVABLE_CROSS_RACK_PARTITIONS,
+        metric.CROSS_RACK_BYTES_PER_SECOND,
+        metric.CROSS_RACK_DOLLARS_PER_MONTH,
     ):
         m.remove(name, lab)

@@ -10,6 +10,7 @@ from ..planning.planner import PlanSkipped, Registration, plan_for, scope_finger
 from ..protocol.plans import CONSUMER, PlanRecord, utc_now_iso
 from ..state.term import CycleReport, Racks, SkipInputs, Term, Wiring
 from .exhausted import generation_exhausted
+from .traffic_step import traffic_shift
 
 
 def rejoin_wanted(w: Wiring, term: Term) -> set[str]:
@@ -75,6 +76,7 @@ def plan_group(
     report: CycleReport,
     rejoin: bool = False,
     reassert: bool = False,
+    traffic_only: bool = False,
 ) -> PlanRecord | None:
     """The next plan of ``reg``, or None when the plan of record holds.
 
@@ -86,12 +88,13 @@ def plan_group(
     record followers act on was written by someone else (a forged plan or
     tombstone); a plan above it is made even if nothing else changed, its
     handover judged against what the followers were told to hold.
+    ``traffic_only``: only measured traffic asks for it (:mod:`.traffic_step`).
     """
     g = term.group(reg.key)
     last = term.book.latest(reg.key)
     fp = scope_fp(term, reg, snap, racks)
     g.fp = fp
-    spared, again = _spared(term, reg, last, fp, forced=rejoin or reassert, rejoin=rejoin)
+    spared, again = _spared(term, reg, last, fp, forced=rejoin or reassert or traffic_only, rejoin=rejoin)
     if spared:
         return again
     if term.book.exhausted(reg.key):
@@ -103,33 +106,24 @@ def plan_group(
         return None
     g.skipped = None
     try:
-        if followers:
-            result = plan_for(snap, racks, reg, last, complete=True)
-        else:
-            result = plan_for(snap, racks, reg, last)
+        result = plan_for(snap, racks, reg, last, complete=bool(followers), traffic=term.traffic)
     except Exception as e:  # an assignor bug must not stop the plans of other groups
-        report.skipped[reg.key] = str(e) or repr(e)
-        w.metrics.inc(metric.PLAN_FAILURES_TOTAL, {"kind": reg.kind})
-        if g.skip_logged != report.skipped[reg.key]:  # once per distinct reason
-            if isinstance(e, PlanSkipped):
-                w.log.warning("plan skipped", key=reg.key, reason=str(e))
-            else:
-                w.log.error("planning failed", key=reg.key, error=repr(e), exc_info=True)
-            g.skip_logged = report.skipped[reg.key]
-        if isinstance(e, PlanSkipped):  # a verdict on these inputs, not a failure that may pass
-            g.skipped = (inputs, report.skipped[reg.key])
-        g.retry = True
+        _planning_failed(w, term, reg, e, inputs, report)
         return None
     g.skip_logged = None
+    if traffic_only:  # planned for traffic alone: published only when it saves enough
+        why = traffic_shift(w, term, reg, snap, racks, last, result)
+    else:
+        why = _reason(reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert)
+    if why is None:
+        return None
     g.planned_by_rack = result.after_by_rack
     rec = PlanRecord(
         key=reg.key,
         generation=term.book.next_generation(reg.key),
         cluster_fingerprint=fp,
         registration_fingerprint=reg.fingerprint,
-        reason="; ".join(
-            [_reason(reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert), *g.notes()]
-        ),
+        reason="; ".join([why, *g.notes()]),
         created_at=utc_now_iso(w.clock()),
         document=result.document,
         moved=result.moved,
@@ -146,6 +140,24 @@ def plan_group(
         if phase is not None:
             return revoking_record(rec, phase, w.settings.followers.release_timeout_s)
     return rec
+
+
+def _planning_failed(
+    w: Wiring, term: Term, reg: Registration, e: Exception, inputs: SkipInputs, report: CycleReport
+) -> None:
+    """Report, count and log (once per distinct reason) a plan that could not be made; retried next cycle."""
+    g = term.group(reg.key)
+    report.skipped[reg.key] = str(e) or repr(e)
+    w.metrics.inc(metric.PLAN_FAILURES_TOTAL, {"kind": reg.kind})
+    if g.skip_logged != report.skipped[reg.key]:  # once per distinct reason
+        if isinstance(e, PlanSkipped):
+            w.log.warning("plan skipped", key=reg.key, reason=str(e))
+        else:
+            w.log.error("planning failed", key=reg.key, error=repr(e), exc_info=True)
+        g.skip_logged = report.skipped[reg.key]
+    if isinstance(e, PlanSkipped):  # a verdict on these inputs, not a failure that may pass
+        g.skipped = (inputs, report.skipped[reg.key])
+    g.retry = True
 
 
 def _spared(

@@ -20,6 +20,7 @@ from ..metrics import declared as metric
 from ..planning.planner import Registration
 from ..protocol.plans import CONSUMER, PlanKey, PlanRecord
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
+from ..traffic.sampler import TrafficMeter
 from .alerting import emit_alerts, evaluate_alerts
 from .broker_groups import achievable, classify_groups, judge
 from .checks import check_registrations
@@ -27,6 +28,7 @@ from .cycle_metrics import change_metrics, group_metrics, snapshot_metrics
 from .intake import Intake
 from .plan_step import candidates, plan_group, rejoin_wanted
 from .publishing import advance_handovers, publish_plans, publish_tombstones
+from .traffic_step import measure, priced, traffic_due, traffic_metrics
 
 
 class SnapshotSource:
@@ -77,6 +79,8 @@ class CycleIO:
 
     snapshots: SnapshotSource
     intake: Intake
+    #: end offsets sampled each cycle for traffic (None: ``traffic.enabled`` is off)
+    traffic: TrafficMeter | None = None
     webhook: WebhookNotifier | None = None
     alerts_topic_ok: bool = True
     #: the plan topic is read back each cycle (a confirmed value is kept to recognise it)
@@ -109,6 +113,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
         w.log.error("metadata poll failed; keeping the last good snapshot", error=str(e), snapshot_age_s=age)
         return CycleReport(ok=False, error=str(e))
     seen = observe(w, term, snap)
+    measure(term, io.traffic, seen.snap)
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
     io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery))
@@ -126,6 +131,8 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     replaced = publish_plans(w, term, records, report, watched=io.plans_watched)
     report.tombstoned += publish_tombstones(w, term)
     group_metrics(w.metrics, term, acted_snap, acted_racks)
+    if io.traffic is not None:
+        traffic_metrics(w, term, acted_snap, acted_racks)
     now = w.clock()
     published = {r.key for r in report.published}
     broker_events, broker_keys = judge(w, term, report)
@@ -145,7 +152,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
             judged=broker_keys,
         )
     )
-    report.alerts = events
+    report.alerts = events = priced(w, term, events, replaced, acted_snap, acted_racks)
     emit_alerts(w, term, events, now, io.webhook, io.alerts_topic_ok)
     return report
 
@@ -261,6 +268,8 @@ def plan(
                 None,
             )  # not ours to plan: reported (discrepancy), not answered
     due = candidates(term, change, rejoin)
+    shifted = traffic_due(w, term) - {r.key for r in due}  # planned for measured traffic alone
+    due += [r for r in term.regs if r.key in shifted]
     for g in term.groups.values():
         g.retry = False
     records: list[tuple[PlanRecord, Registration]] = []
@@ -269,10 +278,19 @@ def plan(
         if g.broker_assigned():  # its members ignore plans: judged against the plan instead (broker_groups)
             continue
         if g.handover is not None:  # one handover at a time: planned again once it completes
-            g.retry = True
+            g.retry = reg.key not in shifted  # traffic is weighed again in its next window
             continue
         rec = plan_group(
-            w, term, reg, snap, racks, change, report, rejoin=reg.key in rejoin, reassert=g.reassert
+            w,
+            term,
+            reg,
+            snap,
+            racks,
+            change,
+            report,
+            rejoin=reg.key in rejoin,
+            reassert=g.reassert,
+            traffic_only=reg.key in shifted,
         )
         if rec is not None:
             records.append((rec, reg))

@@ -111,6 +111,8 @@ class StatusView:
     epoch: int = 0
     #: set while this agent does not lead: who does, as far as it knows, and where the plans are
     standby: Standby | None = None
+    #: key -> the group's bytes figures under measured traffic (rackplan.agent.cycle.traffic_step)
+    traffic: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
 
     def plans_json(self) -> dict[str, Any]:
         """/v1/plans: plans of record; a key whose newest record someone else wrote (what followers read then)
@@ -119,6 +121,9 @@ class StatusView:
         if self.standby is not None:
             return self.standby.as_json()
         out: dict[str, Any] = {k: rec.value() for k, rec in self.plans}
+        for key, figures in self.traffic.items():
+            if key in out:
+                out[key] = {**out[key], "traffic": dict(figures)}
         for key, seen in sorted(self.discrepancies.items()):
             out.setdefault(key, {})["discrepancy"] = dict(seen)
         for g in self.groups:  # each group's path; a broker-assigned one is here without a plan
@@ -188,6 +193,9 @@ def build_status(term: Term) -> StatusView:
         groups=tuple(groups),
         problems=tuple(sorted(term.problems.items())),
         firing=tuple(term.alerts.firing_events()),
+        traffic=MappingProxyType(
+            {k: g.traffic for k, g in sorted(term.groups.items()) if g.traffic is not None}
+        ),
     )
 
 

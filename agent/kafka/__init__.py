@@ -11,6 +11,7 @@ __all__ = [
     "exceptions",
     "isolated_admin",
     "metadata_refresh",
+    "offsets",
     "publisher",
     "read_back",
     "tail",

@@ -186,7 +186,7 @@ def refused(err: object) -> bool:
 def transient(err: object) -> bool:
     """Whether ``err`` may clear by itself: named in :data:`TRANSIENT`, or a ``KafkaError`` that says it is
     retriable, and never one in :data:`REFUSED`."""
-    name = error_name(err, "")
+    name = _name(err)
     if not name or name in REFUSED:
         return False
     if name in TRANSIENT:

@@ -237,6 +237,9 @@ class IsolatedGroupsAdmin:
     def create_topics(self, new_topics: list[Any], **kwargs: Any) -> dict[str, Future[Any]]:
         return self.admin.create_topics(new_topics, **kwargs)
 
+    def list_offsets(self, topic_partition_offsets: dict[Any, Any], **kwargs: Any) -> dict[Any, Future[Any]]:
+        return self.admin.list_offsets(topic_partition_offsets, **kwargs)
+
     def describe_consumer_groups(self, group_ids: list[str], **kwargs: Any) -> dict[str, Future[Any]]:
         """Done when it returns (the child answered or ended): every future is resolved."""
         timeout = float(kwargs.get("request_timeout", 30.0))

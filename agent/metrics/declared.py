@@ -274,6 +274,23 @@ ACHIEVABLE_CROSS_RACK_PARTITIONS = Metric(
     "Broker-assigned groups: cross-rack partitions of the plan the agent would publish (not published), to compare with rackplan_live_cross_rack_partitions.",
     ("kind", "group"),
 )
+TRAFFIC_PARTITIONS_MEASURED = Metric(
+    "rackplan_traffic_partitions_measured",
+    GAUGE,
+    "Partitions of the registered groups' topics with a measured bytes/s (end offsets over traffic.window_s).",
+)
+CROSS_RACK_BYTES_PER_SECOND = Metric(
+    "rackplan_cross_rack_bytes_per_second",
+    GAUGE,
+    "Measured bytes/s the group reads across racks, by assignment (current: the live assignment when described, else the plan of record; planned: the plan of record; floor: what no assignment avoids).",
+    ("kind", "group", "assignment"),
+)
+CROSS_RACK_DOLLARS_PER_MONTH = Metric(
+    "rackplan_cross_rack_dollars_per_month",
+    GAUGE,
+    "Cross-rack bytes/s of rackplan_cross_rack_bytes_per_second over an average month, in dollars at prices.cross_az_per_gb charged each way.",
+    ("kind", "group", "assignment"),
+)
 
 #: every metric, in the order of the exposition
 DECLARED: tuple[Metric, ...] = (
@@ -330,4 +347,7 @@ DECLARED: tuple[Metric, ...] = (
     COUNTERS_EXHAUSTED,
     GROUP_PATH,
     ACHIEVABLE_CROSS_RACK_PARTITIONS,
+    TRAFFIC_PARTITIONS_MEASURED,
+    CROSS_RACK_BYTES_PER_SECOND,
+    CROSS_RACK_DOLLARS_PER_MONTH,
 )

@@ -3,4 +3,4 @@
 Rank 5: imports :mod:`.cluster` and below, and the assignor's public API.
 """
 
-__all__ = ["handover", "planner", "rack_check", "subscriptions"]
+__all__ = ["fixable", "handover", "planner", "rack_check", "subscriptions", "traffic_input"]

@@ -38,6 +38,7 @@ from ..core.errors import AgentError
 from ..protocol.plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
 from ..settings.sections import Settings
 from .subscriptions import known_subscriptions
+from .traffic_input import Traffic, with_traffic
 
 
 class PlanSkipped(AgentError):
@@ -298,6 +299,7 @@ def plan_consumer(
     reg: Registration,
     last: PlanRecord | None,
     complete: bool = False,
+    traffic: Traffic | None = None,
 ) -> PlanResult:
     """The plan of a consumer group; ``complete``: with nothing withheld (for two-phase handovers).
 
@@ -308,7 +310,7 @@ def plan_consumer(
 
     if not reg.spec.get("members"):
         raise PlanSkipped(f"registration {reg.key}: no members registered or discovered")
-    cluster = cluster_for(snapshot, racks, reg.topics)
+    cluster = with_traffic(cluster_for(snapshot, racks, reg.topics), reg.kind, reg.spec, traffic)
     try:
         group = parse_consumer_group(_sticky_consumer_spec(_planned_spec(snapshot, reg), last), cluster)
     except InputError as e:
@@ -373,13 +375,17 @@ def _sticky_streams_spec(spec: Mapping[str, Any], last: PlanRecord | None) -> di
 
 
 def plan_streams(
-    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord | None
+    snapshot: Snapshot,
+    racks: Mapping[int, str | None],
+    reg: Registration,
+    last: PlanRecord | None,
+    traffic: Traffic | None = None,
 ) -> PlanResult:
     from rackplan.assignor import plan_model as plan_document
 
     if not reg.spec.get("clients"):
         raise PlanSkipped(f"registration {reg.key}: no clients registered")
-    cluster = cluster_for(snapshot, racks, reg.topics)
+    cluster = with_traffic(cluster_for(snapshot, racks, reg.topics), reg.kind, reg.spec, traffic)
     try:
         app = parse_streams_app(_sticky_streams_spec(reg.spec, last), cluster)
     except InputError as e:
@@ -412,10 +418,12 @@ def plan_for(
     reg: Registration,
     last: PlanRecord | None,
     complete: bool = False,
+    traffic: Traffic | None = None,
 ) -> PlanResult:
+    """The next plan of ``reg``; ``traffic``: measured bytes/s, used only by groups that weigh bytes."""
     if reg.kind == CONSUMER:
-        return plan_consumer(snapshot, racks, reg, last, complete)
-    return plan_streams(snapshot, racks, reg, last)
+        return plan_consumer(snapshot, racks, reg, last, complete, traffic)
+    return plan_streams(snapshot, racks, reg, last, traffic)
 
 
 def instance_document(
@@ -464,33 +472,3 @@ def assignment_locality(
     cluster = cluster_for(snapshot, racks, topics)
     judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
     return judge.count(_consumer_pairs(assignment, member_racks))
-
-
-def best_locality(
-    snapshot: Snapshot, racks: Mapping[int, str | None], reg: Registration, last: PlanRecord
-) -> Locality:
-    """The floor no assignment beats: partitions of the plan that no member's rack reads locally.
-
-    A partition counts as cross-rack here only when it is cross-rack for every
-    rack the group's members (or Streams clients) are in, so balance aside,
-    no assignor can do better.  When this is above the alert threshold the
-    group is *unfixable* by rebalancing (see :mod:`rackplan.agent.alerts.rules`).
-    """
-    cluster = cluster_for(snapshot, racks, reg.topics)
-    judge = LocalityJudge(cluster, snapshot, racks, reg.fetch_mode)
-    assignment = last.body.get("assignment") or {}
-    if reg.kind == CONSUMER:
-        member_racks = {m.get("member_id"): m.get("rack") for m in reg.spec.get("members") or []}
-        pairs = _consumer_pairs(assignment, member_racks)
-        group_racks = set(member_racks.values())
-    else:
-        pairs = _streams_pairs(cluster, reg.spec, assignment)
-        group_racks = {c.get("rack") for c in reg.spec.get("clients") or []}
-    cross = total = 0
-    for _, t, p in pairs:
-        verdicts = [judge.cross(r, t, p) for r in sorted(group_racks, key=lambda r: r or "")]
-        if not verdicts or verdicts[0] is None:
-            continue
-        total += 1
-        cross += all(verdicts)
-    return Locality(cross, total)

@@ -44,6 +44,9 @@ class AlertEvent:
     severity: str = "warning"
     #: the runbook section of this alert
     runbook_url: str = ""
+    #: measured cross-rack bytes/s of the group's current assignment and their monthly cost (None: no traffic)
+    cross_rack_bytes_per_s: float | None = None
+    cross_rack_dollars_per_month: float | None = None
 
     @property
     def kind(self) -> str:
@@ -62,8 +65,8 @@ class AlertEvent:
         return json.dumps(self.as_json(), separators=(",", ":")).encode()
 
     def as_json(self) -> dict[str, Any]:
-        """The alerts topic's record value (docs/alert-schema.json)."""
-        return {
+        """The alerts topic's record value (docs/alert-schema.json); the traffic fields only when measured."""
+        out: dict[str, Any] = {
             "schema": ALERT_SCHEMA,
             "key": self.key,
             "alertname": self.alertname,
@@ -80,6 +83,11 @@ class AlertEvent:
             "started_at": self.started_at,
             "started_at_ms": round(self.started_at * 1000),
         }
+        if self.cross_rack_bytes_per_s is not None:
+            out["cross_rack_bytes_per_s"] = round(self.cross_rack_bytes_per_s, 3)
+        if self.cross_rack_dollars_per_month is not None:
+            out["cross_rack_dollars_per_month"] = round(self.cross_rack_dollars_per_month, 2)
+        return out
 
 
 def encode_webhook_body(alerts: Sequence[Mapping[str, Any]]) -> bytes:

@@ -424,6 +424,15 @@ class AlertValue(_Value):
         description="When the condition began (the start of the hold-down), epoch seconds (float)."
     )
     started_at_ms: Annotated[int, Field(ge=0)] = Field(description="The same instant, epoch milliseconds.")
+    cross_rack_bytes_per_s: Annotated[float, Field(ge=0)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Measured bytes/s the group's current assignment reads across racks (docs/agent.md, "
+        "Traffic); absent while no traffic is measured for the group's topics.",
+    )
+    cross_rack_dollars_per_month: Annotated[float, Field(ge=0)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="What those bytes cost over an average month at prices.cross_az_per_gb, charged each way.",
+    )
 
 
 # ---- the webhook's payload (Alertmanager API v2) ----------------------------------------------------------

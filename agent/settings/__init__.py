@@ -5,4 +5,13 @@ Rank 3 (docs/architecture.md): imports :mod:`rackplan.agent.kafka`, :mod:`rackpl
 :mod:`.environment`, :mod:`.yaml_file` and :mod:`.errors`.
 """
 
-__all__ = ["contract_checks", "environment", "errors", "headers", "sections", "yaml_file"]
+__all__ = [
+    "contract_checks",
+    "environment",
+    "errors",
+    "headers",
+    "section_base",
+    "sections",
+    "traffic",
+    "yaml_file",
+]

@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationInfo,
     field_validator,
@@ -39,6 +37,9 @@ from .contract_checks import checked_registrations
 from .environment import ENV_PREFIX, EnvFirstSettings, unknown_env_variables
 from .errors import SettingsError, describe_errors
 from .headers import HeaderValueError, header_name_problem, header_problem, read_header_file
+from .section_base import Section as _Section
+from .section_base import check_duration
+from .traffic import PriceSettings, TrafficSettings
 from .yaml_file import read_yaml_mapping
 
 FetchMode = Literal["nearest-replica", "leader"]
@@ -76,30 +77,6 @@ def bootstrap_problem(entry: str) -> str | None:
     if port and not (port.isdigit() and 0 < int(port) < 65536):
         return f"port {port[:16]!r} is not 1-65535"
     return None
-
-
-#: every duration setting (a name ending in ``_s``) is at most this: a week
-MAX_DURATION_S = 7 * 24 * 3600.0
-#: ... and, unless 0 (which some settings read as "never"), at least this: 1e-9 is a busy loop
-MIN_DURATION_S = 0.01
-
-
-def check_duration(value: Any, info: ValidationInfo) -> Any:
-    """Sane bounds for every ``*_s`` setting, whichever model it is in (NaN and infinity are refused
-    by ``allow_inf_nan=False``): a week-long timeout is a typo, a nanosecond poll a busy loop."""
-    name = info.field_name or ""
-    if name.endswith("_s") and isinstance(value, int | float) and not isinstance(value, bool) and value:
-        if value > MAX_DURATION_S:
-            raise ValueError(f"at most {MAX_DURATION_S:g} seconds (a week)")
-        if 0 < value < MIN_DURATION_S:
-            raise ValueError(f"0 or at least {MIN_DURATION_S:g} seconds")
-    return value
-
-
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    _durations = field_validator("*")(check_duration)
 
 
 #: a ``kafka.secret_files`` value is at most this: a CA bundle in ``ssl.ca.pem`` is a few hundred KiB
@@ -500,6 +477,8 @@ class Settings(EnvFirstSettings):
     membership: MembershipSettings = Field(default_factory=MembershipSettings)
     metadata: MetadataSettings = Field(default_factory=MetadataSettings)
     log: LogSettings = Field(default_factory=LogSettings)
+    traffic: TrafficSettings = Field(default_factory=TrafficSettings)
+    prices: PriceSettings = Field(default_factory=PriceSettings)
     #: append a fleet snapshot (JSON lines, see docs/fleet.md) here at start and at every confirmed change
     archive_dir: Path | None = None
     #: the cluster's name: a label in snapshots (their id is Kafka's cluster id) and of metrics and alerts

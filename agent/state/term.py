@@ -144,6 +144,10 @@ class GroupRecord:
     #: (snapshot, racks, registration fingerprint) it was computed for
     achievable: Locality | None = None
     achievable_memo: tuple[Snapshot, Racks, str] | None = None
+    #: when the plan of record was last weighed against a plan for measured traffic (traffic.window_s apart)
+    traffic_checked_at: float = -math.inf
+    #: the group's bytes figures as /v1/plans shows them (None: no traffic measured for it)
+    traffic: Mapping[str, Any] | None = None
 
     def notes(self) -> list[str]:
         """What a plan's reason adds: the registration's mistakes planning worked around, at most
@@ -194,6 +198,8 @@ class Term:
         self.completed: list[PlanRecord] = []
         self.replayed = False
         self.ready = False
+        #: bytes/s per partition measured this cycle (rackplan.agent.traffic): empty when none is
+        self.traffic: Mapping[str, tuple[float, ...]] = {}
 
     def group(self, key: str) -> GroupRecord:
         """The record of ``key``, made on first use."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import io
 import json
@@ -126,6 +127,18 @@ def test_cluster_name_becomes_the_cluster_label_unless_set() -> None:
     assert labelled["labels"]["cluster"] == "eu-1"
     explicit = WebhookSettings(url="http://am/", labels={"cluster": "prod"})
     assert with_cluster_label(explicit, "eu-1").labels["cluster"] == "prod"
+
+
+def test_an_alert_with_measured_traffic_says_what_it_costs() -> None:
+    s = WebhookSettings(url="http://am:9093/api/v2/alerts")
+    priced = dataclasses.replace(event(), cross_rack_bytes_per_s=1e6, cross_rack_dollars_per_month=52.596)
+    annotations = alertmanager_alert(priced, s, now=2000.0, firing_ttl_s=240)["annotations"]
+    assert annotations["summary"].endswith("; cross-rack reads cost $52.60 a month")
+    assert annotations["cross_rack_dollars_per_month"] == "52.60"
+    assert (
+        "cross_rack_dollars_per_month"
+        not in alertmanager_alert(event(), s, now=0, firing_ttl_s=1)["annotations"]
+    )
 
 
 def test_payload_is_alertmanager_api_v2() -> None:

@@ -99,6 +99,13 @@ def test_the_predicates_judge_an_error_its_exception_and_its_name_alike() -> Non
         assert not predicate(None) and not predicate(RuntimeError("boom"))
 
 
+def test_transient_judges_a_name_as_its_error() -> None:
+    """The traffic sampler keeps each failed partition's error name and asks ``transient`` of it."""
+    assert all(errors.transient(name) for name in errors.TRANSIENT)
+    assert not any(errors.transient(name) for name in errors.REFUSED)
+    assert not errors.transient("") and not errors.transient("BOOM")
+
+
 def test_the_sets_that_must_not_overlap_do_not() -> None:
     assert errors.WRITE_REFUSED <= errors.REFUSED
     assert not errors.TRANSIENT & errors.REFUSED

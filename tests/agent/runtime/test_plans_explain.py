@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.agent.cluster.metadata import NO_LEADER, Snapshot, TopicState
-from rackplan.agent.planning.planner import LocalityJudge, best_locality, cluster_for, make_registration
+from rackplan.agent.planning.fixable import best_locality
+from rackplan.agent.planning.planner import LocalityJudge, cluster_for, make_registration
 from rackplan.agent.protocol.plans import Locality, PlanRecord
 from rackplan.agent.runtime.plans_explain import (
     CROSS_RACK,

@@ -1,0 +1,204 @@
+"""The cycle's traffic steps: measure, re-plan for traffic alone when it saves enough, and report the bytes.
+
+- :func:`measure`: one end-offset sample of the registered groups' topics;
+  ``term.traffic`` becomes the bytes/s of the window (empty: nothing measured).
+- :func:`traffic_due`, :func:`traffic_shift`: a group that weighs bytes
+  (:func:`~rackplan.agent.planning.traffic_input.wants_traffic`) is planned
+  again at most once per ``traffic.window_s`` with the measured traffic, and
+  that plan is published only when it saves at least
+  ``traffic.replan_min_bytes_per_second`` cross-rack bytes/s *and*
+  ``traffic.replan_min_fraction`` of the plan of record's; its record's
+  reason starts ``traffic shifted:``.
+- :func:`traffic_metrics`: per group, cross-rack bytes/s and dollars a month
+  now and under the plan of record (metrics and /v1/plans).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ..cluster.metadata import Snapshot
+from ..core.ports import AdminPort
+from ..groups.live import registered_members
+from ..groups.membership import member_racks
+from ..metrics import declared as metric
+from ..planning.fixable import floor_bytes
+from ..planning.planner import PlanResult, Registration
+from ..planning.traffic_figures import ByteLocality, live_bytes, plan_bytes, record_bytes
+from ..planning.traffic_input import wants_traffic
+from ..protocol.alerts import UNFIXABLE, AlertEvent
+from ..protocol.plans import CONSUMER, PlanRecord
+from ..state.term import Racks, Term, Wiring, labels
+from ..traffic.pricing import dollars_per_month
+from ..traffic.sampler import TrafficMeter
+
+
+def traffic_meter(w: Wiring, admin: AdminPort) -> TrafficMeter | None:
+    """The agent's meter (None when ``traffic.enabled`` is off); a stop request cuts its retry backoff short."""
+
+    def sleep(seconds: float) -> None:
+        w.stop.wait(seconds)
+
+    return TrafficMeter(admin, w.settings.traffic, w.log, sleep=sleep) if w.settings.traffic.enabled else None
+
+
+def measure(term: Term, meter: TrafficMeter | None, snap: Snapshot) -> None:
+    """Sample the end offsets of every registered group's topics; ``term.traffic`` = the window's bytes/s."""
+    if meter is None:
+        return
+    parts = {t: len(snap.topics[t].replicas) for r in term.regs for t in r.topics if t in snap.topics}
+    live = snap.brokers
+    leaderless = [(t, p) for t in parts for p, b in enumerate(snap.topics[t].leaders) if b not in live]
+    meter.sample(parts, leaderless)
+    term.traffic = meter.traffic(parts)
+
+
+def traffic_due(w: Wiring, term: Term) -> set[str]:
+    """Keys of groups that weigh bytes, have a plan of record and measured traffic, and were not weighed
+    against a new plan in the last ``traffic.window_s`` (marked weighed now)."""
+    out: set[str] = set()
+    if not term.traffic:
+        return out
+    now = w.clock()
+    for reg in term.regs:
+        if not wants_traffic(reg.kind, reg.spec) or term.book.latest(reg.key) is None:
+            continue
+        g = term.group(reg.key)
+        if (
+            any(t in term.traffic for t in reg.topics)
+            and now - g.traffic_checked_at >= w.settings.traffic.window_s
+        ):
+            g.traffic_checked_at = now
+            out.add(reg.key)
+    return out
+
+
+def _assignment(document: Mapping[str, Any]) -> Mapping[str, Any]:
+    body = document.get("consumer_group") or document.get("streams_app") or {}
+    return body.get("assignment") or {}
+
+
+def traffic_shift(
+    w: Wiring,
+    term: Term,
+    reg: Registration,
+    snap: Snapshot,
+    racks: Racks,
+    last: PlanRecord | None,
+    result: PlanResult,
+) -> str | None:
+    """The reason of a plan made for traffic alone, or None when it saves too little to publish."""
+    if last is None:
+        return None
+    old = record_bytes(snap, racks, reg, last, term.traffic)
+    new = plan_bytes(snap, racks, reg, _assignment(result.document), term.traffic)
+    saved, s = old.saved_by(new), w.settings.traffic
+    fraction = saved / old.cross_rack_bytes_per_s if old.cross_rack_bytes_per_s > 0 else 0.0
+    if saved <= 0 or saved < s.replan_min_bytes_per_second or fraction < s.replan_min_fraction:
+        w.log.debug("plan for traffic held: too little saved", key=reg.key, saved_bytes_per_s=round(saved, 1))
+        return None
+    return (
+        f"traffic shifted: cross-rack bytes/s {old.cross_rack_bytes_per_s:.0f} -> "
+        f"{new.cross_rack_bytes_per_s:.0f} (saves {saved:.0f}, {fraction:.0%})"
+    )
+
+
+def current_bytes(
+    w: Wiring, term: Term, reg: Registration, snap: Snapshot, racks: Racks
+) -> ByteLocality | None:
+    """Bytes/s of the group's live assignment (members of known rack) when it was described, else None."""
+    real = term.real_groups.get(reg.name) if reg.kind == CONSUMER else None
+    if real is None or not any(m.assignment for m in real.members):
+        return None
+    mr = member_racks(real, registered_members(reg), w.settings.rack_mapping)
+    known = {m: parts for m, parts in real.assignment().items() if m not in set(mr.unknown)}
+    return live_bytes(snap, racks, reg, known, mr.racks, term.traffic)
+
+
+def traffic_metrics(w: Wiring, term: Term, snap: Snapshot, racks: Racks) -> None:
+    """Cross-rack bytes/s and dollars per month of each group, now and under its plan of record."""
+    w.metrics.set(metric.TRAFFIC_PARTITIONS_MEASURED, sum(len(row) for row in term.traffic.values()))
+    price = w.settings.prices.cross_az_per_gb
+    for reg in term.regs:
+        g, rec = term.group(reg.key), term.book.latest(reg.key)
+        if rec is None or not any(t in term.traffic for t in reg.topics):
+            if g.traffic is not None:
+                for m in (metric.CROSS_RACK_BYTES_PER_SECOND, metric.CROSS_RACK_DOLLARS_PER_MONTH):
+                    w.metrics.remove(m, labels(reg.key))
+            g.traffic = None
+            continue
+        planned = record_bytes(snap, racks, reg, rec, term.traffic)
+        live = current_bytes(w, term, reg, snap, racks)
+        current = planned if live is None else live
+        figures: dict[str, Any] = {"current_source": "plan" if live is None else "live"}
+        for name, b in (("current", current), ("planned", planned)):
+            dollars = dollars_per_month(b.cross_rack_bytes_per_s, price)
+            lab = {**labels(reg.key), "assignment": name}
+            w.metrics.set(metric.CROSS_RACK_BYTES_PER_SECOND, b.cross_rack_bytes_per_s, lab)
+            w.metrics.set(metric.CROSS_RACK_DOLLARS_PER_MONTH, dollars, lab)
+            figures[name] = {
+                "bytes_per_s": round(b.bytes_per_s, 3),
+                "cross_rack_bytes_per_s": round(b.cross_rack_bytes_per_s, 3),
+                "cross_rack_dollars_per_month": round(dollars, 2),
+                "partitions_without_traffic": b.unknown,
+            }
+        floor = floor_bytes(snap, racks, reg, rec, term.traffic)
+        g.traffic = {**figures, **verdict(current.cross_rack_bytes_per_s, floor, price)}
+        g.traffic["price_per_gb_each_way"] = price
+        lab = {**labels(reg.key), "assignment": "floor"}
+        w.metrics.set(metric.CROSS_RACK_BYTES_PER_SECOND, floor, lab)
+        w.metrics.set(metric.CROSS_RACK_DOLLARS_PER_MONTH, dollars_per_month(floor, price), lab)
+
+
+def verdict(current: float, floor: float, price: float) -> dict[str, Any]:
+    """Whether assignment can help (issue 26 §5): no cross-rack bytes; fixable (how many bytes/s); or not
+    fixable by assignment (the bytes/s that stay, on partitions no member's rack holds a replica of)."""
+    if current <= 0:
+        said = "no cross-rack bytes"
+    elif current > floor:
+        said = "fixable by assignment"
+    else:
+        said = "not fixable by assignment"
+    return {
+        "assignment_can_help": said,
+        "fixable_cross_rack_bytes_per_s": round(max(0.0, current - floor), 3),
+        "unfixable_cross_rack_bytes_per_s": round(floor, 3),
+        "unfixable_cross_rack_dollars_per_month": round(dollars_per_month(floor, price), 2),
+    }
+
+
+def priced(
+    w: Wiring,
+    term: Term,
+    events: list[AlertEvent],
+    replaced: Mapping[str, PlanRecord | None],
+    snap: Snapshot,
+    racks: Racks,
+) -> list[AlertEvent]:
+    """``events`` with the cross-rack bytes/s of each group's current assignment and what they cost a month,
+    where traffic is measured for the group (:func:`traffic_metrics` ran first this cycle).
+
+    The current assignment is the alert's own: the live one where described, else the plan of record
+    this cycle's plan replaced (what the group still reads), else the plan of record.
+    """
+    out = []
+    regs = term.registered()
+    for ev in events:
+        g, reg, old = term.groups.get(ev.key), regs.get(ev.key), replaced.get(ev.key)
+        if g is None or g.traffic is None or reg is None:
+            out.append(ev)
+            continue
+        cross = g.traffic["current"]["cross_rack_bytes_per_s"]
+        if ev.status == UNFIXABLE:  # what stays whatever the assignment
+            cross = g.traffic["unfixable_cross_rack_bytes_per_s"]
+        elif g.traffic["current_source"] == "plan" and old is not None:
+            cross = record_bytes(snap, racks, reg, old, term.traffic).cross_rack_bytes_per_s
+        price = w.settings.prices.cross_az_per_gb
+        out.append(
+            dataclasses.replace(
+                ev, cross_rack_bytes_per_s=cross, cross_rack_dollars_per_month=dollars_per_month(cross, price)
+            )
+        )
+    return out

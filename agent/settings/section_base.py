@@ -1,0 +1,32 @@
+"""What every settings section shares: unknown keys refused, frozen, finite numbers, sane durations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+#: every duration setting (a name ending in ``_s``) is at most this: a week
+MAX_DURATION_S = 7 * 24 * 3600.0
+#: ... and, unless 0 (which some settings read as "never"), at least this: 1e-9 is a busy loop
+MIN_DURATION_S = 0.01
+
+
+def check_duration(value: Any, info: ValidationInfo) -> Any:
+    """Sane bounds for every ``*_s`` setting, whichever model it is in (NaN and infinity are refused
+    by ``allow_inf_nan=False``): a week-long timeout is a typo, a nanosecond poll a busy loop."""
+    name = info.field_name or ""
+    if name.endswith("_s") and isinstance(value, int | float) and not isinstance(value, bool) and value:
+        if value > MAX_DURATION_S:
+            raise ValueError(f"at most {MAX_DURATION_S:g} seconds (a week)")
+        if 0 < value < MIN_DURATION_S:
+            raise ValueError(f"0 or at least {MIN_DURATION_S:g} seconds")
+    return value
+
+
+class Section(BaseModel):
+    """A settings section: unknown keys are refused (a typo is an error, never a silent default)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    _durations = field_validator("*")(check_duration)

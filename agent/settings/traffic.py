@@ -1,0 +1,47 @@
+"""The ``traffic:`` and ``prices:`` sections: how the agent measures bytes/s, and what a byte costs.
+
+docs/settings.md lists every key; docs/agent.md ("Traffic") says what each figure means.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from .section_base import Section
+
+
+class TrafficSettings(Section):
+    """Bytes/s per partition from ListOffsets end offsets, over a sliding window."""
+
+    #: sample end offsets each cycle; off: no traffic, every plan and figure as without it
+    enabled: bool = True
+    #: a rate is the slope between the oldest and the newest sample in this window
+    window_s: float = Field(default=300.0, ge=1.0)
+    #: samples of a partition in the window before it has a rate
+    min_samples: int = Field(default=2, ge=2, le=100_000)
+    #: average bytes per record (as fetched), for topics not in ``topic_record_bytes``
+    record_bytes: float = Field(default=1024.0, gt=0)
+    #: topic -> average bytes per record
+    topic_record_bytes: dict[str, float] = Field(default_factory=dict)
+    #: per ListOffsets request (the operation gets 5 s more): a dead leader delays the cycle at most this much
+    request_timeout_s: float = Field(default=5.0, gt=0)
+    #: attempts per sample for partitions whose error clears by itself; then the sample goes without them
+    max_attempts: int = Field(default=1, ge=1, le=100)
+    backoff_initial_s: float = Field(default=0.5, gt=0)
+    backoff_max_s: float = Field(default=5.0, gt=0)
+    #: a plan for traffic alone needs both: this many cross-rack bytes/s saved ...
+    replan_min_bytes_per_second: float = Field(default=1_000_000.0, ge=0)
+    #: ... and this share of the plan of record's cross-rack bytes/s (0-1)
+    replan_min_fraction: float = Field(default=0.2, ge=0, le=1)
+
+    def bytes_per_record(self, topic: str) -> float:
+        """The average record size the rates of ``topic`` are multiplied by."""
+        size = self.topic_record_bytes.get(topic)
+        return self.record_bytes if size is None else size
+
+
+class PriceSettings(Section):
+    """What cross-rack bytes cost, for the dollar figures (metrics, /v1/plans, alerts)."""
+
+    #: dollars per GB (10^9 bytes) crossing between racks, charged on each side (out of one zone, into another)
+    cross_az_per_gb: float = Field(default=0.01, ge=0)

@@ -1,0 +1,97 @@
+"""The measurement's I/O: end offsets sampled once a cycle, kept for the window, turned into bytes/s.
+
+One ListOffsets request per sample for the partitions of the registered
+groups' topics; a partition the metadata gives no leader is not asked (it
+would only wait for a timeout).  Partitions whose error clears by itself (a
+leader moving) are asked again with backoff (``traffic.max_attempts``,
+default 1: the next cycle is the retry); what still fails is left out of
+this sample only, so its rate is measured over the samples that have
+it (:mod:`.rates`).  A sample that got nothing is skipped and logged: traffic
+is never a reason for a cycle to fail.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+
+from ..cluster.metadata import jittered_delays
+from ..core.ports import AdminPort, Logger
+from ..kafka.errors import transient
+from ..kafka.offsets import TopicPart, end_offsets
+from ..settings.traffic import TrafficSettings
+from .rates import OffsetSample, add_sample, bytes_per_s, record_rates
+
+#: per topic, bytes/s of each partition: the contract's ``cluster.traffic``
+Traffic = Mapping[str, tuple[float, ...]]
+
+
+def read_sample(
+    admin: AdminPort,
+    wanted: list[TopicPart],
+    s: TrafficSettings,
+    now: float,
+    sleep: Callable[[float], None],
+) -> tuple[OffsetSample, dict[TopicPart, str]]:
+    """End offsets of ``wanted``, transient failures asked again (``traffic.max_attempts``); what failed, named."""
+    ends: dict[TopicPart, int] = {}
+    failed: dict[TopicPart, str] = {}
+    delays = jittered_delays(s.max_attempts, s.backoff_initial_s, s.backoff_max_s)
+    for attempt in range(s.max_attempts):
+        got = end_offsets(admin, wanted, s.request_timeout_s)
+        ends.update(got.ends)
+        failed = got.failed
+        wanted = sorted(tp for tp, name in failed.items() if transient(name))
+        if not wanted or attempt == s.max_attempts - 1:
+            break
+        sleep(delays[attempt])
+    return OffsetSample(now, ends), failed
+
+
+@dataclass
+class TrafficMeter:
+    """Samples of the last ``traffic.window_s``, and the bytes/s they give.
+
+    ``clock`` is a steady clock (``time.monotonic``): a wall clock set back
+    must not make a rate negative or huge.
+    """
+
+    admin: AdminPort
+    settings: TrafficSettings
+    log: Logger
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+    samples: tuple[OffsetSample, ...] = field(default=())
+    #: the errors (and whether anything was read) last logged as a warning
+    logged: tuple[tuple[str, ...], bool] = ((), True)
+
+    def sample(self, partitions: Mapping[str, int], leaderless: Collection[TopicPart] = ()) -> bool:
+        """Read one sample of ``partitions`` (topic -> count) but the ``leaderless`` ones (the metadata
+        names no leader: asking would only wait for a timeout); False (logged) when nothing was read."""
+        skip = set(leaderless)
+        wanted = [(t, p) for t, n in sorted(partitions.items()) for p in range(n) if (t, p) not in skip]
+        if not wanted:
+            return False
+        sample, failed = read_sample(self.admin, wanted, self.settings, self.clock(), self.sleep)
+        names = tuple(sorted(set(failed.values())))
+        if failed:
+            log = self.log.warning if (names, bool(sample.ends)) != self.logged else self.log.debug
+            log(
+                "traffic sample incomplete; those partitions wait for the next one"
+                if sample.ends
+                else "traffic sample failed; skipped",
+                failed=len(failed),
+                errors=list(names[:5]),
+                example=[f"{t}-{p}" for t, p in sorted(failed)[:5]],
+            )
+        self.logged = (names, bool(sample.ends))  # the same trouble again is logged at debug level
+        if not sample.ends:
+            return False
+        self.samples = add_sample(self.samples, sample, self.settings.window_s)
+        return True
+
+    def traffic(self, partitions: Mapping[str, int]) -> dict[str, tuple[float, ...]]:
+        """``cluster.traffic`` of the topics of ``partitions`` that every sample of the window measures."""
+        rates = record_rates(self.samples, self.settings.min_samples)
+        return bytes_per_s(rates, partitions, self.settings.bytes_per_record)

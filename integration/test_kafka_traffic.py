@@ -1,0 +1,137 @@
+"""Traffic measured on the real cluster (issue 26 §1): producers at known rates, the agent's figures within 10 %.
+
+Four partitions, one per rack a, b, c and a again, are written at 5, 50 and 500 records/s of
+200-byte values and not at all (1:10:100 and idle). The agent samples their end offsets each
+cycle (ListOffsets) over an 8 s window, with ``traffic.record_bytes`` 200: once its window holds
+only samples taken while the producers ran, each partition's bytes/s must be within 10 % of
+rate x 200 (the idle one exactly 0), and the group's cross-rack figures (the az-c partition, which
+no member's rack holds, is read across racks whatever the plan) within 10 % of the truth, in bytes/s
+and in dollars a month. Waits on conditions only; no fixed sleep before an assertion.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from rackplan.agent.runtime.loop import CycleReport
+from rackplan.agent.traffic.pricing import dollars_per_month
+
+from .conftest import RunningAgent, Target
+from .test_kafka_operations import create
+
+RunAgent = Callable[..., RunningAgent]
+RECORD = 200
+#: records/s per partition: 1:10:100, and one idle
+RATES = {0: 5.0, 1: 50.0, 2: 500.0, 3: 0.0}
+WINDOW_S = 8.0
+
+
+class Producing:
+    """Writes ``RATES`` records/s to each partition of ``topic`` on a thread until stopped."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all"})
+        self.topic = topic
+        self.stop = threading.Event()
+        self.errors: list[str] = []
+        self.started_at = time.monotonic()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _delivered(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+
+    def _run(self) -> None:
+        sent = dict.fromkeys(RATES, 0)
+        value = b"x" * RECORD
+        while not self.stop.is_set():
+            elapsed = time.monotonic() - self.started_at
+            for p, rate in RATES.items():
+                while sent[p] < int(rate * elapsed):
+                    self.producer.produce(self.topic, value=value, partition=p, on_delivery=self._delivered)
+                    sent[p] += 1
+            self.producer.poll(0)
+            self.stop.wait(0.01)
+        self.producer.flush(10)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(20)
+
+
+def test_measured_bytes_per_partition_and_cross_rack_dollars_match_the_producers(
+    real: Target, run_agent: RunAgent, e2e_report: Any
+) -> None:
+    topic = create(real, "tr-orders", [[1], [2], [3], [4]])  # racks az-a, az-b, az-c, az-a
+    gid = real.name("tr")
+    group = {
+        "group_id": gid,
+        "assignor": "rack-optimal",
+        "objective": "bytes",
+        "members": [
+            {"member_id": "m-a", "rack": "az-a", "topics": [topic]},
+            {"member_id": "m-b", "rack": "az-b", "topics": [topic]},
+        ],
+    }
+    traffic = {"window_s": WINDOW_S, "record_bytes": RECORD, "request_timeout_s": 10}
+    running = run_agent(real.agent_settings([group], {"traffic": traffic}))
+    agent = running.agent
+    key = f"consumer/{gid}"
+    labels = {"kind": "consumer", "group": gid}
+    #: per cycle report: the window's oldest and newest sample, the measured row, the group's figures
+    seen: dict[int, tuple[float, float, tuple[float, ...] | None, float, float]] = {}
+    put = agent.on_cycle
+    assert put is not None
+
+    def hook(r: CycleReport) -> None:  # on the agent's thread, at the end of the cycle
+        meter = agent.io.traffic
+        assert meter is not None
+        samples = meter.samples
+        seen[id(r)] = (
+            samples[0].taken_at if samples else 0.0,
+            samples[-1].taken_at if samples else 0.0,
+            agent.term.traffic.get(topic),
+            agent.metrics.get("rackplan_cross_rack_bytes_per_second", {**labels, "assignment": "planned"}),
+            agent.metrics.get("rackplan_cross_rack_dollars_per_month", {**labels, "assignment": "planned"}),
+        )
+        put(r)
+
+    agent.on_cycle = hook
+    running.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
+    producing = Producing(real.bootstrap, topic)
+    try:
+
+        def window_full(r: CycleReport) -> bool:
+            oldest, newest, row, _, _ = seen.get(id(r), (0.0, 0.0, None, 0.0, 0.0))
+            return (
+                row is not None and oldest > producing.started_at + 1.0 and newest - oldest >= 0.9 * WINDOW_S
+            )
+
+        report = running.wait_for(window_full, timeout=WINDOW_S + 40)
+    finally:
+        producing.close()
+    assert producing.errors == []
+    oldest, newest, row, cross, dollars = seen[id(report)]
+    assert row is not None
+    e2e_report(
+        window_s=round(newest - oldest, 2),
+        measured_bytes_per_s=[round(v) for v in row],
+        true_bytes_per_s=[round(r * RECORD) for r in RATES.values()],
+        cross_rack_dollars_per_month=dollars,
+    )
+    for p, rate in RATES.items():
+        truth = rate * RECORD
+        if truth == 0:
+            assert row[p] == 0.0
+        else:
+            assert row[p] == pytest.approx(truth, rel=0.10), (p, row)
+    truth = RATES[2] * RECORD  # the az-c partition: no member reads it locally
+    assert cross == pytest.approx(truth, rel=0.10)
+    assert dollars == pytest.approx(dollars_per_month(truth, 0.01), rel=0.10)

@@ -1,0 +1,201 @@
+"""Measured traffic in the cycle: a plan for traffic alone when it saves enough (reason ``traffic shifted:``),
+none when it saves too little, the bytes and dollars per group in /metrics and /v1/plans, and, without
+measured traffic, plans byte for byte as with traffic off."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rackplan.agent.cycle.traffic_step import verdict
+from rackplan.agent.runtime.loop import Agent
+from rackplan.agent.testing import FakeAdmin, FakePublisher
+from rackplan.agent.traffic.pricing import dollars_per_month
+
+from .test_run import cycle, group, make_agent
+
+#: t-0..t-2 in az-a, t-3 in az-b: with two partitions each, m-b reads t-3 and one of t-0..t-2 across racks
+TOPICS = {"t": [[1], [1], [1], [2]]}
+RECORD_BYTES = 100.0
+
+
+def bytes_group(**fields: Any) -> dict[str, Any]:
+    return {
+        "group_id": "g",
+        "assignor": "rack-optimal",
+        "members": [
+            {"member_id": "m-a", "rack": "az-a", "topics": ["t"]},
+            {"member_id": "m-b", "rack": "az-b", "topics": ["t"]},
+        ],
+        **fields,
+    }
+
+
+def traffic_agent(admin: FakeAdmin, group: dict[str, Any], **traffic: Any) -> tuple[Agent, FakePublisher]:
+    settings = {
+        "window_s": 100,
+        "record_bytes": RECORD_BYTES,
+        "replan_min_bytes_per_second": 10_000,
+        **traffic,
+    }
+    agent, pub, _ = make_agent(admin, [group], traffic=settings)
+    meter = agent.io.traffic
+    assert meter is not None
+    meter.clock = lambda: agent.tick[0]  # type: ignore[attr-defined]
+    return agent, pub
+
+
+def crossing(pub: FakePublisher) -> list[int]:
+    """Partitions of t the newest plan gives m-b (in az-b) that live in az-a."""
+    (_, value), *_ = reversed(pub.on("_rackplan.plans"))
+    return sorted(p for _, p in value["consumer_group"]["assignment"]["m-b"] if p != 3)
+
+
+def produce(admin: FakeAdmin, hot: int, seconds: float, step: int) -> None:
+    """1,000 records/s on t-``hot``, 1/s on the other partitions of t, for ``step`` periods of ``seconds``."""
+    admin.ends = {("t", p): int(step * seconds * (1000 if p == hot else 1)) for p in range(4)}
+
+
+def test_a_plan_for_traffic_alone_moves_the_hot_partition_home_and_says_why() -> None:
+    admin = FakeAdmin(TOPICS)
+    agent, pub = traffic_agent(admin, bytes_group(objective="bytes"))
+    produce(admin, 0, 30, 0)
+    assert [p.generation for p in cycle(agent).published] == [1]  # the first plan: no traffic measured yet
+    (hot,) = crossing(pub)  # the az-a partition m-b reads across racks: now it becomes the hot one
+    produce(admin, hot, 30, 1)
+    report = cycle(agent)
+    (rec,) = report.published
+    light = RECORD_BYTES * 1  # 1 record/s
+    assert rec.generation == 2 and rec.reason == (
+        f"traffic shifted: cross-rack bytes/s {RECORD_BYTES * 1000:.0f} -> {light:.0f} "
+        f"(saves {RECORD_BYTES * 999:.0f}, 100%)"
+    )
+    assert crossing(pub) != [hot]
+    stats = rec.document["stats"]
+    assert stats["cross_rack_bytes_per_s"] == light and stats["optimal"] is True
+    labels = {"kind": "consumer", "group": "g"}
+    for assignment in ("current", "planned"):
+        one = {**labels, "assignment": assignment}
+        assert agent.metrics.get("rackplan_cross_rack_bytes_per_second", one) == light
+        assert agent.metrics.get("rackplan_cross_rack_dollars_per_month", one) == pytest.approx(
+            dollars_per_month(light, 0.01)
+        )
+    assert agent.metrics.get("rackplan_traffic_partitions_measured") == 4
+    shown = agent.status().plans_json()["consumer/g"]["traffic"]
+    assert shown["planned"]["cross_rack_bytes_per_s"] == light and shown["current_source"] == "plan"
+    assert shown["planned"]["bytes_per_s"] == RECORD_BYTES * (1000 + 3)
+    produce(admin, hot, 30, 2)
+    assert cycle(agent).published == []  # the plan of record is the bytes-optimal one: nothing to save
+
+
+def test_a_plan_for_traffic_alone_that_saves_too_little_is_not_published() -> None:
+    admin = FakeAdmin(TOPICS)
+    agent, pub = traffic_agent(admin, bytes_group(balance="bytes"), replan_min_bytes_per_second=200_000)
+    produce(admin, 0, 30, 0)
+    cycle(agent)
+    (hot,) = crossing(pub)
+    for step in range(1, 6):  # the plan is weighed again each window (100 s), published never
+        produce(admin, hot, 30, step)
+        assert cycle(agent).published == []
+    one = {"kind": "consumer", "group": "g", "assignment": "planned"}
+    assert agent.metrics.get("rackplan_cross_rack_bytes_per_second", one) == RECORD_BYTES * 1000
+
+
+def test_a_group_counting_partitions_gets_no_plan_for_traffic() -> None:
+    admin = FakeAdmin(TOPICS)
+    agent, pub = traffic_agent(admin, bytes_group())
+    produce(admin, 0, 30, 0)
+    cycle(agent)
+    (hot,) = crossing(pub)
+    for step in range(1, 6):
+        produce(admin, hot, 30, step)
+        assert cycle(agent).published == []
+    one = {"kind": "consumer", "group": "g", "assignment": "current"}
+    assert agent.metrics.get("rackplan_cross_rack_bytes_per_second", one) == RECORD_BYTES * 1000
+
+
+@pytest.mark.parametrize("fields", [{}, {"objective": "bytes", "balance": "bytes"}])
+def test_without_measured_traffic_every_record_is_as_with_traffic_off(fields: dict[str, Any]) -> None:
+    """Brokers that answer no ListOffsets, and traffic.enabled off: the same records, byte for byte."""
+    published: list[list[tuple[str, Any]]] = []
+    for enabled in (True, False):
+        admin = FakeAdmin(TOPICS)
+        agent, pub, _ = make_agent(admin, [bytes_group(**fields)], traffic={"enabled": enabled})
+        assert (agent.io.traffic is not None) is enabled
+        for _ in range(3):
+            cycle(agent)
+        admin.topics = {"t": [[2], [1], [1], [1]]}  # a change: planned again
+        for _ in range(3):
+            cycle(agent)
+        records = [(k, v) for k, v in pub.on("_rackplan.plans")]
+        for _, v in records:
+            v["stats"].pop("elapsed_ms")  # the assignor's own time: the one field that differs run to run
+        published.append(records)
+        assert "rackplan_cross_rack_bytes_per_second{" not in agent.metrics.render()
+    assert published[0] == published[1] and len(published[0]) == 2
+
+
+def test_a_locality_alert_says_what_the_cross_rack_reads_cost() -> None:
+    """Racks swap under a local plan: the alert's current assignment (the replaced plan) reads every byte
+    across racks; the event and its record carry those bytes/s and their dollars."""
+    admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
+    agent, pub, _ = make_agent(admin, [group("g")], traffic={"record_bytes": RECORD_BYTES})
+    meter = agent.io.traffic
+    assert meter is not None
+    meter.clock = lambda: agent.tick[0]  # type: ignore[attr-defined]
+    for step in range(2):
+        admin.ends = {("t", p): int(step * 30 * 10 * (p + 1)) for p in range(4)}  # 10, 20, 30, 40 records/s
+        cycle(agent)
+    admin.topics = {"t": [[2], [2], [1], [1]]}
+    admin.ends = {("t", p): int(2 * 30 * 10 * (p + 1)) for p in range(4)}
+    (ev,) = cycle(agent).alerts
+    total = RECORD_BYTES * (10 + 20 + 30 + 40)
+    assert ev.status == "firing" and ev.current == 1.0
+    assert ev.cross_rack_bytes_per_s == total
+    assert ev.cross_rack_dollars_per_month == pytest.approx(dollars_per_month(total, 0.01))
+    (_, value), *_ = reversed(pub.on("_rackplan.alerts"))
+    assert value["cross_rack_dollars_per_month"] == round(dollars_per_month(total, 0.01), 2)
+
+
+def test_when_assignment_cannot_help_the_unfixable_report_carries_the_floor() -> None:
+    """The topic moves to az-c, where no member is: every byte crosses whatever the plan; the one-off
+    report, /v1/plans and the floor series say so, in bytes/s and dollars."""
+    admin = FakeAdmin({"t": [[1], [2]]})
+    agent, _, _ = make_agent(admin, [group("g")], traffic={"record_bytes": RECORD_BYTES})
+    meter = agent.io.traffic
+    assert meter is not None
+    meter.clock = lambda: agent.tick[0]  # type: ignore[attr-defined]
+    for step in range(2):
+        admin.ends = {("t", 0): step * 30 * 10, ("t", 1): step * 30 * 30}  # 10 and 30 records/s
+        cycle(agent)
+    shown = agent.status().plans_json()["consumer/g"]["traffic"]
+    assert (
+        shown["assignment_can_help"] == "no cross-rack bytes"
+        and shown["unfixable_cross_rack_bytes_per_s"] == 0
+    )
+    admin.topics = {"t": [[3], [3]]}
+    admin.ends = {("t", 0): 2 * 30 * 10, ("t", 1): 2 * 30 * 30}
+    events = cycle(agent).alerts
+    total = RECORD_BYTES * (10 + 30)
+    (ev,) = [e for e in events if e.status == "unfixable"]
+    assert ev.cross_rack_bytes_per_s == total
+    assert ev.cross_rack_dollars_per_month == pytest.approx(dollars_per_month(total, 0.01))
+    shown = agent.status().plans_json()["consumer/g"]["traffic"]
+    assert shown["assignment_can_help"] == "not fixable by assignment"
+    assert shown["unfixable_cross_rack_bytes_per_s"] == total and shown["fixable_cross_rack_bytes_per_s"] == 0
+    one = {"kind": "consumer", "group": "g", "assignment": "floor"}
+    assert agent.metrics.get("rackplan_cross_rack_bytes_per_second", one) == total
+
+
+def test_whether_assignment_can_help() -> None:
+    assert verdict(0.0, 0.0, 0.01)["assignment_can_help"] == "no cross-rack bytes"
+    fixable = verdict(300.0, 100.0, 0.01)
+    assert fixable["assignment_can_help"] == "fixable by assignment"
+    assert (
+        fixable["fixable_cross_rack_bytes_per_s"] == 200.0
+        and fixable["unfixable_cross_rack_bytes_per_s"] == 100.0
+    )
+    stuck = verdict(1e6, 1e6, 0.01)
+    assert stuck["assignment_can_help"] == "not fixable by assignment"
+    assert stuck["unfixable_cross_rack_dollars_per_month"] == round(dollars_per_month(1e6, 0.01), 2)
