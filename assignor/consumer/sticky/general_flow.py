@@ -111,13 +111,7 @@ def place(
     _members_and_hubs(state, net)
     if (losers and gainer < 0) or counts.drops:
         _spare_units(state, net, losers, banned, gainer)
-    size = _pool_edge_count(state, net, pools) if budget is not None else 0
-    if budget is not None and size > budget.edges:
-        budget.edges = 0  # not even one more flow of this size fits: the search stops here
-        return False
-    if not provable and _floor_cost(state, net, pools, big) >= current:
-        if budget is not None:
-            budget.edges -= size  # charged as if built: the search goes on exactly as before
+    if _refused(state, net, pools, budget, not provable and _floor_cost(state, net, pools, big) >= current):
         return False
     pool_edges = _pool_edges(state, net, pools, big)
     if budget is not None:
@@ -266,6 +260,21 @@ def _spare_units(
             graph.add_edge(y, spare, room, 0)
             for t in grow:
                 graph.add_edge(net.hub(t, state.cls[d]), y, room, 0)
+
+
+def _refused(state: GeneralState, net: _Network, pools: Pools, budget: Budget | None, floored: bool) -> bool:
+    """Whether :func:`place` builds no flow: the budget cannot pay for it (then it is spent: not even one
+    more flow of this size fits, the search stops here), or ``floored`` (see :func:`_floor_cost`: it
+    could not be cheaper; its edges are charged as if built, so the search goes on exactly as before)."""
+    if budget is None:
+        return floored
+    size = _pool_edge_count(state, net, pools)
+    if size > budget.edges:
+        budget.edges = 0
+        return True
+    if floored:
+        budget.edges -= size
+    return floored
 
 
 def _floor_cost(state: GeneralState, net: _Network, pools: Pools, big: int) -> int:
