@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.bench_settle_work              # 60 groups
     .venv/bin/python -m bench.bench_settle_work --groups 150
+    .venv/bin/python -m bench.bench_settle_work --timing-only   # the joining round's CPU alone (before/after)
 
 Each group (the shape of ``tests/assignor/test_sticky_work.py``: 23 members, 148 partitions in
 4-12 topics, seven racks, two replicas in distinct racks, unequal subscriptions) settles without its
@@ -80,6 +81,11 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--groups", type=int, default=60)
     ap.add_argument("--no-kafka", action="store_true", help="rackplan only (no Java)")
+    ap.add_argument(
+        "--timing-only",
+        action="store_true",
+        help="only the joining round's CPU (no edge count, no cooperative rounds after it): a before/after run",
+    )
     args = ap.parse_args(argv)
     count = _Count()
     logging.getLogger("rackplan.assignor.consumer.sticky").addHandler(count)
@@ -97,11 +103,13 @@ def main(argv: list[str]) -> int:
         assign(cluster, group)
         ours.append(time.process_time() - start)
         unproven += count.n > warned
-        edges.append(settle_general(prepare(cluster, group)).shift_edges)
-        ours_settled.append(settle_rounds(assign, cluster, group))
         if not args.no_kafka:
             java.append(_kafka(cluster, group)[1])
-            kafka_settled.append(settle_rounds(kafka_java, cluster, group))
+        if not args.timing_only:
+            edges.append(settle_general(prepare(cluster, group)).shift_edges)
+            ours_settled.append(settle_rounds(assign, cluster, group))
+            if not args.no_kafka:
+                kafka_settled.append(settle_rounds(kafka_java, cluster, group))
         print(f"\r{seed + 1}/{args.groups} groups", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
 
@@ -118,11 +126,12 @@ def main(argv: list[str]) -> int:
         print(
             f"| Kafka CPU s (JIT-warm) | {statistics.median(java):.3f} | {q(java, 0.9):.3f} | {max(java):.3f} |"
         )
-    print(
-        f"| shift-search flow edges | {statistics.median(edges):,.0f} | {q(edges, 0.9):,.0f} | {max(edges):,} |"
-    )
     print(f"joining-round plans without a proven fixed point: {unproven} of {args.groups}")
-    _settled_table(ours_settled, kafka_settled)
+    if not args.timing_only:
+        print(
+            f"| shift-search flow edges | {statistics.median(edges):,.0f} | {q(edges, 0.9):,.0f} | {max(edges):,} |"
+        )
+        _settled_table(ours_settled, kafka_settled)
     return 0
 
 

@@ -351,7 +351,7 @@ def wide_topics(repeats: int) -> None:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3 repeats, 20 random cases in the settling study")
-    ap.add_argument("--study", type=int, default=80, help="random cases in the settling study")
+    ap.add_argument("--study", type=int, default=80, help="random cases in the settling study (0: none)")
     ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     ap.add_argument("--wide", action="store_true", help="only the 10,000-topic case, against rack-optimal")
     args = ap.parse_args(argv)
@@ -383,7 +383,8 @@ def main(argv: list[str]) -> int:
             flush=True,
         )
     print(f"\nPeak resident memory of this process: {peak_rss_mib():,.0f} MiB")
-    settling_study(study)
+    if study:  # --study 0: the cases alone
+        settling_study(study)
     return 0
 
 

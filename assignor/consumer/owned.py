@@ -58,10 +58,21 @@ def previous_owners(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartiti
     the member holds the partition until it revokes it, which matters for
     cooperative withholding.  Stickiness must check the subscription itself.
     """
+    return owners_and_contested(cluster, group)[0]
+
+
+def owners_and_contested(
+    cluster: Cluster, group: ConsumerGroup
+) -> tuple[dict[TopicPartition, str], dict[TopicPartition, list[str]]]:
+    """:func:`previous_owners` and :func:`contested_partitions` from one pass over the claims.
+
+    A cooperative assignor needs both; each alone re-reads every claim (issue 29: this bookkeeping
+    was a sixth of a 50,000-partition run).
+    """
     valid, shared = _top_generation_claims(cluster, group)
     if not shared:
-        return valid
-    return {tp: mid for tp, mid in valid.items() if tp not in shared}
+        return valid, shared
+    return {tp: mid for tp, mid in valid.items() if tp not in shared}, shared
 
 
 def contested_partitions(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, list[str]]:

@@ -16,7 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.range_assignor import assign, range_assignment
+from rackplan.assignor.consumer.range_assignor import (
+    _fill,
+    _TopicState,
+    assign,
+    plain_ranges,
+    range_assignment,
+)
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member, TopicPartition
 from tests.invariants import assert_range_balanced, assert_valid
 from tests.strategies import clusters, consumer_groups
@@ -664,3 +670,16 @@ def test_java_string_order_for_member_ids() -> None:
     cluster = Cluster(broker_racks={1: None}, topics={"t": ((1,), (1,))})
     group = ConsumerGroup("g", "range", (Member("\U0001f600", None, ("t",)), Member("\uff5e", None, ("t",))))
     assert range_assignment(cluster, group) == {"\U0001f600": [("t", 0)], "\uff5e": [("t", 1)]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(n_parts=st.integers(0, 80), n_consumers=st.integers(1, 30))
+def test_plain_ranges_equal_kafkas_fill_on_a_fresh_topic(n_parts: int, n_consumers: int) -> None:
+    """Issue 29, item 4: the slices of a topic no rack pass touched are exactly what the per-member
+    fill (Kafka's ``assignRanges``) gives, one non-empty slice per member that gets partitions."""
+    consumers = list(range(0, 2 * n_consumers, 2))  # member positions need not be contiguous
+    fast, slow = (_TopicState("t", [1] * n_parts, consumers) for _ in range(2))
+    slices = plain_ranges(fast)
+    _fill(slow)
+    assert [c for c, first, end in slices for _ in range(first, end)] == slow.owner
+    assert all(end > first for _, first, end in slices)

@@ -17,11 +17,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import MAX_RUNS, SETTLE_WORK, assign, general_shift, settle_general
+from rackplan.assignor.consumer.sticky import (
+    MAX_RUNS,
+    SETTLE_WORK,
+    assign,
+    general_flow,
+    general_shift,
+    settle_general,
+)
 from rackplan.assignor.consumer.sticky.common import prepare
 from rackplan.assignor.consumer.sticky.general_flow import SHIFT_WORK, Budget, Repair, place
 from rackplan.assignor.consumer.sticky.general_state import GeneralState
-from rackplan.assignor.model import Cluster, ConsumerGroup, Member
+from rackplan.assignor.flow import FlowGraph, FlowResult
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
 from tests.strategies import follow_up
 
 #: What one settling call may build: the pool, plus the round that starts while some of it is left.
@@ -97,3 +105,51 @@ def test_settling_work_is_bounded_on_unequal_seven_rack_groups(
     edges, runs = settling_edges(cluster, one_joins(cluster, members))
     assert 0 <= edges <= BOUND
     assert runs <= MAX_RUNS
+
+
+def with_and_without_floor(
+    cluster: Cluster, group: ConsumerGroup, floor: bool
+) -> tuple[ConsumerPlan, int, int]:
+    """The plan, the count-shift edges the settling charged, and the flows solved, with the flow's
+    lower bound (``general_flow._floor_cost``) or without it (every flow built and solved, as before
+    the bound existed)."""
+    solved = 0
+    solve = FlowGraph.solve
+
+    def counted(graph: FlowGraph) -> FlowResult:
+        nonlocal solved
+        solved += 1
+        return solve(graph)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(FlowGraph, "solve", counted)
+        if not floor:
+            patch.setattr(general_flow, "_floor_cost", lambda *_: -1)
+        plan = assign(cluster, group)
+        edges = settle_general(prepare(cluster, group)).shift_edges
+    return plan, edges, solved
+
+
+def test_the_floor_bound_skips_flows_on_the_cliff_shape_and_changes_nothing() -> None:
+    """Issue 29: a count-shift flow whose cheapest conceivable cost (every partition at its pool's
+    cheapest edge) already reaches the current cost cannot improve, so it is not built; its edges are
+    still charged, so the search, the plan and the work tally are exactly those of building it."""
+    cluster, members = seven_racks(41, 23, 148)
+    group = one_joins(cluster, members)
+    plan, edges, solved = with_and_without_floor(cluster, group, floor=True)
+    plan_all, edges_all, solved_all = with_and_without_floor(cluster, group, floor=False)
+    assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
+    assert solved < solved_all, (solved, solved_all)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
+def test_the_floor_bound_gives_the_same_plans_on_seven_rack_groups(
+    seed: int, n_members: int, n_parts: int
+) -> None:
+    cluster, members = seven_racks(seed, n_members, n_parts)
+    group = one_joins(cluster, members)
+    plan, edges, solved = with_and_without_floor(cluster, group, floor=True)
+    plan_all, edges_all, solved_all = with_and_without_floor(cluster, group, floor=False)
+    assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
+    assert solved <= solved_all

@@ -15,10 +15,10 @@ member's class and a partition's replica-rack mask.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...model import Cluster, ConsumerGroup, TopicPartition
-from ..owned import previous_owners
+from ..owned import owners_and_contested
 
 
 @dataclass(slots=True)
@@ -41,6 +41,9 @@ class Prepared:
     claims: dict[TopicPartition, str]
     #: the member of each valid claim on a subscribed topic's partition, subscribed or not, else -1
     claim_owner: list[int]
+    #: partitions claimed by several members of the newest generation, with those members
+    #: (:func:`rackplan.assignor.consumer.owned.contested_partitions`, read in the same pass as ``claims``)
+    contested: dict[TopicPartition, list[str]] = field(default_factory=dict)
     #: a holder (member per partition) whose cross-rack count is proven the fewest any balanced
     #: assignment with the same member counts can have (by an earlier run's flow; see settle)
     min_cross_holder: list[int] | None = None
@@ -108,7 +111,7 @@ def prepare(cluster: Cluster, group: ConsumerGroup) -> Prepared:
         for tn in ts:
             topic_members[tn].append(i)
 
-    claims = previous_owners(cluster, group)
+    claims, contested = owners_and_contested(cluster, group)
     owner = [-1] * len(part_mask)
     claim_owner = [-1] * len(part_mask)
     subscribed = [set(ts) for ts in member_topics]
@@ -132,6 +135,7 @@ def prepare(cluster: Cluster, group: ConsumerGroup) -> Prepared:
         owner=owner,
         claims=claims,
         claim_owner=claim_owner,
+        contested=contested,
     )
 
 

@@ -111,7 +111,7 @@ def place(
     _members_and_hubs(state, net)
     if (losers and gainer < 0) or counts.drops:
         _spare_units(state, net, losers, banned, gainer)
-    if budget is not None and not _fits(state, net, pools, budget):
+    if _refused(state, net, pools, budget, not provable and _floor_cost(state, net, pools, big) >= current):
         return False
     pool_edges = _pool_edges(state, net, pools, big)
     if budget is not None:
@@ -262,13 +262,54 @@ def _spare_units(
                 graph.add_edge(net.hub(t, state.cls[d]), y, room, 0)
 
 
-def _fits(state: GeneralState, net: _Network, pools: Pools, budget: Budget) -> bool:
-    """Whether the network with its pools fits the budget; if not, the budget is spent (not even one
-    more flow of this size fits: the search stops here)."""
-    if _pool_edge_count(state, net, pools) > budget.edges:
+def _refused(state: GeneralState, net: _Network, pools: Pools, budget: Budget | None, floored: bool) -> bool:
+    """Whether :func:`place` builds no flow: the budget cannot pay for it (then it is spent: not even one
+    more flow of this size fits, the search stops here), or ``floored`` (see :func:`_floor_cost`: it
+    could not be cheaper; its edges are charged as if built, so the search goes on exactly as before)."""
+    if budget is None:
+        return floored
+    size = _pool_edge_count(state, net, pools)
+    if size > budget.edges:
         budget.edges = 0
-        return False
-    return True
+        return True
+    if floored:
+        budget.edges -= size
+    return floored
+
+
+def _floor_cost(state: GeneralState, net: _Network, pools: Pools, big: int) -> int:
+    """A lower bound on the flow's cost: every partition at the cheapest edge its pool will have, as if
+    no member's count limited it (infeasible pools add nothing).
+
+    Each unit of flow crosses exactly one pool edge and every other edge costs 0, so the flow can be
+    no cheaper.  When the bound already reaches the current cost, the flow could not be strictly
+    cheaper and :func:`place` returns False without building it (issue 29: about a third of the
+    count-shift flows of small unequal groups are refused this way, for the price of one pass over
+    the pools instead of a graph and a solve).  The provable plain flow is always built, since its
+    result also records the proof.
+    """
+    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    crossk, cls = state.crossk, state.cls
+    classes: list[list[int]] = [[] for _ in range(state.n_topics)]  # hub classes per topic
+    for t, g in net.hubs:
+        classes[t].append(g)
+    hub_cross: dict[tuple[int, int], int] = {}  # (topic, mask) -> fewest cross-rack through a hub
+    spare_of, grows = net.spare_of, net.grows
+    floor = 0
+    for (o, t, k, pinned), lst in pools.items():
+        best = -1
+        if o >= 0 and (0 < cnt[o] <= min_sub[t] + 1 or (o in spare_of and t in grows[o])):
+            best = big * crossk[cls[o]][k]
+        if not pinned and classes[t]:
+            c = hub_cross.get((t, k))
+            if c is None:
+                c = hub_cross[(t, k)] = min(crossk[g][k] for g in classes[t])
+            c = big * c + (1 if o >= 0 else 0)
+            if best < 0 or c < best:
+                best = c
+        if best > 0:
+            floor += best * len(lst)
+    return floor
 
 
 def _pool_edge_count(state: GeneralState, net: _Network, pools: Pools) -> int:
@@ -292,23 +333,39 @@ PoolEdges = list[tuple[list[int], list[int], list[tuple[int, int]]]]
 
 def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> PoolEdges:
     """One source per pool: an edge back to its owner (no move) and one to each hub of its topic
-    (a move when owned), each costing ``BIG`` per cross-rack partition."""
+    (a move when owned), each costing ``BIG`` per cross-rack partition.
+
+    The graph's lists are appended to directly (the same nodes and edges, in the same order, as
+    ``add_node`` / ``add_edge`` would make): this loop builds most of a count-shift flow's edges.
+    """
     cnt, min_sub = net.counts.cnt, net.counts.min_sub
     crossk, cls = state.crossk, state.cls
-    node, edge = net.graph.add_node, net.graph.add_edge
+    supply, edges = net.graph.supply, net.graph.edges
+    hubs, spare_of, grows, room = net.hubs, net.spare_of, net.grows, net.room
+    topic_hubs = [
+        [(g, hubs[(t, g)]) for g in range(len(crossk)) if (t, g) in hubs] for t in range(state.n_topics)
+    ]
     pool_edges: PoolEdges = []
     for (o, t, k, pinned), lst in sorted(pools.items()):
-        src = node(len(lst))
+        size = len(lst)
+        src = len(supply)
+        supply.append(size)
         stays = []
-        if o >= 0 and cnt[o] > 0 and cnt[o] <= min_sub[t] + 1:
-            stays.append(edge(src, net.member(o), len(lst), big * crossk[cls[o]][k]))
-        if o in net.spare_of and t in net.grows[o]:  # a growing member takes back its own partition: no move
-            stays.append(edge(src, net.spare_of[o], net.room, big * crossk[cls[o]][k]))
+        if o >= 0:
+            own = big * crossk[cls[o]][k]
+            if 0 < cnt[o] <= min_sub[t] + 1:
+                member = net.member(o)
+                stays.append(len(edges))
+                edges.append((src, member, size, own))
+            if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
+                stays.append(len(edges))
+                edges.append((src, spare_of[o], room, own))
         outs = []
-        for g in range(0 if pinned else len(crossk)):
-            hub = net.hubs.get((t, g))
-            if hub is not None:
-                outs.append((edge(src, hub, len(lst), big * crossk[g][k] + (1 if o >= 0 else 0)), hub))
+        if not pinned:
+            moved = 1 if o >= 0 else 0
+            for g, hub in topic_hubs[t]:
+                outs.append((len(edges), hub))
+                edges.append((src, hub, size, big * crossk[g][k] + moved))
         pool_edges.append((lst, stays, outs))
     return pool_edges
 

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from ...flow import PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
-from ..owned import contested_partitions, withhold_moving
+from ..owned import withhold_moving
 from .common import prepare
 from .settling import settle, unproven
 
@@ -75,7 +75,7 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
         return ConsumerPlan(assignment={}, revoked={})
     prep = prepare(cluster, group)
     equal = len({m.topics for m in group.members}) == 1
-    contested = contested_partitions(cluster, group)
+    contested = prep.contested
     index = {t: i for i, t in enumerate(prep.topics)}
     contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
     if equal:
