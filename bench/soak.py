@@ -25,9 +25,9 @@ that slope stays under ``--flat-mib-per-hour``, else ``growing``.
 Each sample also reads glibc's own account of the agent's heap (``mallinfo2``: bytes
 in use by malloc's callers, and bytes free but kept by malloc), to tell a leak (in
 use grows) from memory the allocator keeps (free grows, or RSS grows with neither).
-The agent's process trims its heap once a minute as ``rackplan agent run`` does
-(:func:`rackplan.agent.runtime.malloc_arenas.start_heap_trimmer`); ``--no-trim``
-leaves that out.  ``--tracemalloc`` also has the agent dump Python allocation snapshots (after
+``--trim-every-s`` has the agent's heap trimmed (``malloc_trim(0)``) that often, from a
+thread of its own (an experiment; docs/performance.md says what it showed).
+``--tracemalloc`` also has the agent dump Python allocation snapshots (after
 the warm-up, at the end; on SIGUSR1) and prints the largest growths by line,
 to find what grows (it slows the agent and adds its own memory).  The agent's
 process bounds glibc's malloc arenas as ``rackplan agent run`` does
@@ -45,6 +45,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 import uuid
@@ -59,7 +60,7 @@ from rackplan.agent.kafka.embedded import EmbeddedCluster
 from rackplan.agent.kafka.publisher import Publisher
 from rackplan.agent.protocol.registrations import REGISTRATION_SCHEMA, registration_key
 from rackplan.agent.runtime.loop import Agent, CycleReport, topic_specs
-from rackplan.agent.runtime.malloc_arenas import limit_arenas, start_heap_trimmer
+from rackplan.agent.runtime.malloc_arenas import limit_arenas
 from rackplan.agent.settings.sections import Settings
 
 TOPICS = (("orders", 24), ("payments", 12))
@@ -93,6 +94,22 @@ class _Mallinfo2(ctypes.Structure):
             "keepcost",
         )
     ]  # fmt: skip
+
+
+def start_trimmer(every_s: float) -> None:
+    """``malloc_trim(0)`` every ``every_s`` seconds on a daemon thread (glibc; nothing elsewhere)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim.argtypes = [ctypes.c_size_t]
+
+    def run() -> None:
+        while True:
+            time.sleep(every_s)
+            trim(0)
+
+    threading.Thread(target=run, name="soak-heap-trim", daemon=True).start()
 
 
 def heap_stats() -> HeapStats:
@@ -225,7 +242,7 @@ def top_growth(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot, n: int
 # ---- the agent's process ---------------------------------------------------------------------------------
 
 
-def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, trim: bool) -> int:
+def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, trim_every_s: float) -> int:
     """The agent on this process's main thread; its cycle count in ``workdir/cycles``; on SIGUSR1 (with
     ``trace``) a tracemalloc snapshot ``workdir/snapshot-<n>``; SIGTERM stops it after its cycle."""
     from rackplan.agent.core.logging import configure
@@ -234,8 +251,8 @@ def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, 
     configure("json", "error", stream=sys.stderr)
     if not default_malloc:
         limit_arenas()  # as `rackplan agent run` does
-    if trim:
-        start_heap_trimmer()  # as `rackplan agent run` does
+    if trim_every_s > 0:
+        start_trimmer(trim_every_s)
     if trace:
         tracemalloc.start(8)
     cycles = [0]
@@ -299,12 +316,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="leave glibc's malloc arenas unbounded (the agent bounds them)",
     )
-    p.add_argument("--no-trim", action="store_true", help="the agent does not trim its heap once a minute")
+    p.add_argument("--trim-every-s", type=float, default=0.0, help="an experiment: trim the agent's heap")
     p.add_argument("--child", metavar="SETTINGS_JSON", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
-        return child(a.child, Path(a.workdir), a.tracemalloc, a.default_malloc, not a.no_trim)
+        return child(a.child, Path(a.workdir), a.tracemalloc, a.default_malloc, a.trim_every_s)
 
     samples: list[Sample] = []
     with EmbeddedCluster(brokers_per_rack=2, racks=3) as cluster, tempfile.TemporaryDirectory() as tmp:
@@ -319,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(workdir / "settings.json")]
         cmd += ["--workdir", str(workdir)] + (["--tracemalloc"] if a.tracemalloc else [])
         cmd += ["--default-malloc"] if a.default_malloc else []
-        cmd += ["--no-trim"] if a.no_trim else []
+        cmd += ["--trim-every-s", str(a.trim_every_s)]
         proc = subprocess.Popen(cmd)
         churn: Churn | None = None
         warm: tracemalloc.Snapshot | None = None
