@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from prometheus_client.exposition import choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector
 
-#: gzip level: 6 (zlib's default) costs 3 times the CPU of level 1 for 15 % fewer bytes on a 1 MB exposition
+#: gzip level: 6 (zlib's default) took 3 times the CPU of level 1 (6.1 ms against 2.0) for 14 % fewer bytes
+#: (55 KB against 64) on a 1 MB exposition of 10,900 series
 GZIP_LEVEL = 1
 
 

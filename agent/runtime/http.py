@@ -15,6 +15,13 @@ as nginx and Go's server do with idle connections, instead of being refused:
 connection is busy answering is the new one refused.  The limit leaves
 :data:`FD_RESERVE` descriptors of the process's own limit to the rest of the
 agent, so ``accept()`` never fails with EMFILE first.
+
+h11 (sans-I/O, the HTTP/1.1 library under uvicorn and httpx) parses the
+requests and frames the answers; this module keeps the connections, the
+timeouts and the limits.  The standard library's ``ThreadingHTTPServer`` was
+the other candidate: a thread per connection (docs/performance.md#metrics-exposition).
+``/metrics`` is answered in the format and encoding the request negotiates
+(:mod:`rackplan.agent.metrics.exposition`).
 """
 
 from __future__ import annotations
@@ -64,17 +71,22 @@ Answer = tuple[int, bytes, str]
 K = TypeVar("K")
 
 
-class MetricsSource(Protocol):
-    """What renders the Prometheus exposition (:class:`rackplan.agent.metrics.registry.Metrics`: its own lock)."""
+class MetricsText(Protocol):
+    """What renders the Prometheus exposition as text (:func:`route`'s ``/metrics``)."""
 
     def render(self) -> str: ...
+
+
+class MetricsSource(MetricsText, Protocol):
+    """What the server's ``/metrics`` negotiates with (:class:`rackplan.agent.metrics.registry.Metrics`: its
+    own lock)."""
 
     def exposition(self, accept: str | None, accept_encoding: str | None) -> Exposition:
         """The format ``Accept`` asks for (OpenMetrics or text 0.0.4), gzipped if ``Accept-Encoding`` allows."""
         ...
 
 
-def route(view: StatusView, metrics: MetricsSource, path: str) -> Answer:
+def route(view: StatusView, metrics: MetricsText, path: str) -> Answer:
     """The answer to ``GET path`` from one status view: status, body, content type."""
     if path == "/healthz":
         return 200, b"ok\n", "text/plain"

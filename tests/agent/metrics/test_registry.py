@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import math
 import os
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
 from rackplan.agent.alerts import webhook
@@ -313,12 +315,23 @@ def test_promtool_accepts_the_agents_metrics_endpoint(cluster: str | None) -> No
     cycle(agent)
     server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0)
     server.start()
+    url = f"http://127.0.0.1:{server.port}/metrics"
+    openmetrics = {"Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": "gzip"}
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as resp:
+        with urllib.request.urlopen(url, timeout=10) as resp:
             body = resp.read().decode()
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})) as resp:
+            gzipped = gzip.decompress(resp.read()).decode()
+        with urllib.request.urlopen(urllib.request.Request(url, headers=openmetrics), timeout=10) as resp:
+            om = gzip.decompress(resp.read()).decode()
     finally:
         server.close()
         agent.close()
+    # the OpenMetrics answer by prometheus_client's strict parser (promtool's check reads the text format only)
+    names = {f.name for f in parse_openmetrics(om)}  # type: ignore[no-untyped-call]
+    assert om.endswith("# EOF\n") and {"rackplan_polls", "rackplan_cycle_duration_seconds"} <= names
+    gz = promtool.run("check", "metrics", stdin=gzipped)
+    assert gz.returncode == 0 and "rackplan_polls_total{" in gzipped, gz.stdout + gz.stderr
     assert "rackplan_polls_total{" in body and "rackplan_cycle_duration_seconds_bucket" in body
     result = promtool.run("check", "metrics", stdin=body)
     assert result.returncode == 0, result.stdout + result.stderr
