@@ -5,7 +5,7 @@ rules (``choose_encoder``: ``Accept: application/openmetrics-text`` of version
 1.0.0 or none gets OpenMetrics, ending in ``# EOF``; anything else, or no
 ``Accept``, gets ``text/plain; version=0.0.4``), and ``gzip_accepted`` reads
 ``Accept-Encoding``.  Prometheus asks for OpenMetrics first and gzip always,
-so a scrape of 10,000 series is about 9 times fewer bytes on the wire
+so a scrape of 10,000 series is about 15 times fewer bytes on the wire
 (docs/performance.md#metrics-exposition).  Values in, bytes out: the HTTP
 server adds the headers.
 """
