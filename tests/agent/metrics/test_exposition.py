@@ -6,7 +6,7 @@ import gzip
 import re
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
@@ -98,6 +98,7 @@ def test_gzip_when_accepted_and_only_then() -> None:
     assert isinstance(om, Exposition)
 
 
+@settings(max_examples=300, deadline=None)  # no timed assertion: the machine is shared
 @given(st.text(min_size=1, max_size=30), st.floats(allow_nan=False, allow_infinity=False, width=32))
 def test_any_group_name_and_value_round_trip_through_both_formats(group: str, value: float) -> None:
     """Label values are escaped as each format wants: both parsers read back exactly what was set."""
