@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
 
 #: name -> (type, help) of what :class:`ProcessCollector` exposes on Linux (the names the agent had before it)
 PROCESS_METRICS: dict[str, tuple[str, str]] = {
@@ -33,6 +34,16 @@ def process_families(labels: Mapping[str, str]) -> list[Metric]:
         for family in families:
             family.samples = [s._replace(labels={**s.labels, **labels}) for s in family.samples]
     return families
+
+
+class LabelledProcessCollector(Collector):
+    """A collector of :func:`process_families` with ``labels`` (the agent's registry registers one)."""
+
+    def __init__(self, labels: Mapping[str, str]) -> None:
+        self._labels = dict(labels)
+
+    def collect(self) -> list[Metric]:
+        return process_families(self._labels)
 
 
 def process_values() -> dict[str, float]:

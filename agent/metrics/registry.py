@@ -29,12 +29,13 @@ from collections.abc import Callable, Mapping
 from importlib import metadata
 
 from prometheus_client.metrics_core import Metric as PromMetric
+from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
 from .declared import COUNTER, DECLARED, GAUGE, HISTOGRAM, Metric
 from .exposition import Exposition, expose
-from .process_stats import process_families
+from .process_stats import LabelledProcessCollector
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -131,7 +132,7 @@ _ZEROS: dict[str, tuple[Labels, ...]] = {
 }
 
 
-class Metrics:
+class Metrics(Collector):
     """Thread-safe series store; the HTTP thread renders while the loop updates.
 
     ``cluster``: the value of a ``cluster`` label added to every sample at render time (``None`` or
@@ -151,7 +152,11 @@ class Metrics:
         #: (name, kind, group) -> series of that group: removing a group's series costs its own series only
         self._by_group: dict[tuple[str, str, str], set[Labels]] = {}
         self._cluster = cluster or ""
-        self._process = process
+        #: what /metrics exposes: this store, then (``process``) the process's metrics with the same labels
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+        if process:
+            self.registry.register(LabelledProcessCollector({"cluster": cluster} if cluster else {}))
         self.set("rackplan_build_info", 1, {"version": build_version(), "python": platform.python_version()})
 
     def _store(self, name: str, key: Labels, value: float) -> None:
@@ -251,8 +256,8 @@ class Metrics:
                 self._store(name, key, float(value))
 
     def collect(self) -> list[PromMetric]:
-        """Every family, the agent's in :data:`METRICS` order, then the process's: prometheus_client's
-        ``Collector`` protocol, which its text and OpenMetrics writers read (:mod:`.exposition`)."""
+        """Every family of the agent, in :data:`METRICS` order: prometheus_client's ``Collector`` protocol,
+        which :attr:`registry` reads for its text and OpenMetrics writers (:mod:`.exposition`)."""
         extra = {"cluster": self._cluster} if self._cluster else {}
         families: list[PromMetric] = []
         with self._lock:
@@ -277,8 +282,6 @@ class Metrics:
                     values = {(): 0.0}
                 for labels, value in sorted(values.items()):
                     samples.append(Sample(name, {**extra, **dict(labels)}, value))
-        if self._process:
-            families.extend(process_families(extra))
         return families
 
     def _histogram_samples(
@@ -299,11 +302,11 @@ class Metrics:
 
     def exposition(self, accept: str | None = None, accept_encoding: str | None = None) -> Exposition:
         """``/metrics``' answer as the request's ``Accept`` and ``Accept-Encoding`` ask (:mod:`.exposition`)."""
-        return expose(self, accept, accept_encoding)
+        return expose(self.registry, accept, accept_encoding)
 
     def render(self, accept: str | None = None) -> str:
         """The exposition as text: the format 0.0.4, or what ``accept`` negotiates (never gzipped)."""
-        return expose(self, accept).body.decode()
+        return expose(self.registry, accept).body.decode()
 
 
 # Alerts (agent/alerts/rules.py): a group reported unfixable (its one-off RackplanLocalityUnfixable event) and still so.
