@@ -1,29 +1,36 @@
-"""Benchmark the /metrics exposition at about 10,000 series against prometheus_client.
+"""Benchmark the /metrics exposition at about 10,000 series, in each negotiated format, and the agent's start.
 
-Run:  .venv/bin/python bench/bench_metrics.py [--groups 900] [--repeat 21]
+Run:  .venv/bin/python bench/bench_metrics.py [--groups 900] [--repeat 21] [--starts 7]
 
 The agent's series of ``--groups`` consumer groups on 3 racks (per group: plan
 generation, cross-rack partitions and ratio, live cross-rack and assigned
 partitions, the alert state, and assigned partitions per rack and locality:
 11 series), plus every other metric, its zero-initialised counters, both
 histograms and the process metrics; once without and once with a ``cluster``
-label.  Baseline, same series and same labels: prometheus_client's
-``generate_latest`` over a registry of Gauges, when the package is importable
-(it is not a dependency of rackplan: ``pip install prometheus_client`` to
-compare).  Prints the median CPU time of one exposition (``time.process_time``: robust to
-other load on the machine) and the ratio.
+label.  Each answer ``/metrics`` can give: the text format 0.0.4 and
+OpenMetrics, plain and gzipped (``Metrics.exposition``: prometheus_client writes
+them from the agent's collector).  Baseline, same group series and labels:
+prometheus_client's own labelled Gauges and ``generate_latest``.  Prints the
+median CPU time of one exposition (``time.process_time``: robust to other load
+on the machine), its bytes, and the ratio to the baseline.  Then the cost of
+the agent's imports: CPU time and peak RSS of a fresh interpreter that
+imports ``rackplan.agent.runtime.loop`` (medians of ``--starts``), and of one
+that also imports prometheus_client and h11 alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import subprocess
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
 from bench.common import timed
 from rackplan.agent.metrics.registry import METRICS, Metrics
@@ -62,9 +69,8 @@ def ours(data: list[tuple[str, dict[str, str], float]], cluster: str | None) -> 
     return m
 
 
-def theirs(data: list[tuple[str, dict[str, str], float]], cluster: str | None) -> Any:
-    from prometheus_client import CollectorRegistry, Gauge  # not a dependency: the baseline only
-
+def theirs(data: list[tuple[str, dict[str, str], float]], cluster: str | None) -> CollectorRegistry:
+    """The same group series as prometheus_client's own labelled Gauges."""
     reg = CollectorRegistry()
     extra = ("cluster",) if cluster else ()
     gauges = {
@@ -77,35 +83,59 @@ def theirs(data: list[tuple[str, dict[str, str], float]], cluster: str | None) -
     return reg
 
 
+FORMATS = (
+    ("text 0.0.4", None, None),
+    ("text 0.0.4, gzip", None, "gzip"),
+    ("OpenMetrics", "application/openmetrics-text", None),
+    ("OpenMetrics, gzip", "application/openmetrics-text", "gzip"),
+)
+#: CPU time of the import (``time.process_time``: robust to other load) and the peak RSS of the interpreter
+#: (``VmHWM``: ``ru_maxrss`` would be inherited from the parent across fork and exec)
+IMPORT = (
+    "import time; t = time.process_time(); import {module}; t = time.process_time() - t; "
+    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]; print(t, hwm)"
+)
+
+
+def start_cost(module: str, starts: int) -> tuple[float, float]:
+    """Median CPU seconds of importing ``module`` in a fresh interpreter, and its median peak RSS (MiB)."""
+    walls, rss = [], []
+    for _ in range(starts):
+        out = subprocess.run(
+            [sys.executable, "-c", IMPORT.format(module=module)], capture_output=True, text=True, check=True
+        ).stdout.split()
+        walls.append(float(out[0]))
+        rss.append(int(out[1]) / 1024)
+    return statistics.median(walls), statistics.median(rss)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--groups", type=int, default=900)
     ap.add_argument("--repeat", type=int, default=21, help="timed expositions per figure (median)")
+    ap.add_argument("--starts", type=int, default=7, help="fresh interpreters per import figure (median)")
     args = ap.parse_args(argv)
     data = series(args.groups)
-    try:
-        from prometheus_client import generate_latest
-    except ImportError:
-        generate_latest = None
     print(
         f"{len(data):,} group series ({args.groups} groups) + the agent's other series; medians of {args.repeat}"
     )
-    print(
-        f"{'exposition':<34}{'series':>8}{'bytes':>10}{'CPU ms':>9}{'prometheus_client CPU ms':>26}{'ratio':>7}"
-    )
+    print(f"{'exposition':<40}{'series':>8}{'bytes':>11}{'CPU ms':>9}{'Gauges CPU ms':>15}{'ratio':>7}")
     for cluster in (None, "prod-eu-1"):
         m = ours(data, cluster)
-        t = timed(m.render, args.repeat)
-        lines = sum(1 for line in t.result.splitlines() if not line.startswith("#"))
-        label = "with cluster label" if cluster else "without cluster label"
-        base, ratio = "-", "-"
-        if generate_latest is not None:
-            reg = theirs(data, cluster)
-            b = timed(partial(generate_latest, reg), args.repeat)
-            base, ratio = f"{b.cpu * 1e3:.1f}", f"{b.cpu / t.cpu:.1f}"
-        print(f"{label:<34}{lines:>8,}{len(t.result):>10,}{t.cpu * 1e3:>9.1f}{base:>26}{ratio:>7}")
-    if generate_latest is None:
-        print("prometheus_client not importable: baseline not measured (pip install prometheus_client)")
+        b = timed(partial(generate_latest, theirs(data, cluster)), args.repeat)
+        for name, accept, encoding in FORMATS:
+            t = timed(partial(m.exposition, accept, encoding), args.repeat)
+            text = m.render(accept)
+            lines = sum(1 for line in text.splitlines() if not line.startswith("#"))
+            label = f"{name}, {'with' if cluster else 'no'} cluster label"
+            print(
+                f"{label:<40}{lines:>8,}{len(t.result.body):>11,}{t.cpu * 1e3:>9.1f}"
+                f"{b.cpu * 1e3:>15.1f}{b.cpu / t.cpu:>7.2f}"
+            )
+    print(f"\nimports in a fresh interpreter, medians of {args.starts}: CPU ms, peak RSS MiB")
+    for module in ("sys", "prometheus_client, h11", "rackplan.agent.runtime.loop"):
+        wall, rss = start_cost(module, args.starts)
+        print(f"  import {module:<38}{wall * 1e3:>8.1f} ms{rss:>8.1f} MiB")
     return 0
 
 

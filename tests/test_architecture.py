@@ -158,7 +158,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "rackplan.agent.demo.run:run_demo": 115,
     "rackplan.agent.kafka.publisher:Publisher._publish_on": 63,
     "rackplan.agent.protocol.registrations:decode_registration": 82,
-    "rackplan.agent.runtime.http:AgentHttpServer._connection": 66,
     "rackplan.agent.runtime.startup_retry:retry_startup": 64,
     "rackplan.assignor.consumer.rack_optimal.balanced:_optimise": 112,
     "rackplan.assignor.consumer.rack_optimal.bytes_objective:assign_bytes": 120,

@@ -1,21 +1,20 @@
-"""This process's CPU, memory, file descriptors and start time, as Prometheus' standard ``process_*`` metrics.
+"""This process's CPU, memory, file descriptors and start time: prometheus_client's ``ProcessCollector``.
 
-Read from ``/proc/self`` at scrape time, as the official clients do, so the
-agent needs no client library: one small read of ``/proc/self/stat`` and a
-listing of ``/proc/self/fd`` (a few dozen microseconds).  Where ``/proc`` is
-missing (not Linux) only what :mod:`resource` knows is reported: CPU time,
-the file-descriptor limit and the start time recorded at import.
+The standard ``process_*`` metrics under their standard names, read from
+``/proc/self`` at scrape time (where there is no ``/proc``, not Linux, there
+are none).  The one thing added is the agent's ``cluster`` label, so that with
+``cluster_name`` set every sample of the exposition carries it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import resource
-import time
-from pathlib import Path
+from collections.abc import Mapping
 
-#: name -> (type, help); rendered after the agent's own metrics
+from prometheus_client.metrics_core import Metric
+from prometheus_client.process_collector import ProcessCollector
+from prometheus_client.registry import Collector
+
+#: name -> (type, help) of what :class:`ProcessCollector` exposes on Linux (the names the agent had before it)
 PROCESS_METRICS: dict[str, tuple[str, str]] = {
     "process_cpu_seconds_total": ("counter", "Total user and system CPU time spent in seconds."),
     "process_resident_memory_bytes": ("gauge", "Resident memory size in bytes."),
@@ -25,66 +24,28 @@ PROCESS_METRICS: dict[str, tuple[str, str]] = {
     "process_max_fds": ("gauge", "Maximum number of open file descriptors."),
 }
 
-_PROC = Path("/proc/self")
-_FALLBACK_START = time.time()  # import time: close enough to the start where /proc cannot tell
+_COLLECTOR = ProcessCollector(registry=None)
 
 
-def _ticks() -> int:
-    try:
-        return int(os.sysconf("SC_CLK_TCK"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - every Linux has it
-        return 100
+def process_families(labels: Mapping[str, str]) -> list[Metric]:
+    """The process metrics now, each sample with ``labels`` added (empty: as prometheus_client has them)."""
+    families = list(_COLLECTOR.collect())
+    if labels:
+        for family in families:
+            family.samples = [s._replace(labels={**s.labels, **labels}) for s in family.samples]
+    return families
 
 
-def _boot_time() -> float | None:
-    try:
-        for line in Path("/proc/stat").read_text().splitlines():
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    except OSError:
-        return None
-    return None  # pragma: no cover - Linux always writes btime
+class LabelledProcessCollector(Collector):
+    """A collector of :func:`process_families` with ``labels`` (the agent's registry registers one)."""
 
+    def __init__(self, labels: Mapping[str, str]) -> None:
+        self._labels = dict(labels)
 
-def _stat_fields() -> list[str] | None:
-    """``/proc/self/stat`` after the command name (which may hold spaces and parentheses)."""
-    try:
-        raw = (_PROC / "stat").read_bytes()
-    except OSError:
-        return None
-    return raw[raw.rindex(b")") + 2 :].decode().split()
-
-
-def _start_time(fields: list[str] | None) -> float:
-    boot = _boot_time()
-    if fields is None or boot is None:
-        return _FALLBACK_START
-    # field 22 of stat(5), the 20th after the name: start time in clock ticks since boot
-    return boot + int(fields[19]) / _TICKS
-
-
-_TICKS = _ticks()
-_PAGE = resource.getpagesize()
-#: constant for the life of the process: computed once
-START_TIME_S = _start_time(_stat_fields())
+    def collect(self) -> list[Metric]:
+        return process_families(self._labels)
 
 
 def process_values() -> dict[str, float]:
-    """Current values of :data:`PROCESS_METRICS` (only those this platform can tell)."""
-    out: dict[str, float] = {}
-    fields = _stat_fields()
-    if fields is not None:
-        # stat(5) fields 14, 15 (utime, stime), 23 (vsize, bytes), 24 (rss, pages): 12th, 13th, 21st, 22nd after the name
-        out["process_cpu_seconds_total"] = (int(fields[11]) + int(fields[12])) / _TICKS
-        out["process_resident_memory_bytes"] = float(int(fields[21]) * _PAGE)
-        out["process_virtual_memory_bytes"] = float(int(fields[20]))
-    else:  # pragma: no cover - not Linux
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        out["process_cpu_seconds_total"] = ru.ru_utime + ru.ru_stime
-    out["process_start_time_seconds"] = START_TIME_S
-    with contextlib.suppress(OSError):  # no /proc: not Linux
-        out["process_open_fds"] = float(len(os.listdir(_PROC / "fd")))
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    if soft != resource.RLIM_INFINITY:
-        out["process_max_fds"] = float(soft)
-    return out
+    """Sample name -> value of the process metrics now (only those this platform can tell)."""
+    return {s.name: float(s.value) for f in process_families({}) for s in f.samples}

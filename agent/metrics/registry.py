@@ -1,4 +1,10 @@
-"""Prometheus metrics in the text exposition format, without a client library.
+"""The agent's Prometheus metrics: a thread-safe series store that prometheus_client exposes.
+
+The store is the agent's own (the declared objects of :mod:`.declared`, a
+group's series replaced and removed together, zero series rendered, never
+stored); :class:`Metrics` is a prometheus_client ``Collector`` over it, so the
+library writes the text format, OpenMetrics and gzip (:mod:`.exposition`) and
+its ``ProcessCollector`` the ``process_*`` metrics (:mod:`.process_stats`).
 
 Naming follows Prometheus conventions: ``rackplan_`` prefix, base units
 (seconds, ratios 0..1), ``_total`` for counters and only for counters.  Labels
@@ -22,8 +28,14 @@ import threading
 from collections.abc import Callable, Mapping
 from importlib import metadata
 
+from prometheus_client.metrics_core import Metric as PromMetric
+from prometheus_client.registry import Collector, CollectorRegistry
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
+
 from .declared import COUNTER, DECLARED, GAUGE, HISTOGRAM, Metric
-from .process_stats import PROCESS_METRICS, process_values
+from .exposition import Exposition, expose
+from .process_stats import LabelledProcessCollector
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -115,24 +127,12 @@ def _labels(labels: Mapping[str, str] | None) -> Labels:
     return tuple(sorted((labels or {}).items()))
 
 
-def _escape(v: str) -> str:
-    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if value.is_integer() else repr(value)
-
-
-def _bound(b: float) -> str:
-    return "+Inf" if b == float("inf") else repr(float(b))
-
-
 _ZEROS: dict[str, tuple[Labels, ...]] = {
     name: tuple(_labels(d) for d in sets) for name, sets in ZERO_SERIES.items()
 }
 
 
-class Metrics:
+class Metrics(Collector):
     """Thread-safe series store; the HTTP thread renders while the loop updates.
 
     ``cluster``: the value of a ``cluster`` label added to every sample at render time (``None`` or
@@ -151,8 +151,12 @@ class Metrics:
         self._functions: dict[str, Callable[[], float | None]] = {}
         #: (name, kind, group) -> series of that group: removing a group's series costs its own series only
         self._by_group: dict[tuple[str, str, str], set[Labels]] = {}
-        self._cluster = f'cluster="{_escape(cluster)}"' if cluster else ""
-        self._process = process
+        self._cluster = cluster or ""
+        #: what /metrics exposes: this store, then (``process``) the process's metrics with the same labels
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+        if process:
+            self.registry.register(LabelledProcessCollector({"cluster": cluster} if cluster else {}))
         self.set("rackplan_build_info", 1, {"version": build_version(), "python": platform.python_version()})
 
     def _store(self, name: str, key: Labels, value: float) -> None:
@@ -251,22 +255,24 @@ class Metrics:
             for key, value in values.items():
                 self._store(name, key, float(value))
 
-    def render(self) -> str:
-        lines: list[str] = []
-        cl = self._cluster
-        bare = f"{{{cl}}}" if cl else ""  # the label set of a sample without labels of its own
+    def collect(self) -> list[PromMetric]:
+        """Every family of the agent, in :data:`METRICS` order: prometheus_client's ``Collector`` protocol,
+        which :attr:`registry` reads for its text and OpenMetrics writers (:mod:`.exposition`)."""
+        extra = {"cluster": self._cluster} if self._cluster else {}
+        families: list[PromMetric] = []
         with self._lock:
             for name, (kind, help_text, label_names) in METRICS.items():
-                lines.append(f"# HELP {name} {help_text}")
-                lines.append(f"# TYPE {name} {kind}")
+                family = PromMetric(name.removesuffix("_total") if kind == COUNTER else name, help_text, kind)
+                families.append(family)
+                samples = family.samples
                 if kind == HISTOGRAM:
-                    self._render_histogram(lines, name, not label_names)
+                    self._histogram_samples(samples, name, not label_names, extra)
                     continue
                 fn = self._functions.get(name)
                 if fn is not None:
                     value = fn()
                     if value is not None:
-                        lines.append(f"{name}{bare} {_number(float(value))}")
+                        samples.append(Sample(name, extra, float(value)))
                     continue
                 values = self._values[name]
                 zeros = _ZEROS.get(name)
@@ -275,36 +281,32 @@ class Metrics:
                 elif kind == COUNTER and not label_names and not values:
                     values = {(): 0.0}
                 for labels, value in sorted(values.items()):
-                    lab = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-                    if cl:
-                        lab = f"{cl},{lab}" if lab else cl
-                    lines.append(f"{name}{{{lab}}} {_number(value)}" if lab else f"{name} {_number(value)}")
-        if self._process:
-            for name, value in process_values().items():
-                kind, help_text = PROCESS_METRICS[name]
-                lines.append(f"# HELP {name} {help_text}")
-                lines.append(f"# TYPE {name} {kind}")
-                lines.append(f"{name}{bare} {_number(value)}")
-        return "\n".join(lines) + "\n"
+                    samples.append(Sample(name, {**extra, **dict(labels)}, value))
+        return families
 
-    def _render_histogram(self, lines: list[str], name: str, zero_init: bool) -> None:
-        bounds = (*BUCKETS[name], float("inf"))
+    def _histogram_samples(
+        self, samples: list[Sample], name: str, zero_init: bool, extra: dict[str, str]
+    ) -> None:
+        bounds = [*map(floatToGoString, BUCKETS[name]), "+Inf"]
         series = self._hist[name]
         if zero_init and not series:
             series = {(): [0.0] * (len(bounds) + 2)}
-        cl = self._cluster
         for labels, raw in sorted(series.items()):
-            lab = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-            if cl:
-                lab = f"{cl},{lab}" if lab else cl
-            pre = f"{lab}," if lab else ""
+            lab = {**extra, **dict(labels)}
             total = 0.0
             for bound, c in zip(bounds, raw, strict=False):
                 total += c
-                lines.append(f'{name}_bucket{{{pre}le="{_bound(bound)}"}} {_number(total)}')
-            suffix = f"{{{lab}}}" if lab else ""
-            lines.append(f"{name}_sum{suffix} {_number(raw[-2])}")
-            lines.append(f"{name}_count{suffix} {_number(raw[-1])}")
+                samples.append(Sample(f"{name}_bucket", {**lab, "le": bound}, total))
+            samples.append(Sample(f"{name}_sum", lab, raw[-2]))
+            samples.append(Sample(f"{name}_count", lab, raw[-1]))
+
+    def exposition(self, accept: str | None = None, accept_encoding: str | None = None) -> Exposition:
+        """``/metrics``' answer as the request's ``Accept`` and ``Accept-Encoding`` ask (:mod:`.exposition`)."""
+        return expose(self.registry, accept, accept_encoding)
+
+    def render(self, accept: str | None = None) -> str:
+        """The exposition as text: the format 0.0.4, or what ``accept`` negotiates (never gzipped)."""
+        return expose(self.registry, accept).body.decode()
 
 
 # Alerts (agent/alerts/rules.py): a group reported unfixable (its one-off RackplanLocalityUnfixable event) and still so.

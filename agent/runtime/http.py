@@ -15,6 +15,13 @@ as nginx and Go's server do with idle connections, instead of being refused:
 connection is busy answering is the new one refused.  The limit leaves
 :data:`FD_RESERVE` descriptors of the process's own limit to the rest of the
 agent, so ``accept()`` never fails with EMFILE first.
+
+h11 (sans-I/O, the HTTP/1.1 library under uvicorn and httpx) parses the
+requests and frames the answers; this module keeps the connections, the
+timeouts and the limits.  The standard library's ``ThreadingHTTPServer`` was
+the other candidate: a thread per connection (docs/performance.md#metrics-exposition).
+``/metrics`` is answered in the format and encoding the request negotiates
+(:mod:`rackplan.agent.metrics.exposition`).
 """
 
 from __future__ import annotations
@@ -34,10 +41,12 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Protocol, TypeVar
 
-from ..core.errors import AgentError
+import h11
+
 from ..core.logging import get_logger
 from ..core.ports import Logger
 from ..cycle.status import StatusView
+from ..metrics.exposition import Exposition
 
 #: pending connections the kernel queues before the server accepts them
 BACKLOG = 128
@@ -55,18 +64,29 @@ FD_RESERVE = 256
 LIMIT_LOG_INTERVAL_S = 60.0
 #: request line plus headers
 MAX_HEAD_BYTES = 16 * 1024
+#: bytes read from a socket at a time
+READ_BYTES = 64 * 1024
 
 Answer = tuple[int, bytes, str]
 K = TypeVar("K")
 
 
-class MetricsSource(Protocol):
-    """What renders the Prometheus exposition (:class:`rackplan.agent.metrics.registry.Metrics`: its own lock)."""
+class MetricsText(Protocol):
+    """What renders the Prometheus exposition as text (:func:`route`'s ``/metrics``)."""
 
     def render(self) -> str: ...
 
 
-def route(view: StatusView, metrics: MetricsSource, path: str) -> Answer:
+class MetricsSource(MetricsText, Protocol):
+    """What the server's ``/metrics`` negotiates with (:class:`rackplan.agent.metrics.registry.Metrics`: its
+    own lock)."""
+
+    def exposition(self, accept: str | None, accept_encoding: str | None) -> Exposition:
+        """The format ``Accept`` asks for (OpenMetrics or text 0.0.4), gzipped if ``Accept-Encoding`` allows."""
+        ...
+
+
+def route(view: StatusView, metrics: MetricsText, path: str) -> Answer:
     """The answer to ``GET path`` from one status view: status, body, content type."""
     if path == "/healthz":
         return 200, b"ok\n", "text/plain"
@@ -95,19 +115,13 @@ def _json(code: int, doc: Any) -> Answer:
     return code, json.dumps(doc, separators=(",", ":")).encode(), "application/json"
 
 
-def _response(code: int, body: bytes, ctype: str, keep_alive: bool, head_only: bool = False) -> bytes:
-    reason = HTTPStatus(code).phrase
-    head = (
-        f"HTTP/1.1 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
-    )
-    return head.encode("latin-1") + (b"" if head_only else body)
-
-
-class _BadRequest(AgentError):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+def _head(code: int, ctype: str, length: int, close: bool, encoding: str | None = None) -> h11.Response:
+    headers = [("Content-Type", ctype), ("Content-Length", str(length))]
+    if encoding is not None:
+        headers += [("Content-Encoding", encoding), ("Vary", "Accept, Accept-Encoding")]
+    # h11 turns keep-alive into close where it must (HTTP/1.0, a "Connection: close" request)
+    headers.append(("Connection", "close" if close else "keep-alive"))
+    return h11.Response(status_code=code, headers=headers, reason=HTTPStatus(code).phrase)
 
 
 def connection_limit(wanted: int, soft_fd_limit: int | None = None) -> int:
@@ -128,6 +142,8 @@ class _Conn:
     writer: asyncio.StreamWriter
     client: str
     idle_since: float | None
+    #: the path of the request being answered, for the log
+    path: str | None = None
 
 
 def longest_idle(conns: Mapping[K, _Conn]) -> K | None:
@@ -140,24 +156,12 @@ def longest_idle(conns: Mapping[K, _Conn]) -> K | None:
     return best
 
 
-def _parse_head(head: bytes) -> tuple[str, str, bool, bool]:
-    """Method, path, keep-alive, has a body: from a request line and headers."""
-    try:
-        lines = head.decode("latin-1").split("\r\n")
-        method, target, version = lines[0].split(" ")
-    except ValueError:
-        raise _BadRequest(400, "malformed request line") from None
-    if not version.startswith("HTTP/1."):
-        raise _BadRequest(505, f"unsupported version {version[:16]!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip().lower()
-    connection = headers.get("connection", "")
-    keep_alive = "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection
-    has_body = headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers
-    return method, urllib.parse.urlsplit(target).path, keep_alive, has_body
+def _has_body(request: h11.Request) -> bool:
+    """A request that declares a body: it is not read, so the connection ends after the answer."""
+    for name, value in request.headers:
+        if name == b"transfer-encoding" or (name == b"content-length" and value not in (b"", b"0")):
+            return True
+    return False
 
 
 class AgentHttpServer:
@@ -178,6 +182,7 @@ class AgentHttpServer:
     ) -> None:
         """``status``: the agent's current view (read once per request); ``metrics``: what ``/metrics`` renders."""
         self.route: Callable[[str], Answer] = lambda path: route(status(), metrics, path)
+        self.metrics = metrics
         self.backlog = backlog
         self.header_timeout_s = header_timeout_s
         self.max_connections = connection_limit(max_connections)
@@ -267,57 +272,118 @@ class AgentHttpServer:
             return
         conn = _Conn(writer, client, time.monotonic())
         self._conns[task] = conn
-        path = None
         try:
-            while True:
-                path = None
-                conn.idle_since = time.monotonic()
-                try:
-                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.header_timeout_s)
-                except asyncio.IncompleteReadError as e:
-                    if e.partial:
-                        self.log.info("http client disconnected", client=client, during="request")
-                    return  # closed between requests: the normal end of a kept-alive connection
-                except TimeoutError:
-                    self.log.debug(
-                        "http connection timed out", client=client, timeout_s=self.header_timeout_s
-                    )
-                    return
-                except (asyncio.LimitOverrunError, ValueError):
-                    await self._write(
-                        writer, _response(431, b"request head too large\n", "text/plain", False)
-                    )
-                    return
-                conn.idle_since = None  # being answered: never evicted
-                try:
-                    method, path, keep_alive, has_body = _parse_head(head)
-                except _BadRequest as e:
-                    await self._write(writer, _response(e.code, f"{e}\n".encode(), "text/plain", False))
-                    return
-                keep_alive = keep_alive and not has_body  # a body is not read: the connection ends here
-                if method not in ("GET", "HEAD"):
-                    answer: Answer = (405, b"only GET\n", "text/plain")
-                else:
-                    answer = await self._loop.run_in_executor(self._pool, self.route, path)
-                await self._write(writer, _response(*answer, keep_alive, head_only=method == "HEAD"))
-                if not keep_alive:
-                    return
+            await self._requests(reader, conn)
         except (ConnectionError, TimeoutError) as e:
             self.log.info(
                 "http client disconnected",
                 client=client,
-                path=path,
+                path=conn.path,
                 during="response",
                 error=type(e).__name__,
             )
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a bug must not kill the server, nor print a traceback into the JSON log
-            self.log.error("http request failed", client=client, path=path, error=repr(e))
+            self.log.error("http request failed", client=client, path=conn.path, error=repr(e))
         finally:
             self._conns.pop(task, None)
             self._evicted.discard(task)
             writer.transport.abort() if writer.transport.is_closing() else writer.close()
+
+    async def _requests(self, reader: asyncio.StreamReader, conn: _Conn) -> None:
+        """Answer one connection's requests in order (h11 parses them) until it closes, errs or times out."""
+        http = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        while True:
+            conn.path, conn.idle_since = None, time.monotonic()
+            try:
+                request = await self._next_request(reader, http, conn)
+            except h11.RemoteProtocolError as e:  # malformed, or a head over MAX_HEAD_BYTES (431)
+                code = e.error_status_hint
+                body = b"request head too large\n" if code == 431 else b"malformed request\n"
+                await self._answer(conn.writer, http, code, body, "text/plain")
+                return
+            if request is None:
+                return
+            conn.idle_since = None  # being answered: never evicted
+            await self._respond(request, http, conn)
+            if http.our_state is not h11.DONE or http.their_state is not h11.DONE:
+                return  # HTTP/1.0, Connection: close, an unread body or a refused version: h11 closes
+            http.start_next_cycle()
+
+    async def _respond(self, request: h11.Request, http: h11.Connection, conn: _Conn) -> None:
+        """Answer one request: its path's answer from the render pool, or 405 or 505."""
+        conn.path = urllib.parse.urlsplit(request.target.decode("latin-1")).path
+        close = _has_body(request)  # a body is not read: the connection ends with this answer
+        if not close:
+            http.next_event()  # the request's EndOfMessage
+        version = "HTTP/" + request.http_version.decode("latin-1")
+        if version not in ("HTTP/1.0", "HTTP/1.1"):
+            await self._answer(
+                conn.writer, http, 505, f"unsupported version {version!r}\n".encode(), "text/plain"
+            )
+            return
+        encoding: str | None = None
+        if request.method not in (b"GET", b"HEAD"):
+            answer: Answer = (405, b"only GET\n", "text/plain")
+        elif conn.path == "/metrics":
+            headers = {name: value.decode("latin-1") for name, value in request.headers}
+            metrics = await self._loop.run_in_executor(
+                self._pool, self.metrics.exposition, headers.get(b"accept"), headers.get(b"accept-encoding")
+            )
+            answer, encoding = (200, metrics.body, metrics.content_type), metrics.content_encoding
+        else:
+            answer = await self._loop.run_in_executor(self._pool, self.route, conn.path)
+        head_only = request.method == b"HEAD"
+        await self._answer(conn.writer, http, *answer, close=close, head_only=head_only, encoding=encoding)
+
+    async def _next_request(
+        self, reader: asyncio.StreamReader, http: h11.Connection, conn: _Conn
+    ) -> h11.Request | None:
+        """The next request's head, whole within ``header_timeout_s``; None once the client closed or is too slow."""
+        deadline = time.monotonic() + self.header_timeout_s
+        received = len(http.trailing_data[0])  # a pipelined request may be buffered already
+        while True:
+            event = http.next_event()
+            if isinstance(event, h11.Request):
+                # h11 bounds only a head still incomplete: one that arrived whole is measured here
+                if received - len(http.trailing_data[0]) > MAX_HEAD_BYTES:
+                    raise h11.RemoteProtocolError("request head too large", 431)
+                return event
+            if event is not h11.NEED_DATA:
+                return None  # ConnectionClosed
+            try:
+                data = await asyncio.wait_for(reader.read(READ_BYTES), deadline - time.monotonic())
+            except TimeoutError:
+                self.log.debug(
+                    "http connection timed out", client=conn.client, timeout_s=self.header_timeout_s
+                )
+                return None
+            if not data:
+                if http.trailing_data[0]:  # part of a request had come
+                    self.log.info("http client disconnected", client=conn.client, during="request")
+                return None  # else closed between requests: the normal end of a kept-alive connection
+            received += len(data)
+            http.receive_data(data)
+
+    @staticmethod
+    async def _answer(
+        writer: asyncio.StreamWriter,
+        http: h11.Connection,
+        code: int,
+        body: bytes,
+        ctype: str,
+        *,
+        close: bool = True,
+        head_only: bool = False,
+        encoding: str | None = None,
+    ) -> None:
+        data = http.send(_head(code, ctype, len(body), close, encoding)) or b""
+        if not head_only:
+            data += http.send(h11.Data(data=body)) or b""
+        data += http.send(h11.EndOfMessage()) or b""
+        writer.write(data)
+        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)
 
     def _evict_longest_idle(self) -> bool:
         """Close the connection that has waited longest for a request, making room; False: none waits."""
@@ -340,8 +406,3 @@ class AgentHttpServer:
             )
             self._limit_logged_at, self._evicted_unlogged = now, 0
         return True
-
-    @staticmethod
-    async def _write(writer: asyncio.StreamWriter, data: bytes) -> None:
-        writer.write(data)
-        await asyncio.wait_for(writer.drain(), WRITE_TIMEOUT_S)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import math
 import os
@@ -16,6 +17,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
+from prometheus_client.parser import text_string_to_metric_families
 
 from rackplan.agent.alerts import webhook
 from rackplan.agent.cluster import diff
@@ -64,7 +67,7 @@ def test_exposition_format() -> None:
     text = m.render()
     assert "# HELP rackplan_polls_total Metadata polls, by result (ok, failed).\n" in text
     assert "# TYPE rackplan_polls_total counter\n" in text
-    assert 'rackplan_polls_total{result="ok"} 2\n' in text
+    assert 'rackplan_polls_total{result="ok"} 2.0\n' in text
     assert 'rackplan_cross_rack_ratio{group="we\\"ird\\\\name",kind="consumer"} 0.125\n' in text
     assert "rackplan_snapshot_age_seconds 3.5\n" in text
     m.set_function("rackplan_snapshot_age_seconds", lambda: None)
@@ -212,7 +215,7 @@ def test_histograms_exist_before_the_first_observation() -> None:
     for name, (kind, *_) in METRICS.items():
         if kind == HISTOGRAM:
             assert f"# TYPE {name} histogram\n" in text
-            assert f'{name}_bucket{{le="+Inf"}} 0\n' in text and f"{name}_count 0\n" in text
+            assert f'{name}_bucket{{le="+Inf"}} 0.0\n' in text and f"{name}_count 0.0\n" in text
 
 
 # ---- build info, cluster label, process metrics -------------------------------------------------------
@@ -231,10 +234,12 @@ def test_cluster_label_on_every_sample() -> None:
     m.set_function("rackplan_snapshot_age_seconds", lambda: 2.0)
     text = m.render()
     body = [line for line in text.splitlines() if not line.startswith("#")]
-    assert body and all('{cluster="prod \\"eu\\""' in line for line in body), "every sample, escaped"
+    assert body and all('cluster="prod \\"eu\\""' in line for line in body), "every sample, escaped"
+    parsed = [s for f in text_string_to_metric_families(text) for s in f.samples]
+    assert len(parsed) == len(body) and all(s.labels["cluster"] == 'prod "eu"' for s in parsed)
     assert 'rackplan_cross_rack_ratio{cluster="prod \\"eu\\"",group="g",kind="consumer"} 0.5' in body
-    assert 'rackplan_poll_duration_seconds_bucket{cluster="prod \\"eu\\"",le="0.25"} 1' in body
-    assert 'rackplan_snapshot_age_seconds{cluster="prod \\"eu\\""} 2' in body
+    assert 'rackplan_poll_duration_seconds_bucket{cluster="prod \\"eu\\"",le="0.25"} 1.0' in body
+    assert 'rackplan_snapshot_age_seconds{cluster="prod \\"eu\\""} 2.0' in body
     assert 'process_open_fds{cluster="prod \\"eu\\""}' in text
     assert "cluster=" not in Metrics().render(), "no cluster_name: no cluster label"
 
@@ -245,7 +250,7 @@ def test_the_agent_labels_its_metrics_with_cluster_name() -> None:
 
     agent, _, _ = make_agent(FakeAdmin({"t": [[1]]}), [group("g")], cluster_name="eu-1")
     cycle(agent)
-    assert 'rackplan_polls_total{cluster="eu-1",result="ok"} 1\n' in agent.metrics.render()
+    assert 'rackplan_polls_total{cluster="eu-1",result="ok"} 1.0\n' in agent.metrics.render()
 
 
 def test_process_metrics_agree_with_the_kernel_and_the_standard_library() -> None:
@@ -310,12 +315,23 @@ def test_promtool_accepts_the_agents_metrics_endpoint(cluster: str | None) -> No
     cycle(agent)
     server = AgentHttpServer(agent.status, agent.metrics, "127.0.0.1", 0)
     server.start()
+    url = f"http://127.0.0.1:{server.port}/metrics"
+    openmetrics = {"Accept": "application/openmetrics-text; version=1.0.0", "Accept-Encoding": "gzip"}
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=10) as resp:
+        with urllib.request.urlopen(url, timeout=10) as resp:
             body = resp.read().decode()
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Accept-Encoding": "gzip"})) as resp:
+            gzipped = gzip.decompress(resp.read()).decode()
+        with urllib.request.urlopen(urllib.request.Request(url, headers=openmetrics), timeout=10) as resp:
+            om = gzip.decompress(resp.read()).decode()
     finally:
         server.close()
         agent.close()
+    # the OpenMetrics answer by prometheus_client's strict parser (promtool's check reads the text format only)
+    names = {f.name for f in parse_openmetrics(om)}  # type: ignore[no-untyped-call]
+    assert om.endswith("# EOF\n") and {"rackplan_polls", "rackplan_cycle_duration_seconds"} <= names
+    gz = promtool.run("check", "metrics", stdin=gzipped)
+    assert gz.returncode == 0 and "rackplan_polls_total{" in gzipped, gz.stdout + gz.stderr
     assert "rackplan_polls_total{" in body and "rackplan_cycle_duration_seconds_bucket" in body
     result = promtool.run("check", "metrics", stdin=body)
     assert result.returncode == 0, result.stdout + result.stderr
