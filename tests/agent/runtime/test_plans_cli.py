@@ -213,7 +213,9 @@ def test_bad_input_exits_2_naming_it_and_a_missing_plan_exits_1(
     refused = tmp_path / "refused.yaml"
     refused.write_text("kafka:\n  bootstrap_servers: 127.0.0.1:1\n  config:\n    no.such.property: 1\n")
     code, doc, _ = run(refused, "list")
-    assert code == 2 and doc["stderr"].startswith("rackplan: error: settings: kafka.config: librdkafka refuses it")
+    assert code == 2 and doc["stderr"].startswith(
+        "rackplan: error: settings: kafka.config: librdkafka refuses it"
+    )
     code, doc, text = run(path, "show", "nobody")
     assert code == 1 and doc["status"] == "no_valid_plan" and "problem: no plan of record" in text
     code, doc, _ = run(path, "diff", "nobody")
