@@ -222,10 +222,10 @@ def test_a_failing_assignor_does_not_stop_other_groups(
 
     real = planner.plan_for
 
-    def flaky(snapshot: Any, racks: Any, reg: Any, last: Any) -> Any:
+    def flaky(snapshot: Any, racks: Any, reg: Any, last: Any, **options: Any) -> Any:
         if reg.key == "consumer/bad":
             raise RuntimeError("assignor bug")
-        return real(snapshot, racks, reg, last)
+        return real(snapshot, racks, reg, last, **options)
 
     monkeypatch.setattr(plan_step, "plan_for", flaky)
     c = cluster_with_topics(make_cluster)
@@ -292,10 +292,13 @@ def test_archives_a_snapshot_at_start_and_at_every_confirmed_change(
     c.decommission(3)
     agent.wait_for(lambda r: r.confirmed)
     assert agent.stop() == 0
-    docs = read_documents([tmp_path / "embedded-1.jsonl"])
+    # one file per cluster, named by Kafka's cluster id (the mock's own); cluster_name is the label
+    (archived,) = tmp_path.glob("*.jsonl")
+    docs = read_documents([archived])
     assert len(docs) == 2
     before, after = (parse_snapshot(d) for d in docs)
-    assert before.cluster_id == after.cluster_id == "embedded-1"
+    assert before.cluster_id == after.cluster_id and before.cluster_id not in (None, "embedded-1")
+    assert archived.stem == before.cluster_id and before.cluster_name == after.cluster_name == "embedded-1"
     assert [g["group_id"] for g in after.consumer_groups] == ["payments"]
     # The archived replica lists are the cluster's: broker 3 holds replicas before, none after.
     held = [3 in replicas for parts in before.state.topics.values() for replicas in parts]

@@ -23,7 +23,7 @@ from rackplan.agent.follower import FollowerClients, FollowerError, PlanFollower
 from rackplan.agent.follower.fallback import fallback_due, registration_stale, should_rejoin
 from rackplan.agent.follower.handover import handover, missing
 from rackplan.agent.protocol.lease import Heartbeat
-from rackplan.agent.testing import FakeControlTail, FakeKafka
+from rackplan.agent.testing import FakeControlTail, FakeKafka, FakeProducer
 
 TOPIC = "orders"
 PLANS, LEASE, REGS = "_rackplan.plans", "_rackplan.lease", "_rackplan.registrations"
@@ -462,6 +462,27 @@ def test_close_counts_a_fatal_error_met_inside_the_unregistering_flush(h: Harnes
     tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
     f.poll(0)
     assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    failed = f.stats["registrations_failed"]
+    f.close()
+    assert f.stats["registrations_failed"] == failed + 1
+
+
+def test_close_counts_a_fatal_flush_error_that_confluent_kafka_raises_with_no_cause(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI, test_kafka_acls: the same fatal error inside the unregistering flush came as a SystemError with no
+    cause ("exception <class 'str'> is not a BaseException subclass") and escaped ``close``."""
+    f = h.follower()
+    tail = FakeTail.instances[-1]
+    h.heartbeat()
+    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
+    f.poll(0)
+    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+
+    def flush(self: FakeProducer, timeout: float = 0) -> int:
+        raise SystemError("_PyErr_SetObject: exception <class 'str'> is not a BaseException subclass")
+
+    monkeypatch.setattr(FakeProducer, "flush", flush)
     failed = f.stats["registrations_failed"]
     f.close()
     assert f.stats["registrations_failed"] == failed + 1
