@@ -19,6 +19,7 @@ from rackplan.agent.settings.environment import EnvFirstSettings
 from rackplan.agent.settings.yaml_file import read_yaml_mapping
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
+from .labels import CONSUMER_LABELS
 from .units import DEFAULT_PRICE_PER_GB
 
 
@@ -59,6 +60,8 @@ class SparkSettings(_Section):
 class FleetOptions(_Section):
     #: USD per GB (10^9 bytes) crossing zones; AWS bills 0.01 each way
     price_per_gb: float = Field(default=DEFAULT_PRICE_PER_GB, ge=0)
+    #: consumer groups are compared across these (``rack-optimal+bytes``: rack-optimal with
+    #: ``objective: bytes``, opt-in: it needs the snapshots' traffic)
     consumer_assignors: tuple[str, ...] = CONSUMER_ASSIGNORS
     #: Streams apps are compared across these ``rack_aware.strategy`` values
     streams_strategies: tuple[str, ...] = RACK_STRATEGIES
@@ -81,9 +84,9 @@ class FleetOptions(_Section):
     @field_validator("consumer_assignors")
     @classmethod
     def _known_assignors(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [a for a in v if a not in CONSUMER_ASSIGNORS]
+        unknown = [a for a in v if a not in CONSUMER_LABELS]
         if unknown or not v:
-            raise ValueError(f"expected some of {', '.join(CONSUMER_ASSIGNORS)}, got {list(v)}")
+            raise ValueError(f"expected some of {', '.join(CONSUMER_LABELS)}, got {list(v)}")
         return v
 
     @field_validator("streams_strategies")

@@ -33,6 +33,7 @@ from typing import Any
 
 from rackplan.agent.cluster.archive import ClusterState, SnapshotError, parse_snapshot
 from rackplan.agent.cluster.metadata import NO_LEADER
+from rackplan.agent.planning.traffic_input import wants_traffic
 from rackplan.assignor import (
     FOLLOW_UP_LIMIT,
     Cluster,
@@ -52,14 +53,18 @@ from rackplan.assignor import (
 from rackplan.assignor.cli import assign_document
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
+from .labels import (
+    assignor_labels,
+    reference_label,
+    registered_label,
+    with_assignor,
+)
 from .scenarios import BASELINE, CONSUMER, STREAMS, NotApplicable, Scenario, Unit, apply, offline_partitions
 
 #: 730 hours, the month cloud providers bill by
 SECONDS_PER_MONTH = 730 * 3600
 BYTES_PER_GB = 1_000_000_000
 DEFAULT_PRICE_PER_GB = 0.02
-REFERENCE_CONSUMER = "rack-optimal"
-REFERENCE_STRATEGY = "min_traffic"
 #: rounds a cooperative plan may take (the first and its follow-ups); Kafka's settle in two, more is an error
 MAX_ROUNDS = 1 + FOLLOW_UP_LIMIT
 
@@ -150,15 +155,6 @@ def _group_topics(kind: str, spec: Mapping[str, Any]) -> frozenset[str]:
     return group_topics(spec) if kind == CONSUMER else app_topics(spec)
 
 
-def registered_label(kind: str, spec: Mapping[str, Any]) -> str:
-    """The assignor a group is configured with (Streams: assignor+rack strategy)."""
-    if kind == CONSUMER:
-        return str(spec.get("assignor") or "cooperative-sticky")
-    ra = spec.get("rack_aware")
-    strategy = ra.get("strategy") if isinstance(ra, dict) else None
-    return f"{spec.get('assignor') or 'high-availability'}+{strategy or 'none'}"
-
-
 def group_rows(text: str, source: str = "") -> list[dict[str, Any]]:
     """Stage 1: one row per group and app of a snapshot document (an ``invalid`` row when it is bad)."""
     try:
@@ -205,8 +201,19 @@ def group_rows(text: str, source: str = "") -> list[dict[str, Any]]:
 
 
 def instance_document(kind: str, state: ClusterState, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The contract instance of a group on a cluster state."""
-    return {"cluster": state.cluster_json(), ("consumer_group" if kind == CONSUMER else "streams_app"): spec}
+    """The contract instance of a group on a cluster state.
+
+    A group whose plan weighs bytes (``objective``/``balance: bytes``, Streams ``weigh_by_traffic``: the
+    agent's own rule, :func:`~rackplan.agent.planning.traffic_input.wants_traffic`) gets the snapshot's
+    traffic as ``cluster.traffic``, for the topics whose every partition is known (the contract has no
+    "unknown" per partition); every other instance is exactly as without traffic.
+    """
+    cluster = state.cluster_json()
+    if wants_traffic(kind, spec):
+        known = {t: list(v) for t, v in sorted(state.traffic.items()) if t in state.topics and None not in v}
+        if known:
+            cluster["traffic"] = known
+    return {"cluster": cluster, ("consumer_group" if kind == CONSUMER else "streams_app"): spec}
 
 
 def with_current(kind: str, state: ClusterState, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -236,32 +243,6 @@ def with_current(kind: str, state: ClusterState, spec: Mapping[str, Any]) -> dic
         c["previous_active"] = list(a.get("active", []))
         c["previous_standby"] = list(a.get("standby", []))
     return out
-
-
-def assignor_labels(
-    kind: str, spec: Mapping[str, Any], consumer_assignors: Sequence[str], strategies: Sequence[str]
-) -> list[str]:
-    """Every assignor compared on this group: consumer assignors, or the app's assignor+strategy."""
-    if kind == CONSUMER:
-        return list(consumer_assignors)
-    base = str(spec.get("assignor") or "high-availability")
-    return [f"{base}+{s}" for s in strategies]
-
-
-def with_assignor(kind: str, spec: Mapping[str, Any], label: str) -> dict[str, Any]:
-    """The spec using the assignor of ``label`` (Streams: the rack strategy after the ``+``)."""
-    if kind == CONSUMER:
-        return {**spec, "assignor": label}
-    ra = dict(spec.get("rack_aware") or {})
-    ra["strategy"] = label.rpartition("+")[2]
-    return {**spec, "rack_aware": ra}
-
-
-def reference_label(kind: str, spec: Mapping[str, Any]) -> str:
-    """What the others are compared with: rack-optimal, or the app's assignor with min_traffic."""
-    if kind == CONSUMER:
-        return REFERENCE_CONSUMER
-    return f"{spec.get('assignor') or 'high-availability'}+{REFERENCE_STRATEGY}"
 
 
 def _current_unit(row: Mapping[str, Any], payload: Mapping[str, Any]) -> tuple[Unit | None, str, str]:

@@ -9,6 +9,7 @@ one returned.  What persists between cycles is in :class:`~.state.Term` (one
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..alerts.webhook import WebhookNotifier
@@ -117,8 +118,12 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
     io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery))
-    if seen.archive is not None:
-        archive(w, *seen.archive, term.regs)
+    to_archive = seen.archive
+    if to_archive is None and term.traffic and not term.traffic_archived:
+        to_archive = term.acted  # the first window of measured traffic: the fleet gets its bytes
+    if to_archive is not None:
+        archive(w, *to_archive, term.regs, term.traffic)
+        term.traffic_archived = term.traffic_archived or bool(term.traffic)
     live_locality(w, term, report, seen.snap, seen.racks)
     classify_groups(w, term)
     report.completed += advance_handovers(w, term)
@@ -191,16 +196,24 @@ def observe(w: Wiring, term: Term, polled: Snapshot) -> Observed:
     return Observed(snap, racks, seen, None, None, term.debounce.pending_polls)
 
 
-def archive(w: Wiring, snap: Snapshot, racks: Racks, regs: list[Registration]) -> None:
-    """History for the fleet job: one snapshot line per confirmed change, with every group the agent plans
-    (``regs``: the file's, the registrations topic's, discovered), under Kafka's cluster id; never fatal."""
+def archive(
+    w: Wiring, snap: Snapshot, racks: Racks, regs: list[Registration], traffic: Mapping[str, Sequence[float]]
+) -> None:
+    """History for the fleet job: one snapshot line per confirmed change, and one when traffic is first
+    measured, with every group the agent plans (``regs``: the file's, the registrations topic's,
+    discovered) and the measured bytes/s (``traffic``), under Kafka's cluster id; never fatal."""
     s = w.settings
     if s.archive_dir is None:
         return
     try:
         from ..cluster.archive import append_archive, build_snapshot, fleet_cluster_id
 
-        doc = build_snapshot(fleet_cluster_id(snap, s), snap, racks, s, regs=regs)
+        fits = {
+            t: list(v)
+            for t, v in traffic.items()
+            if t in snap.topics and len(v) == len(snap.topics[t].replicas)
+        }
+        doc = build_snapshot(fleet_cluster_id(snap, s), snap, racks, s, traffic=fits, regs=regs)
         path = append_archive(doc, s.archive_dir)
     except Exception as e:  # a full disk must not stop planning
         w.log.error("snapshot not archived", directory=str(s.archive_dir), error=str(e))

@@ -200,6 +200,8 @@ class Term:
         self.ready = False
         #: bytes/s per partition measured this cycle (rackplan.agent.traffic): empty when none is
         self.traffic: Mapping[str, tuple[float, ...]] = {}
+        #: whether a snapshot with measured traffic was archived (the first measured window gets one)
+        self.traffic_archived = False
 
     def group(self, key: str) -> GroupRecord:
         """The record of ``key``, made on first use."""

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from rackplan.assignor.contract import instance_document
 from rackplan.cli import main as rackplan
 from rackplan.fleet import units
+from rackplan.fleet.labels import BYTES_OPTIMAL, REFERENCE_CONSUMER
 from rackplan.fleet.scenarios import parse_scenarios
 from tests.strategies import clusters, consumer_groups
 
@@ -221,7 +222,7 @@ def test_comparisons_are_the_reference_and_the_baseline_of_the_same_group() -> N
         ref = next(x for x in rows if x["scenario"] == r["scenario"] and x["reference"])
         base = next(x for x in rows if x["scenario"] == "baseline" and x["assignor"] == r["assignor"])
         if ref["status"] == units.OK:
-            assert r["reference_assignor"] == units.REFERENCE_CONSUMER == ref["assignor"]
+            assert r["reference_assignor"] == REFERENCE_CONSUMER == ref["assignor"]
             assert all(r[f"ref_{c}"] == ref[c] for c, _ in units.COMPARED)
         else:
             assert r["scenario"] == "gone" and "reference_assignor" not in r and "ref_moved" not in r
@@ -313,3 +314,65 @@ def test_random_groups_match_rackplan_assign(data: st.DataObject, assignor: str)
         settled = assign_cli(json.loads(row["settled_instance"])) if row["settled_instance"] else plan
         for key, value in recount(unit_instance, settled, traffic, leaders).items():
             assert row[key] == pytest.approx(value), key
+
+
+def bytes_group(assignor: str = "rack-optimal") -> dict[str, Any]:
+    inst: dict[str, Any] = json.loads(json.dumps(INSTANCE))
+    inst["consumer_group"].update(assignor=assignor, objective="bytes")
+    return inst
+
+
+def test_a_bytes_group_gets_the_snapshots_traffic_and_other_assignors_drop_its_options() -> None:
+    """A group registered with ``objective: bytes`` plans with ``cluster.traffic`` under rack-optimal; range
+    and cooperative-sticky, which the contract refuses the option with, run without it (not ``invalid``)."""
+    rows = {r["assignor"]: r for r in all_units(snapshot_doc(bytes_group(), TRAFFIC))}
+    assert all(r["status"] == units.OK for r in rows.values()), [r["detail"] for r in rows.values()]
+    optimal = json.loads(rows["rack-optimal"]["instance"])
+    assert optimal["cluster"]["traffic"] == TRAFFIC and optimal["consumer_group"]["objective"] == "bytes"
+    for name in ("range", "cooperative-sticky"):
+        inst = json.loads(rows[name]["instance"])
+        assert "traffic" not in inst["cluster"] and "objective" not in inst["consumer_group"]
+
+
+def test_partially_known_traffic_is_left_out_of_the_instance() -> None:
+    traffic = {"orders": [1e6, None, 3e6, 4e6, 5e6, 6e6]}
+    (row,) = [r for r in all_units(snapshot_doc(bytes_group(), traffic)) if r["assignor"] == "rack-optimal"]
+    assert row["status"] == units.OK and "traffic" not in json.loads(row["instance"])["cluster"]
+
+
+def test_a_group_without_byte_options_is_planned_without_traffic() -> None:
+    inst = json.loads(json.dumps(INSTANCE))
+    inst["consumer_group"]["assignor"] = "rack-optimal"
+    for row in all_units(snapshot_doc(inst, TRAFFIC)):
+        assert "traffic" not in json.loads(row["instance"])["cluster"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_the_bytes_label_never_reads_more_cross_rack_bytes_than_rack_optimal(data: st.DataObject) -> None:
+    """``rack-optimal+bytes`` is rack-optimal with ``objective: bytes``: over the assignments meeting the same
+    balance rule, the fewest cross-rack bytes/s, so (when proven optimal) never more than the partition
+    objective's plan, whose assignment meets that rule too; the units' figures are rackplan assign's."""
+    cluster = data.draw(clusters(max_topics=2, max_partitions=6))
+    group = data.draw(consumer_groups(cluster, "rack-optimal", max_members=4))
+    instance = instance_document(cluster, group)
+    weights = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+    traffic = {
+        t: data.draw(st.lists(weights, min_size=len(p), max_size=len(p))) for t, p in cluster.topics.items()
+    }
+    leaders = {t: [r[-1] for r in parts] for t, parts in cluster.topics.items()}
+    rows = {}
+    for g in units.group_rows(snapshot_doc(instance, traffic, leaders)):
+        labels = ("rack-optimal", BYTES_OPTIMAL)
+        for u in units.unit_rows(g, parse_scenarios([]), consumer_assignors=labels):
+            rows[u["assignor"]] = units.evaluate(u, 0.02, keep_plans=True)
+    count, weighed = rows["rack-optimal"], rows[BYTES_OPTIMAL]
+    assert count["status"] == weighed["status"] == units.OK, (count["detail"], weighed["detail"])
+    unit_instance = json.loads(weighed["instance"])
+    assert unit_instance["consumer_group"]["objective"] == "bytes"
+    plan = assign_cli(unit_instance)
+    assert units.plan_digest(plan) == weighed["plan_sha256"]
+    for key, value in recount(unit_instance, plan, traffic, leaders).items():
+        assert weighed[key] == pytest.approx(value), key
+    if plan["stats"].get("optimal"):
+        assert weighed["cross_bytes_nearest"] <= count["cross_bytes_nearest"] * (1 + 1e-9) + 1e-6

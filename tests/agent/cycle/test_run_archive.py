@@ -91,3 +91,34 @@ def test_rackplan_snapshot_holds_them_too(cluster: Any) -> None:
     snap = capture(Settings.model_validate(settings_doc(cluster)))
     assert snap.cluster_id == kafka_cluster_id(cluster) and snap.cluster_name == "prod-eu"
     assert [g["group_id"] for g in snap.consumer_groups] == ["orders-app", "pay"]
+
+
+def test_the_first_window_of_measured_traffic_is_archived_for_the_fleet(cluster: Any, tmp_path: Path) -> None:
+    """The first snapshot has no traffic (nothing is measured yet); the cycle whose window first gives rates
+    archives one more line holding them, per partition, and later quiet cycles add none."""
+    from confluent_kafka import Producer
+
+    from rackplan.agent.runtime.loop import Agent
+    from rackplan.agent.settings.sections import Settings
+
+    traffic = {"window_s": 60, "min_samples": 2, "record_bytes": 100}
+    agent = Agent(Settings.model_validate(settings_doc(cluster, archive_dir=str(tmp_path), traffic=traffic)))
+    p = Producer({"bootstrap.servers": cluster.bootstrap_servers})
+    try:
+        agent._first_contact()
+        agent.start()
+        agent.run_once()
+        for i in range(30):
+            p.produce("orders", value=b"x", partition=i % 3)  # partitions 0-2 get 10 records, 3-5 none
+        assert p.flush(10) == 0
+        time.sleep(0.2)
+        for _ in range(3):
+            agent.run_once()
+    finally:
+        agent.close()
+    (path,) = tmp_path.iterdir()
+    first, second = (json.loads(line) for line in path.read_text().splitlines())
+    assert not first.get("traffic")
+    rates = second["traffic"]["orders"]
+    assert len(rates) == 6 and all(r > 0 for r in rates[:3]) and rates[3:] == [0.0, 0.0, 0.0]
+    assert second["topics"] == first["topics"]
