@@ -21,6 +21,7 @@ from rackplan.agent.cluster.archive import (
     write_snapshot,
 )
 from rackplan.fleet.synthetic import cluster_document
+from tests.embedded import embedded_cluster
 
 
 def doc(**over: Any) -> dict[str, Any]:
@@ -119,25 +120,16 @@ def test_synthetic_documents_are_valid_and_deterministic() -> None:
 
 def test_capture_from_an_embedded_cluster(tmp_path: Path) -> None:
     """``rackplan snapshot`` reads the cluster with the agent's metadata reader."""
-    embedded = pytest.importorskip(
-        "rackplan.agent.kafka.embedded", reason="the embedded cluster needs confluent-kafka"
-    )
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient
-
     from rackplan.agent.cluster.archive import end_offsets
     from rackplan.agent.settings.sections import Settings
     from rackplan.fleet.commands import capture
 
-    try:
-        cluster = embedded.EmbeddedCluster(brokers_per_rack=1, racks=3)
-    except embedded.EmbeddedClusterError as e:
-        pytest.skip(f"librdkafka mock cluster unavailable: {e}")
-    with cluster:
+    # The agent's own topics (every one, the HA lease included) are not part of a snapshot.
+    with embedded_cluster(agent_topics=True) as cluster:
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient
+
         cluster.create_topic("orders", 6, 2)
-        # The agent's own topics (every one, the HA lease included) are not part of a snapshot.
-        for own in ("_rackplan.plans", "_rackplan.alerts", "_rackplan.registrations", "_rackplan.lease"):
-            cluster.create_topic(own, 1, 1)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
         for i in range(12):
             producer.produce("orders", value=b"x" * 10, partition=i % 6)
@@ -166,20 +158,13 @@ def test_capture_from_an_embedded_cluster(tmp_path: Path) -> None:
 
 def test_capture_with_plans_owns_the_last_published_assignment() -> None:
     """``--with-plans``: members own what the agent's last plan on the plan topic gave them."""
-    embedded = pytest.importorskip(
-        "rackplan.agent.kafka.embedded", reason="the embedded cluster needs confluent-kafka"
-    )
-    from confluent_kafka import Producer
-
     from rackplan.agent.protocol.plans import Locality, PlanRecord, encode_value
     from rackplan.agent.settings.sections import Settings
     from rackplan.fleet.commands import capture
 
-    try:
-        cluster = embedded.EmbeddedCluster(brokers_per_rack=1, racks=2)
-    except embedded.EmbeddedClusterError as e:
-        pytest.skip(f"librdkafka mock cluster unavailable: {e}")
-    with cluster:
+    with embedded_cluster(racks=2) as cluster:
+        from confluent_kafka import Producer
+
         cluster.create_topic("orders", 4, 1)
         cluster.create_topic("_rackplan.plans", 1, 1)
         assignment = {"m-1": [["orders", 0], ["orders", 1]], "m-2": [["orders", 2], ["orders", 3]]}

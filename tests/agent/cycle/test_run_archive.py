@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 
-embedded = pytest.importorskip(
-    "rackplan.agent.kafka.embedded", reason="the embedded cluster needs confluent-kafka"
-)
+from tests.embedded import embedded_cluster
 
 
 @pytest.fixture
@@ -22,14 +20,8 @@ def cluster() -> Iterator[Any]:
 
     from rackplan.agent.protocol.registrations import consumer_registration
 
-    try:
-        c = embedded.EmbeddedCluster(brokers_per_rack=1, racks=3)
-    except embedded.EmbeddedClusterError as e:
-        pytest.skip(f"librdkafka mock cluster unavailable: {e}")
-    with c:
+    with embedded_cluster(agent_topics=True) as c:
         c.create_topic("orders", 6, 2)
-        for own in ("_rackplan.plans", "_rackplan.alerts", "_rackplan.registrations", "_rackplan.lease"):
-            c.create_topic(own, 1, 1)
         p = Producer({"bootstrap.servers": c.bootstrap_servers})
         key, value = consumer_registration(
             "orders-app", "o-1", rack="az-b", topics=["orders"], timestamp_ms=int(time.time() * 1000)

@@ -17,10 +17,7 @@ from rackplan.agent.groups.membership import RealGroup, RealMember
 from rackplan.agent.protocol.plans import PlanRecord
 from rackplan.agent.runtime.plans_cli import cmd_plans
 from rackplan.agent.runtime.plans_io import PlansProblem
-
-embedded = pytest.importorskip(
-    "rackplan.agent.kafka.embedded", reason="the embedded cluster needs confluent-kafka"
-)
+from tests.embedded import embedded_cluster
 
 SECRET = b"plans-secret"
 
@@ -34,11 +31,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     from rackplan.agent.settings.sections import Settings
 
     tmp = tmp_path_factory.mktemp("plans")
-    try:
-        cluster = embedded.EmbeddedCluster(brokers_per_rack=1, racks=3)
-    except embedded.EmbeddedClusterError as e:
-        pytest.skip(f"librdkafka mock cluster unavailable: {e}")
-    with cluster:
+    with embedded_cluster() as cluster:
         cluster.create_topic("orders", 6, 1)
         (tmp / "secret").write_bytes(SECRET)
         # no member in az-c: its partitions are read cross-rack whatever the plan; pay-d's rack has no broker
