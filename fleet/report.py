@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .assignment_help import FLOOR_COLUMNS, add_floor, floor_html, floor_totals
+from .report_html import _CSS, folded, money, table
 from .scenarios import BASELINE
 from .storage import filesystem, read_table, read_text
 from .units import NOT_APPLICABLE, OK
@@ -44,11 +46,11 @@ LOCALITY_COLUMNS = [
     "cost_leader_usd_month",
     "moved",
     "max_minus_min",
+    *FLOOR_COLUMNS,
 ]
 WORST_GROUPS = 25
 #: longest tick label on a plot; longer names are elided in the middle (the tables keep them whole)
 LABEL_CHARS = 36
-TABLE_ROWS = 50
 
 
 class ReportError(RuntimeError):
@@ -78,29 +80,13 @@ def load_locality(directory: str | Path) -> Any:
     loc["cross"] = loc["cross_leader"].where(leader, loc["cross_nearest"])
     loc["cost"] = loc["cost_leader_usd_month"].where(leader, loc["cost_nearest_usd_month"])
     loc["cross_fraction"] = (loc["cross"] / loc["pairs"].where(loc["pairs"] > 0)).fillna(0.0)
+    add_floor(loc)
     return loc
 
 
 def short(label: str, limit: int = LABEL_CHARS) -> str:
     """A label of at most ``limit`` characters (the middle elided), so plots keep their size."""
     return label if len(label) <= limit else label[: limit // 2 - 1] + "…" + label[-(limit - limit // 2) :]
-
-
-def money(v: float) -> str:
-    """USD as people write it: ``$1,234``, ``-$679`` (whole dollars; cents only under a dollar)."""
-    sign = "-" if v < 0 else ""
-    a = abs(float(v))
-    if a >= 1 or a == 0:
-        return f"{sign}${a:,.0f}"
-    return f"{sign}${a:.2f}"
-
-
-def number(v: float) -> str:
-    """A count as an integer (``12``, not ``12.00``); other figures with at most two decimals."""
-    f = float(v)
-    if f.is_integer():
-        return f"{int(f):,}"
-    return f"{f:,.2f}".rstrip("0").rstrip(".")
 
 
 def _money_axis(axis: Any) -> None:
@@ -422,58 +408,6 @@ def headline_html(head: Mapping[str, Any], assignors: Any) -> str:
     return "\n".join(lines)
 
 
-def folded(summary: str, body: str) -> str:
-    """Rows most readers skip (not applicable), one click away."""
-    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
-
-
-def _cell(v: Any, is_money: bool = False) -> str:
-    if v is None or (isinstance(v, float) and v != v):
-        return "\u2014"  # no figure: not applicable or unknown
-    if isinstance(v, bool):
-        return "yes" if v else ""
-    if is_money and isinstance(v, int | float):
-        return money(v)
-    if isinstance(v, int | float):
-        return number(v)
-    return html.escape(str(v))
-
-
-def table(frame: Any, columns: Sequence[str], limit: int = TABLE_ROWS, cls: str = "") -> str:
-    """An HTML table of the first ``limit`` rows (numbers right-aligned)."""
-    head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in columns)  # spaces: headers wrap
-    body = []
-    for rec in frame[list(columns)].head(limit).to_dict("records"):
-        cells = []
-        for c in columns:
-            v = rec[c]
-            v = v.item() if hasattr(v, "item") else v  # numpy scalars to Python
-            v = None if v is _pd().NA else v
-            num = isinstance(v, int | float) and not isinstance(v, bool)
-            if num:
-                cells.append(f'<td class="num">{_cell(v, "cost" in c or "saved" in c)}</td>')
-            else:  # names stay on one line; long texts (a reason) wrap
-                cells.append(
-                    f'<td class="wrap">{_cell(v)}</td>' if len(str(v)) > 40 else f"<td>{_cell(v)}</td>"
-                )
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    more = len(frame) - limit
-    note = f'<p class="note">{more:,} more rows in the Parquet table.</p>' if more > 0 else ""
-    table = f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-    return f'<div class="scroll">{table}</div>{note}'
-
-
-_CSS = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1150px;color:#222}
-h1{font-size:1.6em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;font-size:.85em;margin:.5em 0}th,td{padding:.2em .6em;border-bottom:1px solid #eee}
-th{text-align:left;background:#f4f4f4}td.num{text-align:right;font-variant-numeric:tabular-nums}
-img{max-width:100%;border:1px solid #eee}p.big{font-size:1.25em;line-height:1.5}
-details{margin:.5em 0}summary{cursor:pointer;color:#444}.note{color:#666;font-size:.85em}.scroll{overflow-x:auto}
-th{vertical-align:bottom;min-width:4em}td{white-space:nowrap}td.wrap{white-space:normal;min-width:20em;overflow-wrap:anywhere}
-"""
-
-
 def render(directory: str | Path, out: str | Path) -> Path:
     """Write ``index.html`` and its PNGs to ``out``; returns the page's path."""
     dst = Path(out)
@@ -510,7 +444,7 @@ def render(directory: str | Path, out: str | Path) -> Path:
         '<html lang="en"><head><meta charset="utf-8"><title>rackplan fleet report</title>',
         f"<style>{_CSS}</style></head><body>",
         "<h1>rackplan fleet report</h1>",
-        headline_html(headline(loc), assignors),
+        headline_html(headline(loc), assignors) + "\n" + floor_html(floor_totals(loc)),
         f'<p id="summary">{len(clusters):,} clusters, {groups:,} groups and apps, '
         f"{len(scenarios):,} scenarios; units {html.escape(statuses)}. Costs: {html.escape(price_note)}, "
         "730 hours a month, consumer reads only.</p>",
@@ -518,7 +452,7 @@ def render(directory: str | Path, out: str | Path) -> Path:
         f'<img src="{images["groups"]}" alt="monthly cross-zone cost of the most expensive groups">',
         table(
             worst,
-            ["cluster_id", "kind", "group", "assignor", "fetch_mode", "pairs", "cross", "cost", "cross_ref", "cost_ref", "saved", "moved_ref"],
+            ["cluster_id", "kind", "group", "assignor", "fetch_mode", "pairs", "cross", "cost", "assignment_can_help", "fixable_cost", "unfixable_cost", "cross_ref", "cost_ref", "saved", "moved_ref"],
             WORST_GROUPS,
             "worst",
         ),

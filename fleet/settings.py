@@ -19,8 +19,8 @@ from rackplan.agent.settings.environment import EnvFirstSettings
 from rackplan.agent.settings.yaml_file import read_yaml_mapping
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
+from .figures import DEFAULT_PRICE_PER_GB
 from .labels import CONSUMER_LABELS
-from .units import DEFAULT_PRICE_PER_GB
 
 
 class _Section(BaseModel):

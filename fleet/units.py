@@ -32,7 +32,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rackplan.agent.cluster.archive import ClusterState, SnapshotError, parse_snapshot
-from rackplan.agent.cluster.metadata import NO_LEADER
 from rackplan.agent.planning.traffic_input import wants_traffic
 from rackplan.assignor import (
     FOLLOW_UP_LIMIT,
@@ -42,8 +41,6 @@ from rackplan.assignor import (
     StreamsApp,
     app_topics,
     group_topics,
-    is_cross_rack,
-    leader_cross_rack,
     parse_instance,
     plan_model,
     settle_cooperative,
@@ -53,6 +50,7 @@ from rackplan.assignor import (
 from rackplan.assignor.cli import assign_document
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
+from .figures import DEFAULT_PRICE_PER_GB, Figures, Judge
 from .labels import (
     assignor_labels,
     reference_label,
@@ -61,10 +59,6 @@ from .labels import (
 )
 from .scenarios import BASELINE, CONSUMER, STREAMS, NotApplicable, Scenario, Unit, apply, offline_partitions
 
-#: 730 hours, the month cloud providers bill by
-SECONDS_PER_MONTH = 730 * 3600
-BYTES_PER_GB = 1_000_000_000
-DEFAULT_PRICE_PER_GB = 0.02
 #: rounds a cooperative plan may take (the first and its follow-ups); Kafka's settle in two, more is an error
 MAX_ROUNDS = 1 + FOLLOW_UP_LIMIT
 
@@ -124,6 +118,10 @@ RESULT_COLUMNS: tuple[tuple[str, str], ...] = (
     ("cross_bytes_leader", "double"),
     ("cost_nearest_usd_month", "double"),
     ("cost_leader_usd_month", "double"),
+    ("unfixable_bytes_nearest", "double"),
+    ("unfixable_bytes_leader", "double"),
+    ("unfixable_nearest_usd_month", "double"),
+    ("unfixable_leader_usd_month", "double"),
     ("moved", "long"),
     ("revoked", "long"),
     ("rounds", "long"),
@@ -428,69 +426,6 @@ def _without_elapsed(plan: Mapping[str, Any]) -> dict[str, Any]:
     return doc
 
 
-class Judge:
-    """Cross-rack tests of one (rack, partition) pair, in both fetch modes, and its traffic.
-
-    The judgements are the contract's (:mod:`rackplan.assignor.contract`), on
-    the model the unit's plan was computed from.
-    """
-
-    def __init__(self, state: ClusterState, cluster: Cluster) -> None:
-        self.rack_of = state.broker_racks()
-        self.state = state
-        self.cluster = cluster
-
-    def nearest(self, rack: str | None, t: str, p: int) -> bool:
-        """The contract: the member has a rack and no replica is in it (unknown racks: never)."""
-        return is_cross_rack(rack, self.cluster.member_bit(rack), self.cluster.masks[t][p])
-
-    def leader(self, rack: str | None, t: str, p: int) -> bool:
-        """Leader-only fetching: cross when the leader's (known) rack is another one."""
-        leader = self.state.leaders[t][p]
-        return leader_cross_rack(rack, None if leader == NO_LEADER else self.rack_of.get(leader))
-
-    def traffic(self, t: str, p: int) -> float | None:
-        rates = self.state.traffic.get(t)
-        return None if rates is None else rates[p]
-
-
-class Figures:
-    """Accumulates pairs (consumer, partition) into the unit's locality figures."""
-
-    def __init__(self, judge: Judge) -> None:
-        self.judge = judge
-        self.pairs = self.with_traffic = self.cross_nearest = self.cross_leader = 0
-        self.bytes = self.bytes_nearest = self.bytes_leader = 0.0
-
-    def add(self, rack: str | None, t: str, p: int) -> None:
-        near, lead = self.judge.nearest(rack, t, p), self.judge.leader(rack, t, p)
-        rate = self.judge.traffic(t, p)
-        self.pairs += 1
-        self.cross_nearest += near
-        self.cross_leader += lead
-        if rate is not None:
-            self.with_traffic += 1
-            self.bytes += rate
-            self.bytes_nearest += rate if near else 0.0
-            self.bytes_leader += rate if lead else 0.0
-
-    def columns(self, price_per_gb: float) -> dict[str, Any]:
-        def cost(bps: float) -> float:
-            return bps * SECONDS_PER_MONTH / BYTES_PER_GB * price_per_gb
-
-        return {
-            "pairs": self.pairs,
-            "pairs_with_traffic": self.with_traffic,
-            "bytes_per_s": self.bytes,
-            "cross_nearest": self.cross_nearest,
-            "cross_leader": self.cross_leader,
-            "cross_bytes_nearest": self.bytes_nearest,
-            "cross_bytes_leader": self.bytes_leader,
-            "cost_nearest_usd_month": cost(self.bytes_nearest),
-            "cost_leader_usd_month": cost(self.bytes_leader),
-        }
-
-
 def _parsed(instance: Mapping[str, Any], kind: type[ConsumerGroup] | type[StreamsApp]) -> tuple[Cluster, Any]:
     cluster, spec = parse_instance(instance)
     if not isinstance(spec, kind):
@@ -528,8 +463,8 @@ def _consumer(instance: dict[str, Any], state: ClusterState, keep: bool) -> tupl
     rounds = end.follow_ups + 1
     last = first if rounds == 1 else document(cluster, end.group, end.plan, end.elapsed_ms)
     elapsed = (time.perf_counter() - start) * 1000.0
-    figures = Figures(Judge(state, cluster))
     racks = {m.member_id: m.rack for m in group.members}
+    figures = Figures(Judge(state, cluster), racks.values())
     for mid, parts in last["consumer_group"]["assignment"].items():
         for t, p in parts:
             figures.add(racks[mid], t, p)
@@ -578,8 +513,8 @@ def _streams(instance: dict[str, Any], state: ClusterState, keep: bool) -> tuple
     subs = subtopologies_of(app)
     racks = {c.process_id: c.rack for c in app.clients}
     previous = {t: c.process_id for c in app.clients for t in c.previous_active}
-    figures = Figures(Judge(state, cluster))
-    standby = Figures(Judge(state, cluster))
+    figures = Figures(Judge(state, cluster), racks.values())
+    standby = Figures(Judge(state, cluster), racks.values())
     moved = 0
     for pid, a in plan["streams_app"]["assignment"].items():
         for task in a["active"]:

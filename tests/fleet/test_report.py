@@ -252,7 +252,8 @@ def test_scenarios_that_match_nothing_and_lost_partitions_are_said(report: tuple
 def test_headline_first_money_as_people_write_it_and_not_applicable_folded(report: tuple[Path, Any]) -> None:
     """The page opens with the fleet's cost now, under the reference and what that saves; money is
     ``-$679``, counts are integers; rows of what does not apply sit in a closed <details>."""
-    from rackplan.fleet.report import headline, load_locality, money, number
+    from rackplan.fleet.report import headline, load_locality
+    from rackplan.fleet.report_html import money, number
 
     assert (money(-679.03), money(1234.4), money(0.0), money(0.42)) == ("-$679", "$1,234", "$0", "$0.42")
     assert (number(12.0), number(1.5), number(3)) == ("12", "1.5", "3")
@@ -272,3 +273,55 @@ def test_headline_first_money_as_people_write_it_and_not_applicable_folded(repor
     opened, closed = body.split("<details>", 1)[0], body.split("<details>", 1)[1]
     assert "<td>not applicable</td>" not in opened  # every not-applicable row is folded away
     assert closed.count("<td>not applicable</td>") >= 1 and "open" not in body.split("<details", 1)[1][:1]
+
+
+def test_the_page_says_what_assignment_can_fix_and_what_it_cannot(report: tuple[Path, Any]) -> None:
+    """Issue 26 §5 in the report: of today's cost (registered assignors, baseline, own fetch mode), the part
+    above the floor (partitions cross-rack from every rack of their group) is fixable, the floor is not;
+    the paragraph's sums are the locality table's, and each worst group carries its verdict."""
+    from rackplan.fleet.assignment_help import FIXABLE, NONE, NOT_FIXABLE, UNKNOWN
+    from rackplan.fleet.report_html import money
+
+    base, frame = report
+    text = (base / "site" / "index.html").read_text(encoding="utf-8")
+    ok = frame[(frame["status"] == "ok") & (frame["scenario"] == "baseline") & frame["registered"]]
+    leader = ok["fetch_mode"] == "leader"
+    cost = ok["cost_leader_usd_month"].where(leader, ok["cost_nearest_usd_month"]).astype(float)
+    floor = ok["unfixable_leader_usd_month"].where(leader, ok["unfixable_nearest_usd_month"]).astype(float)
+    assert (floor <= cost + 1e-9).all() and floor.sum() > 0 and (cost - floor).sum() > 0
+    para = text[text.index('id="floor"') : text.index("</p>", text.index('id="floor"'))]
+    assert text.index('id="headline"') < text.index('id="floor"') < text.index('id="worst"')
+    assert f"<b>{money(float((cost - floor).clip(lower=0).sum()))}</b> can be removed" in para
+    assert f"<b>{money(float(floor.sum()))}</b> cannot" in para
+    page = Page()
+    page.feed(text)
+    worst = next(t for t in page.tables if t and "assignment can help" in t[0])
+    verdicts = {row[worst[0].index("assignment can help")] for row in worst[1:]}
+    assert verdicts <= {FIXABLE, NOT_FIXABLE, NONE, UNKNOWN} and FIXABLE in verdicts
+
+
+def test_verdicts_follow_the_floor() -> None:
+    from rackplan.fleet.assignment_help import FIXABLE, NONE, NOT_FIXABLE, UNKNOWN, add_floor
+
+    rows = [  # (cross bytes, floor bytes, pairs with traffic) in nearest-replica mode
+        (0.0, 0.0, 3, NONE),
+        (5.0, 2.0, 3, FIXABLE),
+        (2.0, 2.0, 3, NOT_FIXABLE),
+        (0.0, 0.0, 0, UNKNOWN),
+    ]
+    loc = pd.DataFrame(
+        {
+            "fetch_mode": ["nearest-replica"] * 4,
+            "cost": [c * 2.0 for c, _, _, _ in rows],
+            "pairs_with_traffic": [n for _, _, n, _ in rows],
+            "cross_bytes_nearest": [c for c, _, _, _ in rows],
+            "cross_bytes_leader": [99.0] * 4,
+            "unfixable_bytes_nearest": [f for _, f, _, _ in rows],
+            "unfixable_bytes_leader": [0.0] * 4,
+            "unfixable_nearest_usd_month": [f * 2.0 for _, f, _, _ in rows],
+            "unfixable_leader_usd_month": [0.0] * 4,
+        }
+    )
+    add_floor(loc)
+    assert list(loc["assignment_can_help"]) == [v for *_, v in rows]
+    assert list(loc["fixable_cost"]) == [0.0, 6.0, 0.0, 0.0]

@@ -71,17 +71,28 @@ def recount(
     rack = {b["id"]: b["rack"] for b in instance["cluster"]["brokers"]}
     members = {m["member_id"]: m.get("rack") for m in instance["consumer_group"]["members"]}
     out = {"cross_nearest": 0, "cross_leader": 0, "cross_bytes_nearest": 0.0, "cross_bytes_leader": 0.0}
+    out |= {"unfixable_bytes_nearest": 0.0, "unfixable_bytes_leader": 0.0}
+
+    def near(r: str | None, t: str, p: int) -> bool:
+        racks = {rack[b] for b in instance["cluster"]["topics"][t][p]} - {None}
+        return r is not None and bool(racks) and r not in racks
+
+    def far(r: str | None, t: str, p: int) -> bool:
+        lead = leaders[t][p]
+        return r is not None and lead != -1 and rack[lead] is not None and rack[lead] != r
+
     for mid, parts in plan["consumer_group"]["assignment"].items():
         r = members[mid]
         for t, p in parts:
-            racks = {rack[b] for b in instance["cluster"]["topics"][t][p]} - {None}
-            lead = leaders[t][p]
-            near = r is not None and bool(racks) and r not in racks
-            far = r is not None and lead != -1 and rack[lead] is not None and rack[lead] != r
-            out["cross_nearest"] += near
-            out["cross_leader"] += far
-            out["cross_bytes_nearest"] += traffic[t][p] if near else 0.0
-            out["cross_bytes_leader"] += traffic[t][p] if far else 0.0
+            out["cross_nearest"] += near(r, t, p)
+            out["cross_leader"] += far(r, t, p)
+            out["cross_bytes_nearest"] += traffic[t][p] if near(r, t, p) else 0.0
+            out["cross_bytes_leader"] += traffic[t][p] if far(r, t, p) else 0.0
+            # the floor: cross-rack from every member's rack, whoever reads it
+            if all(near(m, t, p) for m in members.values()):
+                out["unfixable_bytes_nearest"] += traffic[t][p]
+            if all(far(m, t, p) for m in members.values()):
+                out["unfixable_bytes_leader"] += traffic[t][p]
     return out
 
 
