@@ -11,11 +11,9 @@ from typing import Any
 
 from rackplan.agent.cluster.archive import ClusterState
 from rackplan.agent.cluster.metadata import NO_LEADER
+from rackplan.agent.traffic.pricing import BYTES_PER_GB, SECONDS_PER_MONTH
 from rackplan.assignor import Cluster, is_cross_rack, leader_cross_rack
 
-#: 730 hours, the month cloud providers bill by
-SECONDS_PER_MONTH = 730 * 3600
-BYTES_PER_GB = 1_000_000_000
 DEFAULT_PRICE_PER_GB = 0.02
 
 

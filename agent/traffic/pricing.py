@@ -3,15 +3,16 @@
 A byte that crosses racks leaves one zone and enters another; clouds charge
 both sides (AWS: $0.01/GB out of the producer-side zone and $0.01/GB into the
 consumer's), so a crossing byte costs ``2 x prices.cross_az_per_gb`` per GB.
-A month is 30.44 days (365.25 / 12); a GB is 10^9 bytes.
+A month is 730 hours, the month cloud price lists bill by (AWS, GCP, Azure; the
+fleet report uses the same constant); a GB is 10^9 bytes.
 """
 
 from __future__ import annotations
 
-#: seconds in the average month (365.25 days / 12)
-SECONDS_PER_MONTH = 365.25 * 24 * 3600 / 12
+#: seconds in the billing month: 730 hours
+SECONDS_PER_MONTH = 730 * 3600
 #: a GB as clouds bill it
-BYTES_PER_GB = 1e9
+BYTES_PER_GB = 1_000_000_000
 #: sides a crossing byte is charged on (out of one zone, into the other)
 SIDES_CHARGED = 2
 

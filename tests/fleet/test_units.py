@@ -387,3 +387,13 @@ def test_the_bytes_label_never_reads_more_cross_rack_bytes_than_rack_optimal(dat
         assert weighed[key] == pytest.approx(value), key
     if plan["stats"].get("optimal"):
         assert weighed["cross_bytes_nearest"] <= count["cross_bytes_nearest"] * (1 + 1e-9) + 1e-6
+
+
+def test_the_fleets_dollars_are_the_agents() -> None:
+    """The fleet's ``price_per_gb`` (0.02: both sides) and the agent's ``prices.cross_az_per_gb`` (0.01, charged
+    each way) price the same cross-rack bytes alike: one month (730 h) and one GB for both."""
+    from rackplan.agent.traffic.pricing import dollars_per_month
+
+    (row,) = [r for r in all_units(snapshot_doc(INSTANCE, TRAFFIC)) if r["assignor"] == "range"]
+    assert row["cross_bytes_nearest"] > 0
+    assert row["cost_nearest_usd_month"] == pytest.approx(dollars_per_month(row["cross_bytes_nearest"], 0.01))

@@ -131,10 +131,10 @@ def test_cluster_name_becomes_the_cluster_label_unless_set() -> None:
 
 def test_an_alert_with_measured_traffic_says_what_it_costs() -> None:
     s = WebhookSettings(url="http://am:9093/api/v2/alerts")
-    priced = dataclasses.replace(event(), cross_rack_bytes_per_s=1e6, cross_rack_dollars_per_month=52.596)
+    priced = dataclasses.replace(event(), cross_rack_bytes_per_s=1e6, cross_rack_dollars_per_month=52.56)
     annotations = alertmanager_alert(priced, s, now=2000.0, firing_ttl_s=240)["annotations"]
-    assert annotations["summary"].endswith("; cross-rack reads cost $52.60 a month")
-    assert annotations["cross_rack_dollars_per_month"] == "52.60"
+    assert annotations["summary"].endswith("; cross-rack reads cost $52.56 a month")
+    assert annotations["cross_rack_dollars_per_month"] == "52.56"
     assert (
         "cross_rack_dollars_per_month"
         not in alertmanager_alert(event(), s, now=0, firing_ttl_s=1)["annotations"]
