@@ -11,6 +11,10 @@
   reason starts ``traffic shifted:``.
 - :func:`traffic_metrics`: per group, cross-rack bytes/s and dollars a month
   now and under the plan of record (metrics and /v1/plans).
+- :func:`check_selector`: the brokers' ``replica.selector.class``; while some
+  broker lacks the rack-aware selector, every bytes figure of a
+  ``nearest-replica`` group is judged in leader mode (:func:`judged`), since
+  its reads really go to the leader.  Its plans are not: see docs/agent.md.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ..protocol.plans import CONSUMER, PlanRecord
 from ..state.term import Racks, Term, Wiring, labels
 from ..traffic.pricing import dollars_per_month
 from ..traffic.sampler import TrafficMeter
+from ..traffic.selector import STATES, SelectorCheck, judged_mode
 
 
 def traffic_meter(w: Wiring, admin: AdminPort) -> TrafficMeter | None:
@@ -42,6 +47,37 @@ def traffic_meter(w: Wiring, admin: AdminPort) -> TrafficMeter | None:
         w.stop.wait(seconds)
 
     return TrafficMeter(admin, w.settings.traffic, w.log, sleep=sleep) if w.settings.traffic.enabled else None
+
+
+def traffic_checks(w: Wiring, admin: AdminPort) -> tuple[TrafficMeter | None, SelectorCheck | None]:
+    """The agent's traffic meter and its check of the brokers' replica selector (each None when off)."""
+    return traffic_meter(w, admin), selector_check(w, admin)
+
+
+def selector_check(w: Wiring, admin: AdminPort) -> SelectorCheck | None:
+    """The check of the brokers' replica selector (None when ``traffic.replica_selector_check_s`` is 0)."""
+
+    def sleep(seconds: float) -> None:
+        w.stop.wait(seconds)
+
+    on = w.settings.traffic.replica_selector_check_s > 0
+    return SelectorCheck(admin, w.settings.traffic, w.log, sleep=sleep) if on else None
+
+
+def check_selector(w: Wiring, term: Term, check: SelectorCheck | None, snap: Snapshot) -> None:
+    """``term.selector``: the live brokers' replica selector, asked when due; its state as a metric."""
+    if check is None:
+        return
+    term.selector = check.check(list(snap.brokers))
+    if term.selector is not None:
+        for state in STATES:
+            w.metrics.set(metric.REPLICA_SELECTOR, float(state == term.selector.state), {"state": state})
+
+
+def judged(term: Term, reg: Registration) -> Registration:
+    """``reg`` in the fetch mode its reads follow: ``leader`` when some broker lacks the rack-aware selector."""
+    mode = judged_mode(reg.fetch_mode, None if term.selector is None else term.selector.state)
+    return reg if mode == reg.fetch_mode else dataclasses.replace(reg, fetch_mode=mode)
 
 
 def measure(term: Term, meter: TrafficMeter | None, snap: Snapshot) -> None:
@@ -92,6 +128,7 @@ def traffic_shift(
     """The reason of a plan made for traffic alone, or None when it saves too little to publish."""
     if last is None:
         return None
+    reg = judged(term, reg)
     old = record_bytes(snap, racks, reg, last, term.traffic)
     new = plan_bytes(snap, racks, reg, _assignment(result.document), term.traffic)
     saved, s = old.saved_by(new), w.settings.traffic
@@ -121,7 +158,7 @@ def traffic_metrics(w: Wiring, term: Term, snap: Snapshot, racks: Racks) -> None
     """Cross-rack bytes/s and dollars per month of each group, now and under its plan of record."""
     w.metrics.set(metric.TRAFFIC_PARTITIONS_MEASURED, sum(len(row) for row in term.traffic.values()))
     price = w.settings.prices.cross_az_per_gb
-    for reg in term.regs:
+    for reg in map(lambda r: judged(term, r), term.regs):
         g, rec = term.group(reg.key), term.book.latest(reg.key)
         if rec is None or not any(t in term.traffic for t in reg.topics):
             if g.traffic is not None:
@@ -147,6 +184,8 @@ def traffic_metrics(w: Wiring, term: Term, snap: Snapshot, racks: Racks) -> None
         floor = floor_bytes(snap, racks, reg, rec, term.traffic)
         g.traffic = {**figures, **verdict(current.cross_rack_bytes_per_s, floor, price)}
         g.traffic["price_per_gb_each_way"] = price
+        g.traffic["judged_fetch_mode"] = reg.fetch_mode
+        g.traffic["replica_selector"] = None if term.selector is None else term.selector.state
         lab = {**labels(reg.key), "assignment": "floor"}
         w.metrics.set(metric.CROSS_RACK_BYTES_PER_SECOND, floor, lab)
         w.metrics.set(metric.CROSS_RACK_DOLLARS_PER_MONTH, dollars_per_month(floor, price), lab)
@@ -194,7 +233,7 @@ def priced(
         if ev.status == UNFIXABLE:  # what stays whatever the assignment
             cross = g.traffic["unfixable_cross_rack_bytes_per_s"]
         elif g.traffic["current_source"] == "plan" and old is not None:
-            cross = record_bytes(snap, racks, reg, old, term.traffic).cross_rack_bytes_per_s
+            cross = record_bytes(snap, racks, judged(term, reg), old, term.traffic).cross_rack_bytes_per_s
         price = w.settings.prices.cross_az_per_gb
         out.append(
             dataclasses.replace(

@@ -6,6 +6,7 @@ cluster (tests, the demo); :mod:`.isolated_admin` runs admin requests in a child
 """
 
 __all__ = [
+    "broker_configs",
     "embedded",
     "errors",
     "exceptions",

@@ -34,6 +34,7 @@ from ..planning.subscriptions import MissingTopic
 from ..protocol.alerts import AlertEvent
 from ..protocol.plans import Locality, PlanKey, PlanRecord
 from ..settings.sections import Settings
+from ..traffic.selector import SelectorReport
 from .plan_book import PlanBook
 
 Racks = dict[int, str | None]
@@ -200,6 +201,8 @@ class Term:
         self.ready = False
         #: bytes/s per partition measured this cycle (rackplan.agent.traffic): empty when none is
         self.traffic: Mapping[str, tuple[float, ...]] = {}
+        #: the brokers' replica.selector.class as last checked (rackplan.agent.traffic.selector; None: not yet)
+        self.selector: SelectorReport | None = None
 
     def group(self, key: str) -> GroupRecord:
         """The record of ``key``, made on first use."""
