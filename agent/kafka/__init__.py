@@ -10,6 +10,7 @@ __all__ = [
     "embedded",
     "errors",
     "exceptions",
+    "group_offsets",
     "isolated_admin",
     "metadata_refresh",
     "offsets",

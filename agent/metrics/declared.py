@@ -282,7 +282,7 @@ TRAFFIC_PARTITIONS_MEASURED = Metric(
 CROSS_RACK_BYTES_PER_SECOND = Metric(
     "rackplan_cross_rack_bytes_per_second",
     GAUGE,
-    "Measured bytes/s the group reads across racks, by assignment (current: the live assignment when described, else the plan of record; planned: the plan of record; floor: what no assignment avoids).",
+    "Measured bytes/s the group reads across racks, by assignment (current: the live assignment when described, else the plan of record; planned: the plan of record; floor: what no assignment avoids; read: the current assignment at the rate the group commits offsets).",
     ("kind", "group", "assignment"),
 )
 CROSS_RACK_DOLLARS_PER_MONTH = Metric(

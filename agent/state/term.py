@@ -201,6 +201,8 @@ class Term:
         self.ready = False
         #: bytes/s per partition measured this cycle (rackplan.agent.traffic): empty when none is
         self.traffic: Mapping[str, tuple[float, ...]] = {}
+        #: bytes/s each consumer group reads (committed offsets), by group id: only groups that commit
+        self.reads: Mapping[str, Mapping[str, tuple[float, ...]]] = {}
         #: the brokers' replica.selector.class as last checked (rackplan.agent.traffic.selector; None: not yet)
         self.selector: SelectorReport | None = None
 

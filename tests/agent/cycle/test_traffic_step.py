@@ -4,6 +4,7 @@ measured traffic, plans byte for byte as with traffic off."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from rackplan.agent.testing import FakeAdmin, FakePublisher
 from rackplan.agent.traffic.pricing import dollars_per_month
 from rackplan.agent.traffic.selector import RACK_AWARE
 
+from ..traffic.test_reads import OffsetsAdmin
 from ..traffic.test_selector import SelectorAdmin
 from .test_run import cycle, group, make_agent
 
@@ -244,3 +246,47 @@ def test_without_the_rack_aware_selector_a_nearest_replica_group_is_judged_by_it
             "from partition leaders (their bytes figures are judged in leader mode)"
         ]
     )
+
+
+@dataclass
+class CommittingAdmin(FakeAdmin):
+    """A FakeAdmin whose groups commit offsets: group id -> (topic, partition) -> offset."""
+
+    committed: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+
+    def list_consumer_group_offsets(self, requests: list[Any], **_kw: Any) -> dict[str, Any]:
+        return {
+            r.group_id: OffsetsAdmin(dict(self.committed)).list_consumer_group_offsets([r])[r.group_id]
+            for r in requests
+        }
+
+
+def test_a_group_behind_is_reported_at_what_it_reads_and_planned_at_what_is_produced() -> None:
+    """Every partition of t gets 100 records/s; group g commits 10/s on each (it is behind). Its "read"
+    figures are a tenth of "current"; its plans are the same, record for record, as when it commits
+    nothing (the plan's objective stays the produce rate)."""
+    runs = []
+    for commits in (True, False):
+        admin = CommittingAdmin(TOPICS)
+        agent, pub = traffic_agent(admin, bytes_group(objective="bytes"))
+        for step in range(3):
+            admin.ends = {("t", p): step * 30 * 100 for p in range(4)}
+            admin.committed = {"g": {("t", p): step * 30 * 10 for p in range(4)}} if commits else {}
+            cycle(agent)
+        shown = agent.status().plans_json()["consumer/g"]["traffic"]
+        records = [(k, {**v, "stats": {**v["stats"], "elapsed_ms": 0}}) for k, v in pub.on("_rackplan.plans")]
+        runs.append(records)
+        one = {"kind": "consumer", "group": "g", "assignment": "read"}
+        if commits:
+            current, read = shown["current"], shown["read"]
+            assert (
+                current["bytes_per_s"] == 4 * 100 * RECORD_BYTES
+                and read["bytes_per_s"] == 4 * 10 * RECORD_BYTES
+            )
+            assert current["cross_rack_bytes_per_s"] == 100 * RECORD_BYTES  # m-b reads one az-a partition
+            assert read["cross_rack_bytes_per_s"] == 10 * RECORD_BYTES
+            assert agent.metrics.get("rackplan_cross_rack_bytes_per_second", one) == 10 * RECORD_BYTES
+        else:
+            assert shown["read"] is None
+            assert 'assignment="read"' not in agent.metrics.render()
+    assert runs[0] == runs[1] and len(runs[0]) == 1
