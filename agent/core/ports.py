@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 #: seconds since the epoch (``time.time``): a test passes a hand-wound one
 Clock = Callable[[], float]
@@ -40,6 +40,16 @@ class AdminPort(Protocol):
 
     def list_offsets(self, topic_partition_offsets: dict[Any, Any], **kwargs: Any) -> dict[Any, Future[Any]]:
         """ListOffsets: one future per ``TopicPartition``, resolving to a result with an ``offset``."""
+        ...
+
+
+@runtime_checkable
+class GroupOffsetsPort(Protocol):
+    """An admin client that can also list a group's committed offsets (the real one does; most fakes do
+    not, and the figure that needs it is then not measured)."""
+
+    def list_consumer_group_offsets(self, requests: list[Any], **kwargs: Any) -> dict[str, Future[Any]]:
+        """ListConsumerGroupOffsets: one future per group id, resolving to its ``topic_partitions``."""
         ...
 
 

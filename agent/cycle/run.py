@@ -22,6 +22,7 @@ from ..planning.planner import Registration
 from ..protocol.plans import CONSUMER, PlanKey, PlanRecord
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
 from ..traffic.sampler import TrafficMeter
+from ..traffic.selector import SelectorCheck
 from .alerting import emit_alerts, evaluate_alerts
 from .broker_groups import achievable, classify_groups, judge
 from .checks import check_registrations
@@ -29,7 +30,7 @@ from .cycle_metrics import change_metrics, group_metrics, snapshot_metrics
 from .intake import Intake
 from .plan_step import candidates, plan_group, rejoin_wanted
 from .publishing import advance_handovers, publish_plans, publish_tombstones
-from .traffic_step import measure, priced, traffic_due, traffic_metrics
+from .traffic_step import check_selector, measure, priced, traffic_due, traffic_metrics
 
 
 class SnapshotSource:
@@ -82,6 +83,8 @@ class CycleIO:
     intake: Intake
     #: end offsets sampled each cycle for traffic (None: ``traffic.enabled`` is off)
     traffic: TrafficMeter | None = None
+    #: the brokers' replica.selector.class, asked when due (None: traffic.replica_selector_check_s is 0)
+    selector: SelectorCheck | None = None
     webhook: WebhookNotifier | None = None
     alerts_topic_ok: bool = True
     #: the plan topic is read back each cycle (a confirmed value is kept to recognise it)
@@ -115,6 +118,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
         return CycleReport(ok=False, error=str(e))
     seen = observe(w, term, snap)
     measure(term, io.traffic, seen.snap)
+    check_selector(w, term, io.selector, seen.snap)
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
     io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery))

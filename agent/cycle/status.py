@@ -27,6 +27,7 @@ from ..protocol.alerts import AlertEvent
 from ..protocol.plans import Locality, PlanKey, PlanRecord
 from ..protocol.registrations import FollowerStatus
 from ..state.term import Term, Wiring
+from ..traffic.selector import SelectorReport
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
@@ -113,6 +114,8 @@ class StatusView:
     standby: Standby | None = None
     #: key -> the group's bytes figures under measured traffic (rackplan.agent.cycle.traffic_step)
     traffic: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: _EMPTY)
+    #: the brokers' replica.selector.class as last checked (None: not checked)
+    selector: SelectorReport | None = None
 
     def plans_json(self) -> dict[str, Any]:
         """/v1/plans: plans of record; a key whose newest record someone else wrote (what followers read then)
@@ -142,6 +145,7 @@ class StatusView:
             "ready": self.ready,
             "plans": len(self.plans),
             "groups": {g.reg.key: g.route_json() for g in self.groups},
+            "replica_selector": None if self.selector is None else self.selector.as_json(),
         }
 
     def groups_json(self) -> list[dict[str, Any]]:
@@ -196,6 +200,7 @@ def build_status(term: Term) -> StatusView:
         traffic=MappingProxyType(
             {k: g.traffic for k, g in sorted(term.groups.items()) if g.traffic is not None}
         ),
+        selector=term.selector,
     )
 
 

@@ -11,6 +11,10 @@
   reason starts ``traffic shifted:``.
 - :func:`traffic_metrics`: per group, cross-rack bytes/s and dollars a month
   now and under the plan of record (metrics and /v1/plans).
+- :func:`check_selector`: the brokers' ``replica.selector.class``; while some
+  broker lacks the rack-aware selector, every bytes figure of a
+  ``nearest-replica`` group is judged in leader mode (:func:`judged`), since
+  its reads really go to the leader.  Its plans are not: see docs/agent.md.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cluster.metadata import Snapshot
-from ..core.ports import AdminPort
+from ..core.ports import AdminPort, GroupOffsetsPort
 from ..groups.live import registered_members
 from ..groups.membership import member_racks
 from ..metrics import declared as metric
@@ -32,7 +36,9 @@ from ..protocol.alerts import UNFIXABLE, AlertEvent
 from ..protocol.plans import CONSUMER, PlanRecord
 from ..state.term import Racks, Term, Wiring, labels
 from ..traffic.pricing import dollars_per_month
-from ..traffic.sampler import TrafficMeter
+from ..traffic.reads import GroupReads
+from ..traffic.sampler import Traffic, TrafficMeter
+from ..traffic.selector import STATES, SelectorCheck, judged_mode
 
 
 def traffic_meter(w: Wiring, admin: AdminPort) -> TrafficMeter | None:
@@ -41,7 +47,42 @@ def traffic_meter(w: Wiring, admin: AdminPort) -> TrafficMeter | None:
     def sleep(seconds: float) -> None:
         w.stop.wait(seconds)
 
-    return TrafficMeter(admin, w.settings.traffic, w.log, sleep=sleep) if w.settings.traffic.enabled else None
+    s = w.settings.traffic
+    if not s.enabled:
+        return None
+    reads = GroupReads(admin, s, w.log) if s.group_reads and isinstance(admin, GroupOffsetsPort) else None
+    return TrafficMeter(admin, s, w.log, sleep=sleep, reads=reads)
+
+
+def traffic_checks(w: Wiring, admin: AdminPort) -> tuple[TrafficMeter | None, SelectorCheck | None]:
+    """The agent's traffic meter and its check of the brokers' replica selector (each None when off)."""
+    return traffic_meter(w, admin), selector_check(w, admin)
+
+
+def selector_check(w: Wiring, admin: AdminPort) -> SelectorCheck | None:
+    """The check of the brokers' replica selector (None when ``traffic.replica_selector_check_s`` is 0)."""
+
+    def sleep(seconds: float) -> None:
+        w.stop.wait(seconds)
+
+    on = w.settings.traffic.replica_selector_check_s > 0
+    return SelectorCheck(admin, w.settings.traffic, w.log, sleep=sleep) if on else None
+
+
+def check_selector(w: Wiring, term: Term, check: SelectorCheck | None, snap: Snapshot) -> None:
+    """``term.selector``: the live brokers' replica selector, asked when due; its state as a metric."""
+    if check is None:
+        return
+    term.selector = check.check(list(snap.brokers))
+    if term.selector is not None:
+        for state in STATES:
+            w.metrics.set(metric.REPLICA_SELECTOR, float(state == term.selector.state), {"state": state})
+
+
+def judged(term: Term, reg: Registration) -> Registration:
+    """``reg`` in the fetch mode its reads follow: ``leader`` when some broker lacks the rack-aware selector."""
+    mode = judged_mode(reg.fetch_mode, None if term.selector is None else term.selector.state)
+    return reg if mode == reg.fetch_mode else dataclasses.replace(reg, fetch_mode=mode)
 
 
 def measure(term: Term, meter: TrafficMeter | None, snap: Snapshot) -> None:
@@ -53,6 +94,13 @@ def measure(term: Term, meter: TrafficMeter | None, snap: Snapshot) -> None:
     leaderless = [(t, p) for t in parts for p, b in enumerate(snap.topics[t].leaders) if b not in live]
     meter.sample(parts, leaderless)
     term.traffic = meter.traffic(parts)
+    if meter.reads is not None:  # what each consumer group reads: its committed offsets, same window
+        groups = {r.name: r.topics for r in term.regs if r.kind == CONSUMER}
+        meter.reads.sample(groups, meter.clock())
+        read = {
+            g: meter.reads.traffic(g, {t: parts[t] for t in ts if t in parts}) for g, ts in groups.items()
+        }
+        term.reads = {g: t for g, t in read.items() if t}
 
 
 def traffic_due(w: Wiring, term: Term) -> set[str]:
@@ -92,6 +140,7 @@ def traffic_shift(
     """The reason of a plan made for traffic alone, or None when it saves too little to publish."""
     if last is None:
         return None
+    reg = judged(term, reg)
     old = record_bytes(snap, racks, reg, last, term.traffic)
     new = plan_bytes(snap, racks, reg, _assignment(result.document), term.traffic)
     saved, s = old.saved_by(new), w.settings.traffic
@@ -106,7 +155,7 @@ def traffic_shift(
 
 
 def current_bytes(
-    w: Wiring, term: Term, reg: Registration, snap: Snapshot, racks: Racks
+    w: Wiring, term: Term, reg: Registration, snap: Snapshot, racks: Racks, traffic: Traffic
 ) -> ByteLocality | None:
     """Bytes/s of the group's live assignment (members of known rack) when it was described, else None."""
     real = term.real_groups.get(reg.name) if reg.kind == CONSUMER else None
@@ -114,14 +163,14 @@ def current_bytes(
         return None
     mr = member_racks(real, registered_members(reg), w.settings.rack_mapping)
     known = {m: parts for m, parts in real.assignment().items() if m not in set(mr.unknown)}
-    return live_bytes(snap, racks, reg, known, mr.racks, term.traffic)
+    return live_bytes(snap, racks, reg, known, mr.racks, traffic)
 
 
 def traffic_metrics(w: Wiring, term: Term, snap: Snapshot, racks: Racks) -> None:
     """Cross-rack bytes/s and dollars per month of each group, now and under its plan of record."""
     w.metrics.set(metric.TRAFFIC_PARTITIONS_MEASURED, sum(len(row) for row in term.traffic.values()))
     price = w.settings.prices.cross_az_per_gb
-    for reg in term.regs:
+    for reg in map(lambda r: judged(term, r), term.regs):
         g, rec = term.group(reg.key), term.book.latest(reg.key)
         if rec is None or not any(t in term.traffic for t in reg.topics):
             if g.traffic is not None:
@@ -130,26 +179,49 @@ def traffic_metrics(w: Wiring, term: Term, snap: Snapshot, racks: Racks) -> None
             g.traffic = None
             continue
         planned = record_bytes(snap, racks, reg, rec, term.traffic)
-        live = current_bytes(w, term, reg, snap, racks)
+        live = current_bytes(w, term, reg, snap, racks, term.traffic)
         current = planned if live is None else live
         figures: dict[str, Any] = {"current_source": "plan" if live is None else "live"}
-        for name, b in (("current", current), ("planned", planned)):
-            dollars = dollars_per_month(b.cross_rack_bytes_per_s, price)
-            lab = {**labels(reg.key), "assignment": name}
-            w.metrics.set(metric.CROSS_RACK_BYTES_PER_SECOND, b.cross_rack_bytes_per_s, lab)
-            w.metrics.set(metric.CROSS_RACK_DOLLARS_PER_MONTH, dollars, lab)
-            figures[name] = {
-                "bytes_per_s": round(b.bytes_per_s, 3),
-                "cross_rack_bytes_per_s": round(b.cross_rack_bytes_per_s, 3),
-                "cross_rack_dollars_per_month": round(dollars, 2),
-                "partitions_without_traffic": b.unknown,
-            }
+        figures["current"] = figure(w, reg.key, "current", current, price)
+        figures["planned"] = figure(w, reg.key, "planned", planned, price)
+        figures["read"] = read_figure(w, term, reg, rec, snap, racks)
         floor = floor_bytes(snap, racks, reg, rec, term.traffic)
         g.traffic = {**figures, **verdict(current.cross_rack_bytes_per_s, floor, price)}
         g.traffic["price_per_gb_each_way"] = price
+        g.traffic["judged_fetch_mode"] = reg.fetch_mode
+        g.traffic["replica_selector"] = None if term.selector is None else term.selector.state
         lab = {**labels(reg.key), "assignment": "floor"}
         w.metrics.set(metric.CROSS_RACK_BYTES_PER_SECOND, floor, lab)
         w.metrics.set(metric.CROSS_RACK_DOLLARS_PER_MONTH, dollars_per_month(floor, price), lab)
+
+
+def figure(w: Wiring, key: str, name: str, b: ByteLocality, price: float) -> dict[str, Any]:
+    """One assignment's bytes figures for /v1/plans, its cross-rack bytes/s and dollars set as metrics."""
+    dollars = dollars_per_month(b.cross_rack_bytes_per_s, price)
+    lab = {**labels(key), "assignment": name}
+    w.metrics.set(metric.CROSS_RACK_BYTES_PER_SECOND, b.cross_rack_bytes_per_s, lab)
+    w.metrics.set(metric.CROSS_RACK_DOLLARS_PER_MONTH, dollars, lab)
+    return {
+        "bytes_per_s": round(b.bytes_per_s, 3),
+        "cross_rack_bytes_per_s": round(b.cross_rack_bytes_per_s, 3),
+        "cross_rack_dollars_per_month": round(dollars, 2),
+        "partitions_without_traffic": b.unknown,
+    }
+
+
+def read_figure(
+    w: Wiring, term: Term, reg: Registration, rec: PlanRecord, snap: Snapshot, racks: Racks
+) -> dict[str, Any] | None:
+    """The current assignment at the rate the consumer group commits offsets (what it really reads), or
+    None (its series removed) when it commits none for its topics: a report, never a plan's input."""
+    reads = term.reads.get(reg.name) if reg.kind == CONSUMER else None
+    if not reads:
+        for m in (metric.CROSS_RACK_BYTES_PER_SECOND, metric.CROSS_RACK_DOLLARS_PER_MONTH):
+            w.metrics.remove(m, {**labels(reg.key), "assignment": "read"})
+        return None
+    live = current_bytes(w, term, reg, snap, racks, reads)
+    b = record_bytes(snap, racks, reg, rec, reads) if live is None else live
+    return figure(w, reg.key, "read", b, w.settings.prices.cross_az_per_gb)
 
 
 def verdict(current: float, floor: float, price: float) -> dict[str, Any]:
@@ -194,7 +266,7 @@ def priced(
         if ev.status == UNFIXABLE:  # what stays whatever the assignment
             cross = g.traffic["unfixable_cross_rack_bytes_per_s"]
         elif g.traffic["current_source"] == "plan" and old is not None:
-            cross = record_bytes(snap, racks, reg, old, term.traffic).cross_rack_bytes_per_s
+            cross = record_bytes(snap, racks, judged(term, reg), old, term.traffic).cross_rack_bytes_per_s
         price = w.settings.prices.cross_az_per_gb
         out.append(
             dataclasses.replace(

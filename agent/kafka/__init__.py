@@ -6,9 +6,11 @@ cluster (tests, the demo); :mod:`.isolated_admin` runs admin requests in a child
 """
 
 __all__ = [
+    "broker_configs",
     "embedded",
     "errors",
     "exceptions",
+    "group_offsets",
     "isolated_admin",
     "metadata_refresh",
     "offsets",

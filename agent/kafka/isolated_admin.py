@@ -240,6 +240,13 @@ class IsolatedGroupsAdmin:
     def list_offsets(self, topic_partition_offsets: dict[Any, Any], **kwargs: Any) -> dict[Any, Future[Any]]:
         return self.admin.list_offsets(topic_partition_offsets, **kwargs)
 
+    def list_consumer_group_offsets(self, requests: list[Any], **kwargs: Any) -> dict[str, Future[Any]]:
+        call: Any = (
+            self.admin
+        )  # the real AdminClient has it; AdminPort does not promise it (GroupOffsetsPort)
+        result: dict[str, Future[Any]] = call.list_consumer_group_offsets(requests, **kwargs)
+        return result
+
     def describe_consumer_groups(self, group_ids: list[str], **kwargs: Any) -> dict[str, Future[Any]]:
         """Done when it returns (the child answered or ended): every future is resolved."""
         timeout = float(kwargs.get("request_timeout", 30.0))

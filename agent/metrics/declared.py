@@ -282,7 +282,7 @@ TRAFFIC_PARTITIONS_MEASURED = Metric(
 CROSS_RACK_BYTES_PER_SECOND = Metric(
     "rackplan_cross_rack_bytes_per_second",
     GAUGE,
-    "Measured bytes/s the group reads across racks, by assignment (current: the live assignment when described, else the plan of record; planned: the plan of record; floor: what no assignment avoids).",
+    "Measured bytes/s the group reads across racks, by assignment (current: the live assignment when described, else the plan of record; planned: the plan of record; floor: what no assignment avoids; read: the current assignment at the rate the group commits offsets).",
     ("kind", "group", "assignment"),
 )
 CROSS_RACK_DOLLARS_PER_MONTH = Metric(
@@ -290,6 +290,12 @@ CROSS_RACK_DOLLARS_PER_MONTH = Metric(
     GAUGE,
     "Cross-rack bytes/s of rackplan_cross_rack_bytes_per_second over an average month, in dollars at prices.cross_az_per_gb charged each way.",
     ("kind", "group", "assignment"),
+)
+REPLICA_SELECTOR = Metric(
+    "rackplan_replica_selector",
+    GAUGE,
+    "1 on the state of the brokers' replica.selector.class as last checked with DescribeConfigs (rack-aware: every broker runs the rack-aware selector; absent: some broker does not, reads go to leaders; unknown: not every broker would say), 0 on the others.",
+    ("state",),
 )
 
 #: every metric, in the order of the exposition
@@ -350,4 +356,5 @@ DECLARED: tuple[Metric, ...] = (
     TRAFFIC_PARTITIONS_MEASURED,
     CROSS_RACK_BYTES_PER_SECOND,
     CROSS_RACK_DOLLARS_PER_MONTH,
+    REPLICA_SELECTOR,
 )

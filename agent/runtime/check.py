@@ -12,14 +12,17 @@ what the cycle saw into the report the command prints.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.ports import AdminPort
+from ..cycle.status import GroupView
 from ..kafka.read_back import read_back
 from ..protocol.plans import PlanRecord
 from ..settings.sections import Settings
 from ..state.term import CycleReport
+from ..traffic.selector import RACK_AWARE, SETTING, SelectorReport
 from .loop import Agent
 from .startup import topic_specs
 from .watch import plan_skipped
@@ -39,6 +42,8 @@ class Findings:
     would_tombstone: list[str] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: the brokers' replica.selector.class (rackplan.agent.traffic.selector; None: not checked)
+    replica_selector: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +56,7 @@ class Findings:
             "would_tombstone": self.would_tombstone,
             "alerts": self.alerts,
             "problems": self.problems,
+            "replica_selector": self.replica_selector,
         }
 
 
@@ -106,10 +112,27 @@ def findings(agent: Agent, report: CycleReport, existing: set[str], replayed: di
         entry["plan_of_record_generation"] = replayed.get(g["key"])
         out.groups.append(entry)
         out.problems.extend(group_problems(entry))
+    out.replica_selector, problem = selector_finding(view.selector, view.groups)
+    out.problems += problem
     out.would_publish = sorted(planned)
     out.would_tombstone = sorted(report.tombstoned)
     out.alerts = [{"key": e.key, "status": e.status, "reason": e.reason} for e in report.alerts]
     return out
+
+
+def selector_finding(
+    selector: SelectorReport | None, groups: Sequence[GroupView]
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """The replica selector's state, and a problem when some broker lacks it and a group counts on it."""
+    if selector is None:
+        return None, []
+    near = [g.reg.key for g in groups if g.reg.fetch_mode == "nearest-replica"]
+    if selector.state != "absent" or not near:
+        return selector.as_json(), []
+    return selector.as_json(), [
+        f"brokers {', '.join(map(str, selector.lacking()))} lack {SETTING}={RACK_AWARE}: the nearest-replica "
+        f"groups {', '.join(near)} read from partition leaders (their bytes figures are judged in leader mode)"
+    ]
 
 
 def group_entry(g: dict[str, Any], rec: PlanRecord | None, skipped: str | None) -> dict[str, Any]:

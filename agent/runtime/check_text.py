@@ -9,6 +9,12 @@ def render(doc: dict[str, Any]) -> str:
     """Brokers and racks, the agent's topics, each group and its would-be plan, then the problems."""
     lines = [f"brokers: {len(doc['brokers'])}, racks: {', '.join(doc['racks']) or 'none'}"]
     lines += [f"  broker {b['id']}: rack {b['rack'] or '(none)'}" for b in doc["brokers"]]
+    sel = doc.get("replica_selector")
+    if sel is not None:
+        said = ", ".join(
+            f"{b}: {v.get('replica_selector_class', v.get('error'))}" for b, v in sel["brokers"].items()
+        )
+        lines.append(f"replica selector ({sel['setting']}): {sel['state']} ({said})")
     lines.append("agent topics:")
     for t in doc["agent_topics"]:
         state = "exists" if t["exists"] else "missing (agent run creates it, or refuses to start without it)"

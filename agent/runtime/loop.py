@@ -28,7 +28,7 @@ from ..cycle.intake import Intake
 from ..cycle.publishing import advance_handovers
 from ..cycle.run import CycleIO, SnapshotSource, run_cycle
 from ..cycle.status import StatusView, build_status, with_role
-from ..cycle.traffic_step import traffic_meter
+from ..cycle.traffic_step import traffic_checks
 from ..ha.heartbeat import Heartbeats
 from ..ha.leader_watch import LeaderWatch
 from ..ha.lease import Lease, LeaseLost, default_agent_id
@@ -109,7 +109,7 @@ class Agent:
         self.intake = Intake(self.w, admin)
         #: the agent's own topics are not watched: its writes move their leaders and offsets
         own = frozenset({s.plan_topic, s.alerts_topic, s.registrations_topic, s.ha.lease_topic})
-        self.io = CycleIO(SnapshotSource(self.w, admin, own), self.intake, traffic_meter(self.w, admin))
+        self.io = CycleIO(SnapshotSource(self.w, admin, own), self.intake, *traffic_checks(self.w, admin))
         self._webhook_post = webhook_post
         #: the lease and plan topics, read each cycle for records of others (see rackplan.agent.runtime.watch)
         self.lease_tail: TopicTail | None = None

@@ -33,6 +33,12 @@ class TrafficSettings(Section):
     replan_min_bytes_per_second: float = Field(default=1_000_000.0, ge=0)
     #: ... and this share of the plan of record's cross-rack bytes/s (0-1)
     replan_min_fraction: float = Field(default=0.2, ge=0, le=1)
+    #: sample each planned consumer group's committed offsets (one request per group) for what it reads
+    group_reads: bool = True
+    #: every broker's replica.selector.class is asked this often (DescribeConfigs); 0: never asked
+    replica_selector_check_s: float = Field(default=600.0, ge=0)
+    #: attempts per check for brokers whose error clears by itself
+    replica_selector_attempts: int = Field(default=3, ge=1, le=100)
 
     def bytes_per_record(self, topic: str) -> float:
         """The average record size the rates of ``topic`` are multiplied by."""

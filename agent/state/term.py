@@ -34,6 +34,7 @@ from ..planning.subscriptions import MissingTopic
 from ..protocol.alerts import AlertEvent
 from ..protocol.plans import Locality, PlanKey, PlanRecord
 from ..settings.sections import Settings
+from ..traffic.selector import SelectorReport
 from .plan_book import PlanBook
 
 Racks = dict[int, str | None]
@@ -202,6 +203,10 @@ class Term:
         self.traffic: Mapping[str, tuple[float, ...]] = {}
         #: whether a snapshot with measured traffic was archived (the first measured window gets one)
         self.traffic_archived = False
+        #: bytes/s each consumer group reads (committed offsets), by group id: only groups that commit
+        self.reads: Mapping[str, Mapping[str, tuple[float, ...]]] = {}
+        #: the brokers' replica.selector.class as last checked (rackplan.agent.traffic.selector; None: not yet)
+        self.selector: SelectorReport | None = None
 
     def group(self, key: str) -> GroupRecord:
         """The record of ``key``, made on first use."""

@@ -3,4 +3,4 @@
 Rank 5: imports :mod:`.cluster`, :mod:`.settings`, :mod:`.kafka`, :mod:`.core`.
 """
 
-__all__ = ["pricing", "rates", "sampler"]
+__all__ = ["pricing", "rates", "reads", "sampler", "selector"]

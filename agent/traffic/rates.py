@@ -86,17 +86,23 @@ def bytes_per_s(
     rates: Mapping[TopicPart, float],
     partitions: Mapping[str, int],
     record_bytes: Callable[[str], float],
+    unmeasured: float | None = None,
 ) -> dict[str, tuple[float, ...]]:
     """``cluster.traffic`` for the topics of ``partitions`` (name -> partition count) that are fully measured.
 
     A topic is given only when every one of its partitions has a rate: the
     contract's list has a figure per partition, and a topic half measured
-    (a partition just added) is left unknown rather than guessed.
+    (a partition just added) is left unknown rather than guessed.  With
+    ``unmeasured`` a figure, a topic with a rate for at least one partition
+    is given and its others count that many records/s: a group's reads
+    (:mod:`.reads`), where a partition it commits nothing for is one it does
+    not read (0).
     """
     out: dict[str, tuple[float, ...]] = {}
     for topic, n in sorted(partitions.items()):
-        row = [rates.get((topic, p)) for p in range(n)]
-        if n and all(r is not None for r in row):
+        row = [rates.get((topic, p), unmeasured) for p in range(n)]
+        seen = any((topic, p) in rates for p in range(n))
+        if n and seen and all(r is not None for r in row):
             size = record_bytes(topic)
             out[topic] = tuple(float(r) * size for r in row if r is not None)
     return out

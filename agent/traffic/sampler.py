@@ -22,6 +22,7 @@ from ..kafka.errors import transient
 from ..kafka.offsets import TopicPart, end_offsets
 from ..settings.traffic import TrafficSettings
 from .rates import OffsetSample, add_sample, bytes_per_s, record_rates
+from .reads import GroupReads
 
 #: per topic, bytes/s of each partition: the contract's ``cluster.traffic``
 Traffic = Mapping[str, tuple[float, ...]]
@@ -65,6 +66,8 @@ class TrafficMeter:
     samples: tuple[OffsetSample, ...] = field(default=())
     #: the errors (and whether anything was read) last logged as a warning
     logged: tuple[tuple[str, ...], bool] = ((), True)
+    #: each consumer group's committed offsets, for what it really reads (None: not measured)
+    reads: GroupReads | None = None
 
     def sample(self, partitions: Mapping[str, int], leaderless: Collection[TopicPart] = ()) -> bool:
         """Read one sample of ``partitions`` (topic -> count) but the ``leaderless`` ones (the metadata

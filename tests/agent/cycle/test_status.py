@@ -101,6 +101,8 @@ def test_a_standby_answers_who_leads_the_leader_its_plans_unchanged() -> None:
     assert leading.status_json() == {
         "role": "leader", "agent_id": agent.agent_id, "epoch": agent.epoch, "ready": True, "plans": 1,
         "groups": {"consumer/g": {"path": "unknown", "assignor": None}},
+        "replica_selector": {"state": "unknown", "setting": "replica.selector.class", "brokers": {
+            str(b): {"error": "_UNSUPPORTED_FEATURE"} for b in (1, 2, 3)}},  # the fake admin's brokers do not say
     }  # fmt: skip
     now_ms = int(agent.clock() * 1000)
     hb = Heartbeat("other-agent", 4, now_ms - 1_500, 1.0, "agents")

@@ -4,15 +4,20 @@ measured traffic, plans byte for byte as with traffic off."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from rackplan.agent.cycle.traffic_step import verdict
+from rackplan.agent.runtime.check import selector_finding
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.testing import FakeAdmin, FakePublisher
 from rackplan.agent.traffic.pricing import dollars_per_month
+from rackplan.agent.traffic.selector import RACK_AWARE
 
+from ..traffic.test_reads import OffsetsAdmin
+from ..traffic.test_selector import SelectorAdmin
 from .test_run import cycle, group, make_agent
 
 #: t-0..t-2 in az-a, t-3 in az-b: with two partitions each, m-b reads t-3 and one of t-0..t-2 across racks
@@ -199,3 +204,89 @@ def test_whether_assignment_can_help() -> None:
     stuck = verdict(1e6, 1e6, 0.01)
     assert stuck["assignment_can_help"] == "not fixable by assignment"
     assert stuck["unfixable_cross_rack_dollars_per_month"] == round(dollars_per_month(1e6, 0.01), 2)
+
+
+@pytest.mark.parametrize("broker_2", [RACK_AWARE, None])
+def test_without_the_rack_aware_selector_a_nearest_replica_group_is_judged_by_its_leaders(
+    broker_2: str | None,
+) -> None:
+    """Every partition led in az-a with a follower in az-b: with the rack-aware selector on every broker m-b
+    reads its follower and nothing crosses; when broker 2 lacks it, m-b's reads go to the az-a leaders
+    and its bytes are reported as crossing (in leader mode), with the selector's state."""
+    admin = SelectorAdmin(
+        {"t": [[1, 2], [1, 2], [1, 2], [1, 2]]}, selectors={1: RACK_AWARE, 2: broker_2, 3: RACK_AWARE}
+    )
+    agent, pub = traffic_agent(admin, bytes_group())
+    for step in range(2):
+        produce(admin, 0, 30, step)
+        cycle(agent)
+    (_, value), *_ = reversed(pub.on("_rackplan.plans"))
+    m_b = sum(RECORD_BYTES * (1000 if p == 0 else 1) for _, p in value["consumer_group"]["assignment"]["m-b"])
+    shown = agent.status().plans_json()["consumer/g"]["traffic"]
+    state = "rack-aware" if broker_2 else "absent"
+    assert agent.status().status_json()["replica_selector"]["state"] == state
+    assert agent.metrics.get("rackplan_replica_selector", {"state": state}) == 1.0
+    assert agent.metrics.get("rackplan_replica_selector", {"state": "unknown"}) == 0.0
+    assert shown["replica_selector"] == state
+    if broker_2:
+        assert shown["judged_fetch_mode"] == "nearest-replica"
+        assert shown["current"]["cross_rack_bytes_per_s"] == 0.0
+        assert shown["assignment_can_help"] == "no cross-rack bytes"
+    else:
+        assert shown["judged_fetch_mode"] == "leader"
+        assert shown["current"]["cross_rack_bytes_per_s"] == m_b > 0
+        assert shown["assignment_can_help"] == "fixable by assignment"  # m-a, in the leaders' rack, could
+    finding, problems = selector_finding(agent.status().selector, agent.status().groups)
+    assert finding is not None and finding["state"] == state
+    assert problems == (
+        []
+        if broker_2
+        else [
+            f"brokers 2 lack replica.selector.class={RACK_AWARE}: the nearest-replica groups consumer/g read "
+            "from partition leaders (their bytes figures are judged in leader mode)"
+        ]
+    )
+
+
+@dataclass
+class CommittingAdmin(FakeAdmin):
+    """A FakeAdmin whose groups commit offsets: group id -> (topic, partition) -> offset."""
+
+    committed: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+
+    def list_consumer_group_offsets(self, requests: list[Any], **_kw: Any) -> dict[str, Any]:
+        return {
+            r.group_id: OffsetsAdmin(dict(self.committed)).list_consumer_group_offsets([r])[r.group_id]
+            for r in requests
+        }
+
+
+def test_a_group_behind_is_reported_at_what_it_reads_and_planned_at_what_is_produced() -> None:
+    """Every partition of t gets 100 records/s; group g commits 10/s on each (it is behind). Its "read"
+    figures are a tenth of "current"; its plans are the same, record for record, as when it commits
+    nothing (the plan's objective stays the produce rate)."""
+    runs = []
+    for commits in (True, False):
+        admin = CommittingAdmin(TOPICS)
+        agent, pub = traffic_agent(admin, bytes_group(objective="bytes"))
+        for step in range(3):
+            admin.ends = {("t", p): step * 30 * 100 for p in range(4)}
+            admin.committed = {"g": {("t", p): step * 30 * 10 for p in range(4)}} if commits else {}
+            cycle(agent)
+        shown = agent.status().plans_json()["consumer/g"]["traffic"]
+        records = [(k, {**v, "stats": {**v["stats"], "elapsed_ms": 0}}) for k, v in pub.on("_rackplan.plans")]
+        runs.append(records)
+        one = {"kind": "consumer", "group": "g", "assignment": "read"}
+        if commits:
+            current, read = shown["current"], shown["read"]
+            assert (
+                current["bytes_per_s"] == 4 * 100 * RECORD_BYTES
+                and read["bytes_per_s"] == 4 * 10 * RECORD_BYTES
+            )
+            assert current["cross_rack_bytes_per_s"] == 100 * RECORD_BYTES  # m-b reads one az-a partition
+            assert read["cross_rack_bytes_per_s"] == 10 * RECORD_BYTES
+            assert agent.metrics.get("rackplan_cross_rack_bytes_per_second", one) == 10 * RECORD_BYTES
+        else:
+            assert shown["read"] is None
+            assert 'assignment="read"' not in agent.metrics.render()
+    assert runs[0] == runs[1] and len(runs[0]) == 1

@@ -154,3 +154,28 @@ def test_the_kept_samples_are_bounded_and_a_steady_rate_stays_exact(
     rates = record_rates(kept)
     if len(kept) >= 2:
         assert rates[TP] == pytest.approx(rate * 100, rel=1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.dictionaries(st.sampled_from("abcd"), st.integers(0, 5), max_size=4),
+    rated=st.dictionaries(
+        st.tuples(st.sampled_from("abcde"), st.integers(0, 5)), st.floats(0, 1e6, allow_nan=False)
+    ),
+    unmeasured=st.one_of(st.none(), st.floats(0, 10, allow_nan=False)),
+)
+def test_bytes_per_s_against_a_per_partition_oracle(
+    counts: dict[str, int], rated: dict[tuple[str, int], float], unmeasured: float | None
+) -> None:
+    """A topic is given when some partition has a rate and every other one has ``unmeasured`` to count
+    (None: none may lack a rate); each figure is its records/s (or ``unmeasured``) x the topic's size."""
+    size = {t: 10.0 * (i + 1) for i, t in enumerate("abcd")}
+    got = bytes_per_s(rated, counts, size.__getitem__, unmeasured)
+    for topic, n in counts.items():
+        have = [(topic, p) in rated for p in range(n)]
+        given_ = any(have) and (all(have) or unmeasured is not None)
+        assert (topic in got) == given_, (topic, n)
+        if given_:
+            want = [rated.get((topic, p), unmeasured) for p in range(n)]
+            assert got[topic] == tuple(float(r) * size[topic] for r in want if r is not None)
+    assert set(got) <= set(counts)
