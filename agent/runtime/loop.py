@@ -45,6 +45,7 @@ from ..planning.planner import registrations
 from ..protocol.plans import PlanRecord
 from ..settings.sections import Settings
 from ..state.term import CycleReport, Term, Wiring
+from ..traffic.publish import TrafficFeed
 from .http import AgentHttpServer
 from .observe import publisher_for, shown
 from .preflight import http_bind_error, reach_brokers
@@ -108,8 +109,14 @@ class Agent:
         self.file_regs = registrations(s)
         self.intake = Intake(self.w, admin)
         #: the agent's own topics are not watched: its writes move their leaders and offsets
-        own = frozenset({s.plan_topic, s.alerts_topic, s.registrations_topic, s.ha.lease_topic})
+        own = frozenset(
+            t
+            for t in (s.plan_topic, s.alerts_topic, s.registrations_topic, s.ha.lease_topic, s.traffic_topic)
+            if t is not None
+        )
         self.io = CycleIO(SnapshotSource(self.w, admin, own), self.intake, traffic_meter(self.w, admin))
+        if self.io.traffic is not None and s.traffic_topic is not None and not self.observing:
+            self.io.traffic_feed = TrafficFeed(s.traffic.window_s)
         self._webhook_post = webhook_post
         #: the lease and plan topics, read each cycle for records of others (see rackplan.agent.runtime.watch)
         self.lease_tail: TopicTail | None = None
@@ -177,6 +184,8 @@ class Agent:
         )
         self.heartbeats.topic_ok = not self.observing and s.ha.lease_topic not in names
         self.io.alerts_topic_ok = s.alerts_topic not in names
+        if s.traffic_topic in names:
+            self.io.traffic_feed = None
         records = self._startup_step(
             "plan topic replay",
             lambda: read_back(

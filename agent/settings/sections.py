@@ -454,6 +454,8 @@ class Settings(EnvFirstSettings):
     plan_topic: str = "_rackplan.plans"
     alerts_topic: str = "_rackplan.alerts"
     registrations_topic: str = "_rackplan.registrations"
+    #: the broker plugins' traffic feed (rackplan.agent.traffic.publish); null: not published
+    traffic_topic: str | None = Field(default="_rackplan.traffic", min_length=1)
     http: HttpSettings = Field(default_factory=HttpSettings)
     #: each entry: a ``consumer_group`` object of the contract (``fetch_mode`` may be added)
     consumer_groups: tuple[dict[str, Any], ...] = ()
