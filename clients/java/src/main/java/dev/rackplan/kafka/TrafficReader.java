@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Reads the agent's traffic topic ({@code rackplan.traffic.topic}) from the beginning into a {@link
  * TrafficStore} on a daemon thread, as {@link RackplanClient} reads plans: an assign()ed reader, no
- * group, partitions looked up again every 5 s (the topic may be created after the broker starts). A
+ * group, partitions looked up again every 5 s, every second while the topic is missing (the agent
+ * creates it, usually after the broker starts). A
  * broker outage is retried with a pause; meanwhile the store keeps what it had, and records age out
  * by their own timestamps.
  */
@@ -50,7 +51,7 @@ final class TrafficReader implements AutoCloseable {
         if (reader == null) reader = new KafkaConsumer<>(config.readerConfig(clientId));
         long now = System.currentTimeMillis();
         if (now >= nextTopicCheck) {
-          nextTopicCheck = now + 5000;
+          nextTopicCheck = now + (assigned.isEmpty() ? 1000 : 5000); // a topic not there yet: looked for each second
           Set<TopicPartition> want = new HashSet<>();
           Map<String, List<PartitionInfo>> listed = reader.listTopics(Duration.ofSeconds(5));
           for (PartitionInfo p : listed.getOrDefault(config.trafficTopic, List.of()))

@@ -23,16 +23,18 @@ final class TrafficRuns {
 
   static final int MAX_QUANTA = 1 << 20;
 
-  /** The partitions ({@code topic << 32 | partition}) of a class, lightest first, ties by topic and partition. */
+  /**
+   * The partitions ({@code topic << 32 | partition}) of a class, lightest first, ties by their order in
+   * {@code parts} (topic, partition). Sorted as primitive keys, the weight as a float (its bits order
+   * non-negative floats) above the position: weights within a float's precision (about 6e-8 of each
+   * other, far below a level) count as equal.
+   */
   static long[] lightestFirst(long[] parts, int size, double[][] weight) {
-    Long[] boxed = new Long[size];
-    for (int i = 0; i < size; i++) boxed[i] = parts[i];
-    Arrays.sort(boxed, (a, b) -> {
-      int c = Double.compare(weightOf(weight, a), weightOf(weight, b));
-      return c != 0 ? c : Long.compare(a, b);
-    });
+    long[] keys = new long[size];
+    for (int i = 0; i < size; i++) keys[i] = ((long) Float.floatToIntBits((float) weightOf(weight, parts[i])) << 32) | i;
+    Arrays.sort(keys);
     long[] out = new long[size];
-    for (int i = 0; i < size; i++) out[i] = boxed[i];
+    for (int i = 0; i < size; i++) out[i] = parts[(int) keys[i]];
     return out;
   }
 
