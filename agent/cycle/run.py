@@ -89,6 +89,7 @@ class CycleIO:
     plans_watched: bool = False
     #: the broker plugins' traffic feed (None: not published: traffic off, no traffic_topic, observe mode)
     traffic_feed: TrafficFeed | None = None
+    traffic_topic_ok: bool = True
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,15 @@ from ..kafka.exceptions import PublishError
 from ..metrics import declared as metric
 from ..state.term import Term, Wiring
 from ..traffic.publish import TrafficFeed
+from ..traffic.sampler import TrafficMeter
+
+
+def traffic_feed(w: Wiring, meter: TrafficMeter | None) -> TrafficFeed | None:
+    """The feed, when traffic is measured, ``traffic_topic`` is set and the agent writes records (not observe)."""
+    s = w.settings
+    return (
+        TrafficFeed(s.traffic.window_s) if meter is not None and s.traffic_topic and s.mode == "act" else None
+    )
 
 
 def feed_traffic(w: Wiring, term: Term, feed: TrafficFeed | None) -> int:
