@@ -464,6 +464,15 @@ class Settings(EnvFirstSettings):
             return json.loads(v)
         return v
 
+    @field_validator("traffic_topic")
+    @classmethod
+    def _own_traffic_topic(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is not None and v in {
+            info.data.get(k) for k in ("plan_topic", "alerts_topic", "registrations_topic")
+        }:
+            raise ValueError("must be a topic of its own: its records are not plans, alerts or registrations")
+        return v
+
     @field_validator("consumer_groups", "streams_apps")
     @classmethod
     def _check_registrations(cls, v: tuple[dict[str, Any], ...], info: ValidationInfo) -> Any:
