@@ -32,6 +32,22 @@ class TrafficStoreTest {
     assertArrayEquals(new double[] {1200, 35.5, 0}, s.weights("orders", 3, NOW));
   }
 
+  /**
+   * A plan reader whose pattern also matches the traffic topic (rackplan.plan.topic.pattern) leaves its
+   * records alone: not a group's key, nothing applied, no malformed plan counted.
+   */
+  @Test
+  void planReadersLeaveTrafficRecordsAlone() {
+    byte[] value = record(7, 8, NOW);
+    byte[] key = v("traffic/orders");
+    PlanStore plans = new PlanStore();
+    assertEquals(PlanStore.Outcome.NOT_A_GROUP, plans.apply(TOPIC, "traffic/orders", value, RecordMac.of(SECRET, TOPIC, key, value), SECRET));
+    assertEquals(PlanStore.Outcome.NOT_A_GROUP, plans.apply(TOPIC, "traffic/orders", value, null, null));
+    assertEquals(0, plans.appliedCount());
+    assertEquals(0, plans.ignored().size());
+    assertEquals(0, plans.all().size());
+  }
+
   @Test
   void appliedWhenWellFormedAndFresh() {
     TrafficStore s = new TrafficStore(0);
