@@ -1,6 +1,6 @@
 """KIP-848 server-side assignors on the coordinator's own types: rackplan against Kafka's ``uniform`` and ``range``.
 
-    .venv/bin/python -m bench.bench_server_assignor [--warmup 5] [--runs 9] [--shape MEMBERS PARTITIONS]
+    .venv/bin/python -m bench.bench_server_assignor [--warmup 5] [--runs 9] [--shape MEMBERS PARTITIONS] [--traffic]
 
 Needs Java 17 and Maven.  Compiles clients/java's tests and runs ``dev.rackplan.kafka.ServerAssignorBench``
 in one JVM: for each shape (100 / 1,000 / 5,000 members, 10,000 / 50,000 partitions over 100 topics,
@@ -10,6 +10,11 @@ subscriptions) each assignor (Kafka 4.4's ``UniformAssignor`` and ``RangeAssigno
 the median of the timed runs, for a fresh assignment and for one after a member joined (the group holding
 the assignor's own fresh answer).  Printed per case: both times, cross-rack partitions and moves after the
 join, and whether the result is balanced by Kafka's rule.  docs/performance.md quotes a run.
+
+``--traffic``: the skewed-traffic case instead (replicas in one rack each, racks holding 50 / 30 / 20% of
+the partitions, Zipf-like bytes/s): ``uniform``, rackplan without traffic and rackplan weighing the traffic
+(``TrafficStore`` filled as the agent's feed fills it): CPU ms per assign, cross-rack partitions and
+cross-rack bytes/s after the join, moves on join.
 """
 
 from __future__ import annotations
@@ -38,13 +43,14 @@ def classpath() -> str:
     return f"{TARGET / 'test-classes'}:{TARGET / 'classes'}:{cp_file.read_text().strip()}"
 
 
-def run(warmup: int, runs: int, shape: list[int] | None) -> list[dict[str, Any]]:
+def run(warmup: int, runs: int, shape: list[int] | None, traffic: bool = False) -> list[dict[str, Any]]:
     cmd = [
         "java",
         "-Xmx2g",
         "-cp",
         classpath(),
         "dev.rackplan.kafka.ServerAssignorBench",
+        *(["traffic"] if traffic else []),
         str(warmup),
         str(runs),
     ]
@@ -76,12 +82,40 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def traffic_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| members | partitions | subscriptions | CPU ms join: uniform / rackplan / +traffic | "
+        "cross-rack partitions: uniform / rackplan / +traffic | cross-rack bytes/s (% of all): uniform / "
+        "rackplan / +traffic | moves on join: rackplan / +traffic |",
+        "|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    by: dict[tuple[int, int, str], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault((r["members"], r["partitions"], r["subscriptions"]), {})[r["assignor"]] = r
+    for (m, p, s), a in by.items():
+        u, c, t = a["uniform"], a["rackplan"], a["rackplan+traffic"]
+        pct = [100 * x["cross_rack_bytes_per_s"] / max(x["bytes_per_s"], 1e-9) for x in (u, c, t)]
+        lines.append(
+            f"| {m:,} | {p:,} | {s} | {u['join_ms']:.1f} / {c['join_ms']:.1f} / {t['join_ms']:.1f} | "
+            f"{u['cross_rack']:,} / {c['cross_rack']:,} / {t['cross_rack']:,} | "
+            f"{pct[0]:.2f}% / {pct[1]:.2f}% / {pct[2]:.2f}% | {c['moves_on_join']:,} / {t['moves_on_join']:,} |"
+        )
+        for x in (c, t):
+            if x["balanced"] is not True:
+                lines.append(f"|  |  |  | {x['assignor']} NOT balanced: {x['balanced']} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--shape", type=int, nargs=2, metavar=("MEMBERS", "PARTITIONS"))
+    p.add_argument("--traffic", action="store_true", help="the skewed-traffic case")
     args = p.parse_args(argv)
+    if args.traffic:
+        print(traffic_table(run(args.warmup, args.runs, args.shape, traffic=True)))
+        return 0
     print(table(run(args.warmup, args.runs, args.shape)))
     return 0
 

@@ -323,6 +323,7 @@ class Target:
             "alerts_topic": self.name("_rackplan.alerts"),
             "registrations_topic": self.name("_rackplan.registrations"),
             "lease_topic": self.name("_rackplan.lease"),
+            "traffic_topic": self.name("_rackplan.traffic"),
         }
 
     def agent_doc(self, *extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -333,6 +334,8 @@ class Target:
             "plan_topic": t["plan_topic"],
             "alerts_topic": t["alerts_topic"],
             "registrations_topic": t["registrations_topic"],
+            # the brokers read the default _rackplan.traffic: a test's own name keeps other tests' feeds off it
+            "traffic_topic": t["traffic_topic"],
             "ha": {"lease_topic": t["lease_topic"], "group_id": self.name("rackplan-agents")},
         }
         return merged(base, *extra)

@@ -199,6 +199,7 @@ def test_missing_topics_are_named_with_the_command(
         "_rackplan.alerts",
         "_rackplan.registrations",
         "_rackplan.lease",
+        "_rackplan.traffic",
     ]
     out = buf.getvalue()
     assert "--topic _rackplan.plans --partitions 1 --config cleanup.policy=compact" in out

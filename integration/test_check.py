@@ -54,6 +54,7 @@ def test_a_healthy_cluster_is_listed_with_the_plans_it_would_get_and_nothing_is_
     assert "brokers: 6, racks: az-a, az-b, az-c" in out and "broker 6: rack az-c" in out
     assert "consumer/pay (file): generation 1, cross-rack partitions 0 of 6 (initial plan)" in out
     assert "plans: _rackplan.plans: missing" in out and "would publish: consumer/pay" in out
+    assert "traffic: _rackplan.traffic: missing" in out
     assert out.endswith("ok\n")
     assert topics(c) == before  # no agent topic created
     doc = json.loads(check(tmp_path, c, [group("pay", ["payments"])], "--json").stdout)

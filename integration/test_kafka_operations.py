@@ -74,11 +74,12 @@ def test_agent_creates_its_topics_compacted_and_checks_existing_ones(
     resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in real.control_topics.values()]
     configs = {r.name: f.result(timeout=15) for r, f in a.describe_configs(resources).items()}
     t = real.control_topics
-    for name in (t["plan_topic"], t["registrations_topic"], t["lease_topic"]):
+    for name in (t["plan_topic"], t["registrations_topic"], t["lease_topic"], t["traffic_topic"]):
         assert configs[name]["cleanup.policy"].value == "compact", name
     assert configs[t["plan_topic"]]["max.message.bytes"].value == str(settings.plan_max_message_bytes)
     assert configs[t["alerts_topic"]]["cleanup.policy"].value == "delete"
-    for name in (t["registrations_topic"], t["lease_topic"]):  # judged by record time: the broker's clock
+    # judged by record time: the broker's clock (the traffic feed's age, by the plugin)
+    for name in (t["registrations_topic"], t["lease_topic"], t["traffic_topic"]):
         assert configs[name]["message.timestamp.type"].value == "LogAppendTime", name
 
     # A plan topic that exists without compaction: `rackplan agent run` stops at start with one clear

@@ -144,7 +144,7 @@ FUNCTION_LIMIT = 60
 #: Today's offenders, with their size: each may shrink, never grow, and must be taken off once within the
 #: limit (the test says so), so these lists only get shorter.
 LONG_MODULES: dict[str, int] = {
-    "rackplan.agent.settings.sections": 533,
+    "rackplan.agent.settings.sections": 515,
     "rackplan.assignor.parse": 566,
     "rackplan.assignor.streams.rack": 517,
     "rackplan.fleet.job": 532,

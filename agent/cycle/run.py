@@ -21,6 +21,7 @@ from ..metrics import declared as metric
 from ..planning.planner import Registration
 from ..protocol.plans import CONSUMER, PlanKey, PlanRecord
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
+from ..traffic.publish import TrafficFeed
 from ..traffic.sampler import TrafficMeter
 from ..traffic.selector import SelectorCheck
 from .alerting import emit_alerts, evaluate_alerts
@@ -30,6 +31,7 @@ from .cycle_metrics import change_metrics, group_metrics, snapshot_metrics
 from .intake import Intake
 from .plan_step import candidates, plan_group, rejoin_wanted
 from .publishing import advance_handovers, publish_plans, publish_tombstones
+from .traffic_feed import feed_traffic
 from .traffic_step import check_selector, measure, priced, traffic_due, traffic_metrics
 
 
@@ -89,6 +91,9 @@ class CycleIO:
     alerts_topic_ok: bool = True
     #: the plan topic is read back each cycle (a confirmed value is kept to recognise it)
     plans_watched: bool = False
+    #: the broker plugins' traffic feed (None: not published: traffic off, no traffic_topic, observe mode)
+    traffic_feed: TrafficFeed | None = None
+    traffic_topic_ok: bool = True
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     records = plan(w, term, seen.change, report, acted_snap, acted_racks)
     replaced = publish_plans(w, term, records, report, watched=io.plans_watched)
     report.tombstoned += publish_tombstones(w, term)
+    feed_traffic(w, term, io.traffic_feed)
     group_metrics(w.metrics, term, acted_snap, acted_racks)
     if io.traffic is not None:
         traffic_metrics(w, term, acted_snap, acted_racks)

@@ -78,7 +78,7 @@ PLAN_GENERATION = Metric(
 PUBLISH_FAILURES_TOTAL = Metric(
     "rackplan_publish_failures_total",
     COUNTER,
-    "Records not confirmed by the brokers, by record (plan, tombstone, alert, heartbeat).",
+    "Records not confirmed by the brokers, by record (plan, tombstone, alert, heartbeat, traffic).",
     ("record",),
 )
 PLAN_FAILURES_TOTAL = Metric(

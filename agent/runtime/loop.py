@@ -28,6 +28,7 @@ from ..cycle.intake import Intake
 from ..cycle.publishing import advance_handovers
 from ..cycle.run import CycleIO, SnapshotSource, run_cycle
 from ..cycle.status import StatusView, build_status, with_role
+from ..cycle.traffic_feed import traffic_feed
 from ..cycle.traffic_step import traffic_checks
 from ..ha.heartbeat import Heartbeats
 from ..ha.leader_watch import LeaderWatch
@@ -108,7 +109,7 @@ class Agent:
         self.file_regs = registrations(s)
         self.intake = Intake(self.w, admin)
         #: the agent's own topics are not watched: its writes move their leaders and offsets
-        own = frozenset({s.plan_topic, s.alerts_topic, s.registrations_topic, s.ha.lease_topic})
+        own = frozenset(t.name for t in topic_specs(s))
         self.io = CycleIO(SnapshotSource(self.w, admin, own), self.intake, *traffic_checks(self.w, admin))
         self._webhook_post = webhook_post
         #: the lease and plan topics, read each cycle for records of others (see rackplan.agent.runtime.watch)
@@ -177,6 +178,7 @@ class Agent:
         )
         self.heartbeats.topic_ok = not self.observing and s.ha.lease_topic not in names
         self.io.alerts_topic_ok = s.alerts_topic not in names
+        self.io.traffic_topic_ok = s.traffic_topic not in names
         records = self._startup_step(
             "plan topic replay",
             lambda: read_back(
@@ -248,6 +250,7 @@ class Agent:
                 agent_url=default_agent_url(s.http),
             )
         replay(self.w, self.term, self.intake, plan_records)
+        self.io.traffic_feed = traffic_feed(self.w, self.io.traffic) if self.io.traffic_topic_ok else None
         self._publish_status()
 
     def run_once(self) -> CycleReport:

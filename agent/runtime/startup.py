@@ -26,6 +26,7 @@ from .watch import lease_skipped
 
 PLAN_TOPIC_PARTITIONS = 1
 ALERT_TOPIC_PARTITIONS = 1
+TRAFFIC_TOPIC_PARTITIONS = 1
 EMBEDDED_FALLBACK = "the embedded cluster's mock API"
 
 
@@ -39,6 +40,11 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(settings.alerts_topic, ALERT_TOPIC_PARTITIONS, {"cleanup.policy": "delete"}),
         TopicSpec(settings.registrations_topic, settings.registrations.partitions, stamped),
         TopicSpec(settings.ha.lease_topic, LEASE_PARTITIONS, stamped),
+        *(
+            [TopicSpec(settings.traffic_topic, TRAFFIC_TOPIC_PARTITIONS, stamped)]
+            if settings.traffic_topic
+            else []
+        ),
     ]
 
 
@@ -77,6 +83,8 @@ def prepare_topics(
         )
     if s.alerts_topic in names:
         w.log.warning("no alerts topic: alerts go to the log, metrics and webhook only", topic=s.alerts_topic)
+    if s.traffic_topic in names:
+        w.log.warning("no traffic topic: the broker plugins weigh no traffic", topic=s.traffic_topic)
     return names
 
 

@@ -37,6 +37,7 @@ from .contract_checks import checked_registrations
 from .environment import ENV_PREFIX, EnvFirstSettings, unknown_env_variables
 from .errors import SettingsError, describe_errors
 from .headers import HeaderValueError, header_name_problem, header_problem, read_header_file
+from .hosts import bootstrap_problem, is_host
 from .section_base import Section as _Section
 from .section_base import check_duration
 from .traffic import PriceSettings, TrafficSettings
@@ -46,37 +47,6 @@ FetchMode = Literal["nearest-replica", "leader"]
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 #: labels of the webhook's alerts that the agent sets itself
 RESERVED_ALERT_LABELS = frozenset({"alertname", "kind", "group"})
-
-
-_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
-
-
-def is_host(text: str) -> bool:
-    """An IP address (v4, v6) or a host name by RFC 1123 (``_`` allowed, as DNS in practice does)."""
-    try:
-        ipaddress.ip_address(text.strip("[]"))
-        return True
-    except ValueError:
-        pass
-    name = text.removesuffix(".")
-    return 0 < len(name) <= 253 and all(_HOST_LABEL.fullmatch(label) for label in name.split("."))
-
-
-def bootstrap_problem(entry: str) -> str | None:
-    """What is wrong with one ``[PROTOCOL://]host[:port]`` of ``kafka.bootstrap_servers``; None: nothing."""
-    rest = entry.split("://", 1)[1] if "://" in entry else entry
-    if rest.startswith("["):  # [v6]:port
-        host, _, port = rest[1:].partition("]")
-        port = port.removeprefix(":")
-    elif rest.count(":") > 1:  # a bare IPv6 address has no port
-        host, port = rest, ""
-    else:
-        host, _, port = rest.partition(":")
-    if not is_host(host):
-        return "not a host name or address"
-    if port and not (port.isdigit() and 0 < int(port) < 65536):
-        return f"port {port[:16]!r} is not 1-65535"
-    return None
 
 
 #: a ``kafka.secret_files`` value is at most this: a CA bundle in ``ssl.ca.pem`` is a few hundred KiB
@@ -454,6 +424,9 @@ class Settings(EnvFirstSettings):
     plan_topic: str = "_rackplan.plans"
     alerts_topic: str = "_rackplan.alerts"
     registrations_topic: str = "_rackplan.registrations"
+    traffic_topic: str | None = Field(
+        default="_rackplan.traffic", min_length=1
+    )  # the plugins' feed; null: none
     http: HttpSettings = Field(default_factory=HttpSettings)
     #: each entry: a ``consumer_group`` object of the contract (``fetch_mode`` may be added)
     consumer_groups: tuple[dict[str, Any], ...] = ()
@@ -489,6 +462,15 @@ class Settings(EnvFirstSettings):
     def _json_list(cls, v: Any) -> Any:
         if isinstance(v, str):  # from the environment a list arrives as JSON text
             return json.loads(v)
+        return v
+
+    @field_validator("traffic_topic")
+    @classmethod
+    def _own_traffic_topic(cls, v: str | None, info: ValidationInfo) -> str | None:
+        if v is not None and v in {
+            info.data.get(k) for k in ("plan_topic", "alerts_topic", "registrations_topic")
+        }:
+            raise ValueError("must be a topic of its own: its records are not plans, alerts or registrations")
         return v
 
     @field_validator("consumer_groups", "streams_apps")

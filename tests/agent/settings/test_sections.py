@@ -547,3 +547,14 @@ def test_a_secret_file_that_never_ends_is_refused_at_the_limit() -> None:
     assert str(e.value) == (
         "kafka.secret_files.sasl.password: '/dev/zero' is more than the limit of 4 MiB; reading stopped there"
     )
+
+
+@pytest.mark.parametrize("shared", ["_rackplan.plans", "_rackplan.alerts", "_rackplan.registrations"])
+def test_the_traffic_feed_needs_a_topic_of_its_own(shared: str) -> None:
+    """Plan, alert and registration readers take every record of their topic for one of theirs."""
+    with pytest.raises(ValueError) as e:
+        Settings.model_validate({"traffic_topic": shared})
+    (line,) = describe_errors(e.value, Settings)
+    assert line.startswith("traffic_topic: must be a topic of its own"), line
+    assert Settings.model_validate({"traffic_topic": None}).traffic_topic is None
+    assert Settings().traffic_topic == "_rackplan.traffic"

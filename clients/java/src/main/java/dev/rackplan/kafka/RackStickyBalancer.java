@@ -54,6 +54,19 @@ public final class RackStickyBalancer {
    * @return per topic, per partition, its member ({@code -1}: nobody subscribes the topic)
    */
   public static int[][] assign(int[] memberRack, int[][] memberTopics, int[] numPartitions, long[][] rackMask, int[][] current) {
+    return assign(memberRack, memberTopics, numPartitions, rackMask, current, null);
+  }
+
+  /**
+   * The assignment weighed by traffic: among the same balanced assignments, the fewest cross-rack
+   * bytes/s (the lightest partitions cross when some must), then the fewest cross-rack partitions, then
+   * the fewest moves. With {@code weight} null, exactly {@link #assign(int[], int[][], int[], long[][],
+   * int[][])}.
+   *
+   * @param weight per topic, per partition, its bytes/s (finite, >= 0); null: counts only
+   */
+  public static int[][] assign(
+      int[] memberRack, int[][] memberTopics, int[] numPartitions, long[][] rackMask, int[][] current, double[][] weight) {
     int n = memberRack.length;
     int topics = numPartitions.length;
     // Subscriptions as ids; subscribers per topic.
@@ -234,9 +247,27 @@ public final class RackStickyBalancer {
     if (edges > MAX_CLASS_EDGES)
       throw new IllegalStateException(edges + " class edges (" + classes + " member classes): more than " + MAX_CLASS_EDGES);
     // The flow: source -> partition class -> member class -> sink (base) | pool -> sink (extras).
+    // Weighed by traffic, a class that may go both local and cross sends its crossing units through
+    // a node of its own: partition class -> crossing node (convex: the lightest first) -> member class.
     final int source = 0, sink = 1, poolNode = 2, firstClass = 3, firstP = 3 + classes;
-    MinCostFlow flow = new MinCostFlow(firstP + pc);
     long big = (long) total + 1;
+    int[] crossNode = new int[pc];
+    Arrays.fill(crossNode, -1);
+    int mixed = 0;
+    for (int k = 0; weight != null && k < pc; k++) {
+      boolean local = false, crossing = false;
+      for (int c = 0; c < classes; c++)
+        if (allowed[pKeys.get(k).group][c]) {
+          if (isCross(classRack.get(c), pKeys.get(k).mask)) crossing = true;
+          else local = true;
+        }
+      if (local && crossing) crossNode[k] = firstP + pc + mixed++;
+    }
+    MinCostFlow flow = new MinCostFlow(firstP + pc + mixed);
+    long[][] lightFirst = new long[pc][];
+    int[] convexEdge = new int[pc];
+    Arrays.fill(convexEdge, -1);
+    if (mixed > 0) convexEdges(flow, pKeys, pMembers, pSize, crossNode, weight, big, firstP, lightFirst, convexEdge);
     int[][] edgeOf = new int[pc][classes];
     for (int k = 0; k < pc; k++) {
       PKey key = pKeys.get(k);
@@ -244,9 +275,12 @@ public final class RackStickyBalancer {
       for (int c = 0; c < classes; c++) {
         edgeOf[k][c] = -1;
         if (!allowed[key.group][c]) continue;
-        int rack = classRack.get(c);
-        boolean cross = rack >= 0 && key.mask != 0 && (key.mask & (1L << rack)) == 0;
-        edgeOf[k][c] = flow.add(firstP + k, firstClass + c, Long.MAX_VALUE / 4, (cross ? big : 0) + (key.ownerClass == c ? 0 : 1));
+        boolean cross = isCross(classRack.get(c), key.mask);
+        long moved = key.ownerClass == c ? 0 : 1;
+        if (crossNode[k] >= 0) // the crossing's price is on the convex edge
+          edgeOf[k][c] = flow.add(cross ? crossNode[k] : firstP + k, firstClass + c, Long.MAX_VALUE / 4, moved);
+        else
+          edgeOf[k][c] = flow.add(firstP + k, firstClass + c, Long.MAX_VALUE / 4, (cross ? big : 0) + moved);
       }
     }
     for (int c = 0; c < classes; c++) {
@@ -271,11 +305,15 @@ public final class RackStickyBalancer {
         order[ownerClass] = 0;
         order[0] = ownerClass;
       }
-      for (int c : order) {
-        if (edgeOf[k][c] < 0) continue;
-        long f = flow.flowOn(edgeOf[k][c]);
-        for (long i = 0; i < f; i++) perClass[c][perSize[c]++] = parts[cursor++];
-      }
+      // weighed by traffic: the lightest partitions to the crossing classes, the rest to the local ones
+      if (crossNode[k] >= 0) parts = lightFirst[k];
+      for (int side = crossNode[k] >= 0 ? 0 : 1; side < 2; side++)
+        for (int c : order) {
+          if (edgeOf[k][c] < 0) continue;
+          if (crossNode[k] >= 0 && isCross(classRack.get(c), pKeys.get(k).mask) != (side == 0)) continue;
+          long f = flow.flowOn(edgeOf[k][c]);
+          for (long i = 0; i < f; i++) perClass[c][perSize[c]++] = parts[cursor++];
+        }
     }
     int[][] members = new int[classes][];
     int[] fillC = new int[classes];
@@ -292,6 +330,41 @@ public final class RackStickyBalancer {
   }
 
   private record PKey(int group, long mask, int ownerClass) {}
+
+  /** A member of rack {@code rack} reads a partition with replicas in {@code mask} from another rack (unknown: no). */
+  static boolean isCross(int rack, long mask) {
+    return rack >= 0 && mask != 0 && (mask & (1L << rack)) == 0;
+  }
+
+  /**
+   * The convex edge partition class -> crossing node of every class that may go both ways, priced by
+   * its partitions' bytes/s lightest first ({@link TrafficRuns}): a unit costs its weight level x
+   * big^2 + big, so bytes/s come first, then cross-rack partitions, then moves (at most {@code big - 1}
+   * each). Fills {@code lightFirst} and {@code convexEdge} of those classes.
+   */
+  private static void convexEdges(
+      MinCostFlow flow, List<PKey> pKeys, List<long[]> pMembers, int[] pSize, int[] crossNode, double[][] weight,
+      long big, int firstP, long[][] lightFirst, int[] convexEdge) {
+    List<long[]> sorted = new ArrayList<>();
+    double max = 0;
+    for (int k = 0; k < pKeys.size(); k++) {
+      if (crossNode[k] < 0) continue;
+      lightFirst[k] = TrafficRuns.lightestFirst(pMembers.get(k), pSize[k], weight);
+      sorted.add(lightFirst[k]);
+      if (pSize[k] > 0) max = Math.max(max, TrafficRuns.weightOf(weight, lightFirst[k][pSize[k] - 1]));
+    }
+    if (big > 3_000_000_000L) throw new IllegalStateException(big - 1 + " partitions: too many to weigh by traffic");
+    long scale = big * big;
+    int q = TrafficRuns.quanta(sorted, weight, max, scale, crossNode.length + firstP + sorted.size());
+    if (q < 1) throw new IllegalStateException("traffic cannot be priced without overflow for " + (big - 1) + " partitions");
+    for (int k = 0; k < pKeys.size(); k++) {
+      if (crossNode[k] < 0) continue;
+      long[][] runs = TrafficRuns.runs(lightFirst[k], weight, max, q);
+      long[] price = new long[runs[0].length];
+      for (int i = 0; i < price.length; i++) price[i] = runs[0][i] * scale + big;
+      convexEdge[k] = flow.addConvex(firstP + k, crossNode[k], price, runs[1]);
+    }
+  }
 
   /** One member class's partitions to its members: floor or ceil each, the ceils to those keeping most. */
   private static void deal(int c, int[] members, long[] parts, int size, int[][] valid, int[][] owner, int[] count, int[] classOf, int[] position) {
@@ -433,12 +506,43 @@ public final class RackStickyBalancer {
     return c;
   }
 
-  /** Successive shortest paths (Bellman-Ford queue) on a small graph: a few hundred nodes at most. */
+  /**
+   * Successive shortest paths (Bellman-Ford queue) on a small graph: a few hundred nodes at most.
+   *
+   * <p>An edge may be convex ({@link #addConvex}): its units cost ascending run prices, the cheapest
+   * first. Its residual edges show one run at a time (the next unit's price forward, the last unit's
+   * refund backward) and are updated after each augmentation, so a convex cost never needs an edge
+   * per unit; successive shortest paths stay exact with convex costs.
+   */
   static final class MinCostFlow {
     private final int nodes;
     private int[] head, next, to;
     private long[] cap, cost, orig;
     private int edges;
+    /** Forward edge id -> its convex cost (runs); the others are linear. */
+    private final Map<Integer, Convex> convex = new HashMap<>();
+    /** Augmenting paths found by {@link #run}. */
+    long augmentations;
+
+    /** A convex edge's runs: {@code count[i]} units at {@code price[i]}, prices ascending; {@code flow} so far. */
+    private static final class Convex {
+      final long[] price;
+      final long[] end; // cumulative counts
+      long flow;
+
+      Convex(long[] price, long[] count) {
+        this.price = price;
+        this.end = new long[count.length];
+        long sum = 0;
+        for (int i = 0; i < count.length; i++) end[i] = sum += count[i];
+      }
+
+      /** The run holding unit {@code u} (0-based). */
+      int runOf(long u) {
+        int i = Arrays.binarySearch(end, u + 1);
+        return i >= 0 ? i : -i - 1;
+      }
+    }
 
     MinCostFlow(int nodes) {
       this.nodes = nodes;
@@ -477,8 +581,40 @@ public final class RackStickyBalancer {
       return id;
     }
 
+    /**
+     * A convex edge u -> v: {@code count[i]} units at {@code price[i]} each, prices ascending (the
+     * cheapest units are used first). Returns its id (for {@link #flowOn}).
+     */
+    int addConvex(int u, int v, long[] price, long[] count) {
+      int id = add(u, v, 0, 0);
+      Convex c = new Convex(price, count);
+      convex.put(id, c);
+      refresh(id, c);
+      return id;
+    }
+
+    /** A convex edge's residual pair after its flow changed: the next unit's price, the last unit's refund. */
+    private void refresh(int e, Convex c) {
+      long total = c.end.length == 0 ? 0 : c.end[c.end.length - 1];
+      if (c.flow < total) {
+        int i = c.runOf(c.flow);
+        cap[e] = c.end[i] - c.flow;
+        cost[e] = c.price[i];
+      } else {
+        cap[e] = 0;
+      }
+      if (c.flow > 0) {
+        int j = c.runOf(c.flow - 1);
+        cap[e ^ 1] = c.flow - (j == 0 ? 0 : c.end[j - 1]);
+        cost[e ^ 1] = -c.price[j];
+      } else {
+        cap[e ^ 1] = 0;
+      }
+    }
+
     long flowOn(int edge) {
-      return orig[edge] - cap[edge];
+      Convex c = convex.get(edge);
+      return c != null ? c.flow : orig[edge] - cap[edge];
     }
 
     long run(int s, int t) {
@@ -517,10 +653,18 @@ public final class RackStickyBalancer {
         long push = Long.MAX_VALUE;
         for (int v = t; v != s; v = to[via[v] ^ 1]) push = Math.min(push, cap[via[v]]);
         for (int v = t; v != s; v = to[via[v] ^ 1]) {
-          cap[via[v]] -= push;
-          cap[via[v] ^ 1] += push;
+          int e = via[v];
+          Convex c = convex.isEmpty() ? null : convex.get(e & ~1);
+          if (c != null) {
+            c.flow += (e & 1) == 0 ? push : -push;
+            refresh(e & ~1, c);
+            continue;
+          }
+          cap[e] -= push;
+          cap[e ^ 1] += push;
         }
         total += push;
+        augmentations++;
       }
     }
   }

@@ -31,12 +31,16 @@ public final class RackplanConfig {
   /** The broker-side Streams assignor's (dev.rackplan.kafka.streams.RackplanStreamsTaskAssignor). */
   public static final String STREAMS_REFRESH_MS = "rackplan.streams.refresh.ms";
   public static final String STREAMS_STRATEGY = "rackplan.streams.strategy";
+  /** The broker-side assignor's traffic (the agent's traffic topic; docs/java.md, "Traffic"). */
+  public static final String TRAFFIC_TOPIC = "rackplan.traffic.topic";
+  public static final String TRAFFIC_MAX_AGE_MS = "rackplan.traffic.max.age.ms";
 
   static final Set<String> KNOWN =
       Set.of(
           PLAN_TOPIC, PLAN_TOPIC_PATTERN, REGISTRATIONS_TOPIC, MEMBER_ID, REGISTRATION_TTL_MS,
           PLAN_POLL_MS, FALLBACK, PLAN_ASSIGNOR, FETCH_MODE, REBALANCE_PROTOCOL, BOOTSTRAP, HANDLE,
-          STREAMS_FOLLOWUP_MS, REGISTRATION_SECRET_FILE, STREAMS_REFRESH_MS, STREAMS_STRATEGY);
+          STREAMS_FOLLOWUP_MS, REGISTRATION_SECRET_FILE, STREAMS_REFRESH_MS, STREAMS_STRATEGY, TRAFFIC_TOPIC,
+          TRAFFIC_MAX_AGE_MS);
 
   public final Map<String, Object> originals;
   public final String planTopic;
@@ -49,6 +53,10 @@ public final class RackplanConfig {
   public final String fetchMode;
   public final String rebalanceProtocol;
   public final long streamsFollowupMs;
+  /** The agent's traffic topic; "none": traffic is not read. */
+  public final String trafficTopic;
+  /** A traffic record's age after which it is not used (0: three of its windows). */
+  public final long trafficMaxAgeMs;
   /** The agent's registrations.secret_file content (stripped), or null: registrations are not signed. */
   public final byte[] registrationSecret;
 
@@ -67,6 +75,8 @@ public final class RackplanConfig {
     fetchMode = oneOf(FETCH_MODE, null, "nearest-replica", "leader");
     rebalanceProtocol = oneOf(REBALANCE_PROTOCOL, "cooperative", "cooperative", "eager");
     streamsFollowupMs = positive(STREAMS_FOLLOWUP_MS, 60_000L);
+    trafficTopic = str(TRAFFIC_TOPIC, "_rackplan.traffic");
+    trafficMaxAgeMs = originals.get(TRAFFIC_MAX_AGE_MS) == null ? 0 : positive(TRAFFIC_MAX_AGE_MS, 0);
     registrationSecret = secret(str(REGISTRATION_SECRET_FILE, null));
   }
 

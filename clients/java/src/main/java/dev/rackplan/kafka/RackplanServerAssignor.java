@@ -41,7 +41,8 @@ import org.slf4j.LoggerFactory;
  * fingerprint cannot be recomputed here and is not checked). Otherwise (the reason logged and counted,
  * JMX {@code dev.rackplan:type=RackplanServerAssignor}) the group is assigned on its own by {@link
  * RackStickyBalancer}: balanced by Kafka's rule, then the fewest cross-rack partitions, then the fewest
- * moves. Should that fail its postconditions or decline the group (more than 63 racks, too many distinct
+ * moves; when the agent publishes traffic ({@code rackplan.traffic.topic}, read by {@link TrafficReader}),
+ * the fewest cross-rack bytes/s come before the fewest cross-rack partitions. Should that fail its postconditions or decline the group (more than 63 racks, too many distinct
  * subscriptions to solve on the coordinator's thread), {@link RackAwareUniform} assigns, counted apart.
  *
  * <p>No match without static membership: the coordinator shows an assignor only each member's rack,
@@ -57,6 +58,9 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   private static final Logger LOG = LoggerFactory.getLogger(RackplanServerAssignor.class);
 
   private PlanStore store = new PlanStore();
+  /** Bytes/s per partition from the agent's traffic topic (filled by {@link TrafficReader}). */
+  private TrafficStore traffic = new TrafficStore(0);
+  private TrafficReader trafficReader;
   private RackplanConfig config = new RackplanConfig(Map.of());
   private java.util.regex.Pattern planTopicPattern;
   private RackplanClient client;
@@ -75,6 +79,11 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   /** Assignments by {@link RackAwareUniform}: the balancer failed a postcondition or declined the group. */
   final AtomicLong safeFallbackCount = new AtomicLong();
   volatile String lastSafeReason = "";
+  /** Assignments by {@link RackStickyBalancer} weighed by the agent's traffic. */
+  final AtomicLong trafficCount = new AtomicLong();
+  /** Assignments where the traffic could not be weighed (the count-only balance assigned instead). */
+  final AtomicLong trafficFailedCount = new AtomicLong();
+  volatile String lastTrafficReason = "";
 
   /** JMX view. */
   public interface StatsMBean {
@@ -89,6 +98,14 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     long getSafeFallbackAssignments();
 
     String getLastSafeFallbackReason();
+
+    long getTrafficAssignments();
+
+    long getTrafficFailedAssignments();
+
+    String getLastTrafficFailure();
+
+    int getTrafficTopics();
   }
 
   @Override
@@ -108,6 +125,9 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       return;
     }
     client = new RackplanClient(config, store, null, "rackplan-server-assignor", null).start();
+    traffic = new TrafficStore(config.trafficMaxAgeMs);
+    if (!"none".equals(config.trafficTopic))
+      trafficReader = new TrafficReader(config, traffic, "rackplan-server-assignor-traffic").start();
     Map<String, Object> ac = adminConfig(config);
     admin = Admin.create(ac);
     topicThread = new Thread(() -> refreshTopics(ac), "rackplan-server-assignor-topics");
@@ -122,6 +142,10 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
         @Override public long getBalancedAssignments() { return balancedCount.get(); }
         @Override public long getSafeFallbackAssignments() { return safeFallbackCount.get(); }
         @Override public String getLastSafeFallbackReason() { return lastSafeReason; }
+        @Override public long getTrafficAssignments() { return trafficCount.get(); }
+        @Override public long getTrafficFailedAssignments() { return trafficFailedCount.get(); }
+        @Override public String getLastTrafficFailure() { return lastTrafficReason; }
+        @Override public int getTrafficTopics() { return traffic.size(); }
       };
       if (!ManagementFactory.getPlatformMBeanServer().isRegistered(name))
         ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(stats, StatsMBean.class), name);
@@ -158,6 +182,13 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     RackplanServerAssignor a = new RackplanServerAssignor();
     a.store = store;
     a.topicNames.putAll(names);
+    return a;
+  }
+
+  /** For tests: as {@link #forTest(PlanStore, Map)}, with traffic from ``traffic``. */
+  static RackplanServerAssignor forTest(PlanStore store, Map<Uuid, String> names, TrafficStore traffic) {
+    RackplanServerAssignor a = forTest(store, names);
+    a.traffic = traffic;
     return a;
   }
 
@@ -309,11 +340,13 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     if (!reason.equals(lastReason)) LOG.info("rackplan: no plan applies, assigning by rack-aware sticky balance: {}", reason);
     lastReason = reason;
     try {
-      Map<String, Map<Uuid, Set<Integer>>> res = ServerBalance.assign(spec, describer, id -> {
+      java.util.function.Predicate<Uuid> allowed = id -> {
         String name = topicNames.get(id);
         if (name == null) refreshWanted = true; // assigned at the next epoch bump, once its name is known
         return name != null && !isPlanTopic(name);
-      });
+      };
+      Map<String, Map<Uuid, Set<Integer>>> res = weighed(spec, describer, allowed);
+      if (res == null) res = ServerBalance.assign(spec, describer, allowed);
       for (Map.Entry<String, Map<Uuid, Set<Integer>>> e : res.entrySet()) out.put(e.getKey(), new Parts(e.getValue()));
       balancedCount.incrementAndGet();
       return new GroupAssignment(out);
@@ -353,6 +386,35 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     return new GroupAssignment(out);
   }
 
+  /**
+   * The balance weighed by the agent's traffic where the group's topics have fresh figures (memory
+   * only: {@link TrafficStore}); null when no traffic was read at all or it could not be weighed
+   * (counted): the caller then balances by counts, exactly as with no traffic.
+   */
+  private Map<String, Map<Uuid, Set<Integer>>> weighed(
+      GroupSpec spec, SubscribedTopicDescriber describer, java.util.function.Predicate<Uuid> allowed) {
+    if (traffic.size() == 0) return null;
+    long now = System.currentTimeMillis();
+    boolean[] known = {false};
+    java.util.function.Function<Uuid, double[]> rates = id -> {
+      double[] w = traffic.weights(topicNames.get(id), describer.numPartitions(id), now);
+      known[0] |= w != null;
+      return w;
+    };
+    try {
+      Map<String, Map<Uuid, Set<Integer>>> res = ServerBalance.assign(spec, describer, allowed, rates);
+      if (known[0]) trafficCount.incrementAndGet();
+      return res; // with no fresh traffic for the group's topics: the count-only balance itself
+    } catch (RuntimeException e) {
+      if (!known[0]) throw e;
+      String why = String.valueOf(e.getMessage());
+      trafficFailedCount.incrementAndGet();
+      if (!why.equals(lastTrafficReason)) LOG.warn("rackplan: traffic not weighed, balancing by counts: {}", why);
+      lastTrafficReason = why;
+      return null;
+    }
+  }
+
   /** A member's partitions, with value equality (the coordinator compares assignments). */
   record Parts(Map<Uuid, Set<Integer>> partitions) implements MemberAssignment {}
 
@@ -360,6 +422,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   public void close() {
     running = false;
     if (client != null) client.close();
+    if (trafficReader != null) trafficReader.close();
     if (topicThread != null) topicThread.interrupt();
     if (admin != null) admin.close();
   }

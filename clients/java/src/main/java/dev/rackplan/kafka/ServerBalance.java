@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.coordinator.group.api.assignor.GroupSpec;
@@ -31,6 +32,17 @@ final class ServerBalance {
    * @throws IllegalStateException when the balancer cannot or will not assign (the reason says why)
    */
   static Map<String, Map<Uuid, Set<Integer>>> assign(GroupSpec spec, SubscribedTopicDescriber describer, Predicate<Uuid> topicAllowed) {
+    return assign(spec, describer, topicAllowed, null);
+  }
+
+  /**
+   * As {@link #assign(GroupSpec, SubscribedTopicDescriber, Predicate)}, weighed by traffic when {@code
+   * traffic} knows some of the group's topics: a topic's bytes/s per partition (its partition count
+   * long), or null when unknown. A partition of unknown traffic weighs the mean of the group's known
+   * partitions (the contract's rule); with none known the assignment is the count-only one.
+   */
+  static Map<String, Map<Uuid, Set<Integer>>> assign(
+      GroupSpec spec, SubscribedTopicDescriber describer, Predicate<Uuid> topicAllowed, Function<Uuid, double[]> traffic) {
     String[] memberIds = spec.memberIds().toArray(new String[0]);
     Arrays.sort(memberIds);
     int n = memberIds.length;
@@ -122,7 +134,7 @@ final class ServerBalance {
         for (int p : e.getValue()) if (p >= 0 && p < numPartitions[t] && current[t][p] < 0) current[t][p] = m;
       }
     }
-    int[][] owner = RackStickyBalancer.assign(memberRack, memberTopics, numPartitions, masks, current);
+    int[][] owner = RackStickyBalancer.assign(memberRack, memberTopics, numPartitions, masks, current, weights(topics, numPartitions, traffic));
     List<Map<Uuid, Set<Integer>>> parts = new ArrayList<>(n);
     for (int m = 0; m < n; m++) parts.add(new HashMap<>());
     for (int t = 0; t < topics.length; t++)
@@ -131,6 +143,29 @@ final class ServerBalance {
     Map<String, Map<Uuid, Set<Integer>>> out = new HashMap<>(n * 2);
     for (int m = 0; m < n; m++) out.put(memberIds[m], parts.get(m));
     return out;
+  }
+
+  /** Per topic, per partition, bytes/s: known ones as given, unknown ones the mean of the known; null when none is known. */
+  static double[][] weights(Uuid[] topics, int[] numPartitions, Function<Uuid, double[]> traffic) {
+    if (traffic == null) return null;
+    double[][] w = new double[topics.length][];
+    double sum = 0;
+    long known = 0;
+    for (int t = 0; t < topics.length; t++) {
+      double[] row = traffic.apply(topics[t]);
+      if (row == null || row.length != numPartitions[t]) continue;
+      w[t] = row;
+      for (double x : row) sum += x;
+      known += row.length;
+    }
+    if (known == 0) return null;
+    double mean = sum / known;
+    for (int t = 0; t < topics.length; t++)
+      if (w[t] == null) {
+        w[t] = new double[numPartitions[t]];
+        Arrays.fill(w[t], mean);
+      }
+    return w;
   }
 
   /** Rack name -> bit, in the order first seen; {@code 0} past {@link RackStickyBalancer#MAX_RACKS} names. */
