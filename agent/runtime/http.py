@@ -217,8 +217,10 @@ class AgentHttpServer:
 
     def close(self) -> None:
         if self._thread.is_alive():
-            with contextlib.suppress(Exception):
-                asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(5)
+            # Wait for the loop's thread, not the coroutine's future: _shutdown stops the loop, and a
+            # stopped loop never runs the callback that would complete that future (a 5 s wait, each close).
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
             self._thread.join(5)
         else:
             self._sock.close()
