@@ -27,6 +27,11 @@ in use by malloc's callers, and bytes free but kept by malloc), to tell a leak (
 use grows) from memory the allocator keeps (free grows, or RSS grows with neither).
 ``--trim-every-s`` has the agent's heap trimmed (``malloc_trim(0)``) that often, from a
 thread of its own (an experiment; docs/performance.md says what it showed).
+Each sample also splits the agent's RSS by where it lives (``/proc/<pid>/smaps`` grouped by
+:mod:`bench.memory_map`: glibc's main heap, its per-thread arenas, thread stacks, other anonymous
+mmaps, file-backed mappings), counts its threads, and reads how much Python's object allocator
+holds in its own arenas (``sys._debugmallocstats`` in the agent), so a slope is put on a kind of
+memory: the end prints each kind's slope.
 ``--tracemalloc`` also has the agent dump Python allocation snapshots (after
 the warm-up, at the end; on SIGUSR1) and prints the largest growths by line,
 to find what grows (it slows the agent and adds its own memory).  The agent's
@@ -41,6 +46,7 @@ import ctypes
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -56,6 +62,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.memory_map import KINDS, MemoryMap, read_memory_map, thread_count
 from rackplan.agent.kafka.embedded import EmbeddedCluster
 from rackplan.agent.kafka.publisher import Publisher
 from rackplan.agent.protocol.registrations import REGISTRATION_SCHEMA, registration_key
@@ -75,6 +82,8 @@ class Sample:
     cycles: int
     churn_steps: int
     heap: HeapStats
+    mem: MemoryMap
+    threads: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +93,7 @@ class HeapStats:
 
     in_use: int = 0
     kept: int = 0
+    python_arenas: int = 0
 
 
 class _Mallinfo2(ctypes.Structure):
@@ -121,6 +131,23 @@ def heap_stats() -> HeapStats:
     fn.restype = _Mallinfo2
     m = fn()
     return HeapStats(in_use=m.uordblks + m.hblkhd, kept=m.fordblks + m.fsmblks)
+
+
+def python_arena_bytes() -> int:
+    """Bytes Python's object allocator holds in its arenas (this process), from
+    ``sys._debugmallocstats``, which writes to the C ``stderr``: it is pointed at a file meanwhile."""
+    with tempfile.TemporaryFile() as f:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(f.fileno(), 2)
+        try:
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        m = re.search(rb"arenas \* \d+ bytes/arena *= *([\d,]+)", f.read())
+    return int(m[1].replace(b",", b"")) if m else 0
 
 
 def rss_bytes(pid: int) -> int:
@@ -222,10 +249,32 @@ class Churn:
         self.publisher.flush(self.s.io_timeout_s)
 
 
+HEADER = (
+    f"{'elapsed s':>9} {'RSS MiB':>8} {'in use':>7} {'kept':>6} {'pyarena':>7} "
+    + " ".join(f"{k:>6}" for k in KINDS)
+    + f" {'thr':>4} {'cycles':>7} {'churn':>6}"
+)
+
+
 def row(sm: Sample) -> str:
+    kinds = " ".join(f"{sm.mem.rss.get(k, 0) / MIB:6.1f}" for k in KINDS)
     return (
         f"{sm.elapsed_s:9.0f} {sm.rss_bytes / MIB:8.1f} {sm.heap.in_use / MIB:7.1f} {sm.heap.kept / MIB:6.1f} "
-        f"{sm.cycles:7d} {sm.churn_steps:6d}"
+        f"{sm.heap.python_arenas / MIB:7.1f} {kinds} {sm.threads:4d} {sm.cycles:7d} {sm.churn_steps:6d}"
+    )
+
+
+def sample(proc: subprocess.Popen[bytes], workdir: Path, elapsed_s: float, churn_steps: int) -> Sample:
+    """One sample of the agent's process: RSS, its split by mapping kind, threads, its own heap account."""
+    cycles, heap = read_cycles(workdir)
+    return Sample(
+        elapsed_s,
+        rss_bytes(proc.pid),
+        cycles,
+        churn_steps,
+        heap,
+        read_memory_map(proc.pid),
+        thread_count(proc.pid),
     )
 
 
@@ -262,7 +311,7 @@ def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, 
         cycles[0] += 1
         if cycles[0] % 10 == 1:
             h = heap_stats()
-            (workdir / "cycles.tmp").write_text(f"{cycles[0]} {h.in_use} {h.kept}")
+            (workdir / "cycles.tmp").write_text(f"{cycles[0]} {h.in_use} {h.kept} {python_arena_bytes()}")
             os.replace(workdir / "cycles.tmp", workdir / "cycles")
 
     def dump(_signum: int, _frame: Any) -> None:
@@ -282,10 +331,10 @@ def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, 
 def read_cycles(workdir: Path) -> tuple[int, HeapStats]:
     """The agent's cycle count and heap account as it last wrote them (every 10 cycles)."""
     try:
-        cycles, in_use, kept = (int(x) for x in (workdir / "cycles").read_text().split())
+        cycles, in_use, kept, py = (int(x) for x in (workdir / "cycles").read_text().split())
     except (OSError, ValueError):
         return 0, HeapStats()
-    return cycles, HeapStats(in_use, kept)
+    return cycles, HeapStats(in_use, kept, py)
 
 
 def snapshot(proc: subprocess.Popen[bytes], workdir: Path, n: int) -> tracemalloc.Snapshot:
@@ -351,15 +400,10 @@ def main(argv: list[str] | None = None) -> int:
             churn = Churn(cluster, s, a.groups, a.members, a.outage_every)
             t0 = time.monotonic()
             next_sample = t0
-            print(
-                f"agent pid {proc.pid}; {'elapsed s':>9} {'RSS MiB':>8} {'in use':>7} {'kept':>6} "
-                f"{'cycles':>7} {'churn':>6}",
-                flush=True,
-            )
+            print(f"agent pid {proc.pid}; MiB except thr(eads), cycles, churn\n{HEADER}", flush=True)
             while (now := time.monotonic()) < t0 + a.duration_s and proc.poll() is None:
                 if now >= next_sample:
-                    cycles, heap = read_cycles(workdir)
-                    sm = Sample(now - t0, rss_bytes(proc.pid), cycles, churn.steps, heap)
+                    sm = sample(proc, workdir, now - t0, churn.steps)
                     samples.append(sm)
                     print(row(sm), flush=True)
                     next_sample += a.sample_s
@@ -370,8 +414,7 @@ def main(argv: list[str] | None = None) -> int:
             if proc.poll() is not None:
                 print(f"the agent exited {proc.returncode} during the soak", file=sys.stderr)
                 return 1
-            cycles, heap = read_cycles(workdir)
-            end = Sample(time.monotonic() - t0, rss_bytes(proc.pid), cycles, churn.steps, heap)
+            end = sample(proc, workdir, time.monotonic() - t0, churn.steps)
             samples.append(end)
             print(row(end))
             if warm is not None:
@@ -398,12 +441,25 @@ def main(argv: list[str] | None = None) -> int:
         f"cycles {final.cycles}, churn steps {final.churn_steps} "
         f"({churn.unconfirmed if churn else 0} with registrations unconfirmed: a broker down)"
     )
-    for label, attr in (("in use", "in_use"), ("kept free", "kept")):
+    for label, attr in (
+        ("malloc in use", "in_use"),
+        ("malloc keeps free", "kept"),
+        ("Python's arenas", "python_arenas"),
+    ):
         series = [(sm.elapsed_s, getattr(sm.heap, attr) / MIB) for sm in warmed]
         print(
-            f"malloc's heap, {label}: {series[0][1]:.1f} -> {series[-1][1]:.1f} MiB, "
+            f"{label}: {series[0][1]:.1f} -> {series[-1][1]:.1f} MiB, "
             f"slope {slope_per_hour(series):+.2f} MiB/h"
         )
+    for kind in KINDS:
+        series = [(sm.elapsed_s, sm.mem.rss.get(kind, 0) / MIB) for sm in warmed]
+        counts = [sm.mem.regions.get(kind, 0) for sm in warmed]
+        print(
+            f"RSS in {kind:>6}: {series[0][1]:6.1f} -> {series[-1][1]:6.1f} MiB, slope {slope_per_hour(series):+6.2f}"
+            f" MiB/h; mappings {counts[0]} -> {counts[-1]} (max {max(counts)})"
+        )
+    threads = [sm.threads for sm in warmed]
+    print(f"threads {threads[0]} -> {threads[-1]} (min {min(threads)}, max {max(threads)})")
     verdict = "flat" if abs(slope) < a.flat_mib_per_hour else ("growing" if slope > 0 else "shrinking")
     print(f"verdict: {verdict} (threshold {a.flat_mib_per_hour} MiB/h)")
     if warm is not None and last is not None:

@@ -12,13 +12,14 @@ from collections.abc import Mapping
 from ..alerts.webhook import WebhookNotifier
 from ..cluster.diff import SnapshotDiff
 from ..cluster.metadata import Snapshot
-from ..groups.live import live_locality
+from ..groups.basis import live_decides
+from ..groups.live import describable, live_locality
 from ..kafka.exceptions import PublishError
 from ..metrics import declared as metric
 from ..planning.fixable import best_locality
 from ..planning.planner import Registration, current_locality
 from ..protocol.alerts import AlertEvent
-from ..protocol.plans import CONSUMER, Locality, PlanRecord
+from ..protocol.plans import Locality, PlanRecord
 from ..state.term import Racks, Term, Wiring, labels
 
 
@@ -39,10 +40,10 @@ def assignment_loc(
     ``fp``: the registration's scope fingerprint at ``snap`` when known; a
     plan made at that same scope already knows its locality.
     """
-    real = term.real_groups.get(reg.name) if reg.kind == CONSUMER else None
+    real = describable(reg, term.real_groups)
     if real is not None and any(m.assignment for m in real.members):
         live = live_locality(snap, racks, reg, real, w.settings.rack_mapping)
-        if live.judged.total or not live.unknown_rack:
+        if live_decides(live):
             return live.judged  # members of unknown rack are left out, never counted local
         # no live member's rack is known: the plan of record is all there is to judge
     if rec is None:
@@ -137,7 +138,7 @@ def _after_change(
         g = term.groups.get(reg.key)
         fp_before, fp_now = previous_fp.get(reg.key), None if g is None else g.fp
         before = assignment_loc(w, term, reg, old, previous[0], previous[1], fp_before)
-        if reg.name in term.real_groups and reg.kind == CONSUMER:
+        if describable(reg, term.real_groups) is not None:
             now_loc = assignment_loc(w, term, reg, old, snap, racks)
         elif rec is not None and rec.locality_before is not None:
             now_loc = rec.locality_before  # the planner counted the old plan under the new metadata

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from ..cluster.diff import REPLICA_RACKS, SnapshotDiff
 from ..cluster.metadata import Snapshot
+from ..groups.basis import locality_basis
 from ..metrics import declared as metric
 from ..metrics.registry import Metrics
 from ..planning.planner import current_locality_by_rack, total_locality
 from ..protocol.registrations import FOLLOWER_MODES
-from ..state.term import Racks, Term, labels
+from ..state.term import CycleReport, Racks, Term, labels
 
 
 def snapshot_metrics(m: Metrics, snap: Snapshot, racks: Racks) -> None:
@@ -69,6 +70,22 @@ def group_metrics(m: Metrics, term: Term, snap: Snapshot, racks: Racks) -> None:
         total = total_locality(by_rack)
         m.set(metric.CROSS_RACK_PARTITIONS, total.cross_rack, lab)
         m.set(metric.CROSS_RACK_RATIO, total.fraction, lab)
+
+
+def basis_metrics(m: Metrics, term: Term, report: CycleReport) -> None:
+    """What each group's locality is judged on this cycle (:mod:`rackplan.agent.groups.basis`), kept for
+    ``/v1/groups`` and as ``rackplan_locality_basis`` (1 per group); run once the groups' paths are known and
+    this cycle's plans are published."""
+    series: dict[tuple[tuple[str, str], ...], float] = {}
+    for reg in term.regs:
+        g = term.group(reg.key)
+        g.basis = locality_basis(
+            report.live.get(reg.key),
+            on_broker=g.broker_assigned(),
+            has_plan=term.book.latest(reg.key) is not None,
+        )
+        series[tuple(sorted({**labels(reg.key), "basis": g.basis}.items()))] = 1.0
+    m.replace(metric.LOCALITY_BASIS, {}, series)
 
 
 def follower_metrics(m: Metrics, term: Term) -> None:

@@ -16,10 +16,12 @@ from ..alerts.webhook import WebhookNotifier
 from ..cluster.diff import SnapshotDiff, diff, hold_reassignments
 from ..cluster.metadata import MetadataError, Snapshot, fetch_snapshot, known_racks, poll_snapshot
 from ..core.ports import AdminPort
+from ..groups.live import describable
 from ..groups.live import live_locality as judge_live
+from ..groups.paths import broker_streams_apps
 from ..metrics import declared as metric
 from ..planning.planner import Registration
-from ..protocol.plans import CONSUMER, PlanKey, PlanRecord
+from ..protocol.plans import CONSUMER, STREAMS, PlanKey, PlanRecord
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
 from ..traffic.publish import TrafficFeed
 from ..traffic.sampler import TrafficMeter
@@ -27,7 +29,7 @@ from ..traffic.selector import SelectorCheck
 from .alerting import emit_alerts, evaluate_alerts
 from .broker_groups import achievable, classify_groups, judge
 from .checks import check_registrations
-from .cycle_metrics import change_metrics, group_metrics, snapshot_metrics
+from .cycle_metrics import basis_metrics, change_metrics, group_metrics, snapshot_metrics
 from .intake import Intake
 from .plan_step import candidates, plan_group, rejoin_wanted
 from .publishing import advance_handovers, publish_plans, publish_tombstones
@@ -126,7 +128,8 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     check_selector(w, term, io.selector, seen.snap)
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
-    io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery))
+    kip1071 = broker_streams_apps(w.settings.streams_apps)
+    io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery, kip1071))
     to_archive = seen.archive
     if to_archive is None and term.traffic and not term.traffic_archived:
         to_archive = term.acted  # the first window of measured traffic: the fleet gets its bytes
@@ -146,6 +149,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     report.tombstoned += publish_tombstones(w, term)
     feed_traffic(w, term, io.traffic_feed)
     group_metrics(w.metrics, term, acted_snap, acted_racks)
+    basis_metrics(w.metrics, term, report)
     if io.traffic is not None:
         traffic_metrics(w, term, acted_snap, acted_racks)
     now = w.clock()
@@ -231,16 +235,31 @@ def archive(
         w.log.info("snapshot archived", path=str(path))
 
 
-def describe_wanted(term: Term, discovery: list[str]) -> list[str]:
+def describe_wanted(
+    term: Term, discovery: list[str], broker_streams: frozenset[str] = frozenset()
+) -> list[str]:
     """Consumer groups whose real membership this cycle needs: every registered one, whose path (classic,
     KIP-848) may change at any time (a rolling upgrade) and whose live assignment is judged each cycle when
-    the broker assigns it (DescribeConsumerGroups takes up to ``batch_size`` groups per request)."""
+    the broker assigns it (DescribeConsumerGroups takes up to ``batch_size`` groups per request); and every
+    classic Streams app, a consumer-protocol group named by its application id (``broker_streams``: the
+    KIP-1071 ones, which DescribeConsumerGroups cannot describe)."""
     want = set(discovery)
     want.update(reg.name for reg in term.regs if reg.kind == CONSUMER)
+    want.update(r.name for r in term.regs if r.kind == STREAMS and r.name not in broker_streams)
     want.update(e.name for e in term.store.entries() if e.kind == CONSUMER)  # merged after describing
+    want.update(e.name for e in term.store.entries() if e.kind == STREAMS and e.name not in broker_streams)
     tracked = (PlanKey.split(k) for k in term.alerts.tracked() if "/" in k)
     want.update(k.name for k in tracked if k.kind == CONSUMER)
     return sorted(want)
+
+
+#: what to do about a live member of unknown rack, by the kind of group
+UNKNOWN_RACK_HINTS = {
+    CONSUMER: "register the member (rackplan.member.id equal to its client.id, or group.instance.id) "
+    "or add a rack_mapping rule",
+    STREAMS: "register the Streams client under a process id its client.id names (client.id <process id> "
+    "or Kafka's default <application.id>-<process id>) or add a rack_mapping rule",
+}
 
 
 def live_locality(w: Wiring, term: Term, report: CycleReport, snap: Snapshot, racks: Racks) -> None:
@@ -250,10 +269,9 @@ def live_locality(w: Wiring, term: Term, report: CycleReport, snap: Snapshot, ra
     (``rackplan_live_unknown_rack_partitions``), never as local; the members
     are logged once per distinct set.
     """
-    regs = {r.name: r for r in term.regs if r.kind == CONSUMER}
-    for name, real in sorted(term.real_groups.items()):
-        reg = regs.get(name)
-        if reg is None or not any(m.assignment for m in real.members):
+    for reg in sorted(term.regs, key=lambda r: r.key):
+        real = describable(reg, term.real_groups)
+        if real is None or not any(m.assignment for m in real.members):
             continue
         loc = judge_live(snap, racks, reg, real, w.settings.rack_mapping)
         report.live[reg.key] = loc
@@ -272,8 +290,7 @@ def live_locality(w: Wiring, term: Term, report: CycleReport, snap: Snapshot, ra
                     if m.member_id in loc.unknown_members
                 ],
                 partitions=loc.unknown_rack,
-                hint="register the member (rackplan.member.id equal to its client.id, or group.instance.id) "
-                "or add a rack_mapping rule",
+                hint=UNKNOWN_RACK_HINTS[reg.kind],
             )
         g.unknown_logged = loc.unknown_members
 

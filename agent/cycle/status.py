@@ -50,6 +50,8 @@ class GroupView:
     path: GroupPath | None = None
     broker: bool = False
     achievable: Locality | None = None
+    #: what its locality is judged on this cycle (``live``, ``plan_of_record``, ``none``; None: not yet)
+    basis: str | None = None
 
     def route_json(self) -> dict[str, Any]:
         """Its path (``classic-followers``, ``kip848-broker``, ``streams-broker``, ``unknown``), the assignor on
@@ -89,6 +91,7 @@ class GroupView:
                 "outstanding": pending.outstanding(self.followers),
             },
             "live": None if self.live is None else self.live.as_json(),
+            "locality_basis": self.basis,
             "unknown_member_racks": [m.as_json() for m in self.rack_mismatches],
             "unknown_topic_subscriptions": [m.as_json() for m in self.missing_topics],
         }
@@ -186,6 +189,7 @@ def build_status(term: Term) -> StatusView:
                 path=None if g is None else g.path,
                 broker=g is not None and g.broker_assigned(),
                 achievable=None if g is None else g.achievable,
+                basis=None if g is None else g.basis,
             )
         )
     plans = tuple((k, rec) for k in term.book.live_keys() if (rec := term.book.latest(k)) is not None)

@@ -4,4 +4,4 @@ which path assigns it (the agent's plans or the broker).
 Rank 6: imports :mod:`.planning` and below.
 """
 
-__all__ = ["live", "membership", "paths", "registered", "registry"]
+__all__ = ["basis", "live", "membership", "paths", "registered", "registry", "streams_members"]

@@ -6,6 +6,12 @@ partitions are neither local nor cross-rack: they are counted as
 ``unknown_rack`` and the member named, so an unmatched member can never make
 a group look local (issue 24: Java followers read 2 of 6 partitions cross-rack
 while the agent reported 0).
+
+A classic Kafka Streams app is a consumer-protocol group too: its members are
+stream threads holding their active tasks' source partitions, placed through
+their registered client (:mod:`.streams_members`); those source partitions are
+what is judged live.  A KIP-1071 Streams group cannot be described here (see
+:mod:`.paths`).
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from typing import Any
 
 from ..cluster.metadata import Snapshot
 from ..planning.planner import Registration, assignment_locality
-from ..protocol.plans import Locality
+from ..protocol.plans import CONSUMER, STREAMS, Locality
 from ..settings.sections import RackRule
-from .membership import RealGroup, member_racks
+from .membership import MemberRacks, RealGroup, member_racks
+from .streams_members import streams_member_racks
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +56,24 @@ class LiveLocality:
 
 
 def registered_members(reg: Registration) -> list[Mapping[str, Any]]:
-    """The members whose registered rack is their word: discovered members' racks are only the rules' guess."""
+    """The members (Streams: clients) whose registered rack is their word: discovered members' racks are only
+    the rules' guess."""
     if reg.source.endswith("discovered"):
         return []  # their rack came from rack_mapping: the rules themselves decide, None is unknown
-    return list(reg.spec.get("members") or [])
+    return list(reg.spec.get("members" if reg.kind == CONSUMER else "clients") or [])
+
+
+def describable(reg: Registration, real_groups: Mapping[str, RealGroup]) -> RealGroup | None:
+    """The group's description this cycle, when it has one: a consumer group, or a classic Streams app (its
+    group id is its application id); None for anything else."""
+    return real_groups.get(reg.name) if reg.kind in (CONSUMER, STREAMS) else None
+
+
+def racks_of_members(reg: Registration, real: RealGroup, rules: tuple[RackRule, ...]) -> MemberRacks:
+    """Each live member's rack, matched the way the group's kind registers its members."""
+    if reg.kind == STREAMS:
+        return streams_member_racks(real, reg.name, registered_members(reg), rules)
+    return member_racks(real, registered_members(reg), rules)
 
 
 def live_locality(
@@ -63,7 +84,7 @@ def live_locality(
     rules: tuple[RackRule, ...],
 ) -> LiveLocality:
     """Locality of ``real``'s assignment under ``snap``: members of known rack judged, the others counted apart."""
-    mr = member_racks(real, registered_members(reg), rules)
+    mr = racks_of_members(reg, real, rules)
     assignment = real.assignment()
     unknown = set(mr.unknown)
     known = {m: parts for m, parts in assignment.items() if m not in unknown}

@@ -108,7 +108,13 @@ def member_racks(
     group: RealGroup, registered_members: Iterable[Mapping[str, Any]], rules: tuple[RackRule, ...]
 ) -> MemberRacks:
     """Rack of each real member: its registration (:func:`match_registrations`), else the rules, else unknown."""
-    matched, pending = match_registrations(group, registered_members)
+    return racks_of(*match_registrations(group, registered_members), rules)
+
+
+def racks_of(
+    matched: Mapping[str, Mapping[str, Any]], pending: Iterable[RealMember], rules: tuple[RackRule, ...]
+) -> MemberRacks:
+    """The rack of each member a registration matched (its ``rack``), else the rules' guess, else unknown."""
     out: dict[str, str | None] = {m: reg.get("rack") for m, reg in matched.items()}
     unknown = []
     for m in pending:

@@ -22,6 +22,7 @@ which reads the plan topic and applies a plan that fits: it is fed plans.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,12 @@ def classify(kind: str, real: RealGroup | None, *, followers: bool, group_protoc
             return GroupPath(KIP848_BROKER, real.assignor or None)
         return GroupPath(CLASSIC_FOLLOWERS, real.assignor or None)
     return GroupPath(CLASSIC_FOLLOWERS) if followers else GroupPath(UNKNOWN)
+
+
+def broker_streams_apps(streams_apps: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """Application ids of the Streams apps the settings put on KIP-1071 (``group_protocol: streams``): not
+    described (librdkafka has no StreamsGroupDescribe), their live assignment unseen."""
+    return frozenset(str(a["application_id"]) for a in streams_apps if a.get("group_protocol") == "streams")
 
 
 def publishes(current: GroupPath, last_known: GroupPath | None) -> bool:

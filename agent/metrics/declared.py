@@ -268,6 +268,12 @@ GROUP_PATH = Metric(
     "1 for the path that assigns each registered group: classic-followers (the agent's plans), kip848-broker or streams-broker (the group coordinator; no plan is published), unknown (no live member); assignor: the broker assignor or classic protocol, when known.",
     ("kind", "group", "path", "assignor"),
 )
+LOCALITY_BASIS = Metric(
+    "rackplan_locality_basis",
+    GAUGE,
+    "1 for what each registered group's locality alert is judged on this cycle: live (the assignment its members hold, DescribeConsumerGroups), plan_of_record (the published plan), none (neither: a KIP-1071 Streams group, which librdkafka cannot describe).",
+    ("kind", "group", "basis"),
+)
 ACHIEVABLE_CROSS_RACK_PARTITIONS = Metric(
     "rackplan_achievable_cross_rack_partitions",
     GAUGE,
@@ -352,6 +358,7 @@ DECLARED: tuple[Metric, ...] = (
     GENERATIONS_RESERVED_TOTAL,
     COUNTERS_EXHAUSTED,
     GROUP_PATH,
+    LOCALITY_BASIS,
     ACHIEVABLE_CROSS_RACK_PARTITIONS,
     TRAFFIC_PARTITIONS_MEASURED,
     CROSS_RACK_BYTES_PER_SECOND,

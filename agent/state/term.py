@@ -129,6 +129,8 @@ class GroupRecord:
     # ---- what the operator must be told (issue 24)
     #: locality of the live assignment when last described
     live: LiveLocality | None = None
+    #: what its locality is judged on this cycle: ``live``, ``plan_of_record`` or ``none`` (groups.basis)
+    basis: str | None = None
     #: live members of unknown rack last logged
     unknown_logged: tuple[str, ...] = ()
     #: registered members whose rack no broker has
