@@ -70,7 +70,7 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     from .core.logging import configure, get_logger
     from .kafka.exceptions import PublishError
     from .runtime.loop import Agent
-    from .runtime.malloc_arenas import limit_arenas
+    from .runtime.malloc_arenas import fix_mmap_threshold, limit_arenas
     from .runtime.supervisor import child_command, supervise, supervised
     from .settings.errors import describe_error, describe_errors
     from .settings.sections import Settings
@@ -86,7 +86,12 @@ def cmd_agent_run(args: argparse.Namespace) -> int:
     if not args.no_supervisor and not supervised():
         argv = ["agent", "run", *(["--config", args.config] if args.config else [])]
         return supervise(child_command(argv), get_logger("rackplan.supervisor"))
-    log.info("agent starting", settings=settings.redacted(), malloc_arenas=limit_arenas())
+    log.info(
+        "agent starting",
+        settings=settings.redacted(),
+        malloc_arenas=limit_arenas(),
+        malloc_mmap_threshold=fix_mmap_threshold(),
+    )
     try:
         agent = Agent(settings, serve_http=True)
     except ValueError as e:  # a secret file that cannot be read (SettingsError)

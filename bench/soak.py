@@ -35,7 +35,7 @@ memory: the end prints each kind's slope.
 ``--tracemalloc`` also has the agent dump Python allocation snapshots (after
 the warm-up, at the end; on SIGUSR1) and prints the largest growths by line,
 to find what grows (it slows the agent and adds its own memory).  The agent's
-process bounds glibc's malloc arenas as ``rackplan agent run`` does
+process bounds glibc's malloc arenas and pins its mmap threshold as ``rackplan agent run`` does
 (:mod:`rackplan.agent.runtime.malloc_arenas`); ``--default-malloc`` leaves them unbounded.
 """
 
@@ -67,7 +67,7 @@ from rackplan.agent.kafka.embedded import EmbeddedCluster
 from rackplan.agent.kafka.publisher import Publisher
 from rackplan.agent.protocol.registrations import REGISTRATION_SCHEMA, registration_key
 from rackplan.agent.runtime.loop import Agent, CycleReport, topic_specs
-from rackplan.agent.runtime.malloc_arenas import limit_arenas
+from rackplan.agent.runtime.malloc_arenas import fix_mmap_threshold, limit_arenas
 from rackplan.agent.settings.sections import Settings
 
 TOPICS = (("orders", 24), ("payments", 12))
@@ -300,6 +300,7 @@ def child(settings_path: str, workdir: Path, trace: bool, default_malloc: bool, 
     configure("json", "error", stream=sys.stderr)
     if not default_malloc:
         limit_arenas()  # as `rackplan agent run` does
+        fix_mmap_threshold()
     if trim_every_s > 0:
         start_trimmer(trim_every_s)
     if trace:

@@ -9,6 +9,15 @@ churn, docs/performance.md): RSS still rose about 1 MiB every few minutes at
 the end with glibc's default, and stayed within 0.1 MiB over the last six
 minutes with two arenas, at the same cycle count.  ``MALLOC_ARENA_MAX``, when
 set, is the operator's choice: glibc read it at start and it is left alone.
+
+With two arenas the heap itself still crept (+5.4 MiB/h over 30 minutes), all of
+it in free chunks malloc kept (``bench/soak.py``'s split of RSS by kind of memory):
+glibc raises its mmap threshold each time it frees an mmapped chunk, up to 32 MiB,
+after which large, short-lived buffers are carved from the heap and leave holes
+that are reused only in part.  :func:`fix_mmap_threshold` pins the threshold at
+glibc's own starting value (128 KiB), which also stops the trim threshold from
+moving: RSS was flat from the 12th minute on in the same soak
+(docs/performance.md).  ``MALLOC_MMAP_THRESHOLD_``, when set, is left alone.
 """
 
 from __future__ import annotations
@@ -18,9 +27,12 @@ import os
 import sys
 from collections.abc import Mapping
 
-#: mallopt's parameter number for the arena limit (glibc's malloc.h)
+#: mallopt's parameter numbers (glibc's malloc.h)
 M_ARENA_MAX = -8
+M_MMAP_THRESHOLD = -3
 DEFAULT_ARENAS = 2
+#: glibc's initial mmap threshold: chunks this large or larger are mmapped, and given back when freed
+DEFAULT_MMAP_THRESHOLD = 128 * 1024
 
 
 def limit_arenas(arenas: int = DEFAULT_ARENAS, environ: Mapping[str, str] = os.environ) -> int | None:
@@ -29,7 +41,19 @@ def limit_arenas(arenas: int = DEFAULT_ARENAS, environ: Mapping[str, str] = os.e
     Returns the limit set, or None where nothing was done: not Linux, a C library
     without ``mallopt`` or refusing the parameter (musl), or ``MALLOC_ARENA_MAX`` set.
     """
-    if not sys.platform.startswith("linux") or "MALLOC_ARENA_MAX" in environ:
+    return _mallopt(M_ARENA_MAX, arenas, "MALLOC_ARENA_MAX", environ)
+
+
+def fix_mmap_threshold(
+    threshold: int = DEFAULT_MMAP_THRESHOLD, environ: Mapping[str, str] = os.environ
+) -> int | None:
+    """Pin glibc's mmap threshold at ``threshold`` bytes (module docstring); the value set, or None where
+    nothing was done (not glibc's ``mallopt``, or ``MALLOC_MMAP_THRESHOLD_`` set by the operator)."""
+    return _mallopt(M_MMAP_THRESHOLD, threshold, "MALLOC_MMAP_THRESHOLD_", environ)
+
+
+def _mallopt(param: int, value: int, variable: str, environ: Mapping[str, str]) -> int | None:
+    if not sys.platform.startswith("linux") or variable in environ:
         return None
     try:
         mallopt = ctypes.CDLL(None).mallopt
@@ -37,4 +61,4 @@ def limit_arenas(arenas: int = DEFAULT_ARENAS, environ: Mapping[str, str] = os.e
         return None
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     mallopt.restype = ctypes.c_int
-    return arenas if mallopt(M_ARENA_MAX, arenas) == 1 else None
+    return value if mallopt(param, value) == 1 else None
