@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...flow import FlowGraph, InfeasibleFlow
+from ...flow import FlowGraph, FlowResult, InfeasibleFlow
+from ...flow.memo import FlowMemo
 from .common import deal
 from .general_state import GeneralState
 
@@ -44,9 +45,11 @@ SHIFT_WORK = 60_000
 
 @dataclass(slots=True)
 class Budget:
-    """Flow edges the count-shift search may still build."""
+    """Flow edges the count-shift search may still build, and the flows it solved (shared by the runs
+    of one settling call: the same graph is solved once)."""
 
     edges: int = SHIFT_WORK
+    memo: FlowMemo = field(default_factory=FlowMemo)
 
     def spent(self) -> bool:
         return self.edges <= 0
@@ -117,10 +120,10 @@ def place(
     if budget is not None:
         budget.edges -= len(net.graph.edges)  # counted exactly above, so it fits
     try:
-        result = net.graph.solve()
+        result = _solve(net.graph, budget, None if provable else current)
     except InfeasibleFlow:
         return False
-    if result.cost >= current:
+    if result is None or result.cost >= current:
         if provable:  # proven: no balanced assignment at these counts has fewer cross-rack partitions
             state.min_cross_holder = list(state.holder)
         return False
@@ -131,6 +134,16 @@ def place(
             return repair
     _apply(state, new_holder)
     return True
+
+
+def _solve(graph: FlowGraph, budget: Budget | None, cutoff: int | None) -> FlowResult | None:
+    """The flow if it costs less than ``cutoff`` (None: solved in full), else None, through the run's
+    memo (a graph solved before is not solved again).
+
+    Only a strictly cheaper flow is kept, so the solver may stop once it cannot be; the provable flow
+    is solved in full, since its cost is the proof.
+    """
+    return (FlowMemo() if budget is None else budget.memo).solve_below(graph, cutoff)
 
 
 @dataclass(frozen=True, slots=True)
