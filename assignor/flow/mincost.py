@@ -160,12 +160,13 @@ class _Residual:
         # exact-scaled bytes/s (Python integers of any size, rackplan.assignor.traffic.exact_integers).
         self.unreached = 1 << max(62, sum(cost[0 : self.n_input : 2]).bit_length() + 2)
 
-    def result(self) -> FlowResult:
+    def result(self, total: int | None = None) -> FlowResult:
+        """The flow on each input edge, and its cost (``total`` when the solver kept the tally)."""
         cap, cost = self.cap, self.cost
         flow = cap[1 : self.n_input : 2]
-        return FlowResult(
-            cost=sum(f * w for f, w in zip(flow, cost[0 : self.n_input : 2], strict=True)), flow=flow
-        )
+        if total is None:
+            total = sum(f * w for f, w in zip(flow, cost[0 : self.n_input : 2], strict=True))
+        return FlowResult(cost=total, flow=flow)
 
 
 def min_cost_flow(num_nodes: int, edges: Sequence[Edge], supply: Sequence[int]) -> FlowResult:
@@ -270,7 +271,7 @@ def _phases(g: _Residual, cutoff: int | None) -> FlowResult | None:
         pushed = _blocking_flows(g, pot, need - sent)
         sent += pushed
         spent += pushed * pot[t]
-    return None if cutoff is not None and spent >= cutoff else g.result()  # nothing to route: cost 0
+    return None if cutoff is not None and spent >= cutoff else g.result(spent)  # nothing to route: cost 0
 
 
 def _dijkstra(g: _Residual, pot: list[int]) -> tuple[list[int], int]:

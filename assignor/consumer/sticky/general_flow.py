@@ -219,6 +219,7 @@ class _Network:
     spare_of: dict[int, int] = field(default_factory=dict)  # growing member -> its spare-unit node
     grows: dict[int, set[int]] = field(default_factory=dict)  # growing member -> topics it may grow in
     room: int = 0  # capacity of each spare-unit edge
+    hub_edges: int = 0  # the edges before the pools' (every edge out of a hub among them)
 
     def member(self, i: int) -> int:
         """Member ``i``'s node, demanding its count (one less for a dropper, which may send it spare)."""
@@ -359,6 +360,7 @@ def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> P
         [(g, hubs[(t, g)]) for g in range(len(crossk)) if (t, g) in hubs] for t in range(state.n_topics)
     ]
     pool_edges: PoolEdges = []
+    net.hub_edges = len(edges)
     for (o, t, k, pinned), lst in sorted(pools.items()):
         size = len(lst)
         src = len(supply)
@@ -400,7 +402,7 @@ def _read_back(
         for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
             incoming.setdefault(hub, []).append(gp)
     hub_out: dict[int, dict[int, int]] = {}
-    for e, (u, v, _cap, _cost) in enumerate(net.graph.edges):
+    for e, (u, v, _cap, _cost) in enumerate(net.graph.edges[: net.hub_edges]):  # pool edges leave no hub
         if u in incoming and v in net.node_member and flow[e]:
             per = hub_out.setdefault(u, {})
             per[net.node_member[v]] = per.get(net.node_member[v], 0) + flow[e]
