@@ -243,7 +243,8 @@ def min_cost_flow_below(
 
     Shortest-path lengths never decrease from one phase to the next, so once a phase's length
     is known, what is routed so far plus every unit still to route at that length is a lower
-    bound on the final cost; when it reaches ``cutoff`` the solve stops (issue 29: the
+    bound on the final cost (after a phase, the next length is at least one more: costs are
+    integers); when it reaches ``cutoff`` the solve stops (issue 29: the
     cooperative-sticky count-shift search asks for many flows it keeps only if strictly
     cheaper than the assignment it has).  A flow below ``cutoff`` is exactly
     :func:`min_cost_flow_phases`'s, phase for phase.  An infeasible problem raises
@@ -271,6 +272,9 @@ def _phases(g: _Residual, cutoff: int | None) -> FlowResult | None:
         pushed = _blocking_flows(g, pot, need - sent)
         sent += pushed
         spent += pushed * pot[t]
+        # No path of this length is left and lengths are integers: the next phase's units cost one more.
+        if cutoff is not None and sent < need and spent + (need - sent) * (pot[t] + 1) >= cutoff:
+            return None
     return None if cutoff is not None and spent >= cutoff else g.result(spent)  # nothing to route: cost 0
 
 

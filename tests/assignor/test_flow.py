@@ -170,17 +170,22 @@ def test_below_is_the_same_flow_or_none(
         assert g.solve_below(cutoff) == got
 
 
-def _phases_run(monkeypatch: pytest.MonkeyPatch, cutoff: int | None) -> tuple[FlowResult | None, int]:
-    """Three units: two over a path of cost 2, the third only over the direct edge of cost 5 (9 in all)."""
-    runs = 0
-    blocking = mincost._blocking_flows
+def _phases_run(monkeypatch: pytest.MonkeyPatch, cutoff: int | None) -> tuple[FlowResult | None, int, int]:
+    """Three units: two over a path of cost 2, the third only over the direct edge of cost 5 (9 in all);
+    the result, then the Dijkstra runs and the blocking flows the solver did."""
+    runs = [0, 0]
+    dijkstra, blocking = mincost._dijkstra, mincost._blocking_flows
 
-    def counted(*args: Any) -> int:
-        nonlocal runs
-        runs += 1
+    def counted_dijkstra(*args: Any) -> tuple[list[int], int]:
+        runs[0] += 1
+        return dijkstra(*args)
+
+    def counted_blocking(*args: Any) -> int:
+        runs[1] += 1
         return blocking(*args)
 
-    monkeypatch.setattr(mincost, "_blocking_flows", counted)
+    monkeypatch.setattr(mincost, "_dijkstra", counted_dijkstra)
+    monkeypatch.setattr(mincost, "_blocking_flows", counted_blocking)
     edges = [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)]
     supply = [3, 0, -3]
     result = (
@@ -188,14 +193,16 @@ def _phases_run(monkeypatch: pytest.MonkeyPatch, cutoff: int | None) -> tuple[Fl
         if cutoff is None
         else min_cost_flow_below(3, edges, supply, cutoff)
     )
-    return result, runs
+    return result, runs[0], runs[1]
 
 
 def test_below_stops_at_the_phase_that_reaches_the_cutoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Phase 1 costs 2 per unit (bound 3 * 2 = 6), phase 2 costs 5 (bound 4 + 5 = 9): a cut-off of 6
-    stops before any blocking flow, 9 before the second, 10 solves both phases."""
-    full, runs = _phases_run(monkeypatch, None)
-    assert full is not None and (full.cost, runs) == (9, 2)
-    assert _phases_run(monkeypatch, 6) == (None, 0)
-    assert _phases_run(monkeypatch, 9) == (None, 1)
-    assert _phases_run(monkeypatch, 10) == (full, 2)
+    """Phase 1 costs 2 per unit (bound 3 * 2 = 6); after it, 4 spent and one unit left at 3 or more
+    (bound 7); phase 2 costs 5 (bound 9).  A cut-off of 6 stops before any blocking flow, 7 before
+    the second Dijkstra, 9 before the second blocking flow; 10 solves both phases."""
+    full, dijkstras, blocking = _phases_run(monkeypatch, None)
+    assert full is not None and (full.cost, dijkstras, blocking) == (9, 2, 2)
+    assert _phases_run(monkeypatch, 6) == (None, 1, 0)
+    assert _phases_run(monkeypatch, 7) == (None, 1, 1)
+    assert _phases_run(monkeypatch, 9) == (None, 2, 1)
+    assert _phases_run(monkeypatch, 10) == (full, 2, 2)
