@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from .mincost import InfeasibleFlow as InfeasibleFlow
     from .mincost import PostconditionError as PostconditionError
     from .mincost import min_cost_flow as min_cost_flow
+    from .mincost import min_cost_flow_below as min_cost_flow_below
     from .mincost import min_cost_flow_phases as min_cost_flow_phases
 else:
     from ..surface import attach

@@ -99,6 +99,10 @@ class FlowGraph:
         """
         return min_cost_flow_phases(len(self.supply), self.edges, self.supply)
 
+    def solve_below(self, cutoff: int) -> FlowResult | None:
+        """The same flow as :meth:`solve` if it costs less than ``cutoff``, else None (:func:`min_cost_flow_below`)."""
+        return min_cost_flow_below(len(self.supply), self.edges, self.supply, cutoff)
+
     def solve_by_paths(self) -> FlowResult:
         """The same flow problem solved by :func:`min_cost_flow` (one augmenting path at a time)."""
         return min_cost_flow(len(self.supply), self.edges, self.supply)
@@ -156,12 +160,13 @@ class _Residual:
         # exact-scaled bytes/s (Python integers of any size, rackplan.assignor.traffic.exact_integers).
         self.unreached = 1 << max(62, sum(cost[0 : self.n_input : 2]).bit_length() + 2)
 
-    def result(self) -> FlowResult:
+    def result(self, total: int | None = None) -> FlowResult:
+        """The flow on each input edge, and its cost (``total`` when the solver kept the tally)."""
         cap, cost = self.cap, self.cost
         flow = cap[1 : self.n_input : 2]
-        return FlowResult(
-            cost=sum(f * w for f, w in zip(flow, cost[0 : self.n_input : 2], strict=True)), flow=flow
-        )
+        if total is None:
+            total = sum(f * w for f, w in zip(flow, cost[0 : self.n_input : 2], strict=True))
+        return FlowResult(cost=total, flow=flow)
 
 
 def min_cost_flow(num_nodes: int, edges: Sequence[Edge], supply: Sequence[int]) -> FlowResult:
@@ -226,18 +231,51 @@ def min_cost_flow_phases(num_nodes: int, edges: Sequence[Edge], supply: Sequence
     unit edges solve in a handful of phases instead of one Dijkstra per unit.
     Exact for non-negative integer costs; deterministic (arc order breaks ties).
     """
-    g = _Residual(num_nodes, edges, supply)
+    result = _phases(_Residual(num_nodes, edges, supply), None)
+    assert result is not None  # no cut-off
+    return result
+
+
+def min_cost_flow_below(
+    num_nodes: int, edges: Sequence[Edge], supply: Sequence[int], cutoff: int
+) -> FlowResult | None:
+    """:func:`min_cost_flow_phases`'s flow if it costs less than ``cutoff``, else None, often found early.
+
+    Shortest-path lengths never decrease from one phase to the next, so once a phase's length
+    is known, what is routed so far plus every unit still to route at that length is a lower
+    bound on the final cost (after a phase, the next length is at least one more: costs are
+    integers); when it reaches ``cutoff`` the solve stops (issue 29: the
+    cooperative-sticky count-shift search asks for many flows it keeps only if strictly
+    cheaper than the assignment it has).  A flow below ``cutoff`` is exactly
+    :func:`min_cost_flow_phases`'s, phase for phase.  An infeasible problem raises
+    :class:`InfeasibleFlow` unless the bound reaches ``cutoff`` first (then None: it has no flow
+    below ``cutoff`` either).
+    """
+    return _phases(_Residual(num_nodes, edges, supply), cutoff)
+
+
+def _phases(g: _Residual, cutoff: int | None) -> FlowResult | None:
+    """The primal-dual phases of :func:`min_cost_flow_phases`, stopped (None) once ``cutoff`` is out of reach."""
     pot = [0] * g.n
-    sent = 0
-    while sent < g.need:
+    need, t = g.need, g.t
+    sent = spent = 0
+    while sent < need:
         dist, dt = _dijkstra(g, pot)
         if dt < 0:
-            raise InfeasibleFlow(f"only {sent} of {g.need} units can be routed")
+            raise InfeasibleFlow(f"only {sent} of {need} units can be routed")
         # Settled nodes (closer than the sink) move by their distance, the rest by the sink's:
         # every residual arc keeps a non-negative reduced cost, shortest paths get zero.
         pot = [p + (d if d < dt else dt) for p, d in zip(pot, dist, strict=True)]
-        sent += _blocking_flows(g, pot, g.need - sent)
-    return g.result()
+        # The source's potential stays 0, so every unit of this phase costs pot[t], and later ones no less.
+        if cutoff is not None and spent + (need - sent) * pot[t] >= cutoff:
+            return None
+        pushed = _blocking_flows(g, pot, need - sent)
+        sent += pushed
+        spent += pushed * pot[t]
+        # No path of this length is left and lengths are integers: the next phase's units cost one more.
+        if cutoff is not None and sent < need and spent + (need - sent) * (pot[t] + 1) >= cutoff:
+            return None
+    return None if cutoff is not None and spent >= cutoff else g.result(spent)  # nothing to route: cost 0
 
 
 def _dijkstra(g: _Residual, pot: list[int]) -> tuple[list[int], int]:

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import networkx as nx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.flow import FlowGraph, FlowResult, InfeasibleFlow, min_cost_flow, min_cost_flow_phases
+from rackplan.assignor.flow import (
+    FlowGraph,
+    FlowResult,
+    InfeasibleFlow,
+    min_cost_flow,
+    min_cost_flow_below,
+    min_cost_flow_phases,
+    mincost,
+)
 from tests.invariants import assert_feasible_flow
 
 Solver = Callable[[int, list[tuple[int, int, int, int]], list[int]], FlowResult]
@@ -133,3 +142,67 @@ def test_flow_graph_builds_the_problem_it_is_given(
                 solve()
             continue
         assert solve() == expected
+
+
+# --- min_cost_flow_below (the same phases, stopped once the flow cannot cost less than a cut-off)
+
+
+@settings(max_examples=300, deadline=None)
+@given(problem=flow_problems(), cutoff=st.integers(0, 80))
+def test_below_is_the_same_flow_or_none(
+    problem: tuple[int, list[tuple[int, int, int, int]], list[int]], cutoff: int
+) -> None:
+    """Below the cut-off: exactly min_cost_flow_phases' flow; at or above it (or infeasible): no flow."""
+    n, edges, supply = problem
+    try:
+        full: FlowResult | None = min_cost_flow_phases(n, edges, supply)
+    except InfeasibleFlow:
+        full = None
+    try:
+        got = min_cost_flow_below(n, edges, supply, cutoff)
+    except InfeasibleFlow:
+        assert full is None
+        return
+    assert got == (full if full is not None and full.cost < cutoff else None)
+    g = FlowGraph()
+    g.supply, g.edges = list(supply), list(edges)
+    if full is not None:
+        assert g.solve_below(cutoff) == got
+
+
+def _phases_run(monkeypatch: pytest.MonkeyPatch, cutoff: int | None) -> tuple[FlowResult | None, int, int]:
+    """Three units: two over a path of cost 2, the third only over the direct edge of cost 5 (9 in all);
+    the result, then the Dijkstra runs and the blocking flows the solver did."""
+    runs = [0, 0]
+    dijkstra, blocking = mincost._dijkstra, mincost._blocking_flows
+
+    def counted_dijkstra(*args: Any) -> tuple[list[int], int]:
+        runs[0] += 1
+        return dijkstra(*args)
+
+    def counted_blocking(*args: Any) -> int:
+        runs[1] += 1
+        return blocking(*args)
+
+    monkeypatch.setattr(mincost, "_dijkstra", counted_dijkstra)
+    monkeypatch.setattr(mincost, "_blocking_flows", counted_blocking)
+    edges = [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)]
+    supply = [3, 0, -3]
+    result = (
+        min_cost_flow_phases(3, edges, supply)
+        if cutoff is None
+        else min_cost_flow_below(3, edges, supply, cutoff)
+    )
+    return result, runs[0], runs[1]
+
+
+def test_below_stops_at_the_phase_that_reaches_the_cutoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Phase 1 costs 2 per unit (bound 3 * 2 = 6); after it, 4 spent and one unit left at 3 or more
+    (bound 7); phase 2 costs 5 (bound 9).  A cut-off of 6 stops before any blocking flow, 7 before
+    the second Dijkstra, 9 before the second blocking flow; 10 solves both phases."""
+    full, dijkstras, blocking = _phases_run(monkeypatch, None)
+    assert full is not None and (full.cost, dijkstras, blocking) == (9, 2, 2)
+    assert _phases_run(monkeypatch, 6) == (None, 1, 0)
+    assert _phases_run(monkeypatch, 7) == (None, 1, 1)
+    assert _phases_run(monkeypatch, 9) == (None, 2, 1)
+    assert _phases_run(monkeypatch, 10) == (full, 2, 2)

@@ -28,7 +28,8 @@ from rackplan.assignor.consumer.sticky import (
 from rackplan.assignor.consumer.sticky.common import prepare
 from rackplan.assignor.consumer.sticky.general_flow import SHIFT_WORK, Budget, Repair, place
 from rackplan.assignor.consumer.sticky.general_state import GeneralState
-from rackplan.assignor.flow import FlowGraph, FlowResult
+from rackplan.assignor.flow import FlowGraph, FlowResult, mincost
+from rackplan.assignor.flow.memo import FlowMemo
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
 from tests.strategies import follow_up
 
@@ -114,15 +115,15 @@ def with_and_without_floor(
     lower bound (``general_flow._floor_cost``) or without it (every flow built and solved, as before
     the bound existed)."""
     solved = 0
-    solve = FlowGraph.solve
+    solve = mincost._phases  # every solve of every FlowGraph, cut off or not
 
-    def counted(graph: FlowGraph) -> FlowResult:
+    def counted(graph: Any, cutoff: int | None) -> FlowResult | None:
         nonlocal solved
         solved += 1
-        return solve(graph)
+        return solve(graph, cutoff)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(FlowGraph, "solve", counted)
+        patch.setattr(mincost, "_phases", counted)
         if not floor:
             patch.setattr(general_flow, "_floor_cost", lambda *_: -1)
         plan = assign(cluster, group)
@@ -153,3 +154,54 @@ def test_the_floor_bound_gives_the_same_plans_on_seven_rack_groups(
     plan_all, edges_all, solved_all = with_and_without_floor(cluster, group, floor=False)
     assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
     assert solved <= solved_all
+
+
+def with_and_without_memo(
+    cluster: Cluster, group: ConsumerGroup, memo: bool
+) -> tuple[ConsumerPlan, int, int]:
+    """The plan, the count-shift edges charged, and the solver's phases (blocking flows), with the flow
+    memo and the solver's cut-off (:class:`rackplan.assignor.flow.memo.FlowMemo`) or without (every flow
+    solved in full, as before them)."""
+    phases = 0
+    blocking = mincost._blocking_flows
+
+    def counted(*args: Any) -> int:
+        nonlocal phases
+        phases += 1
+        return blocking(*args)
+
+    def solve_in_full(_memo: FlowMemo, graph: FlowGraph, _cutoff: int | None) -> FlowResult:
+        return graph.solve()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mincost, "_blocking_flows", counted)
+        if not memo:
+            patch.setattr(FlowMemo, "solve_below", solve_in_full)
+        plan = assign(cluster, group)
+        edges = settle_general(prepare(cluster, group)).shift_edges
+    return plan, edges, phases
+
+
+def test_the_memo_and_the_cutoff_save_phases_on_the_cliff_shape_and_change_nothing() -> None:
+    """Issue 29: a flow solved before is not solved again, and a flow that cannot be strictly cheaper
+    stops at the phase that shows it; on the recorded cliff seed the plan and the work tally are the
+    same, and the solver routes at most five sixths of the phases it did (6,544 of 8,036)."""
+    cluster, members = seven_racks(41, 23, 148)
+    group = one_joins(cluster, members)
+    plan, edges, phases = with_and_without_memo(cluster, group, memo=True)
+    plan_all, edges_all, phases_all = with_and_without_memo(cluster, group, memo=False)
+    assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
+    assert 6 * phases <= 5 * phases_all, (phases, phases_all)
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
+def test_the_memo_and_the_cutoff_give_the_same_plans_on_seven_rack_groups(
+    seed: int, n_members: int, n_parts: int
+) -> None:
+    cluster, members = seven_racks(seed, n_members, n_parts)
+    group = one_joins(cluster, members)
+    plan, edges, phases = with_and_without_memo(cluster, group, memo=True)
+    plan_all, edges_all, phases_all = with_and_without_memo(cluster, group, memo=False)
+    assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
+    assert phases <= phases_all

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...flow import FlowGraph, InfeasibleFlow
+from ...flow import FlowGraph, FlowResult, InfeasibleFlow
+from ...flow.memo import FlowMemo
 from .common import deal
 from .general_state import GeneralState
 
@@ -44,9 +45,11 @@ SHIFT_WORK = 60_000
 
 @dataclass(slots=True)
 class Budget:
-    """Flow edges the count-shift search may still build."""
+    """Flow edges the count-shift search may still build, and the flows it solved (shared by the runs
+    of one settling call: the same graph is solved once)."""
 
     edges: int = SHIFT_WORK
+    memo: FlowMemo = field(default_factory=FlowMemo)
 
     def spent(self) -> bool:
         return self.edges <= 0
@@ -117,10 +120,10 @@ def place(
     if budget is not None:
         budget.edges -= len(net.graph.edges)  # counted exactly above, so it fits
     try:
-        result = net.graph.solve()
+        result = _solve(net.graph, budget, None if provable else current)
     except InfeasibleFlow:
         return False
-    if result.cost >= current:
+    if result is None or result.cost >= current:
         if provable:  # proven: no balanced assignment at these counts has fewer cross-rack partitions
             state.min_cross_holder = list(state.holder)
         return False
@@ -131,6 +134,16 @@ def place(
             return repair
     _apply(state, new_holder)
     return True
+
+
+def _solve(graph: FlowGraph, budget: Budget | None, cutoff: int | None) -> FlowResult | None:
+    """The flow if it costs less than ``cutoff`` (None: solved in full), else None, through the run's
+    memo (a graph solved before is not solved again).
+
+    Only a strictly cheaper flow is kept, so the solver may stop once it cannot be; the provable flow
+    is solved in full, since its cost is the proof.
+    """
+    return (FlowMemo() if budget is None else budget.memo).solve_below(graph, cutoff)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +219,7 @@ class _Network:
     spare_of: dict[int, int] = field(default_factory=dict)  # growing member -> its spare-unit node
     grows: dict[int, set[int]] = field(default_factory=dict)  # growing member -> topics it may grow in
     room: int = 0  # capacity of each spare-unit edge
+    hub_edges: int = 0  # the edges before the pools' (every edge out of a hub among them)
 
     def member(self, i: int) -> int:
         """Member ``i``'s node, demanding its count (one less for a dropper, which may send it spare)."""
@@ -346,6 +360,7 @@ def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> P
         [(g, hubs[(t, g)]) for g in range(len(crossk)) if (t, g) in hubs] for t in range(state.n_topics)
     ]
     pool_edges: PoolEdges = []
+    net.hub_edges = len(edges)
     for (o, t, k, pinned), lst in sorted(pools.items()):
         size = len(lst)
         src = len(supply)
@@ -387,7 +402,7 @@ def _read_back(
         for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
             incoming.setdefault(hub, []).append(gp)
     hub_out: dict[int, dict[int, int]] = {}
-    for e, (u, v, _cap, _cost) in enumerate(net.graph.edges):
+    for e, (u, v, _cap, _cost) in enumerate(net.graph.edges[: net.hub_edges]):  # pool edges leave no hub
         if u in incoming and v in net.node_member and flow[e]:
             per = hub_out.setdefault(u, {})
             per[net.node_member[v]] = per.get(net.node_member[v], 0) + flow[e]

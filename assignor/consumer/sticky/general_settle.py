@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Collection
 
+from ...flow.memo import FlowMemo
 from .common import Prepared
 from .general import assign_general_proven, keep_first_floor
 from .general_exact import exact_candidate
@@ -73,6 +74,7 @@ class _Work:
     edges: int = SETTLE_WORK
     cut: bool = False
     proven: list[int] | None = None  # the last search's holder, if its cross-rack count is proven minimal
+    memo: FlowMemo = dataclasses.field(default_factory=FlowMemo)  # every run's flows, solved once each
     #: a round's answer (and its keep-first target) by owners: a pure function of them
     answers: dict[tuple[int, ...], tuple[list[int], list[int] | None]] = dataclasses.field(
         default_factory=dict
@@ -161,7 +163,7 @@ class _Round:
             start=start,
             min_cross_holder=work.proven,
         )
-        found, keep, work.proven, spent = _choose(step)
+        found, keep, work.proven, spent = _choose(step, work.memo)
         work.edges -= spent
         return found, keep
 
@@ -277,9 +279,11 @@ class _Round:
             self.explore(self.run(prep.owner, start=fresh)[0])
 
 
-def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | None, int]:
+def _choose(
+    prep: Prepared, memo: FlowMemo | None = None
+) -> tuple[list[int], list[int] | None, list[int] | None, int]:
     """One round of the general path: its target, the keep-first target if computed, the search's proof,
-    and the flow edges its count-shift searches built.
+    and the flow edges its count-shift searches built (``memo``: flows solved before, shared by the runs).
 
     The search (:func:`assign_general_proven`) may move owned partitions to end more local.  When it
     moves any, the keep-first run (``Prepared.keep_owned``: balancing's forced moves only) is computed
@@ -288,7 +292,8 @@ def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | No
     owners balanced, the keep-first run is the previous assignment itself (issue 10's keep rule).
     """
     n_parts = prep.num_partitions
-    budget = Budget()
+    memo = FlowMemo() if memo is None else memo
+    budget = Budget(memo=memo)
     per_member, proven = assign_general_proven(prep, budget)
     found = holders(per_member, n_parts)
     moves = _moved(found, prep.owner)
@@ -297,7 +302,7 @@ def _choose(prep: Prepared) -> tuple[list[int], list[int] | None, list[int] | No
     keep_prep = dataclasses.replace(prep, keep_owned=True, min_cross_holder=None, start=None)
     if keep_first_floor(keep_prep) > cross_count(prep, found):
         return found, None, proven, SHIFT_WORK - budget.edges  # the keep-first run cannot be as local
-    keep_budget = Budget()
+    keep_budget = Budget(memo=memo)
     keep = holders(assign_general_proven(keep_prep, keep_budget)[0], n_parts)
     spent = 2 * SHIFT_WORK - budget.edges - keep_budget.edges
     if (cross_count(prep, keep), _moved(keep, prep.owner)) <= (cross_count(prep, found), moves):

@@ -1,0 +1,103 @@
+"""A flow memo answers a graph solved before exactly as a new solve would, without solving it again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rackplan.assignor.flow import FlowGraph, FlowResult, InfeasibleFlow, mincost
+from rackplan.assignor.flow.memo import FlowMemo
+from tests.assignor.test_flow import flow_problems
+
+
+def _graph(edges: list[tuple[int, int, int, int]], supply: list[int]) -> FlowGraph:
+    g = FlowGraph()
+    g.supply, g.edges = list(supply), list(edges)
+    return g
+
+
+def _answer(memo: FlowMemo, graph: FlowGraph, cutoff: int | None) -> FlowResult | str | None:
+    """The memo's answer; with a cut-off, infeasible and "not below it" are one answer (no flow below
+    it), as the solver's contract allows either."""
+    try:
+        return memo.solve_below(graph, cutoff)
+    except InfeasibleFlow:
+        return "infeasible" if cutoff is None else None
+
+
+class _Counted:
+    """Calls of the solver's core (every solve, cut off or not)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        phases = mincost._phases
+
+        def counted(*args: Any) -> FlowResult | None:
+            self.calls += 1
+            return phases(*args)
+
+        monkeypatch.setattr(mincost, "_phases", counted)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    problem=flow_problems(),
+    cutoffs=st.lists(st.one_of(st.none(), st.integers(0, 60)), min_size=1, max_size=6),
+)
+def test_the_memo_answers_as_the_solver_does(
+    problem: tuple[int, list[tuple[int, int, int, int]], list[int]], cutoffs: list[int | None]
+) -> None:
+    """Any sequence of cut-offs on one graph, asked of one memo: each answer is a fresh memo's."""
+    _n, edges, supply = problem
+    memo = FlowMemo()
+    for cutoff in cutoffs:
+        assert _answer(memo, _graph(edges, supply), cutoff) == _answer(
+            FlowMemo(), _graph(edges, supply), cutoff
+        )
+    assert memo.solved + memo.reused == len(cutoffs)
+
+
+def test_a_graph_is_solved_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = _Counted(monkeypatch)
+    edges, supply = [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3]  # costs 9
+    memo = FlowMemo()
+    full = memo.solve_below(_graph(edges, supply), None)
+    assert full is not None and full.cost == 9
+    assert memo.solve_below(_graph(edges, supply), 10) == full  # an equal graph, built anew
+    assert memo.solve_below(_graph(edges, supply), 9) is None
+    assert (counted.calls, memo.solved, memo.reused) == (1, 1, 2)
+
+
+def test_a_cut_off_answer_is_reused_only_below_its_cutoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = _Counted(monkeypatch)
+    g = _graph([(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3])
+    memo = FlowMemo()
+    assert memo.solve_below(g, 7) is None  # cost 9 >= 7
+    assert memo.solve_below(g, 5) is None  # known: at least 7
+    assert counted.calls == 1
+    again = memo.solve_below(g, 12)  # 12 is above what is known: solved
+    assert again is not None and again.cost == 9 and counted.calls == 2
+
+
+def test_infeasible_is_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = _Counted(monkeypatch)
+    memo = FlowMemo()
+    for _ in range(3):
+        with pytest.raises(InfeasibleFlow):
+            memo.solve_below(_graph([(0, 1, 1, 1)], [2, -2]), None)
+    assert counted.calls == 1
+
+
+def test_a_full_memo_keeps_nothing_more_and_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    counted = _Counted(monkeypatch)
+    memo = FlowMemo(room=2)  # room for the first graph's two edges only
+    small, big = [(0, 1, 2, 1), (1, 2, 2, 1)], [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)]
+    assert memo.solve_below(_graph(small, [2, 0, -2]), None) == memo.solve_below(
+        _graph(small, [2, 0, -2]), None
+    )
+    first = memo.solve_below(_graph(big, [3, 0, -3]), None)
+    assert memo.solve_below(_graph(big, [3, 0, -3]), None) == first
+    assert (counted.calls, len(memo.seen), memo.room) == (3, 1, 0)
