@@ -8,11 +8,14 @@ of ``rd_kafka_admin_coord_request`` frees the operation's enq-once object while
 ``rd_kafka_coord_req_fsm`` still holds it, and the dummy error response then trips
 ``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0'``
 (confluentinc/librdkafka#4605, #3663; the fix, #5397, is in no release).  Python
-cannot catch an abort.  ``describe_consumer_groups`` is the only Admin call of the
-agent on that path: Metadata, DescribeCluster, DescribeConfigs and CreateTopics go
-to any broker or to the controller, and never reach that code.
+cannot catch an abort.  ``describe_consumer_groups`` and ``list_consumer_group_offsets``
+(a group's read rate, :mod:`.group_offsets`) are the agent's Admin calls on that path:
+Metadata, DescribeCluster, DescribeConfigs, ListOffsets and CreateTopics go to any
+broker, a partition leader or the controller, and never reach that code.  (The read
+rate's first version called ListConsumerGroupOffsets from the agent itself, and a
+30-minute soak with broker churn aborted the agent within a minute.)
 
-So the agent's DescribeGroups run in a child process with an AdminClient of its own
+So the agent's DescribeGroups and ListConsumerGroupOffsets run in a child process with an AdminClient of its own
 (kept between calls; started on first use).  When the bug aborts the child, only the
 groups of that call fail (reason ``DescribeWorkerDied``: the agent judges them on
 their plans of record for that cycle, as after any DescribeGroups failure), the
@@ -44,6 +47,9 @@ from .timeouts import OPERATION_GRACE_S
 START_S = 20.0
 #: longest pause before starting a child again after deaths in a row
 MAX_BACKOFF_S = 60.0
+#: the child's operations: DescribeConsumerGroups, ListConsumerGroupOffsets (one group per request)
+DESCRIBE = "describe"
+OFFSETS = "offsets"
 
 
 class DescribeWorkerDied(AgentError, RuntimeError):
@@ -99,7 +105,8 @@ def signal_name(returncode: int | None) -> str:
 
 
 class GroupDescribeWorker:
-    """The child process that runs ``describe_consumer_groups`` for the agent; one call at a time."""
+    """The child process that runs the agent's coordinator-targeted Admin calls (``describe_consumer_groups``,
+    ``list_consumer_group_offsets``); one call at a time."""
 
     def __init__(
         self,
@@ -175,6 +182,13 @@ class GroupDescribeWorker:
 
     def describe(self, group_ids: list[str], request_timeout_s: float) -> dict[str, tuple[bool, Any]]:
         """Per group: (True, its ``ConsumerGroupDescription``) or (False, the exception to raise)."""
+        return self._ask(DESCRIBE, group_ids, request_timeout_s)
+
+    def committed(self, group_ids: list[str], request_timeout_s: float) -> dict[str, tuple[bool, Any]]:
+        """Per group: (True, its committed offsets as ``[(topic, partition, offset)]``) or (False, the exception)."""
+        return self._ask(OFFSETS, group_ids, request_timeout_s)
+
+    def _ask(self, op: str, group_ids: list[str], request_timeout_s: float) -> dict[str, tuple[bool, Any]]:
         with self._lock:
             if self._conn is None and self.clock() < self._not_before:
                 err = DescribeWorkerDied(
@@ -188,7 +202,7 @@ class GroupDescribeWorker:
                 if conn is None:
                     conn = self._start()
                     wait_s += START_S
-                conn.send((list(group_ids), request_timeout_s))
+                conn.send((op, list(group_ids), request_timeout_s))
                 if not conn.poll(wait_s):
                     how = self._reap("no answer")
                     return dict.fromkeys(
@@ -219,7 +233,8 @@ class GroupDescribeWorker:
 
 
 class IsolatedGroupsAdmin:
-    """An :class:`~rackplan.agent.core.ports.AdminPort`: the AdminClient's calls, but DescribeGroups in a child."""
+    """An :class:`~rackplan.agent.core.ports.AdminPort`: the AdminClient's calls, but the coordinator-targeted
+    ones (DescribeGroups, ListConsumerGroupOffsets) in a child."""
 
     def __init__(self, admin: AdminPort, worker: GroupDescribeWorker) -> None:
         self.admin = admin
@@ -241,11 +256,25 @@ class IsolatedGroupsAdmin:
         return self.admin.list_offsets(topic_partition_offsets, **kwargs)
 
     def list_consumer_group_offsets(self, requests: list[Any], **kwargs: Any) -> dict[str, Future[Any]]:
-        call: Any = (
-            self.admin
-        )  # the real AdminClient has it; AdminPort does not promise it (GroupOffsetsPort)
-        result: dict[str, Future[Any]] = call.list_consumer_group_offsets(requests, **kwargs)
-        return result
+        """Every group's committed offsets, asked by the child (module docstring); done when it returns.
+
+        Each future's result is a ``ConsumerGroupTopicPartitions`` holding the partitions the group
+        committed (partitions the broker answered with an error are left out)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        timeout = float(kwargs.get("request_timeout", 30.0))
+        group_ids = [str(r.group_id) for r in requests]
+        out: dict[str, Future[Any]] = {}
+        for gid, (ok, value) in self.worker.committed(group_ids, timeout).items():
+            f: Future[Any] = Future()
+            if ok:
+                f.set_result(
+                    ConsumerGroupTopicPartitions(gid, [TopicPartition(t, p, o) for t, p, o in value])
+                )
+            else:
+                f.set_exception(value)
+            out[gid] = f
+        return out
 
     def describe_consumer_groups(self, group_ids: list[str], **kwargs: Any) -> dict[str, Future[Any]]:
         """Done when it returns (the child answered or ended): every future is resolved."""
@@ -298,6 +327,29 @@ def _describe(admin: Any, group_ids: list[str], request_timeout_s: float) -> dic
     return out
 
 
+def _committed(admin: Any, group_ids: list[str], request_timeout_s: float) -> dict[str, tuple[bool, Any]]:
+    """ListConsumerGroupOffsets of each group (one request each: the API takes one group), as plain
+    ``(topic, partition, offset)`` triples of the partitions committed without an error."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    out: dict[str, tuple[bool, Any]] = {}
+    for gid in group_ids:
+        try:
+            futures = admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(gid)], request_timeout=request_timeout_s
+            )
+            answer = futures[gid].result(timeout=request_timeout_s + OPERATION_GRACE_S)
+            parts = [
+                (str(tp.topic), int(tp.partition), int(tp.offset))
+                for tp in answer.topic_partitions or []
+                if getattr(tp, "error", None) is None
+            ]
+            out[gid] = (True, parts)
+        except Exception as e:
+            out[gid] = (False, e)
+    return out
+
+
 def _sendable(answer: dict[str, tuple[bool, Any]]) -> dict[str, tuple[bool, Any]]:
     """``answer`` with anything pickle refuses replaced by a plain error naming it."""
     out = {}
@@ -326,10 +378,11 @@ def child_main(fd: int) -> int:
     admin = AdminClient(with_kafka_logger(client_config))
     while True:
         try:
-            group_ids, request_timeout_s = conn.recv()
+            op, group_ids, request_timeout_s = conn.recv()
         except (EOFError, OSError):
             return 0
-        answer = _describe(admin, group_ids, request_timeout_s)
+        ask = _committed if op == OFFSETS else _describe
+        answer = ask(admin, group_ids, request_timeout_s)
         admin.poll(0)  # librdkafka's log lines
         try:
             conn.send(_sendable(answer))

@@ -188,3 +188,92 @@ def test_the_child_ends_when_the_agent_is_killed() -> None:
     finally:
         if not gone(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_committed_offsets_come_from_the_child_as_the_client_would_give_them(
+    mock: EmbeddedCluster, log: io.StringIO
+) -> None:
+    """ListConsumerGroupOffsets is coordinator-targeted too (librdkafka#4605's path): the agent asks the child
+    and gets what the in-process client gets.  (librdkafka's mock answers a whole-group OffsetFetch with no
+    partitions, so the offsets themselves crossing the pipe are shown by ``_committed`` below and, on real
+    Kafka, by integration/test_kafka_traffic.py's group-behind test, which reads them through this child.)"""
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    mock.create_topic("orders", 3, 1)
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": mock.bootstrap_servers}
+    consumer = Consumer({**config, "group.id": "readers", "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition("orders", 0, 7)], asynchronous=False)
+    finally:
+        consumer.close()
+    request = [ConsumerGroupTopicPartitions("readers")]
+    client = AdminClient(config)  # kept: a collected client never resolves its futures
+    direct = client.list_consumer_group_offsets(request, request_timeout=5)
+    answer = direct["readers"].result(timeout=15)
+    expected = {(tp.topic, tp.partition, tp.offset) for tp in answer.topic_partitions or []}
+    admin = isolated_admin(config, get_logger("t"), log_format="json", log_level="info")
+    try:
+        via_child = admin.list_consumer_group_offsets(request, request_timeout=5)
+        got = via_child["readers"].result(timeout=0)  # resolved when the call returned
+        assert isinstance(got, ConsumerGroupTopicPartitions) and got.group_id == "readers"
+        assert {(tp.topic, tp.partition, tp.offset) for tp in got.topic_partitions or []} == expected
+        assert admin.worker.pid is not None
+    finally:
+        admin.close()
+
+
+def test_the_childs_answer_keeps_committed_partitions_and_drops_failed_ones() -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError
+
+    from rackplan.agent.kafka.isolated_admin import _committed
+
+    class Part:  # confluent-kafka's TopicPartition, whose error cannot be set from Python
+        def __init__(self, topic: str, partition: int, offset: int, error: Any = None) -> None:
+            self.topic, self.partition, self.offset, self.error = topic, partition, offset, error
+
+    class Admin:
+        def list_consumer_group_offsets(self, requests: list[Any], **_kw: Any) -> dict[str, Any]:
+            from concurrent.futures import Future
+
+            (req,) = requests
+            f: Future[Any] = Future()
+            if req.group_id == "gone":
+                f.set_exception(KafkaException(KafkaError(KafkaError.GROUP_ID_NOT_FOUND)))
+            else:
+                failed = Part("orders", 1, -1, KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
+                tps = [Part("orders", 0, 7), failed, Part("audit", 2, 3)]
+                f.set_result(ConsumerGroupTopicPartitions(req.group_id, tps))  # type: ignore[arg-type]
+            return {req.group_id: f}
+
+    _register_reducers()
+    answer = pickle.loads(pickle.dumps(_committed(Admin(), ["readers", "gone"], 1.0)))
+    assert answer["readers"] == (True, [("orders", 0, 7), ("audit", 2, 3)])
+    ok, err = answer["gone"]
+    assert not ok and error_name(err) == "GROUP_ID_NOT_FOUND"
+
+
+def test_an_abort_while_reading_committed_offsets_fails_that_call_only(log: io.StringIO) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    worker = GroupDescribeWorker({"bootstrap.servers": f"127.0.0.1:{closed_port()}"}, get_logger("t"))
+    admin = IsolatedGroupsAdmin(admin=None, worker=worker)  # type: ignore[arg-type]
+    result: dict[str, Any] = {}
+    request = [ConsumerGroupTopicPartitions("g1")]
+    caller = threading.Thread(
+        target=lambda: result.update(admin.list_consumer_group_offsets(request, request_timeout=20))
+    )
+    caller.start()
+    try:
+        deadline = time.monotonic() + 20
+        while worker.pid is None:
+            assert time.monotonic() < deadline, "no child started"
+            time.sleep(0.01)
+        os.kill(worker.pid, signal.SIGABRT)
+        caller.join(30)
+        assert not caller.is_alive()
+        with pytest.raises(DescribeWorkerDied, match="SIGABRT"):
+            result["g1"].result(timeout=0)
+        assert worker.died == ["SIGABRT"]
+    finally:
+        admin.close()
