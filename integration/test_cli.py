@@ -110,7 +110,12 @@ def test_demo_ends_by_itself_with_a_readable_summary(tmp_path: Path) -> None:
     events = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert not [e for e in events if "by hand" in e["event"]]
     created = [e for e in events if e["event"].startswith("topic missing and the brokers do not create it")]
-    assert {e["topic"] for e in created} == {"_rackplan.plans", "_rackplan.alerts", "_rackplan.lease"}
+    assert {e["topic"] for e in created} == {
+        "_rackplan.plans",
+        "_rackplan.alerts",
+        "_rackplan.lease",
+        "_rackplan.traffic",
+    }
     assert all(e["level"] == "info" for e in created)
     received = [e for e in events if e["event"] == "registrations topic replayed"]
     assert received and received[0]["entries"] == 2

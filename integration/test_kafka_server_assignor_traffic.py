@@ -107,9 +107,14 @@ def test_the_broker_assignor_reads_the_light_partitions_across_racks(
     group = real.name("st-rackplan")
     members: list[Member] = []
     try:
+        # The feed is made once the agent has started (its thread may not have yet when run_agent returns).
+        def fed(_r: Any) -> bool:
+            made = running.agent.io.traffic_feed
+            return made is not None and topic in made.published
+
+        running.wait_for(fed, timeout=60)
         feed = running.agent.io.traffic_feed
         assert feed is not None
-        running.wait_for(lambda r: topic in feed.published, timeout=60)
         wait_until(lambda: feed_has(real.bootstrap, topic), 30, "the feed record on the topic", step=0.5)
         names = sorted(racks)
         # five first; the sixth joins once they hold their targets, so the group's final assignment is

@@ -107,9 +107,17 @@ def test_a_classic_streams_apps_live_cross_rack_partitions_are_counted_and_kip10
         t0 = time.monotonic()
         apps.append(streams_instance(real.bootstrap, app_id, "p-c", "az-c", source, tmp_path, standbys=0))
         apps.append(streams_group_instance(real.bootstrap, kip_id, "k-c", "az-c", source, tmp_path, None, 0))
+
         # The agent's cycle that described the app with every source partition held (the instance has all
         # of both sub-topologies' tasks once its group is stable; before that it may hold fewer).
-        judged = agent.wait_for(lambda r: key in r.live and r.live[key].total == 2 * PARTITIONS, timeout=90)
+        # A classic group described mid-rebalance shows no protocol (assignor "") while its members still
+        # hold their partitions: wait for a cycle that saw it stable, as the assertions below describe it.
+        def settled(r: CycleReport) -> bool:
+            group = seen.get(id(r), (None,))[0]
+            whole = key in r.live and r.live[key].total == 2 * PARTITIONS
+            return whole and group is not None and group.assignor == "stream"
+
+        judged = agent.wait_for(settled, timeout=90)
         described, cross_gauge, unknown_gauge, basis = seen[id(judged)]
         assert described is not None, "the app was described as its consumer-protocol group"
         assert [m.client_id for m in described.members] == ["p-c-StreamThread-1-consumer"], described

@@ -350,6 +350,7 @@ def write_try_settings(cluster: EmbeddedCluster, demo: Settings, path: str) -> S
         "alerts_topic": f"{TRY_PREFIX}alerts",
         "registrations_topic": f"{TRY_PREFIX}registrations",
         "ha": {"lease_topic": f"{TRY_PREFIX}lease"},
+        "traffic_topic": f"{TRY_PREFIX}traffic",
         "http": {"host": "127.0.0.1", "port": port},
         "consumer_groups": [dict(g) for g in demo.consumer_groups],
         "log": {"format": "console"},
