@@ -15,12 +15,11 @@ brokers read the feed); about 36 s after the cluster is up.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from integration.kafka.cluster import CLIENTS_JAR
 
@@ -28,6 +27,7 @@ from .conftest import RunningAgent, Target
 from .e2e import Ledger, wait_until
 from .test_kafka_operations import create
 from .test_kafka_server_assignor import Member, reconciled
+from .test_kafka_traffic import RECORD, Producing
 
 pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR} missing: run `make clients`")
 
@@ -36,33 +36,6 @@ FEED = "_rackplan.traffic"
 REPLICAS = [[1], [4], [1], [4], [2], [3]]  # racks az-a, az-a, az-a, az-a, az-b, az-c
 RACK_OF_PARTITION = ["az-a", "az-a", "az-a", "az-a", "az-b", "az-c"]
 RATES = {0: 300.0, 1: 3.0, 2: 300.0, 3: 3.0, 4: 30.0, 5: 30.0}
-RECORD = 200
-
-
-class Producing:
-    """``RATES`` records/s of ``RECORD`` bytes on each partition, on a thread until closed."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        self.topic, self.stop, self.started = topic, threading.Event(), time.monotonic()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        sent, value = dict.fromkeys(RATES, 0), b"x" * RECORD
-        while not self.stop.is_set():
-            elapsed = time.monotonic() - self.started
-            for p, rate in RATES.items():
-                while sent[p] < int(rate * elapsed):
-                    self.producer.produce(self.topic, value=value, partition=p)
-                    sent[p] += 1
-            self.producer.poll(0)
-            self.stop.wait(0.01)
-        self.producer.flush(10)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(20)
 
 
 def feed_has(bootstrap: str, topic: str) -> bool:
@@ -95,7 +68,7 @@ def test_the_broker_assignor_reads_the_light_partitions_across_racks(
     real: Target, run_agent: Any, e2e_report: Any
 ) -> None:
     topic = create(real, "st-orders", REPLICAS)
-    producing = Producing(real.bootstrap, topic)
+    producing = Producing(real.bootstrap, topic, RATES)
     measured: dict[str, Any] = {"group_id": real.name("st-measured"), "assignor": "rack-optimal"}
     measured["members"] = [{"member_id": "m-a", "rack": "az-a", "topics": [topic]}]
     traffic = {"window_s": 4.0, "record_bytes": RECORD, "request_timeout_s": 10}
