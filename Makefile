@@ -7,8 +7,10 @@ BASE := $(VENV)/.installed-base
 
 .PHONY: demo test lint typecheck unit bench integration browser promtool go-tools crd-schemas kafka oracle clients clean
 
-# The demo needs the package alone; tests, lint and benchmarks need every extra.
-$(BASE): pyproject.toml
+# The demo needs the package alone; tests, lint and benchmarks need every extra. The install
+# compiles the flow core (assignor/flow/_flowcore.c, optional: skipped without a C compiler) in
+# place, so a change of its source reinstalls.
+$(BASE): pyproject.toml assignor/flow/_flowcore.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .

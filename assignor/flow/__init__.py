@@ -1,6 +1,7 @@
 """The min-cost-flow solvers every rack assignor builds its graphs for, and their shared errors.
 
-:mod:`.mincost` holds the exact solvers and :class:`FlowGraph`; :mod:`.prices`
+:mod:`.mincost` holds the exact solvers and :class:`FlowGraph` (their phases compiled
+where the install built :mod:`.compiled`'s extension); :mod:`.prices`
 the optimal dual prices rack-optimal reads its face from; :mod:`.highs` the
 small integer programs HiGHS solves within a counted budget (imported by the
 assignors that need it, never from here: it is the one door to ``highspy``).

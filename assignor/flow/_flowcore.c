@@ -1,0 +1,504 @@
+/* The primal-dual phases of rackplan.assignor.flow.mincost, compiled (issue 29).
+ *
+ * This is mincost._phases with _Residual's construction, _dijkstra and _blocking_flows, step for
+ * step: the same arc numbering (input edge i is arcs 2i and 2i+1, then one arc pair per non-zero
+ * supply in node order), the same adjacency order (each node's arcs in arc order), the same Dinic
+ * search (levels counted to the sink, arcs tried in order, the same retreats), the same cut-off
+ * tests and the same cost tally.  So it returns the very flow the Python returns on every edge: the
+ * plans are read back from the flow, and another optimum among ties would change them.
+ *
+ * The Dijkstra is a binary heap, not the Python's bucket queue.  Its settle order within one
+ * distance differs, which changes nothing: every node closer than the sink is settled at its exact
+ * distance whatever the order, and every other node's potential moves by the sink's distance.
+ *
+ * The core works in 64-bit integers.  It answers only problems it can solve exactly within them
+ * and says so otherwise (status FALLBACK): capacities and supplies below 2**60, the costs' sum
+ * below 2**60 and the total supply times (that sum + 1) below 2**61, every value a plain int,
+ * every node a valid index, the supplies summing to zero, nothing negative.  Anything else,
+ * including every input the Python rejects, goes to the Python solver, which raises its own
+ * errors with its own messages.  Potentials stay within [0, sum of costs] (the source's stays 0,
+ * the sink's is the current shortest path's length), reduced distances below 2**62, and the cost
+ * bound spent + (need - sent) * (pot[t] + 1) below 2**61, so nothing here overflows.
+ *
+ * solve(num_nodes, edges, supply, cutoff) -> (status, a, b):
+ *   (0, cost, flow)   the flow on each input edge, and its cost
+ *   (1, None, None)   cut off: the flow cannot cost less than cutoff
+ *   (2, sent, need)   infeasible: only sent of need units can be routed
+ *   (3, None, None)   outside the core's domain: solve it in Python
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef long long i64;
+
+#define LIMIT_60 ((i64)1 << 60)
+#define LIMIT_61 ((i64)1 << 61)
+#define LIMIT_62 ((i64)1 << 62)
+#define UNREACHED INT64_MAX
+
+enum { SOLVED = 0, CUT_OFF = 1, INFEASIBLE = 2, FALLBACK = 3 };
+
+/* The residual graph: arcs in pairs (e, e ^ 1), each node's arcs in arc order from first[v]. */
+typedef struct {
+    Py_ssize_t n, s, t, arcs, n_input;
+    i64 *head, *cap, *cost;
+    Py_ssize_t *first, *adj; /* adj[first[v] .. first[v + 1]): the arcs leaving v */
+    i64 *pot, *dist, *level;
+    Py_ssize_t *it, *queue, *path;
+    i64 *heap_d;
+    Py_ssize_t *heap_v, heap_cap;
+} Graph;
+
+/* A plain int within (-LIMIT_62, LIMIT_62), else 0 with *ok cleared (no Python error left set). */
+static i64 small_int(PyObject *obj, int *ok) {
+    if (!PyLong_Check(obj)) {
+        *ok = 0;
+        return 0;
+    }
+    int overflow = 0;
+    i64 value = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (value == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    if (value >= LIMIT_62 || value <= -LIMIT_62) {
+        *ok = 0;
+        return 0;
+    }
+    return value;
+}
+
+/* ---- Dijkstra: reduced distances from the source, stopped once the sink is settled. ---------- */
+
+static void heap_push(Graph *g, Py_ssize_t *size, i64 d, Py_ssize_t v) {
+    Py_ssize_t i = (*size)++;
+    while (i > 0) {
+        Py_ssize_t parent = (i - 1) / 2;
+        if (g->heap_d[parent] <= d) {
+            break;
+        }
+        g->heap_d[i] = g->heap_d[parent];
+        g->heap_v[i] = g->heap_v[parent];
+        i = parent;
+    }
+    g->heap_d[i] = d;
+    g->heap_v[i] = v;
+}
+
+static void heap_pop(Graph *g, Py_ssize_t *size, i64 *d, Py_ssize_t *v) {
+    *d = g->heap_d[0];
+    *v = g->heap_v[0];
+    Py_ssize_t last = --(*size);
+    i64 ld = g->heap_d[last];
+    Py_ssize_t lv = g->heap_v[last];
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t child = 2 * i + 1;
+        if (child >= last) {
+            break;
+        }
+        if (child + 1 < last && g->heap_d[child + 1] < g->heap_d[child]) {
+            child++;
+        }
+        if (g->heap_d[child] >= ld) {
+            break;
+        }
+        g->heap_d[i] = g->heap_d[child];
+        g->heap_v[i] = g->heap_v[child];
+        i = child;
+    }
+    g->heap_d[i] = ld;
+    g->heap_v[i] = lv;
+}
+
+/* The sink's reduced distance, -1 if unreachable; g->dist holds the others (exact below it). */
+static i64 dijkstra(Graph *g) {
+    i64 *dist = g->dist, *pot = g->pot, *cap = g->cap, *cost = g->cost, *head = g->head;
+    Py_ssize_t *first = g->first, *adj = g->adj;
+    for (Py_ssize_t v = 0; v < g->n; v++) {
+        dist[v] = UNREACHED;
+    }
+    dist[g->s] = 0;
+    Py_ssize_t size = 0;
+    heap_push(g, &size, 0, g->s);
+    while (size > 0) {
+        i64 d;
+        Py_ssize_t u;
+        heap_pop(g, &size, &d, &u);
+        if (dist[u] != d) {
+            continue; /* reached again at a shorter distance */
+        }
+        if (u == g->t) {
+            return d;
+        }
+        i64 pu = pot[u] + d;
+        for (Py_ssize_t i = first[u]; i < first[u + 1]; i++) {
+            Py_ssize_t e = adj[i];
+            if (cap[e]) {
+                Py_ssize_t v = (Py_ssize_t)head[e];
+                i64 nd = pu + cost[e] - pot[v];
+                if (nd < dist[v]) {
+                    dist[v] = nd;
+                    heap_push(g, &size, nd, v);
+                }
+            }
+        }
+    }
+    return -1;
+}
+
+/* ---- Dinic on the arcs of zero reduced cost, levels counted to the sink, up to limit. -------- */
+
+static i64 blocking_flows(Graph *g, i64 limit) {
+    i64 *head = g->head, *cap = g->cap, *cost = g->cost, *pot = g->pot, *level = g->level;
+    Py_ssize_t *first = g->first, *adj = g->adj, *it = g->it, *queue = g->queue, *path = g->path;
+    Py_ssize_t n = g->n, s = g->s, t = g->t;
+    i64 total = 0;
+    while (total < limit) {
+        for (Py_ssize_t v = 0; v < n; v++) {
+            level[v] = -1;
+        }
+        level[t] = 0;
+        queue[0] = t;
+        Py_ssize_t q_end = 1;
+        for (Py_ssize_t q = 0; q < q_end; q++) {
+            if (level[s] >= 0) {
+                break;
+            }
+            Py_ssize_t v = queue[q];
+            i64 lv = level[v] + 1, pv = pot[v];
+            for (Py_ssize_t i = first[v]; i < first[v + 1]; i++) {
+                Py_ssize_t e = adj[i];
+                if (cap[e ^ 1]) { /* the arc head[e] -> v has room */
+                    Py_ssize_t u = (Py_ssize_t)head[e];
+                    if (level[u] < 0 && pot[u] - cost[e] == pv) {
+                        level[u] = lv;
+                        queue[q_end++] = u;
+                    }
+                }
+            }
+        }
+        if (level[s] < 0) {
+            return total;
+        }
+        for (Py_ssize_t v = 0; v < n; v++) {
+            it[v] = first[v];
+        }
+        Py_ssize_t depth = 0; /* the path's arcs: path[0 .. depth) */
+        Py_ssize_t u = s;
+        while (total < limit) {
+            if (u == t) {
+                i64 push = limit - total;
+                for (Py_ssize_t i = 0; i < depth; i++) {
+                    if (cap[path[i]] < push) {
+                        push = cap[path[i]];
+                    }
+                }
+                Py_ssize_t cut = -1;
+                for (Py_ssize_t i = 0; i < depth; i++) {
+                    Py_ssize_t e = path[i];
+                    cap[e] -= push;
+                    cap[e ^ 1] += push;
+                    if (cut < 0 && cap[e] == 0) {
+                        cut = i;
+                    }
+                }
+                total += push;
+                depth = cut < 0 ? depth - 1 : cut; /* the Python's del path[cut:], cut = -1 included */
+                u = depth ? (Py_ssize_t)head[path[depth - 1]] : s;
+                continue;
+            }
+            Py_ssize_t i = it[u], end = first[u + 1];
+            i64 lu = level[u] - 1, pu = pot[u];
+            while (i < end) {
+                Py_ssize_t e = adj[i];
+                if (cap[e]) {
+                    Py_ssize_t v = (Py_ssize_t)head[e];
+                    if (level[v] == lu && cost[e] + pu == pot[v]) {
+                        break;
+                    }
+                }
+                i++;
+            }
+            it[u] = i;
+            if (i < end) {
+                path[depth++] = adj[i];
+                u = (Py_ssize_t)head[adj[i]];
+                continue;
+            }
+            level[u] = -1; /* dead end: retreat */
+            if (!depth) {
+                break;
+            }
+            Py_ssize_t e = path[--depth];
+            u = (Py_ssize_t)head[e ^ 1];
+            it[u] += 1;
+        }
+    }
+    return total;
+}
+
+/* ---- The problem read from Python, the phases, the answer. ------------------------------------ */
+
+static void graph_free(Graph *g) {
+    PyMem_Free(g->head);
+    PyMem_Free(g->cap);
+    PyMem_Free(g->cost);
+    PyMem_Free(g->first);
+    PyMem_Free(g->adj);
+    PyMem_Free(g->pot);
+    PyMem_Free(g->dist);
+    PyMem_Free(g->level);
+    PyMem_Free(g->it);
+    PyMem_Free(g->queue);
+    PyMem_Free(g->path);
+    PyMem_Free(g->heap_d);
+    PyMem_Free(g->heap_v);
+}
+
+static PyObject *status_only(int status) {
+    return Py_BuildValue("(iOO)", status, Py_None, Py_None);
+}
+
+static PyObject *solve(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *num_obj, *edges_obj, *supply_obj, *cutoff_obj;
+    if (!PyArg_ParseTuple(args, "OOOO", &num_obj, &edges_obj, &supply_obj, &cutoff_obj)) {
+        return NULL;
+    }
+    int ok = 1;
+    i64 num_nodes = small_int(num_obj, &ok);
+    int has_cutoff = cutoff_obj != Py_None;
+    i64 cutoff = 0;
+    if (has_cutoff) {
+        if (!PyLong_Check(cutoff_obj)) {
+            return status_only(FALLBACK);
+        }
+        int overflow = 0;
+        cutoff = PyLong_AsLongLongAndOverflow(cutoff_obj, &overflow);
+        if (cutoff == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        /* Every bound the phases compare is in [0, 2**61): a cut-off beyond +-2**62 acts as that. */
+        if (overflow > 0 || cutoff > LIMIT_62) {
+            cutoff = LIMIT_62;
+        } else if (overflow < 0 || cutoff < -LIMIT_62) {
+            cutoff = -LIMIT_62;
+        }
+    }
+    if (!ok || num_nodes < 0 || (!PyList_CheckExact(supply_obj) && !PyTuple_CheckExact(supply_obj))) {
+        return status_only(FALLBACK);
+    }
+    if (!PyList_CheckExact(edges_obj) && !PyTuple_CheckExact(edges_obj)) {
+        return status_only(FALLBACK);
+    }
+    PyObject **supply_items = PySequence_Fast_ITEMS(supply_obj);
+    PyObject **edge_items = PySequence_Fast_ITEMS(edges_obj);
+    Py_ssize_t n_supply = PySequence_Fast_GET_SIZE(supply_obj);
+    Py_ssize_t n_edges = PySequence_Fast_GET_SIZE(edges_obj);
+    if (n_supply != num_nodes) {
+        return status_only(FALLBACK);
+    }
+
+    /* Checked first, as the Python does before it builds anything: supplies, then edges. */
+    i64 need = 0, balance = 0, sum_cost = 0;
+    Py_ssize_t n_supplied = 0;
+    for (Py_ssize_t v = 0; v < n_supply; v++) {
+        i64 b = small_int(supply_items[v], &ok);
+        if (!ok || b >= LIMIT_60 || b <= -LIMIT_60) {
+            return status_only(FALLBACK);
+        }
+        balance += b; /* at most 2**60 * 2**31 entries' worth: no overflow before the check below */
+        if (b > 0) {
+            need += b;
+            if (need >= LIMIT_60) {
+                return status_only(FALLBACK);
+            }
+        }
+        if (balance >= LIMIT_61 || balance <= -LIMIT_61) {
+            return status_only(FALLBACK);
+        }
+        n_supplied += b != 0;
+    }
+    if (balance != 0) {
+        return status_only(FALLBACK);
+    }
+    for (Py_ssize_t i = 0; i < n_edges; i++) {
+        PyObject *edge = edge_items[i];
+        if (!PyTuple_CheckExact(edge) || PyTuple_GET_SIZE(edge) != 4) {
+            return status_only(FALLBACK);
+        }
+        i64 u = small_int(PyTuple_GET_ITEM(edge, 0), &ok);
+        i64 v = small_int(PyTuple_GET_ITEM(edge, 1), &ok);
+        i64 c = small_int(PyTuple_GET_ITEM(edge, 2), &ok);
+        i64 w = small_int(PyTuple_GET_ITEM(edge, 3), &ok);
+        if (!ok || u < 0 || u >= num_nodes || v < 0 || v >= num_nodes || c < 0 || c >= LIMIT_60 || w < 0) {
+            return status_only(FALLBACK);
+        }
+        sum_cost += w;
+        if (sum_cost >= LIMIT_60) {
+            return status_only(FALLBACK);
+        }
+    }
+    /* need * (sum_cost + 1) < 2**61, so every cost bound the phases compute fits. */
+    if (need > 0 && sum_cost + 1 > LIMIT_61 / need) {
+        return status_only(FALLBACK);
+    }
+
+    Graph g;
+    memset(&g, 0, sizeof g);
+    g.n = (Py_ssize_t)num_nodes + 2;
+    g.s = (Py_ssize_t)num_nodes;
+    g.t = g.s + 1;
+    g.n_input = 2 * n_edges;
+    g.arcs = g.n_input + 2 * n_supplied;
+    Py_ssize_t arcs = g.arcs > 0 ? g.arcs : 1, n = g.n;
+    g.head = PyMem_New(i64, arcs);
+    g.cap = PyMem_New(i64, arcs);
+    g.cost = PyMem_New(i64, arcs);
+    g.adj = PyMem_New(Py_ssize_t, arcs);
+    g.first = PyMem_New(Py_ssize_t, n + 1);
+    g.pot = PyMem_New(i64, n);
+    g.dist = PyMem_New(i64, n);
+    g.level = PyMem_New(i64, n);
+    g.it = PyMem_New(Py_ssize_t, n);
+    g.queue = PyMem_New(Py_ssize_t, n);
+    g.path = PyMem_New(Py_ssize_t, n);
+    g.heap_cap = arcs + 1; /* one entry per improvement: at most one per arc, and the source */
+    g.heap_d = PyMem_New(i64, g.heap_cap);
+    g.heap_v = PyMem_New(Py_ssize_t, g.heap_cap);
+    if (!g.head || !g.cap || !g.cost || !g.adj || !g.first || !g.pot || !g.dist || !g.level || !g.it ||
+        !g.queue || !g.path || !g.heap_d || !g.heap_v) {
+        graph_free(&g);
+        return PyErr_NoMemory();
+    }
+
+    /* The arcs, numbered as _Residual numbers them. */
+    for (Py_ssize_t i = 0; i < n_edges; i++) {
+        PyObject *edge = edge_items[i];
+        i64 u = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 0));
+        i64 v = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 1));
+        i64 c = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 2));
+        i64 w = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 3));
+        g.head[2 * i] = v;
+        g.head[2 * i + 1] = u;
+        g.cap[2 * i] = c;
+        g.cap[2 * i + 1] = 0;
+        g.cost[2 * i] = w;
+        g.cost[2 * i + 1] = -w;
+    }
+    Py_ssize_t e = g.n_input;
+    for (Py_ssize_t v = 0; v < n_supply; v++) {
+        i64 b = PyLong_AsLongLong(supply_items[v]);
+        if (b > 0) {
+            g.head[e] = v;
+            g.head[e + 1] = g.s;
+        } else if (b < 0) {
+            g.head[e] = g.t;
+            g.head[e + 1] = v;
+        } else {
+            continue;
+        }
+        g.cap[e] = b > 0 ? b : -b;
+        g.cap[e + 1] = 0;
+        g.cost[e] = g.cost[e + 1] = 0;
+        e += 2;
+    }
+    /* Each node's arcs in arc order: an arc leaves the head of its partner. */
+    memset(g.first, 0, (size_t)(n + 1) * sizeof(Py_ssize_t));
+    for (Py_ssize_t a = 0; a < g.arcs; a++) {
+        g.first[g.head[a ^ 1] + 1]++;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        g.first[v + 1] += g.first[v];
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        g.it[v] = g.first[v];
+    }
+    for (Py_ssize_t a = 0; a < g.arcs; a++) {
+        g.adj[g.it[g.head[a ^ 1]]++] = a;
+    }
+
+    /* The phases, as mincost._phases runs them. */
+    for (Py_ssize_t v = 0; v < n; v++) {
+        g.pot[v] = 0;
+    }
+    i64 sent = 0, spent = 0;
+    int status = SOLVED;
+    while (sent < need) {
+        i64 dt = dijkstra(&g);
+        if (dt < 0) {
+            status = INFEASIBLE;
+            break;
+        }
+        for (Py_ssize_t v = 0; v < n; v++) {
+            g.pot[v] += g.dist[v] < dt ? g.dist[v] : dt;
+        }
+        i64 pt = g.pot[g.t];
+        if (has_cutoff && spent + (need - sent) * pt >= cutoff) {
+            status = CUT_OFF;
+            break;
+        }
+        i64 pushed = blocking_flows(&g, need - sent);
+        sent += pushed;
+        spent += pushed * pt;
+        if (has_cutoff && sent < need && spent + (need - sent) * (pt + 1) >= cutoff) {
+            status = CUT_OFF;
+            break;
+        }
+    }
+    if (status == SOLVED && has_cutoff && spent >= cutoff) {
+        status = CUT_OFF;
+    }
+
+    PyObject *answer = NULL;
+    if (status == SOLVED) {
+        PyObject *flow = PyList_New(n_edges);
+        if (flow) {
+            for (Py_ssize_t i = 0; i < n_edges; i++) {
+                PyObject *f = PyLong_FromLongLong(g.cap[2 * i + 1]);
+                if (!f) {
+                    Py_CLEAR(flow);
+                    break;
+                }
+                PyList_SET_ITEM(flow, i, f);
+            }
+        }
+        if (flow) {
+            answer = Py_BuildValue("(iLN)", SOLVED, spent, flow);
+        }
+    } else if (status == INFEASIBLE) {
+        answer = Py_BuildValue("(iLL)", INFEASIBLE, sent, need);
+    } else {
+        answer = status_only(CUT_OFF);
+    }
+    graph_free(&g);
+    return answer;
+}
+
+static PyMethodDef methods[] = {
+    {"solve", solve, METH_VARARGS,
+     "solve(num_nodes, edges, supply, cutoff) -> (status, a, b): mincost._phases compiled (see the source)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_flowcore", "The min-cost flow solver's primal-dual phases, compiled (issue 29).",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__flowcore(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m && (PyModule_AddIntConstant(m, "SOLVED", SOLVED) || PyModule_AddIntConstant(m, "CUT_OFF", CUT_OFF) ||
+              PyModule_AddIntConstant(m, "INFEASIBLE", INFEASIBLE) ||
+              PyModule_AddIntConstant(m, "FALLBACK", FALLBACK))) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
