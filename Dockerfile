@@ -1,5 +1,24 @@
 # The rackplan agent as a container (docker-compose.yml; the Helm chart in deploy/helm/rackplan).
 # docs/deploy.md: `docker build --build-arg VERSION=$(git describe --always) -t rackplan:0.1.0 .`
+
+# The wheel is built where a C compiler is: it carries the min-cost flow's compiled core
+# (assignor/flow/_flowcore.c, issue 29), which the image (no compiler) installs; the build fails
+# if the core is missing from the wheel rather than ship the slower Python solver unnoticed.
+FROM python:3.11-slim AS wheel
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml README.md ./
+# rackplan/ holds links to the three package folders: copied together, they resolve.
+COPY rackplan ./rackplan
+COPY assignor ./assignor
+COPY agent ./agent
+COPY fleet ./fleet
+RUN pip wheel --no-cache-dir --no-deps -w /wheels . \
+    && python -c "import glob, zipfile; (w,) = glob.glob('/wheels/rackplan-*.whl'); \
+assert any('/_flowcore.' in n and n.endswith('.so') for n in zipfile.ZipFile(w).namelist()), 'no flow core'"
+
 FROM python:3.11-slim
 ARG VERSION=0.1.0
 ARG REVISION=unknown
@@ -10,14 +29,10 @@ LABEL org.opencontainers.image.title="rackplan" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.documentation="docs/deploy.md"
 WORKDIR /app
-COPY pyproject.toml README.md ./
-# rackplan/ holds links to the three package folders: copied together, they resolve.
-COPY rackplan ./rackplan
-COPY assignor ./assignor
-COPY agent ./agent
-COPY fleet ./fleet
+COPY --from=wheel /wheels /tmp/wheels
 # A numeric non-root user, so Kubernetes' runAsNonRoot can check it without a runAsUser.
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir /tmp/wheels/rackplan-*.whl \
+    && rm -rf /tmp/wheels \
     && groupadd --gid 10001 rackplan \
     && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin rackplan
 USER 10001:10001
