@@ -1,4 +1,7 @@
-"""A flow memo answers a graph solved before exactly as a new solve would, without solving it again."""
+"""A flow memo answers a graph solved before exactly as a new solve would, without solving it again.
+
+The memos here keep graphs (``keep=True``); the settling's own keep them only where flows are solved
+in Python (:data:`rackplan.assignor.flow.memo.KEEP`)."""
 
 from __future__ import annotations
 
@@ -50,12 +53,13 @@ class _Counted:
 def test_the_memo_answers_as_the_solver_does(
     problem: tuple[int, list[tuple[int, int, int, int]], list[int]], cutoffs: list[int | None]
 ) -> None:
-    """Any sequence of cut-offs on one graph, asked of one memo: each answer is a fresh memo's."""
+    """Any sequence of cut-offs on one graph, asked of one memo: each answer is the solver's (a memo
+    that keeps nothing)."""
     _n, edges, supply = problem
-    memo = FlowMemo()
+    memo = FlowMemo(keep=True)
     for cutoff in cutoffs:
         assert _answer(memo, _graph(edges, supply), cutoff) == _answer(
-            FlowMemo(), _graph(edges, supply), cutoff
+            FlowMemo(keep=False), _graph(edges, supply), cutoff
         )
     assert memo.solved + memo.reused == len(cutoffs)
 
@@ -63,7 +67,7 @@ def test_the_memo_answers_as_the_solver_does(
 def test_a_graph_is_solved_once(monkeypatch: pytest.MonkeyPatch) -> None:
     counted = _Counted(monkeypatch)
     edges, supply = [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3]  # costs 9
-    memo = FlowMemo()
+    memo = FlowMemo(keep=True)
     full = memo.solve_below(_graph(edges, supply), None)
     assert full is not None and full.cost == 9
     assert memo.solve_below(_graph(edges, supply), 10) == full  # an equal graph, built anew
@@ -74,7 +78,7 @@ def test_a_graph_is_solved_once(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_cut_off_answer_is_reused_only_below_its_cutoff(monkeypatch: pytest.MonkeyPatch) -> None:
     counted = _Counted(monkeypatch)
     g = _graph([(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3])
-    memo = FlowMemo()
+    memo = FlowMemo(keep=True)
     assert memo.solve_below(g, 7) is None  # cost 9 >= 7
     assert memo.solve_below(g, 5) is None  # known: at least 7
     assert counted.calls == 1
@@ -84,7 +88,7 @@ def test_a_cut_off_answer_is_reused_only_below_its_cutoff(monkeypatch: pytest.Mo
 
 def test_infeasible_is_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
     counted = _Counted(monkeypatch)
-    memo = FlowMemo()
+    memo = FlowMemo(keep=True)
     for _ in range(3):
         with pytest.raises(InfeasibleFlow):
             memo.solve_below(_graph([(0, 1, 1, 1)], [2, -2]), None)
@@ -93,7 +97,7 @@ def test_infeasible_is_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_full_memo_keeps_nothing_more_and_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     counted = _Counted(monkeypatch)
-    memo = FlowMemo(room=2)  # room for the first graph's two edges only
+    memo = FlowMemo(room=2, keep=True)  # room for the first graph's two edges only
     small, big = [(0, 1, 2, 1), (1, 2, 2, 1)], [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)]
     assert memo.solve_below(_graph(small, [2, 0, -2]), None) == memo.solve_below(
         _graph(small, [2, 0, -2]), None
@@ -101,3 +105,16 @@ def test_a_full_memo_keeps_nothing_more_and_still_answers(monkeypatch: pytest.Mo
     first = memo.solve_below(_graph(big, [3, 0, -3]), None)
     assert memo.solve_below(_graph(big, [3, 0, -3]), None) == first
     assert (counted.calls, len(memo.seen), memo.room) == (3, 1, 0)
+
+
+def test_a_memo_keeps_graphs_only_where_flows_are_solved_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the compiled core a solve costs less than the memo's key: the settling's memos solve again."""
+    assert FlowMemo().keep is (not mincost.COMPILED)
+    counted = _Counted(monkeypatch)
+    memo = FlowMemo(keep=False)
+    edges, supply = [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3]
+    answers = [memo.solve_below(_graph(edges, supply), cutoff) for cutoff in (None, 10, 9)]
+    assert [a and a.cost for a in answers] == [9, 9, None]
+    with pytest.raises(InfeasibleFlow, match="only 1 of 2 units can be routed"):  # the solver's own error
+        memo.solve_below(_graph([(0, 1, 1, 1)], [2, -2]), None)
+    assert (counted.calls, memo.solved, memo.reused, memo.seen) == (4, 4, 0, {})
