@@ -102,6 +102,31 @@ def test_the_core_returns_the_python_solvers_flow(problem: Problem, data: st.Dat
         assert _compiled(problem, cutoff) == _python(problem, cutoff), cutoff
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(2, 8),
+    data=st.data(),
+    cutoff=st.one_of(st.none(), st.integers(0, 2**62), st.just(2**70)),
+)
+def test_the_core_is_exact_near_its_bound(n: int, data: st.DataObject, cutoff: int | None) -> None:
+    """Costs up to 2**57 on at most eight edges (their sum below 2**60) and capacities up to 2**20: the
+    core solves them (no fallback) and returns what the Python returns."""
+    node = st.integers(0, n - 1)
+    edges = data.draw(
+        st.lists(
+            st.tuples(node, node, st.integers(0, 2**20), st.integers(0, 2**57 - 1)), min_size=1, max_size=8
+        )
+    )
+    supply = [0] * n
+    a, b, k = data.draw(st.tuples(node, node, st.integers(1, 3)))
+    supply[a] += k
+    supply[b] -= k
+    problem: Problem = (n, edges, supply)
+    if mincost._core is not None:
+        assert mincost._core.solve(*problem, cutoff)[0] != mincost._core.FALLBACK
+    assert _compiled(problem, cutoff) == _python(problem, cutoff)
+
+
 def _assignment_like(seed: int) -> Problem:
     """The shape the count-shift search solves: sources -> pools -> members -> sink, many equal costs."""
     import random
