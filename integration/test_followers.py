@@ -16,9 +16,12 @@ from .conftest import FOLLOWER_AGENT_SETTINGS, POLL_S, RunningAgent, Target
 from .e2e import CountedProducer, FollowerApp, Ledger, member_assignment, plan_history, wait_until
 
 RunAgent = Callable[..., RunningAgent]
-#: what a handover may leave a partition unowned: two poll intervals plus the release (milliseconds here),
-#: with room for a busy CI machine
-MAX_GAP_S = 2 * POLL_S + 1.0
+#: what a handover may leave a partition unowned. Plan-driven handovers take 0.2-0.6 s in CI (two poll
+#: intervals plus the release), but one took 1.6 s and one 2.7 s with the 2 cores at load average 20-60;
+#: a wall-clock bound cannot hold when the test's threads are not scheduled. 3.6 s still fails every
+#: handover that is not plan-driven: one through a rebalance waits out the 6 s session timeout
+#: (FollowerApp's session.timeout.ms).
+MAX_GAP_S = 2 * POLL_S + 3.0
 
 
 def settled(agent: RunningAgent, key: str, apps: list[FollowerApp]) -> bool:
