@@ -12,7 +12,9 @@ count ``rackplan_live_cross_rack_partitions{kind="streams"}`` as the test counts
 and the topics' replica racks; before this change the app was never described and had no live figure.
 Beside it, one instance of the same app on ``group.protocol=streams`` (KIP-1071): the agent does not
 describe it and says its locality has no basis (``none``), and the test records what DescribeConsumerGroups
-itself answers for such a group.
+itself answers for such a group. A second test runs the app with its own ``client.id`` registering itself
+through RackplanTaskAssignor (no settings entry): its member is known by the registered
+``consumer_client_ids`` alone.
 """
 
 from __future__ import annotations
