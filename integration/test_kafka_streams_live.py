@@ -12,7 +12,9 @@ count ``rackplan_live_cross_rack_partitions{kind="streams"}`` as the test counts
 and the topics' replica racks; before this change the app was never described and had no live figure.
 Beside it, one instance of the same app on ``group.protocol=streams`` (KIP-1071): the agent does not
 describe it and says its locality has no basis (``none``), and the test records what DescribeConsumerGroups
-itself answers for such a group.
+itself answers for such a group. A second test runs the app with its own ``client.id`` registering itself
+through RackplanTaskAssignor (no settings entry): its member is known by the registered
+``consumer_client_ids`` alone.
 """
 
 from __future__ import annotations
@@ -167,3 +169,92 @@ def test_a_classic_streams_apps_live_cross_rack_partitions_are_counted_and_kip10
         for i, a in enumerate(apps):  # every line each instance printed, for a post-mortem
             (tmp_path / f"app-{i}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in list(a.lines)))
             a.stop()
+
+
+def registered_clients(agent: RunningAgent, key: str) -> dict[int, list[dict[str, Any]]]:
+    """Per cycle report (by id): the clients of ``key``'s registration the agent judged that cycle with."""
+    seen: dict[int, list[dict[str, Any]]] = {}
+    put = agent.agent.on_cycle
+    assert put is not None
+
+    def hook(r: CycleReport) -> None:
+        reg = next((x for x in agent.agent.term.regs if x.key == key), None)
+        seen[id(r)] = [dict(c) for c in (reg.spec.get("clients") or [])] if reg is not None else []
+        put(r)
+
+    agent.agent.on_cycle = hook
+    return seen
+
+
+def test_an_app_with_its_own_client_id_registered_by_rackplans_task_assignor_is_judged_with_its_racks(
+    real: Target, run_agent: RunAgent, tmp_path: Path, e2e_report: Any
+) -> None:
+    """The app sets ``client.id`` ``web-c`` and registers through RackplanTaskAssignor, so its registered
+    process id is Streams' UUID, which no member's client.id carries: the member is known only by the
+    ``consumer_client_ids`` the leader registers (before them, every partition it held was unknown)."""
+    replicas = [[1], [4]] * (PARTITIONS // 2)  # az-a only: nothing in az-c
+    source = create(real, "sj-in", replicas)
+    app_id = real.name("sj-clicks")
+    topics = real.control_topics
+    agent = run_agent(real.agent_settings([]))  # no streams_apps: the app registers itself
+    agent.wait_for(lambda r: r.ok, timeout=60)
+    key = f"streams/{app_id}"
+    seen = watched(agent, app_id)
+    clients = registered_clients(agent, key)
+    app: JavaApp | None = None
+    try:
+        t0 = time.monotonic()
+        app = streams_instance(
+            real.bootstrap,
+            app_id,
+            "web-c",
+            "az-c",
+            source,
+            tmp_path,
+            standbys=0,
+            plan_topic=topics["plan_topic"],
+            registrations_topic=topics["registrations_topic"],
+        )
+
+        # A cycle that described the stable group with every source partition held and judged every member
+        # by its registration. A member that rejoined after the leader's last registration (a new member
+        # id) is unknown until the leader registers again, so the wait is for such a cycle, not the first.
+        def judged_by_registration(r: CycleReport) -> bool:
+            group = seen.get(id(r), (None,))[0]
+            live = r.live.get(key)
+            whole = live is not None and live.total == 2 * PARTITIONS
+            stable = group is not None and group.assignor == "stream"
+            return whole and stable and live is not None and live.unknown_rack == 0
+
+        judged = agent.wait_for(judged_by_registration, timeout=60)
+        described, cross_gauge, unknown_gauge, basis = seen[id(judged)]
+        assert described is not None
+        assert [m.client_id for m in described.members] == ["web-c-StreamThread-1-consumer"], described
+        (client,) = clients[id(judged)]
+        pid = str(client["process_id"])
+        assert pid not in described.members[0].client_id, "the process id is Streams' UUID, not in client.id"
+        ids = client["consumer_client_ids"]
+        assert ids == sorted(ids) and described.members[0].member_id in ids, (ids, described.members)
+        assert client["rack"] == "az-c"
+        topic_meta = AdminClient({"bootstrap.servers": real.bootstrap}).list_topics(timeout=10).topics
+        truth = sum(
+            1
+            for m in described.members
+            for t, p in m.assignment
+            if "az-c" not in {BROKER_RACK[b] for b in topic_meta[t].partitions[p].replicas}
+        )
+        assert truth >= PARTITIONS, "every partition of the source topic is read from az-a"
+        live = judged.live[key]
+        assert (live.cross_rack, live.total, live.unknown_rack) == (truth, 2 * PARTITIONS, 0)
+        assert (cross_gauge, unknown_gauge, basis) == (truth, 0, "live")
+        e2e_report(
+            target="kafka",
+            live_cross_rack=truth,
+            live_total=live.total,
+            registered_consumer_ids=ids,
+            judged_after_s=round(time.monotonic() - t0, 1),
+        )
+    finally:
+        if app is not None:
+            (tmp_path / "app-web-c.jsonl").write_text("".join(json.dumps(x) + "\n" for x in list(app.lines)))
+            app.stop()

@@ -5,18 +5,22 @@ consumer-protocol group named after its ``application.id``: DescribeConsumerGrou
 lists one member per stream thread, holding its active tasks' source partitions
 (standbys read no source: they hold none).  The member's rack is not in the
 description (see :mod:`.membership`), and the registration names the client by
-its process id, so the two are joined through the thread consumer's client.id,
-which Kafka Streams builds as ``<client id>-StreamThread-<n>-consumer`` from the
-app's ``client.id``, by default ``<application.id>-<process id>``:
+its process id, so the two are joined through what the registration says of the
+client's thread consumers, else through the thread consumer's client.id, which
+Kafka Streams builds as ``<client id>-StreamThread-<n>-consumer`` from the app's
+``client.id``, by default ``<application.id>-<process id>``:
 
-- a member whose client id is ``<application.id>-<process id>`` or ``<process id>``
+- a member whose member id or client id is exactly one of a registered client's
+  ``consumer_client_ids`` is that client (the Java ``RackplanTaskAssignor``
+  registers them from ``KafkaStreamsState.consumerClientIds()`` at the group
+  leader, which in the classic protocol are the thread consumers' member ids):
+  so an app with its own ``client.id``, whose process ids are Streams' UUIDs, is
+  matched too.  An id that two clients claim (one ``client.id`` shared by
+  several instances) names neither: a guess could give a member the wrong rack;
+- else a member whose client id is ``<application.id>-<process id>`` or ``<process id>``
   is that registered client (every thread of one client matches it);
 - otherwise the ``rack_mapping`` rules place it (client.id pattern, host CIDR);
 - otherwise its rack is unknown: its partitions are counted apart, never local.
-
-An app that sets its own ``client.id`` and registers through
-``RackplanTaskAssignor`` (process ids are Streams' UUIDs) is placed only by the
-rules: the registration carries no client id to match.
 """
 
 from __future__ import annotations
@@ -38,10 +42,27 @@ def streams_client_id(consumer_client_id: str) -> str:
     return m["client"] if m else consumer_client_id
 
 
+def consumers_of(clients: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each registered thread consumer id -> its client; ids that two clients claim are left out."""
+    owner: dict[str, Mapping[str, Any]] = {}
+    claimed_twice: set[str] = set()
+    for c in clients:
+        ids = c.get("consumer_client_ids")
+        for cid in ids if isinstance(ids, list) else ():
+            if not isinstance(cid, str):
+                continue
+            first = owner.setdefault(cid, c)
+            if first is not c and first.get("process_id") != c.get("process_id"):
+                claimed_twice.add(cid)
+    return {cid: c for cid, c in owner.items() if cid not in claimed_twice}
+
+
 def match_clients(
     group: RealGroup, application_id: str, clients: Iterable[Mapping[str, Any]]
 ) -> tuple[dict[str, Mapping[str, Any]], list[RealMember]]:
     """The registered client of each live member that has one (member id -> it), and the members left over."""
+    clients = list(clients)
+    by_consumer = consumers_of(clients)
     by_name: dict[str, Mapping[str, Any]] = {}
     for c in clients:
         pid = str(c.get("process_id") or "")
@@ -51,7 +72,8 @@ def match_clients(
     matched: dict[str, Mapping[str, Any]] = {}
     pending: list[RealMember] = []
     for m in group.members:
-        found = by_name.get(streams_client_id(m.client_id))
+        found = by_consumer.get(m.member_id) or by_consumer.get(m.client_id)
+        found = found or by_name.get(streams_client_id(m.client_id))
         if found is None:
             pending.append(m)
         else:

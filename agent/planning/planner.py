@@ -36,6 +36,7 @@ from rackplan.assignor import (
 from ..cluster.metadata import NO_LEADER, Snapshot
 from ..core.errors import AgentError
 from ..protocol.plans import CONSUMER, STREAMS, Locality, PlanRecord, fingerprint, plan_key
+from ..protocol.registrations import planned_spec
 from ..settings.sections import Settings
 from .subscriptions import known_subscriptions
 from .traffic_input import Traffic, with_traffic
@@ -89,7 +90,7 @@ def make_registration(
         spec=spec,
         fetch_mode="leader" if mode == "leader" else "nearest-replica",
         topics=registration_topics(kind, spec),
-        fingerprint=fingerprint(spec),
+        fingerprint=fingerprint(planned_spec(kind, spec)),
         source=source,
     )
 

@@ -324,6 +324,13 @@ class StreamsClientRegistration(_Registration):
     tags: dict[str, str] | SkipJsonSchema[None] = Field(
         default=None, description="Client tags (rack.aware.assignment.tags)."
     )
+    consumer_client_ids: list[NonEmpty] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="The client's stream thread consumers as Kafka Streams' KafkaStreamsState.consumerClientIds() "
+        "names them at the group leader (sorted): a live member of the app's group whose member id or client.id "
+        "is one of them is this client, whatever client.id the app set. Never part of a plan: a change does "
+        "not plan the app again.",
+    )
     subtopologies: list[Subtopology] | SkipJsonSchema[None] = Field(
         default=None,
         description="App-level: the topology, as in the contract's streams_app. At least one record of an "

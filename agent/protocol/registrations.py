@@ -34,6 +34,9 @@ CONSUMER_MEMBER_FIELDS = ("member_id", "rack", "topics", "group_instance_id")
 CONSUMER_GROUP_FIELDS = ("assignor", "fetch_mode", "objective", "balance", "balance_floor")
 #: fields of a Streams record that describe the client, then the app
 STREAMS_CLIENT_FIELDS = ("process_id", "rack", "threads", "tags")
+#: fields of a Streams record kept with the client that no plan depends on: how the agent recognises the
+#: client's live group members (:mod:`rackplan.agent.groups.streams_members`); never in a plan's fingerprint
+STREAMS_JUDGING_FIELDS = ("consumer_client_ids",)
 STREAMS_APP_FIELDS = (
     "subtopologies",
     "num_standby_replicas",
@@ -179,6 +182,27 @@ def _follower_status(v: Mapping[str, Any], k: str) -> FollowerStatus | None:
     return FollowerStatus(released_generation=gen, mode=mode)
 
 
+def _streams_client(v: Mapping[str, Any], k: str) -> dict[str, Any]:
+    """A Streams record's client: its contract fields and its thread consumers' ids (a list of non-empty
+    strings, as the Java registrar writes them; anything else is refused like any bad field, since a
+    wrong id would give live members another client's rack)."""
+    ids = v.get("consumer_client_ids")
+    if ids is not None and (not isinstance(ids, list) or not all(isinstance(x, str) and x for x in ids)):
+        raise RegistrationRecordError("invalid", f"{k}: consumer_client_ids: expected an array of client ids")
+    return {f: v[f] for f in (*STREAMS_CLIENT_FIELDS, *STREAMS_JUDGING_FIELDS) if f in v}
+
+
+def planned_spec(kind: str, spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec`` as far as a plan depends on it: a Streams app's clients without :data:`STREAMS_JUDGING_FIELDS`
+    (a thread consumer that rejoins changes its id, never the plan, so it must not plan the app again)."""
+    clients = spec.get("clients")
+    if kind != STREAMS or not isinstance(clients, list):
+        return spec
+    drop = set(STREAMS_JUDGING_FIELDS)
+    bare = [{f: x for f, x in c.items() if f not in drop} if isinstance(c, Mapping) else c for c in clients]
+    return {**spec, "clients": bare}
+
+
 def consumer_registration(
     group_id: str,
     member_id: str,
@@ -291,7 +315,7 @@ def decode_registration(
     else:
         name = _nonempty_str(v.get("application_id"), f"{k}: application_id")
         mid = _nonempty_str(v.get("process_id"), f"{k}: process_id")
-        member = {f: v[f] for f in STREAMS_CLIENT_FIELDS if f in v}
+        member = _streams_client(v, k)
         group = {f: v[f] for f in STREAMS_APP_FIELDS if f in v}
         expected = registration_key(kind, name, mid)
         spec = {"application_id": name, "subtopologies": [], **group, "clients": [member]}

@@ -58,6 +58,14 @@ def test_streams_record_and_the_record_timestamp_fallback() -> None:
     assert e.group == {"subtopologies": SUBS}
 
 
+def test_a_streams_record_keeps_its_clients_thread_consumers() -> None:
+    ids = ["web-StreamThread-1-consumer-4f1c", "web-StreamThread-2-consumer-9a0b"]
+    e = decode_registration("streams/clicks/p-1", enc(client(consumer_client_ids=ids, subtopologies=SUBS)), 1)
+    assert e is not None and e.member["consumer_client_ids"] == ids and "consumer_client_ids" not in e.group
+    (reg,) = merge_registrations(settings(), [e]).registrations
+    assert reg.spec["clients"][0]["consumer_client_ids"] == ids
+
+
 def test_ids_with_slashes_are_unambiguous() -> None:
     assert registration_key("consumer", "a/b", "c") == "consumer/a%2Fb/c"
     assert registration_key("consumer", "a", "b/c") == "consumer/a/b%2Fc"
@@ -95,6 +103,14 @@ MALFORMED: list[tuple[Any, Any, str]] = [
         enc({**client(), "subtopologies": [{"id": "0", "source_topics": []}]}),
         "invalid",
     ),
+    (
+        b"streams/clicks/p-1",
+        enc({**client(), "consumer_client_ids": "web-StreamThread-1-consumer"}),
+        "invalid",
+    ),
+    (b"streams/clicks/p-1", enc({**client(), "consumer_client_ids": [1]}), "invalid"),
+    (b"streams/clicks/p-1", enc({**client(), "consumer_client_ids": [""]}), "invalid"),
+    (b"streams/clicks/p-1", enc({**client(), "consumer_client_ids": {"a": "b"}}), "invalid"),
 ]
 
 
@@ -115,6 +131,8 @@ def test_schema_file_agrees_with_the_decoder() -> None:
         member(follower=True, released_generation=3, mode="subscription"),
         client(),
         client(subtopologies=SUBS, num_standby_replicas=1, rack_aware={"strategy": "min_traffic"}),
+        client(consumer_client_ids=["web-StreamThread-1-consumer-4f1c", "web-StreamThread-2-consumer-9a0b"]),
+        client(consumer_client_ids=[]),
     ]
     for v in good:
         jsonschema.validate(v, schema)
@@ -127,6 +145,9 @@ def test_schema_file_agrees_with_the_decoder() -> None:
         {k: v for k, v in member().items() if k != "member_id"},
         {**client(), "threads": 0},
         {**client(), "rack": 1},
+        {**client(), "consumer_client_ids": "web-StreamThread-1-consumer"},
+        {**client(), "consumer_client_ids": [""]},
+        {**client(), "consumer_client_ids": [7]},
         {**member(), "follower": True, "mode": "asleep"},
         {**member(), "follower": True, "released_generation": -1},
     ]
@@ -259,6 +280,19 @@ def test_fingerprints_ignore_heartbeats() -> None:
     a = merge_registrations(settings(), [entry(member(timestamp_ms=1))]).registrations[0]
     b = merge_registrations(settings(), [entry(member(timestamp_ms=99))]).registrations[0]
     assert a.fingerprint == b.fingerprint
+
+
+def test_thread_consumers_that_rejoin_never_plan_the_app_again() -> None:
+    # A thread consumer's id changes when it rejoins; the plan does not depend on it.
+    a, b = (
+        merge_registrations(
+            settings(), [entry(client(subtopologies=SUBS, consumer_client_ids=ids))]
+        ).registrations[0]
+        for ids in (["web-StreamThread-1-consumer-1"], ["web-StreamThread-1-consumer-2"])
+    )
+    assert a.spec != b.spec and a.fingerprint == b.fingerprint
+    c = merge_registrations(settings(), [entry(client(subtopologies=SUBS, threads=3))]).registrations[0]
+    assert c.fingerprint != a.fingerprint, "the client's planned fields still plan it again"
 
 
 def test_members_of_an_unregistered_group_come_from_describe_groups_and_rack_mapping() -> None:

@@ -3,9 +3,7 @@ package dev.rackplan.kafka;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -15,8 +13,6 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.PartitionInfo;
-import org.apache.kafka.common.TopicPartition;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,6 +53,7 @@ public final class RackplanClient implements AutoCloseable {
   private volatile Pattern topicPattern;
   private volatile boolean topicsChanged;
   private volatile long lastRegistrationMs;
+  private KafkaProducer<String, byte[]> producer; // on the client's thread only
 
   public RackplanClient(
       RackplanConfig config, PlanStore store, Member member, String clientId, Consumer<ConsumerPlan> onPlan) {
@@ -148,39 +145,31 @@ public final class RackplanClient implements AutoCloseable {
   }
 
   private void run() {
-    KafkaConsumer<String, byte[]> reader = null;
-    KafkaProducer<String, byte[]> producer = null;
-    Set<TopicPartition> assigned = new HashSet<>();
-    long nextTopicCheck = 0;
     Pattern pattern = config.planTopicPattern == null ? null : Pattern.compile(config.planTopicPattern);
-    while (running) {
-      try {
-        if (reader == null) reader = new KafkaConsumer<>(config.readerConfig(clientId + "-plans"));
-        long now = System.currentTimeMillis();
-        if (now >= nextTopicCheck || (topicPattern != null && now >= nextMatch)) {
-          // A pattern finds new plan topics within a second; one named topic is re-checked every 5 s.
-          nextTopicCheck = now + (assigned.isEmpty() || pattern != null ? 1000 : 5000);
-          Set<TopicPartition> want = new HashSet<>();
-          Map<String, List<PartitionInfo>> listed = reader.listTopics(Duration.ofSeconds(5));
-          Pattern regex = topicPattern;
-          if (regex != null && now >= nextMatch) {
-            nextMatch = now + 5000;
-            setTopics(matching(regex, listed.keySet(), pattern, config.planTopic));
+    AssignedReaderLoop.run("plan reader", () -> new KafkaConsumer<>(config.readerConfig(clientId + "-plans")),
+        config.planPollMs, () -> running, new AssignedReaderLoop.Reader() {
+          @Override public boolean reads(String topic) {
+            return pattern == null ? topic.equals(config.planTopic) : pattern.matcher(topic).matches();
           }
-          for (Map.Entry<String, List<PartitionInfo>> e : listed.entrySet()) {
-            boolean match = pattern == null ? e.getKey().equals(config.planTopic) : pattern.matcher(e.getKey()).matches();
-            if (match) for (PartitionInfo p : e.getValue()) want.add(new TopicPartition(p.topic(), p.partition()));
+
+          @Override public long recheckMs(boolean noneAssigned) {
+            // A pattern finds new plan topics within a second; one named topic is re-checked every 5 s.
+            return noneAssigned || pattern != null ? 1000 : 5000;
           }
-          if (!want.equals(assigned)) {
-            Set<TopicPartition> added = new HashSet<>(want);
-            added.removeAll(assigned);
-            reader.assign(want);
-            reader.seekToBeginning(added);
-            assigned = want;
+
+          @Override public boolean listEarly(long nowMs) {
+            return topicPattern != null && nowMs >= nextMatch;
           }
-        }
-        if (!assigned.isEmpty()) {
-          for (ConsumerRecord<String, byte[]> r : reader.poll(Duration.ofMillis(config.planPollMs))) {
+
+          @Override public void listed(Set<String> names, long nowMs) {
+            Pattern regex = topicPattern;
+            if (regex != null && nowMs >= nextMatch) {
+              nextMatch = nowMs + 5000;
+              setTopics(matching(regex, names, pattern, config.planTopic));
+            }
+          }
+
+          @Override public void apply(ConsumerRecord<String, byte[]> r) {
             org.apache.kafka.common.header.Header mac = r.headers().lastHeader(RecordMac.HEADER);
             PlanStore.Outcome outcome = store.apply(
                 r.topic(), r.key(), r.value(), mac == null ? null : mac.value(), config.registrationSecret);
@@ -189,38 +178,11 @@ public final class RackplanClient implements AutoCloseable {
               if (p != null) onPlan.accept(p);
             }
           }
-        } else {
-          Thread.sleep(Math.min(config.planPollMs, 1000));
-        }
-        if (member != null && topics != null) {
-          long t = System.currentTimeMillis();
-          if (topicsChanged || t - lastRegistrationMs >= config.registrationTtlMs / 3) {
-            if (producer == null) producer = new KafkaProducer<>(config.producerConfig(clientId + "-registration"));
-            topicsChanged = false;
-            lastRegistrationMs = t;
-            producer.send(
-                new ProducerRecord<>(config.registrationsTopic, registrationKey(member),
-                    registrationValue(member, topics, t, config)),
-                (md, err) -> {
-                  if (err != null) LOG.warn("rackplan registration not published: {}", err.toString());
-                });
+
+          @Override public void afterPoll() {
+            register();
           }
-        }
-      } catch (InterruptedException e) {
-        break;
-      } catch (org.apache.kafka.common.errors.InterruptException e) {
-        break;
-      } catch (RuntimeException e) {
-        // A broker outage: retry with a pause, never die (the assignor falls back meanwhile).
-        LOG.warn("rackplan plan reader: {} (retrying)", e.toString());
-        try {
-          Thread.sleep(1000);
-        } catch (InterruptedException ie) {
-          break;
-        }
-      }
-    }
-    if (reader != null) reader.close(Duration.ofSeconds(2));
+        });
     if (producer != null) {
       if (member != null && topics != null) {
         try {
@@ -231,6 +193,23 @@ public final class RackplanClient implements AutoCloseable {
         }
       }
       producer.close(Duration.ofSeconds(5));
+    }
+  }
+
+  /** Publishes the member's registration when its topics changed or a third of the TTL has passed. */
+  private void register() {
+    if (member == null || topics == null) return;
+    long t = System.currentTimeMillis();
+    if (topicsChanged || t - lastRegistrationMs >= config.registrationTtlMs / 3) {
+      if (producer == null) producer = new KafkaProducer<>(config.producerConfig(clientId + "-registration"));
+      topicsChanged = false;
+      lastRegistrationMs = t;
+      producer.send(
+          new ProducerRecord<>(config.registrationsTopic, registrationKey(member),
+              registrationValue(member, topics, t, config)),
+          (md, err) -> {
+            if (err != null) LOG.warn("rackplan registration not published: {}", err.toString());
+          });
     }
   }
 

@@ -32,7 +32,8 @@ import org.slf4j.LoggerFactory;
  * operator listing its clients.
  *
  * <p>The group leader's task assignor is the one place that sees every live client: its process id
- * (the id plans name), rack ({@code client.rack}), threads and client tags, and the app's topology
+ * (the id plans name), rack ({@code client.rack}), threads, client tags and its threads' consumers
+ * ({@code consumer_client_ids}: how the agent knows the group's live members), and the app's topology
  * (each task's source and changelog partitions) and assignment settings. So at every assignment the
  * leader publishes one record per live client, each carrying the app-level fields as well, and a
  * tombstone for every client that is no longer in the group: those this JVM registered before, and
@@ -94,6 +95,9 @@ final class StreamsRegistrar {
       v.put("rack", c.rackId().orElse(null));
       v.put("threads", (long) c.numProcessingThreads());
       v.put("tags", new TreeMap<>(c.clientTags()));
+      // What the agent matches the group's live members with when the app sets its own client.id (the
+      // process id, a UUID, is in no member's id): sorted, as Streams keeps them.
+      v.put("consumer_client_ids", new ArrayList<>(c.consumerClientIds()));
       v.putAll(app);
       if (config.fetchMode != null) v.put("fetch_mode", config.fetchMode);
       v.put("timestamp_ms", nowMs);

@@ -43,6 +43,11 @@ class StreamsRegistrarTest {
         assertEquals(c.getValue().rackId().orElse(null), v.get("rack"));
         assertEquals((long) c.getValue().numProcessingThreads(), v.get("threads"));
         assertEquals(c.getValue().clientTags(), v.get("tags"));
+        // Every thread consumer of the client, sorted: the agent matches live group members with them.
+        List<String> consumers = new ArrayList<>(c.getValue().consumerClientIds());
+        assertTrue(!consumers.isEmpty() && consumers.stream().allMatch(x -> x.startsWith(pid + "-StreamThread-")),
+            consumers.toString());
+        assertEquals(consumers, v.get("consumer_client_ids"), "seed " + seed);
         assertEquals(1234L, v.get("timestamp_ms"));
         assertEquals("leader", v.get("fetch_mode"));
         assertEquals((long) s.configs.numStandbyReplicas(), v.get("num_standby_replicas"));
@@ -80,6 +85,11 @@ class StreamsRegistrarTest {
       String sig = (String) v.get("signature");
       assertTrue(sig.startsWith("hmac-sha256:"), sig);
       assertEquals(RackplanClient.sign(v, "s3cret".getBytes(StandardCharsets.US_ASCII)), sig);
+      // The signature covers the consumers too: a record whose consumer ids were changed does not verify.
+      List<?> consumers = (List<?>) v.get("consumer_client_ids");
+      assertTrue(consumers != null && !consumers.isEmpty(), v.toString());
+      v.put("consumer_client_ids", List.of("forged-StreamThread-1-consumer"));
+      assertTrue(!sig.equals(RackplanClient.sign(v, "s3cret".getBytes(StandardCharsets.US_ASCII))));
     }
     Files.delete(secret);
   }
