@@ -287,9 +287,17 @@ def test_settling_reaches_a_fixed_point_and_says_so(inst: tuple[Cluster, Consume
     with mock.patch.object(general_settle, "MAX_RUNS", 1):
         capped = general_settle.settle_general(prep)
     # With one run, only a first answer that withholds nothing and stays when fed back can be called final.
-    assert not capped.fixed_point or capped.holder == settled.holder == withholding_nothing(
-        prep, capped.holder
-    )
+    # The full budget may still land elsewhere: the exact candidate (refused to the capped run) can beat a
+    # final first answer, so it lands no worse in (cross-rack partitions, moves), never worse.
+    if capped.fixed_point:
+        assert capped.holder == withholding_nothing(prep, capped.holder)
+        assert landing(prep, settled.holder) <= landing(prep, capped.holder)
+
+
+def landing(prep: Prepared, holder: list[int]) -> tuple[int, int]:
+    """How a target that withholds nothing lands: (cross-rack partitions, claimed partitions it moves)."""
+    moved = sum(1 for c, h in zip(prep.claim_owner, holder, strict=True) if c != -1 and c != h)
+    return settling.cross_count(prep, holder), moved
 
 
 def withholding_nothing(prep: Prepared, holder: list[int]) -> list[int] | None:
