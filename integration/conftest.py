@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -95,6 +95,9 @@ def range_group(group_id: str, topics: list[str], racks: str = "abc") -> dict[st
     }
 
 
+T = TypeVar("T")
+
+
 class RunningAgent:
     """An agent on a thread; its cycle reports arrive on a queue."""
 
@@ -127,6 +130,20 @@ class RunningAgent:
             if pred(r):
                 return r
         raise AssertionError(f"no matching cycle within {timeout}s; saw {len(self.history)} cycles")
+
+    def each_cycle(self, read: Callable[[], T]) -> dict[int, T]:
+        """Per cycle report (by ``id``): what ``read`` returns on the agent's thread at the end of that cycle,
+        so it belongs to that report (state read later from the test's thread may be a later cycle's)."""
+        seen: dict[int, T] = {}
+        put = self.agent.on_cycle
+        assert put is not None
+
+        def hook(r: CycleReport) -> None:
+            seen[id(r)] = read()
+            put(r)
+
+        self.agent.on_cycle = hook
+        return seen
 
     def stop(self) -> int | None:
         self.agent.stop.set()

@@ -22,7 +22,6 @@ import pytest
 from integration.kafka.apps import JavaApp, plan_member
 from integration.kafka.cluster import CLIENTS_JAR
 from rackplan.agent.groups.membership import RealGroup
-from rackplan.agent.runtime.loop import CycleReport
 
 from .conftest import RunningAgent, Target
 from .test_kafka_java_followers import PLAN_BOUND_S, dump, live_assignment, plan_assignment, wait_until
@@ -38,22 +37,15 @@ pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR}
 def watched(agent: RunningAgent, group: str) -> dict[int, tuple[RealGroup | None, float, float]]:
     """Per cycle report (by id): the group as the agent described it in that cycle, and its two live
     gauges then (read on the agent's thread at the end of the cycle, so they belong to that report)."""
-    seen: dict[int, tuple[RealGroup | None, float, float]] = {}
-    put = agent.agent.on_cycle
-    assert put is not None
     labels = {"kind": "consumer", "group": group}
     metrics = agent.agent.metrics
-
-    def hook(r: CycleReport) -> None:
-        seen[id(r)] = (
+    return agent.each_cycle(
+        lambda: (
             agent.agent.term.real_groups.get(group),
             metrics.get("rackplan_live_cross_rack_partitions", labels),
             metrics.get("rackplan_live_unknown_rack_partitions", labels),
         )
-        put(r)
-
-    agent.agent.on_cycle = hook
-    return seen
+    )
 
 
 def test_java_followers_live_cross_rack_partitions_are_counted_truly(

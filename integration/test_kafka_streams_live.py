@@ -65,24 +65,19 @@ def app_entry(app_id: str, source: str, process: str, rack: str, **extra: Any) -
 def watched(agent: RunningAgent, app_id: str) -> dict[int, tuple[RealGroup | None, float, float, str]]:
     """Per cycle report (by id): the app's group as the agent described it in that cycle, its live gauges
     and its locality basis then (read on the agent's thread at the end of the cycle)."""
-    seen: dict[int, tuple[RealGroup | None, float, float, str]] = {}
-    put = agent.agent.on_cycle
-    assert put is not None
     labels = {"kind": "streams", "group": app_id}
     metrics = agent.agent.metrics
 
-    def hook(r: CycleReport) -> None:
+    def read() -> tuple[RealGroup | None, float, float, str]:
         g = agent.agent.term.groups.get(f"streams/{app_id}")
-        seen[id(r)] = (
+        return (
             agent.agent.term.real_groups.get(app_id),
             metrics.get("rackplan_live_cross_rack_partitions", labels),
             metrics.get("rackplan_live_unknown_rack_partitions", labels),
             str(getattr(g, "basis", "")),
         )
-        put(r)
 
-    agent.agent.on_cycle = hook
-    return seen
+    return agent.each_cycle(read)
 
 
 def test_a_classic_streams_apps_live_cross_rack_partitions_are_counted_and_kip1071_is_said_unseen(
@@ -173,17 +168,12 @@ def test_a_classic_streams_apps_live_cross_rack_partitions_are_counted_and_kip10
 
 def registered_clients(agent: RunningAgent, key: str) -> dict[int, list[dict[str, Any]]]:
     """Per cycle report (by id): the clients of ``key``'s registration the agent judged that cycle with."""
-    seen: dict[int, list[dict[str, Any]]] = {}
-    put = agent.agent.on_cycle
-    assert put is not None
 
-    def hook(r: CycleReport) -> None:
+    def read() -> list[dict[str, Any]]:
         reg = next((x for x in agent.agent.term.regs if x.key == key), None)
-        seen[id(r)] = [dict(c) for c in (reg.spec.get("clients") or [])] if reg is not None else []
-        put(r)
+        return [dict(c) for c in (reg.spec.get("clients") or [])] if reg is not None else []
 
-    agent.agent.on_cycle = hook
-    return seen
+    return agent.each_cycle(read)
 
 
 def test_an_app_with_its_own_client_id_registered_by_rackplans_task_assignor_is_judged_with_its_racks(

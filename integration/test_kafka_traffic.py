@@ -89,25 +89,21 @@ def test_measured_bytes_per_partition_and_cross_rack_dollars_match_the_producers
     agent = running.agent
     key = f"consumer/{gid}"
     labels = {"kind": "consumer", "group": gid}
-    #: per cycle report: the window's oldest and newest sample, the measured row, the group's figures
-    seen: dict[int, tuple[float, float, tuple[float, ...] | None, float, float]] = {}
-    put = agent.on_cycle
-    assert put is not None
 
-    def hook(r: CycleReport) -> None:  # on the agent's thread, at the end of the cycle
+    def read() -> tuple[float, float, tuple[float, ...] | None, float, float]:
+        """The window's oldest and newest sample, the measured row, the group's figures."""
         meter = agent.io.traffic
         assert meter is not None
         samples = meter.samples
-        seen[id(r)] = (
+        return (
             samples[0].taken_at if samples else 0.0,
             samples[-1].taken_at if samples else 0.0,
             agent.term.traffic.get(topic),
             agent.metrics.get("rackplan_cross_rack_bytes_per_second", {**labels, "assignment": "planned"}),
             agent.metrics.get("rackplan_cross_rack_dollars_per_month", {**labels, "assignment": "planned"}),
         )
-        put(r)
 
-    agent.on_cycle = hook
+    seen = running.each_cycle(read)
     running.wait_for(lambda r: any(p.key == key for p in r.published), timeout=60)
     producing = Producing(real.bootstrap, topic)
     try:
