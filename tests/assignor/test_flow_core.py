@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import sysconfig
-from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -20,6 +19,7 @@ from hypothesis import strategies as st
 from rackplan.assignor.flow import FlowResult, InfeasibleFlow, min_cost_flow, mincost
 from rackplan.assignor.flow.compiled import Core
 from tests.assignor.test_flow import networkx_cost
+from tests.calls import counting
 
 Edge = tuple[int, int, int, int]
 Problem = tuple[int, list[Edge], list[int]]
@@ -162,20 +162,6 @@ def test_the_core_takes_the_same_paths_on_assignment_shaped_graphs(seed: int) ->
             assert _compiled(problem, cutoff) == _python(problem, cutoff)
 
 
-class _PythonCalls:
-    """Calls of the Python phases (the fallback)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        python = mincost._phases_in_python
-
-        def counted(*args: Any) -> FlowResult | None:
-            self.calls += 1
-            return python(*args)
-
-        monkeypatch.setattr(mincost, "_phases_in_python", counted)
-
-
 BIG = 2**60
 
 
@@ -198,9 +184,9 @@ def test_the_python_solves_what_is_beyond_the_cores_bound(
     problem: Problem = (2, edges, supply)
     status = core.solve(*problem, None)[0]
     assert status == (core.SOLVED if compiled else core.FALLBACK)
-    calls = _PythonCalls(monkeypatch)
+    calls = counting(monkeypatch, mincost, "_phases_in_python")  # the fallback
     got = mincost.min_cost_flow_phases(*problem)
-    assert calls.calls == (0 if compiled else 1)
+    assert calls[0] == (0 if compiled else 1)
     assert got == min_cost_flow(*problem)
 
 
@@ -228,14 +214,6 @@ def test_bad_problems_raise_the_python_solvers_errors(
 
 def test_a_replaced_piece_of_the_python_phases_sees_every_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """A caller that counts the Python's Dijkstra runs (tests/assignor/test_flow.py) gets the Python."""
-    runs = 0
-    dijkstra = mincost._dijkstra
-
-    def counted(*args: Any) -> tuple[list[int], int]:
-        nonlocal runs
-        runs += 1
-        return dijkstra(*args)
-
-    monkeypatch.setattr(mincost, "_dijkstra", counted)
+    runs = counting(monkeypatch, mincost, "_dijkstra")
     assert mincost.min_cost_flow_phases(3, [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3]).cost == 9
-    assert runs == 2
+    assert runs[0] == 2

@@ -5,8 +5,6 @@ in Python (:data:`rackplan.assignor.flow.memo.KEEP`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 from rackplan.assignor.flow import FlowGraph, FlowResult, InfeasibleFlow, mincost
 from rackplan.assignor.flow.memo import FlowMemo
 from tests.assignor.test_flow import flow_problems
+from tests.calls import counting
 
 
 def _graph(edges: list[tuple[int, int, int, int]], supply: list[int]) -> FlowGraph:
@@ -29,20 +28,6 @@ def _answer(memo: FlowMemo, graph: FlowGraph, cutoff: int | None) -> FlowResult 
         return memo.solve_below(graph, cutoff)
     except InfeasibleFlow:
         return "infeasible" if cutoff is None else None
-
-
-class _Counted:
-    """Calls of the solver's core (every solve, cut off or not)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        phases = mincost._phases
-
-        def counted(*args: Any) -> FlowResult | None:
-            self.calls += 1
-            return phases(*args)
-
-        monkeypatch.setattr(mincost, "_phases", counted)
 
 
 @settings(max_examples=150, deadline=None)
@@ -65,38 +50,38 @@ def test_the_memo_answers_as_the_solver_does(
 
 
 def test_a_graph_is_solved_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    counted = _Counted(monkeypatch)
+    counted = counting(monkeypatch, mincost, "_phases")  # every solve, cut off or not
     edges, supply = [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3]  # costs 9
     memo = FlowMemo(keep=True)
     full = memo.solve_below(_graph(edges, supply), None)
     assert full is not None and full.cost == 9
     assert memo.solve_below(_graph(edges, supply), 10) == full  # an equal graph, built anew
     assert memo.solve_below(_graph(edges, supply), 9) is None
-    assert (counted.calls, memo.solved, memo.reused) == (1, 1, 2)
+    assert (counted[0], memo.solved, memo.reused) == (1, 1, 2)
 
 
 def test_a_cut_off_answer_is_reused_only_below_its_cutoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    counted = _Counted(monkeypatch)
+    counted = counting(monkeypatch, mincost, "_phases")  # every solve, cut off or not
     g = _graph([(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3])
     memo = FlowMemo(keep=True)
     assert memo.solve_below(g, 7) is None  # cost 9 >= 7
     assert memo.solve_below(g, 5) is None  # known: at least 7
-    assert counted.calls == 1
+    assert counted[0] == 1
     again = memo.solve_below(g, 12)  # 12 is above what is known: solved
-    assert again is not None and again.cost == 9 and counted.calls == 2
+    assert again is not None and again.cost == 9 and counted[0] == 2
 
 
 def test_infeasible_is_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
-    counted = _Counted(monkeypatch)
+    counted = counting(monkeypatch, mincost, "_phases")  # every solve, cut off or not
     memo = FlowMemo(keep=True)
     for _ in range(3):
         with pytest.raises(InfeasibleFlow):
             memo.solve_below(_graph([(0, 1, 1, 1)], [2, -2]), None)
-    assert counted.calls == 1
+    assert counted[0] == 1
 
 
 def test_a_full_memo_keeps_nothing_more_and_still_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    counted = _Counted(monkeypatch)
+    counted = counting(monkeypatch, mincost, "_phases")  # every solve, cut off or not
     memo = FlowMemo(room=2, keep=True)  # room for the first graph's two edges only
     small, big = [(0, 1, 2, 1), (1, 2, 2, 1)], [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)]
     assert memo.solve_below(_graph(small, [2, 0, -2]), None) == memo.solve_below(
@@ -104,17 +89,17 @@ def test_a_full_memo_keeps_nothing_more_and_still_answers(monkeypatch: pytest.Mo
     )
     first = memo.solve_below(_graph(big, [3, 0, -3]), None)
     assert memo.solve_below(_graph(big, [3, 0, -3]), None) == first
-    assert (counted.calls, len(memo.seen), memo.room) == (3, 1, 0)
+    assert (counted[0], len(memo.seen), memo.room) == (3, 1, 0)
 
 
 def test_a_memo_keeps_graphs_only_where_flows_are_solved_in_python(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the compiled core a solve costs less than the memo's key: the settling's memos solve again."""
     assert FlowMemo().keep is (not mincost.COMPILED)
-    counted = _Counted(monkeypatch)
+    counted = counting(monkeypatch, mincost, "_phases")  # every solve, cut off or not
     memo = FlowMemo(keep=False)
     edges, supply = [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3]
     answers = [memo.solve_below(_graph(edges, supply), cutoff) for cutoff in (None, 10, 9)]
     assert [a and a.cost for a in answers] == [9, 9, None]
     with pytest.raises(InfeasibleFlow, match="only 1 of 2 units can be routed"):  # the solver's own error
         memo.solve_below(_graph([(0, 1, 1, 1)], [2, -2]), None)
-    assert (counted.calls, memo.solved, memo.reused, memo.seen) == (4, 4, 0, {})
+    assert (counted[0], memo.solved, memo.reused, memo.seen) == (4, 4, 0, {})

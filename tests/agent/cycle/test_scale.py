@@ -7,7 +7,6 @@ everything again, with the work done only when an input changed.
 from __future__ import annotations
 
 import json
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,19 +18,7 @@ from rackplan.agent.kafka.tail import RawRecord
 from rackplan.agent.runtime import watch
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.cycle.test_run import PlanTail, cycle, group, make_agent
-
-
-def counting(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str) -> list[int]:
-    """Count the calls of ``<module>.<name>`` (still calling it)."""
-    calls = [0]
-    original = getattr(module, name)
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        calls[0] += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, counted)
-    return calls
+from tests.calls import counting
 
 
 def test_publish_each_confirms_each_record_on_its_own_on_a_mock_cluster() -> None:
