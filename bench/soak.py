@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import itertools
 import json
 import os
 import random
@@ -62,6 +63,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the project importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.interned import InternedTable, interned_table
 from bench.memory_map import KINDS, MemoryMap, read_memory_map, thread_count
 from rackplan.agent.kafka.embedded import EmbeddedCluster
 from rackplan.agent.kafka.publisher import Publisher
@@ -84,6 +86,7 @@ class Sample:
     heap: HeapStats
     mem: MemoryMap
     threads: int
+    interned: InternedTable | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +257,8 @@ HEADER = (
     + " ".join(f"{k:>6}" for k in KINDS)
     + f" {'thr':>4} {'cycles':>7} {'churn':>6}"
 )
+#: with ``--interned``: live interned strings / entry slots consumed / 2**k slots of their table
+INTERNED_HEADER = f" {'interned live/used/2^k':>20}"
 
 
 def row(sm: Sample) -> str:
@@ -261,11 +266,16 @@ def row(sm: Sample) -> str:
     return (
         f"{sm.elapsed_s:9.0f} {sm.rss_bytes / MIB:8.1f} {sm.heap.in_use / MIB:7.1f} {sm.heap.kept / MIB:6.1f} "
         f"{sm.heap.python_arenas / MIB:7.1f} {kinds} {sm.threads:4d} {sm.cycles:7d} {sm.churn_steps:6d}"
+    ) + (
+        f" {sm.interned.live:>9}/{sm.interned.consumed:>6}/{sm.interned.log2_size:>3}" if sm.interned else ""
     )
 
 
-def sample(proc: subprocess.Popen[bytes], workdir: Path, elapsed_s: float, churn_steps: int) -> Sample:
-    """One sample of the agent's process: RSS, its split by mapping kind, threads, its own heap account."""
+def sample(
+    proc: subprocess.Popen[bytes], workdir: Path, elapsed_s: float, churn_steps: int, interned: bool = False
+) -> Sample:
+    """One sample of the agent's process: RSS, its split by mapping kind, threads, its own heap account,
+    and with ``interned`` its table of interned strings (:mod:`bench.interned`, through gdb)."""
     cycles, heap = read_cycles(workdir)
     return Sample(
         elapsed_s,
@@ -275,6 +285,7 @@ def sample(proc: subprocess.Popen[bytes], workdir: Path, elapsed_s: float, churn
         heap,
         read_memory_map(proc.pid),
         thread_count(proc.pid),
+        interned_table(proc.pid) if interned else None,
     )
 
 
@@ -367,6 +378,11 @@ def main(argv: list[str] | None = None) -> int:
         help="leave glibc's malloc arenas unbounded (the agent bounds them)",
     )
     p.add_argument("--trim-every-s", type=float, default=0.0, help="an experiment: trim the agent's heap")
+    p.add_argument(
+        "--interned",
+        action="store_true",
+        help="read the agent's table of interned strings each sample (bench/interned.py: gdb, a moment's stop)",
+    )
     p.add_argument("--child", metavar="SETTINGS_JSON", help=argparse.SUPPRESS)
     p.add_argument("--workdir", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -401,10 +417,11 @@ def main(argv: list[str] | None = None) -> int:
             churn = Churn(cluster, s, a.groups, a.members, a.outage_every)
             t0 = time.monotonic()
             next_sample = t0
-            print(f"agent pid {proc.pid}; MiB except thr(eads), cycles, churn\n{HEADER}", flush=True)
+            header = HEADER + (INTERNED_HEADER if a.interned else "")
+            print(f"agent pid {proc.pid}; MiB except thr(eads), cycles, churn\n{header}", flush=True)
             while (now := time.monotonic()) < t0 + a.duration_s and proc.poll() is None:
                 if now >= next_sample:
-                    sm = sample(proc, workdir, now - t0, churn.steps)
+                    sm = sample(proc, workdir, now - t0, churn.steps, a.interned)
                     samples.append(sm)
                     print(row(sm), flush=True)
                     next_sample += a.sample_s
@@ -415,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             if proc.poll() is not None:
                 print(f"the agent exited {proc.returncode} during the soak", file=sys.stderr)
                 return 1
-            end = sample(proc, workdir, time.monotonic() - t0, churn.steps)
+            end = sample(proc, workdir, time.monotonic() - t0, churn.steps, a.interned)
             samples.append(end)
             print(row(end))
             if warm is not None:
@@ -458,6 +475,17 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"RSS in {kind:>6}: {series[0][1]:6.1f} -> {series[-1][1]:6.1f} MiB, slope {slope_per_hour(series):+6.2f}"
             f" MiB/h; mappings {counts[0]} -> {counts[-1]} (max {max(counts)})"
+        )
+    tables = [(sm.cycles, sm.interned) for sm in samples if sm.interned is not None]
+    if tables:
+        (c0, first_table), (c1, last_table) = tables[0], tables[-1]
+        rebuilt = [
+            (c, t.log2_size) for (_, p_), (c, t) in itertools.pairwise(tables) if t.consumed < p_.consumed
+        ]
+        print(
+            f"interned strings live {first_table.live} -> {last_table.live}; table 2**{first_table.log2_size} -> 2**{last_table.log2_size} slots "
+            f"({first_table.table_bytes / MIB:.2f} -> {last_table.table_bytes / MIB:.2f} MiB) from cycle {c0} to {c1}; "
+            f"rebuilt near cycles {[c for c, _ in rebuilt]} (to 2**{[k for _, k in rebuilt]})"
         )
     threads = [sm.threads for sm in warmed]
     print(f"threads {threads[0]} -> {threads[-1]} (min {min(threads)}, max {max(threads)})")
