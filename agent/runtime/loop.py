@@ -170,6 +170,19 @@ class Agent:
         self.metrics.set(metric.READY, 0)
         self._publish_status()
 
+    def _end_term(self) -> None:
+        """Close the term's readers (registrations, plan and lease tails) when its leadership ends.
+
+        Each is a librdkafka client with a thread per broker.  Left open, a lost term's plan and lease
+        tails stayed connected, reading nothing, for as long as this agent stood by (hours, if another
+        agent leads), and were destroyed only when the next term's start-up replaced them.
+        """
+        self.intake.close()
+        for tail in (self.plan_tail, self.lease_tail):
+            if tail is not None:
+                tail.close()
+        self.plan_tail = self.lease_tail = None
+
     def start(self) -> None:
         """Topics, plan replay, registrations replay, producer; then :meth:`begin`."""
         s, w = self.settings, self.w
@@ -449,6 +462,7 @@ class Agent:
                         self._fenced(e)
                     self.log.warning("leadership lost; standing by", agent_id=self.agent_id, reason=str(e))
                 finally:
+                    self._end_term()
                     self._set_leader(False)
                     self.term.ready = False
                     self.metrics.set(metric.READY, 0)

@@ -166,7 +166,11 @@ def continue_epoch(w: Wiring, client_config: dict[str, Any]) -> tuple[int, Topic
     last = no_foreign_writer(w, newest)
     epoch = next_epoch(w, last)
     tail = TopicTail(client_config, s.ha.lease_topic, s.io_timeout_s)
-    tail.read_available(s.io_timeout_s)
+    try:
+        tail.read_available(s.io_timeout_s)
+    except BaseException:  # retried by the start-up step with a new tail: this one's client closed now
+        tail.close()
+        raise
     return epoch, tail
 
 

@@ -241,3 +241,31 @@ def test_bootstrap_hosts_are_parsed_like_librdkafka() -> None:
 def test_the_demo_refuses_a_busy_loop_poll_interval(tmp_path: Path) -> None:
     line = refused(run("demo", "--poll-interval", "1e-9", "--log-file", str(tmp_path / "demo.log")))
     assert line == "rackplan: error: demo: poll_interval_s: Input should be greater than or equal to 0.1"
+
+
+def test_the_lease_tail_of_a_failed_epoch_step_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step is retried with a new tail (startup_retry): the failed one's client must not stay open."""
+    import rackplan.agent.runtime.startup as startup
+    from rackplan.agent.kafka.exceptions import TopicReadError
+    from rackplan.agent.testing import FakeAdmin
+    from tests.agent.cycle.test_run import make_agent
+
+    agent, _pub, _buf = make_agent(FakeAdmin({"t": [[1]]}), [], ha={"enabled": True})
+    opened: list[FailingTail] = []
+
+    class FailingTail:
+        def __init__(self, *args: object) -> None:
+            self.closed = False
+            opened.append(self)
+
+        def read_available(self, timeout_s: float) -> None:
+            raise TopicReadError("lease topic partition 0: end offset unknown", "_TRANSPORT")
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(startup, "last_heartbeat", lambda *a, **k: None)
+    monkeypatch.setattr(startup, "TopicTail", FailingTail)
+    with pytest.raises(TopicReadError):
+        startup.continue_epoch(agent.w, {"bootstrap.servers": "127.0.0.1:1"})
+    assert len(opened) == 1 and opened[0].closed

@@ -1,0 +1,96 @@
+"""The agent's leadership terms (agent/runtime/loop.py ``_run_ha``): a lost term's readers are closed.
+
+The soak (bench/soak.py) lost the lease to broker outages eleven times in 20 minutes; each term opens a
+plan tail, a lease tail and a registrations tail (each a librdkafka client with a thread per broker).
+Here the lease, the leader watch, the term's start-up and its serving are stand-ins, so the test drives
+the real ``_run_ha`` through two terms, the first lost, and looks at which readers were closed when.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import rackplan.agent.runtime.loop as loop
+from rackplan.agent.ha.leader_watch import LeaderWatch
+from rackplan.agent.ha.lease import LeaseLost
+from rackplan.agent.runtime.loop import Agent
+from rackplan.agent.testing import FakeAdmin
+from tests.agent.cycle.test_run import make_agent
+
+
+class Reader:
+    """A tail that knows whether it was closed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def read_new(self, max_records: int = 100_000) -> tuple[list[Any], list[str]]:
+        return [], []
+
+
+class AlwaysGranted:
+    held = True
+
+    def acquire(self, timeout_s: float) -> bool:
+        return True
+
+    def poll(self, timeout_s: float = 0.0) -> bool:
+        return True
+
+    def close(self) -> None:
+        return None
+
+
+class QuietWatch:
+    def refresh(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+@pytest.fixture
+def two_terms(monkeypatch: pytest.MonkeyPatch) -> tuple[Agent, list[dict[str, Reader]], list[list[str]]]:
+    """An agent whose first term is lost (LeaseLost) and whose second ends with a stop; per term the
+    readers it opened, and at each start-up the readers of earlier terms still open."""
+    agent, _pub, _buf = make_agent(FakeAdmin({"t": [[1], [2], [3]]}), [], ha={"enabled": True})
+    terms: list[dict[str, Reader]] = []
+    open_at_start: list[list[str]] = []
+
+    def start(self: Agent) -> None:
+        open_at_start.append([r.name for t in terms for r in t.values() if not r.closed])
+        n = len(terms)
+        readers = {k: Reader(f"{k}-{n}") for k in ("plans", "lease", "registrations")}
+        terms.append(readers)
+        self.plan_tail = readers["plans"]  # type: ignore[assignment]
+        self.lease_tail = readers["lease"]  # type: ignore[assignment]
+        self.intake.tail = readers["registrations"]  # type: ignore[assignment]
+
+    def serve(self: Agent) -> None:
+        if len(terms) == 1:
+            raise LeaseLost("the lease partition was revoked")
+        self.stop.set()
+
+    monkeypatch.setattr(loop, "Lease", lambda *a, **k: AlwaysGranted())
+    monkeypatch.setattr(LeaderWatch, "for_agent", classmethod(lambda cls, w, config: QuietWatch()))
+    monkeypatch.setattr(loop, "prepare_topics", lambda *a, **k: set())
+    monkeypatch.setattr(Agent, "start", start)
+    monkeypatch.setattr(Agent, "_serve_term", serve)
+    return agent, terms, open_at_start
+
+
+def test_a_lost_term_closes_its_readers_before_the_agent_stands_by(
+    two_terms: tuple[Agent, list[dict[str, Reader]], list[list[str]]],
+) -> None:
+    agent, terms, open_at_start = two_terms
+    agent._run_ha()
+    assert len(terms) == 2
+    assert open_at_start == [[], []]  # nothing of the lost term was still open when the next began
+    assert all(r.closed for t in terms for r in t.values())
+    assert agent.plan_tail is None and agent.lease_tail is None and agent.intake.tail is None
