@@ -45,8 +45,6 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...flow.highs import Program
-
 
 @dataclass(frozen=True, slots=True)
 class Component:
@@ -184,6 +182,8 @@ def solve(
         for m in ms:
             member_groups[m].append(g)
     weight = sum(sum(o.values()) for o in comp.owned) + 1
+
+    from ...flow.highs import Program  # on first use: the door to highspy and numpy (issue 29, item 3)
 
     prog = Program()
     column, row, inf = prog.column, prog.row, prog.inf
