@@ -39,7 +39,7 @@ otherwise the first count vector reaching the optimum in the enumeration order
 ``lo + 1`` choices in lexicographic order of the interchangeable runs) with its
 flow's plan (ties broken by edge order: classes ascending, a kept partition first).
 
-Budget: :data:`SMALL_WORK`, counted in search nodes plus the nodes and edges of
+Budget: :data:`SMALL_WORK`, counted in the checks of the search plus the nodes and edges of
 every flow built, never time.  Exhausted, :func:`solve_small` returns None and
 the caller falls back to HiGHS; otherwise its answer is proven optimal (the
 enumeration covered every balanced count vector).
@@ -54,13 +54,15 @@ from dataclasses import dataclass
 from ...flow.mincost import FlowGraph, InfeasibleFlow
 from .milp import Component, plan_value, value_floor
 
-SMALL_WORK = 20_000
-"""The work budget of one :func:`solve_small`: search nodes plus each flow's nodes and edges.
+SMALL_WORK = 50_000
+"""The work budget of one :func:`solve_small`: per count total tried, the topic groups it checks; per
+choice of who holds one more, one; per flow, its nodes and edges.
 
-1-3 microseconds of CPU a unit, so at most about 25-60 ms when spent in full, less than
+0.25 to 0.6 microseconds of CPU a unit, so about 12 to 30 ms when spent in full: less than
 importing HiGHS (0.14 s), the fallback when it runs out.  On the exact candidates of
-tests/assignor/test_sticky*.py (522 calls) the median enumeration costs 326 units, 90% at
-most 6,520; 33 need more than 20,000 and go to HiGHS (docs/performance.md, start-up section).
+tests/assignor/test_sticky*.py (401 calls, unbudgeted) the median enumeration costs 322 units,
+90% at most 34,241; 38 need more than 50,000 (up to 2.5 million) and go to HiGHS
+(docs/performance.md, start-up section).
 """
 
 
@@ -122,6 +124,8 @@ class _Search:
         ]
         #: per subscription, the most the ones after it can hold together
         self.later = [sum(s.most for s in self.subs[i + 1 :]) for i in range(len(self.subs))]
+        #: per subscription, the work of checking one of its totals: the topic groups fixed by then
+        self.check_cost = list(itertools.accumulate(1 + len(s.groups) for s in self.subs))
         self.total = sum(comp.class_size)
         owned = sum(sum(o.values()) for o in comp.owned)
         self.weight = owned + 1
@@ -132,50 +136,49 @@ class _Search:
 
     def run(self) -> None:
         if self.value > self.floor and self.subs:
-            self._walk([], self.total)
+            self._walk([], self.total, [None] * len(self.group_classes))
 
     def _spend(self, work: int) -> None:
         self.work += work
         if self.work > self.budget:
             raise _OutOfWork
 
-    def _walk(self, totals: list[int], rem: int) -> None:
-        """Every total of the next subscription, given the ones before (``totals``) and what is left."""
-        self._spend(1)
+    def _walk(self, totals: list[int], rem: int, mu: list[int | None]) -> None:
+        """Every total of the next subscription, given the ones before (``totals``, their ``mu``) and what is left.
+
+        ``mu[g]``: the least ``lo`` among the fixed subscriptions to ``g`` (None: none fixed yet).
+        Each total tried costs the check it runs: one unit per topic group of every fixed subscription.
+        """
         i = len(totals)
         sub = self.subs[i]
-        if i == len(self.subs) - 1:
-            if rem <= sub.most:
-                self._leaf([*totals, rem])
-            return
-        for s in range(max(0, rem - self.later[i]), min(rem, sub.most) + 1):
-            self._spend(1)
+        last = i == len(self.subs) - 1
+        for s in range(rem if last else max(0, rem - self.later[i]), min(rem, sub.most) + 1):
+            self._spend(self.check_cost[i])
             if self.value == self.floor:
                 return  # proven: nothing is better than the floor
-            chosen = [*totals, s]
-            if _may_hold(self.subs, chosen, self._mu(chosen)):
-                self._walk(chosen, rem - s)
-
-    def _mu(self, totals: Sequence[int]) -> list[int | None]:
-        """Per topic group, the least count among its subscribers fixed so far (None: none fixed)."""
-        mu: list[int | None] = [None] * len(self.group_classes)
-        for sub, s in zip(self.subs, totals, strict=False):
-            lo = s // len(sub.members)
+            chosen, lo, fixed = [*totals, s], s // len(sub.members), list(mu)
             for g in sub.groups:
-                held = mu[g]
-                mu[g] = lo if held is None else min(held, lo)
-        return mu
+                held = fixed[g]
+                fixed[g] = lo if held is None else min(held, lo)
+            if not _may_hold(self.subs, chosen, fixed):
+                continue
+            if last:
+                self._choose(chosen, fixed, [])
+            else:
+                self._walk(chosen, rem - s, fixed)
 
-    def _leaf(self, totals: list[int]) -> None:
-        """Every count vector with these subscription totals: one flow each."""
-        mu = self._mu(totals)
-        if not _may_hold(self.subs, totals, mu):
+    def _choose(self, totals: list[int], mu: list[int | None], levels: list[tuple[int, ...] | None]) -> None:
+        """Every count vector with these subscription totals (who holds ``lo + 1``, one subscription at a
+        time, each choice one unit of work): one flow each."""
+        i = len(levels)
+        if i == len(self.subs):
+            self._flow(totals, levels, mu)
             return
-        choices = [_levels(sub, s, mu) for sub, s in zip(self.subs, totals, strict=True)]
-        for levels in itertools.product(*choices):
+        for option in _levels(self.subs[i], totals[i], mu):
+            self._spend(1)
             if self.value == self.floor:
                 return
-            self._flow(totals, levels, mu)
+            self._choose(totals, mu, [*levels, option])
 
     def _flow(
         self, totals: list[int], levels: Sequence[tuple[int, ...] | None], mu: list[int | None]
@@ -252,16 +255,15 @@ def _may_hold(subs: Sequence[_Subscription], totals: Sequence[int], mu: Sequence
     return True
 
 
-def _levels(sub: _Subscription, s: int, mu: Sequence[int | None]) -> list[tuple[int, ...] | None]:
-    """Who of ``sub`` holds ``lo + 1``: [None] when the flow may choose, else every choice (runs counted)."""
+def _levels(sub: _Subscription, s: int, mu: Sequence[int | None]) -> Iterator[tuple[int, ...] | None]:
+    """Who of ``sub`` holds ``lo + 1``: None when the flow may choose, else every choice (runs counted)."""
     lo, extra = divmod(s, len(sub.members))
     if not extra or lo == 0 or all(mu[g] != lo - 1 for g in sub.groups):
-        return [None]  # both levels may hold the same topic groups (a member at 0 holds none)
-    out: list[tuple[int, ...] | None] = []
+        yield None  # both levels may hold the same topic groups (a member at 0 holds none)
+        return
     for split in _splits(extra, [len(r) for r in sub.runs]):
         up = {m for run, j in zip(sub.runs, split, strict=True) for m in run[:j]}
-        out.append(tuple(lo + (m in up) for m in sub.members))
-    return out
+        yield tuple(lo + (m in up) for m in sub.members)
 
 
 def _splits(total: int, sizes: Sequence[int]) -> Iterator[tuple[int, ...]]:
