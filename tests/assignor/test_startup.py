@@ -84,3 +84,15 @@ def test_an_equal_rack_optimal_group_imports_only_the_fair_optimum(tmp_path: Pat
     modules = _imported(tmp_path, _group("rack-optimal"))
     assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
     assert [m for m in modules if m.startswith(UNUSED_RACK_OPTIMAL)] == []
+
+
+def test_a_tiny_unequal_group_solves_its_exact_candidate_without_numpy_or_highs(tmp_path: Path) -> None:
+    """bench_startup's unequal cooperative-sticky case: the exact candidate runs (its start, the search's plan,
+    is not at the per-partition floor) and is answered by the flow enumeration (``small_exact``), so the
+    0.14 s of importing numpy and highspy is not paid."""
+    from bench.bench_startup import cases
+
+    modules = _imported(tmp_path, cases()["cooperative-sticky, unequal"])
+    assert "rackplan.assignor.consumer.rack_optimal.small_exact" in modules
+    assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
+    assert "rackplan.assignor.flow.highs" not in modules

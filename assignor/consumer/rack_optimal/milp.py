@@ -44,8 +44,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ...flow.highs import Program
+if TYPE_CHECKING:
+    from ...flow.highs import Program
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +187,7 @@ def solve(
             member_groups[m].append(g)
     weight = sum(sum(o.values()) for o in comp.owned) + 1
 
-    prog = Program()
+    prog = _program()
     column, row, inf = prog.column, prog.row, prog.inf
 
     x: list[dict[int, int]] = [{} for _ in range(n_mem)]
@@ -266,6 +268,14 @@ def solve(
     sol = found.values
     counts = [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
     return Solution(counts, found.optimal, found.bound)
+
+
+def _program() -> Program:
+    """An empty program: :mod:`rackplan.assignor.flow.highs` is imported here, on first use, not with this module
+    (the door to highspy and numpy: a small component answered without HiGHS never opens it, issue 29 item 3)."""
+    from ...flow.highs import Program
+
+    return Program()
 
 
 def _start_vector(

@@ -23,7 +23,13 @@ Cost: nothing is built when the start already reaches the per-partition floor
 (every partition with its best subscriber, an owner kept unless another
 subscriber is strictly more local: then it is optimal as it is), or when the
 model would exceed :data:`EXACT_NONZEROS` (estimated before building).  The
-solver's work budget is counted, never timed, so the answer is deterministic.
+solvers' work budgets are counted, never timed, so the answer is deterministic.
+
+Solver: first :func:`rackplan.assignor.consumer.rack_optimal.small_exact.solve_small` (the
+same program by enumerating count vectors, one min-cost flow each, pure Python: no
+numpy or HiGHS to import, issue 29 item 3), proven optimal when it answers; HiGHS
+(:func:`~rackplan.assignor.consumer.rack_optimal.milp.solve`) only when its work budget
+(:data:`~rackplan.assignor.consumer.rack_optimal.small_exact.SMALL_WORK`) runs out.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..rack_optimal.milp import Component, check_balanced, plan_value, solve, value_floor
+from ..rack_optimal.small_exact import solve_small
 from .common import Prepared
 
 #: Largest model (constraint-matrix nonzeros, estimated) the exact candidate is built for: HiGHS's root
@@ -91,11 +98,13 @@ def exact_candidate(prep: Prepared, start: list[int], spend: Callable[[], bool])
     size += 2 * sum(len(o) for o in owned)
     if size > EXACT_NONZEROS or not spend():
         return None
-    found = solve(comp, counts)
-    check_balanced(comp, found.counts)
-    if plan_value(comp, found.counts, weight) >= value:
+    best = solve_small(comp, counts)
+    if best is None:  # the enumeration's budget ran out: HiGHS (and numpy) only now
+        best = solve(comp, counts).counts
+    check_balanced(comp, best)
+    if plan_value(comp, best, weight) >= value:
         return None
-    return _hand_out(prep, part_class, found.counts)
+    return _hand_out(prep, part_class, best)
 
 
 def _hand_out(prep: Prepared, part_class: list[int], counts: list[dict[int, int]]) -> list[int]:
