@@ -7,7 +7,6 @@ rack optimisation in :mod:`rackplan.assignor.streams.rack`.
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from typing import Any
@@ -18,8 +17,6 @@ from ..traffic import streams_traffic_stats
 from .rack import disabled_reason
 from .tasks import State, TaskModel, build_model
 
-log = logging.getLogger(__name__)
-
 
 def run(cluster: Cluster, app: StreamsApp) -> tuple[TaskModel, State, bool]:
     """Assign the app; returns the model, the final state and ``probing_rebalance_needed``."""
@@ -28,7 +25,9 @@ def run(cluster: Cluster, app: StreamsApp) -> tuple[TaskModel, State, bool]:
     model = build_model(cluster, app)
     reason = disabled_reason(model, app)
     if reason is not None and app.rack_aware.strategy != "none":
-        log.warning("rack-aware assignment disabled: %s", reason)
+        import logging  # only here: a Streams app whose rack optimisation runs never imports it (issue 29)
+
+        logging.getLogger(__name__).warning("rack-aware assignment disabled: %s", reason)
     if app.assignor == "sticky":
         from .sticky import assign
     else:

@@ -27,15 +27,12 @@ with the fewest moves.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from ..flow import FlowGraph, InfeasibleFlow, PostconditionError
 from ..model import StreamsApp
 from .tasks import State, TaskModel
-
-log = logging.getLogger(__name__)
 
 
 def disabled_reason(model: TaskModel, app: StreamsApp) -> str | None:
@@ -406,7 +403,11 @@ def optimise_active(
     non_overlap *= model.move_unit  # in the same scale
     vectors = {t: tuple(cross[t][g] for g in groups) for t in tasks}
     if traffic == 0 or all(min(v) == max(v) for v in vectors.values()):
-        log.info("rack optimisation skipped: every task costs the same on every client")
+        import logging  # only here (issue 29: start-up)
+
+        logging.getLogger(__name__).info(
+            "rack optimisation skipped: every task costs the same on every client"
+        )
         return False
     owner_all = state.active_owner()
     owner = {t: owner_all[t] for t in tasks}

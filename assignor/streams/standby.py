@@ -16,7 +16,6 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 
 from ..model import StreamsApp
-from . import standby_milp
 from .standby_flow import NO_VALUE, build_problem, solve
 from .tasks import State, TaskModel
 
@@ -251,6 +250,8 @@ def optimise_standbys(
         if _cost(model, swapped, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
             state.standby = swapped
         # The flow and the swaps are heuristics for several keys; the integer program is exact.
+        from . import standby_milp  # HiGHS's door, opened only by apps with several tag keys (issue 29)
+
         exact = standby_milp.place(model, p.owner, p.baseline, state.standby, values, a, b)
         if _cost(model, exact.standby, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
             state.standby = exact.standby

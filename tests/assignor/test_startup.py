@@ -69,7 +69,8 @@ def _imported(tmp_path: Path, doc: dict[str, Any]) -> list[str]:
     path.write_text(json.dumps(doc))
     run = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["consumer_group"]["assignment"]  # a real plan was written
+    out = json.loads(run.stdout)
+    assert (out.get("consumer_group") or out["streams_app"])["assignment"]  # a real plan was written
     return run.stderr.rsplit("@@", 1)[1].split()
 
 
@@ -96,3 +97,18 @@ def test_a_tiny_unequal_group_solves_its_exact_candidate_without_numpy_or_highs(
     assert "rackplan.assignor.consumer.rack_optimal.small_exact" in modules
     assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
     assert "rackplan.assignor.flow.highs" not in modules
+
+
+def test_a_streams_app_with_one_spread_key_loads_neither_logging_nor_the_standby_program(
+    tmp_path: Path,
+) -> None:
+    """bench_startup's high-availability app: its rack optimisation runs and its standbys have one spread
+    key, so the stdlib's logging (for warnings it does not give) and the several-keys integer program
+    (``standby_milp``, HiGHS's door) stay unimported."""
+    from bench.bench_startup import cases
+
+    modules = _imported(tmp_path, cases()["streams high-availability"])
+    assert "rackplan.assignor.streams.ha" in modules
+    assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
+    for unused in ("logging", "rackplan.assignor.streams.standby_milp", "rackplan.assignor.flow.highs"):
+        assert unused not in modules
