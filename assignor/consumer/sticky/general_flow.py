@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
 from .common import deal
+from .general_pools import Pools, pools_of
 from .general_state import GeneralState
 
 #: Flow edges the count-shift searches of one run may build, all of its calls together: small groups are
@@ -69,11 +70,6 @@ class Repair:
     member: int
 
 
-#: Partitions of equal (owner or -1, topic, replica mask, pinned): interchangeable for the flow; pinned
-#: means with its owner in a keep-first run.
-Pools = dict[tuple[int, int, int, bool], list[int]]
-
-
 def place(
     state: GeneralState,
     losers: frozenset[int] = frozenset(),
@@ -104,7 +100,7 @@ def place(
     if counts is None:
         return False
     big = state.prep.cross_price or state.n_parts + 1
-    pools, current = _pools(state, big)
+    pools, current = pools_of(state, big)
     plain = not losers and gainer < 0 and not counts.drops
     # A proof of minimal cross-rack count holds only for the plain objective over every partition.
     provable = plain and not state.keep_owned and not state.prep.cross_price
@@ -167,30 +163,10 @@ def _target_counts(
             return None
     if gainer >= 0:
         cnt[gainer] += len(losers)
-    tm = state.tm
-    min_sub = [min(cnt[i] for i in tm[t]) if tm[t] else 0 for t in range(state.n_topics)]
+    at = cnt.__getitem__
+    min_sub = [min(map(at, subs)) if subs else 0 for subs in state.tm]
     drops = {i for i in droppers if cnt[i] > 0 and i not in losers}
     return _Counts(cnt, min_sub, drops)
-
-
-def _pools(state: GeneralState, big: int) -> tuple[Pools, int]:
-    """The partitions pooled by (owner, topic, mask, pinned), and the current ``BIG * cross + moves``."""
-    holder, owner, masks, ptopic, cls, crossk = (
-        state.holder,
-        state.owner,
-        state.masks,
-        state.ptopic,
-        state.cls,
-        state.crossk,
-    )
-    pools: Pools = {}
-    keep = state.keep_owned
-    current = 0
-    for gp in range(state.n_parts):
-        h, o, k = holder[gp], owner[gp], masks[gp]
-        pools.setdefault((o, ptopic[gp], k, keep and o == h), []).append(gp)
-        current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
-    return pools, current
 
 
 def _nothing_to_gain(state: GeneralState, current: int, big: int, plain: bool, provable: bool) -> bool:
@@ -220,6 +196,18 @@ class _Network:
     grows: dict[int, set[int]] = field(default_factory=dict)  # growing member -> topics it may grow in
     room: int = 0  # capacity of each spare-unit edge
     hub_edges: int = 0  # the edges before the pools' (every edge out of a hub among them)
+    classes: list[tuple[int, ...]] | None = (
+        None  # per topic, its hubs' classes (ascending), once all are made
+    )
+
+    def topic_classes(self, n_topics: int) -> list[tuple[int, ...]]:
+        """Per topic, the classes of its hubs, ascending (asked once every hub is made)."""
+        if self.classes is None:
+            per: list[list[int]] = [[] for _ in range(n_topics)]
+            for t, g in sorted(self.hubs):
+                per[t].append(g)
+            self.classes = [tuple(gs) for gs in per]
+        return self.classes
 
     def member(self, i: int) -> int:
         """Member ``i``'s node, demanding its count (one less for a dropper, which may send it spare)."""
@@ -239,16 +227,33 @@ class _Network:
 
 def _members_and_hubs(state: GeneralState, net: _Network) -> None:
     """Each member behind the hubs of the topics it may hold at its count: at most one above the topic's
-    least-loaded subscriber, the contract's balance rule at fixed counts."""
-    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    least-loaded subscriber, the contract's balance rule at fixed counts.
+
+    The nodes and edges :meth:`_Network.hub` and :meth:`_Network.member` would make, in the same
+    order, appended directly (issue 29: called once per count-shift flow).
+    """
+    cnt, min_sub, drops = net.counts.cnt, net.counts.min_sub, net.counts.drops
+    supply, edges = net.graph.supply, net.graph.edges
+    hubs, member_node, cls = net.hubs, net.member_node, state.cls
     for t in range(state.n_topics):
+        bound = min_sub[t] + 1
         for i in state.tm[t]:
-            if cnt[i] > 0 and cnt[i] <= min_sub[t] + 1:
-                net.graph.add_edge(net.hub(t, state.cls[i]), net.member(i), cnt[i], 0)
+            c = cnt[i]
+            if 0 < c <= bound:
+                key = (t, cls[i])
+                hub = hubs.get(key)
+                if hub is None:
+                    hub = hubs[key] = len(supply)
+                    supply.append(0)
+                v = member_node.get(i)
+                if v is None:
+                    v = member_node[i] = len(supply)
+                    supply.append(-c + (1 if i in drops else 0))
+                edges.append((hub, v, c, 0))
     for i in range(state.n):  # members whose count no hub reaches still need their node
         if cnt[i] > 0:
             net.member(i)
-    net.node_member = {v: i for i, v in net.member_node.items()}
+    net.node_member = {v: i for i, v in member_node.items()}
 
 
 def _spare_units(
@@ -304,20 +309,21 @@ def _floor_cost(state: GeneralState, net: _Network, pools: Pools, big: int) -> i
     """
     cnt, min_sub = net.counts.cnt, net.counts.min_sub
     crossk, cls = state.crossk, state.cls
-    classes: list[list[int]] = [[] for _ in range(state.n_topics)]  # hub classes per topic
-    for t, g in net.hubs:
-        classes[t].append(g)
-    hub_cross: dict[tuple[int, int], int] = {}  # (topic, mask) -> fewest cross-rack through a hub
+    classes = net.topic_classes(state.n_topics)
+    fewest = state.flow_cache.fewest
+    hub_cross = [
+        fewest.setdefault(gs, {}) for gs in classes
+    ]  # per topic: mask -> fewest cross-rack via a hub
     spare_of, grows = net.spare_of, net.grows
     floor = 0
-    for (o, t, k, pinned), lst in pools.items():
+    for (o, t, k, pinned), lst in pools:
         best = -1
         if o >= 0 and (0 < cnt[o] <= min_sub[t] + 1 or (o in spare_of and t in grows[o])):
             best = big * crossk[cls[o]][k]
         if not pinned and classes[t]:
-            c = hub_cross.get((t, k))
+            c = hub_cross[t].get(k)
             if c is None:
-                c = hub_cross[(t, k)] = min(crossk[g][k] for g in classes[t])
+                c = hub_cross[t][k] = min(crossk[g][k] for g in classes[t])
             c = big * c + (1 if o >= 0 else 0)
             if best < 0 or c < best:
                 best = c
@@ -334,15 +340,16 @@ def _pool_edge_count(state: GeneralState, net: _Network, pools: Pools) -> int:
     for t, _g in net.hubs:
         hubs_of[t] += 1
     total = len(net.graph.edges)
-    for o, t, _k, pinned in pools:
+    for (o, t, _k, pinned), _lst in pools:
         total += 0 if pinned else hubs_of[t]
         total += o >= 0 and 0 < cnt[o] <= min_sub[t] + 1
         total += o in net.spare_of and t in net.grows[o]
     return total
 
 
-#: Per pool, in sorted pool order: its partitions, its edges back to the owner, its (edge, hub) pairs.
-PoolEdges = list[tuple[list[int], list[int], list[tuple[int, int]]]]
+#: Per pool, in pool order: its partitions, its first edge, how many of its edges go back to its owner (0-2,
+#: first), and the hubs its next edges go to, in order.
+PoolEdges = list[tuple[list[int], int, int, list[int]]]
 
 
 def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> PoolEdges:
@@ -350,38 +357,40 @@ def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> P
     (a move when owned), each costing ``BIG`` per cross-rack partition.
 
     The graph's lists are appended to directly (the same nodes and edges, in the same order, as
-    ``add_node`` / ``add_edge`` would make): this loop builds most of a count-shift flow's edges.
+    ``add_node`` / ``add_edge`` would make): this loop builds most of a count-shift flow's edges, so a
+    pool's hub edges pair its topic's hubs with costs kept per (hub classes, mask, owned).
     """
     cnt, min_sub = net.counts.cnt, net.counts.min_sub
     crossk, cls = state.crossk, state.cls
     supply, edges = net.graph.supply, net.graph.edges
     hubs, spare_of, grows, room = net.hubs, net.spare_of, net.grows, net.room
-    topic_hubs = [
-        [(g, hubs[(t, g)]) for g in range(len(crossk)) if (t, g) in hubs] for t in range(state.n_topics)
-    ]
+    classes = net.topic_classes(state.n_topics)
+    hub_nodes = [[hubs[(t, g)] for g in gs] for t, gs in enumerate(classes)]
+    known = state.flow_cache.hub_costs
+    out_costs = [known.setdefault(gs, {}) for gs in classes]
     pool_edges: PoolEdges = []
     net.hub_edges = len(edges)
-    for (o, t, k, pinned), lst in sorted(pools.items()):
+    for (o, t, k, pinned), lst in pools:
         size = len(lst)
         src = len(supply)
         supply.append(size)
-        stays = []
+        first = len(edges)
         if o >= 0:
             own = big * crossk[cls[o]][k]
             if 0 < cnt[o] <= min_sub[t] + 1:
-                member = net.member(o)
-                stays.append(len(edges))
-                edges.append((src, member, size, own))
+                edges.append((src, net.member(o), size, own))
             if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
-                stays.append(len(edges))
                 edges.append((src, spare_of[o], room, own))
-        outs = []
-        if not pinned:
-            moved = 1 if o >= 0 else 0
-            for g, hub in topic_hubs[t]:
-                outs.append((len(edges), hub))
-                edges.append((src, hub, size, big * crossk[g][k] + moved))
-        pool_edges.append((lst, stays, outs))
+        stays = len(edges) - first
+        if pinned:
+            pool_edges.append((lst, first, stays, []))
+            continue
+        moved = 1 if o >= 0 else 0
+        costs = out_costs[t].get((k, moved))
+        if costs is None:
+            costs = out_costs[t][(k, moved)] = [big * crossk[g][k] + moved for g in classes[t]]
+        edges.extend([(src, hub, size, cost) for hub, cost in zip(hub_nodes[t], costs, strict=True)])
+        pool_edges.append((lst, first, stays, hub_nodes[t]))
     return pool_edges
 
 
@@ -389,23 +398,39 @@ def _read_back(
     state: GeneralState, net: _Network, pools: Pools, pool_edges: PoolEdges, flow: list[int]
 ) -> list[int]:
     """The holder of each partition from the flow: the owner's own first, the rest dealt through the hubs
-    to the members in the flow's proportions, lowest numbers first (deterministic)."""
+    to the members in the flow's proportions, lowest numbers first (deterministic).
+
+    A pool of one partition (most of them) goes where its one unit of flow goes, which is what the
+    deal would give it, without the sorts.
+    """
     holder = state.holder
     incoming: dict[int, list[int]] = {}
     new_holder = list(holder)
-    for (o, _t, _k, _pinned), (lst, stays, outs) in zip(sorted(pools), pool_edges, strict=True):
+    for ((o, _t, _k, _pinned), _lst), (lst, first, stays, hubs) in zip(pools, pool_edges, strict=True):
+        pos = sum(flow[first : first + stays])
+        out = first + stays
+        if len(lst) == 1:
+            gp = lst[0]
+            if pos:
+                new_holder[gp] = o
+                continue
+            hub = next((hub for j, hub in enumerate(hubs) if flow[out + j]), -1)
+            if hub < 0:
+                raise AssertionError("free slots and partitions to place differ")
+            incoming.setdefault(hub, []).append(gp)
+            continue
         # Stay with the owner: those it already holds first.
         order = sorted(lst, key=lambda gp: (holder[gp] != o, gp))
-        pos = sum(flow[e] for e in stays)
         for gp in order[:pos]:
             new_holder[gp] = o
-        for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
+        for hub, gp in deal(sorted(order[pos:]), [(hub, flow[out + j]) for j, hub in enumerate(hubs)]):
             incoming.setdefault(hub, []).append(gp)
     hub_out: dict[int, dict[int, int]] = {}
+    node_member = net.node_member
     for e, (u, v, _cap, _cost) in enumerate(net.graph.edges[: net.hub_edges]):  # pool edges leave no hub
-        if u in incoming and v in net.node_member and flow[e]:
+        if flow[e] and u in incoming and v in node_member:
             per = hub_out.setdefault(u, {})
-            per[net.node_member[v]] = per.get(net.node_member[v], 0) + flow[e]
+            per[node_member[v]] = per.get(node_member[v], 0) + flow[e]
     for hub, lst in incoming.items():
         for i, gp in deal(sorted(lst), sorted(hub_out.get(hub, {}).items())):
             new_holder[gp] = i
