@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
 from .common import deal
+from .general_edges import PoolEdges, pool_edges
 from .general_pools import Pools, pools_of
 from .general_state import GeneralState
 
@@ -347,51 +348,31 @@ def _pool_edge_count(state: GeneralState, net: _Network, pools: Pools) -> int:
     return total
 
 
-#: Per pool, in pool order: its partitions, its first edge, how many of its edges go back to its owner (0-2,
-#: first), and the hubs its next edges go to, in order.
-PoolEdges = list[tuple[list[int], int, int, list[int]]]
-
-
 def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> PoolEdges:
     """One source per pool: an edge back to its owner (no move) and one to each hub of its topic
-    (a move when owned), each costing ``BIG`` per cross-rack partition.
-
-    The graph's lists are appended to directly (the same nodes and edges, in the same order, as
-    ``add_node`` / ``add_edge`` would make): this loop builds most of a count-shift flow's edges, so a
-    pool's hub edges pair its topic's hubs with costs kept per (hub classes, mask, owned).
-    """
-    cnt, min_sub = net.counts.cnt, net.counts.min_sub
-    crossk, cls = state.crossk, state.cls
-    supply, edges = net.graph.supply, net.graph.edges
-    hubs, spare_of, grows, room = net.hubs, net.spare_of, net.grows, net.room
+    (a move when owned), each costing ``BIG`` per cross-rack partition (:func:`.general_edges.pool_edges`,
+    which appends to the graph's lists the nodes and edges ``add_node`` / ``add_edge`` would make)."""
     classes = net.topic_classes(state.n_topics)
+    hubs = net.hubs
     hub_nodes = [[hubs[(t, g)] for g in gs] for t, gs in enumerate(classes)]
-    known = state.flow_cache.hub_costs
-    out_costs = [known.setdefault(gs, {}) for gs in classes]
-    pool_edges: PoolEdges = []
-    net.hub_edges = len(edges)
-    for (o, t, k, pinned), lst in pools:
-        size = len(lst)
-        src = len(supply)
-        supply.append(size)
-        first = len(edges)
-        if o >= 0:
-            own = big * crossk[cls[o]][k]
-            if 0 < cnt[o] <= min_sub[t] + 1:
-                edges.append((src, net.member(o), size, own))
-            if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
-                edges.append((src, spare_of[o], room, own))
-        stays = len(edges) - first
-        if pinned:
-            pool_edges.append((lst, first, stays, []))
-            continue
-        moved = 1 if o >= 0 else 0
-        costs = out_costs[t].get((k, moved))
-        if costs is None:
-            costs = out_costs[t][(k, moved)] = [big * crossk[g][k] + moved for g in classes[t]]
-        edges.extend([(src, hub, size, cost) for hub, cost in zip(hub_nodes[t], costs, strict=True)])
-        pool_edges.append((lst, first, stays, hub_nodes[t]))
-    return pool_edges
+    net.hub_edges = len(net.graph.edges)
+    return pool_edges(
+        pools,
+        net.graph.edges,
+        net.graph.supply,
+        net.counts.cnt,
+        net.counts.min_sub,
+        net.member_node,
+        net.spare_of,
+        net.grows,
+        net.room,
+        hub_nodes,
+        state.crossk,
+        state.cls,
+        classes,
+        big,
+        state.flow_cache.hub_costs,
+    )
 
 
 def _read_back(

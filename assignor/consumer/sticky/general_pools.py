@@ -40,7 +40,9 @@ class FlowCache:
 
     pooled: Pooled | None = None
     fewest: dict[tuple[int, ...], dict[int, int]] = field(default_factory=dict)
-    hub_costs: dict[tuple[int, ...], dict[tuple[int, int], list[int]]] = field(default_factory=dict)
+    hub_costs: dict[tuple[int, ...], dict[tuple[int, int], list[int]]] = field(
+        default_factory=dict
+    )  # general_edges.HubCosts
 
 
 class Pooling(Protocol):
