@@ -491,7 +491,7 @@ static PyObject *solve(PyObject *self, PyObject *args) {
  * the Python builds the graph then, with its own errors.
  */
 
-/* o[i] as a plain int within 64-bit reach, else *ok cleared. */
+/* seq[i] (a list) as a plain int within 64-bit reach, else *ok cleared. */
 static i64 item_int(PyObject *seq, Py_ssize_t i, int *ok) {
     if (!PyList_Check(seq) || i < 0 || i >= PyList_GET_SIZE(seq)) {
         *ok = 0;
@@ -500,35 +500,41 @@ static i64 item_int(PyObject *seq, Py_ssize_t i, int *ok) {
     return small_int(PyList_GET_ITEM(seq, i), ok);
 }
 
-/* d[key] as a plain int (key a Python object), else *ok cleared; *found cleared where d has no key. */
-static i64 dict_int(PyObject *d, PyObject *key, int *ok, int *found) {
+/* d[key] as a plain int (key a Python object), else *ok cleared (a missing key too). */
+static i64 dict_int(PyObject *d, PyObject *key, int *ok) {
     PyObject *v = PyDict_Check(d) ? PyDict_GetItemWithError(d, key) : NULL;
     if (!v) {
-        if (PyErr_Occurred() || !PyDict_Check(d)) {
-            PyErr_Clear();
-            *ok = 0;
-        }
-        if (found) {
-            *found = 0;
-        } else {
-            *ok = 0;
-        }
+        PyErr_Clear();
+        *ok = 0;
         return 0;
-    }
-    if (found) {
-        *found = 1;
     }
     return small_int(v, ok);
 }
 
-/* Append the edge (a, b, c, d) to the list, 0 on success. */
-static int append_edge(PyObject *edges, i64 a, i64 b, i64 c, i64 d) {
-    PyObject *e = Py_BuildValue("(LLLL)", a, b, c, d);
+/* Append the edge (a, b, c, d) to the list, 0 on success (new references to the four ints are taken). */
+static int append_edge(PyObject *edges, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *e = PyTuple_New(4);
     if (!e) {
         return -1;
     }
+    Py_INCREF(a);
+    Py_INCREF(b);
+    Py_INCREF(c);
+    Py_INCREF(d);
+    PyTuple_SET_ITEM(e, 0, a);
+    PyTuple_SET_ITEM(e, 1, b);
+    PyTuple_SET_ITEM(e, 2, c);
+    PyTuple_SET_ITEM(e, 3, d);
     int r = PyList_Append(edges, e);
     Py_DECREF(e);
+    return r;
+}
+
+/* Append the edge (tail, head, cap, cost), the cost made from its value, 0 on success. */
+static int append_cost_edge(PyObject *edges, PyObject *tail, PyObject *head, PyObject *cap, i64 cost) {
+    PyObject *cost_obj = PyLong_FromLongLong(cost);
+    int r = cost_obj ? append_edge(edges, tail, head, cap, cost_obj) : -1;
+    Py_XDECREF(cost_obj);
     return r;
 }
 
@@ -557,7 +563,10 @@ static PyObject *pool_edges(PyObject *self, PyObject *args) {
     if (!out) {
         return NULL;
     }
+    PyObject *src_obj = NULL, *size_obj = NULL; /* the pool's source node and size, shared by its edges */
     for (Py_ssize_t p = 0; p < n_pools && ok; p++) {
+        Py_CLEAR(src_obj);
+        Py_CLEAR(size_obj);
         PyObject *pool = PyList_GET_ITEM(pools, p), *key, *lst;
         if (!PyTuple_Check(pool) || PyTuple_GET_SIZE(pool) != 2) {
             ok = 0;
@@ -578,20 +587,17 @@ static PyObject *pool_edges(PyObject *self, PyObject *args) {
             ok = 0;
             break;
         }
-        i64 size = PyList_GET_SIZE(lst);
-        i64 src = PyList_GET_SIZE(supply);
-        PyObject *size_obj = PyLong_FromLongLong(size);
-        if (!size_obj || PyList_Append(supply, size_obj) < 0) {
-            Py_XDECREF(size_obj);
+        src_obj = PyLong_FromSsize_t(PyList_GET_SIZE(supply));
+        size_obj = PyLong_FromSsize_t(PyList_GET_SIZE(lst));
+        if (!src_obj || !size_obj || PyList_Append(supply, size_obj) < 0) {
             ok = -1;
             break;
         }
-        Py_DECREF(size_obj);
         Py_ssize_t first = PyList_GET_SIZE(edges);
         if (o >= 0) {
             i64 g = item_int(cls, (Py_ssize_t)o, &ok);
             PyObject *row = ok && g >= 0 && g < PyList_GET_SIZE(crossk) ? PyList_GET_ITEM(crossk, g) : NULL;
-            i64 cross = row ? dict_int(row, k_obj, &ok, NULL) : (ok = 0);
+            i64 cross = row ? dict_int(row, k_obj, &ok) : (ok = 0);
             if (!ok || cross < 0 || cross >= COST_LIMIT) {
                 ok = 0;
                 break;
@@ -602,27 +608,24 @@ static PyObject *pool_edges(PyObject *self, PyObject *args) {
                 break;
             }
             if (0 < c && c <= low + 1) {
-                PyObject *o_key = PyLong_FromLongLong(o);
-                i64 node = o_key ? dict_int(member_node, o_key, &ok, NULL) : 0;
-                Py_XDECREF(o_key);
-                if (!o_key) {
-                    ok = -1;
+                PyObject *node = PyDict_Check(member_node) ? PyDict_GetItemWithError(member_node, o_obj) : NULL;
+                if (!node) { /* no node: the Python's KeyError, or a type it handles otherwise */
+                    PyErr_Clear();
+                    ok = 0;
                     break;
                 }
-                if (!ok) {
-                    break;
-                }
-                if (append_edge(edges, src, node, size, own) < 0) {
+                if (append_cost_edge(edges, src_obj, node, size_obj, own) < 0) {
                     ok = -1;
                     break;
                 }
             }
-            int found = 0;
-            i64 spare = dict_int(spare_of, o_obj, &ok, &found);
-            if (!ok) {
+            PyObject *spare = PyDict_Check(spare_of) ? PyDict_GetItemWithError(spare_of, o_obj) : NULL;
+            if (!spare && (PyErr_Occurred() || !PyDict_Check(spare_of))) {
+                PyErr_Clear();
+                ok = 0;
                 break;
             }
-            if (found) {
+            if (spare) {
                 PyObject *topics = PyDict_Check(grows) ? PyDict_GetItemWithError(grows, o_obj) : NULL;
                 int in = topics && PyAnySet_Check(topics) ? PySet_Contains(topics, t_obj) : -1;
                 if (in < 0) {
@@ -630,7 +633,7 @@ static PyObject *pool_edges(PyObject *self, PyObject *args) {
                     ok = 0;
                     break;
                 }
-                if (in && append_edge(edges, src, spare, room, own) < 0) {
+                if (in && append_cost_edge(edges, src_obj, spare, room_obj, own) < 0) {
                     ok = -1;
                     break;
                 }
@@ -655,13 +658,12 @@ static PyObject *pool_edges(PyObject *self, PyObject *args) {
             for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(gs) && ok > 0; j++) {
                 i64 g = small_int(PyTuple_GET_ITEM(gs, j), &ok);
                 PyObject *row = ok && g >= 0 && g < PyList_GET_SIZE(crossk) ? PyList_GET_ITEM(crossk, g) : NULL;
-                i64 cross = row ? dict_int(row, k_obj, &ok, NULL) : (ok = 0);
-                i64 hub = ok ? small_int(PyList_GET_ITEM(hubs, j), &ok) : 0;
+                i64 cross = row ? dict_int(row, k_obj, &ok) : (ok = 0);
                 if (!ok || cross < 0 || cross >= COST_LIMIT) {
                     ok = 0;
                     break;
                 }
-                if (append_edge(edges, src, hub, size, big * cross + moved) < 0) {
+                if (append_cost_edge(edges, src_obj, PyList_GET_ITEM(hubs, j), size_obj, big * cross + moved) < 0) {
                     ok = -1;
                 }
             }
@@ -677,6 +679,8 @@ static PyObject *pool_edges(PyObject *self, PyObject *args) {
         }
         PyList_SET_ITEM(out, p, entry);
     }
+    Py_CLEAR(src_obj);
+    Py_CLEAR(size_obj);
     if (ok > 0) {
         return out;
     }

@@ -31,6 +31,7 @@ random cases; see docs/assignors.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
 
 from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
@@ -388,16 +389,17 @@ def _read_back(
     incoming: dict[int, list[int]] = {}
     new_holder = list(holder)
     for ((o, _t, _k, _pinned), _lst), (lst, first, stays, hubs) in zip(pools, pool_edges, strict=True):
-        pos = sum(flow[first : first + stays])
         out = first + stays
+        pos = sum(flow[first:out]) if stays else 0
         if len(lst) == 1:
             gp = lst[0]
             if pos:
                 new_holder[gp] = o
                 continue
-            hub = next((hub for j, hub in enumerate(hubs) if flow[out + j]), -1)
-            if hub < 0:
-                raise AssertionError("free slots and partitions to place differ")
+            try:  # its one unit left through one hub edge
+                hub = hubs[flow.index(1, out, out + len(hubs)) - out]
+            except ValueError:
+                raise AssertionError("free slots and partitions to place differ") from None
             incoming.setdefault(hub, []).append(gp)
             continue
         # Stay with the owner: those it already holds first.
@@ -407,9 +409,10 @@ def _read_back(
         for hub, gp in deal(sorted(order[pos:]), [(hub, flow[out + j]) for j, hub in enumerate(hubs)]):
             incoming.setdefault(hub, []).append(gp)
     hub_out: dict[int, dict[int, int]] = {}
-    node_member = net.node_member
-    for e, (u, v, _cap, _cost) in enumerate(net.graph.edges[: net.hub_edges]):  # pool edges leave no hub
-        if flow[e] and u in incoming and v in node_member:
+    node_member, edges = net.node_member, net.graph.edges
+    for e in compress(range(net.hub_edges), flow):  # the edges with flow; pool edges leave no hub
+        u, v, _cap, _cost = edges[e]
+        if u in incoming and v in node_member:
             per = hub_out.setdefault(u, {})
             per[node_member[v]] = per.get(node_member[v], 0) + flow[e]
     for hub, lst in incoming.items():
