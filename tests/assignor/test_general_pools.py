@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import assign, general, general_pools, general_shift
+from rackplan.assignor.consumer.sticky import assign, general, general_flow, general_pools, general_shift
 from rackplan.assignor.consumer.sticky.general_flow import Repair, place
 from rackplan.assignor.consumer.sticky.general_pools import FlowCache
 from rackplan.assignor.consumer.sticky.general_state import GeneralState
@@ -91,3 +91,22 @@ def test_the_cliff_shape_pools_its_partitions_once_per_holder(monkeypatch: pytes
     assign(cluster, one_joins(cluster, members))
     assert pooled[0] == new_holders[0], (pooled[0], new_holders[0])
     assert pooled[0] * 10 < calls[0], (pooled[0], calls[0])
+
+
+def test_a_graphs_edges_are_counted_exactly_before_it_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget charges a refused or floored graph by its count (per topic and per owner and topic,
+    from the kept pools): on the cliff seed every graph built has exactly the edges counted for it."""
+    pairs: list[tuple[int, int]] = []
+    count, build = general_flow._pool_edge_count, general_flow._pool_edges
+
+    def recorded_build(state: GeneralState, net: Any, pools: Any, big: int) -> Any:
+        want = count(state, net, general_pools.pools_of(state, big))
+        built = build(state, net, pools, big)
+        pairs.append((want, len(net.graph.edges)))
+        return built
+
+    monkeypatch.setattr(general_flow, "_pool_edges", recorded_build)
+    cluster, members = seven_racks(41, 23, 148)
+    assign(cluster, one_joins(cluster, members))
+    assert len(pairs) > 100
+    assert all(want == got for want, got in pairs), [p for p in pairs if p[0] != p[1]][:5]

@@ -37,7 +37,7 @@ from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
 from .common import deal
 from .general_edges import PoolEdges, pool_edges
-from .general_pools import Pools, pools_of
+from .general_pools import Pooled, Pools, pools_of
 from .general_state import GeneralState
 
 #: Flow edges the count-shift searches of one run may build, all of its calls together: small groups are
@@ -102,7 +102,8 @@ def place(
     if counts is None:
         return False
     big = state.prep.cross_price or state.n_parts + 1
-    pools, current = pools_of(state, big)
+    pooled = pools_of(state, big)
+    pools, current = pooled.pools, pooled.current
     plain = not losers and gainer < 0 and not counts.drops
     # A proof of minimal cross-rack count holds only for the plain objective over every partition.
     provable = plain and not state.keep_owned and not state.prep.cross_price
@@ -112,7 +113,7 @@ def place(
     _members_and_hubs(state, net)
     if (losers and gainer < 0) or counts.drops:
         _spare_units(state, net, losers, banned, gainer)
-    if _refused(state, net, pools, budget, not provable and _floor_cost(state, net, pools, big) >= current):
+    if _refused(state, net, pooled, budget, not provable and _floor_cost(state, net, pools, big) >= current):
         return False
     pool_edges = _pool_edges(state, net, pools, big)
     if budget is not None:
@@ -272,24 +273,36 @@ def _spare_units(
     # With droppers, a member one above a topic's minimum may grow too, if the members at the minimum
     # grow with it; the repair bars it when they do not.
     reach = 1 if drops else 0
-    for d in range(state.n):
-        grow = [t for t in state.mt[d] if cnt[d] <= min_sub[t] + reach]
-        if grow and d not in losers and d not in banned:
-            y = net.spare_of[d] = graph.add_node()
+    supply, edges, hubs, cls = graph.supply, graph.edges, net.hubs, state.cls
+    for d, topics in enumerate(state.mt):
+        if d in losers or d in banned:
+            continue
+        top = cnt[d] - reach  # grows in the topics whose minimum is at least this
+        grow = [t for t in topics if top <= min_sub[t]]
+        if grow:  # the nodes and edges add_node / add_edge / net.hub would make, in their order
+            y = net.spare_of[d] = len(supply)
+            supply.append(0)
             net.grows[d] = set(grow)
             net.node_member[y] = d
-            graph.add_edge(y, spare, room, 0)
+            edges.append((y, spare, room, 0))
+            g = cls[d]
             for t in grow:
-                graph.add_edge(net.hub(t, state.cls[d]), y, room, 0)
+                hub = hubs.get((t, g))
+                if hub is None:
+                    hub = hubs[(t, g)] = len(supply)
+                    supply.append(0)
+                edges.append((hub, y, room, 0))
 
 
-def _refused(state: GeneralState, net: _Network, pools: Pools, budget: Budget | None, floored: bool) -> bool:
+def _refused(
+    state: GeneralState, net: _Network, pooled: Pooled, budget: Budget | None, floored: bool
+) -> bool:
     """Whether :func:`place` builds no flow: the budget cannot pay for it (then it is spent: not even one
     more flow of this size fits, the search stops here), or ``floored`` (see :func:`_floor_cost`: it
     could not be cheaper; its edges are charged as if built, so the search goes on exactly as before)."""
     if budget is None:
         return floored
-    size = _pool_edge_count(state, net, pools)
+    size = _pool_edge_count(state, net, pooled)
     if size > budget.edges:
         budget.edges = 0
         return True
@@ -334,18 +347,18 @@ def _floor_cost(state: GeneralState, net: _Network, pools: Pools, big: int) -> i
     return floor
 
 
-def _pool_edge_count(state: GeneralState, net: _Network, pools: Pools) -> int:
+def _pool_edge_count(state: GeneralState, net: _Network, pooled: Pooled) -> int:
     """The edges the network will have with its pools, counted before they are built: a graph the
-    budget refuses costs nothing more."""
-    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    budget refuses costs nothing more.  Each pool not pinned has one edge per hub of its topic, each
+    with an owner one back to it while it may hold the topic and one to its spare-unit node while it
+    may grow in it: counted per topic and per (owner, topic), not per pool."""
+    cnt, min_sub, spare_of, grows = net.counts.cnt, net.counts.min_sub, net.spare_of, net.grows
     hubs_of = [0] * state.n_topics
     for t, _g in net.hubs:
         hubs_of[t] += 1
-    total = len(net.graph.edges)
-    for (o, t, _k, pinned), _lst in pools:
-        total += 0 if pinned else hubs_of[t]
-        total += o >= 0 and 0 < cnt[o] <= min_sub[t] + 1
-        total += o in net.spare_of and t in net.grows[o]
+    total = len(net.graph.edges) + sum([u * h for u, h in zip(pooled.unpinned, hubs_of, strict=True)])
+    for o, t, m in pooled.owned:
+        total += m * ((0 < cnt[o] <= min_sub[t] + 1) + (o in spare_of and t in grows[o]))
     return total
 
 

@@ -20,11 +20,14 @@ Pools = list[tuple[PoolKey, list[int]]]
 
 @dataclass(frozen=True, slots=True)
 class Pooled:
-    """The pools of one holder (a copy of it) and its ``BIG * cross + moves``."""
+    """The pools of one holder (a copy of it) and its ``BIG * cross + moves``; per topic, its pools not
+    pinned, and per (owner, topic) with an owner, its pools: what a graph's size is counted from."""
 
     holder: list[int]
     pools: Pools
     current: int
+    unpinned: list[int]
+    owned: list[tuple[int, int, int]]
 
 
 @dataclass(slots=True)
@@ -56,10 +59,11 @@ class Pooling(Protocol):
     crossk: list[dict[int, int]]
     keep_owned: bool
     n_parts: int
+    n_topics: int
     flow_cache: FlowCache
 
 
-def pools_of(state: Pooling, big: int) -> tuple[Pools, int]:
+def pools_of(state: Pooling, big: int) -> Pooled:
     """The partitions pooled by (owner, topic, mask, pinned), and the current ``BIG * cross + moves``.
 
     Built once per holder: the state keeps the last (:class:`Pooled`), compared by value with the
@@ -68,7 +72,7 @@ def pools_of(state: Pooling, big: int) -> tuple[Pools, int]:
     memo = state.flow_cache
     kept = memo.pooled
     if kept is not None and kept.holder == state.holder:
-        return kept.pools, kept.current
+        return kept
     holder, owner, masks, ptopic, cls, crossk = (
         state.holder,
         state.owner,
@@ -85,5 +89,11 @@ def pools_of(state: Pooling, big: int) -> tuple[Pools, int]:
         pools.setdefault((o, ptopic[gp], k, keep and o == h), []).append(gp)
         current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
     ordered = sorted(pools.items())
-    memo.pooled = Pooled(list(holder), ordered, current)
-    return ordered, current
+    unpinned = [0] * state.n_topics
+    owned: dict[tuple[int, int], int] = {}
+    for o, t, _k, pinned in pools:
+        unpinned[t] += not pinned
+        if o >= 0:
+            owned[(o, t)] = owned.get((o, t), 0) + 1
+    memo.pooled = Pooled(list(holder), ordered, current, unpinned, [(o, t, m) for (o, t), m in owned.items()])
+    return memo.pooled
