@@ -82,13 +82,11 @@ def place(
 ) -> bool | Repair:
     """Re-place every partition exactly at the current counts, minus one per loser plus as many spare units.
 
-    The spare units go to members the flow picks, or all to ``gainer`` when
-    one is named (then every count is fixed and the result balanced by
-    construction).  Each of ``droppers`` may also hold one fewer if as many
-    members at the bottom of a topic hold one more, as the flow finds
-    cheapest: every such shift at once.  True when it applied a strictly
-    cheaper balanced assignment, False when there is none (or the flow is
-    infeasible), a :class:`Repair` when the cheaper assignment it found is
+    The spare units go to members the flow picks, or all to ``gainer`` when one is named (then every
+    count is fixed and the result balanced by construction).  Each of ``droppers`` may also hold one
+    fewer if as many members at the bottom of a topic hold one more, as the flow finds cheapest: every
+    such shift at once.  True when it applied a strictly cheaper balanced assignment, False when there
+    is none (or the flow is infeasible), a :class:`Repair` when the cheaper assignment it found is
     unbalanced.
 
     The phases: the counts the flow must meet; the partitions pooled and the
