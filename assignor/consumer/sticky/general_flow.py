@@ -197,9 +197,8 @@ class _Network:
     grows: dict[int, set[int]] = field(default_factory=dict)  # growing member -> topics it may grow in
     room: int = 0  # capacity of each spare-unit edge
     hub_edges: int = 0  # the edges before the pools' (every edge out of a hub among them)
-    classes: list[tuple[int, ...]] | None = (
-        None  # per topic, its hubs' classes (ascending), once all are made
-    )
+    #: per topic, its hubs' classes (ascending), once all are made
+    classes: list[tuple[int, ...]] | None = None
 
     def topic_classes(self, n_topics: int) -> list[tuple[int, ...]]:
         """Per topic, the classes of its hubs, ascending (asked once every hub is made)."""
@@ -218,20 +217,13 @@ class _Network:
             v = self.member_node[i] = self.graph.add_node(-c.cnt[i] + (1 if i in c.drops else 0))
         return v
 
-    def hub(self, t: int, g: int) -> int:
-        """The hub of topic ``t`` for members of rack class ``g``."""
-        hub = self.hubs.get((t, g))
-        if hub is None:
-            hub = self.hubs[(t, g)] = self.graph.add_node()
-        return hub
-
 
 def _members_and_hubs(state: GeneralState, net: _Network) -> None:
     """Each member behind the hubs of the topics it may hold at its count: at most one above the topic's
     least-loaded subscriber, the contract's balance rule at fixed counts.
 
-    The nodes and edges :meth:`_Network.hub` and :meth:`_Network.member` would make, in the same
-    order, appended directly (issue 29: called once per count-shift flow).
+    Hub nodes are made on first use (``net.hubs``), member nodes as :meth:`_Network.member` makes
+    them, appended directly in that order (issue 29: called once per count-shift flow).
     """
     cnt, min_sub, drops = net.counts.cnt, net.counts.min_sub, net.counts.drops
     supply, edges = net.graph.supply, net.graph.edges
@@ -277,7 +269,7 @@ def _spare_units(
             continue
         top = cnt[d] - reach  # grows in the topics whose minimum is at least this
         grow = [t for t in topics if top <= min_sub[t]]
-        if grow:  # the nodes and edges add_node / add_edge / net.hub would make, in their order
+        if grow:  # its spare-unit node, then hubs on first use, appended directly
             y = net.spare_of[d] = len(supply)
             supply.append(0)
             net.grows[d] = set(grow)
