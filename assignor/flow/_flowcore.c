@@ -481,9 +481,236 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     return answer;
 }
 
+/* ---- pool_edges: the pool sources of a cooperative-sticky count-shift graph (issue 29). -------
+ *
+ * sticky.general_edges.pool_edges_py step for step, appending to the graph's own lists: per pool, in
+ * the order given, one source node (supply: its size), an edge back to its owner's node while the
+ * owner may hold the topic at its count, one to the owner's spare-unit node while it may grow in the
+ * topic, then one to each hub of the topic, in class order.  Any value it cannot take as the Python
+ * does (a missing node, a value outside 64 bits, a wrong type) undoes its appends and returns None:
+ * the Python builds the graph then, with its own errors.
+ */
+
+/* seq[i] (a list) as a plain int within 64-bit reach, else *ok cleared. */
+static i64 item_int(PyObject *seq, Py_ssize_t i, int *ok) {
+    if (!PyList_Check(seq) || i < 0 || i >= PyList_GET_SIZE(seq)) {
+        *ok = 0;
+        return 0;
+    }
+    return small_int(PyList_GET_ITEM(seq, i), ok);
+}
+
+/* d[key] as a plain int (key a Python object), else *ok cleared (a missing key too). */
+static i64 dict_int(PyObject *d, PyObject *key, int *ok) {
+    PyObject *v = PyDict_Check(d) ? PyDict_GetItemWithError(d, key) : NULL;
+    if (!v) {
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    return small_int(v, ok);
+}
+
+/* Append the edge (a, b, c, d) to the list, 0 on success (new references to the four ints are taken). */
+static int append_edge(PyObject *edges, PyObject *a, PyObject *b, PyObject *c, PyObject *d) {
+    PyObject *e = PyTuple_New(4);
+    if (!e) {
+        return -1;
+    }
+    Py_INCREF(a);
+    Py_INCREF(b);
+    Py_INCREF(c);
+    Py_INCREF(d);
+    PyTuple_SET_ITEM(e, 0, a);
+    PyTuple_SET_ITEM(e, 1, b);
+    PyTuple_SET_ITEM(e, 2, c);
+    PyTuple_SET_ITEM(e, 3, d);
+    int r = PyList_Append(edges, e);
+    Py_DECREF(e);
+    return r;
+}
+
+/* Append the edge (tail, head, cap, cost), the cost made from its value, 0 on success. */
+static int append_cost_edge(PyObject *edges, PyObject *tail, PyObject *head, PyObject *cap, i64 cost) {
+    PyObject *cost_obj = PyLong_FromLongLong(cost);
+    int r = cost_obj ? append_edge(edges, tail, head, cap, cost_obj) : -1;
+    Py_XDECREF(cost_obj);
+    return r;
+}
+
+#define COST_LIMIT ((i64)1 << 30) /* big and every crossing count below it: big * cross + 1 fits */
+
+static PyObject *pool_edges(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *pools, *edges, *supply, *cnt, *min_sub, *member_node, *spare_of, *grows, *room_obj, *hub_nodes,
+        *crossk, *cls, *classes, *big_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOO", &pools, &edges, &supply, &cnt, &min_sub, &member_node, &spare_of,
+                          &grows, &room_obj, &hub_nodes, &crossk, &cls, &classes, &big_obj)) {
+        return NULL;
+    }
+    if (!PyList_Check(pools) || !PyList_Check(edges) || !PyList_Check(supply) || !PyList_Check(hub_nodes) ||
+        !PyList_Check(classes) || !PyList_Check(crossk)) {
+        Py_RETURN_NONE;
+    }
+    int ok = 1;
+    i64 room = small_int(room_obj, &ok), big = small_int(big_obj, &ok);
+    if (!ok || big < 0 || big >= COST_LIMIT || room < 0 || room >= LIMIT_60) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n_edges0 = PyList_GET_SIZE(edges), n_supply0 = PyList_GET_SIZE(supply);
+    Py_ssize_t n_pools = PyList_GET_SIZE(pools);
+    PyObject *out = PyList_New(n_pools);
+    if (!out) {
+        return NULL;
+    }
+    PyObject *src_obj = NULL, *size_obj = NULL; /* the pool's source node and size, shared by its edges */
+    for (Py_ssize_t p = 0; p < n_pools && ok; p++) {
+        Py_CLEAR(src_obj);
+        Py_CLEAR(size_obj);
+        PyObject *pool = PyList_GET_ITEM(pools, p), *key, *lst;
+        if (!PyTuple_Check(pool) || PyTuple_GET_SIZE(pool) != 2) {
+            ok = 0;
+            break;
+        }
+        key = PyTuple_GET_ITEM(pool, 0);
+        lst = PyTuple_GET_ITEM(pool, 1);
+        if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) != 4 || !PyList_Check(lst)) {
+            ok = 0;
+            break;
+        }
+        PyObject *o_obj = PyTuple_GET_ITEM(key, 0), *t_obj = PyTuple_GET_ITEM(key, 1);
+        PyObject *k_obj = PyTuple_GET_ITEM(key, 2), *pinned_obj = PyTuple_GET_ITEM(key, 3);
+        i64 o = small_int(o_obj, &ok), t = small_int(t_obj, &ok);
+        int pinned = PyObject_IsTrue(pinned_obj);
+        if (!ok || pinned < 0 || t < 0 || t >= PyList_GET_SIZE(hub_nodes) || t >= PyList_GET_SIZE(classes)) {
+            PyErr_Clear();
+            ok = 0;
+            break;
+        }
+        src_obj = PyLong_FromSsize_t(PyList_GET_SIZE(supply));
+        size_obj = PyLong_FromSsize_t(PyList_GET_SIZE(lst));
+        if (!src_obj || !size_obj || PyList_Append(supply, size_obj) < 0) {
+            ok = -1;
+            break;
+        }
+        Py_ssize_t first = PyList_GET_SIZE(edges);
+        if (o >= 0) {
+            i64 g = item_int(cls, (Py_ssize_t)o, &ok);
+            PyObject *row = ok && g >= 0 && g < PyList_GET_SIZE(crossk) ? PyList_GET_ITEM(crossk, g) : NULL;
+            i64 cross = row ? dict_int(row, k_obj, &ok) : (ok = 0);
+            if (!ok || cross < 0 || cross >= COST_LIMIT) {
+                ok = 0;
+                break;
+            }
+            i64 own = big * cross;
+            i64 c = item_int(cnt, (Py_ssize_t)o, &ok), low = item_int(min_sub, (Py_ssize_t)t, &ok);
+            if (!ok) {
+                break;
+            }
+            if (0 < c && c <= low + 1) {
+                PyObject *node = PyDict_Check(member_node) ? PyDict_GetItemWithError(member_node, o_obj) : NULL;
+                if (!node) { /* no node: the Python's KeyError, or a type it handles otherwise */
+                    PyErr_Clear();
+                    ok = 0;
+                    break;
+                }
+                if (append_cost_edge(edges, src_obj, node, size_obj, own) < 0) {
+                    ok = -1;
+                    break;
+                }
+            }
+            PyObject *spare = PyDict_Check(spare_of) ? PyDict_GetItemWithError(spare_of, o_obj) : NULL;
+            if (!spare && (PyErr_Occurred() || !PyDict_Check(spare_of))) {
+                PyErr_Clear();
+                ok = 0;
+                break;
+            }
+            if (spare) {
+                PyObject *topics = PyDict_Check(grows) ? PyDict_GetItemWithError(grows, o_obj) : NULL;
+                int in = topics && PyAnySet_Check(topics) ? PySet_Contains(topics, t_obj) : -1;
+                if (in < 0) {
+                    PyErr_Clear();
+                    ok = 0;
+                    break;
+                }
+                if (in && append_cost_edge(edges, src_obj, spare, room_obj, own) < 0) {
+                    ok = -1;
+                    break;
+                }
+            }
+        }
+        Py_ssize_t stays = PyList_GET_SIZE(edges) - first;
+        PyObject *hubs;
+        if (pinned) {
+            hubs = PyList_New(0);
+            if (!hubs) {
+                ok = -1;
+                break;
+            }
+        } else {
+            hubs = PyList_GET_ITEM(hub_nodes, t);
+            PyObject *gs = PyList_GET_ITEM(classes, t);
+            if (!PyList_Check(hubs) || !PyTuple_Check(gs) || PyTuple_GET_SIZE(gs) != PyList_GET_SIZE(hubs)) {
+                ok = 0;
+                break;
+            }
+            i64 moved = o >= 0 ? 1 : 0;
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(gs) && ok > 0; j++) {
+                i64 g = small_int(PyTuple_GET_ITEM(gs, j), &ok);
+                PyObject *row = ok && g >= 0 && g < PyList_GET_SIZE(crossk) ? PyList_GET_ITEM(crossk, g) : NULL;
+                i64 cross = row ? dict_int(row, k_obj, &ok) : (ok = 0);
+                if (!ok || cross < 0 || cross >= COST_LIMIT) {
+                    ok = 0;
+                    break;
+                }
+                if (append_cost_edge(edges, src_obj, PyList_GET_ITEM(hubs, j), size_obj, big * cross + moved) < 0) {
+                    ok = -1;
+                }
+            }
+            if (ok <= 0) {
+                break;
+            }
+            Py_INCREF(hubs);
+        }
+        PyObject *entry = Py_BuildValue("(OnnN)", lst, first, stays, hubs);
+        if (!entry) {
+            ok = -1;
+            break;
+        }
+        PyList_SET_ITEM(out, p, entry);
+    }
+    Py_CLEAR(src_obj);
+    Py_CLEAR(size_obj);
+    if (ok > 0) {
+        return out;
+    }
+    Py_DECREF(out);
+    /* Undo the appends: the caller's lists are as they were. */
+    PyObject *err_type, *err_value, *err_tb;
+    PyErr_Fetch(&err_type, &err_value, &err_tb);
+    if (PyList_SetSlice(edges, n_edges0, PyList_GET_SIZE(edges), NULL) < 0 ||
+        PyList_SetSlice(supply, n_supply0, PyList_GET_SIZE(supply), NULL) < 0) {
+        Py_XDECREF(err_type);
+        Py_XDECREF(err_value);
+        Py_XDECREF(err_tb);
+        return NULL;
+    }
+    if (ok < 0) { /* out of memory: raise it */
+        PyErr_Restore(err_type, err_value, err_tb);
+        return NULL;
+    }
+    Py_XDECREF(err_type);
+    Py_XDECREF(err_value);
+    Py_XDECREF(err_tb);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"solve", solve, METH_VARARGS,
      "solve(num_nodes, edges, supply, cutoff) -> (status, a, b): mincost._phases compiled (see the source)."},
+    {"pool_edges", pool_edges, METH_VARARGS,
+     "pool_edges(pools, edges, supply, cnt, min_sub, member_node, spare_of, grows, room, hub_nodes, crossk, cls, "
+     "classes, big) -> list | None: sticky.general_edges.pool_edges_py compiled (see the source)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -12,3 +12,23 @@ def solve(
 ) -> tuple[int, int | None, list[int] | int | None]:
     """``(SOLVED, cost, flow)``, ``(CUT_OFF, None, None)``, ``(INFEASIBLE, sent, need)`` or
     ``(FALLBACK, None, None)`` (outside the core's 64-bit domain: solve it in Python)."""
+
+def pool_edges(
+    pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+    edges: list[tuple[int, int, int, int]],
+    supply: list[int],
+    cnt: list[int],
+    min_sub: list[int],
+    member_node: dict[int, int],
+    spare_of: dict[int, int],
+    grows: dict[int, set[int]],
+    room: int,
+    hub_nodes: list[list[int]],
+    crossk: list[dict[int, int]],
+    cls: list[int],
+    classes: list[tuple[int, ...]],
+    big: int,
+    /,
+) -> list[tuple[list[int], int, int, list[int]]] | None:
+    """``sticky.general_edges.pool_edges_py`` appending the same nodes and edges, or None having appended
+    nothing (anything it cannot take as the Python does: the Python builds them then)."""

@@ -29,6 +29,25 @@ class Core(Protocol):
         /,
     ) -> tuple[int, int | None, list[int] | int | None]: ...
 
+    def pool_edges(
+        self,
+        pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+        edges: list[tuple[int, int, int, int]],
+        supply: list[int],
+        cnt: list[int],
+        min_sub: list[int],
+        member_node: dict[int, int],
+        spare_of: dict[int, int],
+        grows: dict[int, set[int]],
+        room: int,
+        hub_nodes: list[list[int]],
+        crossk: list[dict[int, int]],
+        cls: list[int],
+        classes: list[tuple[int, ...]],
+        big: int,
+        /,
+    ) -> list[tuple[list[int], int, int, list[int]]] | None: ...
+
 
 def load() -> Core | None:
     """The compiled core, or None where it was not built or cannot be loaded."""

@@ -31,10 +31,13 @@ random cases; see docs/assignors.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress
 
 from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
 from .common import deal
+from .general_edges import PoolEdges, pool_edges
+from .general_pools import Pooled, Pools, pools_of
 from .general_state import GeneralState
 
 #: Flow edges the count-shift searches of one run may build, all of its calls together: small groups are
@@ -69,11 +72,6 @@ class Repair:
     member: int
 
 
-#: Partitions of equal (owner or -1, topic, replica mask, pinned): interchangeable for the flow; pinned
-#: means with its owner in a keep-first run.
-Pools = dict[tuple[int, int, int, bool], list[int]]
-
-
 def place(
     state: GeneralState,
     losers: frozenset[int] = frozenset(),
@@ -84,13 +82,11 @@ def place(
 ) -> bool | Repair:
     """Re-place every partition exactly at the current counts, minus one per loser plus as many spare units.
 
-    The spare units go to members the flow picks, or all to ``gainer`` when
-    one is named (then every count is fixed and the result balanced by
-    construction).  Each of ``droppers`` may also hold one fewer if as many
-    members at the bottom of a topic hold one more, as the flow finds
-    cheapest: every such shift at once.  True when it applied a strictly
-    cheaper balanced assignment, False when there is none (or the flow is
-    infeasible), a :class:`Repair` when the cheaper assignment it found is
+    The spare units go to members the flow picks, or all to ``gainer`` when one is named (then every
+    count is fixed and the result balanced by construction).  Each of ``droppers`` may also hold one
+    fewer if as many members at the bottom of a topic hold one more, as the flow finds cheapest: every
+    such shift at once.  True when it applied a strictly cheaper balanced assignment, False when there
+    is none (or the flow is infeasible), a :class:`Repair` when the cheaper assignment it found is
     unbalanced.
 
     The phases: the counts the flow must meet; the partitions pooled and the
@@ -104,7 +100,8 @@ def place(
     if counts is None:
         return False
     big = state.prep.cross_price or state.n_parts + 1
-    pools, current = _pools(state, big)
+    pooled = pools_of(state, big)
+    pools, current = pooled.pools, pooled.current
     plain = not losers and gainer < 0 and not counts.drops
     # A proof of minimal cross-rack count holds only for the plain objective over every partition.
     provable = plain and not state.keep_owned and not state.prep.cross_price
@@ -114,7 +111,7 @@ def place(
     _members_and_hubs(state, net)
     if (losers and gainer < 0) or counts.drops:
         _spare_units(state, net, losers, banned, gainer)
-    if _refused(state, net, pools, budget, not provable and _floor_cost(state, net, pools, big) >= current):
+    if _refused(state, net, pooled, budget, not provable and _floor_cost(state, net, pools, big) >= current):
         return False
     pool_edges = _pool_edges(state, net, pools, big)
     if budget is not None:
@@ -167,30 +164,10 @@ def _target_counts(
             return None
     if gainer >= 0:
         cnt[gainer] += len(losers)
-    tm = state.tm
-    min_sub = [min(cnt[i] for i in tm[t]) if tm[t] else 0 for t in range(state.n_topics)]
+    at = cnt.__getitem__
+    min_sub = [min(map(at, subs)) if subs else 0 for subs in state.tm]
     drops = {i for i in droppers if cnt[i] > 0 and i not in losers}
     return _Counts(cnt, min_sub, drops)
-
-
-def _pools(state: GeneralState, big: int) -> tuple[Pools, int]:
-    """The partitions pooled by (owner, topic, mask, pinned), and the current ``BIG * cross + moves``."""
-    holder, owner, masks, ptopic, cls, crossk = (
-        state.holder,
-        state.owner,
-        state.masks,
-        state.ptopic,
-        state.cls,
-        state.crossk,
-    )
-    pools: Pools = {}
-    keep = state.keep_owned
-    current = 0
-    for gp in range(state.n_parts):
-        h, o, k = holder[gp], owner[gp], masks[gp]
-        pools.setdefault((o, ptopic[gp], k, keep and o == h), []).append(gp)
-        current += big * crossk[cls[h]][k] + (1 if o >= 0 and o != h else 0)
-    return pools, current
 
 
 def _nothing_to_gain(state: GeneralState, current: int, big: int, plain: bool, provable: bool) -> bool:
@@ -220,6 +197,17 @@ class _Network:
     grows: dict[int, set[int]] = field(default_factory=dict)  # growing member -> topics it may grow in
     room: int = 0  # capacity of each spare-unit edge
     hub_edges: int = 0  # the edges before the pools' (every edge out of a hub among them)
+    #: per topic, its hubs' classes (ascending), once all are made
+    classes: list[tuple[int, ...]] | None = None
+
+    def topic_classes(self, n_topics: int) -> list[tuple[int, ...]]:
+        """Per topic, the classes of its hubs, ascending (asked once every hub is made)."""
+        if self.classes is None:
+            per: list[list[int]] = [[] for _ in range(n_topics)]
+            for t, g in sorted(self.hubs):
+                per[t].append(g)
+            self.classes = [tuple(gs) for gs in per]
+        return self.classes
 
     def member(self, i: int) -> int:
         """Member ``i``'s node, demanding its count (one less for a dropper, which may send it spare)."""
@@ -229,26 +217,36 @@ class _Network:
             v = self.member_node[i] = self.graph.add_node(-c.cnt[i] + (1 if i in c.drops else 0))
         return v
 
-    def hub(self, t: int, g: int) -> int:
-        """The hub of topic ``t`` for members of rack class ``g``."""
-        hub = self.hubs.get((t, g))
-        if hub is None:
-            hub = self.hubs[(t, g)] = self.graph.add_node()
-        return hub
-
 
 def _members_and_hubs(state: GeneralState, net: _Network) -> None:
     """Each member behind the hubs of the topics it may hold at its count: at most one above the topic's
-    least-loaded subscriber, the contract's balance rule at fixed counts."""
-    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    least-loaded subscriber, the contract's balance rule at fixed counts.
+
+    Hub nodes are made on first use (``net.hubs``), member nodes as :meth:`_Network.member` makes
+    them, appended directly in that order (issue 29: called once per count-shift flow).
+    """
+    cnt, min_sub, drops = net.counts.cnt, net.counts.min_sub, net.counts.drops
+    supply, edges = net.graph.supply, net.graph.edges
+    hubs, member_node, cls = net.hubs, net.member_node, state.cls
     for t in range(state.n_topics):
+        bound = min_sub[t] + 1
         for i in state.tm[t]:
-            if cnt[i] > 0 and cnt[i] <= min_sub[t] + 1:
-                net.graph.add_edge(net.hub(t, state.cls[i]), net.member(i), cnt[i], 0)
+            c = cnt[i]
+            if 0 < c <= bound:
+                key = (t, cls[i])
+                hub = hubs.get(key)
+                if hub is None:
+                    hub = hubs[key] = len(supply)
+                    supply.append(0)
+                v = member_node.get(i)
+                if v is None:
+                    v = member_node[i] = len(supply)
+                    supply.append(-c + (1 if i in drops else 0))
+                edges.append((hub, v, c, 0))
     for i in range(state.n):  # members whose count no hub reaches still need their node
         if cnt[i] > 0:
             net.member(i)
-    net.node_member = {v: i for i, v in net.member_node.items()}
+    net.node_member = {v: i for i, v in member_node.items()}
 
 
 def _spare_units(
@@ -265,24 +263,36 @@ def _spare_units(
     # With droppers, a member one above a topic's minimum may grow too, if the members at the minimum
     # grow with it; the repair bars it when they do not.
     reach = 1 if drops else 0
-    for d in range(state.n):
-        grow = [t for t in state.mt[d] if cnt[d] <= min_sub[t] + reach]
-        if grow and d not in losers and d not in banned:
-            y = net.spare_of[d] = graph.add_node()
+    supply, edges, hubs, cls = graph.supply, graph.edges, net.hubs, state.cls
+    for d, topics in enumerate(state.mt):
+        if d in losers or d in banned:
+            continue
+        top = cnt[d] - reach  # grows in the topics whose minimum is at least this
+        grow = [t for t in topics if top <= min_sub[t]]
+        if grow:  # its spare-unit node, then hubs on first use, appended directly
+            y = net.spare_of[d] = len(supply)
+            supply.append(0)
             net.grows[d] = set(grow)
             net.node_member[y] = d
-            graph.add_edge(y, spare, room, 0)
+            edges.append((y, spare, room, 0))
+            g = cls[d]
             for t in grow:
-                graph.add_edge(net.hub(t, state.cls[d]), y, room, 0)
+                hub = hubs.get((t, g))
+                if hub is None:
+                    hub = hubs[(t, g)] = len(supply)
+                    supply.append(0)
+                edges.append((hub, y, room, 0))
 
 
-def _refused(state: GeneralState, net: _Network, pools: Pools, budget: Budget | None, floored: bool) -> bool:
+def _refused(
+    state: GeneralState, net: _Network, pooled: Pooled, budget: Budget | None, floored: bool
+) -> bool:
     """Whether :func:`place` builds no flow: the budget cannot pay for it (then it is spent: not even one
     more flow of this size fits, the search stops here), or ``floored`` (see :func:`_floor_cost`: it
     could not be cheaper; its edges are charged as if built, so the search goes on exactly as before)."""
     if budget is None:
         return floored
-    size = _pool_edge_count(state, net, pools)
+    size = _pool_edge_count(state, net, pooled)
     if size > budget.edges:
         budget.edges = 0
         return True
@@ -304,20 +314,21 @@ def _floor_cost(state: GeneralState, net: _Network, pools: Pools, big: int) -> i
     """
     cnt, min_sub = net.counts.cnt, net.counts.min_sub
     crossk, cls = state.crossk, state.cls
-    classes: list[list[int]] = [[] for _ in range(state.n_topics)]  # hub classes per topic
-    for t, g in net.hubs:
-        classes[t].append(g)
-    hub_cross: dict[tuple[int, int], int] = {}  # (topic, mask) -> fewest cross-rack through a hub
+    classes = net.topic_classes(state.n_topics)
+    fewest = state.flow_cache.fewest
+    hub_cross = [
+        fewest.setdefault(gs, {}) for gs in classes
+    ]  # per topic: mask -> fewest cross-rack via a hub
     spare_of, grows = net.spare_of, net.grows
     floor = 0
-    for (o, t, k, pinned), lst in pools.items():
+    for (o, t, k, pinned), lst in pools:
         best = -1
         if o >= 0 and (0 < cnt[o] <= min_sub[t] + 1 or (o in spare_of and t in grows[o])):
             best = big * crossk[cls[o]][k]
         if not pinned and classes[t]:
-            c = hub_cross.get((t, k))
+            c = hub_cross[t].get(k)
             if c is None:
-                c = hub_cross[(t, k)] = min(crossk[g][k] for g in classes[t])
+                c = hub_cross[t][k] = min(crossk[g][k] for g in classes[t])
             c = big * c + (1 if o >= 0 else 0)
             if best < 0 or c < best:
                 best = c
@@ -326,86 +337,87 @@ def _floor_cost(state: GeneralState, net: _Network, pools: Pools, big: int) -> i
     return floor
 
 
-def _pool_edge_count(state: GeneralState, net: _Network, pools: Pools) -> int:
+def _pool_edge_count(state: GeneralState, net: _Network, pooled: Pooled) -> int:
     """The edges the network will have with its pools, counted before they are built: a graph the
-    budget refuses costs nothing more."""
-    cnt, min_sub = net.counts.cnt, net.counts.min_sub
+    budget refuses costs nothing more.  Each pool not pinned has one edge per hub of its topic, each
+    with an owner one back to it while it may hold the topic and one to its spare-unit node while it
+    may grow in it: counted per topic and per (owner, topic), not per pool."""
+    cnt, min_sub, spare_of, grows = net.counts.cnt, net.counts.min_sub, net.spare_of, net.grows
     hubs_of = [0] * state.n_topics
     for t, _g in net.hubs:
         hubs_of[t] += 1
-    total = len(net.graph.edges)
-    for o, t, _k, pinned in pools:
-        total += 0 if pinned else hubs_of[t]
-        total += o >= 0 and 0 < cnt[o] <= min_sub[t] + 1
-        total += o in net.spare_of and t in net.grows[o]
+    total = len(net.graph.edges) + sum([u * h for u, h in zip(pooled.unpinned, hubs_of, strict=True)])
+    for o, t, m in pooled.owned:
+        total += m * ((0 < cnt[o] <= min_sub[t] + 1) + (o in spare_of and t in grows[o]))
     return total
-
-
-#: Per pool, in sorted pool order: its partitions, its edges back to the owner, its (edge, hub) pairs.
-PoolEdges = list[tuple[list[int], list[int], list[tuple[int, int]]]]
 
 
 def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> PoolEdges:
     """One source per pool: an edge back to its owner (no move) and one to each hub of its topic
-    (a move when owned), each costing ``BIG`` per cross-rack partition.
-
-    The graph's lists are appended to directly (the same nodes and edges, in the same order, as
-    ``add_node`` / ``add_edge`` would make): this loop builds most of a count-shift flow's edges.
-    """
-    cnt, min_sub = net.counts.cnt, net.counts.min_sub
-    crossk, cls = state.crossk, state.cls
-    supply, edges = net.graph.supply, net.graph.edges
-    hubs, spare_of, grows, room = net.hubs, net.spare_of, net.grows, net.room
-    topic_hubs = [
-        [(g, hubs[(t, g)]) for g in range(len(crossk)) if (t, g) in hubs] for t in range(state.n_topics)
-    ]
-    pool_edges: PoolEdges = []
-    net.hub_edges = len(edges)
-    for (o, t, k, pinned), lst in sorted(pools.items()):
-        size = len(lst)
-        src = len(supply)
-        supply.append(size)
-        stays = []
-        if o >= 0:
-            own = big * crossk[cls[o]][k]
-            if 0 < cnt[o] <= min_sub[t] + 1:
-                member = net.member(o)
-                stays.append(len(edges))
-                edges.append((src, member, size, own))
-            if o in spare_of and t in grows[o]:  # a growing member takes back its own partition: no move
-                stays.append(len(edges))
-                edges.append((src, spare_of[o], room, own))
-        outs = []
-        if not pinned:
-            moved = 1 if o >= 0 else 0
-            for g, hub in topic_hubs[t]:
-                outs.append((len(edges), hub))
-                edges.append((src, hub, size, big * crossk[g][k] + moved))
-        pool_edges.append((lst, stays, outs))
-    return pool_edges
+    (a move when owned), each costing ``BIG`` per cross-rack partition (:func:`.general_edges.pool_edges`,
+    which appends to the graph's lists the nodes and edges ``add_node`` / ``add_edge`` would make)."""
+    classes = net.topic_classes(state.n_topics)
+    hubs = net.hubs
+    hub_nodes = [[hubs[(t, g)] for g in gs] for t, gs in enumerate(classes)]
+    net.hub_edges = len(net.graph.edges)
+    return pool_edges(
+        pools,
+        net.graph.edges,
+        net.graph.supply,
+        net.counts.cnt,
+        net.counts.min_sub,
+        net.member_node,
+        net.spare_of,
+        net.grows,
+        net.room,
+        hub_nodes,
+        state.crossk,
+        state.cls,
+        classes,
+        big,
+        state.flow_cache.hub_costs,
+    )
 
 
 def _read_back(
     state: GeneralState, net: _Network, pools: Pools, pool_edges: PoolEdges, flow: list[int]
 ) -> list[int]:
     """The holder of each partition from the flow: the owner's own first, the rest dealt through the hubs
-    to the members in the flow's proportions, lowest numbers first (deterministic)."""
+    to the members in the flow's proportions, lowest numbers first (deterministic).
+
+    A pool of one partition (most of them) goes where its one unit of flow goes, which is what the
+    deal would give it, without the sorts.
+    """
     holder = state.holder
     incoming: dict[int, list[int]] = {}
     new_holder = list(holder)
-    for (o, _t, _k, _pinned), (lst, stays, outs) in zip(sorted(pools), pool_edges, strict=True):
+    for ((o, _t, _k, _pinned), _lst), (lst, first, stays, hubs) in zip(pools, pool_edges, strict=True):
+        out = first + stays
+        pos = sum(flow[first:out]) if stays else 0
+        if len(lst) == 1:
+            gp = lst[0]
+            if pos:
+                new_holder[gp] = o
+                continue
+            try:  # its one unit left through one hub edge
+                hub = hubs[flow.index(1, out, out + len(hubs)) - out]
+            except ValueError:
+                raise AssertionError("free slots and partitions to place differ") from None
+            incoming.setdefault(hub, []).append(gp)
+            continue
         # Stay with the owner: those it already holds first.
         order = sorted(lst, key=lambda gp: (holder[gp] != o, gp))
-        pos = sum(flow[e] for e in stays)
         for gp in order[:pos]:
             new_holder[gp] = o
-        for hub, gp in deal(sorted(order[pos:]), [(hub, flow[e]) for e, hub in outs]):
+        for hub, gp in deal(sorted(order[pos:]), [(hub, flow[out + j]) for j, hub in enumerate(hubs)]):
             incoming.setdefault(hub, []).append(gp)
     hub_out: dict[int, dict[int, int]] = {}
-    for e, (u, v, _cap, _cost) in enumerate(net.graph.edges[: net.hub_edges]):  # pool edges leave no hub
-        if u in incoming and v in net.node_member and flow[e]:
+    node_member, edges = net.node_member, net.graph.edges
+    for e in compress(range(net.hub_edges), flow):  # the edges with flow; pool edges leave no hub
+        u, v, _cap, _cost = edges[e]
+        if u in incoming and v in node_member:
             per = hub_out.setdefault(u, {})
-            per[net.node_member[v]] = per.get(net.node_member[v], 0) + flow[e]
+            per[node_member[v]] = per.get(node_member[v], 0) + flow[e]
     for hub, lst in incoming.items():
         for i, gp in deal(sorted(lst), sorted(hub_out.get(hub, {}).items())):
             new_holder[gp] = i

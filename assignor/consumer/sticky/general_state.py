@@ -9,6 +9,7 @@ through :meth:`GeneralState.move`, which keeps the per-topic histograms
 from __future__ import annotations
 
 from .common import Prepared
+from .general_pools import FlowCache
 
 
 class GeneralState:
@@ -48,6 +49,8 @@ class GeneralState:
         # bumped by every move; memoised balance checks are valid for one version
         self.version = 0
         self._shrink_memo: dict[int, tuple[int, bool]] = {}
+        #: what the count-shift flows keep between calls (general_pools.FlowCache)
+        self.flow_cache = FlowCache()
 
     def reindex(self) -> None:
         """Rebuild every index from ``holder`` and ``cnt`` (after filling, or after the flow re-placed partitions)."""
