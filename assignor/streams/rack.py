@@ -405,9 +405,7 @@ def optimise_active(
     if traffic == 0 or all(min(v) == max(v) for v in vectors.values()):
         import logging  # only here (issue 29: start-up)
 
-        logging.getLogger(__name__).info(
-            "rack optimisation skipped: every task costs the same on every client"
-        )
+        logging.getLogger(__name__).info("rack optimisation skipped: every task costs the same anywhere")
         return False
     owner_all = state.active_owner()
     owner = {t: owner_all[t] for t in tasks}

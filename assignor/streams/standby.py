@@ -16,7 +16,7 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 
 from ..model import StreamsApp
-from .standby_flow import NO_VALUE, build_problem, solve
+from .standby_flow import NO_VALUE, StandbyProblem, build_problem, solve
 from .tasks import State, TaskModel
 
 #: one tuple of spread values per client (None: the client has no value for that key); read only
@@ -242,20 +242,36 @@ def optimise_standbys(
         for c in clients:
             state.standby[c].add(t)
     if several:
-        swap_standbys(model, state, traffic, non_overlap, values)
-        reference = State(model)
-        reference.active = state.active
-        reference.standby = swapped
-        swap_standbys(model, reference, traffic, non_overlap, values)
-        if _cost(model, swapped, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
-            state.standby = swapped
-        # The flow and the swaps are heuristics for several keys; the integer program is exact.
-        from . import standby_milp  # HiGHS's door, opened only by apps with several tag keys (issue 29)
-
-        exact = standby_milp.place(model, p.owner, p.baseline, state.standby, values, a, b)
-        if _cost(model, exact.standby, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
-            state.standby = exact.standby
+        _several_keys(model, state, swapped, p, values, (traffic, non_overlap), (a, b))
     return sum(1 for c in range(model.num_clients) for t in state.standby[c] if c not in p.baseline[t])
+
+
+def _several_keys(
+    model: TaskModel,
+    state: State,
+    swapped: list[set[int]],
+    p: StandbyProblem,
+    values: Values,
+    kip925: tuple[int, int],
+    weights: tuple[int, int],
+) -> None:
+    """With several tag keys the flow is exact only for a stricter rule: Kafka-style swaps continue from it,
+    swaps alone from the baseline (``swapped``) are kept if cheaper, and the integer program (exact within
+    its budget) starts from the best of those; ``kip925`` are the weights the swaps use, ``weights`` the
+    objective's.  :mod:`rackplan.assignor.streams.standby_milp` is imported here: it loads HiGHS (issue 29)."""
+    from . import standby_milp
+
+    (traffic, non_overlap), (a, b) = kip925, weights
+    swap_standbys(model, state, traffic, non_overlap, values)
+    reference = State(model)
+    reference.active = state.active
+    reference.standby = swapped
+    swap_standbys(model, reference, traffic, non_overlap, values)
+    if _cost(model, swapped, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
+        state.standby = swapped
+    exact = standby_milp.place(model, p.owner, p.baseline, state.standby, values, a, b)
+    if _cost(model, exact.standby, p.baseline, a, b) < _cost(model, state.standby, p.baseline, a, b):
+        state.standby = exact.standby
 
 
 def _cost(
