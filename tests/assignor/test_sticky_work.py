@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.sticky import (
@@ -99,6 +99,9 @@ def test_the_recorded_cliff_shape_stays_within_the_work_bound() -> None:
 
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
+# Found by Hypothesis: a follow-up's answer asked for after the edges were spent started runs past the
+# bound (736,630 edges: three runs' worth over); every run now asks the budget first.
+@example(seed=9050, n_members=24, n_parts=147)
 def test_settling_work_is_bounded_on_unequal_seven_rack_groups(
     seed: int, n_members: int, n_parts: int
 ) -> None:

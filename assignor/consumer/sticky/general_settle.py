@@ -112,7 +112,7 @@ def _settle_general(
     first, keep_first = r.answer_to(prep.owner)
     if keep_first is None:
         keep_first = kept(prep)  # every partition owned and balanced: the keep-first run is the owners
-    if r.follow(first) == first and r.answer_to(first)[0] == first:
+    if r.follow(first) == first and (r.affordable_answer(first) or (None,))[0] == first:
         # Withholds nothing, and fed back it stays: final, unless an assignment over other counts
         # (which the search may never visit from these owners) is strictly better.
         better = r.exact(first)
@@ -182,6 +182,14 @@ class _Round:
             got = self.work.answers[key] = self.run(owner=owner)
         return got
 
+    def affordable_answer(self, owner: list[int]) -> tuple[list[int], list[int] | None] | None:
+        """:meth:`answer_to` when memoised or affordable, else None (the search is cut): every run but a
+        round's own first answer is asked for through :meth:`afford`, so the settling never starts a run
+        with its edges spent and costs at most ``SETTLE_WORK`` plus one run's two budgets."""
+        if tuple(owner) not in self.work.answers and not self.afford():
+            return None
+        return self.answer_to(owner)
+
     def spend(self) -> bool:
         """One run of the budget for the exact candidate's solver, if affordable."""
         if not self.afford():
@@ -226,7 +234,10 @@ class _Round:
         # else it returns ``landed`` at once when the round's answer is ``landed``; else computed.
         if landed == self.prep.owner == self.claim:
             return landed, landed
-        if self.answer_to(landed)[0] == landed:
+        answer = self.affordable_answer(landed)
+        if answer is None:
+            return None, None
+        if answer[0] == landed:
             return landed, landed
         again = self.simulate(landed)
         if again is None:
