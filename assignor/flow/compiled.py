@@ -48,6 +48,19 @@ class Core(Protocol):
         /,
     ) -> list[tuple[list[int], int, int, list[int]]] | None: ...
 
+    def read_back(
+        self,
+        holder: list[int],
+        pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+        pool_edges: list[tuple[list[int], int, int, list[int]]],
+        flow: list[int],
+        edges: list[tuple[int, int, int, int]],
+        hub_edges: int,
+        node_member: dict[int, int],
+        num_nodes: int,
+        /,
+    ) -> list[int] | None: ...
+
 
 def load() -> Core | None:
     """The compiled core, or None where it was not built or cannot be loaded."""

@@ -31,13 +31,12 @@ random cases; see docs/assignors.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import compress
 
 from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
-from .common import deal
 from .general_edges import PoolEdges, pool_edges
 from .general_pools import Pooled, Pools, pools_of
+from .general_readback import read_back
 from .general_state import GeneralState
 
 #: Flow edges the count-shift searches of one run may build, all of its calls together: small groups are
@@ -382,46 +381,12 @@ def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> P
 def _read_back(
     state: GeneralState, net: _Network, pools: Pools, pool_edges: PoolEdges, flow: list[int]
 ) -> list[int]:
-    """The holder of each partition from the flow: the owner's own first, the rest dealt through the hubs
-    to the members in the flow's proportions, lowest numbers first (deterministic).
-
-    A pool of one partition (most of them) goes where its one unit of flow goes, which is what the
-    deal would give it, without the sorts.
-    """
-    holder = state.holder
-    incoming: dict[int, list[int]] = {}
-    new_holder = list(holder)
-    for ((o, _t, _k, _pinned), _lst), (lst, first, stays, hubs) in zip(pools, pool_edges, strict=True):
-        out = first + stays
-        pos = sum(flow[first:out]) if stays else 0
-        if len(lst) == 1:
-            gp = lst[0]
-            if pos:
-                new_holder[gp] = o
-                continue
-            try:  # its one unit left through one hub edge
-                hub = hubs[flow.index(1, out, out + len(hubs)) - out]
-            except ValueError:
-                raise AssertionError("free slots and partitions to place differ") from None
-            incoming.setdefault(hub, []).append(gp)
-            continue
-        # Stay with the owner: those it already holds first.
-        order = sorted(lst, key=lambda gp: (holder[gp] != o, gp))
-        for gp in order[:pos]:
-            new_holder[gp] = o
-        for hub, gp in deal(sorted(order[pos:]), [(hub, flow[out + j]) for j, hub in enumerate(hubs)]):
-            incoming.setdefault(hub, []).append(gp)
-    hub_out: dict[int, dict[int, int]] = {}
-    node_member, edges = net.node_member, net.graph.edges
-    for e in compress(range(net.hub_edges), flow):  # the edges with flow; pool edges leave no hub
-        u, v, _cap, _cost = edges[e]
-        if u in incoming and v in node_member:
-            per = hub_out.setdefault(u, {})
-            per[node_member[v]] = per.get(node_member[v], 0) + flow[e]
-    for hub, lst in incoming.items():
-        for i, gp in deal(sorted(lst), sorted(hub_out.get(hub, {}).items())):
-            new_holder[gp] = i
-    return new_holder
+    """The holder of each partition from the flow (:func:`.general_readback.read_back`: the owner's own
+    first, the rest dealt through the hubs to the members in the flow's proportions)."""
+    graph = net.graph
+    return read_back(
+        state.holder, pools, pool_edges, flow, graph.edges, net.hub_edges, net.node_member, len(graph.supply)
+    )
 
 
 def _apply(state: GeneralState, new_holder: list[int]) -> None:
