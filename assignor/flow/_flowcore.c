@@ -716,6 +716,9 @@ static PyMethodDef methods[] = {
     {"read_back", flowcore_read_back, METH_VARARGS,
      "read_back(holder, pools, pool_edges, flow, edges, hub_edges, node_member, num_nodes) -> list | None: "
      "sticky.general_readback.read_back_py compiled (see _readback.c)."},
+    {"members_and_hubs", flowcore_members_and_hubs, METH_VARARGS,
+     "members_and_hubs(n_topics, n, tm, cnt, min_sub, drops, cls, supply, edges, hubs, member_node) -> dict | None: "
+     "sticky.general_nodes.members_and_hubs_py compiled (see _nodes.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,4 +7,7 @@
 /* _readback.c: sticky.general_readback.read_back_py compiled (issue 29). */
 PyObject *flowcore_read_back(PyObject *self, PyObject *args);
 
+/* _nodes.c: sticky.general_nodes.members_and_hubs_py compiled (issue 29). */
+PyObject *flowcore_members_and_hubs(PyObject *self, PyObject *args);
+
 #endif

@@ -61,6 +61,22 @@ class Core(Protocol):
         /,
     ) -> list[int] | None: ...
 
+    def members_and_hubs(
+        self,
+        n_topics: int,
+        n: int,
+        tm: list[list[int]],
+        cnt: list[int],
+        min_sub: list[int],
+        drops: set[int],
+        cls: list[int],
+        supply: list[int],
+        edges: list[tuple[int, int, int, int]],
+        hubs: dict[tuple[int, int], int],
+        member_node: dict[int, int],
+        /,
+    ) -> dict[int, int] | None: ...
+
 
 def load() -> Core | None:
     """The compiled core, or None where it was not built or cannot be loaded."""

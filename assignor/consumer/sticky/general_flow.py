@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
 from .general_edges import PoolEdges, pool_edges
+from .general_nodes import members_and_hubs
 from .general_pools import Pooled, Pools, pools_of
 from .general_readback import read_back
 from .general_state import GeneralState
@@ -218,34 +219,23 @@ class _Network:
 
 
 def _members_and_hubs(state: GeneralState, net: _Network) -> None:
-    """Each member behind the hubs of the topics it may hold at its count: at most one above the topic's
-    least-loaded subscriber, the contract's balance rule at fixed counts.
-
-    Hub nodes are made on first use (``net.hubs``), member nodes as :meth:`_Network.member` makes
-    them, appended directly in that order (issue 29: called once per count-shift flow).
-    """
-    cnt, min_sub, drops = net.counts.cnt, net.counts.min_sub, net.counts.drops
-    supply, edges = net.graph.supply, net.graph.edges
-    hubs, member_node, cls = net.hubs, net.member_node, state.cls
-    for t in range(state.n_topics):
-        bound = min_sub[t] + 1
-        for i in state.tm[t]:
-            c = cnt[i]
-            if 0 < c <= bound:
-                key = (t, cls[i])
-                hub = hubs.get(key)
-                if hub is None:
-                    hub = hubs[key] = len(supply)
-                    supply.append(0)
-                v = member_node.get(i)
-                if v is None:
-                    v = member_node[i] = len(supply)
-                    supply.append(-c + (1 if i in drops else 0))
-                edges.append((hub, v, c, 0))
-    for i in range(state.n):  # members whose count no hub reaches still need their node
-        if cnt[i] > 0:
-            net.member(i)
-    net.node_member = {v: i for i, v in member_node.items()}
+    """Each member behind the hubs of the topics it may hold at its count (:func:`.general_nodes.members_and_hubs`:
+    at most one above the topic's least-loaded subscriber, the contract's balance rule at fixed counts),
+    the nodes made as :meth:`_Network.member` and the hubs as ``net.hubs`` record them."""
+    c, graph = net.counts, net.graph
+    net.node_member = members_and_hubs(
+        state.n_topics,
+        state.n,
+        state.tm,
+        c.cnt,
+        c.min_sub,
+        c.drops,
+        state.cls,
+        graph.supply,
+        graph.edges,
+        net.hubs,
+        net.member_node,
+    )
 
 
 def _spare_units(
