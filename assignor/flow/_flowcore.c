@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_flowcore.h"
+
 typedef long long i64;
 
 #define LIMIT_60 ((i64)1 << 60)
@@ -711,6 +713,12 @@ static PyMethodDef methods[] = {
     {"pool_edges", pool_edges, METH_VARARGS,
      "pool_edges(pools, edges, supply, cnt, min_sub, member_node, spare_of, grows, room, hub_nodes, crossk, cls, "
      "classes, big) -> list | None: sticky.general_edges.pool_edges_py compiled (see the source)."},
+    {"read_back", flowcore_read_back, METH_VARARGS,
+     "read_back(holder, pools, pool_edges, flow, edges, hub_edges, node_member, num_nodes) -> list | None: "
+     "sticky.general_readback.read_back_py compiled (see _readback.c)."},
+    {"members_and_hubs", flowcore_members_and_hubs, METH_VARARGS,
+     "members_and_hubs(n_topics, n, tm, cnt, min_sub, drops, cls, supply, edges, hubs, member_node) -> dict | None: "
+     "sticky.general_nodes.members_and_hubs_py compiled (see _nodes.c)."},
     {NULL, NULL, 0, NULL},
 };
 

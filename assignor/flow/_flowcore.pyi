@@ -32,3 +32,35 @@ def pool_edges(
 ) -> list[tuple[list[int], int, int, list[int]]] | None:
     """``sticky.general_edges.pool_edges_py`` appending the same nodes and edges, or None having appended
     nothing (anything it cannot take as the Python does: the Python builds them then)."""
+
+def read_back(
+    holder: list[int],
+    pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+    pool_edges: list[tuple[list[int], int, int, list[int]]],
+    flow: list[int],
+    edges: list[tuple[int, int, int, int]],
+    hub_edges: int,
+    node_member: dict[int, int],
+    num_nodes: int,
+    /,
+) -> list[int] | None:
+    """``sticky.general_readback.read_back_py``'s holder (``_readback.c``), or None (anything it cannot take
+    as the Python does: the Python reads the flow back then, with its own result or error)."""
+
+def members_and_hubs(
+    n_topics: int,
+    n: int,
+    tm: list[list[int]],
+    cnt: list[int],
+    min_sub: list[int],
+    drops: set[int],
+    cls: list[int],
+    supply: list[int],
+    edges: list[tuple[int, int, int, int]],
+    hubs: dict[tuple[int, int], int],
+    member_node: dict[int, int],
+    /,
+) -> dict[int, int] | None:
+    """``sticky.general_nodes.members_and_hubs_py``'s nodes, edges and dict entries (``_nodes.c``) and its
+    answer, or None with nothing made (anything it cannot take as the Python does, lists or dicts not
+    empty among them: the Python makes them then, with its own result or error)."""

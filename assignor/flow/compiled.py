@@ -48,6 +48,35 @@ class Core(Protocol):
         /,
     ) -> list[tuple[list[int], int, int, list[int]]] | None: ...
 
+    def read_back(
+        self,
+        holder: list[int],
+        pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+        pool_edges: list[tuple[list[int], int, int, list[int]]],
+        flow: list[int],
+        edges: list[tuple[int, int, int, int]],
+        hub_edges: int,
+        node_member: dict[int, int],
+        num_nodes: int,
+        /,
+    ) -> list[int] | None: ...
+
+    def members_and_hubs(
+        self,
+        n_topics: int,
+        n: int,
+        tm: list[list[int]],
+        cnt: list[int],
+        min_sub: list[int],
+        drops: set[int],
+        cls: list[int],
+        supply: list[int],
+        edges: list[tuple[int, int, int, int]],
+        hubs: dict[tuple[int, int], int],
+        member_node: dict[int, int],
+        /,
+    ) -> dict[int, int] | None: ...
+
 
 def load() -> Core | None:
     """The compiled core, or None where it was not built or cannot be loaded."""

@@ -31,13 +31,13 @@ random cases; see docs/assignors.md).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import compress
 
 from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
-from .common import deal
 from .general_edges import PoolEdges, pool_edges
+from .general_nodes import members_and_hubs
 from .general_pools import Pooled, Pools, pools_of
+from .general_readback import read_back
 from .general_state import GeneralState
 
 #: Flow edges the count-shift searches of one run may build, all of its calls together: small groups are
@@ -219,34 +219,23 @@ class _Network:
 
 
 def _members_and_hubs(state: GeneralState, net: _Network) -> None:
-    """Each member behind the hubs of the topics it may hold at its count: at most one above the topic's
-    least-loaded subscriber, the contract's balance rule at fixed counts.
-
-    Hub nodes are made on first use (``net.hubs``), member nodes as :meth:`_Network.member` makes
-    them, appended directly in that order (issue 29: called once per count-shift flow).
-    """
-    cnt, min_sub, drops = net.counts.cnt, net.counts.min_sub, net.counts.drops
-    supply, edges = net.graph.supply, net.graph.edges
-    hubs, member_node, cls = net.hubs, net.member_node, state.cls
-    for t in range(state.n_topics):
-        bound = min_sub[t] + 1
-        for i in state.tm[t]:
-            c = cnt[i]
-            if 0 < c <= bound:
-                key = (t, cls[i])
-                hub = hubs.get(key)
-                if hub is None:
-                    hub = hubs[key] = len(supply)
-                    supply.append(0)
-                v = member_node.get(i)
-                if v is None:
-                    v = member_node[i] = len(supply)
-                    supply.append(-c + (1 if i in drops else 0))
-                edges.append((hub, v, c, 0))
-    for i in range(state.n):  # members whose count no hub reaches still need their node
-        if cnt[i] > 0:
-            net.member(i)
-    net.node_member = {v: i for i, v in member_node.items()}
+    """Each member behind the hubs of the topics it may hold at its count (:func:`.general_nodes.members_and_hubs`:
+    at most one above the topic's least-loaded subscriber, the contract's balance rule at fixed counts),
+    the nodes made as :meth:`_Network.member` and the hubs as ``net.hubs`` record them."""
+    c, graph = net.counts, net.graph
+    net.node_member = members_and_hubs(
+        state.n_topics,
+        state.n,
+        state.tm,
+        c.cnt,
+        c.min_sub,
+        c.drops,
+        state.cls,
+        graph.supply,
+        graph.edges,
+        net.hubs,
+        net.member_node,
+    )
 
 
 def _spare_units(
@@ -382,46 +371,12 @@ def _pool_edges(state: GeneralState, net: _Network, pools: Pools, big: int) -> P
 def _read_back(
     state: GeneralState, net: _Network, pools: Pools, pool_edges: PoolEdges, flow: list[int]
 ) -> list[int]:
-    """The holder of each partition from the flow: the owner's own first, the rest dealt through the hubs
-    to the members in the flow's proportions, lowest numbers first (deterministic).
-
-    A pool of one partition (most of them) goes where its one unit of flow goes, which is what the
-    deal would give it, without the sorts.
-    """
-    holder = state.holder
-    incoming: dict[int, list[int]] = {}
-    new_holder = list(holder)
-    for ((o, _t, _k, _pinned), _lst), (lst, first, stays, hubs) in zip(pools, pool_edges, strict=True):
-        out = first + stays
-        pos = sum(flow[first:out]) if stays else 0
-        if len(lst) == 1:
-            gp = lst[0]
-            if pos:
-                new_holder[gp] = o
-                continue
-            try:  # its one unit left through one hub edge
-                hub = hubs[flow.index(1, out, out + len(hubs)) - out]
-            except ValueError:
-                raise AssertionError("free slots and partitions to place differ") from None
-            incoming.setdefault(hub, []).append(gp)
-            continue
-        # Stay with the owner: those it already holds first.
-        order = sorted(lst, key=lambda gp: (holder[gp] != o, gp))
-        for gp in order[:pos]:
-            new_holder[gp] = o
-        for hub, gp in deal(sorted(order[pos:]), [(hub, flow[out + j]) for j, hub in enumerate(hubs)]):
-            incoming.setdefault(hub, []).append(gp)
-    hub_out: dict[int, dict[int, int]] = {}
-    node_member, edges = net.node_member, net.graph.edges
-    for e in compress(range(net.hub_edges), flow):  # the edges with flow; pool edges leave no hub
-        u, v, _cap, _cost = edges[e]
-        if u in incoming and v in node_member:
-            per = hub_out.setdefault(u, {})
-            per[node_member[v]] = per.get(node_member[v], 0) + flow[e]
-    for hub, lst in incoming.items():
-        for i, gp in deal(sorted(lst), sorted(hub_out.get(hub, {}).items())):
-            new_holder[gp] = i
-    return new_holder
+    """The holder of each partition from the flow (:func:`.general_readback.read_back`: the owner's own
+    first, the rest dealt through the hubs to the members in the flow's proportions)."""
+    graph = net.graph
+    return read_back(
+        state.holder, pools, pool_edges, flow, graph.edges, net.hub_edges, net.node_member, len(graph.supply)
+    )
 
 
 def _apply(state: GeneralState, new_holder: list[int]) -> None:
