@@ -30,8 +30,7 @@ def _compiler() -> str | None:
     return shutil.which(cc.split()[0]) if cc else None
 
 
-@pytest.fixture
-def core() -> Core:
+def compiled_core() -> Core:
     """The compiled core; a failure where a C compiler exists but the core was not built (``pip install``
     builds it as optional: a failed build would leave the Python solver, silently)."""
     if mincost._core is None:
@@ -39,6 +38,11 @@ def core() -> Core:
             pytest.skip("no C compiler: the Python solver is the one installed")
         pytest.fail("a C compiler exists but the flow core was not built: reinstall (make .venv/.installed)")
     return mincost._core
+
+
+@pytest.fixture
+def core() -> Core:
+    return compiled_core()
 
 
 def test_the_core_is_built_and_used_where_a_compiler_exists(core: Core) -> None:

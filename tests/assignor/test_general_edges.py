@@ -16,18 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import assign, general_edges
+from rackplan.assignor.consumer.sticky import general_edges
 from rackplan.assignor.consumer.sticky.general_edges import pool_edges, pool_edges_py
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.test_flow_core import core as core_fixture
-from tests.assignor.test_general_pools import graphs_and_plan
-from tests.assignor.test_sticky_work import one_joins, seven_racks
+from tests.assignor.general_core import cliff_calls, same_with_and_without_core
+from tests.assignor.test_flow_core import compiled_core
 
 
 @pytest.fixture(scope="module")
 def core() -> Core:
     """The compiled core (``test_flow_core``'s check: a failure where a C compiler exists but no core was built)."""
-    return core_fixture.__wrapped__()  # type: ignore[attr-defined, no-any-return]
+    return compiled_core()
 
 
 MASKS = (0, 1, 2, 3)
@@ -126,24 +125,9 @@ def test_pool_edges_gives_the_pythons_answer_compiled_or_not(core: Core, args: t
     assert (got, mine[1], mine[2]) == want
 
 
-def test_the_cliff_groups_pool_edges_are_built_by_the_core(
-    core: Core, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_cliff_groups_pool_edges_are_built_by_the_core(core: Core) -> None:
     """The recorded cliff seed's graphs: every pool-edge call is answered by the core (none handed back)."""
-    answers: list[bool] = []
-
-    class Counted:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(core, name)
-
-        def pool_edges(self, *args: Any) -> Any:
-            built = core.pool_edges(*args)
-            answers.append(built is not None)
-            return built
-
-    monkeypatch.setattr(general_edges, "CORE", Counted())
-    cluster, members = seven_racks(41, 23, 148)
-    assign(cluster, one_joins(cluster, members))
+    answers = cliff_calls(general_edges, "pool_edges", core)
     assert answers and all(answers), (len(answers), answers.count(False))
 
 
@@ -154,10 +138,4 @@ def test_groups_solve_the_same_graphs_with_the_core_and_without(
 ) -> None:
     """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
     the pool edges built by the core and with no core (the install without a C compiler)."""
-    cluster, members = seven_racks(seed, n_members, n_parts)
-    group = one_joins(cluster, members)
-    compiled = graphs_and_plan(cluster, group, fresh=False)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(general_edges, "CORE", None)
-        python = graphs_and_plan(cluster, group, fresh=False)
-    assert compiled == python
+    same_with_and_without_core(general_edges, seed, n_members, n_parts)

@@ -16,18 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import assign, general_nodes
+from rackplan.assignor.consumer.sticky import general_nodes
 from rackplan.assignor.consumer.sticky.general_nodes import members_and_hubs, members_and_hubs_py
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.test_flow_core import core as core_fixture
-from tests.assignor.test_general_pools import graphs_and_plan
-from tests.assignor.test_sticky_work import one_joins, seven_racks
+from tests.assignor.general_core import cliff_calls, same_with_and_without_core
+from tests.assignor.test_flow_core import compiled_core
 
 
 @pytest.fixture(scope="module")
 def core() -> Core:
     """The compiled core (``test_flow_core``'s check: a failure where a C compiler exists but no core was built)."""
-    return core_fixture.__wrapped__()  # type: ignore[attr-defined, no-any-return]
+    return compiled_core()
 
 
 #: Now and then (Hypothesis draws the ends of a range often, so a middle value: about one in 21).
@@ -99,22 +98,9 @@ def test_the_core_makes_hubs_then_members_in_the_pythons_order(core: Core) -> No
     assert args[7] == [0, -2, 0, 0, 0, -4] and args[9] == {(0, 0): 0, (0, 1): 2, (1, 1): 4}
 
 
-def test_the_cliff_groups_nodes_are_made_by_the_core(core: Core, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cliff_groups_nodes_are_made_by_the_core(core: Core) -> None:
     """The recorded cliff seed: every call is answered by the core (none handed back)."""
-    answers: list[bool] = []
-
-    class Counted:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(core, name)
-
-        def members_and_hubs(self, *args: Any) -> Any:
-            made = core.members_and_hubs(*args)
-            answers.append(made is not None)
-            return made
-
-    monkeypatch.setattr(general_nodes, "CORE", Counted())
-    cluster, members = seven_racks(41, 23, 148)
-    assign(cluster, one_joins(cluster, members))
+    answers = cliff_calls(general_nodes, "members_and_hubs", core)
     assert answers and all(answers), (len(answers), answers.count(False))
 
 
@@ -125,10 +111,4 @@ def test_groups_solve_the_same_graphs_with_the_core_and_without(
 ) -> None:
     """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
     the member and hub nodes made by the core and with no core (the install without a C compiler)."""
-    cluster, members = seven_racks(seed, n_members, n_parts)
-    group = one_joins(cluster, members)
-    compiled = graphs_and_plan(cluster, group, fresh=False)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(general_nodes, "CORE", None)
-        python = graphs_and_plan(cluster, group, fresh=False)
-    assert compiled == python
+    same_with_and_without_core(general_nodes, seed, n_members, n_parts)

@@ -16,18 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import assign, general_readback
+from rackplan.assignor.consumer.sticky import general_readback
 from rackplan.assignor.consumer.sticky.general_readback import read_back, read_back_py
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.test_flow_core import core as core_fixture
-from tests.assignor.test_general_pools import graphs_and_plan
-from tests.assignor.test_sticky_work import one_joins, seven_racks
+from tests.assignor.general_core import cliff_calls, same_with_and_without_core
+from tests.assignor.test_flow_core import compiled_core
 
 
 @pytest.fixture(scope="module")
 def core() -> Core:
     """The compiled core (``test_flow_core``'s check: a failure where a C compiler exists but no core was built)."""
-    return core_fixture.__wrapped__()  # type: ignore[attr-defined, no-any-return]
+    return compiled_core()
 
 
 #: Now and then (Hypothesis draws the ends of a range often, so a middle value: about one in 21).
@@ -153,25 +152,12 @@ def test_the_core_takes_every_conserved_flow(core: Core) -> None:
     assert got == read_back_py(*args[:7]) == [0, 1, 2, 2, 1]
 
 
-def test_the_cliff_groups_flows_are_read_back_by_the_core(
-    core: Core, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_cliff_groups_flows_are_read_back_by_the_core(core: Core) -> None:
     """The recorded cliff seed: every read-back is answered by the core (none handed back), each the
     holder the Python gives."""
-    answers: list[bool] = []
-
-    class Checked:
-        def __getattr__(self, name: str) -> Any:
-            return getattr(core, name)
-
-        def read_back(self, *args: Any) -> Any:
-            got = core.read_back(*args)
-            answers.append(got is not None and got == read_back_py(*args[:7]))
-            return got
-
-    monkeypatch.setattr(general_readback, "CORE", Checked())
-    cluster, members = seven_racks(41, 23, 148)
-    assign(cluster, one_joins(cluster, members))
+    answers = cliff_calls(
+        general_readback, "read_back", core, lambda args, got: bool(got == read_back_py(*args[:7]))
+    )
     assert answers and all(answers), (len(answers), answers.count(False))
 
 
@@ -182,10 +168,4 @@ def test_groups_solve_the_same_graphs_with_the_core_and_without(
 ) -> None:
     """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
     the flows read back by the core and with no core (the install without a C compiler)."""
-    cluster, members = seven_racks(seed, n_members, n_parts)
-    group = one_joins(cluster, members)
-    compiled = graphs_and_plan(cluster, group, fresh=False)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(general_readback, "CORE", None)
-        python = graphs_and_plan(cluster, group, fresh=False)
-    assert compiled == python
+    same_with_and_without_core(general_readback, seed, n_members, n_parts)
