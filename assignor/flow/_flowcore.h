@@ -4,6 +4,23 @@
 
 #include <Python.h>
 
+/* obj as an exact int in [lo, hi), else 0 with *ok cleared (no Python error left set); *ok < 0 (a
+ * Python error already set) stays.  Shared by the sources that refuse what they cannot take exactly. */
+static inline long long flowcore_int_in(PyObject *obj, long long lo, long long hi, int *ok) {
+    if (*ok <= 0 || !PyLong_CheckExact(obj)) {
+        *ok = *ok < 0 ? *ok : 0;
+        return 0;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred()) || v < lo || v >= hi) {
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    return v;
+}
+
 /* _readback.c: sticky.general_readback.read_back_py compiled (issue 29). */
 PyObject *flowcore_read_back(PyObject *self, PyObject *args);
 

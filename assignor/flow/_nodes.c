@@ -22,22 +22,6 @@ typedef long long i64;
 #define CLASS_LIMIT ((i64)1 << 16)
 #define COUNT_LIMIT ((i64)1 << 60)
 
-/* obj as an exact int in [lo, hi), else 0 with *ok cleared (no Python error left set). */
-static i64 plain_in(PyObject *obj, i64 lo, i64 hi, int *ok) {
-    if (*ok <= 0 || !PyLong_CheckExact(obj)) {
-        *ok = *ok < 0 ? *ok : 0;
-        return 0;
-    }
-    int overflow = 0;
-    i64 v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (overflow || (v == -1 && PyErr_Occurred()) || v < lo || v >= hi) {
-        PyErr_Clear();
-        *ok = 0;
-        return 0;
-    }
-    return v;
-}
-
 /* Append the edge (hub, v, c, 0), 0 on success. */
 static int member_edge(PyObject *edges, Py_ssize_t hub, Py_ssize_t v, PyObject *c, PyObject *zero) {
     PyObject *e = Py_BuildValue("(nnOO)", hub, v, c, zero);
@@ -119,7 +103,7 @@ PyObject *flowcore_members_and_hubs(PyObject *self, PyObject *args) {
         return NULL;
     }
     int ok = 1;
-    i64 n_topics = plain_in(n_topics_obj, 0, COUNT_LIMIT, &ok), n = plain_in(n_obj, 0, COUNT_LIMIT, &ok);
+    i64 n_topics = flowcore_int_in(n_topics_obj, 0, COUNT_LIMIT, &ok), n = flowcore_int_in(n_obj, 0, COUNT_LIMIT, &ok);
     if (!ok || !PyList_CheckExact(tm) || !PyList_CheckExact(cnt) || !PyList_CheckExact(min_sub) ||
         !PyList_CheckExact(cls) || !PyAnySet_CheckExact(drops) || !PyList_CheckExact(supply) ||
         !PyList_CheckExact(edges) || !PyDict_CheckExact(hubs) || !PyDict_CheckExact(member_node) ||
@@ -129,7 +113,7 @@ PyObject *flowcore_members_and_hubs(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n_members = PyList_GET_SIZE(cnt), n_cls = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(cls) && ok; i++) {
-        i64 g = plain_in(PyList_GET_ITEM(cls, i), 0, CLASS_LIMIT, &ok);
+        i64 g = flowcore_int_in(PyList_GET_ITEM(cls, i), 0, CLASS_LIMIT, &ok);
         n_cls = g + 1 > n_cls ? (Py_ssize_t)g + 1 : n_cls;
     }
     if (!ok) {
@@ -148,7 +132,7 @@ PyObject *flowcore_members_and_hubs(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t t = 0; t < n_topics && b.ok > 0; t++) {
         PyObject *subs = PyList_GET_ITEM(tm, t);
-        i64 bound = plain_in(PyList_GET_ITEM(min_sub, t), -COUNT_LIMIT, COUNT_LIMIT, &b.ok) + 1;
+        i64 bound = flowcore_int_in(PyList_GET_ITEM(min_sub, t), -COUNT_LIMIT, COUNT_LIMIT, &b.ok) + 1;
         if (b.ok <= 0 || !PyList_CheckExact(subs)) {
             b.ok = b.ok < 0 ? b.ok : 0;
             break;
@@ -157,9 +141,9 @@ PyObject *flowcore_members_and_hubs(PyObject *self, PyObject *args) {
             hub_of[g] = -1;
         }
         for (Py_ssize_t j = 0; j < PyList_GET_SIZE(subs) && b.ok > 0; j++) {
-            Py_ssize_t i = (Py_ssize_t)plain_in(PyList_GET_ITEM(subs, j), 0, n_members, &b.ok);
+            Py_ssize_t i = (Py_ssize_t)flowcore_int_in(PyList_GET_ITEM(subs, j), 0, n_members, &b.ok);
             PyObject *c_obj = b.ok > 0 ? PyList_GET_ITEM(cnt, i) : NULL;
-            i64 c = b.ok > 0 ? plain_in(c_obj, -COUNT_LIMIT, COUNT_LIMIT, &b.ok) : 0;
+            i64 c = b.ok > 0 ? flowcore_int_in(c_obj, -COUNT_LIMIT, COUNT_LIMIT, &b.ok) : 0;
             if (b.ok <= 0 || !(0 < c && c <= bound)) {
                 continue;
             }
@@ -179,7 +163,7 @@ PyObject *flowcore_members_and_hubs(PyObject *self, PyObject *args) {
         }
     }
     for (Py_ssize_t i = 0; i < n && b.ok > 0; i++) { /* members whose count no hub reaches still need their node */
-        i64 c = plain_in(PyList_GET_ITEM(cnt, i), -COUNT_LIMIT, COUNT_LIMIT, &b.ok);
+        i64 c = flowcore_int_in(PyList_GET_ITEM(cnt, i), -COUNT_LIMIT, COUNT_LIMIT, &b.ok);
         if (b.ok > 0 && c > 0) {
             member_of(&b, i, c);
         }

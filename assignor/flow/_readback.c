@@ -25,22 +25,6 @@ typedef long long i64;
 #define FLOW_LIMIT ((i64)1 << 31)
 #define ANY_LIMIT ((i64)1 << 62)
 
-/* obj as an exact int in [lo, hi), else 0 with *ok cleared (no Python error left set). */
-static i64 exact_in(PyObject *obj, i64 lo, i64 hi, int *ok) {
-    if (*ok <= 0 || !PyLong_CheckExact(obj)) {
-        *ok = *ok < 0 ? *ok : 0;
-        return 0;
-    }
-    int overflow = 0;
-    i64 v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (overflow || (v == -1 && PyErr_Occurred()) || v < lo || v >= hi) {
-        PyErr_Clear();
-        *ok = 0;
-        return 0;
-    }
-    return v;
-}
-
 /* One hub edge with flow into a member: the hub's index (first-use order), the member, the flow. */
 typedef struct {
     Py_ssize_t hub;
@@ -60,7 +44,7 @@ typedef struct {
 } ReadBack;
 
 static i64 flow_at(ReadBack *r, Py_ssize_t i) {
-    return exact_in(PyList_GET_ITEM(r->flow, i), 0, FLOW_LIMIT, &r->ok);
+    return flowcore_int_in(PyList_GET_ITEM(r->flow, i), 0, FLOW_LIMIT, &r->ok);
 }
 
 static int grow(void **buf, Py_ssize_t *cap, Py_ssize_t need, size_t item) {
@@ -165,9 +149,9 @@ static void one_pool(ReadBack *r, PyObject *holder, PyObject *pool, PyObject *ed
     }
     PyObject *o_obj = PyTuple_GET_ITEM(PyTuple_GET_ITEM(pool, 0), 0);
     PyObject *lst = PyTuple_GET_ITEM(edges_of, 0), *hubs = PyTuple_GET_ITEM(edges_of, 3);
-    i64 o = exact_in(o_obj, -ANY_LIMIT, ANY_LIMIT, &r->ok);
-    i64 first = exact_in(PyTuple_GET_ITEM(edges_of, 1), 0, r->n_flow + 1, &r->ok);
-    i64 stays = exact_in(PyTuple_GET_ITEM(edges_of, 2), 0, r->n_flow + 1, &r->ok);
+    i64 o = flowcore_int_in(o_obj, -ANY_LIMIT, ANY_LIMIT, &r->ok);
+    i64 first = flowcore_int_in(PyTuple_GET_ITEM(edges_of, 1), 0, r->n_flow + 1, &r->ok);
+    i64 stays = flowcore_int_in(PyTuple_GET_ITEM(edges_of, 2), 0, r->n_flow + 1, &r->ok);
     if (r->ok <= 0 || !PyList_CheckExact(lst) || !PyList_CheckExact(hubs) ||
         first + stays + PyList_GET_SIZE(hubs) > r->n_flow) {
         r->ok = r->ok < 0 ? r->ok : 0;
@@ -179,7 +163,7 @@ static void one_pool(ReadBack *r, PyObject *holder, PyObject *pool, PyObject *ed
         pos += flow_at(r, e);
     }
     if (size == 1) {
-        i64 gp = exact_in(PyList_GET_ITEM(lst, 0), 0, r->n, &r->ok);
+        i64 gp = flowcore_int_in(PyList_GET_ITEM(lst, 0), 0, r->n, &r->ok);
         if (r->ok > 0 && pos) {
             hold(r, gp, o_obj);
             return;
@@ -192,7 +176,7 @@ static void one_pool(ReadBack *r, PyObject *holder, PyObject *pool, PyObject *ed
             r->ok = r->ok < 0 ? r->ok : 0;
             return;
         }
-        i64 hub = exact_in(PyList_GET_ITEM(hubs, j), 0, r->num_nodes, &r->ok);
+        i64 hub = flowcore_int_in(PyList_GET_ITEM(hubs, j), 0, r->num_nodes, &r->ok);
         if (r->ok > 0) {
             receive(r, (Py_ssize_t)hub, gp);
         }
@@ -203,8 +187,8 @@ static void one_pool(ReadBack *r, PyObject *holder, PyObject *pool, PyObject *ed
         return;
     }
     for (Py_ssize_t i = 0; i < size && r->ok > 0; i++) { /* (not the owner's now, partition) */
-        i64 gp = exact_in(PyList_GET_ITEM(lst, i), 0, r->n, &r->ok);
-        i64 h = r->ok > 0 ? exact_in(PyList_GET_ITEM(holder, (Py_ssize_t)gp), -ANY_LIMIT, ANY_LIMIT, &r->ok) : 0;
+        i64 gp = flowcore_int_in(PyList_GET_ITEM(lst, i), 0, r->n, &r->ok);
+        i64 h = r->ok > 0 ? flowcore_int_in(PyList_GET_ITEM(holder, (Py_ssize_t)gp), -ANY_LIMIT, ANY_LIMIT, &r->ok) : 0;
         r->keys[i] = ((i64)(h != o) << 32) | gp;
     }
     if (r->ok <= 0) {
@@ -228,7 +212,7 @@ static void one_pool(ReadBack *r, PyObject *holder, PyObject *pool, PyObject *ed
         r->ok = 0;
     }
     for (Py_ssize_t i = 0; i < rest && r->ok > 0; i++) {
-        i64 hub = exact_in(PyList_GET_ITEM(hubs, r->dealt[i]), 0, r->num_nodes, &r->ok);
+        i64 hub = flowcore_int_in(PyList_GET_ITEM(hubs, r->dealt[i]), 0, r->num_nodes, &r->ok);
         if (r->ok > 0) {
             receive(r, (Py_ssize_t)hub, parts[i]);
         }
@@ -249,7 +233,7 @@ static Reach *reaches(ReadBack *r, PyObject *edges, Py_ssize_t limit, PyObject *
             r->ok = 0;
             break;
         }
-        i64 u = exact_in(PyTuple_GET_ITEM(edge, 0), -ANY_LIMIT, ANY_LIMIT, &r->ok);
+        i64 u = flowcore_int_in(PyTuple_GET_ITEM(edge, 0), -ANY_LIMIT, ANY_LIMIT, &r->ok);
         if (r->ok <= 0 || u < 0 || u >= r->num_nodes || r->slot[u] < 0) {
             continue; /* not a hub that received */
         }
@@ -261,7 +245,7 @@ static Reach *reaches(ReadBack *r, PyObject *edges, Py_ssize_t limit, PyObject *
             }
             continue;
         }
-        i64 m = exact_in(m_obj, -ANY_LIMIT, ANY_LIMIT, &r->ok);
+        i64 m = flowcore_int_in(m_obj, -ANY_LIMIT, ANY_LIMIT, &r->ok);
         if (r->ok > 0 && grow((void **)&out, &cap, n + 1, sizeof(Reach)) < 0) {
             r->ok = -1;
         }
@@ -329,8 +313,8 @@ PyObject *flowcore_read_back(PyObject *self, PyObject *args) {
         PyList_GET_SIZE(pools) != PyList_GET_SIZE(pool_edges) || PyList_GET_SIZE(holder) >= FLOW_LIMIT) {
         Py_RETURN_NONE;
     }
-    i64 hub_edges = exact_in(hub_edges_obj, -ANY_LIMIT, ANY_LIMIT, &r.ok);
-    r.num_nodes = (Py_ssize_t)exact_in(num_nodes_obj, 0, FLOW_LIMIT, &r.ok);
+    i64 hub_edges = flowcore_int_in(hub_edges_obj, -ANY_LIMIT, ANY_LIMIT, &r.ok);
+    r.num_nodes = (Py_ssize_t)flowcore_int_in(num_nodes_obj, 0, FLOW_LIMIT, &r.ok);
     if (r.ok <= 0) {
         Py_RETURN_NONE;
     }
