@@ -21,7 +21,6 @@ Pure, like the rest of :mod:`rackplan.assignor`: documents in, values out.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence, Sized
 from typing import Any
 
@@ -34,6 +33,7 @@ from .model import (
     TopicPartition,
     is_cross_rack,
 )
+from .record import record, replace
 
 # The keys each object of the contract's input has (docs/CONTRACT.md), kept beside the rest of the
 # contract's vocabulary: layers that refuse unknown keys (the agent's settings and registrations) import these sets and
@@ -190,10 +190,10 @@ def follow_up(
     Withheld (revoked) partitions are owned by nobody; every member reports
     ``generation``, so every claim is believed.
     """
-    return dataclasses.replace(
+    return replace(
         group,
         members=tuple(
-            dataclasses.replace(m, owned=tuple(assignment.get(m.member_id, ())), generation=generation)
+            replace(m, owned=tuple(assignment.get(m.member_id, ())), generation=generation)
             for m in group.members
         ),
     )
@@ -209,7 +209,7 @@ FOLLOW_UP_LIMIT = 3
 Round = Callable[[ConsumerGroup], tuple[ConsumerPlan, float]]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Settled:
     """Where :func:`settle_cooperative` stopped: the last round's group and plan, and how many follow-ups ran.
 

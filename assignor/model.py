@@ -10,7 +10,8 @@ as a bit mask (bit ``i`` set when rack ``racks[i]`` holds a replica), so
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+
+from .record import field, record
 
 TopicPartition = tuple[str, int]
 
@@ -18,7 +19,7 @@ TopicPartition = tuple[str, int]
 NO_GENERATION = -1
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Cluster:
     """Brokers with their racks and topics with their replica lists.
 
@@ -122,7 +123,7 @@ def is_cross_rack(member_rack: str | None, member_bit: int, mask: int) -> bool:
     return member_rack is not None and mask != 0 and not (mask & member_bit)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Member:
     """One consumer of a group, as its JoinGroup subscription describes it."""
 
@@ -142,7 +143,7 @@ OBJECTIVES = ("partitions", "bytes")
 BALANCES = ("count", "bytes")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ConsumerGroup:
     """A group as the contract gives it; ``objective``/``balance`` other than the defaults need rack-optimal.
 
@@ -158,7 +159,7 @@ class ConsumerGroup:
     balance_floor: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class ConsumerPlan:
     """An assignor's answer: partitions per member, and what cooperative rebalancing withholds.
 
@@ -179,7 +180,7 @@ STREAMS_ASSIGNORS = ("high-availability", "sticky")
 RACK_STRATEGIES = ("none", "min_traffic", "balance_subtopology")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Subtopology:
     id: str
     source_topics: tuple[str, ...]
@@ -187,7 +188,7 @@ class Subtopology:
     stateful: bool
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class StreamsClient:
     process_id: str
     rack: str | None
@@ -205,7 +206,7 @@ STATEFUL_COSTS: Mapping[str, tuple[int, int]] = {"high-availability": (10, 1), "
 STATELESS_COSTS = (1, 0)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class RackAwareConfig:
     """``rack.aware.assignment.*``: None for a cost means Kafka's default for the assignor."""
 
@@ -225,7 +226,7 @@ class RackAwareConfig:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class StreamsApp:
     application_id: str
     subtopologies: tuple[Subtopology, ...]

@@ -18,8 +18,8 @@ Only ``from .module import name`` statements (relative, one level or more) count
 
 from __future__ import annotations
 
-import ast
 import importlib
+import re
 import sys
 from collections.abc import Callable
 
@@ -27,15 +27,49 @@ from collections.abc import Callable
 Surface = tuple[Callable[[str], object], Callable[[], list[str]], list[str]]
 
 
+#: one re-export line of the block: ``from .module import name`` or ``from ..module import name as alias``
+_EXPORT = re.compile(r"from (\.+)([\w.]+) import (\w+)(?: as (\w+))?")
+
+
 def exports(source: str) -> dict[str, tuple[int, str, str]]:
-    """Public name -> (relative level, module, attribute) from the ``if TYPE_CHECKING:`` blocks of ``source``."""
+    """Public name -> (relative level, module, attribute) from the ``if TYPE_CHECKING:`` blocks of ``source``.
+
+    Read line by line, not with :mod:`ast`: every package import pays for this, and ``ast`` was a
+    tenth of ``rackplan assign``'s start-up above the interpreter (issue 29).  A block is the lines
+    indented under a top-level ``if TYPE_CHECKING:``; parenthesised imports are joined first.  The
+    package ``__init__`` files keep one re-export per line (ruff's isort), and
+    ``tests/assignor/test_surface.py`` checks that this reading equals an ``ast`` one on each of them.
+    """
     found: dict[str, tuple[int, str, str]] = {}
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            for stmt in node.body:
-                if isinstance(stmt, ast.ImportFrom) and stmt.level > 0 and stmt.module:
-                    for alias in stmt.names:
-                        found[alias.asname or alias.name] = (stmt.level, stmt.module, alias.name)
+    inside = False
+    pending = ""
+    for raw in source.splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if not line:
+            continue
+        if not raw[0].isspace():
+            inside = line.replace(" ", "") == "ifTYPE_CHECKING:"
+            pending = ""
+            continue
+        if not inside:
+            continue
+        text = pending + " " + line.strip() if pending else line.strip()
+        if text.count("(") > text.count(")"):
+            pending = text
+            continue
+        pending = ""
+        head, _, names = text.replace("(", " ").replace(")", " ").partition(" import ")
+        match = _EXPORT.fullmatch(f"{head.strip()} import x")
+        if match is None:
+            continue
+        for item in names.split(","):
+            alias = _EXPORT.fullmatch(f"from {match.group(1)}{match.group(2)} import {item.strip()}")
+            if alias is not None:
+                found[alias.group(4) or alias.group(3)] = (
+                    len(match.group(1)),
+                    match.group(2),
+                    alias.group(3),
+                )
     return found
 
 

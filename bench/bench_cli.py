@@ -29,7 +29,6 @@ figure that does not depend on the neighbours).  Cases (issue 17, issue 10):
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import json
 import os
@@ -49,6 +48,7 @@ from rackplan.assignor.consumer import consumer_stats, get_assignor, plan_body
 from rackplan.assignor.contract import instance_document
 from rackplan.assignor.model import Cluster, ConsumerGroup, StreamsApp
 from rackplan.assignor.parse import parse_instance
+from rackplan.assignor.record import replace
 
 ROOT = Path(__file__).resolve().parent.parent
 RACKS = ("az-a", "az-b", "az-c")
@@ -78,7 +78,7 @@ def leave_document() -> dict[str, Any]:
 
     cluster = make_cluster(50, 1000, 1, seed=1)
     group = one_leaves(converged(cluster, make_group(2000, sorted(cluster.topics), seed=2)))
-    doc = instance_document(cluster, dataclasses.replace(group, assignor="cooperative-sticky"))
+    doc = instance_document(cluster, replace(group, assignor="cooperative-sticky"))
     doc["cluster"]["brokers"].sort(key=lambda x: x["id"])
     return doc
 

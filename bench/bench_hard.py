@@ -25,12 +25,12 @@ import argparse
 import random
 import statistics
 import sys
-from dataclasses import replace
 from functools import partial
 
 from bench.common import timed
 from rackplan.assignor.consumer import cross_rack_count, get_assignor
 from rackplan.assignor.model import Cluster, ConsumerGroup
+from rackplan.assignor.record import replace
 from tests.hard_instances import formula_group, planted_formula
 
 RATIO = 4.26

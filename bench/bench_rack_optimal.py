@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-from dataclasses import replace
 from functools import partial
 
 from bench.common import in_child, peak_memory, peak_rss_mib, timed
@@ -53,6 +52,7 @@ from rackplan.assignor.model import (
     TopicPartition,
     is_cross_rack,
 )
+from rackplan.assignor.record import replace
 
 RACKS = ("az-a", "az-b", "az-c")
 

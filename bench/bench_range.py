@@ -10,7 +10,6 @@ minus member racks (plain ranges).  Prints median milliseconds and the ratio.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import random
 import sys
 from functools import partial
@@ -21,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script:
 from bench.common import timed
 from rackplan.assignor.consumer.range_assignor import assign
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member
+from rackplan.assignor.record import replace
 
 RACKS = ("az-a", "az-b", "az-c")
 MEMBERS = 2_000
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     for name, topics, subscribe in shapes:
         c = cluster(topics, rng)
         g = group(c, rng, subscribe)
-        plain = dataclasses.replace(g, members=tuple(dataclasses.replace(m, rack=None) for m in g.members))
+        plain = replace(g, members=tuple(replace(m, rack=None) for m in g.members))
         racked_ms, racked_cpu = median_ms(c, g, args.repeat)
         plain_ms, plain_cpu = median_ms(c, plain, args.repeat)
         print(

@@ -46,7 +46,7 @@ import random
 import statistics
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -56,6 +56,7 @@ from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.consumer.rack_optimal import assign as rack_optimal_assign
 from rackplan.assignor.consumer.sticky import assign
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+from rackplan.assignor.record import replace
 
 if TYPE_CHECKING:  # imported only when the oracle is used (it needs pytest)
     from tests.kafka_oracle import KafkaOracle

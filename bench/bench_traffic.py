@@ -33,13 +33,14 @@ import random
 import statistics
 import sys
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from bench.common import timed
 from rackplan.assignor.consumer import run_assignor
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+from rackplan.assignor.record import replace
 from rackplan.assignor.traffic import consumer_traffic_stats
 
 RACKS = ("az-a", "az-b", "az-c", "az-d")

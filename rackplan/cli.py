@@ -47,9 +47,53 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def terminal_width() -> int:
+    """``shutil.get_terminal_size().columns``, the width argparse wraps help to, without ``shutil``.
+
+    argparse's formatter imports ``shutil`` (and with it ``bz2``, ``lzma``, ``zlib``) when it is made,
+    and it is made for every ``add_argument``: about a tenth of ``rackplan assign``'s start-up above
+    the interpreter on a small instance (issue 29).  The same rule: ``COLUMNS`` when a positive
+    number, else the terminal of stdout, else 80.
+    """
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns if columns > 0 else 80
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, its width from :func:`terminal_width` (no ``shutil`` import)."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ):
+        super().__init__(
+            prog, indent_increment, max_help_position, terminal_width() - 2 if width is None else width
+        )
+
+
+class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's raw-description formatter, its width from :func:`terminal_width` (no ``shutil`` import)."""
+
+    def __init__(
+        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
+    ):
+        super().__init__(
+            prog, indent_increment, max_help_position, terminal_width() - 2 if width is None else width
+        )
+
+
 def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
     """The ``rackplan`` parser; ``with_agent=False`` leaves out the agent's and the fleet's subcommands."""
-    parser = argparse.ArgumentParser(prog="rackplan", description="Rack-locality planning for Kafka.")
+    parser = argparse.ArgumentParser(
+        prog="rackplan", description="Rack-locality planning for Kafka.", formatter_class=HelpFormatter
+    )
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser(
@@ -57,7 +101,7 @@ def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
         help="compute a plan for one instance (JSON in, JSON out)",
         description="Compute one plan: the assignment contract's instance in, its plan out (docs/CONTRACT.md).",
         epilog=assign_epilog(),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=RawDescriptionHelpFormatter,
     )
     instance = p.add_argument("instance", help="instance JSON file, or - for stdin")
     setattr(instance, "complete", FILE_COMPLETION)  # noqa: B010 (shtab reads this attribute)

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+
+from ..record import field, record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Result:
     """The best solution found (the start when nothing better), whether it is proven optimal, and a
     proven lower bound on the objective (``None`` when HiGHS has none)."""
@@ -37,7 +38,7 @@ class Result:
     bound: float | None
 
 
-@dataclass
+@record()
 class Program:
     """A minimisation program: columns (cost, bounds, integrality) and rows ``lo <= terms <= hi``."""
 

@@ -15,8 +15,7 @@ again is cheaper than keeping.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from ..record import field, record
 from .mincost import COMPILED, Edge, FlowGraph, FlowResult, InfeasibleFlow
 
 #: Edges of the graphs one memo keeps, all together; past them it still answers from what it has.
@@ -32,7 +31,7 @@ KEEP = not COMPILED
 Key = tuple[tuple[int, ...], tuple[Edge, ...]]
 
 
-@dataclass(slots=True)
+@record()
 class FlowMemo:
     """What each graph solved so far gave: its flow, ``None`` if infeasible, or an ``int`` its cost
     reaches (a cut-off solve); ``solved`` and ``reused`` count the solver's calls and the answers kept,

@@ -34,9 +34,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..record import record
 from .compiled import CORE
 
 INF = float("inf")
@@ -64,7 +64,7 @@ class PostconditionError(AssertionError):
     """
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class FlowResult:
     """A minimum-cost flow: its total cost and the flow on each edge, in the order edges were added."""
 

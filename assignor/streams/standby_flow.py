@@ -45,16 +45,16 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ..flow import FlowGraph, InfeasibleFlow
+from ..record import record
 from .tasks import State, TaskModel
 
 #: value id of a client without a value for the spread key: never covers a value
 NO_VALUE = -1
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class StandbyProblem:
     """One standby placement problem, indexed.
 
@@ -147,7 +147,7 @@ def build_problem(
 GroupKey = tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Graph:
     """A built flow: the solver's input (``flow``), and what the edges that matter mean.
 

@@ -30,9 +30,9 @@ optimal when HiGHS says so within the budget.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from ..flow.highs import Program
+from ..record import record
 from .tasks import TaskModel
 
 NODE_WORK = 1_000_000
@@ -52,7 +52,7 @@ nonzeros) took 1.3 s of CPU; docs/performance.md has the figures.
 """
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Placement:
     """Standbys per client (task ids), and whether the placement is proven optimal."""
 

@@ -8,8 +8,6 @@ clients of one rack, which is what lets the rack optimiser aggregate its graph.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ..contract import subtopologies_of, task_partitions
 from ..model import (
     Cluster,
@@ -21,10 +19,11 @@ from ..model import (
     task_id,
     task_key,
 )
+from ..record import record
 from ..traffic import crossing_bytes, crossing_weights
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class TaskModel:
     """Immutable, index-based view of one app on one cluster.
 

@@ -22,7 +22,6 @@ never more cross-rack partitions than the general cooperative-sticky search.
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,6 +29,7 @@ from hypothesis import strategies as st
 from rackplan.assignor.consumer import cross_rack_count, get_assignor
 from rackplan.assignor.consumer.rack_optimal import assign
 from rackplan.assignor.model import ConsumerPlan
+from rackplan.assignor.record import replace
 from tests.assignor.test_rack_optimal import brute_force
 from tests.hard_instances import Formula, formula_group, planted_formula, planted_plan, satisfiable
 from tests.invariants import assert_balanced, assert_valid

@@ -19,13 +19,13 @@ import hashlib
 import json
 import random
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rackplan.assignor.cli import assign_document
 from rackplan.assignor.consumer import run_assignor
 from rackplan.assignor.flow import InfeasibleFlow, min_cost_flow, min_cost_flow_phases
+from rackplan.assignor.record import replace
 from tests.assignor.test_sticky_work import one_joins, seven_racks
 from tests.conftest import SHARED
 

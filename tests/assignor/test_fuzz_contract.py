@@ -356,22 +356,21 @@ def test_contested_partition_follow_up_withholds_nothing() -> None:
 @st.composite
 def random_previous_owners(draw: st.DrawFn) -> tuple[Any, Any]:
     """Any claims at all: several claimers per partition, mixed generations, unsubscribed topics."""
-    import dataclasses
-
+    from rackplan.assignor.record import replace
     from tests.strategies import clusters, consumer_groups
 
     cluster = draw(clusters(max_partitions=10))
     group = draw(consumer_groups(cluster, "cooperative-sticky", max_members=8, with_owned=False))
     tps = [(t, p) for t in sorted(cluster.topics) for p in range(len(cluster.topics[t]))]
     members = tuple(
-        dataclasses.replace(
+        replace(
             m,
             owned=tuple(draw(st.lists(st.sampled_from(tps), max_size=len(tps)))),
             generation=draw(st.sampled_from([-1, 1, 2])),
         )
         for m in group.members
     )
-    return cluster, dataclasses.replace(group, members=members)
+    return cluster, replace(group, members=members)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

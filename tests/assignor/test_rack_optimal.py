@@ -22,7 +22,6 @@ import math
 import random
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import networkx as nx
@@ -45,6 +44,7 @@ from rackplan.assignor.model import (
     TopicPartition,
     is_cross_rack,
 )
+from rackplan.assignor.record import replace
 from tests.invariants import (
     assert_balanced,
     assert_contract_checker_passes,

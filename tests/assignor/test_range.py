@@ -8,7 +8,6 @@ implementation against a plain transcription of Kafka's algorithm.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 
@@ -24,6 +23,7 @@ from rackplan.assignor.consumer.range_assignor import (
     range_assignment,
 )
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member, TopicPartition
+from rackplan.assignor.record import replace
 from tests.invariants import assert_range_balanced, assert_valid
 from tests.strategies import clusters, consumer_groups
 
@@ -289,8 +289,8 @@ def test_static_member_range_assignment_persistent_after_member_id_changes(confi
     }
     assert by_instance(members, setup.run(cluster, *members)) == expected
     # consumer3 -> consumer4, consumer2 -> consumer5: same instances, same assignment.
-    renamed = [members[0], dataclasses.replace(members[2], member_id="consumer4")]
-    renamed.append(dataclasses.replace(members[1], member_id="consumer5"))
+    renamed = [members[0], replace(members[2], member_id="consumer4")]
+    renamed.append(replace(members[1], member_id="consumer5"))
     assert by_instance(renamed, setup.run(cluster, *renamed)) == expected
 
 
@@ -312,8 +312,8 @@ def test_rack_aware_static_member_range_assignment_persistent_after_member_id_ch
     for prefer in (True, False):  # the Kafka test runs with preferRackAwareLogic on; it must not matter
         got = range_assignment(cluster, ConsumerGroup("g", "range", tuple(members)), prefer_rack_aware=prefer)
         assert by_instance(members, got) == expected
-    renamed = [members[0], dataclasses.replace(members[2], member_id="consumer4")]
-    renamed.append(dataclasses.replace(members[1], member_id="consumer5"))
+    renamed = [members[0], replace(members[2], member_id="consumer4")]
+    renamed.append(replace(members[1], member_id="consumer5"))
     got = range_assignment(cluster, ConsumerGroup("g", "range", tuple(renamed)))
     assert by_instance(renamed, got) == expected
 
@@ -577,10 +577,10 @@ def instances(
     group = draw(consumer_groups(cluster, "range", max_members=max_members))
     order = draw(st.permutations(range(len(group.members))))
     members = tuple(
-        dataclasses.replace(m, group_instance_id=f"i-{order[i]:02d}") if draw(st.booleans()) else m
+        replace(m, group_instance_id=f"i-{order[i]:02d}") if draw(st.booleans()) else m
         for i, m in enumerate(group.members)
     )
-    return cluster, dataclasses.replace(group, members=members)
+    return cluster, replace(group, members=members)
 
 
 @settings(max_examples=200, deadline=None)
@@ -604,9 +604,9 @@ def test_deterministic_and_independent_of_member_order_and_owned(
     assert assign(cluster, group).assignment == first
     shuffled = list(group.members)
     rnd.shuffle(shuffled)
-    assert assign(cluster, dataclasses.replace(group, members=tuple(shuffled))).assignment == first
-    unowned = tuple(dataclasses.replace(m, owned=(), generation=-1) for m in group.members)
-    assert assign(cluster, dataclasses.replace(group, members=unowned)).assignment == first
+    assert assign(cluster, replace(group, members=tuple(shuffled))).assignment == first
+    unowned = tuple(replace(m, owned=(), generation=-1) for m in group.members)
+    assert assign(cluster, replace(group, members=unowned)).assignment == first
     assert first == kafka_reference(cluster, group)
 
 
@@ -617,8 +617,8 @@ def test_without_rack_awareness_it_is_plain_range(inst: tuple[Cluster, ConsumerG
     if not uses_racks(cluster, group):
         assert assign(cluster, group).assignment == plain_range(cluster, group)
     # Members without racks, or brokers without racks, always switch rack awareness off.
-    no_member_racks = tuple(dataclasses.replace(m, rack=None) for m in group.members)
-    g2 = dataclasses.replace(group, members=no_member_racks)
+    no_member_racks = tuple(replace(m, rack=None) for m in group.members)
+    g2 = replace(group, members=no_member_racks)
     assert assign(cluster, g2).assignment == plain_range(cluster, g2)
     rackless = Cluster(broker_racks=dict.fromkeys(cluster.broker_racks), topics=cluster.topics)
     assert assign(rackless, group).assignment == plain_range(rackless, group)
@@ -637,10 +637,8 @@ def test_every_partition_on_every_rack_gives_plain_range(inst: tuple[Cluster, Co
         broker_racks=cluster.broker_racks,
         topics={t: tuple(all_brokers for _ in parts) for t, parts in cluster.topics.items()},
     )
-    known = tuple(
-        dataclasses.replace(m, rack=m.rack if m.rack in full.racks else None) for m in group.members
-    )
-    g2 = dataclasses.replace(group, members=known)
+    known = tuple(replace(m, rack=m.rack if m.rack in full.racks else None) for m in group.members)
+    g2 = replace(group, members=known)
     assert assign(full, g2).assignment == plain_range(full, g2)
     if racked:
         assert range_assignment(full, g2, prefer_rack_aware=True) == plain_range(full, g2)

@@ -112,3 +112,30 @@ def test_a_streams_app_with_one_spread_key_loads_neither_logging_nor_the_standby
     assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
     for unused in ("logging", "rackplan.assignor.streams.standby_milp", "rackplan.assignor.flow.highs"):
         assert unused not in modules
+
+
+#: What no small instance's path needs, and what it cost to import (issue 29, docs/performance.md):
+#: ``dataclasses`` brings ``inspect`` (``ast``, ``dis``, ``tokenize``); argparse's default formatter ``shutil``.
+STARTUP_HEAVY = ("dataclasses", "inspect", "ast", "dis", "tokenize", "shutil")
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "range, 1 partition",
+        "cooperative-sticky, equal",
+        "cooperative-sticky, unequal",
+        "rack-optimal, equal",
+        "streams high-availability",
+    ],
+)
+def test_no_path_of_a_small_instance_imports_dataclasses_inspect_ast_or_shutil(
+    tmp_path: Path, case: str
+) -> None:
+    """Every case of bench_startup: the assignors' records are ``rackplan.assignor.record`` (no ``dataclasses``,
+    so no ``inspect``), package surfaces are read without ``ast``, and the parser's help formatter takes its
+    width without ``shutil``; a module that brings one back fails here."""
+    from bench.bench_startup import cases
+
+    modules = _imported(tmp_path, cases()[case])
+    assert [m for m in STARTUP_HEAVY if m in modules] == []

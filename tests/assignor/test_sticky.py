@@ -20,7 +20,6 @@ reports the next generation.  Properties:
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,7 @@ from rackplan.assignor.model import (
     TopicPartition,
     is_cross_rack,
 )
+from rackplan.assignor.record import replace
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import clusters, consumer_groups, follow_up
 
@@ -150,7 +150,7 @@ def test_deterministic_and_order_independent(inst: tuple[Cluster, ConsumerGroup]
     assert assign(cluster, group) == plan
     shuffled = list(group.members)
     rnd.shuffle(shuffled)  # type: ignore[attr-defined]
-    assert assign(cluster, dataclasses.replace(group, members=tuple(shuffled))) == plan
+    assert assign(cluster, replace(group, members=tuple(shuffled))) == plan
 
 
 @SETTINGS
@@ -165,9 +165,7 @@ def test_no_balance_neutral_locality_fix_left(inst: tuple[Cluster, ConsumerGroup
 @given(instances())
 def test_nothing_withheld_without_owners(inst: tuple[Cluster, ConsumerGroup]) -> None:
     cluster, group = inst
-    fresh = dataclasses.replace(
-        group, members=tuple(dataclasses.replace(m, owned=(), generation=-1) for m in group.members)
-    )
+    fresh = replace(group, members=tuple(replace(m, owned=(), generation=-1) for m in group.members))
     plan = assign(cluster, fresh)
     assert not plan.revoked
     assert_valid(cluster, fresh, plan)
@@ -321,7 +319,7 @@ def test_unequal_settling_is_what_the_real_follow_up_round_does(inst: tuple[Clus
     plan3 = assign(cluster, group3)
     assert plan3.assignment == plan2.assignment and not plan3.revoked
     # Never more moves than keeping every owned partition when that lands at least as locally.
-    keep = general_settle._choose(dataclasses.replace(prepare(cluster, group), keep_owned=True))[0]
+    keep = general_settle._choose(replace(prepare(cluster, group), keep_owned=True))[0]
     prep = prepare(cluster, group)
     if withholding_nothing(prep, keep) is not None and settling.balanced(prep, keep):
         landed = cross_rack_count(cluster, group2, plan2)
@@ -348,9 +346,9 @@ def kept_starts(draw: st.DrawFn) -> tuple[Cluster, ConsumerGroup]:
         low = min(len(owned[s]) for s in subs)
         at = [s for s in subs if len(owned[s]) == low]
         owned[at[draw(st.integers(0, len(at) - 1))]].append(tp)
-    group = dataclasses.replace(
+    group = replace(
         group,
-        members=tuple(dataclasses.replace(m, owned=tuple(owned[m.member_id]), generation=1) for m in members),
+        members=tuple(replace(m, owned=tuple(owned[m.member_id]), generation=1) for m in members),
     )
     assume(settling.kept(prepare(cluster, group)) is not None)
     return cluster, group

@@ -17,7 +17,6 @@ unowned, so it is handed out at once instead of being withheld.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -26,6 +25,7 @@ from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.consumer.sticky import assign
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+from rackplan.assignor.record import replace
 from tests.assignor.test_range import kafka_cluster, kafka_mismatches, null_racks, racks, tps
 from tests.invariants import assert_balanced, assert_valid
 from tests.strategies import follow_up
@@ -314,7 +314,7 @@ def test_reassignment_after_one_consumer_leaves(config: str) -> None:
     plan = assign(cluster, group(*members))
     assert_balanced(group(*members), plan)
     g = follow_up(group(*members), plan)
-    g = dataclasses.replace(g, members=tuple(m for m in g.members if m.member_id != "c10"))
+    g = replace(g, members=tuple(m for m in g.members if m.member_id != "c10"))
     plan, _g2, final = both_rounds(cluster, g)
     assert movements_are_sticky(
         {m.member_id: m.owned for m in g.members}, {m: list(v) for m, v in final.assignment.items()}
@@ -331,7 +331,7 @@ def test_same_subscriptions_one_leaves(config: str) -> None:
     plan = assign(cluster, group(*members))
     assert not plan.revoked
     g = follow_up(group(*members), plan)
-    g = dataclasses.replace(g, members=tuple(m for m in g.members if m.member_id != "c5"))
+    g = replace(g, members=tuple(m for m in g.members if m.member_id != "c5"))
     plan = assign(cluster, g)
     assert not plan.revoked  # only c5's partitions move, and nobody owns them any more
     assert_balanced(g, plan)
@@ -339,7 +339,7 @@ def test_same_subscriptions_one_leaves(config: str) -> None:
     members = [s.member(f"c{i:02d}", ["topic"], i) for i in range(1, 10)]
     plan = assign(cluster, group(*members))
     g = follow_up(group(*members), plan)
-    g = dataclasses.replace(g, members=(*g.members, s.member("c10", ["topic"], 10, [], 2)))
+    g = replace(g, members=(*g.members, s.member("c10", ["topic"], 10, [], 2)))
     plan, _g2, final = both_rounds(cluster, g)
     assert len(final.assignment["c10"]) == 2
     assert sum(len(v) for v in plan.revoked.values()) == 2
@@ -354,7 +354,7 @@ def test_new_subscription_and_moving_existing_assignments(config: str) -> None:
     members = [s.member(f"c{i}", subs[i], i) for i in range(3)]
     plan = assign(cluster, group(*members))
     g = follow_up(group(*members), plan)
-    g = dataclasses.replace(g, members=(dataclasses.replace(g.members[0], topics=("t1",)), *g.members[1:]))
+    g = replace(g, members=(replace(g.members[0], topics=("t1",)), *g.members[1:]))
     both_rounds(cluster, g)
     cluster = s.cluster({f"topic{i}": 1 for i in range(1, 7)})
     g = group(
@@ -380,7 +380,7 @@ def test_stickiness_when_a_consumer_leaves(config: str) -> None:
     g = follow_up(group(*members), plan)
     holder = {tp: m for m, v in plan.assignment.items() for tp in v}
     leaving = holder[("topic1", 0)]
-    g = dataclasses.replace(g, members=tuple(m for m in g.members if m.member_id != leaving))
+    g = replace(g, members=tuple(m for m in g.members if m.member_id != leaving))
     plan = assign(cluster, g)
     assert not plan.revoked
     for tp, m in holder.items():

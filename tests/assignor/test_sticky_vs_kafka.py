@@ -11,11 +11,10 @@ The random-instance comparison lives in :mod:`tests.assignor.test_vs_kafka_java`
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member
+from rackplan.assignor.record import replace
 from tests.assignor.test_vs_kafka_java import kafka, ours, run_rounds, settle_start
 from tests.invariants import assert_balanced
 from tests.kafka_oracle import KafkaOracle, session_oracle
@@ -45,7 +44,7 @@ def skewed(n_members: int, n_topics: int, per_topic: int) -> tuple[Cluster, Cons
 
 
 def without(group: ConsumerGroup, member_id: str) -> ConsumerGroup:
-    return dataclasses.replace(group, members=tuple(m for m in group.members if m.member_id != member_id))
+    return replace(group, members=tuple(m for m in group.members if m.member_id != member_id))
 
 
 @pytest.mark.parametrize("leaver", ["member-0000", "member-0006", "member-0009"])

@@ -10,7 +10,6 @@ builds are at most ``SETTLE_WORK`` plus one round's two runs (its target and its
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -31,6 +30,7 @@ from rackplan.assignor.consumer.sticky.general_state import GeneralState
 from rackplan.assignor.flow import FlowGraph, FlowResult, mincost
 from rackplan.assignor.flow.memo import FlowMemo
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+from rackplan.assignor.record import replace
 from tests.strategies import follow_up
 
 #: What one settling call may build: the pool, plus the round that starts while some of it is left.

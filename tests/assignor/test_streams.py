@@ -148,12 +148,12 @@ def test_balanced_whenever_no_probing_is_needed(inst: tuple[Cluster, StreamsApp]
 @given(streams_instances(assignor="sticky", lags=False, strategy="none"))
 def test_sticky_keeps_its_own_assignment(inst: tuple[Cluster, StreamsApp]) -> None:
     """Fed its own output as the previous assignment, the sticky assignor changes nothing."""
-    import dataclasses
+    from rackplan.assignor.record import replace
 
     cluster, app = inst
     model, state, _ = run(cluster, app)
     clients = tuple(
-        dataclasses.replace(
+        replace(
             c,
             previous_active=tuple(
                 model.tasks[t] for t in sorted(state.active[model.client_index[c.process_id]])
@@ -164,7 +164,7 @@ def test_sticky_keeps_its_own_assignment(inst: tuple[Cluster, StreamsApp]) -> No
         )
         for c in app.clients
     )
-    _m, again, _ = run(cluster, dataclasses.replace(app, clients=clients))
+    _m, again, _ = run(cluster, replace(app, clients=clients))
     assert again.active == state.active
 
 

@@ -9,13 +9,13 @@ asked for, and the assignment no longer changes.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient
+from rackplan.assignor.record import replace
 from rackplan.assignor.streams import run
 from tests.streams_strategies import RACKS, streams_instances
 
@@ -41,10 +41,8 @@ def _feed_back(app: StreamsApp, snap: Snapshot) -> StreamsApp:
     for c in app.clients:
         active, standby, warmup = snap.get(c.process_id, ((), (), ()))
         lags = {t: 0 for t in (*active, *standby, *warmup)}
-        clients.append(
-            dataclasses.replace(c, previous_active=active, previous_standby=standby, task_lags=lags)
-        )
-    return dataclasses.replace(app, clients=tuple(clients))
+        clients.append(replace(c, previous_active=active, previous_standby=standby, task_lags=lags))
+    return replace(app, clients=tuple(clients))
 
 
 def converge(cluster: Cluster, app: StreamsApp, events: list[tuple[int, str]], seed: int) -> tuple[int, int]:
@@ -72,10 +70,10 @@ def converge(cluster: Cluster, app: StreamsApp, events: list[tuple[int, str]], s
             rack = rng.choice(RACKS)
             new_client = StreamsClient(f"p-j{joined:02d}", rack, rng.randint(1, 2), {})
             joined += 1
-            app = dataclasses.replace(app, clients=(*app.clients, new_client))
+            app = replace(app, clients=(*app.clients, new_client))
         elif kind == "leave" and len(app.clients) > 1:
             gone = rng.randrange(len(app.clients))
-            app = dataclasses.replace(app, clients=app.clients[:gone] + app.clients[gone + 1 :])
+            app = replace(app, clients=app.clients[:gone] + app.clients[gone + 1 :])
     return rounds, cross
 
 
@@ -92,9 +90,9 @@ events_strategy = st.lists(st.tuples(st.integers(1, 3), st.sampled_from(["join",
 )
 def test_probing_rebalances_converge_and_rack_awareness_never_hurts(inst, events, seed) -> None:  # type: ignore[no-untyped-def]
     cluster, app = inst
-    app = dataclasses.replace(app, rack_aware=dataclasses.replace(app.rack_aware, sticky_to_previous=False))
+    app = replace(app, rack_aware=replace(app.rack_aware, sticky_to_previous=False))
     _rounds, cross = converge(cluster, app, events, seed)
-    plain = dataclasses.replace(app, rack_aware=RackAwareConfig("none"))
+    plain = replace(app, rack_aware=RackAwareConfig("none"))
     _r, cross_plain = converge(cluster, plain, events, seed)
     if app.rack_aware.strategy != "balance_subtopology":
         # balance_subtopology may have to leave a baseline that breaks its caps, so only

@@ -538,13 +538,12 @@ def test_assignors_reach_the_brute_force_optimum(spread: str, assignor: str, rng
     No lags, so no task movement follows and ``stats.standby_cross_rack`` is the step's result: for the
     high-availability assignor, the fewest cross-rack partitions any spread placement with those counts has.
     """
-    import dataclasses
-
+    from rackplan.assignor.record import replace
     from rackplan.assignor.streams import ha as streams_ha
     from rackplan.assignor.streams import sticky as streams_sticky
 
     cluster, app = _random_app(rng, rng.choice([2, 3]), spread, (1, 2), (2, 3), (3, 6), (1, 2))
-    app = dataclasses.replace(app, assignor=assignor)
+    app = replace(app, assignor=assignor)
     seen: list[tuple[State, State, Values, int, int, bool]] = []
     module = streams_ha if assignor == "high-availability" else streams_sticky
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
 import os
 import subprocess
@@ -49,6 +50,59 @@ if TYPE_CHECKING:
     from ..c import inner as renamed
 """
     assert exports(source) == {"shown": (1, "b", "shown"), "renamed": (2, "c", "inner")}
+
+
+def _exports_by_ast(source: str) -> dict[str, tuple[int, str, str]]:
+    """The oracle: the same table read from the parsed module (what ``exports`` did before issue 29)."""
+    found: dict[str, tuple[int, str, str]] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for stmt in node.body:
+                if isinstance(stmt, ast.ImportFrom) and stmt.level > 0 and stmt.module:
+                    for alias in stmt.names:
+                        found[alias.asname or alias.name] = (stmt.level, stmt.module, alias.name)
+    return found
+
+
+def test_the_line_reading_equals_the_parsed_one_on_every_package_and_on_odd_layouts() -> None:
+    """``exports`` reads lines (no ``ast`` at start-up); on every package ``__init__`` of the project, and on a
+    block with parenthesised imports, comments and code after it, it gives what the parsed module gives."""
+    root = Path(importlib.import_module("rackplan").__file__ or "").resolve().parent.parent
+    inits = [
+        p
+        for top in ("assignor", "agent", "fleet", "rackplan")
+        for p in sorted((root / top).rglob("__init__.py"))
+    ]
+    with_block = 0
+    for path in inits:
+        source = path.read_text(encoding="utf-8")
+        assert exports(source) == _exports_by_ast(source), path
+        with_block += bool(_exports_by_ast(source))
+    assert with_block >= len(PACKAGES)
+    odd = """
+import sys
+if TYPE_CHECKING:  # the surface
+    from .a import (
+        one as one,  # first
+        two,
+    )
+    from ..b.c import three as four
+
+    from .d import five as five
+x = 1
+if sys.version_info > (3,):
+    from .e import hidden as hidden
+"""
+    assert (
+        exports(odd)
+        == _exports_by_ast(odd)
+        == {
+            "one": (1, "a", "one"),
+            "two": (1, "a", "two"),
+            "four": (2, "b.c", "three"),
+            "five": (1, "d", "five"),
+        }
+    )
 
 
 def test_an_equal_sticky_group_loads_neither_the_unequal_path_nor_the_programs() -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
@@ -46,6 +45,7 @@ from rackplan.assignor.model import (
     TopicPartition,
     is_cross_rack,
 )
+from rackplan.assignor.record import replace
 from rackplan.assignor.streams import plan_document as streams_plan_document
 from rackplan.assignor.streams.rack import optimise_active, subtopology_caps
 from rackplan.assignor.streams.tasks import State, build_model

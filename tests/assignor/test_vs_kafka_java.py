@@ -24,7 +24,6 @@ or more for a local soak.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from hypothesis import strategies as st
 from rackplan.assignor.consumer import cross_rack_count, run_assignor, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member
+from rackplan.assignor.record import replace
 from tests.assignor.test_sticky import (
     fresh_group_case,
     issue_10_keep_case,
@@ -81,9 +81,9 @@ def static_members(draw: st.DrawFn, group: ConsumerGroup) -> ConsumerGroup:
     for m in group.members:
         gid = draw(st.one_of(st.none(), st.sampled_from(["s-1", "s-2", "s-3", "s-4", "s-5", "s-6", "s-7"])))
         if gid is not None and gid not in {x.group_instance_id for x in members}:
-            m = dataclasses.replace(m, group_instance_id=gid)
+            m = replace(m, group_instance_id=gid)
         members.append(m)
-    return dataclasses.replace(group, members=tuple(members))
+    return replace(group, members=tuple(members))
 
 
 @SETTINGS
@@ -183,8 +183,8 @@ def changed(draw: st.DrawFn, cluster: Cluster, group: ConsumerGroup) -> tuple[Cl
         i = draw(st.integers(0, len(members) - 1))
         topics = sorted(cluster.topics)
         subs = tuple(sorted(draw(st.lists(st.sampled_from(topics), min_size=1, unique=True))))
-        members[i] = dataclasses.replace(members[i], topics=subs)
-    return cluster, dataclasses.replace(group, members=tuple(members))
+        members[i] = replace(members[i], topics=subs)
+    return cluster, replace(group, members=tuple(members))
 
 
 @st.composite

@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 
 from ...model import Cluster, ConsumerGroup, Member, TopicPartition, is_cross_rack
+from ...record import record, replace
 from ..owned import previous_owners
 from ..sticky.common import prepare
 from ..sticky.general import assign_general
@@ -58,7 +58,7 @@ from .neighbourhood import improve
 EXACT_LIMIT = 1 << 50
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Outcome:
     """Whether the whole plan is proven optimal, and a proven lower bound on its cross-rack partitions.
 

@@ -26,11 +26,11 @@ slower with one path per Dijkstra run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ...flow import FlowGraph
 from ...flow.prices import residual_potentials
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
+from ...record import record
 from ..owned import previous_owners
 from .fair import fair_box
 
@@ -48,7 +48,7 @@ def fair_assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     )
 
 
-@dataclass(slots=True)
+@record()
 class Classes:
     """The instance aggregated: what is interchangeable for cost and for balance.
 
@@ -95,7 +95,7 @@ class Classes:
         return 1 if has_rack and mask and not mask & bit else 0
 
 
-@dataclass(slots=True)
+@record()
 class _Face:
     """What every optimal stage-A flow looks like (complementary slackness).
 

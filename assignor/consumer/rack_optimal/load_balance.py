@@ -39,10 +39,10 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from ...flow import PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
+from ...record import record
 from ...traffic import exact_integers, group_weights, load_weights
 from ..owned import previous_owners
 
@@ -53,7 +53,7 @@ RECEIVERS = 8
 IMPROVE_WORK = 2_000_000
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class LoadPlan:
     """A plan meeting the load rule; ``cross`` its locality cost (scaled), ``bound`` the unavoidable part."""
 

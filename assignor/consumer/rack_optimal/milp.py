@@ -43,14 +43,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from ...record import record
 
 if TYPE_CHECKING:
     from ...flow.highs import Program
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Component:
     """One connected piece of a group: members linked by shared topics, in sorted member order.
 
@@ -75,7 +76,7 @@ class Component:
     cap: Sequence[int | None] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Solution:
     """What HiGHS found: the best plan, whether it is proven optimal, and a proven bound.
 

@@ -49,9 +49,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 from ...flow.mincost import FlowGraph, InfeasibleFlow
+from ...record import record
 from .milp import Component, plan_value, value_floor
 
 SMALL_WORK = 50_000
@@ -70,7 +70,7 @@ class _OutOfWork(Exception):
     """The budget ran out: the enumeration is not complete, so nothing is proven."""
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Subscription:
     """Members with the same topic groups (in member order), in runs of interchangeable ones."""
 

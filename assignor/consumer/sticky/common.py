@@ -15,13 +15,12 @@ member's class and a partition's replica-rack mask.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ...model import Cluster, ConsumerGroup, TopicPartition
+from ...record import field, record
 from ..owned import owners_and_contested
 
 
-@dataclass(slots=True)
+@record()
 class Prepared:
     """Integer view of one rebalance (see the module docstring)."""
 

@@ -30,10 +30,9 @@ random cases; see docs/assignors.md).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
+from ...record import field, record
 from .general_edges import PoolEdges, pool_edges
 from .general_nodes import members_and_hubs
 from .general_pools import Pooled, Pools, pools_of
@@ -46,7 +45,7 @@ from .general_state import GeneralState
 SHIFT_WORK = 60_000
 
 
-@dataclass(slots=True)
+@record()
 class Budget:
     """Flow edges the count-shift search may still build, and the flows it solved (shared by the runs
     of one settling call: the same graph is solved once)."""
@@ -58,7 +57,7 @@ class Budget:
         return self.edges <= 0
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Repair:
     """Why a shift came out unbalanced, and the retry that avoids it.
 
@@ -143,7 +142,7 @@ def _solve(graph: FlowGraph, budget: Budget | None, cutoff: int | None) -> FlowR
     return (FlowMemo() if budget is None else budget.memo).solve_below(graph, cutoff)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class _Counts:
     """The counts a :func:`place` flow must meet: per member, each topic's least-loaded subscriber's,
     and the droppers that may hold one fewer."""
@@ -184,7 +183,7 @@ def _nothing_to_gain(state: GeneralState, current: int, big: int, plain: bool, p
     return not current
 
 
-@dataclass(slots=True)
+@record()
 class _Network:
     """The flow network of one :func:`place`, its nodes created on first use in a fixed order."""
 

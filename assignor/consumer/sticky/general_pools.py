@@ -9,8 +9,9 @@ state's fixed data: a kept answer is the one a new pass would give, the graphs s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
+
+from ...record import field, record
 
 #: A pool's key: (owner or -1, topic, replica mask, pinned); pinned means with its owner in a keep-first run.
 PoolKey = tuple[int, int, int, bool]
@@ -18,7 +19,7 @@ PoolKey = tuple[int, int, int, bool]
 Pools = list[tuple[PoolKey, list[int]]]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Pooled:
     """The pools of one holder (a copy of it) and its ``BIG * cross + moves``; per topic, its pools not
     pinned, and per (owner, topic) with an owner, its pools: what a graph's size is counted from."""
@@ -30,7 +31,7 @@ class Pooled:
     owned: list[tuple[int, int, int]]
 
 
-@dataclass(slots=True)
+@record()
 class FlowCache:
     """What :func:`~.general_flow.place` would otherwise work out again at every call from one state (issue 29: the
     count-shift search calls it hundreds of times, mostly at one holder), kept on the state.

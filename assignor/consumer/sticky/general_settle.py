@@ -37,10 +37,10 @@ are *verified*:
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection
 
 from ...flow.memo import FlowMemo
+from ...record import field, record, replace
 from .common import Prepared
 from .general import assign_general_proven, keep_first_floor
 from .general_exact import exact_candidate
@@ -66,7 +66,7 @@ def _moved(holder: list[int], claim: list[int]) -> int:
     return sum(1 for h, c in zip(holder, claim, strict=True) if c != -1 and h != c)
 
 
-@dataclasses.dataclass(slots=True)
+@record()
 class _Work:
     """What one :func:`settle_general` call may still spend, and whether a limit cut its search."""
 
@@ -74,11 +74,9 @@ class _Work:
     edges: int = SETTLE_WORK
     cut: bool = False
     proven: list[int] | None = None  # the last search's holder, if its cross-rack count is proven minimal
-    memo: FlowMemo = dataclasses.field(default_factory=FlowMemo)  # every run's flows, solved once each
+    memo: FlowMemo = field(default_factory=FlowMemo)  # every run's flows, solved once each
     #: a round's answer (and its keep-first target) by owners: a pure function of them
-    answers: dict[tuple[int, ...], tuple[list[int], list[int] | None]] = dataclasses.field(
-        default_factory=dict
-    )
+    answers: dict[tuple[int, ...], tuple[list[int], list[int] | None]] = field(default_factory=dict)
 
 
 def settle_general(prep: Prepared, contested: Collection[int] = ()) -> Settlement:
@@ -155,7 +153,7 @@ class _Round:
         """One round of the general path (:func:`_choose`) on these owners, charged to the work."""
         work = self.work
         work.runs -= 1
-        step = dataclasses.replace(
+        step = replace(
             self.prep,
             owner=owner,
             keep_owned=keep_owned,
@@ -213,7 +211,7 @@ class _Round:
         if not self.afford():
             return None
         outer, work.cut = work.cut, False
-        nxt = dataclasses.replace(self.prep, owner=owner, claim_owner=owner, min_cross_holder=None)
+        nxt = replace(self.prep, owner=owner, claim_owner=owner, min_cross_holder=None)
         landed, _ = _settle_general(nxt, (), work, self.depth + 1)
         inner, work.cut = work.cut, outer or work.cut
         return None if inner else landed
@@ -310,7 +308,7 @@ def _choose(
     moves = _moved(found, prep.owner)
     if not moves or prep.keep_owned:
         return found, None, proven, SHIFT_WORK - budget.edges
-    keep_prep = dataclasses.replace(prep, keep_owned=True, min_cross_holder=None, start=None)
+    keep_prep = replace(prep, keep_owned=True, min_cross_holder=None, start=None)
     if keep_first_floor(keep_prep) > cross_count(prep, found):
         return found, None, proven, SHIFT_WORK - budget.edges  # the keep-first run cannot be as local
     keep_budget = Budget(memo=memo)

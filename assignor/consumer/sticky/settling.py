@@ -24,9 +24,9 @@ more local.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Collection
 
+from ...record import record, replace
 from .common import Prepared
 from .constrained import assign_constrained
 
@@ -55,7 +55,7 @@ def unproven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
     return assign_constrained(prep), None
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@record(frozen=True)
 class Settlement:
     """What :func:`settle` reached: the holder of each partition, and whether it is a fixed point.
 
@@ -145,7 +145,7 @@ def _settle_search(prep: Prepared, algorithm: Algorithm, contested: Collection[i
 
     def run(owner: list[int]) -> list[int]:
         nonlocal proven
-        per_member, proven = algorithm(dataclasses.replace(prep, owner=owner, min_cross_holder=proven))
+        per_member, proven = algorithm(replace(prep, owner=owner, min_cross_holder=proven))
         return holders(per_member, n_parts)
 
     holder = run(prep.owner)
