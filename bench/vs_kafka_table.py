@@ -123,13 +123,13 @@ def line(row: Row) -> str:
 
 def summary(rows: Sequence[Row]) -> list[str]:
     """Plain sentences: where rackplan's core is below Kafka's warm CPU and where not, with the ratios."""
-    behind = [(r.case, ratio(r.warm.cpu, r.core.cpu)) for r in rows if r.warm is not None]
+    behind = [(f"{r.case} {r.shape}", ratio(r.warm.cpu, r.core.cpu)) for r in rows if r.warm is not None]
     slower = [(c, q) for c, q in behind if q is not None and q < 1]
     out = [
         f"rackplan's core below Kafka's warm CPU in {len(behind) - len(slower)} of {len(behind)} cases Kafka answered"
     ]
     out += [f"rackplan's core above Kafka's warm CPU: {c} (Kafka / ours {q:.2f}x)" for c, q in slower]
-    missing = [r.case for r in rows if r.warm is None]
+    missing = [f"{r.case} {r.shape}" for r in rows if r.warm is None]
     if missing:
         out.append("Kafka did not answer: " + ", ".join(missing))
     return out

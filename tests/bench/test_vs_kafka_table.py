@@ -72,8 +72,8 @@ def test_the_summary_names_each_case_where_rackplan_is_above_kafkas_warm_cpu() -
     rows = [_row("a", 0.001, 0.002), _row("b", 0.004, 0.001), _row("c", 0.001, None)]
     assert summary(rows) == [
         "rackplan's core below Kafka's warm CPU in 1 of 2 cases Kafka answered",
-        "rackplan's core above Kafka's warm CPU: b (Kafka / ours 0.25x)",
-        "Kafka did not answer: c",
+        "rackplan's core above Kafka's warm CPU: b 3 x 12 (Kafka / ours 0.25x)",
+        "Kafka did not answer: c 3 x 12",
     ]
 
 
