@@ -82,10 +82,10 @@ def times(t: Times | None) -> str:
 
 
 def x(r: float | None) -> str:
-    """A ratio as ``12.3x``; below 1 in bold (rackplan slower); ``-`` when missing."""
+    """A ratio as ``1.23x`` (``0.004x``, ``123x``); below 1 in bold (rackplan slower); ``-`` when missing."""
     if r is None:
         return "-"
-    text = f"{r:,.2f}x" if r < 10 else f"{r:,.0f}x"
+    text = f"{r:.3f}x" if r < 0.1 else f"{r:,.2f}x" if r < 10 else f"{r:,.0f}x"
     return f"**{text}**" if r < 1 else text
 
 
