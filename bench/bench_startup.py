@@ -100,6 +100,26 @@ def cases() -> dict[str, dict[str, Any]]:
 ENV = dict(os.environ)
 
 
+def use_bytecode(cache: str | None) -> None:
+    """The children's bytecode policy: cached under ``cache`` as an installed wheel has it, or (None)
+    ``PYTHONDONTWRITEBYTECODE``, every project module compiled on every run."""
+    if cache is None:
+        ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+        ENV["PYTHONPYCACHEPREFIX"] = cache
+
+
+def floor_argv(path: Path) -> list[str]:
+    """The floor on that instance file: a fresh interpreter reading it, ``json.loads``, ``json.dumps``."""
+    return [sys.executable, "-c", _FLOOR, str(path)]
+
+
+def assign_argv(path: Path) -> list[str]:
+    """``rackplan assign FILE`` as the console script runs it."""
+    return [sys.executable, "-c", _ASSIGN, "assign", str(path)]
+
+
 def _run(args: list[str]) -> tuple[float, float, str]:
     """One fresh interpreter: wall seconds, CPU seconds (user + system of the child), its stderr."""
     start = time.perf_counter()
@@ -132,11 +152,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-bytecode", action="store_true", help="compile every module on every run")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as cache:
-        if args.no_bytecode:
-            ENV["PYTHONDONTWRITEBYTECODE"] = "1"
-        else:
-            ENV.pop("PYTHONDONTWRITEBYTECODE", None)
-            ENV["PYTHONPYCACHEPREFIX"] = cache
+        use_bytecode(None if args.no_bytecode else cache)
         return _table(args.repeats)
 
 
@@ -155,8 +171,8 @@ def _table(repeats: int) -> int:
         for name, doc in cases().items():
             path = Path(tmp) / "instance.json"
             path.write_text(json.dumps(doc))
-            floor = timed([sys.executable, "-c", _FLOOR, str(path)], repeats)
-            assign = timed([sys.executable, "-c", _ASSIGN, "assign", str(path)], repeats)
+            floor = timed(floor_argv(path), repeats)
+            assign = timed(assign_argv(path), repeats)
             loaded = modules(_ASSIGN, ["assign", str(path)]) - bare
             ours = sorted(m for m in loaded if m.startswith("rackplan"))
             solvers = [s for s in SOLVERS if s in loaded] or ["none"]

@@ -110,27 +110,56 @@ class KafkaOracle:
         )
         self._lock = threading.Lock()
 
-    def answer_many(self, documents: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Kafka's answers to contract input documents, in order (written while reading: no pipe deadlock)."""
+    @property
+    def pid(self) -> int:
+        """The JVM's process id (the benchmarks read its CPU time)."""
+        return self._proc.pid
+
+    def answer_many(
+        self, documents: Sequence[dict[str, Any]], timeout: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Kafka's answers to contract input documents, in order (written while reading: no pipe deadlock).
+
+        ``timeout``: seconds for the whole batch; past it the JVM is killed (this oracle is then
+        unusable: start another) and :class:`TimeoutError` raised, for benchmarks where Kafka may not finish.
+        """
         proc = self._proc
         assert proc.stdin is not None and proc.stdout is not None
         stdin, stdout = proc.stdin, proc.stdout
         lines = [json.dumps(d, separators=(",", ":")) + "\n" for d in documents]
 
         def write() -> None:
-            for line in lines:
-                stdin.write(line)
-            stdin.flush()
+            try:
+                for line in lines:
+                    stdin.write(line)
+                stdin.flush()
+            except BrokenPipeError:  # killed by the timeout: the reader reports it
+                pass
+
+        expired = threading.Event()
+
+        def kill() -> None:
+            expired.set()  # before the kill: the reader sees it when its pipe closes
+            proc.kill()
 
         with self._lock:
+            watchdog = threading.Timer(timeout, kill) if timeout is not None else None
+            if watchdog is not None:
+                watchdog.start()
             writer = threading.Thread(target=write, daemon=True)
             writer.start()
             out = []
-            for _ in lines:
-                line = stdout.readline()
-                if not line:
-                    raise RuntimeError(f"Kafka oracle exited (code {proc.poll()})")
-                out.append(json.loads(line))
+            try:
+                for _ in lines:
+                    line = stdout.readline()
+                    if not line:
+                        if expired.is_set():
+                            raise TimeoutError(f"Kafka oracle: no answer within {timeout} s (killed)")
+                        raise RuntimeError(f"Kafka oracle exited (code {proc.poll()})")
+                    out.append(json.loads(line))
+            finally:
+                if watchdog is not None:
+                    watchdog.cancel()
             writer.join()
         return out
 

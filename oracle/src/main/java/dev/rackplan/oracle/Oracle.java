@@ -65,8 +65,12 @@ import java.util.TreeMap;
  *
  * <p>Extra input fields understood here (the contract ignores unknown fields):
  * {@code "oracle_repeat": N} runs the assignor N more times on the same input
- * after the answer and adds {@code "oracle_timing_ns"} (each run's wall time) to
- * the output, for benchmarks that want a JIT-warmed Kafka.
+ * after the answer and adds {@code "oracle_timing_ns"} (each run's wall time) and
+ * {@code "oracle_cpu_ns"} (each run's CPU time on the calling thread,
+ * {@code ThreadMXBean#getCurrentThreadCpuTime}) to the output, for benchmarks that
+ * want a JIT-warmed Kafka. Every answer also carries {@code "oracle_first_ns"} and
+ * {@code "oracle_first_cpu_ns"}: wall and thread CPU of the call that made the
+ * answer (in a fresh JVM: Kafka cold). Streams documents take the same fields.
  *
  * <p>A {@code streams_app} document is answered by {@link StreamsOracle}
  * (Kafka Streams' high-availability task assignor, rack-aware).
@@ -115,7 +119,9 @@ public final class Oracle {
         Map<String, Subscription> subs = subscriptions(group, assignorName);
         int repeat = doc.path("oracle_repeat").asInt(0);
 
+        Clock first = Clock.start();
         Map<String, ConsumerPartitionAssignor.Assignment> result = run(assignorName, cluster, subs);
+        first.stop();
         ObjectNode cg = JSON.createObjectNode();
         cg.put("group_id", group.path("group_id").asText(""));
         ObjectNode assignment = cg.putObject("assignment");
@@ -134,15 +140,11 @@ public final class Oracle {
         }
         ObjectNode outDoc = JSON.createObjectNode();
         outDoc.set("consumer_group", cg);
-        if (repeat > 0) {
-            ArrayNode timing = outDoc.putArray("oracle_timing_ns");
-            for (int i = 0; i < repeat; i++) {
-                Map<String, Subscription> fresh = subscriptions(group, assignorName);
-                long t0 = System.nanoTime();
-                run(assignorName, cluster, fresh);
-                timing.add(System.nanoTime() - t0);
-            }
-        }
+        first.report(outDoc);
+        Clock.repeat(outDoc, repeat, () -> {
+            Map<String, Subscription> fresh = subscriptions(group, assignorName);
+            return () -> run(assignorName, cluster, fresh);
+        });
         return outDoc;
     }
 

@@ -60,7 +60,9 @@ import java.util.UUID;
  * "standby": [...]}}, "probing_rebalance_needed": b, "rack_aware": b}}}.
  * Kafka keeps warm-up replicas among the standbys, so {@code standby} holds
  * both; {@code rack_aware} says whether Kafka's rack optimisation ran
- * ({@code canEnableRackAwareAssignor}).
+ * ({@code canEnableRackAwareAssignor}). The timing fields ({@code oracle_first_ns},
+ * {@code oracle_repeat}) are {@link Oracle}'s, timing the rack-aware assignor's
+ * construction and {@code HighAvailabilityTaskAssignor.assign}.
  */
 final class StreamsOracle {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -146,28 +148,13 @@ final class StreamsOracle {
         List<JsonNode> clients = new ArrayList<>();
         app.get("clients").forEach(clients::add);
         clients.sort((a, b) -> compareCodePoints(a.get("process_id").asText(), b.get("process_id").asText()));
-        Map<ProcessId, ClientState> states = new TreeMap<>();
         Map<ProcessId, Map<String, Optional<String>>> racks = new HashMap<>();
         Map<ProcessId, String> names = new HashMap<>();
         for (int i = 0; i < clients.size(); i++) {
             JsonNode c = clients.get(i);
             ProcessId pid = new ProcessId(new UUID(0L, i));
             names.put(pid, c.get("process_id").asText());
-            Map<TaskId, Long> lags = new HashMap<>();
-            for (TaskId t : statefulTasks)
-                lags.put(t, Long.MAX_VALUE);
-            JsonNode given = c.path("task_lags");
-            given.fieldNames().forEachRemaining(k -> {
-                TaskId t = TaskId.parse(k);
-                if (statefulTasks.contains(t))
-                    lags.put(t, given.get(k).asLong());
-            });
-            Map<String, String> tags = new HashMap<>();
-            c.path("tags").fieldNames().forEachRemaining(k -> tags.put(k, c.get("tags").get(k).asText()));
             int threads = c.path("threads").asInt(1);
-            ClientState state = new ClientState(taskSet(c.path("previous_active")),
-                taskSet(c.path("previous_standby")), lags, tags, threads, pid);
-            states.put(pid, state);
             JsonNode rack = c.get("rack");
             Optional<String> r = rack == null || rack.isNull() ? Optional.empty() : Optional.of(rack.asText());
             Map<String, Optional<String>> consumers = new TreeMap<>();
@@ -175,6 +162,7 @@ final class StreamsOracle {
                 consumers.put(names.get(pid) + "-consumer-" + k, r);
             racks.put(pid, consumers);
         }
+        Map<ProcessId, ClientState> states = clientStates(clients, statefulTasks);
 
         JsonNode ra = app.path("rack_aware");
         List<String> tagKeys = texts(app.path("rack_aware_assignment_tags"));
@@ -187,9 +175,13 @@ final class StreamsOracle {
             optionalInt(ra.get("traffic_cost")),
             optionalInt(ra.get("non_overlap_cost")),
             ra.path("strategy").asText("none"));
+        // Timed (Clock): the rack-aware assignor's construction and the assignment, as
+        // StreamsPartitionAssignor does them per rebalance; building the client states is not.
+        Clock first = Clock.start();
         RackAwareTaskAssignor rackAware = new RackAwareTaskAssignor(cluster, sourceParts, changelogParts,
             tasksForSub, racks, new ClusterTopics(cluster), configs, Time.SYSTEM);
         boolean probing = new HighAvailabilityTaskAssignor().assign(states, allTasks, statefulTasks, rackAware, configs);
+        first.stop();
 
         ObjectNode out = JSON.createObjectNode();
         ObjectNode sa = out.putObject("streams_app");
@@ -201,7 +193,38 @@ final class StreamsOracle {
         }
         sa.put("probing_rebalance_needed", probing);
         sa.put("rack_aware", rackAware.canEnableRackAwareAssignor());
+        first.report(out);
+        Clock.repeat(out, doc.path("oracle_repeat").asInt(0), () -> {
+            Map<ProcessId, ClientState> fresh = clientStates(clients, statefulTasks);
+            return () -> new HighAvailabilityTaskAssignor().assign(fresh, allTasks, statefulTasks,
+                new RackAwareTaskAssignor(cluster, sourceParts, changelogParts, tasksForSub, racks,
+                    new ClusterTopics(cluster), configs, Time.SYSTEM), configs);
+        });
         return out;
+    }
+
+    /** One fresh {@link ClientState} per client (the assignor fills them in), in the sorted order of {@code clients}. */
+    private static Map<ProcessId, ClientState> clientStates(List<JsonNode> clients, Set<TaskId> statefulTasks) {
+        Map<ProcessId, ClientState> states = new TreeMap<>();
+        for (int i = 0; i < clients.size(); i++) {
+            JsonNode c = clients.get(i);
+            ProcessId pid = new ProcessId(new UUID(0L, i));
+            Map<TaskId, Long> lags = new HashMap<>();
+            for (TaskId t : statefulTasks)
+                lags.put(t, Long.MAX_VALUE);
+            JsonNode given = c.path("task_lags");
+            given.fieldNames().forEachRemaining(k -> {
+                TaskId t = TaskId.parse(k);
+                if (statefulTasks.contains(t))
+                    lags.put(t, given.get(k).asLong());
+            });
+            Map<String, String> tags = new HashMap<>();
+            c.path("tags").fieldNames().forEachRemaining(k -> tags.put(k, c.get("tags").get(k).asText()));
+            int threads = c.path("threads").asInt(1);
+            states.put(pid, new ClientState(taskSet(c.path("previous_active")),
+                taskSet(c.path("previous_standby")), lags, tags, threads, pid));
+        }
+        return states;
     }
 
     private static int compareCodePoints(String a, String b) {
