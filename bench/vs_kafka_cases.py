@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from bench import bench_range, bench_sticky
 from bench.bench_streams import make_instance
 from rackplan.assignor.model import Cluster, ConsumerGroup
+from rackplan.assignor.record import replace
 
 #: A case's size class: ``huge`` runs only with ``--huge``; ``--quick`` keeps small and medium.
 SIZES = ("small", "medium", "large", "huge")
