@@ -84,52 +84,50 @@ class _TopicState:
         if n > self.per_member:
             self.extra -= 1
 
-    def take_first(self, candidates: Sequence[int], cursor: int, limit: int) -> tuple[list[int], int]:
-        """The first ``limit`` unassigned partitions of ``candidates`` from ``cursor``, and the new cursor.
-
-        Everything before a cursor is already assigned, which stays true
-        because partitions are never unassigned.
-        """
-        owner = self.owner
-        out: list[int] = []
-        i = cursor
-        end = len(candidates)
-        while i < end and len(out) < limit:
-            p = candidates[i]
-            if owner[p] < 0:
-                out.append(p)
-            i += 1
-        while i < end and owner[candidates[i]] >= 0:
-            i += 1
-        return out, i
-
 
 def _rack_pass(state: _TopicState, bits: Sequence[int], has_rack: Sequence[bool]) -> None:
     """Kafka's ``assignRanges`` with ``racksMatch``: each member, in order, takes the first
-    unassigned partitions with a replica in its rack, up to its quota."""
-    everything = range(state.n)
-    all_cursor = 0
-    by_bit: dict[int, tuple[list[int], int]] = {}
-    masks = state.masks
+    unassigned partitions with a replica in its rack, up to its quota.
+
+    One loop with the state in locals (the members of a small group take a partition or two each,
+    so the bookkeeping calls were most of the pass: issue 29); the same steps as a pass through
+    :meth:`_TopicState.max_assignable`, a take-the-first-unassigned scan and :meth:`~_TopicState.give`,
+    which ``tests/assignor/test_range.py`` checks it against.
+    """
+    n, masks, owner, counts = state.n, state.masks, state.owner, state.counts
+    per, extra, assigned = state.per_member, state.extra, state.assigned
+    # Candidates per key: a rack bit's partitions with a replica there; -1, members without a rack: all.
+    candidates: dict[int, list[int] | range] = {-1: range(n)}
+    cursors: dict[int, int] = {-1: 0}
     for c in state.consumers:
-        if state.assigned == state.n or (state.per_member == 0 and state.extra == 0):
+        if assigned == n or (per == 0 and extra == 0):
             break  # nothing left, or no quota left for anyone (quotas never grow)
-        limit = state.max_assignable(c)
-        if limit == 0:
+        limit = per + (1 if extra > 0 else 0) - counts[c]
+        if limit <= 0:
             continue
-        if not has_rack[c]:
-            parts, all_cursor = state.take_first(everything, all_cursor, limit)
-        else:
-            bit = bits[c]
-            if bit == 0:
-                continue  # a rack holding no broker matches no partition
-            entry = by_bit.get(bit)
-            if entry is None:
-                entry = ([p for p in everything if masks[p] & bit], 0)
-            parts, cursor = state.take_first(entry[0], entry[1], limit)
-            by_bit[bit] = (entry[0], cursor)
-        if parts:
-            state.give(c, parts)
+        key = bits[c] if has_rack[c] else -1
+        if key == 0:
+            continue  # a rack holding no broker matches no partition
+        cand = candidates.get(key)
+        if cand is None:
+            cand = candidates[key] = [p for p in range(n) if masks[p] & key]
+            cursors[key] = 0
+        i, end, took = cursors[key], len(cand), 0
+        while i < end and took < limit:
+            p = cand[i]
+            i += 1
+            if owner[p] < 0:
+                owner[p] = c
+                took += 1
+        while i < end and owner[cand[i]] >= 0:
+            i += 1
+        cursors[key] = i
+        if took:
+            assigned += took
+            counts[c] += took
+            if counts[c] > per:
+                extra -= 1
+    state.extra, state.assigned = extra, assigned
 
 
 def _co_partitioned_pass(states: list[_TopicState], bits: Sequence[int], has_rack: Sequence[bool]) -> None:
@@ -254,17 +252,31 @@ def range_assignment(
 
 def _fill(state: _TopicState) -> None:
     """Kafka's plain ``assignRanges`` over what the rack passes left: each member, in order, takes the
-    first unassigned partitions up to its quota."""
-    everything = range(state.n)
+    first unassigned partitions up to its quota (in one loop, as :func:`_rack_pass`; checked against the
+    bookkeeping calls by ``tests/assignor/test_range.py``)."""
+    n, owner, counts = state.n, state.owner, state.counts
+    per, extra, assigned = state.per_member, state.extra, state.assigned
     cursor = 0
     for c in state.consumers:
-        if state.assigned == state.n:
+        if assigned == n:
             break
-        limit = state.max_assignable(c)
-        if limit:
-            parts, cursor = state.take_first(everything, cursor, limit)
-            if parts:
-                state.give(c, parts)
+        limit = per + (1 if extra > 0 else 0) - counts[c]
+        if limit <= 0:
+            continue
+        took = 0
+        while cursor < n and took < limit:
+            if owner[cursor] < 0:
+                owner[cursor] = c
+                took += 1
+            cursor += 1
+        while cursor < n and owner[cursor] >= 0:
+            cursor += 1
+        if took:
+            assigned += took
+            counts[c] += took
+            if counts[c] > per:
+                extra -= 1
+    state.extra, state.assigned = extra, assigned
 
 
 def plain_ranges(state: _TopicState) -> list[tuple[int, int, int]]:

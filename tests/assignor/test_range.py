@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.range_assignor import (
     _fill,
+    _rack_pass,
     _TopicState,
     assign,
     plain_ranges,
@@ -678,6 +679,90 @@ def test_plain_ranges_equal_kafkas_fill_on_a_fresh_topic(n_parts: int, n_consume
     consumers = list(range(0, 2 * n_consumers, 2))  # member positions need not be contiguous
     fast, slow = (_TopicState("t", [1] * n_parts, consumers) for _ in range(2))
     slices = plain_ranges(fast)
-    _fill(slow)
+    fill_by_calls(slow)
     assert [c for c, first, end in slices for _ in range(first, end)] == slow.owner
     assert all(end > first for _, first, end in slices)
+
+
+def take_first(
+    state: _TopicState, candidates: Sequence[int], cursor: int, limit: int
+) -> tuple[list[int], int]:
+    """The first ``limit`` unassigned partitions of ``candidates`` from ``cursor``, and the new cursor
+    (everything before a cursor is assigned: partitions are never unassigned)."""
+    out: list[int] = []
+    i, end = cursor, len(candidates)
+    while i < end and len(out) < limit:
+        if state.owner[candidates[i]] < 0:
+            out.append(candidates[i])
+        i += 1
+    while i < end and state.owner[candidates[i]] >= 0:
+        i += 1
+    return out, i
+
+
+def rack_pass_by_calls(state: _TopicState, bits: Sequence[int], has_rack: Sequence[bool]) -> None:
+    """Kafka's ``assignRanges`` with ``racksMatch`` step by step through the state's bookkeeping calls: the
+    oracle of the inlined :func:`_rack_pass` (its form before issue 29)."""
+    everything = range(state.n)
+    all_cursor = 0
+    by_bit: dict[int, tuple[list[int], int]] = {}
+    for c in state.consumers:
+        if state.assigned == state.n or (state.per_member == 0 and state.extra == 0):
+            break
+        limit = state.max_assignable(c)
+        if limit == 0:
+            continue
+        if not has_rack[c]:
+            parts, all_cursor = take_first(state, everything, all_cursor, limit)
+        else:
+            if bits[c] == 0:
+                continue
+            entry = by_bit.get(bits[c])
+            if entry is None:
+                entry = ([p for p in everything if state.masks[p] & bits[c]], 0)
+            parts, cursor = take_first(state, entry[0], entry[1], limit)
+            by_bit[bits[c]] = (entry[0], cursor)
+        if parts:
+            state.give(c, parts)
+
+
+def fill_by_calls(state: _TopicState) -> None:
+    """Kafka's plain ``assignRanges`` through the bookkeeping calls: the oracle of the inlined :func:`_fill`."""
+    cursor = 0
+    for c in state.consumers:
+        if state.assigned == state.n:
+            break
+        limit = state.max_assignable(c)
+        if limit:
+            parts, cursor = take_first(state, range(state.n), cursor, limit)
+            if parts:
+                state.give(c, parts)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    masks=st.lists(st.integers(0, 7), max_size=60),
+    members=st.lists(st.tuples(st.booleans(), st.sampled_from([0, 1, 2, 4, 3])), min_size=1, max_size=25),
+)
+def test_the_rack_pass_and_the_fill_equal_the_passes_through_the_bookkeeping_calls(
+    masks: list[int], members: list[tuple[bool, int]]
+) -> None:
+    """Issue 29: the rack pass and the fill inlined (state in locals) take exactly the partitions, counts and quotas
+    that the passes through ``max_assignable``, ``take_first`` and ``give`` take: members with and
+    without racks, racks holding no broker (bit 0), partitions on no rack, more members than partitions."""
+    has_rack = [r for r, _ in members]
+    bits = [b if r else 0 for r, b in members]
+    consumers = list(range(len(members)))
+    fast, slow = (_TopicState("t", masks, consumers) for _ in range(2))
+    _rack_pass(fast, bits, has_rack)
+    rack_pass_by_calls(slow, bits, has_rack)
+    assert (fast.owner, fast.counts, fast.extra, fast.assigned) == (
+        slow.owner,
+        slow.counts,
+        slow.extra,
+        slow.assigned,
+    )
+    _fill(fast)  # then the plain fill over what the pass left, as range_assignment runs it
+    fill_by_calls(slow)
+    assert (fast.owner, fast.counts, fast.extra) == (slow.owner, slow.counts, slow.extra)
+    assert fast.assigned == slow.assigned == len(masks) and -1 not in fast.owner
