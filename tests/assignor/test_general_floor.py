@@ -16,11 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import general_floor
+from rackplan.assignor.consumer.sticky import assign, general_floor, general_flow
 from rackplan.assignor.consumer.sticky.general_floor import floor_cost, floor_cost_py
+from rackplan.assignor.flow import FlowGraph, FlowResult, InfeasibleFlow
 from rackplan.assignor.flow.compiled import Core
 from tests.assignor.general_core import cliff_calls, same_with_and_without_core
 from tests.assignor.test_flow_core import compiled_core
+from tests.assignor.test_sticky_work import one_joins, seven_racks
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +144,50 @@ def test_groups_solve_the_same_graphs_with_the_core_and_without(
     """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
     the floors from the core and with no core (the install without a C compiler)."""
     same_with_and_without_core(general_floor, seed, n_members, n_parts)
+
+
+def floors_and_costs(seed: int, n_members: int, n_parts: int) -> list[tuple[int, int]]:
+    """Per count-shift flow solved with a cut-off while an unequal seven-rack group's joining member is
+    assigned: its floor and its min cost, solved in full (infeasible flows left out: any floor holds)."""
+    seen: list[tuple[int, int]] = []
+    refused, solve = general_flow._refused, general_flow._solve
+    last: list[Any] = []
+
+    def watched_refused(state: Any, net: Any, pooled: Any, budget: Any, floored: bool) -> bool:
+        last[:] = [state, net, pooled]
+        return refused(state, net, pooled, budget, floored)
+
+    def watched_solve(graph: FlowGraph, budget: Any, cutoff: int | None) -> FlowResult | None:
+        if cutoff is not None:
+            state, net, pooled = last
+            big = state.prep.cross_price or state.n_parts + 1
+            floor = general_flow._floor_cost(state, net, pooled.pools, big)
+            try:
+                seen.append((floor, graph.solve().cost))
+            except InfeasibleFlow:
+                pass
+        return solve(graph, budget, cutoff)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(general_flow, "_refused", watched_refused)
+        patch.setattr(general_flow, "_solve", watched_solve)
+        cluster, members = seven_racks(seed, n_members, n_parts)
+        assign(cluster, one_joins(cluster, members))
+    return seen
+
+
+def test_the_cliff_groups_floors_are_below_every_flows_min_cost(core: Core) -> None:
+    """The floor is a lower bound (so refusing a flow at it changes no plan), against the solver's own
+    min cost of every flow the recorded cliff seed solves with a cut-off; and it is not a trivial one."""
+    seen = floors_and_costs(41, 23, 148)
+    assert seen and all(floor <= cost for floor, cost in seen), [x for x in seen if x[0] > x[1]][:5]
+    assert sum(floor == cost for floor, cost in seen) > 0
+
+
+@settings(max_examples=6, deadline=None)
+@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
+def test_floors_are_below_every_flows_min_cost_on_seven_rack_groups(
+    core: Core, seed: int, n_members: int, n_parts: int
+) -> None:
+    seen = floors_and_costs(seed, n_members, n_parts)
+    assert all(floor <= cost for floor, cost in seen), [x for x in seen if x[0] > x[1]][:5]
