@@ -9,6 +9,7 @@ floor is a floor: never above the cost the flow it stands for is solved at.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -162,10 +163,8 @@ def floors_and_costs(seed: int, n_members: int, n_parts: int) -> list[tuple[int,
             state, net, pooled = last
             big = state.prep.cross_price or state.n_parts + 1
             floor = general_flow._floor_cost(state, net, pooled.pools, big)
-            try:
+            with contextlib.suppress(InfeasibleFlow):  # infeasible: any floor holds
                 seen.append((floor, graph.solve().cost))
-            except InfeasibleFlow:
-                pass
         return solve(graph, budget, cutoff)
 
     with pytest.MonkeyPatch.context() as patch:
