@@ -175,12 +175,26 @@ static void spare_set(Spare *s, PyObject *d, PyObject *key, PyObject *value) {
     Py_XDECREF(value);
 }
 
+/* Append the edge (tail, head, cap, 0) (the tuple made directly: Py_BuildValue's format was most of its cost). */
 static void spare_edge(Spare *s, Py_ssize_t tail, Py_ssize_t head, PyObject *cap) {
-    PyObject *e = Py_BuildValue("(nnOi)", tail, head, cap, 0);
-    if (!e || PyList_Append(s->edges, e) < 0) {
+    PyObject *e = PyTuple_New(4), *a = PyLong_FromSsize_t(tail), *b = PyLong_FromSsize_t(head), *z = PyLong_FromLong(0);
+    if (!e || !a || !b || !z) {
+        Py_XDECREF(e);
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        Py_XDECREF(z);
+        s->ok = -1;
+        return;
+    }
+    Py_INCREF(cap);
+    PyTuple_SET_ITEM(e, 0, a);
+    PyTuple_SET_ITEM(e, 1, b);
+    PyTuple_SET_ITEM(e, 2, cap);
+    PyTuple_SET_ITEM(e, 3, z);
+    if (PyList_Append(s->edges, e) < 0) {
         s->ok = -1;
     }
-    Py_XDECREF(e);
+    Py_DECREF(e);
 }
 
 /* The dropper numbers, ascending (a new C array of *n), NULL with *ok cleared on anything else. */
