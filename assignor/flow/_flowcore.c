@@ -719,6 +719,12 @@ static PyMethodDef methods[] = {
     {"members_and_hubs", flowcore_members_and_hubs, METH_VARARGS,
      "members_and_hubs(n_topics, n, tm, cnt, min_sub, drops, cls, supply, edges, hubs, member_node) -> dict | None: "
      "sticky.general_nodes.members_and_hubs_py compiled (see _nodes.c)."},
+    {"floor_cost", flowcore_floor_cost, METH_VARARGS,
+     "floor_cost(pools, cnt, min_sub, spare_of, grows, crossk, cls, classes, big) -> int | None: "
+     "sticky.general_floor.floor_cost_py compiled (see _shift.c)."},
+    {"spare_units", flowcore_spare_units, METH_VARARGS,
+     "spare_units(drops, losers, banned, gainer, cnt, min_sub, mt, cls, supply, edges, hubs, member_node, spare_of, "
+     "grows, node_member) -> int | None: sticky.general_spare.spare_units_py compiled (see _shift.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -27,4 +27,8 @@ PyObject *flowcore_read_back(PyObject *self, PyObject *args);
 /* _nodes.c: sticky.general_nodes.members_and_hubs_py compiled (issue 29). */
 PyObject *flowcore_members_and_hubs(PyObject *self, PyObject *args);
 
+/* _shift.c: sticky.general_floor.floor_cost_py and sticky.general_spare.spare_units_py compiled (issue 29). */
+PyObject *flowcore_floor_cost(PyObject *self, PyObject *args);
+PyObject *flowcore_spare_units(PyObject *self, PyObject *args);
+
 #endif

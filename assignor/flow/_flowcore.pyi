@@ -1,6 +1,7 @@
 """The compiled primal-dual phases (``_flowcore.c``): :func:`rackplan.assignor.flow.mincost._phases` in C."""
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 
 SOLVED: int
 CUT_OFF: int
@@ -64,3 +65,40 @@ def members_and_hubs(
     """``sticky.general_nodes.members_and_hubs_py``'s nodes, edges and dict entries (``_nodes.c``) and its
     answer, or None with nothing made (anything it cannot take as the Python does, lists or dicts not
     empty among them: the Python makes them then, with its own result or error)."""
+
+def floor_cost(
+    pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+    cnt: list[int],
+    min_sub: list[int],
+    spare_of: dict[int, int],
+    grows: dict[int, set[int]],
+    crossk: list[dict[int, int]],
+    cls: list[int],
+    classes: list[tuple[int, ...]],
+    big: int,
+    /,
+) -> int | None:
+    """``sticky.general_floor.floor_cost_py``'s floor (``_shift.c``), or None (anything it cannot take as the
+    Python does: the Python answers then, with its own result or error)."""
+
+def spare_units(
+    drops: AbstractSet[int],
+    losers: AbstractSet[int],
+    banned: AbstractSet[int],
+    gainer: int,
+    cnt: list[int],
+    min_sub: list[int],
+    mt: list[list[int]],
+    cls: list[int],
+    supply: list[int],
+    edges: list[tuple[int, int, int, int]],
+    hubs: dict[tuple[int, int], int],
+    member_node: dict[int, int],
+    spare_of: dict[int, int],
+    grows: dict[int, set[int]],
+    node_member: dict[int, int],
+    /,
+) -> int | None:
+    """``sticky.general_spare.spare_units_py``'s nodes, edges and dict entries (``_shift.c``) and its room, or
+    None with nothing made (anything it cannot take as the Python does, ``spare_of`` or ``grows`` not empty
+    among them: the Python makes them then, with its own result or error)."""

@@ -9,6 +9,7 @@ package imported from a zip (fleet's Spark mode), has none, and the Python solve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Protocol
 
 
@@ -76,6 +77,40 @@ class Core(Protocol):
         member_node: dict[int, int],
         /,
     ) -> dict[int, int] | None: ...
+
+    def floor_cost(
+        self,
+        pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+        cnt: list[int],
+        min_sub: list[int],
+        spare_of: dict[int, int],
+        grows: dict[int, set[int]],
+        crossk: list[dict[int, int]],
+        cls: list[int],
+        classes: list[tuple[int, ...]],
+        big: int,
+        /,
+    ) -> int | None: ...
+
+    def spare_units(
+        self,
+        drops: AbstractSet[int],
+        losers: AbstractSet[int],
+        banned: AbstractSet[int],
+        gainer: int,
+        cnt: list[int],
+        min_sub: list[int],
+        mt: list[list[int]],
+        cls: list[int],
+        supply: list[int],
+        edges: list[tuple[int, int, int, int]],
+        hubs: dict[tuple[int, int], int],
+        member_node: dict[int, int],
+        spare_of: dict[int, int],
+        grows: dict[int, set[int]],
+        node_member: dict[int, int],
+        /,
+    ) -> int | None: ...
 
 
 def load() -> Core | None:

@@ -34,9 +34,11 @@ from ...flow import FlowGraph, FlowResult, InfeasibleFlow
 from ...flow.memo import FlowMemo
 from ...record import field, record
 from .general_edges import PoolEdges, pool_edges
+from .general_floor import floor_cost
 from .general_nodes import members_and_hubs
 from .general_pools import Pooled, Pools, pools_of
 from .general_readback import read_back
+from .general_spare import spare_units
 from .general_state import GeneralState
 
 #: Flow edges the count-shift searches of one run may build, all of its calls together: small groups are
@@ -240,36 +242,27 @@ def _members_and_hubs(state: GeneralState, net: _Network) -> None:
 def _spare_units(
     state: GeneralState, net: _Network, losers: frozenset[int], banned: frozenset[int], gainer: int
 ) -> None:
-    """Spare units for members at the bottom of a topic: the count shift's receivers, chosen by the flow."""
-    drops = net.counts.drops
-    cnt, min_sub = net.counts.cnt, net.counts.min_sub
-    graph = net.graph
-    spare = graph.add_node(-(len(losers) if gainer < 0 else 0) - len(drops))
-    for i in sorted(drops):  # a dropper that keeps its count sends its last unit here
-        graph.add_edge(net.member(i), spare, 1, 0)
-    room = net.room = max(1, len(losers))
-    # With droppers, a member one above a topic's minimum may grow too, if the members at the minimum
-    # grow with it; the repair bars it when they do not.
-    reach = 1 if drops else 0
-    supply, edges, hubs, cls = graph.supply, graph.edges, net.hubs, state.cls
-    for d, topics in enumerate(state.mt):
-        if d in losers or d in banned:
-            continue
-        top = cnt[d] - reach  # grows in the topics whose minimum is at least this
-        grow = [t for t in topics if top <= min_sub[t]]
-        if grow:  # its spare-unit node, then hubs on first use, appended directly
-            y = net.spare_of[d] = len(supply)
-            supply.append(0)
-            net.grows[d] = set(grow)
-            net.node_member[y] = d
-            edges.append((y, spare, room, 0))
-            g = cls[d]
-            for t in grow:
-                hub = hubs.get((t, g))
-                if hub is None:
-                    hub = hubs[(t, g)] = len(supply)
-                    supply.append(0)
-                edges.append((hub, y, room, 0))
+    """Spare units for members at the bottom of a topic: the count shift's receivers, chosen by the flow
+    (:func:`.general_spare.spare_units`, which appends to the graph's lists and fills the network's dicts
+    as ``add_node``, ``add_edge`` and :meth:`_Network.member` would)."""
+    c, graph = net.counts, net.graph
+    net.room = spare_units(
+        c.drops,
+        losers,
+        banned,
+        gainer,
+        c.cnt,
+        c.min_sub,
+        state.mt,
+        state.cls,
+        graph.supply,
+        graph.edges,
+        net.hubs,
+        net.member_node,
+        net.spare_of,
+        net.grows,
+        net.node_member,
+    )
 
 
 def _refused(
@@ -290,39 +283,23 @@ def _refused(
 
 
 def _floor_cost(state: GeneralState, net: _Network, pools: Pools, big: int) -> int:
-    """A lower bound on the flow's cost: every partition at the cheapest edge its pool will have, as if
-    no member's count limited it (infeasible pools add nothing).
-
-    Each unit of flow crosses exactly one pool edge and every other edge costs 0, so the flow can be
-    no cheaper.  When the bound already reaches the current cost, the flow could not be strictly
-    cheaper and :func:`place` returns False without building it (issue 29: about a third of the
-    count-shift flows of small unequal groups are refused this way, for the price of one pass over
-    the pools instead of a graph and a solve).  The provable plain flow is always built, since its
-    result also records the proof.
-    """
-    cnt, min_sub = net.counts.cnt, net.counts.min_sub
-    crossk, cls = state.crossk, state.cls
-    classes = net.topic_classes(state.n_topics)
-    fewest = state.flow_cache.fewest
-    hub_cross = [
-        fewest.setdefault(gs, {}) for gs in classes
-    ]  # per topic: mask -> fewest cross-rack via a hub
-    spare_of, grows = net.spare_of, net.grows
-    floor = 0
-    for (o, t, k, pinned), lst in pools:
-        best = -1
-        if o >= 0 and (0 < cnt[o] <= min_sub[t] + 1 or (o in spare_of and t in grows[o])):
-            best = big * crossk[cls[o]][k]
-        if not pinned and classes[t]:
-            c = hub_cross[t].get(k)
-            if c is None:
-                c = hub_cross[t][k] = min(crossk[g][k] for g in classes[t])
-            c = big * c + (1 if o >= 0 else 0)
-            if best < 0 or c < best:
-                best = c
-        if best > 0:
-            floor += best * len(lst)
-    return floor
+    """A lower bound on the flow's cost (:func:`.general_floor.floor_cost`: every partition at the cheapest
+    edge its pool will have).  When it already reaches the current cost the flow could not be strictly
+    cheaper, so :func:`place` builds none; the provable plain flow is always built, since its result
+    also records the proof."""
+    c = net.counts
+    return floor_cost(
+        pools,
+        c.cnt,
+        c.min_sub,
+        net.spare_of,
+        net.grows,
+        state.crossk,
+        state.cls,
+        net.topic_classes(state.n_topics),
+        big,
+        state.flow_cache.fewest,
+    )
 
 
 def _pool_edge_count(state: GeneralState, net: _Network, pooled: Pooled) -> int:
