@@ -128,7 +128,9 @@ def summary(rows: Sequence[Row]) -> list[str]:
     out = [
         f"rackplan's core below Kafka's warm CPU in {len(behind) - len(slower)} of {len(behind)} cases Kafka answered"
     ]
-    out += [f"rackplan's core above Kafka's warm CPU: {c} (Kafka / ours {q:.2f}x)" for c, q in slower]
+    out += [
+        f"rackplan's core above Kafka's warm CPU: {c} (Kafka / ours {x(q).strip('*')})" for c, q in slower
+    ]
     missing = [f"{r.case} {r.shape}" for r in rows if r.warm is None]
     if missing:
         out.append("Kafka did not answer: " + ", ".join(missing))

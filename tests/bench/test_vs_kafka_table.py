@@ -69,10 +69,11 @@ def test_a_row_without_kafka_says_so_and_leaves_its_cells_empty() -> None:
 
 
 def test_the_summary_names_each_case_where_rackplan_is_above_kafkas_warm_cpu() -> None:
-    rows = [_row("a", 0.001, 0.002), _row("b", 0.004, 0.001), _row("c", 0.001, None)]
+    rows = [_row("a", 0.001, 0.002), _row("b", 0.004, 0.001), _row("c", 0.001, None), _row("d", 0.2, 0.0006)]
     assert summary(rows) == [
-        "rackplan's core below Kafka's warm CPU in 1 of 2 cases Kafka answered",
+        "rackplan's core below Kafka's warm CPU in 1 of 3 cases Kafka answered",
         "rackplan's core above Kafka's warm CPU: b 3 x 12 (Kafka / ours 0.25x)",
+        "rackplan's core above Kafka's warm CPU: d 3 x 12 (Kafka / ours 0.003x)",  # not 0.00x
         "Kafka did not answer: c 3 x 12",
     ]
 
