@@ -16,10 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import general_edges
 from rackplan.assignor.consumer.sticky.general_edges import pool_edges, pool_edges_py
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.general_core import cliff_calls, same_with_and_without_core
 from tests.assignor.test_flow_core import compiled_core
 
 
@@ -123,19 +121,3 @@ def test_pool_edges_gives_the_pythons_answer_compiled_or_not(core: Core, args: t
     except (KeyError, ValueError) as e:
         got = type(e)
     assert (got, mine[1], mine[2]) == want
-
-
-def test_the_cliff_groups_pool_edges_are_built_by_the_core(core: Core) -> None:
-    """The recorded cliff seed's graphs: every pool-edge call is answered by the core (none handed back)."""
-    answers = cliff_calls(general_edges, "pool_edges", core)
-    assert answers and all(answers), (len(answers), answers.count(False))
-
-
-@settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
-def test_groups_solve_the_same_graphs_with_the_core_and_without(
-    core: Core, seed: int, n_members: int, n_parts: int
-) -> None:
-    """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
-    the pool edges built by the core and with no core (the install without a C compiler)."""
-    same_with_and_without_core(general_edges, seed, n_members, n_parts)

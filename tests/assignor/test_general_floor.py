@@ -17,11 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import assign, general_floor, general_flow
+from rackplan.assignor.consumer.sticky import assign, general_flow
 from rackplan.assignor.consumer.sticky.general_floor import floor_cost, floor_cost_py
 from rackplan.assignor.flow import FlowGraph, FlowResult, InfeasibleFlow
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.general_core import cliff_calls, same_with_and_without_core
 from tests.assignor.test_flow_core import compiled_core
 from tests.assignor.test_sticky_work import one_joins, seven_racks
 
@@ -129,22 +128,6 @@ def test_the_core_takes_each_pools_cheapest_edge(core: Core) -> None:
         10,
     )
     assert core.floor_cost(*args) == floor_cost_py(*args) == 2 * 1 + 0 + 3 * 10 + 10
-
-
-def test_the_cliff_groups_floors_are_the_cores(core: Core) -> None:
-    """The recorded cliff seed: every floor is answered by the core, and is the Python's."""
-    answers = cliff_calls(general_floor, "floor_cost", core, lambda args, got: got == floor_cost_py(*args))
-    assert answers and all(answers), (len(answers), answers.count(False))
-
-
-@settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
-def test_groups_solve_the_same_graphs_with_the_core_and_without(
-    core: Core, seed: int, n_members: int, n_parts: int
-) -> None:
-    """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
-    the floors from the core and with no core (the install without a C compiler)."""
-    same_with_and_without_core(general_floor, seed, n_members, n_parts)
 
 
 def floors_and_costs(seed: int, n_members: int, n_parts: int) -> list[tuple[int, int]]:

@@ -16,10 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import general_nodes
 from rackplan.assignor.consumer.sticky.general_nodes import members_and_hubs, members_and_hubs_py
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.general_core import cliff_calls, same_with_and_without_core
 from tests.assignor.test_flow_core import compiled_core
 
 
@@ -96,19 +94,3 @@ def test_the_core_makes_hubs_then_members_in_the_pythons_order(core: Core) -> No
         (2, 3, [[0, 1], [1, 2]], [2, 1, 4], [1, 0], {1}, [0, 1, 0], [], [], {}, {})
     )
     assert args[7] == [0, -2, 0, 0, 0, -4] and args[9] == {(0, 0): 0, (0, 1): 2, (1, 1): 4}
-
-
-def test_the_cliff_groups_nodes_are_made_by_the_core(core: Core) -> None:
-    """The recorded cliff seed: every call is answered by the core (none handed back)."""
-    answers = cliff_calls(general_nodes, "members_and_hubs", core)
-    assert answers and all(answers), (len(answers), answers.count(False))
-
-
-@settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
-def test_groups_solve_the_same_graphs_with_the_core_and_without(
-    core: Core, seed: int, n_members: int, n_parts: int
-) -> None:
-    """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
-    the member and hub nodes made by the core and with no core (the install without a C compiler)."""
-    same_with_and_without_core(general_nodes, seed, n_members, n_parts)

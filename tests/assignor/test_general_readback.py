@@ -16,10 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import general_readback
 from rackplan.assignor.consumer.sticky.general_readback import read_back, read_back_py
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.general_core import cliff_calls, same_with_and_without_core
 from tests.assignor.test_flow_core import compiled_core
 
 
@@ -150,22 +148,3 @@ def test_the_core_takes_every_conserved_flow(core: Core) -> None:
     args = (holder, pools, pool_edges, flow, edges, 4, node_member, 9)
     got = core.read_back(*args)
     assert got == read_back_py(*args[:7]) == [0, 1, 2, 2, 1]
-
-
-def test_the_cliff_groups_flows_are_read_back_by_the_core(core: Core) -> None:
-    """The recorded cliff seed: every read-back is answered by the core (none handed back), each the
-    holder the Python gives."""
-    answers = cliff_calls(
-        general_readback, "read_back", core, lambda args, got: bool(got == read_back_py(*args[:7]))
-    )
-    assert answers and all(answers), (len(answers), answers.count(False))
-
-
-@settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
-def test_groups_solve_the_same_graphs_with_the_core_and_without(
-    core: Core, seed: int, n_members: int, n_parts: int
-) -> None:
-    """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
-    the flows read back by the core and with no core (the install without a C compiler)."""
-    same_with_and_without_core(general_readback, seed, n_members, n_parts)

@@ -16,10 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import general_spare
 from rackplan.assignor.consumer.sticky.general_spare import spare_units, spare_units_py
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.general_core import cliff_calls, same_with_and_without_core
 from tests.assignor.test_flow_core import compiled_core
 
 
@@ -159,19 +157,3 @@ def test_the_core_makes_the_spare_node_droppers_then_growers_in_the_pythons_orde
     assert (
         args[12] == {1: 5, 2: 7} and args[13] == {1: {0, 1}, 2: {0, 1}} and args[10] == {(0, 0): 0, (1, 0): 6}
     )
-
-
-def test_the_cliff_groups_spare_units_are_made_by_the_core(core: Core) -> None:
-    """The recorded cliff seed: every call is answered by the core (none handed back)."""
-    answers = cliff_calls(general_spare, "spare_units", core)
-    assert answers and all(answers), (len(answers), answers.count(False))
-
-
-@settings(max_examples=6, deadline=None)
-@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
-def test_groups_solve_the_same_graphs_with_the_core_and_without(
-    core: Core, seed: int, n_members: int, n_parts: int
-) -> None:
-    """Unequal seven-rack groups, one member joining: every graph solved and the plan are the same with
-    the spare units made by the core and with no core (the install without a C compiler)."""
-    same_with_and_without_core(general_spare, seed, n_members, n_parts)
