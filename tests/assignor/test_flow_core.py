@@ -40,11 +40,6 @@ def compiled_core() -> Core:
     return mincost._core
 
 
-@pytest.fixture
-def core() -> Core:
-    return compiled_core()
-
-
 def test_the_core_is_built_and_used_where_a_compiler_exists(core: Core) -> None:
     assert mincost.COMPILED
     status, cost, flow = core.solve(3, [(0, 2, 1, 5), (0, 1, 2, 1), (1, 2, 2, 1)], [3, 0, -3], None)

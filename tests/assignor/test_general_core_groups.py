@@ -26,7 +26,6 @@ from rackplan.assignor.consumer.sticky import (
 )
 from rackplan.assignor.flow.compiled import Core
 from tests.assignor.general_core import cliff_calls, same_with_and_without_core
-from tests.assignor.test_flow_core import compiled_core
 
 Right = Callable[[tuple[Any, ...], Any], bool]
 
@@ -39,12 +38,6 @@ PIECES: list[tuple[ModuleType, str, Right | None]] = [
     (general_spare, "spare_units", None),
 ]
 IDS = [name for _, name, _ in PIECES]
-
-
-@pytest.fixture(scope="module")
-def core() -> Core:
-    """The compiled core (``test_flow_core``'s check: a failure where a C compiler exists but no core was built)."""
-    return compiled_core()
 
 
 @pytest.mark.parametrize(("module", "name", "right"), PIECES, ids=IDS)

@@ -21,18 +21,8 @@ from rackplan.assignor.consumer.sticky import assign, general_flow
 from rackplan.assignor.consumer.sticky.general_floor import floor_cost, floor_cost_py
 from rackplan.assignor.flow import FlowGraph, FlowResult, InfeasibleFlow
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.test_flow_core import compiled_core
+from tests.assignor.general_core import RARELY
 from tests.assignor.test_sticky_work import one_joins, seven_racks
-
-
-@pytest.fixture(scope="module")
-def core() -> Core:
-    """The compiled core (``test_flow_core``'s check: a failure where a C compiler exists but no core was built)."""
-    return compiled_core()
-
-
-#: Now and then (Hypothesis draws the ends of a range often, so a middle value: about one in 21).
-RARELY = st.integers(0, 20).map(lambda x: x == 13)
 
 
 @st.composite

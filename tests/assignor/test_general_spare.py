@@ -12,23 +12,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.sticky.general_spare import spare_units, spare_units_py
 from rackplan.assignor.flow.compiled import Core
-from tests.assignor.test_flow_core import compiled_core
-
-
-@pytest.fixture(scope="module")
-def core() -> Core:
-    """The compiled core (``test_flow_core``'s check: a failure where a C compiler exists but no core was built)."""
-    return compiled_core()
-
-
-#: Now and then (Hypothesis draws the ends of a range often, so a middle value: about one in 21).
-RARELY = st.integers(0, 20).map(lambda x: x == 13)
+from tests.assignor.general_core import RARELY
 
 
 @st.composite
