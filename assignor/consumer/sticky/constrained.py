@@ -25,6 +25,9 @@ classes and then to the members of a class, as Kafka deals; a member owning
 more than ``q`` matching partitions takes nothing else.  The graph has a few
 hundred nodes even for thousands of members, so the whole path is linear in
 partitions plus a flow that does not grow with them.
+
+:func:`keeps_itself` proves, without running the path, when a holder fed back
+as everyone's ownership would come back unchanged (settling's last check).
 """
 
 from __future__ import annotations
@@ -174,3 +177,57 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
         for i, gp in deal(sorted(incoming[g]), sorted(slots[g])):
             result[i].append(gp)
     return result
+
+
+def fewest_cross(prep: Prepared) -> int:
+    """The fewest cross-rack partitions of any assignment with this path's counts, Kafka's keep rule aside.
+
+    Counts are ``q`` per member and ``r`` of them one more (see the module docstring).  Cost depends
+    only on a partition's replica mask and a member's rack class, so this is one transportation flow
+    from masks to classes: a class takes ``q`` per member and up to one more per member, ``r`` more
+    in all.  A few nodes per mask and class, whatever the group's size.
+    """
+    n = len(prep.member_ids)
+    q, r = divmod(prep.num_partitions, n)
+    per_mask: dict[int, int] = {}
+    for k in prep.part_mask:
+        per_mask[k] = per_mask.get(k, 0) + 1
+    size = [0] * len(prep.classes)
+    for g in prep.member_class:
+        size[g] += 1
+    graph = FlowGraph()
+    classes = [graph.add_node(-q * c) for c in size]
+    extra = graph.add_node(-r)
+    for g, c in enumerate(size):
+        graph.add_edge(classes[g], extra, c, 0)
+    for k in sorted(per_mask):
+        source = graph.add_node(per_mask[k])
+        for g, node in enumerate(classes):
+            graph.add_edge(source, node, per_mask[k], prep.cross(g, k))
+    return graph.solve().cost
+
+
+def keeps_itself(prep: Prepared, holder: list[int]) -> bool:
+    """Whether :func:`assign_constrained`, every member owning what ``holder`` gives it, returns ``holder``:
+    proven here without running it.
+
+    True when ``holder`` gives every partition to a member, ``q`` or ``q + 1`` to each, and is as local
+    as any such assignment (:func:`fewest_cross`).  Then keeping everything is in Kafka's region (it
+    keeps every owned partition), costs ``BIG * fewest`` and no move, and every other assignment with
+    these counts costs at least one move more: the flow's optimum is unique, and its write-back gives
+    each member exactly what it owns (no free partition, members of a profile alike).  Settling asks
+    this before simulating that round (:func:`rackplan.assignor.consumer.sticky.settling.settle`),
+    which otherwise costs as much as the round itself.
+    """
+    n = len(prep.member_ids)
+    q = prep.num_partitions // n
+    count = [0] * n
+    for h in holder:
+        if h < 0:
+            return False
+        count[h] += 1
+    if any(c != q and c != q + 1 for c in count):
+        return False
+    cls, masks, cross = prep.member_class, prep.part_mask, prep.cross
+    have = sum(cross(cls[h], masks[gp]) for gp, h in enumerate(holder))
+    return have == 0 or have == fewest_cross(prep)

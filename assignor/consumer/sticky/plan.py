@@ -66,6 +66,7 @@ from ...flow import PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
 from ..owned import withhold_moving
 from .common import prepare
+from .constrained import keeps_itself
 from .settling import settle, unproven
 
 
@@ -79,7 +80,7 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     index = {t: i for i, t in enumerate(prep.topics)}
     contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
     if equal:
-        settled = settle(prep, unproven, contested_gp)
+        settled = settle(prep, unproven, contested_gp, keeps_itself)
     else:  # the unequal path's modules are imported by the groups that take it (issue 29: start-up)
         from .general_settle import settle_general
 

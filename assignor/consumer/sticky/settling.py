@@ -49,6 +49,10 @@ def holders(per_member: list[list[int]], n_parts: int) -> list[int]:
 #: An assignment algorithm: partitions per member, and the holder when its cross-rack count is proven minimal.
 Algorithm = Callable[[Prepared], tuple[list[list[int]], list[int] | None]]
 
+#: A proof about an :data:`Algorithm`: True only when, every member owning what the holder gives it,
+#: the algorithm would return that holder (so settling need not run it to know).
+KeepsItself = Callable[[Prepared, list[int]], bool]
+
 
 def unproven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
     """The equal-subscription path as an :data:`Algorithm`: its one exact flow, no proof handed on."""
@@ -104,7 +108,12 @@ def kept(prep: Prepared) -> list[int] | None:
     return list(owner)
 
 
-def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()) -> Settlement:
+def settle(
+    prep: Prepared,
+    algorithm: Algorithm,
+    contested: Collection[int] = (),
+    keeps_itself: KeepsItself | None = None,
+) -> Settlement:
     """The target holder of each partition, a fixed point of the follow-up round.
 
     The follow-up round sees every member owning its target minus what this
@@ -114,7 +123,9 @@ def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()
     ``contested`` (global partition numbers claimed twice in the newest
     generation) are withheld whoever gets them, so the follow-up round sees
     them unowned too; leaving them out of the simulation let the real
-    follow-up re-place them and withhold again (issue 16).
+    follow-up re-place them and withhold again (issue 16).  ``keeps_itself``,
+    when given, spares the last simulation where it proves its answer (the
+    equal path: :func:`~.constrained.keeps_itself`; the same target either way).
 
     *Keep rule*: when the previous assignment is complete and balanced
     (:func:`kept`) and the settled target is not strictly more local, the
@@ -128,7 +139,7 @@ def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()
     keep = kept(prep)
     if keep is not None and not cross_count(prep, keep):
         return Settlement(keep, True, 0)  # nothing can be more local than no cross-rack partition
-    settled = _settle_search(prep, algorithm, contested)
+    settled = _settle_search(prep, algorithm, contested, keeps_itself)
     if (
         keep is not None
         and settled.holder != keep
@@ -138,7 +149,9 @@ def settle(prep: Prepared, algorithm: Algorithm, contested: Collection[int] = ()
     return settled
 
 
-def _settle_search(prep: Prepared, algorithm: Algorithm, contested: Collection[int]) -> Settlement:
+def _settle_search(
+    prep: Prepared, algorithm: Algorithm, contested: Collection[int], keeps_itself: KeepsItself | None
+) -> Settlement:
     """:func:`settle` without the keep rule: follow-up rounds until the target is a fixed point."""
     n_parts = prep.num_partitions
     proven: list[int] | None = None  # the last run's holder, if its cross-rack count is proven minimal
@@ -163,6 +176,8 @@ def _settle_search(prep: Prepared, algorithm: Algorithm, contested: Collection[i
                 nxt = run(follow_up)  # the real follow-up round
                 seen = (follow_up, nxt)
         if nxt == holder:
+            if keeps_itself is not None and keeps_itself(prep, holder):  # proven: it would answer ``holder``
+                return Settlement(holder, True, rounds)
             nxt = run(holder)  # what the follow-up round checks in turn: everything owned
         if nxt == holder:
             return Settlement(holder, True, rounds)
