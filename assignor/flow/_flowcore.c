@@ -725,6 +725,9 @@ static PyMethodDef methods[] = {
     {"spare_units", flowcore_spare_units, METH_VARARGS,
      "spare_units(drops, losers, banned, gainer, cnt, min_sub, mt, cls, supply, edges, hubs, member_node, spare_of, "
      "grows, node_member) -> int | None: sticky.general_spare.spare_units_py compiled (see _shift.c)."},
+    {"rack_and_fill", flowcore_rack_and_fill, METH_VARARGS,
+     "rack_and_fill(masks, consumers, keys, per, extra) -> (owner, counts, extra, assigned) | None: "
+     "range_assignor._rack_pass_py then _fill on a fresh topic, compiled (see _range.c)."},
     {NULL, NULL, 0, NULL},
 };
 

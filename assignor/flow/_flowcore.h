@@ -31,4 +31,7 @@ PyObject *flowcore_members_and_hubs(PyObject *self, PyObject *args);
 PyObject *flowcore_floor_cost(PyObject *self, PyObject *args);
 PyObject *flowcore_spare_units(PyObject *self, PyObject *args);
 
+/* _range.c: consumer.range_assignor._rack_pass_py and _fill compiled on a fresh topic (issue 29). */
+PyObject *flowcore_rack_and_fill(PyObject *self, PyObject *args);
+
 #endif

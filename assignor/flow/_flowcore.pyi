@@ -102,3 +102,10 @@ def spare_units(
     """``sticky.general_spare.spare_units_py``'s nodes, edges and dict entries (``_shift.c``) and its room, or
     None with nothing made (anything it cannot take as the Python does, ``spare_of`` or ``grows`` not empty
     among them: the Python makes them then, with its own result or error)."""
+
+def rack_and_fill(
+    masks: Sequence[int], consumers: list[int], keys: list[int], per: int, extra: int, /
+) -> tuple[list[int], list[int], int, int] | None:
+    """``range_assignor._rack_pass_py`` then ``_fill`` on a topic nothing is assigned in yet: ``(owner,
+    counts, extra, assigned)``, counts in the order of ``consumers``; or None (anything it cannot take as
+    the Python does)."""

@@ -112,6 +112,10 @@ class Core(Protocol):
         /,
     ) -> int | None: ...
 
+    def rack_and_fill(
+        self, masks: Sequence[int], consumers: list[int], keys: list[int], per: int, extra: int, /
+    ) -> tuple[list[int], list[int], int, int] | None: ...
+
 
 def load() -> Core | None:
     """The compiled core, or None where it was not built or cannot be loaded."""

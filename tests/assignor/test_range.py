@@ -17,12 +17,14 @@ from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.range_assignor import (
     _fill,
-    _rack_pass,
+    _rack_pass_and_fill,
+    _rack_pass_py,
     _TopicState,
     assign,
     plain_ranges,
     range_assignment,
 )
+from rackplan.assignor.flow.compiled import Core
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member, TopicPartition
 from rackplan.assignor.record import replace
 from tests.invariants import assert_range_balanced, assert_valid
@@ -702,7 +704,7 @@ def take_first(
 
 def rack_pass_by_calls(state: _TopicState, bits: Sequence[int], has_rack: Sequence[bool]) -> None:
     """Kafka's ``assignRanges`` with ``racksMatch`` step by step through the state's bookkeeping calls: the
-    oracle of the inlined :func:`_rack_pass` (its form before issue 29)."""
+    oracle of the inlined :func:`_rack_pass_py` (its form before issue 29)."""
     everything = range(state.n)
     all_cursor = 0
     by_bit: dict[int, tuple[list[int], int]] = {}
@@ -754,7 +756,7 @@ def test_the_rack_pass_and_the_fill_equal_the_passes_through_the_bookkeeping_cal
     bits = [b if r else 0 for r, b in members]
     consumers = list(range(len(members)))
     fast, slow = (_TopicState("t", masks, consumers) for _ in range(2))
-    _rack_pass(fast, bits, has_rack)
+    _rack_pass_py(fast, bits, has_rack)
     rack_pass_by_calls(slow, bits, has_rack)
     assert (fast.owner, fast.counts, fast.extra, fast.assigned) == (
         slow.owner,
@@ -766,3 +768,54 @@ def test_the_rack_pass_and_the_fill_equal_the_passes_through_the_bookkeeping_cal
     fill_by_calls(slow)
     assert (fast.owner, fast.counts, fast.extra) == (slow.owner, slow.counts, slow.extra)
     assert fast.assigned == slow.assigned == len(masks) and -1 not in fast.owner
+
+
+def state_of(state: _TopicState) -> tuple[list[int], dict[int, int], int, int]:
+    return state.owner, state.counts, state.extra, state.assigned
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    masks=st.lists(st.integers(0, 15), max_size=80),
+    members=st.lists(st.tuples(st.booleans(), st.sampled_from([0, 1, 2, 4, 8, 3])), min_size=1, max_size=30),
+    order=st.randoms(use_true_random=False),
+    as_tuple=st.booleans(),
+)
+def test_the_compiled_passes_are_the_python_ones(
+    core: Core, masks: list[int], members: list[tuple[bool, int]], order: random.Random, as_tuple: bool
+) -> None:
+    """Issue 29: ``_flowcore.rack_and_fill`` takes exactly the partitions, counts and quotas the Python
+    rack pass and fill take on a fresh topic: members with and without racks, racks holding no broker, partitions on no
+    rack, more members than partitions, subscribers a subset of the members in any order."""
+    has_rack = [r for r, _ in members]
+    bits = [b if r else 0 for r, b in members]
+    keys = [b if r else -1 for b, r in zip(bits, has_rack, strict=True)]
+    consumers = [c for c in range(len(members)) if order.random() < 0.8] or [0]
+    order.shuffle(consumers)
+    topic: Sequence[int] = tuple(masks) if as_tuple else masks
+    fast, slow = (_TopicState("t", topic, consumers) for _ in range(2))
+    got = core.rack_and_fill(topic, consumers, keys, fast.per_member, fast.extra)
+    assert got is not None
+    _rack_pass_py(slow, bits, has_rack)
+    _fill(slow)
+    owner, counts, extra, assigned = got
+    assert (owner, dict(zip(consumers, counts, strict=True)), extra, assigned) == state_of(slow)
+    _rack_pass_and_fill(fast, bits, has_rack, keys)  # the dispatcher writes the same state back
+    assert state_of(fast) == state_of(slow)
+
+
+def test_the_compiled_passes_hand_back_what_they_cannot_take(core: Core) -> None:
+    """None, and the Python answers: a mask past 62 bits (a cluster with that many racks), a consumer
+    twice or outside the keys, a key not a plain int, masks neither list nor tuple, a negative quota."""
+    assert core.rack_and_fill([1, 1 << 62], [0], [1], 1, 0) is None
+    assert core.rack_and_fill([1, 2], [0, 0], [1], 1, 0) is None
+    assert core.rack_and_fill([1, 2], [0, 1], [1], 1, 0) is None
+    assert core.rack_and_fill([1, 2], [0], [True], 2, 0) is None  # a bool is not a plain int
+    assert core.rack_and_fill(range(2), [0], [1], 2, 0) is None
+    assert core.rack_and_fill([1, 2], [0], [1], -1, 0) is None
+    wide = _TopicState("t", [1 << 62, 1, 1 << 62], [0, 1])
+    reference = _TopicState("t", [1 << 62, 1, 1 << 62], [0, 1])
+    _rack_pass_and_fill(wide, [1 << 62, 1], [True, True], [1 << 62, 1])
+    _rack_pass_py(reference, [1 << 62, 1], [True, True])
+    _fill(reference)
+    assert state_of(wide) == state_of(reference) == ([0, 1, 0], {0: 2, 1: 1}, 0, 3)
