@@ -36,6 +36,20 @@ typedef struct {
     Py_ssize_t cursor;
 } Cursor;
 
+/* A new list of the n values, or NULL with a Python error set. */
+static PyObject *int_list(const i64 *values, Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    for (Py_ssize_t i = 0; list && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(values[i]);
+        if (!v) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, v);
+    }
+    return list;
+}
+
 PyObject *flowcore_rack_and_fill(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *masks_obj, *consumers_obj, *keys_obj;
@@ -174,29 +188,10 @@ PyObject *flowcore_rack_and_fill(PyObject *self, PyObject *args) {
             }
         }
     }
-    PyObject *owner_list = PyList_New(n), *count_list = PyList_New(m);
-    if (!owner_list || !count_list) {
+    PyObject *owner_list = int_list(owner, n), *count_list = owner_list ? int_list(counts, m) : NULL;
+    if (!count_list) {
         Py_XDECREF(owner_list);
-        Py_XDECREF(count_list);
         goto done;
-    }
-    for (Py_ssize_t p = 0; p < n; p++) {
-        PyObject *v = PyLong_FromLongLong(owner[p]);
-        if (!v) {
-            Py_DECREF(owner_list);
-            Py_DECREF(count_list);
-            goto done;
-        }
-        PyList_SET_ITEM(owner_list, p, v);
-    }
-    for (Py_ssize_t j = 0; j < m; j++) {
-        PyObject *v = PyLong_FromLongLong(counts[j]);
-        if (!v) {
-            Py_DECREF(owner_list);
-            Py_DECREF(count_list);
-            goto done;
-        }
-        PyList_SET_ITEM(count_list, j, v);
     }
     result = Py_BuildValue("(NNLL)", owner_list, count_list, (long long)extra, (long long)assigned);
 done:
