@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar  # noqa: F401 (dataclasses resolves the string "ClassVar" in this namespace)
+from unittest import mock
 
 import pytest
 from hypothesis import given
@@ -52,17 +53,21 @@ def _body() -> dict[str, Any]:
     }
 
 
-def _both(frozen: bool) -> tuple[Any, Any]:
-    """The same class as a record and as a dataclass."""
+def _ours(frozen: bool) -> Any:
+    """The class as a record."""
     ours = _body()
     ours["tags"] = field(default_factory=list)
     ours["total"] = field(init=False)
+    return record(frozen=frozen)(type("Point", (), ours))
+
+
+def _both(frozen: bool) -> tuple[Any, Any]:
+    """The same class as a record and as a dataclass."""
     theirs = _body()
     theirs["tags"] = dataclasses.field(default_factory=list)
     theirs["total"] = dataclasses.field(init=False)
-    made_ours: Any = record(frozen=frozen)(type("Point", (), ours))
     made_theirs: Any = dataclasses.dataclass(frozen=frozen, slots=True)(type("Point", (), theirs))
-    return made_ours, made_theirs
+    return _ours(frozen), made_theirs
 
 
 def _outcome(f: Callable[[], object]) -> object:
@@ -121,6 +126,28 @@ def test_records_pickle_and_copy_like_dataclasses(frozen: bool) -> None:
             assert back == p and back.total == p.total and type(back) is type(p)
     finally:
         del globals()["Point"]
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_methods_are_compiled_on_first_call_once(frozen: bool) -> None:
+    """Issue 29 (start-up): making a record compiles nothing; a method's first call compiles it and puts
+    it on the class, so later calls go to it directly, and nothing compiles twice."""
+    with mock.patch("builtins.exec", side_effect=AssertionError("compiled at class creation")):
+        ours = _ours(frozen)
+    methods = ["__init__", "__repr__", "__eq__"] + (["__hash__"] if frozen else [])
+    stubs = {name: vars(ours)[name] for name in methods}
+    with pytest.raises(TypeError):  # a wrong first call compiles too, and fails as the method does
+        ours()
+    x = ours(1, 2, ("x",))  # a tuple: hashable when frozen
+    assert (repr(x), x == ours(1, 2, ("x",))) == ("Point(a=1, b=2, tags=('x',), total=4)", True)
+    if frozen:
+        assert hash(x) == hash(ours(1, 2, ("x",)))
+    for name in methods:
+        assert vars(ours)[name] is not stubs[name] and vars(ours)[name].__qualname__ == f"Point.{name}"
+    with mock.patch("builtins.exec", side_effect=AssertionError("compiled twice")):
+        y = ours(1, 2, ("x",))
+        assert repr(y) == repr(x) and y == x and (not frozen or hash(y) == hash(x))
+    assert vars(ours)["__hash__"] is None or frozen
 
 
 def test_a_field_without_default_after_one_with_is_refused_as_dataclasses_does() -> None:
