@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import repeat
 
-from ..flow.compiled import CORE
 from ..model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 
 
@@ -96,6 +95,10 @@ def _rack_pass_and_fill(
     time; on small unequal groups these passes were half of the call (issue 29).
     ``tests/assignor/test_range.py`` checks the two against each other.
     """
+    # Imported here: a group no rack pass runs for (most, with racks that hold every replica) does not
+    # load the flow package and its core, about 1.3 ms of a one-shot ``rackplan assign``.
+    from ..flow.compiled import CORE
+
     if CORE is not None and not state.assigned:
         got = CORE.rack_and_fill(state.masks, state.consumers, keys, state.per_member, state.extra)
         if got is not None:
