@@ -91,8 +91,9 @@ def _rack_pass_and_fill(
     """:func:`_rack_pass_py` then :func:`_fill` on a fresh topic, compiled (``_flowcore.rack_and_fill``,
     ``assignor/flow/_range.c``) where this install has the core.
 
-    ``keys`` per member: its rack bit, or -1 without a rack.  The core takes a tenth of the Python's
-    time; on small unequal groups these passes were half of the call (issue 29).
+    ``keys`` per member: its rack bit, or -1 without a rack.  On a 50-partition topic with 30
+    subscribers the call, state included, takes about a quarter of the Python passes' time (12 against
+    46 microseconds); on small unequal groups these passes were half of the whole call (issue 29).
     ``tests/assignor/test_range.py`` checks the two against each other.
     """
     # Imported here: a group no rack pass runs for (most, with racks that hold every replica) does not
