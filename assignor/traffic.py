@@ -72,6 +72,20 @@ def exact_integers(values: Sequence[float]) -> tuple[list[int], int]:
     return [n << (k - (d.bit_length() - 1)) for n, d in ratios], k
 
 
+def scaled_down(value: int, k: int) -> float:
+    """``value / 2**k`` as the largest float not above it: a lower bound stays a lower bound.
+
+    Division rounds to the nearest float, which can be one step above the exact ratio (a bound
+    of ``0.1 + 0.3`` in the scale of :func:`exact_integers` came back as ``0.4``, above the exact
+    ``0.39999999999999997`` it bounds); compared in integers, so exact for any size.
+    """
+    out = value / (1 << k)
+    n, d = out.as_integer_ratio()
+    if n << k > value * d:
+        out = math.nextafter(out, -math.inf)
+    return out
+
+
 def consumer_traffic_stats(
     cluster: Cluster, group: ConsumerGroup, assignment: Mapping[str, Sequence[TopicPartition]]
 ) -> dict[str, float | int]:

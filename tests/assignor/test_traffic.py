@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -49,7 +50,7 @@ from rackplan.assignor.record import replace
 from rackplan.assignor.streams import plan_document as streams_plan_document
 from rackplan.assignor.streams.rack import optimise_active, subtopology_caps
 from rackplan.assignor.streams.tasks import State, build_model
-from rackplan.assignor.traffic import exact_integers
+from rackplan.assignor.traffic import exact_integers, scaled_down
 from tests.invariants import assert_balanced, assert_valid, equal_subscriptions
 from tests.strategies import clusters, consumer_groups, traffic_for
 from tests.streams_strategies import streams_instances
@@ -426,3 +427,21 @@ def test_exact_integers_keep_every_comparison() -> None:
     scaled, k = exact_integers(values)
     assert [Fraction(n, 2**k) for n in scaled] == [Fraction(v) for v in values]
     assert (scaled[0] + scaled[1] > scaled[2]) == (Fraction(0.1) + Fraction(0.2) > Fraction(0.3))
+
+
+@given(value=st.integers(0, 1 << 80), k=st.integers(0, 120))
+def test_a_scaled_bound_is_the_largest_float_not_above_it(value: int, k: int) -> None:
+    """A lower bound in the exact scale comes back as a float that is still a lower bound, and the
+    largest such float (plain division rounds to nearest, sometimes up)."""
+    exact = Fraction(value, 1 << k)
+    got = scaled_down(value, k)
+    assert Fraction(got) <= exact
+    assert Fraction(math.nextafter(got, math.inf)) > exact
+
+
+def test_the_bound_of_a_tenth_and_three_tenths_is_not_rounded_up() -> None:
+    """The case Hypothesis found: 0.1 + 0.3 in the exact scale divides to 0.4, above the exact sum."""
+    scaled, k = exact_integers([0.1, 0.3])
+    assert sum(scaled) / (1 << k) == 0.4 and Fraction(0.4) > Fraction(0.1) + Fraction(0.3)
+    got = scaled_down(sum(scaled), k)
+    assert Fraction(got) <= Fraction(0.1) + Fraction(0.3) < Fraction(math.nextafter(got, math.inf))

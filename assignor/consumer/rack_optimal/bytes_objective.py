@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from ...flow import FlowGraph, PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
-from ...traffic import exact_integers, group_weights
+from ...traffic import exact_integers, group_weights, scaled_down
 from .balanced import rebalance
 from .class_flow import Classes, classify, hand_out, owned_by_class, pour
 
@@ -199,5 +199,5 @@ def _checked(
     better, outcome = rebalance(cluster, group, assignment, values=b)
     stats: dict[str, bool | int | float] = {"optimal": outcome.optimal}
     if not outcome.optimal:
-        stats["cross_rack_bytes_lower_bound"] = outcome.cross_rack_lower_bound / (1 << scale)
+        stats["cross_rack_bytes_lower_bound"] = scaled_down(outcome.cross_rack_lower_bound, scale)
     return ConsumerPlan(assignment=better, revoked={}, stats=stats)

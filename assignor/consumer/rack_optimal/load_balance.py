@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ...flow import PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from ...record import record
-from ...traffic import exact_integers, group_weights, load_weights
+from ...traffic import exact_integers, group_weights, load_weights, scaled_down
 from ..owned import previous_owners
 
 #: How many of the least-loaded subscribers a repair move considers (besides each rack's least loaded).
@@ -467,7 +467,7 @@ def assign_by_load(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     stats: dict[str, bool | int | float] = {"optimal": optimal}
     if not optimal:
         if group.objective == "bytes":
-            stats["cross_rack_bytes_lower_bound"] = plan.bound / (1 << plan.scale)
+            stats["cross_rack_bytes_lower_bound"] = scaled_down(plan.bound, plan.scale)
         else:
             stats["cross_rack_lower_bound"] = plan.bound
     return ConsumerPlan(assignment=plan.assignment, revoked={}, stats=stats)
