@@ -15,11 +15,9 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
-from functools import partial
 
+from bench.bench_vs_kafka import assignor_call
 from bench.vs_kafka_cases import cases, selected, shape
-from rackplan.assignor.model import ConsumerGroup
-from rackplan.assignor.parse import parse_instance
 
 
 def per_call(call: Callable[[], object], samples: int, budget: float = 0.1) -> float:
@@ -40,18 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="the cases whose name contains this text")
     ap.add_argument("--samples", type=int, default=15)
     args = ap.parse_args(argv)
-    from rackplan.assignor.consumer import get_assignor
-    from rackplan.assignor.streams import plan_document
-
     print("| case | shape | core CPU ms (median) |\n|---|---|---|")
     for case in selected(cases(), quick=True, huge=False, only=args.only):
         doc = case.build()
-        cluster, spec = parse_instance(doc)
-        call: Callable[[], object]
-        if isinstance(spec, ConsumerGroup):
-            call = partial(get_assignor(spec.assignor), cluster, spec)
-        else:
-            call = partial(plan_document, cluster, spec)
+        call = assignor_call(doc)
         print(f"| {case.name} | {shape(doc)} | {per_call(call, args.samples) * 1e3:.3f} |", flush=True)
     return 0
 

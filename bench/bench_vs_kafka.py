@@ -43,17 +43,20 @@ from rackplan.assignor.model import ConsumerGroup
 from rackplan.assignor.parse import parse_instance
 
 
-def core(doc: dict[str, Any], budget: float, high: int) -> Times:
-    """Medians of the assignor's call on the parsed model (one untimed call first sizes the repeats)."""
+def assignor_call(doc: dict[str, Any]) -> Callable[[], object]:
+    """The assignor's call on the parsed model of a contract document (consumer group or Streams app)."""
     from rackplan.assignor.consumer import get_assignor
     from rackplan.assignor.streams import plan_document
 
     cluster, spec = parse_instance(doc)
-    call: Callable[[], object]
     if isinstance(spec, ConsumerGroup):
-        call = partial(get_assignor(spec.assignor), cluster, spec)
-    else:
-        call = partial(plan_document, cluster, spec)
+        return partial(get_assignor(spec.assignor), cluster, spec)
+    return partial(plan_document, cluster, spec)
+
+
+def core(doc: dict[str, Any], budget: float, high: int) -> Times:
+    """Medians of the assignor's call on the parsed model (one untimed call first sizes the repeats)."""
+    call = assignor_call(doc)
     first = timed(call, 1)  # imports what the path needs; not in the medians
     t = timed(call, repeats_for(first.cpu, budget, 3, high))
     return Times(t.wall, t.cpu)
