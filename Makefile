@@ -30,8 +30,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The unit suite on every core, a file per worker at a time (module fixtures, such as the Kafka oracle's
+# JVM, stay one per worker); PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= auto
+UNIT := $(BIN)/pytest tests -n $(PYTEST_WORKERS) --dist loadfile
+
 unit: $(STAMP)
-	$(BIN)/pytest tests
+	$(UNIT)
 
 integration: $(STAMP) kafka
 	integration/run_suite.sh $(BIN)/pytest integration
@@ -144,7 +149,7 @@ $(ORACLE_JAR): oracle/pom.xml $(shell find oracle/src -name '*.java')
 	touch $@
 
 test: lint typecheck browser promtool go-tools kafka oracle clients $(STAMP)
-	$(BIN)/pytest tests
+	$(UNIT)
 	integration/run_suite.sh $(BIN)/pytest integration
 
 # rackplan's JVM side (docs/java.md): RackplanAssignor, RackplanServerAssignor, RackplanTaskAssignor in

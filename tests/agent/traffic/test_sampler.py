@@ -97,3 +97,34 @@ def test_one_attempt_by_default_and_leaderless_partitions_are_not_asked() -> Non
     assert admin.asked == [2]  # orders-2 skipped; orders-1 failed once and waits for the next cycle
     assert dict(m.samples[0].ends) == {("orders", 0): 5}
     assert not m.sample({"orders": 1}, leaderless=[("orders", 0)])
+
+
+class Slow(FakeAdmin):
+    """ListOffsets that takes the next of ``took`` seconds of ``clock``; the brokers read their offsets
+    at the middle of the request (``ends_at`` gives them for a moment)."""
+
+    clock: Clock
+    took: list[float]
+    ends_at: Any
+
+    def list_offsets(self, topic_partition_offsets: dict[Any, Any], **kw: Any) -> dict[Any, Future[Any]]:
+        took = self.took.pop(0)
+        self.ends = self.ends_at(self.clock.now + took / 2)
+        self.clock.now += took
+        return super().list_offsets(topic_partition_offsets, **kw)
+
+
+def test_a_sample_is_stamped_at_the_middle_of_its_request() -> None:
+    """A steady 100 records/s; the first request answers at once, the last takes 2 s (a loaded broker).
+    Stamped at their start, the samples would read 9 s of writing as 8 s's worth (112.5/s); stamped at
+    their middle, the rate is exact."""
+    admin = Slow({"orders": [[1]]})
+    clock = Clock()
+    admin.clock, admin.took = clock, [0.0, 0.0, 2.0]
+    admin.ends_at = lambda t: {("orders", 0): round(100 * t)}
+    m = meter(admin, clock, window_s=10)
+    for step in range(3):
+        clock.now = 4.0 * step
+        assert m.sample({"orders": 1})
+    assert [s.taken_at for s in m.samples] == [0.0, 4.0, 9.0]
+    assert m.traffic({"orders": 1}) == {"orders": (100.0 * 100,)}

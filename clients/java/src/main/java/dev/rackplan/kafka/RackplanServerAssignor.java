@@ -57,19 +57,15 @@ import org.slf4j.LoggerFactory;
 public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, Configurable, AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(RackplanServerAssignor.class);
 
-  private PlanStore store = new PlanStore();
-  /** Bytes/s per partition from the agent's traffic topic (filled by {@link TrafficReader}). */
-  private TrafficStore traffic = new TrafficStore(0);
-  private TrafficReader trafficReader;
+  /** The broker's readers for this configuration, shared by every instance configured alike. */
+  static final JvmShared<ServerReaders> SHARED = new JvmShared<>();
+
+  /** Plans, traffic and topic names: this JVM's shared readers once configured (none before). */
+  private volatile ServerReaders readers = new ServerReaders(new PlanStore(), new TrafficStore(0));
+  /** The key {@link #readers} was acquired under (null: nothing to release). */
+  private Map<String, Object> readersKey;
   private RackplanConfig config = new RackplanConfig(Map.of());
   private java.util.regex.Pattern planTopicPattern;
-  private RackplanClient client;
-  private volatile Admin admin;
-  private Thread topicThread;
-  private volatile boolean running = true;
-  private volatile boolean refreshWanted = true;
-  /** topic id -> name (the plans name topics). */
-  final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
 
   final AtomicLong planCount = new AtomicLong();
   final AtomicLong fallbackCount = new AtomicLong();
@@ -124,15 +120,10 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       LOG.warn("rackplan: no rackplan.bootstrap.servers in the broker's properties: every group falls back");
       return;
     }
-    client = new RackplanClient(config, store, null, "rackplan-server-assignor", null).start();
-    traffic = new TrafficStore(config.trafficMaxAgeMs);
-    if (!"none".equals(config.trafficTopic))
-      trafficReader = new TrafficReader(config, traffic, "rackplan-server-assignor-traffic").start();
-    Map<String, Object> ac = adminConfig(config);
-    admin = Admin.create(ac);
-    topicThread = new Thread(() -> refreshTopics(ac), "rackplan-server-assignor-topics");
-    topicThread.setDaemon(true);
-    topicThread.start();
+    RackplanConfig made = config;
+    Map<String, Object> key = Map.copyOf(mine);
+    readers = SHARED.acquire(key, () -> ServerReaders.start(made));
+    readersKey = key;
     try {
       ObjectName name = new ObjectName("dev.rackplan:type=RackplanServerAssignor");
       StatsMBean stats = new StatsMBean() {
@@ -145,7 +136,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
         @Override public long getTrafficAssignments() { return trafficCount.get(); }
         @Override public long getTrafficFailedAssignments() { return trafficFailedCount.get(); }
         @Override public String getLastTrafficFailure() { return lastTrafficReason; }
-        @Override public int getTrafficTopics() { return traffic.size(); }
+        @Override public int getTrafficTopics() { return readers.traffic.size(); }
       };
       if (!ManagementFactory.getPlatformMBeanServer().isRegistered(name))
         ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(stats, StatsMBean.class), name);
@@ -154,9 +145,6 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     }
   }
 
-  /** Seconds without a topic listing after which the admin client is made anew (its own rebootstrap). */
-  static final long ADMIN_RENEW_MS = 300_000;
-
   /**
    * The topic-name admin client's settings: quiet while the cluster is not up. The assignor starts
    * inside a broker, before that broker (and often any other) listens. Kafka's admin client with the
@@ -164,7 +152,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
    * while no broker is reachable: about 4,000 "Rebootstrapping" log lines a second in each broker's
    * own log (20 MB a minute), and a busy CPU, for as long as the cluster starts. Without it the
    * client waits out a reconnect backoff (1 s, doubling to 10 s) between attempts, and {@link
-   * #refreshTopics} makes a new client after {@link #ADMIN_RENEW_MS} without an answer instead.
+   * ServerReaders} makes a new client after {@link ServerReaders#ADMIN_RENEW_MS} without an answer instead.
    */
   static Map<String, Object> adminConfig(RackplanConfig config) {
     Map<String, Object> ac = config.connection(AdminClientConfig.configNames());
@@ -179,16 +167,14 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
 
   /** For tests: no I/O, plans from ``store``, topic names given. */
   static RackplanServerAssignor forTest(PlanStore store, Map<Uuid, String> names) {
-    RackplanServerAssignor a = new RackplanServerAssignor();
-    a.store = store;
-    a.topicNames.putAll(names);
-    return a;
+    return forTest(store, names, new TrafficStore(0));
   }
 
   /** For tests: as {@link #forTest(PlanStore, Map)}, with traffic from ``traffic``. */
   static RackplanServerAssignor forTest(PlanStore store, Map<Uuid, String> names, TrafficStore traffic) {
-    RackplanServerAssignor a = forTest(store, names);
-    a.traffic = traffic;
+    RackplanServerAssignor a = new RackplanServerAssignor();
+    a.readers = new ServerReaders(store, traffic);
+    a.readers.topicNames.putAll(names);
     return a;
   }
 
@@ -199,42 +185,6 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   boolean isPlanTopic(String name) {
     return name != null
         && (planTopicPattern != null ? planTopicPattern.matcher(name).matches() : name.equals(config.planTopic));
-  }
-
-  private void refreshTopics(Map<String, Object> ac) {
-    long last = 0;
-    long answered = System.currentTimeMillis();
-    while (running) {
-      try {
-        long now = System.currentTimeMillis();
-        if (now - answered > ADMIN_RENEW_MS) {
-          // No rebootstrap in the client (see adminConfig): a new one starts again from the bootstrap list.
-          answered = now;
-          Admin old = admin;
-          admin = Admin.create(ac);
-          old.close(java.time.Duration.ofSeconds(1));
-          LOG.info("rackplan: no topic listing for {} s; admin client made anew", ADMIN_RENEW_MS / 1000);
-        }
-        if (refreshWanted || now - last > 30_000) {
-          Set<String> names = admin.listTopics().names().get(10, TimeUnit.SECONDS);
-          Map<String, TopicDescription> d = admin.describeTopics(names).allTopicNames().get(10, TimeUnit.SECONDS);
-          for (TopicDescription td : d.values()) topicNames.put(td.topicId(), td.name());
-          refreshWanted = false;
-          last = now;
-          answered = now;
-        }
-        Thread.sleep(200);
-      } catch (InterruptedException e) {
-        return;
-      } catch (Exception e) {
-        LOG.debug("rackplan: topic names not refreshed: {}", e.toString());
-        try {
-          Thread.sleep(1000);
-        } catch (InterruptedException ie) {
-          return;
-        }
-      }
-    }
   }
 
   /**
@@ -248,15 +198,15 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     for (String m : spec.memberIds()) {
       Set<Uuid> subscribed = spec.memberSubscription(m).subscribedTopicIds();
       if (seen.add(subscribed)) // distinct subscriptions are few: each looked at once
-        for (Uuid id : subscribed) if (describer.numPartitions(id) >= 0 && !topicNames.containsKey(id)) unknown.add(id);
+        for (Uuid id : subscribed) if (describer.numPartitions(id) >= 0 && !readers.topicNames.containsKey(id)) unknown.add(id);
       if (spec.subscriptionType() == org.apache.kafka.coordinator.group.api.assignor.SubscriptionType.HOMOGENEOUS) break;
     }
-    Admin a = admin;
+    Admin a = readers.admin;
     if (unknown.isEmpty() || a == null) return;
     try {
       Map<Uuid, TopicDescription> d =
           a.describeTopics(org.apache.kafka.common.TopicCollection.ofTopicIds(unknown)).allTopicIds().get(2, TimeUnit.SECONDS);
-      for (Map.Entry<Uuid, TopicDescription> e : d.entrySet()) topicNames.put(e.getKey(), e.getValue().name());
+      for (Map.Entry<Uuid, TopicDescription> e : d.entrySet()) readers.topicNames.put(e.getKey(), e.getValue().name());
     } catch (Exception e) {
       LOG.warn("rackplan: names of topics {} not resolved: {}", unknown, e.toString());
     }
@@ -283,9 +233,9 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       for (Uuid id : s.subscribedTopicIds()) {
         int n = describer.numPartitions(id);
         if (n < 0) continue;
-        String name = topicNames.get(id);
+        String name = readers.topicNames.get(id);
         if (name == null) {
-          refreshWanted = true;
+          readers.refreshWanted = true;
           if (reason == null) reason = "topic id " + id + " is not known yet";
           continue;
         }
@@ -306,7 +256,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     ConsumerPlan plan = null;
     if (reason == null) {
       List<ConsumerPlan> candidates = new ArrayList<>();
-      for (ConsumerPlan p : store.all()) if (p.assignment.keySet().equals(members.keySet())) candidates.add(p);
+      for (ConsumerPlan p : readers.store.all()) if (p.assignment.keySet().equals(members.keySet())) candidates.add(p);
       if (candidates.size() == 1) plan = candidates.get(0);
       else if (candidates.size() > 1) reason = "plans of several groups name exactly these members: " + candidates;
     }
@@ -341,8 +291,8 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     lastReason = reason;
     try {
       java.util.function.Predicate<Uuid> allowed = id -> {
-        String name = topicNames.get(id);
-        if (name == null) refreshWanted = true; // assigned at the next epoch bump, once its name is known
+        String name = readers.topicNames.get(id);
+        if (name == null) readers.refreshWanted = true; // assigned at the next epoch bump, once its name is known
         return name != null && !isPlanTopic(name);
       };
       Map<String, Map<Uuid, Set<Integer>>> res = weighed(spec, describer, allowed);
@@ -365,7 +315,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       Set<String> ts = new HashSet<>();
       for (Uuid id : s.subscribedTopicIds()) {
         int n = describer.numPartitions(id);
-        String name = topicNames.get(id);
+        String name = readers.topicNames.get(id);
         if (n >= 0 && name != null && !isPlanTopic(name)) {
           ts.add(id.toString());
           byId.put(id.toString(), n);
@@ -393,11 +343,11 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
    */
   private Map<String, Map<Uuid, Set<Integer>>> weighed(
       GroupSpec spec, SubscribedTopicDescriber describer, java.util.function.Predicate<Uuid> allowed) {
-    if (traffic.size() == 0) return null;
+    if (readers.traffic.size() == 0) return null;
     long now = System.currentTimeMillis();
     boolean[] known = {false};
     java.util.function.Function<Uuid, double[]> rates = id -> {
-      double[] w = traffic.weights(topicNames.get(id), describer.numPartitions(id), now);
+      double[] w = readers.traffic.weights(readers.topicNames.get(id), describer.numPartitions(id), now);
       known[0] |= w != null;
       return w;
     };
@@ -420,10 +370,8 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
 
   @Override
   public void close() {
-    running = false;
-    if (client != null) client.close();
-    if (trafficReader != null) trafficReader.close();
-    if (topicThread != null) topicThread.interrupt();
-    if (admin != null) admin.close();
+    Map<String, Object> key = readersKey;
+    readersKey = null;
+    if (key != null) SHARED.release(key);
   }
 }

@@ -51,9 +51,14 @@ final class TrafficReader implements AutoCloseable {
         });
   }
 
+  /** Asks the thread to end without waiting for it (several readers closed together end together). */
+  void stop() {
+    running = false;
+  }
+
   @Override
   public void close() {
-    running = false;
+    stop();
     try {
       thread.join(5_000);
     } catch (InterruptedException e) {

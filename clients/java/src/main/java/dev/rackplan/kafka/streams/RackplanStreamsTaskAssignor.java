@@ -1,8 +1,11 @@
 package dev.rackplan.kafka.streams;
 
+import dev.rackplan.kafka.JvmShared;
+
 import dev.rackplan.kafka.RackplanConfig;
 import java.lang.management.ManagementFactory;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -53,8 +56,22 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
 
   private static final String KAFKA_STICKY = "org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor";
 
-  final StreamsCatalog catalog;
-  private StreamsCatalogReader reader;
+  /** The catalog and its reader, one per broker JVM and configuration (see {@link JvmShared}). */
+  record Reading(StreamsCatalog catalog, StreamsCatalogReader reader) implements AutoCloseable {
+    @Override
+    public void close() {
+      reader.close();
+    }
+  }
+
+  static final JvmShared<Reading> SHARED = new JvmShared<>();
+
+  volatile StreamsCatalog catalog;
+  private volatile StreamsCatalogReader reader;
+  /** The key the shared reading was acquired under (null: nothing to release). */
+  private Object readingKey;
+  /** Whether configuring takes the JVM's shared catalog (else this instance reads into its own). */
+  private final boolean shared;
   private RackAwareTaskAssignment.Strategy strategy = RackAwareTaskAssignment.Strategy.MIN_TRAFFIC;
   private long acceptableRecoveryLag = 10_000L;
   private final TaskAssignor kafkaSticky;
@@ -77,13 +94,20 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
     int getDescribedGroups();
   }
 
+  /** Kafka's: the catalog is this JVM's shared one once configured. */
   public RackplanStreamsTaskAssignor() {
-    this(new StreamsCatalog(), kafkaSticky());
+    this(new StreamsCatalog(), kafkaSticky(), true);
   }
 
+  /** Tests': ``catalog`` is this instance's own, and configuring reads into it. */
   RackplanStreamsTaskAssignor(StreamsCatalog catalog, TaskAssignor kafkaSticky) {
+    this(catalog, kafkaSticky, false);
+  }
+
+  private RackplanStreamsTaskAssignor(StreamsCatalog catalog, TaskAssignor kafkaSticky, boolean shared) {
     this.catalog = catalog;
     this.kafkaSticky = kafkaSticky;
+    this.shared = shared;
   }
 
   /** Kafka's built-in sticky Streams assignor from the broker's classpath, or null if absent. */
@@ -118,7 +142,19 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
       } catch (NumberFormatException e) {
         nodeId = null;
       }
-      reader = new StreamsCatalogReader(catalog, () -> Admin.create(ac), refresh, nodeId).start();
+      Integer id = nodeId;
+      if (shared) {
+        Object key = List.of(Map.copyOf(ac), refresh, String.valueOf(id));
+        Reading r = SHARED.acquire(key, () -> {
+          StreamsCatalog c = new StreamsCatalog();
+          return new Reading(c, new StreamsCatalogReader(c, () -> Admin.create(ac), refresh, id).start());
+        });
+        catalog = r.catalog();
+        reader = r.reader();
+        readingKey = key;
+      } else {
+        reader = new StreamsCatalogReader(catalog, () -> Admin.create(ac), refresh, id).start();
+      }
     }
     registerMBean();
   }
@@ -269,6 +305,9 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
 
   @Override
   public void close() {
-    if (reader != null) reader.close();
+    Object key = readingKey;
+    readingKey = null;
+    if (key != null) SHARED.release(key);
+    else if (!shared && reader != null) reader.close();
   }
 }

@@ -1,0 +1,106 @@
+package dev.rackplan.kafka;
+
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.Uuid;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What {@link RackplanServerAssignor} reads, kept up to date by daemon threads: the plans ({@link
+ * RackplanClient} into a {@link PlanStore}), the agent's traffic ({@link TrafficReader} into a {@link
+ * TrafficStore}) and topic names by id (an admin client). One per broker JVM and configuration
+ * ({@link JvmShared}): every assignor instance the broker builds with the same {@code rackplan.*}
+ * properties reads the same ones.
+ */
+final class ServerReaders implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(ServerReaders.class);
+
+  /** Seconds without a topic listing after which the admin client is made anew (its own rebootstrap). */
+  static final long ADMIN_RENEW_MS = 300_000;
+
+  final PlanStore store;
+  /** Bytes/s per partition from the agent's traffic topic (filled by {@link TrafficReader}). */
+  final TrafficStore traffic;
+  /** topic id -> name (the plans name topics). */
+  final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
+  volatile Admin admin;
+  volatile boolean refreshWanted = true;
+  private volatile boolean running = true;
+  private RackplanClient client;
+  private TrafficReader trafficReader;
+  private Thread topicThread;
+
+  /** Readers without I/O (tests, and a broker without {@code rackplan.bootstrap.servers}). */
+  ServerReaders(PlanStore store, TrafficStore traffic) {
+    this.store = store;
+    this.traffic = traffic;
+  }
+
+  /** The readers of ``config``, their threads started. */
+  static ServerReaders start(RackplanConfig config) {
+    ServerReaders r = new ServerReaders(new PlanStore(), new TrafficStore(config.trafficMaxAgeMs));
+    r.client = new RackplanClient(config, r.store, null, "rackplan-server-assignor", null).start();
+    if (!"none".equals(config.trafficTopic))
+      r.trafficReader = new TrafficReader(config, r.traffic, "rackplan-server-assignor-traffic").start();
+    Map<String, Object> ac = RackplanServerAssignor.adminConfig(config);
+    r.admin = Admin.create(ac);
+    r.topicThread = new Thread(() -> r.refreshTopics(ac), "rackplan-server-assignor-topics");
+    r.topicThread.setDaemon(true);
+    r.topicThread.start();
+    return r;
+  }
+
+  private void refreshTopics(Map<String, Object> ac) {
+    long last = 0;
+    long answered = System.currentTimeMillis();
+    while (running) {
+      try {
+        long now = System.currentTimeMillis();
+        if (now - answered > ADMIN_RENEW_MS) {
+          // No rebootstrap in the client (see adminConfig): a new one starts again from the bootstrap list.
+          answered = now;
+          Admin old = admin;
+          admin = Admin.create(ac);
+          old.close(java.time.Duration.ofSeconds(1));
+          LOG.info("rackplan: no topic listing for {} s; admin client made anew", ADMIN_RENEW_MS / 1000);
+        }
+        if (refreshWanted || now - last > 30_000) {
+          Set<String> names = admin.listTopics().names().get(10, TimeUnit.SECONDS);
+          Map<String, TopicDescription> d = admin.describeTopics(names).allTopicNames().get(10, TimeUnit.SECONDS);
+          for (TopicDescription td : d.values()) topicNames.put(td.topicId(), td.name());
+          refreshWanted = false;
+          last = now;
+          answered = now;
+        }
+        Thread.sleep(200);
+      } catch (InterruptedException e) {
+        return;
+      } catch (Exception e) {
+        LOG.debug("rackplan: topic names not refreshed: {}", e.toString());
+        try {
+          Thread.sleep(1000);
+        } catch (InterruptedException ie) {
+          return;
+        }
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    running = false;
+    if (client != null) client.stop();
+    if (trafficReader != null) trafficReader.stop();
+    if (client != null) client.close();
+    if (trafficReader != null) trafficReader.close();
+    if (topicThread != null) topicThread.interrupt();
+    // Not Admin.close()'s unbounded wait for calls in flight: a broker shutting down would wait out
+    // a listing against peers already gone.
+    if (admin != null) admin.close(java.time.Duration.ofSeconds(1));
+  }
+}
