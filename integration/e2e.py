@@ -52,7 +52,8 @@ class Interval:
     tp: TP
     start: float
     end: float | None = None
-    #: "revoked" (gave it up), "killed" (the follower died holding it), "" while open
+    #: "revoked" (gave it up), "killed" (the follower died holding it), "lost" (fenced: KIP-848's
+    #: on_partitions_lost), "" while open
     how: str = ""
 
 
@@ -102,8 +103,19 @@ class Ledger:
         c = self.counts()
         return sorted(x for x in produced if x not in c)
 
-    def overlaps(self) -> list[tuple[TP, str, str]]:
-        """Partitions two followers owned at the same moment (nothing, when all is well)."""
+    def lost(self) -> int:
+        """Partitions a member was told it had lost (KIP-848: the coordinator fenced it)."""
+        with self.lock:
+            return sum(1 for iv in self.intervals if iv.how == "lost")
+
+    def overlaps(self, excuse_lost: bool = False) -> list[tuple[TP, str, str]]:
+        """Partitions two followers owned at the same moment (nothing, when all is well).
+
+        With ``excuse_lost``, an interval that ended in a loss (``how="lost"``: Kafka's
+        ``on_partitions_lost``, the coordinator fenced the member, which learns it only later) ends
+        when the next owner starts: the coordinator had taken the partition back before it gave it on,
+        and a fenced member can no longer commit. :meth:`lost` counts them, and tests report it.
+        """
         with self.lock:
             by_tp: dict[TP, list[Interval]] = collections.defaultdict(list)
             for iv in self.intervals:
@@ -116,6 +128,11 @@ class Ledger:
                         continue
                     a_end = math_inf(a.end)
                     b_end = math_inf(b.end)
+                    fenced_first = (a.how == "lost" and a.start <= b.start) or (
+                        b.how == "lost" and b.start <= a.start
+                    )
+                    if excuse_lost and fenced_first:
+                        continue
                     if a.start < b_end and b.start < a_end:
                         out.append((tp, a.follower, b.follower))
         return out

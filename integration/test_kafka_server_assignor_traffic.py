@@ -117,9 +117,10 @@ def test_the_broker_assignor_reads_the_light_partitions_across_racks(
             crossing=crossing,
             cross_rack_bytes_per_s=sum(RATES[p] * RECORD for p in crossing),
             least=(RATES[1] + RATES[3]) * RECORD,
+            lost_by_fencing=ledger.lost(),
         )
         assert crossing == [1, 3], f"the light az-a partitions cross, not {crossing}: {final}"
-        assert ledger.overlaps() == []
+        assert ledger.overlaps(excuse_lost=True) == []
     finally:
         for m in members:
             m.stop()
