@@ -38,9 +38,9 @@ def read_sample(
     """End offsets of ``wanted``, transient failures asked again (``traffic.max_attempts``); what failed, named.
 
     The sample is stamped at the middle of the first request, which answers every partition but the
-    retried ones: the brokers read their offsets somewhere between sending and answering, and a slow
-    answer stamped at its start would count the records of the wait as written in the window (a request
-    taking 2 s of an 8 s window overstates the rate by a quarter).
+    retried ones: the brokers read their offsets somewhere between sending and answering. Stamped at
+    its start, a window whose last request answers 2 s slower than its first would count 2 s more of
+    writing than its stamps span (a quarter too much over 8 s); at the middle, half of that is left.
     """
     ends: dict[TopicPart, int] = {}
     failed: dict[TopicPart, str] = {}

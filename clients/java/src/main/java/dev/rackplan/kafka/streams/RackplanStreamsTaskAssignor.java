@@ -1,7 +1,6 @@
 package dev.rackplan.kafka.streams;
 
 import dev.rackplan.kafka.JvmShared;
-
 import dev.rackplan.kafka.RackplanConfig;
 import java.lang.management.ManagementFactory;
 import java.util.HashMap;
