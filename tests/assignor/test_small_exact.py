@@ -168,3 +168,34 @@ def test_the_exact_candidate_asks_highs_only_when_the_enumeration_runs_out(
     by_highs = rounds_until_settled(cluster, group)
     assert calls != []
     assert by_flows[:2] == by_highs[:2] == (1, 0)
+
+
+def _walked(comp: Component, start: list[dict[int, int]], budget: int) -> tuple[object, int]:
+    """The enumeration's answer (None when out of work) and the work it counted."""
+    search = small_exact._Search(comp, start, budget)
+    try:
+        search.run()
+    except small_exact._OutOfWork:
+        return None, search.work
+    return search.best, search.work
+
+
+@SETTINGS
+@given(st.one_of(components(), larger_components()), st.sampled_from([40, 400, 10**9]))
+def test_checking_only_the_subscriptions_a_total_touches_is_the_full_check(
+    inst: tuple[Component, list[dict[int, int]]], budget: int
+) -> None:
+    """The walk re-checks only the subscription it fixed and those sharing a topic group whose ``mu`` fell;
+    with the full check instead (every fixed subscription at every step) the same plan, work and cut."""
+    comp, start = inst
+    fast = _walked(comp, start, budget)
+    full_check = small_exact._may_hold
+
+    def every_subscription(
+        subs: Sequence[object], totals: Sequence[int], mu: Sequence[int | None], which: object = None
+    ) -> bool:
+        return full_check(subs, totals, mu)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(small_exact, "_may_hold", every_subscription)
+        assert _walked(comp, start, budget) == fast
