@@ -160,11 +160,17 @@ def _co_partitioned_pass(states: list[_TopicState], bits: Sequence[int], has_rac
     first member (in order) with quota left whose rack holds a replica of ``p`` in all of them.
 
     The topics share subscribers and partition count and receive the same
-    assignments, so their quotas move in lockstep; a member whose quota is
-    spent never regains one, which lets each rack's member cursor only advance.
+    assignments, so their quotas move in lockstep: one set of counts stands for all of them, and each
+    topic gets a copy at the end.  A member whose quota is spent never regains one, which lets each
+    rack's member cursor only advance.  One loop with that state in locals, as :func:`_rack_pass_py`
+    (the bookkeeping calls per topic, partition and member were half of a small equal group's call:
+    issue 29); ``tests/assignor/test_range.py`` checks it against the pass through the calls.
     """
     first = states[0]
-    consumers = first.consumers
+    consumers, n, per, extra = first.consumers, first.n, first.per_member, first.extra
+    counts = dict(first.counts)
+    owner = list(first.owner)
+    assigned = first.assigned
     # Candidate lists: members without a rack (key 0) and members per rack bit, in member order.
     queues: dict[int, list[int]] = {}
     for c in consumers:
@@ -172,33 +178,34 @@ def _co_partitioned_pass(states: list[_TopicState], bits: Sequence[int], has_rac
             queues.setdefault(0, []).append(c)
         elif bits[c]:
             queues.setdefault(bits[c], []).append(c)
-    heads = dict.fromkeys(queues, 0)
+    order = list(queues.items())
+    heads = [0] * len(order)
     rank = {c: i for i, c in enumerate(consumers)}
     all_masks = [s.masks for s in states]
-
-    def head(key: int) -> int:
-        """The first member of a queue that still has quota in every topic, or -1."""
-        q = queues[key]
-        i = heads[key]
-        while i < len(q) and not all(s.max_assignable(q[i]) > 0 for s in states):
-            i += 1
-        heads[key] = i
-        return q[i] if i < len(q) else -1
-
-    for p in range(first.n):
+    for p in range(n):
         common = -1
         for m in all_masks:
             common &= m[p]
-        best = -1
-        for key in queues:
+        best, best_rank = -1, len(consumers)
+        quota = per + (1 if extra > 0 else 0)
+        for j, (key, queue) in enumerate(order):
             if key and not (key & common):
                 continue
-            c = head(key)
-            if c >= 0 and (best < 0 or rank[c] < rank[best]):
-                best = c
+            # The queue's first member with quota left (the same in every topic: lockstep).
+            i, end = heads[j], len(queue)
+            while i < end and counts[queue[i]] >= quota:
+                i += 1
+            heads[j] = i
+            if i < end and rank[queue[i]] < best_rank:
+                best, best_rank = queue[i], rank[queue[i]]
         if best >= 0:
-            for s in states:
-                s.give(best, [p])
+            owner[p] = best
+            assigned += 1
+            counts[best] += 1
+            if counts[best] > per:
+                extra -= 1
+    for s in states:
+        s.owner, s.counts, s.extra, s.assigned = list(owner), dict(counts), extra, assigned
 
 
 def _needs_rack_aware(state: _TopicState, bits: Sequence[int], prefer_rack_aware: bool) -> bool:

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.range_assignor import (
+    _co_partitioned_pass,
     _fill,
     _rack_pass_and_fill,
     _rack_pass_py,
@@ -819,3 +820,79 @@ def test_the_compiled_passes_hand_back_what_they_cannot_take(core: Core) -> None
     _rack_pass_py(reference, [1 << 62, 1], [True, True])
     _fill(reference)
     assert state_of(wide) == state_of(reference) == ([0, 1, 0], {0: 2, 1: 1}, 0, 3)
+
+
+def co_partitioned_pass_by_calls(
+    states: list[_TopicState], bits: Sequence[int], has_rack: Sequence[bool]
+) -> None:
+    """Kafka's ``assignCoPartitionedWithRackMatching`` through every topic's bookkeeping calls: the oracle of
+    the inlined :func:`_co_partitioned_pass` (its form before issue 29)."""
+    first = states[0]
+    queues: dict[int, list[int]] = {}
+    for c in first.consumers:
+        if not has_rack[c]:
+            queues.setdefault(0, []).append(c)
+        elif bits[c]:
+            queues.setdefault(bits[c], []).append(c)
+    heads = dict.fromkeys(queues, 0)
+    rank = {c: i for i, c in enumerate(first.consumers)}
+
+    def head(key: int) -> int:
+        q, i = queues[key], heads[key]
+        while i < len(q) and not all(s.max_assignable(q[i]) > 0 for s in states):
+            i += 1
+        heads[key] = i
+        return q[i] if i < len(q) else -1
+
+    for p in range(first.n):
+        common = -1
+        for s in states:
+            common &= s.masks[p]
+        best = -1
+        for key in queues:
+            if key and not (key & common):
+                continue
+            c = head(key)
+            if c >= 0 and (best < 0 or rank[c] < rank[best]):
+                best = c
+        if best >= 0:
+            for s in states:
+                s.give(best, [p])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    n_parts=st.integers(0, 40),
+    n_topics=st.integers(2, 4),
+    data=st.data(),
+    members=st.lists(st.tuples(st.booleans(), st.sampled_from([0, 1, 2, 4, 8, 3])), min_size=1, max_size=25),
+    order=st.randoms(use_true_random=False),
+)
+def test_the_co_partitioned_pass_equals_the_pass_through_the_bookkeeping_calls(
+    n_parts: int,
+    n_topics: int,
+    data: st.DataObject,
+    members: list[tuple[bool, int]],
+    order: random.Random,
+) -> None:
+    """Issue 29: the co-partitioned rack pass with one set of counts for all its topics (lockstep) takes exactly
+    the partitions, counts and quotas of the pass through every topic's ``max_assignable`` and ``give``, then
+    the fill the same: members with and without racks, racks holding no broker, partitions on no rack, more
+    members than partitions, subscribers a subset of the members in member order."""
+    masks = [
+        data.draw(st.lists(st.integers(0, 15), min_size=n_parts, max_size=n_parts)) for _ in range(n_topics)
+    ]
+    has_rack = [r for r, _ in members]
+    bits = [b if r else 0 for r, b in members]
+    consumers = [c for c in range(len(members)) if order.random() < 0.8] or [0]
+    fast = [_TopicState(f"t{i}", m, consumers) for i, m in enumerate(masks)]
+    slow = [_TopicState(f"t{i}", m, consumers) for i, m in enumerate(masks)]
+    _co_partitioned_pass(fast, bits, has_rack)
+    co_partitioned_pass_by_calls(slow, bits, has_rack)
+    assert [state_of(s) for s in fast] == [state_of(s) for s in slow]
+    for f, s in zip(fast, slow, strict=True):
+        _fill(f)
+        fill_by_calls(s)
+        assert state_of(f) == state_of(s)
+    # each topic holds its own lists: the fill of one never writes another's
+    assert len({id(s.owner) for s in fast}) == len({id(s.counts) for s in fast}) == n_topics
