@@ -76,8 +76,14 @@ class Program:
     def nonzeros(self) -> int:
         return len(self.index)
 
-    def solve(self, start: Sequence[float], max_nodes: int) -> Result:
+    def solve(self, start: Sequence[float], max_nodes: int, light_root: bool = False) -> Result:
         """Solve to a gap below one (costs are integers), from the feasible ``start``, within ``max_nodes``.
+
+        ``light_root``: without the sub-MIP heuristics (RINS, RENS) and the restart after the root.  On
+        the cooperative-sticky exact candidates (programs of at most 600 nonzeros) that gives the same
+        values in about 40% of the CPU and more proofs within the same node budget; on rack-optimal's
+        larger programs RENS finds better plans (one cross-rack partition on bench_rack_optimal's
+        50 x 428 group), so they keep it (docs/performance.md, issue 29).
 
         A run that stops at the node limit returns the best solution it found
         (at worst ``start``) and HiGHS's dual bound, not proven optimal.
@@ -91,9 +97,9 @@ class Program:
         again without presolve, and if that answer contradicts itself too it
         is kept unproven, without a bound.
         """
-        result = self._run(start, max_nodes, presolve=True)
+        result = self._run(start, max_nodes, presolve=True, light_root=light_root)
         if result.optimal and not self._consistent(result):
-            result = self._run(start, max_nodes, presolve=False)
+            result = self._run(start, max_nodes, presolve=False, light_root=light_root)
             if result.optimal and not self._consistent(result):
                 result = Result(result.values, False, None)
         return result
@@ -103,7 +109,7 @@ class Program:
         value = sum(c * v for c, v in zip(self.cost, result.values, strict=True))
         return result.bound is not None and value <= result.bound + 0.5 + 1e-6
 
-    def _run(self, start: Sequence[float], max_nodes: int, presolve: bool) -> Result:
+    def _run(self, start: Sequence[float], max_nodes: int, presolve: bool, light_root: bool) -> Result:
         """One HiGHS run (see :meth:`solve`)."""
         # Imported here: only the cases the fast paths cannot settle need the solver.  The bare
         # ``_Highs`` class, because ``highspy.Highs()`` prints a banner on stdout (where the CLI
@@ -123,6 +129,9 @@ class Program:
             ("mip_max_nodes", max_nodes),
             ("mip_heuristic_run_root_reduced_cost", False),  # costly, and found less than RENS did
             ("presolve", "on" if presolve else "off"),
+            ("mip_heuristic_run_rins", not light_root),
+            ("mip_heuristic_run_rens", not light_root),
+            ("mip_allow_restart", not light_root),
         ):
             h.setOptionValue(option, v)
         n_col = len(self.cost)

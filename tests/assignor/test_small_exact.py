@@ -156,9 +156,9 @@ def test_the_exact_candidate_asks_highs_only_when_the_enumeration_runs_out(
     """On the fresh group of test_sticky (the exact candidate deals 7 cross-rack): the same rounds either way."""
     calls: list[int] = []
 
-    def counted(comp: Component, start: Sequence[dict[int, int]]) -> object:
+    def counted(comp: Component, start: Sequence[dict[int, int]], light_root: bool = False) -> object:
         calls.append(1)
-        return solve(comp, start)
+        return solve(comp, start, light_root=light_root)
 
     monkeypatch.setattr(general_exact, "solve", counted)
     cluster, group = fresh_group_case()

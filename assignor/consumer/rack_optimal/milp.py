@@ -169,13 +169,13 @@ def solve(
     start: Sequence[dict[int, int]],
     budget: int = NODE_WORK,
     max_nonzeros: int = MAX_NONZEROS,
+    light_root: bool = False,
 ) -> Solution:
     """The lexicographic optimum, or the best plan found within the node budget (see ``NODE_WORK``).
 
-    ``start`` is a balanced assignment in the same form (the fair optimum),
-    handed to HiGHS as its first incumbent.  A program over ``max_nonzeros``
-    is not run: the start comes back, not proven.
-    """
+    ``start`` is a balanced assignment in the same form (the fair optimum), handed to HiGHS as its first
+    incumbent.  A program over ``max_nonzeros`` is not run: the start comes back, not proven.
+    ``light_root``: see :meth:`rackplan.assignor.flow.highs.Program.solve`."""
     n_mem = len(comp.cross)
     n_grp = len(comp.group_members)
     group_classes: list[list[int]] = [[] for _ in range(n_grp)]
@@ -265,7 +265,7 @@ def solve(
     first = _start_vector(comp, start, x, keep, y, count, mu, len(prog.cost))
     for lo, ms in floors:
         first[lo] = min(first[count[m]] for m in ms)
-    found = prog.solve(first, budget // max(prog.nonzeros, 1))
+    found = prog.solve(first, budget // max(prog.nonzeros, 1), light_root)
     sol = found.values
     counts = [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
     return Solution(counts, found.optimal, found.bound)

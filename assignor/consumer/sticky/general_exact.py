@@ -100,7 +100,7 @@ def exact_candidate(prep: Prepared, start: list[int], spend: Callable[[], bool])
         return None
     best = solve_small(comp, counts)
     if best is None:  # the enumeration's budget ran out: HiGHS (and numpy) only now
-        best = solve(comp, counts).counts
+        best = solve(comp, counts, light_root=True).counts  # small programs: see Program.solve
     check_balanced(comp, best)
     if plan_value(comp, best, weight) >= value:
         return None
