@@ -106,12 +106,16 @@ def larger_components(draw: st.DrawFn) -> tuple[Component, list[dict[int, int]]]
 
 
 @SETTINGS
-@given(larger_components())
-def test_larger_components_reach_highs_proven_optimum(inst: tuple[Component, list[dict[int, int]]]) -> None:
+@given(larger_components(), st.booleans())
+def test_larger_components_reach_highs_proven_optimum(
+    inst: tuple[Component, list[dict[int, int]]], light_root: bool
+) -> None:
+    """With and without HiGHS's sub-MIP heuristics and restart (``light_root``, the exact candidate's way)."""
     comp, start = inst
     assert balance_violation(comp, start) is None
-    highs = solve(comp, start, budget=10**9, max_nonzeros=10**9)
+    highs = solve(comp, start, budget=10**9, max_nonzeros=10**9, light_root=light_root)
     assert highs.optimal
+    assert balance_violation(comp, highs.counts) is None
     found = solve_small(comp, start, budget=10**9)
     assert found is not None
     assert balance_violation(comp, found) is None
