@@ -58,8 +58,10 @@ SMALL_WORK = 50_000
 """The work budget of one :func:`solve_small`: per count total tried, the topic groups it checks; per
 choice of who holds one more, one; per flow, its nodes and edges.
 
-0.25 to 0.6 microseconds of CPU a unit, so about 12 to 30 ms when spent in full: less than
-importing HiGHS (0.14 s), the fallback when it runs out.  On the exact candidates of
+0.25 to 0.6 microseconds of CPU a unit, so about 12 to 30 ms when spent in full, when measured;
+4.3 ms (0.09 microseconds a unit) on bench_vs_kafka's 9 x 96 group since the walk re-checks only
+the subscriptions a total changes (bench/bench_passes_ab.py).  Less than importing HiGHS (0.14 s),
+the fallback when it runs out.  On the exact candidates of
 tests/assignor/test_sticky*.py (401 calls, unbudgeted) the median enumeration costs 322 units,
 90% at most 34,241; 38 need more than 50,000 (up to 2.5 million) and go to HiGHS
 (docs/performance.md, start-up section).
