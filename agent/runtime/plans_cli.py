@@ -35,7 +35,8 @@ def register(sub: Any) -> None:
     what = {
         "list": "every key on the plan topic: generation, epoch, when, why, cross-rack partitions",
         "show": "one group's plan of record: generation, epoch, when, reason, stats, assignment",
-        "explain": "which partitions of the plan are cross-rack and why; what no assignment can fix",
+        "explain": "which partitions of the plan are cross-rack and why (a Streams app's per task and role); "
+        "what no assignment can fix",
         "diff": "the plan against the group's live assignment (DescribeConsumerGroups)",
     }
     for name, text in what.items():
@@ -112,16 +113,20 @@ def do_show(reader: PlansReader, group: str) -> Outcome:
     return doc, doc["ok"], render_show
 
 
-def _consumer_plan(reader: PlansReader, group: str) -> tuple[str, Any]:
-    """The key and plan of record of a consumer group; :class:`PlansProblem` when there is none."""
+def _plan_of_record(reader: PlansReader, group: str, streams: bool = False) -> tuple[str, Any]:
+    """The key and plan of record of a consumer group (or, with ``streams``, of a Streams app too);
+    :class:`PlansProblem` when there is none."""
     from ..protocol.plans import PlanDecodeError
     from .plans_io import PlansProblem
     from .plans_record import resolve_key
 
     found = reader.plans()
     key = resolve_key(group, found.keys)
-    if not key.startswith("consumer/"):
-        raise PlanDecodeError(f"{key} is a Streams app: explain and diff take a consumer group")
+    if not streams and not key.startswith("consumer/"):
+        raise PlanDecodeError(
+            f"{key} is a Streams app: diff takes a consumer group (a Streams group's live members hold "
+            "partitions per stream thread, not tasks); explain takes both"
+        )
     history = found.keys.get(key)
     if history is None or history.plan is None:
         why = "tombstoned" if history is not None and history.tombstoned else "none on the plan topic"
@@ -134,7 +139,9 @@ def do_explain(reader: PlansReader, group: str) -> Outcome:
     from .plans_io import PlansProblem, racks_of
     from .plans_text import render_explain
 
-    key, rec = _consumer_plan(reader, group)
+    key, rec = _plan_of_record(reader, group, streams=True)
+    if key.startswith("streams/"):
+        return _explain_streams(reader, key, rec)
     assignment = rec.body["assignment"]
     snap, racks = reader.metadata()
     real = None
@@ -149,12 +156,36 @@ def do_explain(reader: PlansReader, group: str) -> Outcome:
     return doc, True, render_explain
 
 
+def _explain_streams(reader: PlansReader, key: str, rec: Any) -> Outcome:
+    """``explain`` of a Streams app: its tasks' topic partitions judged, with the registration's sub-topologies
+    and client racks (a Streams plan names tasks; only the registration says what they read)."""
+    from rackplan.assignor import subtopologies_of
+
+    from ..groups.live import registered_members
+    from .plans_explain import explain_streams
+    from .plans_io import PlansProblem
+    from .plans_text import render_explain
+
+    reg = reader.registration(key)
+    subtopologies = subtopologies_of(reg.spec) if reg is not None else {}
+    if reg is None or not subtopologies:
+        raise PlansProblem(
+            f"{key}: no registration (settings file or registrations topic) gives its sub-topologies, "
+            "so its tasks' partitions are not known"
+        )
+    client_racks = {str(c.get("process_id")): c.get("rack") for c in registered_members(reg)}
+    snap, racks = reader.metadata()
+    found = explain_streams(rec.body["assignment"], subtopologies, client_racks, snap, racks, rec.fetch_mode)
+    doc = {"key": key, "generation": rec.generation, **found.as_json(), "notes": list(reader.notes)}
+    return doc, True, render_explain
+
+
 def do_diff(reader: PlansReader, group: str) -> Outcome:
     from .plans_diff import plan_diff
     from .plans_io import racks_of
     from .plans_text import render_diff
 
-    key, rec = _consumer_plan(reader, group)
+    key, rec = _plan_of_record(reader, group)
     assignment = rec.body["assignment"]
     real = reader.group(rec.body["group_id"])
     snap, racks = reader.metadata()

@@ -17,13 +17,23 @@ verdict, in the contract's terms (docs/CONTRACT.md, :func:`rackplan.assignor.mod
 rack the group's members are in.  Rebalancing cannot make them local; only moving replicas can.
 The counts agree with the agent's own judge (:class:`~..planning.planner.LocalityJudge` and
 ``best_locality``), which the tests use as the oracle.
+
+A Kafka Streams app's plan (:func:`explain_streams`) assigns tasks to clients, so each verdict is
+one (client, task, role, topic partition): an active task's source partitions and, when its
+sub-topology is stateful, its changelogs; a standby's or warm-up's changelogs only (the contract's
+``task_partitions``).  Topics the metadata lacks are left out there, as the plan's statistics leave
+them (a changelog not created yet costs nothing), so a Streams explanation has no ``missing``.  Its
+active and standby cross-rack counts are the plan's ``active_cross_rack`` and ``standby_cross_rack``
+on the same metadata; warm-ups are judged too, and counted apart.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from rackplan.assignor import Subtopology, task_partitions
 
 from ..cluster.metadata import NO_LEADER, Snapshot
 
@@ -35,8 +45,12 @@ MISSING = "missing"
 #: why a cross-rack partition is cross-rack
 NO_REPLICA_IN_RACK = "no_replica_in_member_rack"
 LEADER_ELSEWHERE = "leader_in_other_rack"
+#: a Streams client's roles, in the order they are listed
+ROLES = ("active", "standby", "warmup")
 
 Assignment = Mapping[str, Sequence[Sequence[Any]]]
+#: a Streams plan's assignment: client (process id) -> role -> task ids
+TaskAssignment = Mapping[str, Mapping[str, Sequence[str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +66,9 @@ class Verdict:
     why: str = ""
     replica_racks: tuple[str, ...] = ()
     leader_rack: str | None = None
+    #: a Streams plan's task and the client's role for it (:data:`ROLES`); empty for a consumer group
+    task: str = ""
+    role: str = ""
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -65,6 +82,8 @@ class Verdict:
         }
         if self.why:
             out["why"] = self.why
+        if self.role:
+            out["task"], out["role"] = self.task, self.role
         return out
 
 
@@ -85,11 +104,23 @@ class Explanation:
         kinds = (LOCAL, CROSS_RACK, MEMBER_RACK_UNKNOWN, PARTITION_RACK_UNKNOWN, MISSING)
         return {"partitions": len(self.verdicts), **{k: self.count(k) for k in kinds}}
 
+    def by_role(self) -> dict[str, dict[str, int]]:
+        """A Streams explanation's (task, topic partition) pairs and cross-rack ones per role; {} otherwise."""
+        out: dict[str, dict[str, int]] = {}
+        for v in self.verdicts:
+            if v.role:
+                tally = out.setdefault(v.role, {"pairs": 0, CROSS_RACK: 0})
+                tally["pairs"] += 1
+                tally[CROSS_RACK] += v.verdict == CROSS_RACK
+        return {r: out[r] for r in ROLES if r in out}
+
     def as_json(self) -> dict[str, Any]:
+        roles = self.by_role()
         return {
             "fetch_mode": self.fetch_mode,
             "member_racks": list(self.member_racks),
-            "counts": {**self.counts(), "unfixable": len(self.unfixable)},
+            "counts": {**self.counts(), "unfixable": len(self.unfixable)}
+            | ({"by_role": roles} if roles else {}),
             "cross_rack": [v.as_json() for v in self.verdicts if v.verdict == CROSS_RACK],
             "member_rack_unknown": [v.as_json() for v in self.verdicts if v.verdict == MEMBER_RACK_UNKNOWN],
             "partition_rack_unknown": [
@@ -121,7 +152,39 @@ def explain(
         rack = member_racks.get(member) or None
         for t, p in sorted((str(t), int(p)) for t, p in assignment[member]):
             verdicts.append(_judge(member, rack, t, p, snapshot, racks, fetch_mode))
-    group_racks = tuple(sorted({r for r in member_racks.values() if r} & _assigned(assignment, member_racks)))
+    return _explanation(verdicts, _assigned(assignment, member_racks), fetch_mode)
+
+
+def explain_streams(
+    assignment: TaskAssignment,
+    subtopologies: Mapping[str, Subtopology],
+    client_racks: Mapping[str, str | None],
+    snapshot: Snapshot,
+    racks: Mapping[int, str | None],
+    fetch_mode: str,
+) -> Explanation:
+    """Judge every (client, task, role, topic partition) of a Streams plan (module docstring).
+
+    ``subtopologies``: the app's, by id (:func:`rackplan.assignor.subtopologies_of` of its registration);
+    ``client_racks``: each client's registered rack (absent, None or ``""``: unknown).
+    """
+    topics = {t: state.replicas for t, state in snapshot.topics.items()}
+    verdicts: list[Verdict] = []
+    for client in sorted(assignment):
+        rack = client_racks.get(client) or None
+        roles = assignment[client]
+        for role in ROLES:
+            for task in roles.get(role) or []:
+                parts = task_partitions(subtopologies, topics, str(task), standby=role != "active")
+                for t, p in parts:
+                    found = _judge(client, rack, t, p, snapshot, racks, fetch_mode)
+                    verdicts.append(replace(found, task=str(task), role=role))
+    return _explanation(verdicts, _assigned(assignment, client_racks), fetch_mode)
+
+
+def _explanation(verdicts: list[Verdict], assigned_racks: set[str], fetch_mode: str) -> Explanation:
+    """The verdicts with the group's racks (those of the members the plan names) and the unfixable ones."""
+    group_racks = tuple(sorted(assigned_racks))
     unfixable: dict[tuple[str, int], Verdict] = {}
     if group_racks:
         for v in verdicts:
@@ -135,7 +198,7 @@ def explain(
     )
 
 
-def _assigned(assignment: Assignment, member_racks: Mapping[str, str | None]) -> set[str]:
+def _assigned(assignment: Mapping[str, object], member_racks: Mapping[str, str | None]) -> set[str]:
     """Racks of the members the assignment names, with partitions or none: every rack the group reads from."""
     return {r for m in assignment if (r := member_racks.get(m))}
 
@@ -168,6 +231,4 @@ def _judge(
 
 
 def _with(v: Verdict, verdict: str, why: str = "") -> Verdict:
-    return Verdict(
-        v.member, v.member_rack, v.topic, v.partition, verdict, why, v.replica_racks, v.leader_rack
-    )
+    return replace(v, verdict=verdict, why=why)

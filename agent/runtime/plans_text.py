@@ -89,20 +89,29 @@ def _show_problem(k: dict[str, Any]) -> str:
 def render_explain(doc: dict[str, Any]) -> str:
     c = doc["counts"]
     racks = ", ".join(doc["member_racks"]) or "none known"
+    roles = c.get("by_role")  # a Streams app: (task, topic partition) pairs, per role
+    who = "client" if roles is not None else "member"
     lines = [
-        f"{doc['key']} generation {doc['generation']} ({doc['fetch_mode']}), member racks: {racks}",
-        f"  {c['partitions']} partitions: {c['local']} local, {c['cross_rack']} cross-rack, "
-        f"{c['member_rack_unknown']} of members of unknown rack, "
+        f"{doc['key']} generation {doc['generation']} ({doc['fetch_mode']}), {who} racks: {racks}",
+        f"  {c['partitions']} {'(task, partition) pairs' if roles is not None else 'partitions'}: "
+        f"{c['local']} local, {c['cross_rack']} cross-rack, "
+        f"{c['member_rack_unknown']} of {who}s of unknown rack, "
         f"{c['partition_rack_unknown']} on brokers without a rack, {c['missing']} not in the metadata",
     ]
+    if roles:
+        lines.append(
+            "  cross-rack by role: "
+            + ", ".join(f"{role} {n['cross_rack']} of {n['pairs']}" for role, n in roles.items())
+        )
     for v in doc["cross_rack"][:SHOWN]:
         where = (
             f"its leader is in {v['leader_rack']}"
             if v["why"] == "leader_in_other_rack"
             else f"replicas in {', '.join(v['replica_racks'])}"
         )
+        task = f" ({v['role']} {v['task']})" if v.get("role") else ""
         lines.append(
-            f"  cross-rack {v['topic']}-{v['partition']}: member {v['member']} in {v['member_rack']}, {where}"
+            f"  cross-rack {v['topic']}-{v['partition']}{task}: {who} {v['member']} in {v['member_rack']}, {where}"
         )
     if len(doc["cross_rack"]) > SHOWN:
         lines.append(f"  (+{len(doc['cross_rack']) - SHOWN} more cross-rack)")
@@ -115,7 +124,7 @@ def render_explain(doc: dict[str, Any]) -> str:
         lines.append(f"  not in the metadata: {_tps([[v['topic'], v['partition']] for v in doc['missing']])}")
     fix = doc["unfixable"]
     lines.append(
-        f"  no assignment can fix {len(fix)}: no replica in any member rack"
+        f"  no assignment can fix {len(fix)}: no replica in any {who} rack"
         + (f": {_tps([[u['topic'], u['partition']] for u in fix])}" if fix else "")
     )
     lines += [f"  note: {n}" for n in doc["notes"]]

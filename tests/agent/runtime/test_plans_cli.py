@@ -20,6 +20,20 @@ from rackplan.agent.runtime.plans_io import PlansProblem
 from tests.embedded import embedded_cluster
 
 SECRET = b"plans-secret"
+#: a stateful Streams app with a standby: its actives read ``clicks`` and write the changelog
+CLICKS = {
+    "application_id": "clicks",
+    "subtopologies": [
+        {
+            "id": "0",
+            "source_topics": ["clicks"],
+            "changelog_topics": ["clicks-store-changelog"],
+            "stateful": True,
+        }
+    ],
+    "clients": [{"process_id": "p-a", "rack": "az-a"}, {"process_id": "p-b", "rack": "az-b"}],
+    "num_standby_replicas": 1,
+}
 
 
 @pytest.fixture(scope="module")
@@ -33,12 +47,15 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     tmp = tmp_path_factory.mktemp("plans")
     with embedded_cluster() as cluster:
         cluster.create_topic("orders", 6, 1)
+        cluster.create_topic("clicks", 4, 1)
+        cluster.create_topic("clicks-store-changelog", 4, 1)
         (tmp / "secret").write_bytes(SECRET)
         # no member in az-c: its partitions are read cross-rack whatever the plan; pay-d's rack has no broker
         members = [{"member_id": f"pay-{r}", "rack": f"az-{r}", "topics": ["orders"]} for r in "abd"]
         doc = {
             "kafka": {"bootstrap_servers": cluster.bootstrap_servers, "startup_timeout_s": 10},
             "consumer_groups": [{"group_id": "pay", "assignor": "range", "members": members}],
+            "streams_apps": [CLICKS],
             "registrations": {"secret_file": str(tmp / "secret")},
             "metadata": {"request_timeout_s": 2},
             "io_timeout_s": 10,
@@ -54,17 +71,18 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
         finally:
             agent.close()
         (plan,) = [p for p in report.published if p.key == "consumer/pay"]
+        assert [p.key for p in report.published if p.key == "streams/clicks"] == ["streams/clicks"]
         yield path, plan, cluster
 
 
-def _replica_racks(cluster: Any) -> dict[str, list[set[str]]]:
+def _replica_racks(cluster: Any, topic: str = "orders") -> list[set[str]]:
     """Each partition's replica racks, from the brokers' metadata (what the test checks explain against)."""
     from confluent_kafka.admin import AdminClient
 
-    md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics("orders", timeout=10)
+    md = AdminClient({"bootstrap.servers": cluster.bootstrap_servers}).list_topics(topic, timeout=10)
     racks = cluster.broker_racks
-    parts = md.topics["orders"].partitions
-    return {"orders": [{racks[b] for b in parts[p].replicas} for p in sorted(parts)]}
+    parts = md.topics[topic].partitions
+    return [{racks[b] for b in parts[p].replicas} for p in sorted(parts)]
 
 
 def run(path: Path, command: str, group: str = "", live: Any = None) -> tuple[int, dict[str, Any], str]:
@@ -99,7 +117,8 @@ def test_show_and_list_read_the_plan_of_record_the_agent_published(
     assert text.startswith("consumer/pay: planned\n") and text.endswith("ok\n")
     assert f"  generation {plan.generation} (proposed)" in text
     code, doc, text = run(path, "list")
-    assert code == 0 and doc["authenticated"] and [k["key"] for k in doc["keys"]] == ["consumer/pay"]
+    assert code == 0 and doc["authenticated"]
+    assert [k["key"] for k in doc["keys"]] == ["consumer/pay", "streams/clicks"]
     assert f"consumer/pay: generation {plan.generation}" in text
 
 
@@ -118,18 +137,41 @@ def test_explain_names_each_cross_rack_partition_and_agrees_with_the_agents_coun
     )  # the agent's count when it published
     assert doc["counts"]["partitions"] == 6 and doc["counts"]["member_rack_unknown"] == 0
     assert doc["member_racks"] == ["az-a", "az-b", "az-d"]
-    in_c = {
-        (t, p)
-        for t, parts in _replica_racks(cluster).items()
-        for p, racks in enumerate(parts)
-        if racks == {"az-c"}
-    }
+    in_c = {("orders", p) for p, racks in enumerate(_replica_racks(cluster)) if racks == {"az-c"}}
     assert in_c and {(u["topic"], u["partition"]) for u in doc["unfixable"]} == in_c
     assert doc["counts"]["cross_rack"] >= len(in_c)
     for v in doc["cross_rack"]:
         assert v["member_rack"] not in v["replica_racks"] and v["why"] == "no_replica_in_member_rack"
     assert f"no assignment can fix {len(in_c)}: no replica in any member rack: " in text
     assert "note: group 'pay' could not be described" in text
+
+
+def test_explain_judges_a_streams_apps_tasks_as_its_plan_counted_them(
+    published: tuple[Path, PlanRecord, Any],
+) -> None:
+    """``explain streams/clicks``: every (client, task, role, topic partition) judged from the registration's
+    sub-topologies and client racks; per role the cross-rack pairs are the published plan's own statistics."""
+    path, _, cluster = published
+    code, doc, text = run(path, "explain", "streams/clicks")
+    assert code == 0, doc
+    plan = next(k["plan"] for k in run(path, "list")[1]["keys"] if k["key"] == "streams/clicks")
+    stats = run(path, "show", "streams/clicks")[1]["plan"]["stats"]
+    assert doc["generation"] == plan["generation"]
+    roles = doc["counts"]["by_role"]
+    assert roles["active"] == {
+        "pairs": 8,
+        "cross_rack": stats["active_cross_rack"],
+    }  # 4 tasks: source + changelog
+    assert roles["standby"] == {"pairs": 4, "cross_rack": stats["standby_cross_rack"]}
+    assert doc["member_racks"] == ["az-a", "az-b"]
+    racks = {t: _replica_racks(cluster, t) for t in ("clicks", "clicks-store-changelog")}
+    for v in doc["cross_rack"]:
+        assert v["role"] in ("active", "standby") and v["member"] in ("p-a", "p-b")
+        assert v["member_rack"] not in racks[v["topic"]][v["partition"]]
+    assert text.startswith(
+        f"streams/clicks generation {plan['generation']} (nearest-replica), client racks: az-a, az-b"
+    )
+    assert f"cross-rack by role: active {roles['active']['cross_rack']} of 8" in text
 
 
 def test_diff_names_the_member_off_its_plan(published: tuple[Path, PlanRecord, Any]) -> None:
@@ -193,8 +235,8 @@ def test_bad_input_exits_2_naming_it_and_a_missing_plan_exits_1(
     path, _, _ = published
     code, doc, _ = run(path, "show", "kafka/x")
     assert code == 2 and doc["stderr"].startswith("rackplan: error: GROUP: bad plan key 'kafka/x'")
-    code, doc, _ = run(path, "explain", "streams/clicks")
-    assert code == 2 and "Streams app" in doc["stderr"]
+    code, doc, _ = run(path, "diff", "streams/clicks")
+    assert code == 2 and "Streams app: diff takes a consumer group" in doc["stderr"]
     bad = tmp_path / "bad.yaml"
     bad.write_text("kafka:\n  bootstrap_servers: 127.0.0.1:1\nplan_topik: x\n")
     code, doc, _ = run(bad, "list")

@@ -20,7 +20,11 @@ from rackplan.agent.runtime.plans_explain import (
     NO_REPLICA_IN_RACK,
     PARTITION_RACK_UNKNOWN,
     explain,
+    explain_streams,
 )
+from rackplan.assignor.model import Cluster, StreamsApp, Subtopology
+from rackplan.assignor.streams import plan_document
+from tests.streams_strategies import streams_instances
 
 RACKS: dict[int, str | None] = {1: "az-a", 2: "az-b", 3: "az-c", 4: None}
 
@@ -113,3 +117,85 @@ def test_counts_agree_with_the_agents_judge_and_unfixable_with_best_locality(
     reg = make_registration("consumer", {"group_id": "g", "members": members}, mode, "file")
     everyone = explain(assignment, member_racks, snap, RACKS, mode)
     assert len(everyone.unfixable) == best_locality(snap, RACKS, reg, plan_of(assignment)).cross_rack
+
+
+# ---- Streams apps ------------------------------------------------------------------
+
+
+def streams_snapshot(cluster: Cluster) -> Snapshot:
+    """The metadata a cluster model stands for: its brokers' racks, and each partition led by its first replica."""
+    topics = {
+        t: TopicState(reps, tuple(r[0] if r else NO_LEADER for r in reps))
+        for t, reps in cluster.topics.items()
+    }
+    return Snapshot(brokers=dict(cluster.broker_racks), topics=topics)
+
+
+@settings(max_examples=200, deadline=None)
+@given(streams_instances())
+def test_a_streams_plans_cross_rack_pairs_per_role_are_its_statistics(
+    inst: tuple[Cluster, StreamsApp],
+) -> None:
+    """Each role's cross-rack (task, topic partition) pairs are the plan's own ``active_cross_rack`` and
+    ``standby_cross_rack`` (the assignor's task model counts them its own way), and every pair of the plan
+    is judged: an active's sources and, stateful, its changelogs; a standby's or warm-up's changelogs."""
+    cluster, app = inst
+    doc = plan_document(cluster, app)
+    assignment = doc["streams_app"]["assignment"]
+    subs = {s.id: s for s in app.subtopologies}
+    found = explain_streams(
+        assignment,
+        subs,
+        {c.process_id: c.rack for c in app.clients},
+        streams_snapshot(cluster),
+        dict(cluster.broker_racks),
+        "nearest-replica",
+    )
+    roles = found.by_role()
+    assert roles.get("active", {}).get(CROSS_RACK, 0) == doc["stats"]["active_cross_rack"]
+    assert roles.get("standby", {}).get(CROSS_RACK, 0) == doc["stats"]["standby_cross_rack"]
+    assert found.count(CROSS_RACK) == sum(r[CROSS_RACK] for r in roles.values())
+    for role in ("active", "standby", "warmup"):
+        tasks = [t for a in assignment.values() for t in a[role]]
+        expected = 0
+        for task in tasks:
+            sub = subs[task.split("_")[0]]
+            names = ([*sub.source_topics] if role == "active" else []) + (
+                [*sub.changelog_topics] if sub.stateful else []
+            )
+            expected += sum(1 for t in names if t in cluster.topics)
+        assert roles.get(role, {}).get("pairs", 0) == expected, role
+    assert found.count(MISSING) == 0
+    clients = {c.process_id for c in app.clients}
+    assert all(v.member in clients and v.role and v.task for v in found.verdicts)
+
+
+def test_a_streams_explanation_names_task_and_role_and_renders_them() -> None:
+    """A stateful task whose active reads ``in`` from az-a and whose standby follows the changelog in az-b."""
+    from rackplan.agent.runtime.plans_text import render_explain
+
+    snap = Snapshot(
+        brokers=dict(RACKS),
+        topics={"in": TopicState(((1,), (2,)), (1, 2)), "log": TopicState(((2,), (2,)), (2, 2))},
+    )
+    subs = {"0": Subtopology("0", ("in",), ("log",), True)}
+    plan = {
+        "p-a": {"active": ["0_0", "0_1"], "standby": [], "warmup": []},
+        "p-b": {"active": [], "standby": ["0_0", "0_1"], "warmup": []},
+    }
+    found = explain_streams(plan, subs, {"p-a": "az-a", "p-b": "az-b"}, snap, RACKS, "nearest-replica")
+    doc = found.as_json()
+    # p-a: in-0 local, log-0 cross (the active writes its changelog), in-1 cross, log-1 cross; p-b: log local
+    assert doc["counts"]["by_role"] == {
+        "active": {"pairs": 4, CROSS_RACK: 3},
+        "standby": {"pairs": 2, CROSS_RACK: 0},
+    }
+    assert [(v["task"], v["role"], v["topic"], v["partition"]) for v in doc["cross_rack"]] == [
+        ("0_0", "active", "log", 0),
+        ("0_1", "active", "in", 1),
+        ("0_1", "active", "log", 1),
+    ]
+    text = render_explain({"key": "streams/app", "generation": 3, **doc, "notes": []})
+    assert "6 (task, partition) pairs: 3 local, 3 cross-rack" in text
+    assert "cross-rack by role: active 3 of 4, standby 0 of 2" in text
+    assert "cross-rack in-1 (active 0_1): client p-a in az-a, replicas in az-b" in text
