@@ -80,10 +80,11 @@ class Program:
         """Solve to a gap below one (costs are integers), from the feasible ``start``, within ``max_nodes``.
 
         ``light_root``: without the sub-MIP heuristics (RINS, RENS) and the restart after the root.  On
-        the cooperative-sticky exact candidates (programs of at most 600 nonzeros) that gives the same
-        values in about 40% of the CPU and more proofs within the same node budget; on rack-optimal's
-        larger programs RENS finds better plans (one cross-rack partition on bench_rack_optimal's
-        50 x 428 group), so they keep it (docs/performance.md, issue 29).
+        the cooperative-sticky exact candidates (programs of at most 600 nonzeros) that takes half the
+        CPU and proves more of them, and finds more better plans, within the same node budget
+        (bench_exact_candidate against its ``--full-root``); on rack-optimal's larger programs RENS
+        finds better plans (one cross-rack partition on bench_rack_optimal's 50 x 428 group), so they
+        keep it (docs/performance.md, issue 29).
 
         A run that stops at the node limit returns the best solution it found
         (at worst ``start``) and HiGHS's dual bound, not proven optimal.
