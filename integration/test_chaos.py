@@ -25,21 +25,40 @@ PARTITIONS = 12
 OUTAGE_S = 2.0  # shorter than the followers' registration TTL (4 s)
 
 
-def broker_to_stop(bootstrap: str, topic: str, control: list[str]) -> int:
-    """A broker leading some of the stream's partitions but none of the agents' topics.
+def choose_broker(stream_leaders: list[int], control_leaders: dict[str, set[int]]) -> int:
+    """A broker leading some of the stream's partitions and, if it can be, none of the agents' topics.
 
     The mock does not move leadership off a stopped broker, so stopping the
-    leader of the plan or registrations topic would stop the whole control
-    plane, which is not this scenario (the HA test covers a dead agent).
+    leader of the plan, lease or registrations topic would stop the whole
+    control plane, which is not this scenario (the HA test covers a dead
+    agent).  Five control topics can have their leaders on every broker but
+    the first (it happened in CI), so the choice widens in two steps: a broker
+    leading no control topic; else one leading none of those three (losing
+    alerts or traffic reports for the outage is a scenario every agent
+    survives).  Among them the stream's most-led broker, the highest id on a
+    tie; broker 1 never.
     """
-    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
-    led_control = {p.leader for t in control for p in md.topics[t].partitions.values()}
     led: dict[int, int] = {}
-    for p in md.topics[topic].partitions.values():
-        led[p.leader] = led.get(p.leader, 0) + 1
-    candidates = sorted((n, b) for b, n in led.items() if b not in led_control and b != 1)
-    assert candidates, f"every stream leader also leads a control topic: {led}, {led_control}"
-    return candidates[-1][1]
+    for b in stream_leaders:
+        led[b] = led.get(b, 0) + 1
+    every = set().union(*control_leaders.values())
+    essential = set().union(
+        *(control_leaders[k] for k in ("plan_topic", "lease_topic", "registrations_topic"))
+    )
+    for avoided in (every, essential):
+        candidates = sorted((n, b) for b, n in led.items() if b not in avoided and b != 1)
+        if candidates:
+            return candidates[-1][1]
+    raise AssertionError(f"every stream leader also leads the plan, lease or registrations topic: {led}")
+
+
+def broker_to_stop(bootstrap: str, topic: str, control: dict[str, str]) -> int:
+    """:func:`choose_broker` on the cluster's current leaders."""
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    return choose_broker(
+        [p.leader for p in md.topics[topic].partitions.values()],
+        {k: {p.leader for p in md.topics[t].partitions.values()} for k, t in control.items()},
+    )
 
 
 def _topics(bootstrap: str) -> set[str]:
@@ -89,7 +108,7 @@ def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -
 
         # 1. A broker stops and comes back: real Kafka's is killed (-9), leadership moves off it.
         if target.cluster is not None or target.kafka is not None:
-            broker = broker_to_stop(target.bootstrap, topic, list(control.values()))
+            broker = broker_to_stop(target.bootstrap, topic, control)
             target.stop_broker(broker)
             time.sleep(OUTAGE_S)  # the outage itself: its length is the scenario
             target.start_broker(broker)
