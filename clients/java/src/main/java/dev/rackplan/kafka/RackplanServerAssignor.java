@@ -10,7 +10,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import javax.management.ObjectName;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -66,19 +65,28 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   private RackplanConfig config = new RackplanConfig(Map.of());
   private java.util.regex.Pattern planTopicPattern;
 
-  final AtomicLong planCount = new AtomicLong();
-  final AtomicLong fallbackCount = new AtomicLong();
+  /** The JVM totals' names (one per counter, {@link Tally}). */
+  static final String JVM = "RackplanServerAssignor.";
+
+  final Tally planCount = new Tally(JVM + "plan");
+  final Tally fallbackCount = new Tally(JVM + "fallback");
   volatile String lastReason = "";
   /** Assignments by {@link RackStickyBalancer} (no plan applied). */
-  final AtomicLong balancedCount = new AtomicLong();
+  final Tally balancedCount = new Tally(JVM + "balanced");
   /** Assignments by {@link RackAwareUniform}: the balancer failed a postcondition or declined the group. */
-  final AtomicLong safeFallbackCount = new AtomicLong();
+  final Tally safeFallbackCount = new Tally(JVM + "safeFallback");
   volatile String lastSafeReason = "";
   /** Assignments by {@link RackStickyBalancer} weighed by the agent's traffic. */
-  final AtomicLong trafficCount = new AtomicLong();
+  final Tally trafficCount = new Tally(JVM + "traffic");
   /** Assignments where the traffic could not be weighed (the count-only balance assigned instead). */
-  final AtomicLong trafficFailedCount = new AtomicLong();
+  final Tally trafficFailedCount = new Tally(JVM + "trafficFailed");
   volatile String lastTrafficReason = "";
+
+  /** The last reasons of any instance in this JVM, and the readers of the last one configured: the JMX view. */
+  private static volatile String jvmLastReason = "";
+  private static volatile String jvmLastSafeReason = "";
+  private static volatile String jvmLastTrafficReason = "";
+  private static volatile ServerReaders jvmReaders = null;
 
   /** JMX view. */
   public interface StatsMBean {
@@ -123,19 +131,28 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     Map<String, Object> key = Map.copyOf(mine);
     readers = SHARED.acquire(key, () -> ServerReaders.start(made));
     readersKey = key;
+    jvmReaders = readers;
+    registerMBean();
+  }
+
+  /**
+   * The JMX bean, once per JVM: every instance's assignments (the JVM totals of {@link Tally}), the
+   * last reasons any instance gave, and the traffic of the readers configured last.
+   */
+  static void registerMBean() {
     try {
       ObjectName name = new ObjectName("dev.rackplan:type=RackplanServerAssignor");
       StatsMBean stats = new StatsMBean() {
-        @Override public long getPlanAssignments() { return planCount.get(); }
-        @Override public long getFallbackAssignments() { return fallbackCount.get(); }
-        @Override public String getLastFallbackReason() { return lastReason; }
-        @Override public long getBalancedAssignments() { return balancedCount.get(); }
-        @Override public long getSafeFallbackAssignments() { return safeFallbackCount.get(); }
-        @Override public String getLastSafeFallbackReason() { return lastSafeReason; }
-        @Override public long getTrafficAssignments() { return trafficCount.get(); }
-        @Override public long getTrafficFailedAssignments() { return trafficFailedCount.get(); }
-        @Override public String getLastTrafficFailure() { return lastTrafficReason; }
-        @Override public int getTrafficTopics() { return readers.traffic.size(); }
+        @Override public long getPlanAssignments() { return Tally.total(JVM + "plan"); }
+        @Override public long getFallbackAssignments() { return Tally.total(JVM + "fallback"); }
+        @Override public String getLastFallbackReason() { return jvmLastReason; }
+        @Override public long getBalancedAssignments() { return Tally.total(JVM + "balanced"); }
+        @Override public long getSafeFallbackAssignments() { return Tally.total(JVM + "safeFallback"); }
+        @Override public String getLastSafeFallbackReason() { return jvmLastSafeReason; }
+        @Override public long getTrafficAssignments() { return Tally.total(JVM + "traffic"); }
+        @Override public long getTrafficFailedAssignments() { return Tally.total(JVM + "trafficFailed"); }
+        @Override public String getLastTrafficFailure() { return jvmLastTrafficReason; }
+        @Override public int getTrafficTopics() { ServerReaders r = jvmReaders; return r == null ? 0 : r.traffic.size(); }
       };
       if (!ManagementFactory.getPlatformMBeanServer().isRegistered(name))
         ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(stats, StatsMBean.class), name);
@@ -281,13 +298,14 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
           parts.computeIfAbsent(idOf.get(tp.topic()), k -> new HashSet<>()).add(tp.partition());
         out.put(e.getKey(), new Parts(parts));
       }
-      planCount.incrementAndGet();
+      planCount.add();
       LOG.info("rackplan: group of {} assigned by plan {}", new TreeSet<>(members.keySet()), plan);
       return new GroupAssignment(out);
     }
-    fallbackCount.incrementAndGet();
+    fallbackCount.add();
     if (!reason.equals(lastReason)) LOG.info("rackplan: no plan applies, assigning by rack-aware sticky balance: {}", reason);
     lastReason = reason;
+    jvmLastReason = reason;
     try {
       java.util.function.Predicate<Uuid> allowed = id -> {
         String name = readers.topicNames.get(id);
@@ -297,14 +315,15 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       Map<String, Map<Uuid, Set<Integer>>> res = weighed(spec, describer, allowed);
       if (res == null) res = ServerBalance.assign(spec, describer, allowed);
       for (Map.Entry<String, Map<Uuid, Set<Integer>>> e : res.entrySet()) out.put(e.getKey(), new Parts(e.getValue()));
-      balancedCount.incrementAndGet();
+      balancedCount.add();
       return new GroupAssignment(out);
     } catch (RuntimeException e) {
       // A postcondition failed, or the group is beyond what the balancer solves on this thread.
       String why = String.valueOf(e.getMessage());
-      safeFallbackCount.incrementAndGet();
+      safeFallbackCount.add();
       if (!why.equals(lastSafeReason)) LOG.warn("rackplan: rack-aware sticky balance failed, assigning by rack-aware uniform: {}", why);
       lastSafeReason = why;
+      jvmLastSafeReason = why;
       out.clear();
     }
     Map<String, RackAwareUniform.Member> um = new TreeMap<>();
@@ -352,14 +371,15 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     };
     try {
       Map<String, Map<Uuid, Set<Integer>>> res = ServerBalance.assign(spec, describer, allowed, rates);
-      if (known[0]) trafficCount.incrementAndGet();
+      if (known[0]) trafficCount.add();
       return res; // with no fresh traffic for the group's topics: the count-only balance itself
     } catch (RuntimeException e) {
       if (!known[0]) throw e;
       String why = String.valueOf(e.getMessage());
-      trafficFailedCount.incrementAndGet();
+      trafficFailedCount.add();
       if (!why.equals(lastTrafficReason)) LOG.warn("rackplan: traffic not weighed, balancing by counts: {}", why);
       lastTrafficReason = why;
+      jvmLastTrafficReason = why;
       return null;
     }
   }

@@ -143,6 +143,41 @@ class RackplanServerAssignorTest {
     assertEquals(2, a.fallbackCount.get());
   }
 
+  /**
+   * A broker assigns with whichever instance its last configuration rebuild made: the JMX bean counts
+   * every instance's assignments, not the first one's (it stopped moving once the broker switched).
+   */
+  @Test
+  void theJmxBeanCountsEveryInstancesAssignments() throws Exception {
+    RackplanServerAssignor.registerMBean();
+    javax.management.MBeanServer server = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+    javax.management.ObjectName name = new javax.management.ObjectName("dev.rackplan:type=RackplanServerAssignor");
+    java.util.function.Supplier<Long> plans = () -> {
+      try {
+        return (Long) server.getAttribute(name, "PlanAssignments");
+      } catch (Exception e) {
+        throw new AssertionError(e);
+      }
+    };
+    PlanStore store = new PlanStore();
+    store.apply("consumer/g", Fixtures.plan("g", 3, fingerprint(), TARGET));
+    RackplanServerAssignor first = RackplanServerAssignor.forTest(store, Map.of(T, "t"));
+    RackplanServerAssignor rebuilt = RackplanServerAssignor.forTest(store, Map.of(T, "t"));
+    long before = plans.get();
+    first.assign(spec(three(Map.of())), DESCRIBER);
+    rebuilt.assign(spec(three(Map.of())), DESCRIBER);
+    rebuilt.assign(spec(three(Map.of())), DESCRIBER);
+    assertEquals(before + 3, plans.get());
+    assertEquals(1, first.planCount.get(), "each instance still counts its own");
+    assertEquals(2, rebuilt.planCount.get());
+    store.apply("consumer/g", Fixtures.plan("g", 4, "e".repeat(64), TARGET));
+    long fallbacks = (Long) server.getAttribute(name, "FallbackAssignments");
+    rebuilt.assign(spec(three(Map.of())), DESCRIBER);
+    assertEquals(fallbacks + 1, (Long) server.getAttribute(name, "FallbackAssignments"));
+    String reason = (String) server.getAttribute(name, "LastFallbackReason");
+    assertTrue(reason.contains("cluster fingerprint differs"), reason);
+  }
+
   @Test
   void rackAwareUniformIsBalancedStickyAndDeterministic() {
     java.util.Random rnd = new java.util.Random(7);

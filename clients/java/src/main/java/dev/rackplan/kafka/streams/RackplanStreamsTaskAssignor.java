@@ -2,6 +2,7 @@ package dev.rackplan.kafka.streams;
 
 import dev.rackplan.kafka.JvmShared;
 import dev.rackplan.kafka.RackplanConfig;
+import dev.rackplan.kafka.Tally;
 import java.lang.management.ManagementFactory;
 import java.util.HashMap;
 import java.util.List;
@@ -10,7 +11,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicLong;
 import javax.management.ObjectName;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -75,10 +75,17 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
   private long acceptableRecoveryLag = 10_000L;
   private final TaskAssignor kafkaSticky;
 
-  final AtomicLong rackAware = new AtomicLong();
+  /** The JVM totals' names ({@link Tally}): the JMX bean counts every instance's assignments. */
+  static final String JVM = "RackplanStreamsTaskAssignor.";
+  static final String JVM_FALLBACK = JVM + "fallback.";
+
+  final Tally rackAware = new Tally(JVM + "rackAware");
   /** Fallbacks by kind: unconfigured, unknown-group, postcondition, error. */
-  final Map<String, AtomicLong> fallbacks = new ConcurrentHashMap<>();
+  final Map<String, Tally> fallbacks = new ConcurrentHashMap<>();
   volatile String lastReason = "";
+  /** The last reason of any instance in this JVM, and the catalog of the last one configured: the JMX view. */
+  private static volatile String jvmLastReason = "";
+  private static volatile StreamsCatalog jvmCatalog = null;
 
   /** JMX view. */
   public interface StatsMBean {
@@ -155,6 +162,7 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
         reader = new StreamsCatalogReader(catalog, () -> Admin.create(ac), refresh, id).start();
       }
     }
+    jvmCatalog = catalog;
     registerMBean();
   }
 
@@ -199,16 +207,22 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
     return ac;
   }
 
-  private void registerMBean() {
+  /**
+   * The JMX bean, once per JVM: every instance's assignments (the JVM totals of {@link Tally}), the
+   * last reason any instance gave, and the groups of the catalog configured last. A broker builds
+   * its assignors again on configuration rebuilds and assigns with whichever it holds then.
+   */
+  static void registerMBean() {
     try {
       ObjectName name = new ObjectName("dev.rackplan:type=RackplanStreamsTaskAssignor");
-      RackplanStreamsTaskAssignor self = this;
       StatsMBean stats = new StatsMBean() {
-        @Override public long getRackAwareAssignments() { return self.rackAware.get(); }
-        @Override public long getFallbackAssignments() { return self.fallbackCount(); }
-        @Override public String getFallbacksByKind() { return self.fallbacksByKind().toString(); }
-        @Override public String getLastFallbackReason() { return self.lastReason; }
-        @Override public int getDescribedGroups() { return self.catalog.groups().size(); }
+        @Override public long getRackAwareAssignments() { return Tally.total(JVM + "rackAware"); }
+        @Override public long getFallbackAssignments() {
+          return Tally.totals(JVM_FALLBACK).values().stream().mapToLong(Long::longValue).sum();
+        }
+        @Override public String getFallbacksByKind() { return Tally.totals(JVM_FALLBACK).toString(); }
+        @Override public String getLastFallbackReason() { return jvmLastReason; }
+        @Override public int getDescribedGroups() { StreamsCatalog c = jvmCatalog; return c == null ? 0 : c.groups().size(); }
       };
       if (!ManagementFactory.getPlatformMBeanServer().isRegistered(name))
         ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(stats, StatsMBean.class), name);
@@ -219,13 +233,13 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
 
   long fallbackCount() {
     long n = 0;
-    for (AtomicLong c : fallbacks.values()) n += c.get();
+    for (Tally c : fallbacks.values()) n += c.get();
     return n;
   }
 
   Map<String, Long> fallbacksByKind() {
     Map<String, Long> out = new TreeMap<>();
-    for (Map.Entry<String, AtomicLong> e : fallbacks.entrySet()) out.put(e.getKey(), e.getValue().get());
+    for (Map.Entry<String, Tally> e : fallbacks.entrySet()) out.put(e.getKey(), e.getValue().get());
     return out;
   }
 
@@ -266,12 +280,13 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
       LOG.error("rackplan: Streams assignment broke its postconditions ({}): Kafka's sticky assignor assigns", bad);
       return fallback("postcondition", bad, spec, topology, view);
     }
-    rackAware.incrementAndGet();
+    rackAware.add();
     int cross = 0;
     for (GroupView.Member m : view.members) for (Task t : r.active().get(m.id())) cross += racks.activeCross(t, m.rack());
     LOG.info("rackplan: Streams group {} assigned rack-aware: {} tasks on {} members, {} active partitions read across racks",
         racks instanceof GroupTopology g ? g.groupId() : "?", view.tasks.size(), view.members.size(), cross);
     lastReason = "";
+    jvmLastReason = "";
     return toGroupAssignment(view, r);
   }
 
@@ -281,9 +296,10 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
    * stickiness only).
    */
   GroupAssignment fallback(String kind, String reason, GroupSpec spec, TopologyDescriber topology, GroupView view) {
-    fallbacks.computeIfAbsent(kind, k -> new AtomicLong()).incrementAndGet();
+    fallbacks.computeIfAbsent(kind, k -> new Tally(JVM_FALLBACK + k)).add();
     if (!reason.equals(lastReason)) LOG.warn("rackplan: Streams group assigned by Kafka's sticky assignor: {}", reason);
     lastReason = reason;
+    jvmLastReason = reason;
     if (kafkaSticky != null) return kafkaSticky.assign(spec, topology);
     GroupView v = view != null ? view : GroupView.of(spec, topology, acceptableRecoveryLag);
     return toGroupAssignment(v, RackAwareTaskAssignment.assign(v, TaskRacks.NONE, strategy));

@@ -117,6 +117,30 @@ class RackplanStreamsTaskAssignorTest {
     }
   }
 
+  /** The JMX bean counts every instance's assignments (a broker's rebuilds), by kind for the fallbacks. */
+  @Test
+  void theJmxBeanCountsEveryInstancesAssignments() throws Exception {
+    RackplanStreamsTaskAssignor.registerMBean();
+    javax.management.MBeanServer server = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+    javax.management.ObjectName name = new javax.management.ObjectName("dev.rackplan:type=RackplanStreamsTaskAssignor");
+    GroupSpec spec = Groups.spec(threeRacks(), 1, List.of());
+    long rackAware = (Long) server.getAttribute(name, "RackAwareAssignments");
+    long fallbacks = (Long) server.getAttribute(name, "FallbackAssignments");
+    try (RackplanStreamsTaskAssignor first = withCatalog(topology(Set.of("ma", "mb", "mc"), Set.of("pa", "pb", "pc")));
+        RackplanStreamsTaskAssignor rebuilt = withCatalog(topology(Set.of("ma", "mb", "mc"), Set.of("pa", "pb", "pc")));
+        RackplanStreamsTaskAssignor unconfigured = new RackplanStreamsTaskAssignor(new StreamsCatalog(), new StickyTaskAssignor())) {
+      unconfigured.configure(Map.of());
+      first.assign(spec, SIX_STATEFUL);
+      rebuilt.assign(spec, SIX_STATEFUL);
+      unconfigured.assign(spec, SIX_STATEFUL);
+      assertEquals(rackAware + 2, (Long) server.getAttribute(name, "RackAwareAssignments"));
+      assertEquals(fallbacks + 1, (Long) server.getAttribute(name, "FallbackAssignments"));
+      String byKind = (String) server.getAttribute(name, "FallbacksByKind");
+      assertTrue(byKind.contains("unconfigured="), byKind);
+      assertEquals(1, first.rackAware.get(), "each instance still counts its own");
+    }
+  }
+
   @Test
   void unconfiguredPluginFallsBackToKafkasSticky() {
     GroupSpec spec = Groups.spec(threeRacks(), 1, List.of());
