@@ -34,7 +34,7 @@ numpy or HiGHS to import, issue 29 item 3), proven optimal when it answers; HiGH
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from ..rack_optimal.milp import Component, check_balanced, plan_value, solve, value_floor
 from ..rack_optimal.small_exact import solve_small
@@ -45,12 +45,25 @@ from .common import Prepared
 EXACT_NONZEROS = 600
 
 
-def exact_candidate(prep: Prepared, start: list[int], spend: Callable[[], bool]) -> list[int] | None:
+def exact_candidate(
+    prep: Prepared,
+    start: list[int],
+    spend: Callable[[], bool],
+    least_cross: dict[Hashable, int] | None = None,
+) -> list[int] | None:
     """A holder strictly better than the balanced ``start`` in ``W * cross-rack + moves``, or None.
 
-    None when ``start`` is already optimal by the per-partition floor, when the model is too large
-    (:data:`EXACT_NONZEROS`), when ``spend`` (asked only before the solver runs) refuses the run,
-    or when the solver finds nothing better within its work budget.
+    None when ``start`` is already optimal by the per-partition floor or by ``least_cross``, when the
+    model is too large (:data:`EXACT_NONZEROS`), when ``spend`` (asked only before the solver runs)
+    refuses the run, or when the solver finds nothing better within its work budget.
+
+    ``least_cross`` (one settling's, filled here): per component, ignoring who owns what, the fewest
+    cross-rack partitions of any balanced assignment, once a solver proved an optimum.  ``W`` exceeds
+    any count of moves, so a proven optimum's cross-rack count is that least one, and it does not
+    depend on the owners: the balance rule and the racks do not read them.  A later candidate of the
+    same component (the follow-up round a settling simulates, on the owners this round hands out) whose
+    start reaches ``W * least`` with no move is then optimal as it is, and the solver is not run again
+    for an answer that could not be strictly better (the same None it would give).
     """
     n = len(prep.member_ids)
     tm, masks, ptopic, owner = prep.topic_members, prep.part_mask, prep.part_topic, prep.owner
@@ -90,8 +103,16 @@ def exact_candidate(prep: Prepared, start: list[int], spend: Callable[[], bool])
     )
     weight = sum(sum(o.values()) for o in owned) + 1
     value = plan_value(comp, counts, weight)
-    if value == value_floor(comp, weight):
-        return None  # no assignment, balanced or not, does better
+    key = (
+        tuple(class_size),
+        tuple(comp.class_group),
+        tuple(map(tuple, group_members)),
+        tuple(tuple(sorted(c.items())) for c in cross),
+    )
+    least = None if least_cross is None else least_cross.get(key)
+    floor = value_floor(comp, weight)
+    if value == (floor if least is None else max(floor, weight * least)):
+        return None  # no assignment, balanced or not (or no balanced one), does better
     # The model's rows, estimated as solve builds them (placement, count and keep rows per column,
     # three rows per subscription): refused before anything is built.
     size = sum(3 * len(c) + 6 * len(g) for c, g in zip(cross, member_groups, strict=True))
@@ -99,9 +120,13 @@ def exact_candidate(prep: Prepared, start: list[int], spend: Callable[[], bool])
     if size > EXACT_NONZEROS or not spend():
         return None
     best = solve_small(comp, counts)
+    proven = best is not None
     if best is None:  # the enumeration's budget ran out: HiGHS (and numpy) only now
-        best = solve(comp, counts, light_root=True).counts  # small programs: see Program.solve
+        found = solve(comp, counts, light_root=True)  # small programs: see Program.solve
+        best, proven = found.counts, found.optimal
     check_balanced(comp, best)
+    if proven and least_cross is not None:
+        least_cross[key] = sum(cross[m][k] * v for m, per in enumerate(best) for k, v in per.items())
     if plan_value(comp, best, weight) >= value:
         return None
     return _hand_out(prep, part_class, best)

@@ -37,7 +37,7 @@ are *verified*:
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 
 from ...flow.memo import FlowMemo
 from ...record import field, record, replace
@@ -77,6 +77,8 @@ class _Work:
     memo: FlowMemo = field(default_factory=FlowMemo)  # every run's flows, solved once each
     #: a round's answer (and its keep-first target) by owners: a pure function of them
     answers: dict[tuple[int, ...], tuple[list[int], list[int] | None]] = field(default_factory=dict)
+    #: the exact candidates' proven least cross-rack counts, by component (see exact_candidate)
+    least_cross: dict[Hashable, int] = field(default_factory=dict)
 
 
 def settle_general(prep: Prepared, contested: Collection[int] = ()) -> Settlement:
@@ -198,7 +200,9 @@ class _Round:
     def exact(self, base: list[int]) -> list[int] | None:
         """The exact candidate from the balanced ``base`` (:mod:`.general_exact`), if it is better."""
         return (
-            None if self.prep.num_partitions > FRESH_LIMIT else exact_candidate(self.prep, base, self.spend)
+            None
+            if self.prep.num_partitions > FRESH_LIMIT
+            else exact_candidate(self.prep, base, self.spend, self.work.least_cross)
         )
 
     def simulate(self, owner: list[int]) -> list[int] | None:
