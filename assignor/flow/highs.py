@@ -22,8 +22,15 @@ Example: two binaries, at least one chosen, the cheaper one wins::
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import math
+import os
+import sys
+import tempfile
 from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
 
 from ..record import field, record
 
@@ -112,12 +119,10 @@ class Program:
 
     def _run(self, start: Sequence[float], max_nodes: int, presolve: bool, light_root: bool) -> Result:
         """One HiGHS run (see :meth:`solve`)."""
-        # Imported here: only the cases the fast paths cannot settle need the solver.  The bare
+        # Loaded here: only the cases the fast paths cannot settle need the solver.  The bare
         # ``_Highs`` class, because ``highspy.Highs()`` prints a banner on stdout (where the CLI
         # writes the plan) before any option can switch logging off.
-        import numpy
-        from highspy import _core as highspy
-
+        highspy = solver_module()
         inf = highspy.kHighsInf
         h = highspy._Highs()
         for option, v in (
@@ -135,14 +140,12 @@ class Program:
             ("mip_allow_restart", not light_root),
         ):
             h.setOptionValue(option, v)
-        n_col = len(self.cost)
-        lo = [max(x, -inf) for x in self.row_lo]
-        hi = [min(x, inf) for x in self.row_hi]
-        h.addCols(n_col, self.cost, self.lower, self.upper, 0, [0] * n_col, [], [])
-        h.addRows(len(lo), lo, hi, len(self.index), self.starts, self.index, self.value)
-        kinds = numpy.full(len(self.integer), int(highspy.HighsVarType.kInteger), dtype=numpy.uint8)
-        h.changeColsIntegrality(len(self.integer), self.integer, kinds)
-        h.setSolution(n_col, list(range(n_col)), list(start))
+        if not self._read_into(h, highspy):
+            self._pass_into(h, highspy)
+        first = highspy.HighsSolution()
+        first.col_value = [float(v) for v in start]
+        first.value_valid = True
+        h.setSolution(first)
         h.run()
         status = h.getModelStatus()
         info = h.getInfo()
@@ -155,3 +158,117 @@ class Program:
             raise AssertionError(f"HiGHS ended with {h.modelStatusToString(status)}")
         bound = info.mip_dual_bound
         return Result(values, optimal, bound if math.isfinite(bound) else None)
+
+    def mps(self) -> str:
+        """The program in free MPS, exactly (every number by ``repr``, every column's bounds written, each
+        integer column between markers, every column named in the objective even at cost 0, so that
+        HiGHS numbers the columns and rows as here)."""
+        out = ["NAME rackplan", "ROWS", " N obj"]
+        rhs: list[str] = []
+        ranges: list[str] = []
+        for i, (lo, hi) in enumerate(zip(self.row_lo, self.row_hi, strict=True)):
+            if lo == hi:
+                out.append(f" E r{i}")
+                rhs.append(f" rhs r{i} {lo!r}")
+            elif math.isinf(lo) and math.isinf(hi):
+                raise ValueError(f"row {i} has no finite side")
+            elif math.isinf(lo):
+                out.append(f" L r{i}")
+                rhs.append(f" rhs r{i} {hi!r}")
+            else:
+                out.append(f" G r{i}")
+                rhs.append(f" rhs r{i} {lo!r}")
+                if not math.isinf(hi):
+                    ranges.append(f" rng r{i} {hi - lo!r}")
+        by_col: list[list[tuple[int, float]]] = [[] for _ in self.cost]
+        ends = [*self.starts[1:], len(self.index)]
+        for i, (a, b) in enumerate(zip(self.starts, ends, strict=True)):
+            for j, v in zip(self.index[a:b], self.value[a:b], strict=True):
+                by_col[j].append((i, v))
+        integer = set(self.integer)
+        out.append("COLUMNS")
+        for j, (cost, terms) in enumerate(zip(self.cost, by_col, strict=True)):
+            if j in integer:
+                out.append(f" m{j} 'MARKER' 'INTORG'")
+            out.append(f" c{j} obj {cost!r}")
+            out.extend(f" c{j} r{i} {v!r}" for i, v in terms)
+            if j in integer:
+                out.append(f" m{j}e 'MARKER' 'INTEND'")
+        out += ["RHS", *rhs]
+        if ranges:
+            out += ["RANGES", *ranges]
+        out.append("BOUNDS")
+        for j, (lo, hi) in enumerate(zip(self.lower, self.upper, strict=True)):
+            out.append(f" MI bnd c{j}" if math.isinf(lo) else f" LO bnd c{j} {lo!r}")
+            out.append(f" PL bnd c{j}" if math.isinf(hi) else f" UP bnd c{j} {hi!r}")
+        out.append("ENDATA")
+        return "\n".join(out) + "\n"
+
+    def _read_into(self, h: Any, highspy: ModuleType) -> bool:
+        """The program handed to HiGHS as an MPS file (:meth:`mps`); False when it cannot be (no writable
+        temporary directory, or HiGHS reads another shape), and then nothing was passed.
+
+        Why a file: highspy converts every array argument (``addCols``, ``addRows``, a model's vectors)
+        through numpy, and importing numpy costs more CPU than the whole solve of these programs
+        (``bench/bench_startup.py``); ``readModel`` and a start given as a ``HighsSolution`` do not.
+        """
+        try:
+            with tempfile.TemporaryDirectory(prefix="rackplan-highs-") as tmp:
+                path = os.path.join(tmp, "program.mps")
+                with open(path, "w", encoding="ascii") as f:
+                    f.write(self.mps())
+                status = h.readModel(path)
+        except OSError:
+            return False
+        if status != highspy.HighsStatus.kOk or (h.getNumCol(), h.getNumRow()) != (
+            len(self.cost),
+            len(self.row_lo),
+        ):
+            h.clearModel()
+            return False
+        return True
+
+    def _pass_into(self, h: Any, highspy: ModuleType) -> None:
+        """The program handed to HiGHS through highspy's array calls (imports numpy): the fallback."""
+        import numpy
+
+        inf = highspy.kHighsInf
+        n_col = len(self.cost)
+        lo = [max(x, -inf) for x in self.row_lo]
+        hi = [min(x, inf) for x in self.row_hi]
+        h.addCols(n_col, self.cost, self.lower, self.upper, 0, [0] * n_col, [], [])
+        h.addRows(len(lo), lo, hi, len(self.index), self.starts, self.index, self.value)
+        kinds = numpy.full(len(self.integer), int(highspy.HighsVarType.kInteger), dtype=numpy.uint8)
+        h.changeColsIntegrality(len(self.integer), self.integer, kinds)
+
+
+def solver_module() -> ModuleType:
+    """highspy's compiled module, loaded without running the ``highspy`` package (whose ``__init__``
+    imports numpy: about 0.3 s of CPU, most of a small ``rackplan assign`` that needs HiGHS).
+
+    The module is registered under its own name, so a later ``import highspy`` (anywhere in the
+    process) takes this one instead of loading the extension twice.  When the package is laid out
+    otherwise, the ordinary import.
+    """
+    loaded = sys.modules.get("highspy._core")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.find_spec("highspy")
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    for place in places:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(place, "_core" + suffix)
+            core = importlib.util.spec_from_file_location("highspy._core", path)
+            if core is None or core.loader is None or not os.path.exists(path):
+                continue
+            module = importlib.util.module_from_spec(core)
+            sys.modules["highspy._core"] = module
+            try:
+                core.loader.exec_module(module)
+            except BaseException:
+                del sys.modules["highspy._core"]
+                raise
+            return module
+    from highspy import _core
+
+    return _core

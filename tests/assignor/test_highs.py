@@ -62,3 +62,86 @@ def test_a_start_does_not_fool_the_solver_into_a_false_optimum() -> None:
     assert found.optimal
     assert found.counts == [{1: 1, 2: 1}, {0: 1, 1: 1}]
     assert (plan_value(comp, start, 2), plan_value(comp, found.counts, 2)) == (3, 2)
+
+
+def _every_kind() -> highs.Program:
+    """A program with every row kind (equal, at most, at least, ranged) and every bound kind."""
+    p = highs.Program()
+    a = p.column(3, 0, 1, True)
+    b = p.column(2.5, -p.inf, 7, False)
+    c = p.column(0, -2, p.inf, True)
+    d = p.column(-1, 0.5, 4.25, False)
+    p.row(1, 1, [(a, 1.0), (c, 1.0)])
+    p.row(-p.inf, 6, [(b, 1.0), (d, 2.0)])
+    p.row(-3, p.inf, [(b, 1.0), (c, -1.0)])
+    p.row(0.5, 9.75, [(a, 4.0), (d, 1.0), (c, 0.5)])
+    return p
+
+
+def test_the_program_highs_reads_from_the_mps_is_the_program() -> None:
+    """Every cost, bound, row side, coefficient and integrality as built, in the same order."""
+    p = _every_kind()
+    core = highs.solver_module()
+    h = core._Highs()
+    h.setOptionValue("output_flag", False)
+    assert p._read_into(h, core)
+    lp = h.getLp()
+    inf = core.kHighsInf
+    assert list(lp.col_cost_) == p.cost
+    assert list(lp.col_lower_) == [max(x, -inf) for x in p.lower]
+    assert list(lp.col_upper_) == [min(x, inf) for x in p.upper]
+    assert list(lp.row_lower_) == [max(x, -inf) for x in p.row_lo]
+    assert list(lp.row_upper_) == [min(x, inf) for x in p.row_hi]
+    kinds = [int(k) for k in lp.integrality_]
+    assert [j for j, k in enumerate(kinds) if k == int(core.HighsVarType.kInteger)] == p.integer
+    matrix = lp.a_matrix_
+    entries: set[tuple[int, int, float]] = set()
+    if matrix.format_ == core.MatrixFormat.kColwise:
+        for j in range(lp.num_col_):
+            for e in range(matrix.start_[j], matrix.start_[j + 1]):
+                entries.add((int(matrix.index_[e]), j, float(matrix.value_[e])))
+    else:
+        for i in range(lp.num_row_):
+            for e in range(matrix.start_[i], matrix.start_[i + 1]):
+                entries.add((i, int(matrix.index_[e]), float(matrix.value_[e])))
+    ends = [*p.starts[1:], len(p.index)]
+    built = {
+        (i, j, v)
+        for i, (s, t) in enumerate(zip(p.starts, ends, strict=True))
+        for j, v in zip(p.index[s:t], p.value[s:t], strict=True)
+    }
+    assert entries == built
+
+
+def test_a_solve_reads_the_mps_and_never_passes_arrays(monkeypatch: pytest.MonkeyPatch) -> None:
+    passed: list[int] = []
+    real = highs.Program._pass_into
+
+    def counted(self: highs.Program, h: object, core: object) -> None:
+        passed.append(1)
+        real(self, h, core)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(highs.Program, "_pass_into", counted)
+    r = _every_kind().solve([1.0, 0.0, 0.0, 0.5], max_nodes=100)
+    assert r.optimal and passed == []
+
+
+def test_without_a_temporary_directory_the_arrays_give_the_same_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    by_file = _every_kind().solve([1.0, 0.0, 0.0, 0.5], max_nodes=100)
+
+    def no_directory(*args: object, **kwargs: object) -> object:
+        raise OSError("read-only file system")
+
+    passed: list[int] = []
+    real = highs.Program._pass_into
+
+    def counted(self: highs.Program, h: object, core: object) -> None:
+        passed.append(1)
+        real(self, h, core)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("tempfile.TemporaryDirectory", no_directory)
+    monkeypatch.setattr(highs.Program, "_pass_into", counted)
+    assert _every_kind().solve([1.0, 0.0, 0.0, 0.5], max_nodes=100) == by_file
+    assert passed == [1]

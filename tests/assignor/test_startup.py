@@ -99,6 +99,21 @@ def test_a_tiny_unequal_group_solves_its_exact_candidate_without_numpy_or_highs(
     assert "rackplan.assignor.flow.highs" not in modules
 
 
+def test_a_group_that_needs_highs_loads_it_without_numpy(tmp_path: Path) -> None:
+    """bench_vs_kafka's 9 x 96 unequal group: its exact candidate goes to HiGHS (the enumeration's budget
+    runs out), which gets the program as an MPS file, so highspy's package (its ``__init__`` imports
+    numpy, about 0.3 s of CPU) is not run."""
+    from bench.vs_kafka_cases import cases
+
+    case = next(
+        c for c in cases() if c.name == "cooperative-sticky, unequal, one leaves" and c.size == "small"
+    )
+    modules = _imported(tmp_path, case.build())
+    assert {"rackplan.assignor.flow.highs", "highspy._core"} <= set(modules)
+    assert [m for m in modules if m.split(".")[0] == "numpy"] == []
+    assert "highspy.highs" not in modules
+
+
 def test_a_streams_app_with_one_spread_key_loads_neither_logging_nor_the_standby_program(
     tmp_path: Path,
 ) -> None:
