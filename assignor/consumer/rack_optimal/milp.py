@@ -273,7 +273,7 @@ def solve(
 
 def _program() -> Program:
     """An empty program: :mod:`rackplan.assignor.flow.highs` is imported here, on first use, not with this module
-    (the door to highspy and numpy: a small component answered without HiGHS never opens it, issue 29 item 3)."""
+    (the door to HiGHS: a small component answered without it never opens it, issue 29 item 3)."""
     from ...flow.highs import Program
 
     return Program()

@@ -1,8 +1,10 @@
 """The balance program of a small component solved exactly in pure Python, on min-cost flows (no HiGHS).
 
 Why.  :func:`rackplan.assignor.consumer.rack_optimal.milp.solve` needs HiGHS, and
-importing highspy imports numpy: about 0.14 s of CPU, most of ``rackplan assign``
-on a tiny unequal cooperative-sticky group (issue 29, item 3).  For the small
+importing highspy imported numpy: about 0.14 s of CPU, most of ``rackplan assign``
+on a tiny unequal cooperative-sticky group (issue 29, item 3; HiGHS itself is now
+loaded without numpy, :func:`rackplan.assignor.flow.highs.solver_module`, and a
+flow enumeration that answers is still cheaper than loading it).  For the small
 components the general path's exact candidate builds
 (:mod:`rackplan.assignor.consumer.sticky.general_exact`), the same program
 (minimise ``W * cross-rack - kept`` over every balanced assignment) is solved

@@ -27,7 +27,7 @@ solvers' work budgets are counted, never timed, so the answer is deterministic.
 
 Solver: first :func:`rackplan.assignor.consumer.rack_optimal.small_exact.solve_small` (the
 same program by enumerating count vectors, one min-cost flow each, pure Python: no
-numpy or HiGHS to import, issue 29 item 3), proven optimal when it answers; HiGHS
+HiGHS to load, issue 29 item 3), proven optimal when it answers; HiGHS
 (:func:`~rackplan.assignor.consumer.rack_optimal.milp.solve`) only when its work budget
 (:data:`~rackplan.assignor.consumer.rack_optimal.small_exact.SMALL_WORK`) runs out.
 """
@@ -121,7 +121,7 @@ def exact_candidate(
         return None
     best = solve_small(comp, counts)
     proven = best is not None
-    if best is None:  # the enumeration's budget ran out: HiGHS (and numpy) only now
+    if best is None:  # the enumeration's budget ran out: HiGHS only now
         found = solve(comp, counts, light_root=True)  # small programs: see Program.solve
         best, proven = found.counts, found.optimal
     check_balanced(comp, best)
