@@ -65,48 +65,15 @@ def exact_candidate(
     start reaches ``W * least`` with no move is then optimal as it is, and the solver is not run again
     for an answer that could not be strictly better (the same None it would give).
     """
-    n = len(prep.member_ids)
-    tm, masks, ptopic, owner = prep.topic_members, prep.part_mask, prep.part_topic, prep.owner
-    # Topics with the same subscribers form one topic group: the balance rule compares exactly those.
-    group_of: dict[tuple[int, ...], int] = {}
-    topic_group = [group_of.setdefault(tuple(tm[t]), len(group_of)) for t in range(len(prep.topics))]
-    class_of: dict[tuple[int, int], int] = {}
-    part_class = [
-        class_of.setdefault((topic_group[ptopic[gp]], masks[gp]), len(class_of)) for gp in range(len(masks))
-    ]
-    classes = list(class_of)
-    group_members = [list(ms) for ms in group_of]
-    member_groups: list[set[int]] = [set() for _ in range(n)]
-    for g, ms in enumerate(group_members):
-        for m in ms:
-            member_groups[m].add(g)
-    class_size = [0] * len(classes)
-    for k in part_class:
-        class_size[k] += 1
-    cross: list[dict[int, int]] = [{} for _ in range(n)]
-    for k, (g, mask) in enumerate(classes):
-        for m in group_members[g]:
-            cross[m][k] = prep.cross(prep.member_class[m], mask)
-    owned: list[dict[int, int]] = [{} for _ in range(n)]
-    counts: list[dict[int, int]] = [{} for _ in range(n)]
-    for gp, k in enumerate(part_class):
-        o, h = owner[gp], start[gp]
-        if o >= 0:
-            owned[o][k] = owned[o].get(k, 0) + 1
-        counts[h][k] = counts[h].get(k, 0) + 1
-    comp = Component(
-        class_size=class_size,
-        class_group=[g for g, _ in classes],
-        group_members=group_members,
-        cross=cross,
-        owned=owned,
-    )
+    comp, part_class, counts = _component(prep, start)
+    cross, owned = comp.cross, comp.owned
+    member_groups = [[g for g, ms in enumerate(comp.group_members) if m in ms] for m in range(len(cross))]
     weight = sum(sum(o.values()) for o in owned) + 1
     value = plan_value(comp, counts, weight)
     key = (
-        tuple(class_size),
+        tuple(comp.class_size),
         tuple(comp.class_group),
-        tuple(map(tuple, group_members)),
+        tuple(map(tuple, comp.group_members)),
         tuple(tuple(sorted(c.items())) for c in cross),
     )
     least = None if least_cross is None else least_cross.get(key)
@@ -130,6 +97,44 @@ def exact_candidate(
     if plan_value(comp, best, weight) >= value:
         return None
     return _hand_out(prep, part_class, best)
+
+
+def _component(prep: Prepared, start: list[int]) -> tuple[Component, list[int], list[dict[int, int]]]:
+    """The balance program's component of the whole group (classes: topic group and replica mask), each
+    partition's class, and ``start`` as counts per member and class."""
+    n = len(prep.member_ids)
+    tm, masks, ptopic, owner = prep.topic_members, prep.part_mask, prep.part_topic, prep.owner
+    # Topics with the same subscribers form one topic group: the balance rule compares exactly those.
+    group_of: dict[tuple[int, ...], int] = {}
+    topic_group = [group_of.setdefault(tuple(tm[t]), len(group_of)) for t in range(len(prep.topics))]
+    class_of: dict[tuple[int, int], int] = {}
+    part_class = [
+        class_of.setdefault((topic_group[ptopic[gp]], masks[gp]), len(class_of)) for gp in range(len(masks))
+    ]
+    classes = list(class_of)
+    group_members = [list(ms) for ms in group_of]
+    class_size = [0] * len(classes)
+    for k in part_class:
+        class_size[k] += 1
+    cross: list[dict[int, int]] = [{} for _ in range(n)]
+    for k, (g, mask) in enumerate(classes):
+        for m in group_members[g]:
+            cross[m][k] = prep.cross(prep.member_class[m], mask)
+    owned: list[dict[int, int]] = [{} for _ in range(n)]
+    counts: list[dict[int, int]] = [{} for _ in range(n)]
+    for gp, k in enumerate(part_class):
+        o, h = owner[gp], start[gp]
+        if o >= 0:
+            owned[o][k] = owned[o].get(k, 0) + 1
+        counts[h][k] = counts[h].get(k, 0) + 1
+    comp = Component(
+        class_size=class_size,
+        class_group=[g for g, _ in classes],
+        group_members=group_members,
+        cross=cross,
+        owned=owned,
+    )
+    return comp, part_class, counts
 
 
 def _hand_out(prep: Prepared, part_class: list[int], counts: list[dict[int, int]]) -> list[int]:
