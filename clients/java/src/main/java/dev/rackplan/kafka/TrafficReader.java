@@ -12,7 +12,7 @@ import org.apache.kafka.common.header.Header;
  * broker outage is retried with a pause; meanwhile the store keeps what it had, and records age out
  * by their own timestamps.
  */
-final class TrafficReader implements AutoCloseable {
+public final class TrafficReader implements AutoCloseable {
   private final RackplanConfig config;
   private final TrafficStore store;
   private final Thread thread;
@@ -29,6 +29,11 @@ final class TrafficReader implements AutoCloseable {
   TrafficReader start() {
     thread.start();
     return this;
+  }
+
+  /** A started reader of {@code config}'s traffic topic into {@code store} (the Streams assignor's). */
+  public static TrafficReader started(RackplanConfig config, TrafficStore store, String clientId) {
+    return new TrafficReader(config, store, clientId).start();
   }
 
   private void run(String clientId) {

@@ -58,6 +58,7 @@ public final class RackAwareTaskAssignment {
     int floor = a / nm;
     int extra = a - floor * nm;
     long w = 3L * a + 1; // one cross-rack partition outweighs every move together
+    Bytes bytes = Bytes.of(g, racks, w);
     // Buckets: one per sub-topology (balance_subtopology, capped at ceil(S/M) per member), else one for
     // the stateful and one for the stateless tasks. Each member takes at most ceil(F/M) of the F
     // stateful actives: the standbys (of stateful tasks only) then balance the totals.
@@ -123,7 +124,8 @@ public final class RackAwareTaskAssignment {
       f.addEdge(source, tNode, 1, 0);
       for (int r = 0; r < nr; r++) {
         String rack = rackList.get(r).isEmpty() ? null : rackList.get(r);
-        int e = f.addEdge(tNode, rackBase + r * nb + b, 1, w * racks.activeCross(task, rack) + GroupView.NO_STATE);
+        int e = f.addEdge(tNode, rackBase + r * nb + b, 1,
+            bytes.cost(task, rack) + w * racks.activeCross(task, rack) + GroupView.NO_STATE);
         viaRack.add(new int[] {t, r, e});
       }
       Set<String> special = new TreeSet<>();
@@ -133,8 +135,9 @@ public final class RackAwareTaskAssignment {
       if (warm != null) for (String m : warm.keySet()) if (memberIndex.containsKey(m)) special.add(m);
       for (String m : special) {
         int i = memberIndex.get(m);
+        String rack = g.byId.get(m).rack();
         int e = f.addEdge(tNode, memberBucketBase + i * nb + b, 1,
-            w * racks.activeCross(task, g.byId.get(m).rack()) + g.tier(task, m));
+            bytes.cost(task, rack) + w * racks.activeCross(task, rack) + g.tier(task, m));
         direct.add(new int[] {t, i, e});
       }
     }
@@ -185,6 +188,62 @@ public final class RackAwareTaskAssignment {
     }
     for (int t = 0; t < a; t++) out.get(ownerOf[t]).add(g.tasks.get(t));
     return out;
+  }
+
+  /**
+   * The actives' cross-rack bytes/s as flow costs, above the partitions and the moves: each crossing
+   * partition costs its bytes/s in {@code q} levels of the heaviest one, times {@code scale}, which
+   * exceeds what every cross-rack partition and every move can cost together; so among the
+   * assignments within the quotas the flow reads the fewest bytes/s across racks (to a level), then
+   * the fewest partitions, then moves least. {@code q} is at most 2^20 (a millionth of the heaviest
+   * partition), lower when a path's cost could come near a long's range; with no bytes (no traffic),
+   * or no room for even one level, every cost is 0 and the assignment is the count-only one.
+   */
+  record Bytes(TaskRacks racks, double max, long q, long scale) {
+    static final long MAX_QUANTA = 1L << 20;
+
+    static Bytes of(GroupView g, TaskRacks racks, long w) {
+      double max = 0;
+      long crossings = 0; // every task's most partitions read across racks, over the members' racks
+      int widest = 0;
+      Set<String> rackSet = new TreeSet<>();
+      for (GroupView.Member m : g.members) rackSet.add(rackOf(m));
+      for (Task t : g.tasks) {
+        int most = 0;
+        for (String r : rackSet) {
+          String rack = r.isEmpty() ? null : r;
+          double[] b = racks.activeCrossBytes(t, rack);
+          for (double x : b) if (x > max) max = x;
+          most = Math.max(most, racks.activeCross(t, rack));
+          widest = Math.max(widest, b.length);
+        }
+        crossings += most;
+      }
+      if (!(max > 0) || widest == 0) return new Bytes(racks, 0, 0, 0);
+      long scale = w * (crossings + 1);
+      long nodes = 3L + g.tasks.size() + (long) (rackSet.size() + 2L * g.members.size()) * Math.max(2, g.partitions.size())
+          + 3L * g.members.size();
+      long room = Long.MAX_VALUE / 8 / scale / (widest + 1L) / (nodes + 2);
+      long q = Math.min(MAX_QUANTA, room);
+      return q < 1 ? new Bytes(racks, 0, 0, 0) : new Bytes(racks, max, q, scale);
+    }
+
+    /** Whether bytes are weighed at all. */
+    boolean weighed() {
+      return q > 0;
+    }
+
+    /** The weight of an active of {@code task} in {@code rack}: its crossing partitions' levels, scaled. */
+    long cost(Task task, String rack) {
+      if (q == 0) return 0;
+      long levels = 0;
+      for (double x : racks.activeCrossBytes(task, rack)) levels += level(x);
+      return scale * levels;
+    }
+
+    long level(double x) {
+      return Math.round(x / max * q);
+    }
   }
 
   private static String rackOf(GroupView.Member m) {

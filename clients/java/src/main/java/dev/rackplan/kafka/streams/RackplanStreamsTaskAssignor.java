@@ -3,6 +3,8 @@ package dev.rackplan.kafka.streams;
 import dev.rackplan.kafka.JvmShared;
 import dev.rackplan.kafka.RackplanConfig;
 import dev.rackplan.kafka.Tally;
+import dev.rackplan.kafka.TrafficReader;
+import dev.rackplan.kafka.TrafficStore;
 import java.lang.management.ManagementFactory;
 import java.util.HashMap;
 import java.util.List;
@@ -56,10 +58,12 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
   private static final String KAFKA_STICKY = "org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor";
 
   /** The catalog and its reader, one per broker JVM and configuration (see {@link JvmShared}). */
-  record Reading(StreamsCatalog catalog, StreamsCatalogReader reader) implements AutoCloseable {
+  record Reading(StreamsCatalog catalog, StreamsCatalogReader reader, TrafficStore traffic, TrafficReader trafficReader)
+      implements AutoCloseable {
     @Override
     public void close() {
       reader.close();
+      if (trafficReader != null) trafficReader.close();
     }
   }
 
@@ -80,12 +84,17 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
   static final String JVM_FALLBACK = JVM + "fallback.";
 
   final Tally rackAware = new Tally(JVM + "rackAware");
+  /** Rack-aware assignments weighed by the agent's traffic (some topic of the group had fresh figures). */
+  final Tally trafficCount = new Tally(JVM + "traffic");
+  /** The agent's measured bytes/s (null: not read, rackplan.traffic.topic=none or no bootstrap). */
+  volatile TrafficStore traffic;
   /** Fallbacks by kind: unconfigured, unknown-group, postcondition, error. */
   final Map<String, Tally> fallbacks = new ConcurrentHashMap<>();
   volatile String lastReason = "";
   /** The last reason of any instance in this JVM, and the catalog of the last one configured: the JMX view. */
   private static volatile String jvmLastReason = "";
   private static volatile StreamsCatalog jvmCatalog = null;
+  private static volatile TrafficStore jvmTraffic = null;
 
   /** JMX view. */
   public interface StatsMBean {
@@ -98,6 +107,10 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
     String getLastFallbackReason();
 
     int getDescribedGroups();
+
+    long getTrafficAssignments();
+
+    int getTrafficTopics();
   }
 
   /** Kafka's: the catalog is this JVM's shared one once configured. */
@@ -150,13 +163,22 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
       }
       Integer id = nodeId;
       if (shared) {
-        Object key = List.of(Map.copyOf(ac), refresh, String.valueOf(id));
+        Map<String, Object> mine = new HashMap<>();
+        for (Map.Entry<String, ?> e : configs.entrySet())
+          if (e.getKey().startsWith(RackplanConfig.PREFIX)) mine.put(e.getKey(), e.getValue());
+        RackplanConfig rc = new RackplanConfig(mine);
+        boolean reads = !"none".equals(rc.trafficTopic);
+        Object key = List.of(Map.copyOf(ac), refresh, String.valueOf(id), reads ? Map.copyOf(mine) : Map.of());
         Reading r = SHARED.acquire(key, () -> {
           StreamsCatalog c = new StreamsCatalog();
-          return new Reading(c, new StreamsCatalogReader(c, () -> Admin.create(ac), refresh, id).start());
+          TrafficStore ts = reads ? new TrafficStore(rc.trafficMaxAgeMs) : null;
+          TrafficReader tr = reads ? TrafficReader.started(rc, ts, "rackplan-streams-assignor-traffic") : null;
+          return new Reading(c, new StreamsCatalogReader(c, () -> Admin.create(ac), refresh, id).start(), ts, tr);
         });
         catalog = r.catalog();
         reader = r.reader();
+        traffic = r.traffic();
+        if (traffic != null) jvmTraffic = traffic;
         readingKey = key;
       } else {
         reader = new StreamsCatalogReader(catalog, () -> Admin.create(ac), refresh, id).start();
@@ -223,6 +245,8 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
         @Override public String getFallbacksByKind() { return Tally.totals(JVM_FALLBACK).toString(); }
         @Override public String getLastFallbackReason() { return jvmLastReason; }
         @Override public int getDescribedGroups() { StreamsCatalog c = jvmCatalog; return c == null ? 0 : c.groups().size(); }
+        @Override public long getTrafficAssignments() { return Tally.total(JVM + "traffic"); }
+        @Override public int getTrafficTopics() { TrafficStore t = jvmTraffic; return t == null ? 0 : t.size(); }
       };
       if (!ManagementFactory.getPlatformMBeanServer().isRegistered(name))
         ManagementFactory.getPlatformMBeanServer().registerMBean(new javax.management.StandardMBean(stats, StatsMBean.class), name);
@@ -263,7 +287,21 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
       reader.want();
       return fallback("unknown-group", match.reason(), spec, topology, view);
     }
-    return assignWith(match.topology(), view, spec, topology);
+    return assignWith(weighed(match.topology()), view, spec, topology);
+  }
+
+  /**
+   * The group's racks weighed by the agent's fresh traffic where any of its topics has some (counted);
+   * else the topology itself, and the assignment is exactly the count-only one.
+   */
+  TaskRacks weighed(GroupTopology topology) {
+    TrafficStore ts = traffic;
+    if (ts == null || ts.size() == 0) return topology;
+    long now = System.currentTimeMillis();
+    TrafficRacks w = TrafficRacks.of(topology, (t, n) -> ts.weights(t, n, now));
+    if (w == null) return topology;
+    trafficCount.add();
+    return w;
   }
 
   /** Assigns {@code view} with {@code racks}; a result that fails its check is replaced by the fallback's. */

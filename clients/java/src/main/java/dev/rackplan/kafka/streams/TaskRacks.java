@@ -12,6 +12,18 @@ public interface TaskRacks {
   /** Changelog partitions of {@code task} read across racks by a standby in {@code rack}. */
   int standbyCross(Task task, String rack);
 
+  /**
+   * The bytes/s of each partition {@link #activeCross} counts (the same partitions, in any order): what
+   * an active in {@code rack} reads across racks by the agent's traffic. Empty when no traffic is
+   * weighed, and then the assignment is exactly the count-only one.
+   */
+  default double[] activeCrossBytes(Task task, String rack) {
+    return NO_BYTES;
+  }
+
+  /** No traffic weighed. */
+  double[] NO_BYTES = new double[0];
+
   /** Nothing known: every placement costs nothing, so only stickiness and balance decide. */
   TaskRacks NONE = new TaskRacks() {
     @Override public int activeCross(Task task, String rack) { return 0; }
