@@ -321,8 +321,9 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
     rackAware.add();
     int cross = 0;
     for (GroupView.Member m : view.members) for (Task t : r.active().get(m.id())) cross += racks.activeCross(t, m.rack());
-    LOG.info("rackplan: Streams group {} assigned rack-aware: {} tasks on {} members, {} active partitions read across racks",
-        racks instanceof GroupTopology g ? g.groupId() : "?", view.tasks.size(), view.members.size(), cross);
+    String group = racks instanceof GroupTopology g ? g.groupId() : racks instanceof TrafficRacks w ? w.topology().groupId() : "?";
+    LOG.info("rackplan: Streams group {} assigned rack-aware: {} tasks on {} members, {} active partitions read across racks{}",
+        group, view.tasks.size(), view.members.size(), cross, racks instanceof TrafficRacks ? ", weighed by traffic" : "");
     lastReason = "";
     jvmLastReason = "";
     return toGroupAssignment(view, r);
