@@ -117,6 +117,25 @@ def configure(fmt: str = "auto", level: str = "info", stream: TextIO | None = No
     root.propagate = False
 
 
+def log_fd() -> int | None:
+    """The file descriptor the process's log stream (:func:`configure`'s) writes to; None when it is not a
+    file (a test's buffer) or logging was never configured.
+
+    A child process the agent starts (the isolated describe worker) logs there too: inheriting stdout,
+    its librdkafka lines landed in ``rackplan demo``'s story while the demo's own log went to its file.
+    """
+    for handler in logging.getLogger("rackplan").handlers:
+        stream = getattr(handler, "stream", None)
+        fileno = getattr(stream, "fileno", None)
+        if callable(fileno):
+            try:
+                fd = fileno()
+            except (OSError, ValueError):
+                return None
+            return fd if isinstance(fd, int) else None
+    return None
+
+
 def kafka_logger() -> logging.Logger:
     """The stdlib logger to pass as confluent-kafka's ``logger`` config."""
     return logging.getLogger(KAFKA_LOGGER)

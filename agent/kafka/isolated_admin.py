@@ -40,6 +40,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from ..core.errors import AgentError
+from ..core.logging import log_fd
 from ..core.ports import AdminPort, Logger
 from .timeouts import OPERATION_GRACE_S
 
@@ -143,6 +144,7 @@ class GroupDescribeWorker:
                 [sys.executable, "-m", "rackplan.agent.kafka.isolated_admin", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
+                stdout=log_fd(),  # the child logs where the agent logs (None: the agent's stdout)
             )
         finally:
             theirs.close()

@@ -277,3 +277,29 @@ def test_an_abort_while_reading_committed_offsets_fails_that_call_only(log: io.S
         assert worker.died == ["SIGABRT"]
     finally:
         admin.close()
+
+
+def test_the_child_logs_where_the_agent_logs_not_on_its_stdout(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """``rackplan demo`` logs to a file and tells its story on stdout: the child's librdkafka lines (its
+    AdminClient is ``rdkafka#producer-1``) went to the inherited stdout, into the story (CI, stop 38's
+    run).  Now the child's stdout is the agent's log stream."""
+    path = tmp_path / "agent.log"
+    with path.open("w", encoding="utf-8") as stream:
+        configure("json", "info", stream=stream)
+        config: dict[str, str | int | float | bool] = {"bootstrap.servers": f"127.0.0.1:{closed_port()}"}
+        admin = isolated_admin(config, get_logger("t"), log_format="json", log_level="info")
+        try:
+            got = admin.describe_consumer_groups(["g"], request_timeout=2)
+            with pytest.raises(KafkaException):
+                got["g"].result(timeout=0)
+        finally:
+            admin.close()
+    child = [
+        e
+        for e in (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines())
+        if e.get("logger") == "rackplan.librdkafka" and "Connection refused" in e["event"]
+    ]
+    assert child, path.read_text(encoding="utf-8")
+    assert "Connection refused" not in capfd.readouterr().out
