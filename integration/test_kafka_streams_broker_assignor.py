@@ -52,8 +52,8 @@ def cross_rack(now: Placement) -> tuple[int, int]:
     return actives, standbys
 
 
-def settled(apps: list[JavaApp], quiet_s: float, timeout: float) -> Placement:
-    """The placement once every task runs and nothing changed for ``quiet_s``."""
+def settled(apps: list[JavaApp], quiet_s: float, timeout: float, tasks: list[str] = TASKS) -> Placement:
+    """The placement once every task in ``tasks`` runs and nothing changed for ``quiet_s``."""
     last: Placement | None = None
     since = time.monotonic()
     deadline = time.monotonic() + timeout
@@ -63,7 +63,7 @@ def settled(apps: list[JavaApp], quiet_s: float, timeout: float) -> Placement:
             last, since = now, time.monotonic()
         elif (
             now is not None
-            and sorted(t for v in now.values() for t in v["active"]) == TASKS
+            and sorted(t for v in now.values() for t in v["active"]) == tasks
             and time.monotonic() - since >= quiet_s
         ):
             return now

@@ -27,8 +27,8 @@ from integration.kafka.cluster import CLIENTS_JAR
 
 from .conftest import Target
 from .test_kafka_java_followers import wait_until
-from .test_kafka_java_streams import Placement, placement
 from .test_kafka_operations import create
+from .test_kafka_streams_broker_assignor import settled
 
 pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR} missing: run `make clients`")
 
@@ -70,30 +70,10 @@ def ensure_feed(bootstrap: str) -> None:
             raise
 
 
-def settled(apps: list[JavaApp], tasks: list[str], quiet_s: float, timeout: float) -> Placement:
-    """The placement once every task runs and nothing changed for ``quiet_s``."""
-    last: Placement | None = None
-    since = time.monotonic()
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        now = placement(apps)
-        if now != last:
-            last, since = now, time.monotonic()
-        elif (
-            now is not None
-            and sorted(t for v in now.values() for t in v["active"]) == tasks
-            and time.monotonic() - since >= quiet_s
-        ):
-            return now
-        time.sleep(0.2)
-    raise AssertionError(f"the app did not settle within {timeout:.0f} s; last {last}")
-
-
 def test_the_streams_broker_assignor_reads_the_light_partition_across_racks(
     real: Target, tmp_path: Path, e2e_report: Any
 ) -> None:
     kafka = real.kafka
-    tasks = sorted(f"{s}_{q}" for s in (0, 1) for q in range(6))
     heavy, light = 50_000.0, 100.0
     crossing: dict[int, list[str]] = {}
     ensure_feed(real.bootstrap)
@@ -115,7 +95,7 @@ def test_the_streams_broker_assignor_reads_the_light_partition_across_racks(
                     )
                 )
                 apps[-1].wait_for(lambda line: line.get("state") == "RUNNING", 120, f"{app_id} {name} runs")
-            now = settled(apps, tasks, quiet_s=8.0, timeout=120)
+            now = settled(apps, quiet_s=8.0, timeout=120)
         finally:
             for a in apps:
                 a.stop()

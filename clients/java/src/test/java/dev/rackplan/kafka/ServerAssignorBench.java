@@ -194,7 +194,7 @@ public final class ServerAssignorBench {
     return ms;
   }
 
-  static double median(double[] xs) {
+  public static double median(double[] xs) {
     double[] s = xs.clone();
     Arrays.sort(s);
     return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;

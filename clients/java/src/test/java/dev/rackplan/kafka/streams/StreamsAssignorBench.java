@@ -1,9 +1,10 @@
 package dev.rackplan.kafka.streams;
 
+import static dev.rackplan.kafka.ServerAssignorBench.median;
+
 import dev.rackplan.kafka.TrafficStore;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -165,11 +166,5 @@ public final class StreamsAssignorBench {
       ms[i] = (cpu.getCurrentThreadCpuTime() - t0) / 1e6;
     }
     return ms;
-  }
-
-  static double median(double[] xs) {
-    double[] s = xs.clone();
-    Arrays.sort(s);
-    return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
   }
 }
