@@ -3,10 +3,17 @@ package dev.rackplan.kafka.streams;
 import java.util.Arrays;
 
 /**
- * Min-cost flow by successive shortest paths (Dijkstra on reduced costs, Johnson potentials):
- * small, exact and allocation-light, for the assignor's graphs of a few thousand nodes. Edge costs
- * must be non-negative when added (they are: cross-rack counts and move tiers), so the potentials
+ * Min-cost flow by successive shortest paths (Dijkstra on reduced costs, Johnson potentials), every
+ * shortest path of a distance used before the next Dijkstra (the primal-dual method): small, exact
+ * and allocation-light, for the assignor's graphs of a few thousand nodes. Edge costs must be
+ * non-negative when added (they are: cross-rack counts, bytes and move tiers), so the potentials
  * start at zero and stay valid.
+ *
+ * <p>Why the primal-dual step: the assignor's source has one unit edge per task, so plain successive
+ * shortest paths ran one Dijkstra over the whole graph per task (thousands on the coordinator's
+ * thread for a large group); most tasks share a few path lengths, and after one Dijkstra every path
+ * of that length is made of edges of reduced cost zero, found by depth-first search with a
+ * current-edge pointer per node (a dead end is not entered again in that phase).
  */
 final class MinCostFlow {
   private int n;
@@ -64,10 +71,18 @@ final class MinCostFlow {
     void visit(int from, int to, long flow);
   }
 
+  /** Dijkstra runs of the last {@link #run} (its phases): how much work the primal-dual step saved. */
+  int phases;
+
   /**
    * Sends up to {@code want} units from s to t at least cost; returns {flow, cost}. Each Dijkstra stops
    * when t is settled; nodes not settled then get t's distance added to their potential (the usual
-   * early-exit rule, which keeps every reduced cost non-negative). The heap is an array of node ids.
+   * early-exit rule, which keeps every reduced cost non-negative), so the shortest path found has
+   * reduced cost zero on every edge. Then {@link #pushTight} sends flow along every path of reduced
+   * cost zero it finds (each one a shortest path too, every reduced cost being non-negative, and each
+   * augmentation keeps them so: a reversed edge of cost zero has cost zero). A phase whose search finds
+   * no path (it never enters a node twice, so a zero-cost cycle can hide one) sends one unit along
+   * the Dijkstra's own path. The heap is an array of node ids.
    */
   long[] run(int s, int t, long want) {
     long[] pot = new long[n];
@@ -76,6 +91,8 @@ final class MinCostFlow {
     boolean[] done = new boolean[n];
     int[] heap = new int[n];
     int[] where = new int[n];
+    Tight tight = new Tight(n);
+    phases = 0;
     long flow = 0;
     long total = 0;
     while (flow < want) {
@@ -115,18 +132,91 @@ final class MinCostFlow {
         }
       }
       if (!done[t]) break;
+      phases++;
       long dt = dist[t];
       for (int v = 0; v < n; v++) pot[v] += Math.min(dist[v], dt); // unsettled or unreached: + dt
-      long push = want - flow;
-      for (int v = t; v != s; v = to[via[v] ^ 1]) push = Math.min(push, cap[via[v]]);
-      for (int v = t; v != s; v = to[via[v] ^ 1]) {
-        cap[via[v]] -= push;
-        cap[via[v] ^ 1] += push;
-        total += push * cost[via[v]];
+      long[] sent = pushTight(s, t, want - flow, pot, tight);
+      if (sent[0] == 0) {
+        long push = want - flow;
+        for (int v = t; v != s; v = to[via[v] ^ 1]) push = Math.min(push, cap[via[v]]);
+        for (int v = t; v != s; v = to[via[v] ^ 1]) {
+          cap[via[v]] -= push;
+          cap[via[v] ^ 1] += push;
+          total += push * cost[via[v]];
+        }
+        flow += push;
+      } else {
+        flow += sent[0];
+        total += sent[1];
       }
-      flow += push;
     }
     return new long[] {flow, total};
+  }
+
+  /** The depth-first search's arrays, allocated once per {@link #run}. */
+  private static final class Tight {
+    final int[] iter;
+    final int[] nodes;
+    final int[] edges;
+    final boolean[] onPath;
+    final boolean[] dead;
+
+    Tight(int n) {
+      iter = new int[n];
+      nodes = new int[n + 1];
+      edges = new int[n + 1];
+      onPath = new boolean[n];
+      dead = new boolean[n];
+    }
+  }
+
+  /**
+   * Up to {@code limit} units along paths s to t whose every edge has reduced cost zero under {@code
+   * pot} (residual capacity left); returns {units sent, their cost}. Iterative, with a current-edge
+   * pointer per node: an edge that leads nowhere is skipped for the rest of the phase, a node with no
+   * edge left is dead for it, so one phase costs the edges it looks at plus the paths it sends.
+   */
+  private long[] pushTight(int s, int t, long limit, long[] pot, Tight k) {
+    System.arraycopy(head, 0, k.iter, 0, n);
+    Arrays.fill(k.dead, false);
+    long sent = 0;
+    long spent = 0;
+    while (sent < limit) {
+      int depth = 0;
+      k.nodes[0] = s;
+      k.onPath[s] = true;
+      while (depth >= 0 && k.nodes[depth] != t) {
+        int u = k.nodes[depth];
+        int e = k.iter[u];
+        while (e != -1) {
+          int v = to[e];
+          if (cap[e] > 0 && !k.onPath[v] && !k.dead[v] && cost[e] + pot[u] - pot[v] == 0) break;
+          e = next[e];
+        }
+        k.iter[u] = e;
+        if (e != -1) {
+          k.edges[depth] = e;
+          k.nodes[++depth] = to[e];
+          k.onPath[to[e]] = true;
+        } else {
+          k.dead[u] = true;
+          k.onPath[u] = false;
+          if (--depth >= 0) k.iter[k.nodes[depth]] = next[k.iter[k.nodes[depth]]];
+        }
+      }
+      if (depth < 0) break;
+      long push = limit - sent;
+      for (int i = 0; i < depth; i++) push = Math.min(push, cap[k.edges[i]]);
+      for (int i = 0; i < depth; i++) {
+        int e = k.edges[i];
+        cap[e] -= push;
+        cap[e ^ 1] += push;
+        spent += push * cost[e];
+      }
+      for (int i = 0; i <= depth; i++) k.onPath[k.nodes[i]] = false;
+      sent += push;
+    }
+    return new long[] {sent, spent};
   }
 
   private static void siftUp(int[] heap, int[] where, long[] key, int i) {

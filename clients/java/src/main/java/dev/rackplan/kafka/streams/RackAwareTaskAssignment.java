@@ -250,60 +250,17 @@ public final class RackAwareTaskAssignment {
     return m.rack() == null ? "" : m.rack();
   }
 
+  /** Standbys: {@link StandbyPlacement}'s greedy, then {@link #evenOut}. */
   static Map<String, Set<Task>> assignStandby(GroupView g, TaskRacks racks, Map<String, Set<Task>> active) {
     Map<String, Set<Task>> out = new TreeMap<>();
     for (GroupView.Member m : g.members) out.put(m.id(), new TreeSet<>());
     if (g.numStandbys <= 0 || g.stateful.isEmpty() || g.members.isEmpty()) return out;
-    Map<String, Integer> load = new HashMap<>();
-    Map<Task, String> activeOwner = new HashMap<>();
-    for (Map.Entry<String, Set<Task>> e : active.entrySet()) {
-      load.put(e.getKey(), e.getValue().size());
-      for (Task t : e.getValue()) activeOwner.put(t, e.getKey());
-    }
-    Set<String> processes = new TreeSet<>();
+    Set<String> processes = new HashSet<>();
     for (GroupView.Member m : g.members) processes.add(m.processId());
     int replicas = Math.min(g.numStandbys, processes.size() - 1);
     if (replicas <= 0) return out;
-    for (Task t : g.stateful) {
-      GroupView.Member owner = g.byId.get(activeOwner.get(t));
-      Set<String> holders = new HashSet<>(List.of(owner.processId()));
-      Set<String> usedRacks = new HashSet<>();
-      if (owner.rack() != null) usedRacks.add(owner.rack());
-      List<Map<String, String>> usedTags = new ArrayList<>(List.of(owner.tags()));
-      for (int k = 0; k < replicas; k++) {
-        GroupView.Member best = null;
-        long[] bestKey = null;
-        int least = Integer.MAX_VALUE;
-        for (GroupView.Member m : g.members) if (!holders.contains(m.processId())) least = Math.min(least, load.get(m.id()));
-        for (GroupView.Member m : g.members) {
-          if (holders.contains(m.processId())) continue;
-          int l = load.get(m.id());
-          if (l > least) continue; // Kafka's rule: a least loaded member
-          int sameTags = 0;
-          for (String key : g.tagKeys)
-            for (Map<String, String> u : usedTags)
-              if (m.tags().get(key) != null && m.tags().get(key).equals(u.get(key))) sameTags++;
-          long[] key = {
-            m.rack() == null || usedRacks.contains(m.rack()) ? 1 : 0,
-            sameTags,
-            racks.standbyCross(t, m.rack()),
-            Math.min(g.tier(t, m.id()), GroupView.NO_STATE),
-            l
-          };
-          if (bestKey == null || less(key, bestKey)) {
-            best = m;
-            bestKey = key;
-          }
-        }
-        if (best == null) break;
-        out.get(best.id()).add(t);
-        load.merge(best.id(), 1, Integer::sum);
-        holders.add(best.processId());
-        if (best.rack() != null) usedRacks.add(best.rack());
-        usedTags.add(best.tags());
-      }
-    }
-    evenOut(g, load, activeOwner, out);
+    StandbyPlacement.Placed placed = StandbyPlacement.place(g, racks, active, replicas, out);
+    evenOut(g, placed.loads(), placed.activeOwner(), out);
     return out;
   }
 
@@ -313,7 +270,7 @@ public final class RackAwareTaskAssignment {
    * member short when the last tasks it could take are its own actives. A move that keeps the standby
    * out of its active's rack is taken first, then the rest.
    */
-  private static void evenOut(GroupView g, Map<String, Integer> load, Map<Task, String> activeOwner, Map<String, Set<Task>> standby) {
+  static void evenOut(GroupView g, Map<String, Integer> load, Map<Task, String> activeOwner, Map<String, Set<Task>> standby) {
     Map<String, Set<Task>> byProcess = new HashMap<>();
     for (Map.Entry<Task, String> e : activeOwner.entrySet())
       byProcess.computeIfAbsent(g.byId.get(e.getValue()).processId(), k -> new HashSet<>()).add(e.getKey());
@@ -354,11 +311,6 @@ public final class RackAwareTaskAssignment {
       load.merge(move[0], -1, Integer::sum);
       load.merge(move[1], 1, Integer::sum);
     }
-  }
-
-  private static boolean less(long[] a, long[] b) {
-    for (int i = 0; i < a.length; i++) if (a[i] != b[i]) return a[i] < b[i];
-    return false;
   }
 
   /**

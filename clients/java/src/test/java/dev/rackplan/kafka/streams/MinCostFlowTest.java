@@ -45,4 +45,25 @@ class MinCostFlowTest {
       assertEquals(brute(cost, caps.clone(), 0), r[1], "case " + i);
     }
   }
+
+  /**
+   * The primal-dual step: units that share a path length go in one phase (one Dijkstra), not one
+   * each. 600 tasks, three members of 200 slots, every task costing 0, 1 or 2 on each member: at most
+   * a task at cost 0 on each, so one path length: one phase (successive shortest paths ran 600
+   * Dijkstras), at the optimum 0. The random test above checks exactness on small graphs.
+   */
+  @Test
+  void unitsOfOnePathLengthShareOneDijkstra() {
+    int tasks = 600, members = 3;
+    MinCostFlow f = new MinCostFlow(2 + tasks + members);
+    for (int t = 0; t < tasks; t++) {
+      f.addEdge(0, 2 + t, 1, 0);
+      for (int m = 0; m < members; m++) f.addEdge(2 + t, 2 + tasks + m, 1, (t + m) % 3);
+    }
+    for (int m = 0; m < members; m++) f.addEdge(2 + tasks + m, 1, tasks / members, 0);
+    long[] r = f.run(0, 1, tasks);
+    assertEquals(tasks, r[0]);
+    assertEquals(0, r[1]); // each member has 200 tasks at cost 0
+    assertEquals(1, f.phases);
+  }
 }
