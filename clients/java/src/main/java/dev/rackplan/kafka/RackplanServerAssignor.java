@@ -60,6 +60,11 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
 
   /** Plans, traffic and topic names: this JVM's shared readers once configured (none before). */
   private volatile ServerReaders readers = new ServerReaders(new PlanStore(), new TrafficStore(0));
+  /** The traffic this instance weighs (the JVM's shared feed once configured): tests. */
+  TrafficStore traffic() {
+    return readers.traffic;
+  }
+
   /** The key {@link #readers} was acquired under (null: nothing to release). */
   private Map<String, Object> readersKey;
   private RackplanConfig config = new RackplanConfig(Map.of());

@@ -12,8 +12,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What {@link RackplanServerAssignor} reads, kept up to date by daemon threads: the plans ({@link
- * RackplanClient} into a {@link PlanStore}), the agent's traffic ({@link TrafficReader} into a {@link
- * TrafficStore}) and topic names by id (an admin client). One per broker JVM and configuration
+ * RackplanClient} into a {@link PlanStore}), the agent's traffic (the JVM's shared {@link
+ * TrafficFeed}) and topic names by id (an admin client). One per broker JVM and configuration
  * ({@link JvmShared}): every assignor instance the broker builds with the same {@code rackplan.*}
  * properties reads the same ones.
  */
@@ -32,7 +32,8 @@ final class ServerReaders implements AutoCloseable {
   volatile boolean refreshWanted = true;
   private volatile boolean running = true;
   private RackplanClient client;
-  private TrafficReader trafficReader;
+  /** The configuration the shared traffic feed was acquired for (null: none to release). */
+  private RackplanConfig trafficConfig;
   private Thread topicThread;
 
   /** Readers without I/O (tests, and a broker without {@code rackplan.bootstrap.servers}). */
@@ -43,10 +44,12 @@ final class ServerReaders implements AutoCloseable {
 
   /** The readers of ``config``, their threads started. */
   static ServerReaders start(RackplanConfig config) {
-    ServerReaders r = new ServerReaders(new PlanStore(), new TrafficStore(config.trafficMaxAgeMs));
+    boolean reads = !"none".equals(config.trafficTopic);
+    // The traffic feed is the JVM's shared one (the Streams assignor reads the same: TrafficFeed).
+    TrafficStore traffic = reads ? TrafficFeed.acquire(config).store : new TrafficStore(config.trafficMaxAgeMs);
+    ServerReaders r = new ServerReaders(new PlanStore(), traffic);
+    if (reads) r.trafficConfig = config;
     r.client = new RackplanClient(config, r.store, null, "rackplan-server-assignor", null).start();
-    if (!"none".equals(config.trafficTopic))
-      r.trafficReader = new TrafficReader(config, r.traffic, "rackplan-server-assignor-traffic").start();
     Map<String, Object> ac = RackplanServerAssignor.adminConfig(config);
     r.admin = Admin.create(ac);
     r.topicThread = new Thread(() -> r.refreshTopics(ac), "rackplan-server-assignor-topics");
@@ -95,9 +98,9 @@ final class ServerReaders implements AutoCloseable {
   public void close() {
     running = false;
     if (client != null) client.stop();
-    if (trafficReader != null) trafficReader.stop();
     if (client != null) client.close();
-    if (trafficReader != null) trafficReader.close();
+    if (trafficConfig != null) TrafficFeed.release(trafficConfig);
+    trafficConfig = null;
     if (topicThread != null) topicThread.interrupt();
     // Not Admin.close()'s unbounded wait for calls in flight: a broker shutting down would wait out
     // a listing against peers already gone.

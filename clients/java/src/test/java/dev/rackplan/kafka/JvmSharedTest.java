@@ -71,6 +71,32 @@ class JvmSharedTest {
     assertEquals(before, RackplanServerAssignor.SHARED.size());
   }
 
+  /**
+   * Both broker-side assignors configured alike (one broker's rackplan.* properties): one traffic feed,
+   * the same store weighed by both, its reader stopped with the last of them; another traffic topic
+   * gets its own.
+   */
+  @Test
+  void bothBrokerAssignorsShareOneTrafficFeed() {
+    int before = TrafficFeed.live();
+    Map<String, Object> props = Map.of(
+        "rackplan.bootstrap.servers", "127.0.0.1:1", "rackplan.plan.topic", "feed-test.plans", "node.id", 4);
+    RackplanServerAssignor server = new RackplanServerAssignor();
+    server.configure(props);
+    var streams = RackplanStreamsTaskAssignorAccess.configured(props);
+    assertEquals(before + 1, TrafficFeed.live());
+    assertSame(server.traffic(), RackplanStreamsTaskAssignorAccess.trafficOf(streams));
+    RackplanServerAssignor other = new RackplanServerAssignor();
+    other.configure(Map.of("rackplan.bootstrap.servers", "127.0.0.1:1", "rackplan.plan.topic", "feed-test.plans",
+        "rackplan.traffic.topic", "feed-test.traffic"));
+    assertEquals(before + 2, TrafficFeed.live(), "another traffic topic is read on its own");
+    other.close();
+    server.close();
+    assertEquals(before + 1, TrafficFeed.live(), "the Streams assignor still reads it");
+    streams.close();
+    assertEquals(before, TrafficFeed.live());
+  }
+
   @Test
   void streamsAssignorsConfiguredAlikeShareTheirCatalog() {
     int before = RackplanStreamsTaskAssignorAccess.sharedSize();

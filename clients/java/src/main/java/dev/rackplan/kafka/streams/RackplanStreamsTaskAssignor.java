@@ -3,7 +3,7 @@ package dev.rackplan.kafka.streams;
 import dev.rackplan.kafka.JvmShared;
 import dev.rackplan.kafka.RackplanConfig;
 import dev.rackplan.kafka.Tally;
-import dev.rackplan.kafka.TrafficReader;
+import dev.rackplan.kafka.TrafficFeed;
 import dev.rackplan.kafka.TrafficStore;
 import java.lang.management.ManagementFactory;
 import java.util.HashMap;
@@ -58,12 +58,12 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
   private static final String KAFKA_STICKY = "org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor";
 
   /** The catalog and its reader, one per broker JVM and configuration (see {@link JvmShared}). */
-  record Reading(StreamsCatalog catalog, StreamsCatalogReader reader, TrafficStore traffic, TrafficReader trafficReader)
+  record Reading(StreamsCatalog catalog, StreamsCatalogReader reader, TrafficStore traffic, RackplanConfig trafficConfig)
       implements AutoCloseable {
     @Override
     public void close() {
       reader.close();
-      if (trafficReader != null) trafficReader.close();
+      if (trafficConfig != null) TrafficFeed.release(trafficConfig);
     }
   }
 
@@ -171,9 +171,10 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
         Object key = List.of(Map.copyOf(ac), refresh, String.valueOf(id), reads ? Map.copyOf(mine) : Map.of());
         Reading r = SHARED.acquire(key, () -> {
           StreamsCatalog c = new StreamsCatalog();
-          TrafficStore ts = reads ? new TrafficStore(rc.trafficMaxAgeMs) : null;
-          TrafficReader tr = reads ? TrafficReader.started(rc, ts, "rackplan-streams-assignor-traffic") : null;
-          return new Reading(c, new StreamsCatalogReader(c, () -> Admin.create(ac), refresh, id).start(), ts, tr);
+          // The JVM's shared traffic feed: the KIP-848 assignor reads the same one (TrafficFeed).
+          TrafficStore ts = reads ? TrafficFeed.acquire(rc).store : null;
+          return new Reading(c, new StreamsCatalogReader(c, () -> Admin.create(ac), refresh, id).start(), ts,
+              reads ? rc : null);
         });
         catalog = r.catalog();
         reader = r.reader();

@@ -16,6 +16,10 @@ public final class RackplanStreamsTaskAssignorAccess {
     return a.catalog;
   }
 
+  public static Object trafficOf(RackplanStreamsTaskAssignor a) {
+    return a.traffic;
+  }
+
   public static int sharedSize() {
     return RackplanStreamsTaskAssignor.SHARED.size();
   }
