@@ -122,7 +122,10 @@ def test_reassignment_across_racks_republishes_and_alerts_then_resolves(
     launched.reassign({(pay, 2): [4]})
     for _ in range(4):
         quiet = agent.wait_for(lambda r: True, timeout=30)
-        assert quiet.change is None and not quiet.published, quiet
+        # The cluster is shared: Kafka may move the leaders of other tests' topics meanwhile (CI-like
+        # run ci3 of session 19 saw leader_rack changes on two Streams tests' topics). Only pay's matter.
+        assert quiet.change is None or pay not in quiet.change.touched_topics, quiet
+        assert not quiet.published, quiet
 
     # Across racks (p0 to az-b, p3 to az-a): the range plan now reads two partitions cross-rack.
     t0 = time.monotonic()
