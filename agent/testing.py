@@ -273,6 +273,10 @@ class FakeKafka:
     #: with ``refuse == "fatal"``: the fatal error arrives only while a ``flush`` waits (a producer just
     #: made), which confluent-kafka 2.16 raises as a ``SystemError`` caused by the ``KafkaException``
     fatal_in_flush: bool = False
+    #: with ``refuse == "fatal"``: the producer turns fatal on its own (librdkafka's thread) after its first
+    #: record and before the next, which meets ``_FATAL`` alone; the cause waits for the next poll (as on
+    #: real Kafka: the first record's poll came before the producer id was refused)
+    fatal_cause_queued: bool = False
     events: list[tuple[str, Any]] = field(default_factory=list)
     consumers: list[FakeConsumer] = field(default_factory=list)
 
@@ -429,10 +433,16 @@ class FakeProducer:
         self.kafka = kafka
         self.pending: list[Callable[[], None]] = []
         self.fatal = False
+        #: fatal, and the cause not served yet (:attr:`FakeKafka.fatal_cause_queued`)
+        self.cause_queued = False
+        self.made = 0
         kafka.producers += 1
         self.serial = kafka.producers
 
     def produce(self, topic: str, *, key: bytes, value: bytes | None, on_delivery: Any = None) -> None:
+        if self.kafka.refuse == "fatal" and self.kafka.fatal_cause_queued and self.made and not self.fatal:
+            self.fatal = self.cause_queued = True  # turned fatal since the last record
+        self.made += 1
         if self.fatal:
             raise KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message"))
         if self.serial <= self.kafka.topic_gone_up_to:
@@ -446,7 +456,11 @@ class FakeProducer:
             self.pending.append(lambda: on_delivery(err, None))
 
     def poll(self, timeout: float = 0) -> int:
-        if self.kafka.refuse == "fatal" and not self.fatal and not self.kafka.fatal_in_flush:
+        if self.cause_queued:
+            self.cause_queued = False
+            raise self._fatal()
+        quiet = self.kafka.fatal_in_flush or self.kafka.fatal_cause_queued
+        if self.kafka.refuse == "fatal" and not self.fatal and not quiet:
             self.fatal = True
             raise self._fatal()
         done, self.pending = self.pending, []

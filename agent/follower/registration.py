@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.ports import Clock, FollowerProducer, Logger, ProducerFactory
-from ..kafka.errors import error_name, unknown_topic, unusable_producer, write_refused
+from ..kafka.errors import (
+    error_name,
+    fatal_cause_unnamed,
+    unknown_topic,
+    unusable_producer,
+    write_refused,
+)
 from ..protocol.registrations import FollowerStatus, consumer_registration
 from .settings import Identity, PlanFollowerSettings
 
@@ -146,13 +152,32 @@ class Registrar:
                 self.settings.registrations_topic, key=key.encode(), value=value, on_delivery=delivered
             )
         except (BufferError, KafkaException) as e:
-            self.failed(e.args[0] if isinstance(e, KafkaException) and e.args else e, now_ms)
+            err = e.args[0] if isinstance(e, KafkaException) and e.args else e
+            self.failed(self._fatal_cause(err) if fatal_cause_unnamed(err) else err, now_ms)
             if not self.broken:
                 self.log.warning("registration not sent", error=str(e))
             return
         self.sent_ms = now_ms
         self.status = status
         self.poll()
+
+    def _fatal_cause(self, err: Any) -> Any:
+        """Why the producer turned fatal, served from its queue now, else ``err`` (``_FATAL``) itself.
+
+        The idempotent producer turns fatal on its own thread: a second record
+        made before the next poll meets only ``_FATAL``.  Left unserved, the
+        cause (the brokers' refusal, an answer) was learnt one refresh later,
+        from the next producer: with test_kafka_acls's 4 s TTL once (CI) past
+        2/3 of the TTL, so the follower fenced itself for want of an answer
+        its first producer already had.
+        """
+        from confluent_kafka import KafkaException
+
+        try:
+            self.producer.poll(0)
+        except KafkaException as e:
+            return e.args[0] if e.args else err
+        return err
 
     def unregister(self, status: FollowerStatus) -> None:
         """Remove the registration (a tombstone), waiting up to ``io_timeout_s``; a failure is logged.

@@ -158,6 +158,16 @@ def unusable_producer(err: object) -> bool:
     return _name(err) == "_FATAL" or _fatal_flag(err)
 
 
+def fatal_cause_unnamed(err: object) -> bool:
+    """librdkafka's local ``_FATAL``: the producer turned fatal, and its cause waits in its queue.
+
+    ``produce()`` on a fatal producer names only ``_FATAL``; the cause (the
+    brokers' refusal of an idempotent producer id, say) is an error event the
+    next ``poll()`` raises.
+    """
+    return _name(err) == "_FATAL" and not _fatal_flag(err)
+
+
 def membership_lost(err: object) -> bool:
     """A group member's commit refused because it is no longer in the group (:data:`MEMBERSHIP_LOST`)."""
     return _name(err) in MEMBERSHIP_LOST
