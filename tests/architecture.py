@@ -43,6 +43,7 @@ AGENT_RANKS: dict[str, int] = {
     "demo": 11,
     "commands": 12,
     "testing": 12,
+    "testing_clients": 12,
 }
 
 

@@ -3,7 +3,8 @@
 The agent is written against these, never against confluent-kafka's classes
 or ``Any``: the real clients (``confluent_kafka.admin.AdminClient``,
 :class:`rackplan.agent.kafka.publisher.Publisher`, a structlog ``BoundLogger``) satisfy
-them structurally, and so do the fakes of :mod:`rackplan.agent.testing` that
+them structurally, and so do the fakes of :mod:`rackplan.agent.testing` (and
+:mod:`rackplan.agent.testing_clients`) that
 the unit tests and benchmarks run the same loop with.  Only the calls the agent
 makes are listed: a fake needs nothing more, and a new call on a client shows
 up here first.

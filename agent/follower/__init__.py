@@ -119,7 +119,7 @@ def kafka_tail(config: dict[str, Any], topics: Sequence[str], timeout_s: float) 
 @dataclass(frozen=True)
 class FollowerClients:
     """How the follower makes its Kafka clients: confluent-kafka's by default, fakes in tests
-    (:mod:`rackplan.agent.testing`)."""
+    (:mod:`rackplan.agent.testing_clients`)."""
 
     consumer: ConsumerFactory = kafka_consumer
     producer: ProducerFactory = kafka_producer

@@ -1,6 +1,6 @@
 """PlanFollower's state machine against fake Kafka clients: every transition, on a controlled clock.
 
-The fake Kafka (:class:`rackplan.agent.testing.FakeKafka`) keeps what matters
+The fake Kafka (:class:`rackplan.agent.testing_clients.FakeKafka`) keeps what matters
 to the follower's safety: committed offsets, and whether the group has members
 in group subscription (Kafka refuses a plain commit then, which is the
 follower's fence).  The end-to-end
@@ -23,7 +23,7 @@ from rackplan.agent.follower import FollowerClients, FollowerError, PlanFollower
 from rackplan.agent.follower.fallback import fallback_due, registration_stale, should_rejoin
 from rackplan.agent.follower.handover import handover, missing
 from rackplan.agent.protocol.lease import Heartbeat
-from rackplan.agent.testing import FakeControlTail, FakeKafka, FakeProducer
+from rackplan.agent.testing_clients import FakeControlTail, FakeKafka, FakeProducer
 
 TOPIC = "orders"
 PLANS, LEASE, REGS = "_rackplan.plans", "_rackplan.lease", "_rackplan.registrations"

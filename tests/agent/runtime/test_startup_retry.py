@@ -26,7 +26,8 @@ from rackplan.agent.runtime import loop as loop_module
 from rackplan.agent.runtime.loop import Agent
 from rackplan.agent.runtime.startup_retry import Backoff, StartupStopped, StartupTimedOut, retry_startup
 from rackplan.agent.settings.sections import Settings
-from rackplan.agent.testing import FakeAdmin, FakeControlTail, FakePublisher, done, kafka_error
+from rackplan.agent.testing import FakeAdmin, FakePublisher, done, kafka_error
+from rackplan.agent.testing_clients import FakeControlTail
 
 PLANS = "_rackplan.plans"
 
