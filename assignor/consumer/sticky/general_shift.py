@@ -35,6 +35,50 @@ def shift_counts(state: GeneralState, budget: Budget) -> bool:
     draws on it, so a run's shifts cost a bounded number of flow edges
     however often they improve.
     """
+    applied = _free_shifts(state, budget)
+    failed = state.shift_failed
+    while _avoidable_cross(state) and not budget.spent():
+        progress = False
+        cross = set(_cross_holders(state))
+        for a in sorted(range(state.n), key=lambda i: (i not in cross, -state.cnt[i], i)):
+            if budget.spent():
+                break
+            if _known_vain(failed.get(a), state, budget):
+                continue
+            before = budget.edges
+            if _shift_from(state, a, budget):
+                applied = progress = True
+                if not _avoidable_cross(state):
+                    break
+            elif not budget.spent():
+                failed[a] = (state.version, before - budget.edges)
+        if not progress:
+            break
+    return applied
+
+
+def _known_vain(known: tuple[int, int] | None, state: GeneralState, budget: Budget) -> bool:
+    """Whether a search found nothing at this very holder (``known``: its version and charge), and the
+    budget pays its charge again in full: then it is charged, not run.
+
+    Why: :func:`shift_counts` runs again after every call that applied a shift, often at the holder
+    where its searches had just found nothing, and a search is a function of the holder: it would
+    build the same flows and find nothing again.  It is charged what it cost, flow by flow as it would
+    be (with more than its charge left, each of its flows fits), so the search, the plan and the work
+    tally are exactly those of running it.
+    """
+    if known is None or known[0] != state.version or budget.edges <= known[1]:
+        return False
+    budget.edges -= known[1]
+    return True
+
+
+def _free_shifts(state: GeneralState, budget: Budget) -> bool:
+    """The all-at-once search (see :func:`shift_counts`); True if it applied a shift (not run again
+    where it found nothing: :func:`_known_vain`)."""
+    if _known_vain(state.free_shift_failed, state, budget):
+        return False
+    before = budget.edges
     applied = False
     no_drop: set[int] = set()
     no_gain: set[int] = set()
@@ -55,18 +99,8 @@ def shift_counts(state: GeneralState, budget: Budget) -> bool:
             no_drop.add(done.member)
         else:
             break
-    while _avoidable_cross(state) and not budget.spent():
-        progress = False
-        cross = set(_cross_holders(state))
-        for a in sorted(range(state.n), key=lambda i: (i not in cross, -state.cnt[i], i)):
-            if budget.spent():
-                break
-            if _shift_from(state, a, budget):
-                applied = progress = True
-                if not _avoidable_cross(state):
-                    break
-        if not progress:
-            break
+    if not applied and not budget.spent():
+        state.free_shift_failed = (state.version, before - budget.edges)
     return applied
 
 

@@ -51,9 +51,19 @@ class GeneralState:
         self._shrink_memo: dict[int, tuple[int, bool]] = {}
         #: what the count-shift flows keep between calls (general_pools.FlowCache)
         self.flow_cache = FlowCache()
+        #: count shifts that found nothing, as (version searched, edges charged): a first loser's
+        #: search by member, and the all-at-once search ((-1, 0): none).  Each is a function of the
+        #: holder, so at the same version it would find nothing again for the same charge (general_shift)
+        self.shift_failed: dict[int, tuple[int, int]] = {}
+        self.free_shift_failed = (-1, 0)
 
     def reindex(self) -> None:
-        """Rebuild every index from ``holder`` and ``cnt`` (after filling, or after the flow re-placed partitions)."""
+        """Rebuild every index from ``holder`` and ``cnt`` (after filling, or after the flow re-placed partitions).
+
+        A new version too: a flow re-places partitions without :meth:`move`, and a balance check or a
+        failed count shift memoised at the old holder must not answer for the new one.
+        """
+        self.version += 1
         self.hold = [{} for _ in range(self.n)]
         self.freeh = [{} for _ in range(self.n_topics)]
         for gp, i in enumerate(self.holder):
