@@ -251,7 +251,7 @@ def with_and_without_search_memo(
         init(state, prep)
         state.shift_failed = _Forgetful()
 
-    def forgetful_free(state: GeneralState, budget: Budget) -> bool:
+    def forgetful_free(state: GeneralState, budget: Budget) -> tuple[bool, bool]:
         state.free_shift_failed = (-1, 0)
         return free_shifts(state, budget)
 

@@ -35,7 +35,9 @@ def shift_counts(state: GeneralState, budget: Budget) -> bool:
     draws on it, so a run's shifts cost a bounded number of flow edges
     however often they improve.
     """
-    applied = _free_shifts(state, budget)
+    applied, go_on = _free_shifts(state, budget)
+    if not go_on:
+        return applied
     failed = state.shift_failed
     while _avoidable_cross(state) and not budget.spent():
         progress = False
@@ -73,18 +75,19 @@ def _known_vain(known: tuple[int, int] | None, state: GeneralState, budget: Budg
     return True
 
 
-def _free_shifts(state: GeneralState, budget: Budget) -> bool:
-    """The all-at-once search (see :func:`shift_counts`); True if it applied a shift (not run again
-    where it found nothing: :func:`_known_vain`)."""
+def _free_shifts(state: GeneralState, budget: Budget) -> tuple[bool, bool]:
+    """The all-at-once search (see :func:`shift_counts`): whether it applied a shift, and whether the
+    one-loser searches may still gain (False: nothing avoidable is left, or the budget is spent).  Not
+    run again where it found nothing (:func:`_known_vain`)."""
     if _known_vain(state.free_shift_failed, state, budget):
-        return False
+        return False, True
     before = budget.edges
     applied = False
     no_drop: set[int] = set()
     no_gain: set[int] = set()
     for _ in range(MAX_FREE_SHIFTS):
         if not _avoidable_cross(state) or budget.spent():
-            return applied
+            return applied, False
         droppers = frozenset(i for i in range(state.n) if i not in no_drop)
         done = place(state, banned=frozenset(no_gain), droppers=droppers, budget=budget)
         if done is True:
@@ -101,7 +104,7 @@ def _free_shifts(state: GeneralState, budget: Budget) -> bool:
             break
     if not applied and not budget.spent():
         state.free_shift_failed = (state.version, before - budget.edges)
-    return applied
+    return applied, True
 
 
 def _shift_from(state: GeneralState, a: int, budget: Budget) -> bool:
