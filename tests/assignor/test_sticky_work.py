@@ -68,6 +68,12 @@ def one_joins(cluster: Cluster, members: list[Member]) -> ConsumerGroup:
     return replace(group, members=(*group.members, members[-1]))
 
 
+def joining(seed: int, n_members: int, n_parts: int) -> tuple[Cluster, ConsumerGroup]:
+    """A seven-rack group (:func:`seven_racks`) whose last member joins the others, settled (:func:`one_joins`)."""
+    cluster, members = seven_racks(seed, n_members, n_parts)
+    return cluster, one_joins(cluster, members)
+
+
 def settling_edges(cluster: Cluster, group: ConsumerGroup) -> tuple[int, int]:
     """Flow edges the count-shift searches built, counted at every flow they asked for (not from the
     settling's own tally, which must agree), and the runs spent."""
@@ -101,8 +107,7 @@ def settling_edges(cluster: Cluster, group: ConsumerGroup) -> tuple[int, int]:
 def test_the_recorded_cliff_shape_stays_within_the_work_bound() -> None:
     """The issue's shape (23 members, 148 partitions, 7 racks, rf 2, one joining) at the seed that cost
     the most before: it spends most of its pool, and never more than the bound."""
-    cluster, members = seven_racks(41, 23, 148)
-    edges, runs = settling_edges(cluster, one_joins(cluster, members))
+    edges, runs = settling_edges(*joining(41, 23, 148))
     assert SHIFT_WORK < edges <= BOUND, edges
     assert runs <= MAX_RUNS
 
@@ -115,8 +120,7 @@ def test_the_recorded_cliff_shape_stays_within_the_work_bound() -> None:
 def test_settling_work_is_bounded_on_unequal_seven_rack_groups(
     seed: int, n_members: int, n_parts: int
 ) -> None:
-    cluster, members = seven_racks(seed, n_members, n_parts)
-    edges, runs = settling_edges(cluster, one_joins(cluster, members))
+    edges, runs = settling_edges(*joining(seed, n_members, n_parts))
     assert 0 <= edges <= BOUND
     assert runs <= MAX_RUNS
 
@@ -148,8 +152,7 @@ def test_the_floor_bound_skips_flows_on_the_cliff_shape_and_changes_nothing() ->
     """Issue 29: a count-shift flow whose cheapest conceivable cost (every partition at its pool's
     cheapest edge) already reaches the current cost cannot improve, so it is not built; its edges are
     still charged, so the search, the plan and the work tally are exactly those of building it."""
-    cluster, members = seven_racks(41, 23, 148)
-    group = one_joins(cluster, members)
+    cluster, group = joining(41, 23, 148)
     plan, edges, solved = with_and_without_floor(cluster, group, floor=True)
     plan_all, edges_all, solved_all = with_and_without_floor(cluster, group, floor=False)
     assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
@@ -161,8 +164,7 @@ def test_the_floor_bound_skips_flows_on_the_cliff_shape_and_changes_nothing() ->
 def test_the_floor_bound_gives_the_same_plans_on_seven_rack_groups(
     seed: int, n_members: int, n_parts: int
 ) -> None:
-    cluster, members = seven_racks(seed, n_members, n_parts)
-    group = one_joins(cluster, members)
+    cluster, group = joining(seed, n_members, n_parts)
     plan, edges, solved = with_and_without_floor(cluster, group, floor=True)
     plan_all, edges_all, solved_all = with_and_without_floor(cluster, group, floor=False)
     assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
@@ -200,8 +202,7 @@ def test_the_memo_and_the_cutoff_save_phases_on_the_cliff_shape_and_change_nothi
     stops at the phase that shows it; on the recorded cliff seed the plan and the work tally are the
     same, and the solver routes at most six sevenths of the phases it did (6,486 of 7,750; 6,544 of 8,036
     while count shifts were searched again at a holder where they had found nothing, each a memo hit)."""
-    cluster, members = seven_racks(41, 23, 148)
-    group = one_joins(cluster, members)
+    cluster, group = joining(41, 23, 148)
     plan, edges, phases = with_and_without_memo(cluster, group, memo=True)
     plan_all, edges_all, phases_all = with_and_without_memo(cluster, group, memo=False)
     assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
@@ -213,8 +214,7 @@ def test_the_memo_and_the_cutoff_save_phases_on_the_cliff_shape_and_change_nothi
 def test_the_memo_and_the_cutoff_give_the_same_plans_on_seven_rack_groups(
     seed: int, n_members: int, n_parts: int
 ) -> None:
-    cluster, members = seven_racks(seed, n_members, n_parts)
-    group = one_joins(cluster, members)
+    cluster, group = joining(seed, n_members, n_parts)
     plan, edges, phases = with_and_without_memo(cluster, group, memo=True)
     plan_all, edges_all, phases_all = with_and_without_memo(cluster, group, memo=False)
     assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
@@ -273,8 +273,7 @@ def test_a_count_shift_that_found_nothing_is_not_searched_again_at_the_same_hold
     search is a function of the holder, so one that found nothing is remembered by the state's version
     (a flow that re-places partitions starts a new one, ``GeneralState.reindex``) and its edges are
     charged instead of built: the plan and the work tally are exactly those of running it again."""
-    cluster, members = seven_racks(41, 23, 148)
-    group = one_joins(cluster, members)
+    cluster, group = joining(41, 23, 148)
     plan, edges, runs, again = with_and_without_search_memo(cluster, group, memo=True)
     plan_all, edges_all, runs_all, again_all = with_and_without_search_memo(cluster, group, memo=False)
     assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)
@@ -286,8 +285,7 @@ def test_a_count_shift_that_found_nothing_is_not_searched_again_at_the_same_hold
 def test_the_search_memory_gives_the_same_plans_on_seven_rack_groups(
     seed: int, n_members: int, n_parts: int
 ) -> None:
-    cluster, members = seven_racks(seed, n_members, n_parts)
-    group = one_joins(cluster, members)
+    cluster, group = joining(seed, n_members, n_parts)
     plan, edges, runs, _ = with_and_without_search_memo(cluster, group, memo=True)
     plan_all, edges_all, runs_all, _ = with_and_without_search_memo(cluster, group, memo=False)
     assert (plan.assignment, plan.revoked, edges) == (plan_all.assignment, plan_all.revoked, edges_all)

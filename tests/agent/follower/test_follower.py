@@ -450,19 +450,26 @@ def test_a_registration_refused_by_acls_is_counted_and_the_plan_still_followed(
     f.close()  # the unregistration is refused too: never raised
 
 
+def following_with_no_producer_id(h: Harness) -> PlanFollower:
+    """A follower whose registration producers get no producer id (``refuse = "fatal"``, in the way the
+    test set on ``h.broker``), once it has applied a plan giving it partitions 0 and 1."""
+    h.broker.refuse = "fatal"
+    f = h.follower()
+    tail = FakeTail.instances[-1]
+    h.heartbeat()
+    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
+    f.poll(0)
+    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    return f
+
+
 def test_a_refusal_whose_cause_waits_in_the_producers_queue_is_an_answer_at_once(h: Harness) -> None:
     """Real Kafka (CI, test_kafka_acls): the first producer turned fatal (no producer id) between polls, so
     the registration made when the plan was applied met ``_FATAL`` alone.  Before: that was not taken for
     the brokers' answer; the refusal was learnt a refresh (TTL / 3) later from the next producer, and on a
     loaded machine past 2/3 of the TTL, which fenced the member."""
-    h.broker.refuse = "fatal"
     h.broker.fatal_cause_queued = True
-    f = h.follower()
-    tail = FakeTail.instances[-1]
-    h.heartbeat()
-    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
-    f.poll(0)  # applies the plan: the changed registration meets the fatal producer
-    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    f = following_with_no_producer_id(h)  # the plan's registration met the fatal producer
     assert f.stats["registrations_refused"] == 1 and h.broker.producers == 1, "refused, with no refresh"
     for _ in range(30):  # a third of the TTL (30 s) passes before the next producer is made
         h.advance(1.0)
@@ -477,14 +484,8 @@ def test_close_counts_a_fatal_error_met_inside_the_unregistering_flush(h: Harnes
     """Real Kafka (CI, test_kafka_acls): a registration producer renewed at a refresh turned fatal (no right
     to an idempotent producer id) only while ``close`` flushed the tombstone; confluent-kafka raised that as
     a SystemError, which escaped ``close`` into the application."""
-    h.broker.refuse = "fatal"
     h.broker.fatal_in_flush = True
-    f = h.follower()
-    tail = FakeTail.instances[-1]
-    h.heartbeat()
-    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
-    f.poll(0)
-    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    f = following_with_no_producer_id(h)
     failed = f.stats["registrations_failed"]
     f.close()
     assert f.stats["registrations_failed"] == failed + 1
