@@ -46,7 +46,10 @@ LIMIT_INTS = [
     -INT64 - 1,
     10**30,
 ]
-ERROR = re.compile(r"rackplan: error: (\(document\)|cluster|consumer_group|streams_app|INSTANCE)\S*: \S")
+#: the one line of a refusal: the field's path (object keys quoted as JSON, so they may hold spaces), a message
+ERROR = re.compile(
+    r'rackplan: error: (\(document\)|cluster|consumer_group|streams_app|INSTANCE)(?:\["(?:[^"\\]|\\.)*"\]|\S)*: \S'
+)
 
 
 def _load_checker() -> ModuleType | None:
