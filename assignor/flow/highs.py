@@ -22,12 +22,12 @@ Example: two binaries, at least one chosen, the cheaper one wins::
 
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import math
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
@@ -213,13 +213,18 @@ class Program:
         (``bench/bench_startup.py``); ``readModel`` and a start given as a ``HighsSolution`` do not.
         """
         try:
-            with tempfile.TemporaryDirectory(prefix="rackplan-highs-") as tmp:
-                path = os.path.join(tmp, "program.mps")
-                with open(path, "w", encoding="ascii") as f:
-                    f.write(self.mps())
-                status = h.readModel(path)
+            place = private_directory()
         except OSError:
             return False
+        path = os.path.join(place, "program.mps")
+        try:
+            with open(path, "w", encoding="ascii") as f:
+                f.write(self.mps())
+            status = h.readModel(path)
+        except OSError:
+            return False  # not written: HiGHS read nothing
+        finally:
+            _remove(path, place)
         if status != highspy.HighsStatus.kOk or (h.getNumCol(), h.getNumRow()) != (
             len(self.cost),
             len(self.row_lo),
@@ -240,6 +245,32 @@ class Program:
         h.addRows(len(lo), lo, hi, len(self.index), self.starts, self.index, self.value)
         kinds = numpy.full(len(self.integer), int(highspy.HighsVarType.kInteger), dtype=numpy.uint8)
         h.changeColsIntegrality(len(self.integer), self.integer, kinds)
+
+
+def private_directory() -> str:
+    """A new directory only this user can enter, under ``TMPDIR`` (else ``/tmp``), for the program file.
+
+    What :func:`tempfile.mkdtemp` does (an unguessable name, made with ``mkdir`` at mode 0700, which
+    fails rather than reuse anything already there), without importing :mod:`tempfile`: it imports
+    ``shutil``, ``random`` and with them ``bz2``, ``lzma`` and ``zlib``, about 10 ms of a small
+    ``rackplan assign`` that reaches HiGHS (issue 29).  Raises :class:`OSError` when none can be made.
+    """
+    base = os.environ.get("TMPDIR") or "/tmp"
+    for _ in range(8):
+        place = os.path.join(base, f"rackplan-highs-{os.urandom(8).hex()}")
+        try:
+            os.mkdir(place, 0o700)
+        except FileExistsError:
+            continue
+        return place
+    raise FileExistsError(f"no new directory could be made under {base}")
+
+
+def _remove(path: str, place: str) -> None:
+    """The program file and its directory, gone; a failure to remove them is not the solve's failure."""
+    for remove, name in ((os.unlink, path), (os.rmdir, place)):
+        with contextlib.suppress(OSError):
+            remove(name)
 
 
 def solver_module() -> ModuleType:

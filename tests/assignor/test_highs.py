@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import doctest
+import os
+from pathlib import Path
 
 import pytest
 
@@ -141,7 +143,34 @@ def test_without_a_temporary_directory_the_arrays_give_the_same_answer(
         passed.append(1)
         real(self, h, core)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("tempfile.TemporaryDirectory", no_directory)
+    monkeypatch.setattr(highs, "private_directory", no_directory)
     monkeypatch.setattr(highs.Program, "_pass_into", counted)
     assert _every_kind().solve([1.0, 0.0, 0.0, 0.5], max_nodes=100) == by_file
     assert passed == [1]
+
+
+def test_the_program_file_lives_in_a_private_directory_removed_after_the_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Under ``TMPDIR``: a directory of mode 0700 while HiGHS reads the file, nothing left after."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    seen: list[tuple[str, int, list[str]]] = []
+    real = highs.private_directory
+
+    def watched() -> str:
+        place = real()
+        seen.append((os.path.dirname(place), os.stat(place).st_mode & 0o777, os.listdir(place)))
+        return place
+
+    monkeypatch.setattr(highs, "private_directory", watched)
+    assert _every_kind().solve([1.0, 0.0, 0.0, 0.5], max_nodes=100).optimal
+    assert seen == [(str(tmp_path), 0o700, [])]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_private_directories_are_new_each_time(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    a, b = highs.private_directory(), highs.private_directory()
+    assert a != b and {os.path.dirname(a), os.path.dirname(b)} == {str(tmp_path)}
+    os.rmdir(a)
+    os.rmdir(b)
