@@ -100,18 +100,19 @@ def test_a_tiny_unequal_group_solves_its_exact_candidate_without_numpy_or_highs(
 
 
 def test_a_group_that_needs_highs_loads_it_without_numpy(tmp_path: Path) -> None:
-    """bench_vs_kafka's 9 x 96 unequal group: its exact candidate goes to HiGHS (the enumeration's budget
-    runs out), which gets the program as an MPS file, so highspy's package (its ``__init__`` imports
-    numpy, about 0.3 s of CPU) is not run."""
-    from bench.vs_kafka_cases import cases
+    """The first of bench_exact_candidate's 9 x 96 family: its exact candidate goes to HiGHS (the
+    enumeration's budget runs out on a model under ``HIGHS_NONZEROS``), which gets the program as an
+    MPS file, so highspy's package (its ``__init__`` imports numpy, about 0.3 s of CPU) is not run."""
+    from bench.bench_exact_candidate import small_unequal
+    from bench.vs_kafka_cases import consumer_doc
 
-    case = next(
-        c for c in cases() if c.name == "cooperative-sticky, unequal, one leaves" and c.size == "small"
-    )
-    modules = _imported(tmp_path, case.build())
+    cluster, group = next(iter(small_unequal(1)))
+    modules = _imported(tmp_path, consumer_doc(cluster, group))
     assert {"rackplan.assignor.flow.highs", "highspy._core"} <= set(modules)
     assert [m for m in modules if m.split(".")[0] == "numpy"] == []
     assert "highspy.highs" not in modules
+    # the program file's directory is made without tempfile (which imports shutil, random, bz2, lzma)
+    assert [m for m in ("tempfile", "shutil", "random", "bz2", "lzma") if m in modules] == []
 
 
 def test_a_streams_app_with_one_spread_key_loads_neither_logging_nor_the_standby_program(

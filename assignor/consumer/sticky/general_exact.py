@@ -29,7 +29,8 @@ Solver: first :func:`rackplan.assignor.consumer.rack_optimal.small_exact.solve_s
 same program by enumerating count vectors, one min-cost flow each, pure Python: no
 HiGHS to load, issue 29 item 3), proven optimal when it answers; HiGHS
 (:func:`~rackplan.assignor.consumer.rack_optimal.milp.solve`) only when its work budget
-(:data:`~rackplan.assignor.consumer.rack_optimal.small_exact.SMALL_WORK`) runs out.
+(:data:`~rackplan.assignor.consumer.rack_optimal.small_exact.SMALL_WORK`) runs out, and only
+on a model of at most :data:`HIGHS_NONZEROS` (else no candidate: the search's plan stands).
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ from .common import Prepared
 #: Largest model (constraint-matrix nonzeros, estimated) the exact candidate is built for: HiGHS's root
 #: node is not bounded by its node budget, and a cooperative round must stay cheap.
 EXACT_NONZEROS = 600
+#: Largest model (estimated the same way) handed to HiGHS when the enumeration runs out of budget.
+#: HiGHS's node budget does not bound its root, and its cost grows steeply with the model: on
+#: bench_exact_candidate's 9 x 96 family (``bench/bench_highs_gate.py --sizes``) programs under 350
+#: estimated nonzeros took at most 0.18 s of CPU, larger ones up to 0.9 s, and 22 of 120 groups took
+#: over 1 s in all.  Gated here, 114 of the 120 land exactly where they did and none worse than Kafka's
+#: (``bench_highs_gate``; the tests: ``test_highs_gate.py``, ``test_vs_kafka_java.py``).
+HIGHS_NONZEROS = 350
 
 
 def exact_candidate(
@@ -67,7 +75,6 @@ def exact_candidate(
     """
     comp, part_class, counts = _component(prep, start)
     cross, owned = comp.cross, comp.owned
-    member_groups = [[g for g, ms in enumerate(comp.group_members) if m in ms] for m in range(len(cross))]
     weight = sum(sum(o.values()) for o in owned) + 1
     value = plan_value(comp, counts, weight)
     key = (
@@ -80,15 +87,14 @@ def exact_candidate(
     floor = value_floor(comp, weight)
     if value == (floor if least is None else max(floor, weight * least)):
         return None  # no assignment, balanced or not (or no balanced one), does better
-    # The model's rows, estimated as solve builds them (placement, count and keep rows per column,
-    # three rows per subscription): refused before anything is built.
-    size = sum(3 * len(c) + 6 * len(g) for c, g in zip(cross, member_groups, strict=True))
-    size += 2 * sum(len(o) for o in owned)
+    size = estimated_nonzeros(comp)  # refused before anything is built
     if size > EXACT_NONZEROS or not spend():
         return None
     best = solve_small(comp, counts)
     proven = best is not None
-    if best is None:  # the enumeration's budget ran out: HiGHS only now
+    if best is None:  # the enumeration's budget ran out: HiGHS only now, and only on a small model
+        if size > HIGHS_NONZEROS:
+            return None
         found = solve(comp, counts, light_root=True)  # small programs: see Program.solve
         best, proven = found.counts, found.optimal
     check_balanced(comp, best)
@@ -97,6 +103,16 @@ def exact_candidate(
     if plan_value(comp, best, weight) >= value:
         return None
     return _hand_out(prep, part_class, best)
+
+
+def estimated_nonzeros(comp: Component) -> int:
+    """The balance program's constraint-matrix nonzeros, estimated as :func:`~..rack_optimal.milp.solve`
+    builds them (placement, count and keep rows per column, three rows per subscription)."""
+    member_groups = [
+        [g for g, ms in enumerate(comp.group_members) if m in ms] for m in range(len(comp.cross))
+    ]
+    size = sum(3 * len(c) + 6 * len(g) for c, g in zip(comp.cross, member_groups, strict=True))
+    return size + 2 * sum(len(o) for o in comp.owned)
 
 
 def _component(prep: Prepared, start: list[int]) -> tuple[Component, list[int], list[dict[int, int]]]:
