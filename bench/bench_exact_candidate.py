@@ -7,8 +7,8 @@
 The general path's round may build an exact candidate (``general_exact.exact_candidate``: the
 balance program of a small component), solved first by the enumeration of ``small_exact`` within its
 work budget and, when that runs out, by HiGHS.  ``bench_vs_kafka``'s worst row (9 x 96, unequal, one
-member leaving: 195 ms against Kafka's 0.66 ms) spent most of its CPU there until HiGHS's size gate
-(``HIGHS_NONZEROS``, session 21: ``bench_highs_gate``).  For each family of
+member leaving: 195 ms against Kafka's 0.66 ms) spent most of its CPU there until the size limit
+(``EXACT_NONZEROS`` down to 350, session 21: ``bench_highs_gate``).  For each family of
 groups this counts the candidates: not run (the start at the per-partition floor, the program too
 large, or the round's budget spent), answered by the enumeration or by HiGHS, and whether the answer
 was a better plan than the search's; with the CPU of each and of the whole ``assign`` calls.

@@ -1,30 +1,30 @@
-"""What HiGHS's size gate on the cooperative-sticky exact candidate costs and saves, against Kafka (issue 29).
+"""What the size limit of the cooperative-sticky exact candidate costs and saves, against Kafka (issue 29).
 
-    .venv/bin/python -m bench.bench_highs_gate                      # 40 seeds per shape, gates 600 and 350
+    .venv/bin/python -m bench.bench_highs_gate                      # 40 seeds per shape, limits 600 and 350
     .venv/bin/python -m bench.bench_highs_gate --seeds 10 --gates 600,350,0
-    .venv/bin/python -m bench.bench_highs_gate --sizes              # HiGHS's CPU by model size, no gate
+    .venv/bin/python -m bench.bench_highs_gate --sizes              # the solvers by model size, at 600
 
-The exact candidate (``general_exact.exact_candidate``) first enumerates count vectors
-(``small_exact``); when that runs out of budget it hands the balance program to HiGHS, but only when
-the program's estimated nonzeros are at most ``HIGHS_NONZEROS``.  HiGHS's root node is not bounded by
-its node budget: on bench_exact_candidate's 9 x 96 family one program of 450 to 580 nonzeros cost up to
-0.8 s, and a settling builds several.  This settles every group of that family by cooperative rounds
+The exact candidate (``general_exact.exact_candidate``) is built for models of at most
+``EXACT_NONZEROS`` estimated nonzeros: it first enumerates count vectors (``small_exact``) and, when
+that runs out of budget, hands the balance program to HiGHS.  HiGHS's root node is not bounded by its
+node budget: on bench_exact_candidate's 9 x 96 family one program of 450 to 580 nonzeros cost up to
+0.9 s, and a settling builds several.  This settles every group of that family by cooperative rounds
 (the test suite's ``run_rounds``: each round's plan handed back, until one withholds nothing) under each
-gate, and by Kafka's own assignor (the oracle, ``oracle/``, Java 17 and Maven), and prints per gate:
+limit, and by Kafka's own assignor (the oracle, ``oracle/``, Java 17 and Maven), and prints per limit:
 
-* where the groups land: cross-rack partitions and moves summed over the family, and how many groups
-  land worse than under the first gate (more cross-rack, or as many and more moves) or better;
-* against Kafka on the same groups: groups where rackplan lands worse (more cross-rack, or as many and
-  more moves), and where strictly better;
+* where the groups land: cross-rack partitions and moves summed over the groups every row settled, and
+  how many groups land worse than under the first limit (more cross-rack, or as many and more moves)
+  or better;
+* against Kafka on the same groups: groups where rackplan lands worse, and where strictly better;
 * CPU of the rounds per group (``time.process_time``): median, maximum, total, and groups above 1 s;
 * groups not settled within the rounds (8, ``MAX_ROUNDS``): left out of the sums and comparisons.
 
-``--sizes`` instead times every program HiGHS solves on the family with the gate at
-``EXACT_NONZEROS`` (as before the gate), one ``assign`` per group, and prints HiGHS's CPU per program
-by estimated nonzeros, in bands of 50: how the gate's value was chosen.
+``--sizes`` instead runs every group once (``assign``) with the limit at 600 (as before session 21)
+and prints, by estimated nonzeros in bands of 50, how often the enumeration answered and HiGHS's CPU
+per program: how the limit's value was chosen.
 
-The groups are built once, before any gate is set (their convergence uses the tree's own gate), so
-every row settles the same groups.  Gate 0 never runs HiGHS: the enumeration alone.
+The groups are built once, before any limit is set (their convergence uses the tree's own), so every
+row settles the same groups.  Limit 0 builds no exact candidate.
 """
 
 from __future__ import annotations
@@ -70,13 +70,13 @@ def settle(name: str, assign: Assign, groups: Sequence[tuple[Cluster, ConsumerGr
 
 
 def gated(gate: int, groups: Sequence[tuple[Cluster, ConsumerGroup]]) -> Row:
-    """rackplan with ``HIGHS_NONZEROS`` set to ``gate`` for these rounds."""
-    real = general_exact.HIGHS_NONZEROS
-    general_exact.HIGHS_NONZEROS = gate
+    """rackplan with ``EXACT_NONZEROS`` set to ``gate`` for these rounds."""
+    real = general_exact.EXACT_NONZEROS
+    general_exact.EXACT_NONZEROS = gate
     try:
-        return settle(f"rackplan, HiGHS up to {gate} nonzeros", ours, groups)
+        return settle(f"rackplan, exact candidate up to {gate} nonzeros", ours, groups)
     finally:
-        general_exact.HIGHS_NONZEROS = real
+        general_exact.EXACT_NONZEROS = real
 
 
 def worse(a: Landing | None, b: Landing | None) -> bool:
@@ -121,40 +121,60 @@ def lines(rows: Sequence[Row], kafka: Row) -> Iterator[str]:
 
 
 def by_size(groups: Sequence[tuple[Cluster, ConsumerGroup]]) -> Iterator[str]:
-    """HiGHS's CPU per program of the exact candidate, by estimated nonzeros (bands of 50), ungated."""
-    real_gate, real_solve = general_exact.HIGHS_NONZEROS, vars(general_exact)["solve"]
-    seen: list[tuple[int, float, bool]] = []
+    """The enumeration's answers and HiGHS's CPU per program, by estimated nonzeros (bands of 50), at 600."""
+    real_limit = general_exact.EXACT_NONZEROS
+    real_solve, real_small = vars(general_exact)["solve"], vars(general_exact)["solve_small"]
+    highs: list[tuple[int, float, bool]] = []
+    enumerated: list[tuple[int, bool]] = []
 
     def solve(comp: Component, counts: Any, **options: Any) -> Any:
         start = time.process_time()
         got = real_solve(comp, counts, **options)
-        seen.append((general_exact.estimated_nonzeros(comp), time.process_time() - start, got.optimal))
+        highs.append((general_exact.estimated_nonzeros(comp), time.process_time() - start, got.optimal))
         return got
 
-    general_exact.HIGHS_NONZEROS = general_exact.EXACT_NONZEROS
+    def small(comp: Component, counts: Any) -> Any:
+        got = real_small(comp, counts)
+        enumerated.append((general_exact.estimated_nonzeros(comp), got is not None))
+        return got
+
+    general_exact.EXACT_NONZEROS = 600
     setattr(general_exact, "solve", solve)  # noqa: B010 (patched by name: the module imports it)
+    setattr(general_exact, "solve_small", small)  # noqa: B010
     try:
         for cluster, group in groups:
             assign(cluster, group)
     finally:
-        general_exact.HIGHS_NONZEROS = real_gate
+        general_exact.EXACT_NONZEROS = real_limit
         setattr(general_exact, "solve", real_solve)  # noqa: B010
-    yield "| estimated nonzeros | programs | HiGHS CPU ms: median | 90th percentile (nearest rank) | max | proven optimal |"
-    yield "|---|---|---|---|---|---|"
-    for band in sorted({size // 50 * 50 for size, _, _ in seen}):
-        inside = [(cpu, proven) for size, cpu, proven in seen if size // 50 * 50 == band]
+        setattr(general_exact, "solve_small", real_small)  # noqa: B010
+    yield (
+        "| estimated nonzeros | enumerations: answered / run out | HiGHS programs | HiGHS CPU ms: median "
+        "| 90th percentile (nearest rank) | max | proven optimal |"
+    )
+    yield "|---|---|---|---|---|---|---|"
+    for band in sorted({size // 50 * 50 for size, _ in enumerated}):
+        answered = sum(ok for size, ok in enumerated if size // 50 * 50 == band)
+        ran_out = sum(not ok for size, ok in enumerated if size // 50 * 50 == band)
+        inside = [(cpu, proven) for size, cpu, proven in highs if size // 50 * 50 == band]
         cpu = sorted(c for c, _ in inside)
+        times = (
+            f"{statistics.median(cpu) * 1e3:.0f} | {cpu[math.ceil(0.9 * len(cpu)) - 1] * 1e3:.0f} "
+            f"| {cpu[-1] * 1e3:.0f}"
+            if cpu
+            else "- | - | -"
+        )
         yield (
-            f"| {band}-{band + 49} | {len(cpu)} | {statistics.median(cpu) * 1e3:.0f} "
-            f"| {cpu[math.ceil(0.9 * len(cpu)) - 1] * 1e3:.0f} | {cpu[-1] * 1e3:.0f} | {sum(p for _, p in inside)} |"
+            f"| {band}-{band + 49} | {answered} / {ran_out} | {len(cpu)} | {times} "
+            f"| {sum(p for _, p in inside)} |"
         )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--seeds", type=int, default=40, help="seeds per shape (three shapes)")
-    ap.add_argument("--gates", default="600,350", help="HIGHS_NONZEROS values, comma-separated")
-    ap.add_argument("--sizes", action="store_true", help="HiGHS's CPU by model size instead (no gate)")
+    ap.add_argument("--gates", default="600,350", help="EXACT_NONZEROS values, comma-separated")
+    ap.add_argument("--sizes", action="store_true", help="the solvers by model size instead (at 600)")
     args = ap.parse_args(argv)
     gates = [int(g) for g in args.gates.split(",")]
     groups = list(small_unequal(args.seeds))
@@ -174,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for gate in gates:
         rows.append(gated(gate, groups))
-        print(f"  settled with HiGHS up to {gate} nonzeros", flush=True)
+        print(f"  settled with the exact candidate up to {gate} nonzeros", flush=True)
     print()
     for line in lines(rows, kafka):
         print(line)

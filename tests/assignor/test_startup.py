@@ -101,7 +101,7 @@ def test_a_tiny_unequal_group_solves_its_exact_candidate_without_numpy_or_highs(
 
 def test_a_group_that_needs_highs_loads_it_without_numpy(tmp_path: Path) -> None:
     """The first of bench_exact_candidate's 9 x 96 family: its exact candidate goes to HiGHS (the
-    enumeration's budget runs out on a model under ``HIGHS_NONZEROS``), which gets the program as an
+    enumeration's budget runs out on a model under ``EXACT_NONZEROS``), which gets the program as an
     MPS file, so highspy's package (its ``__init__`` imports numpy, about 0.3 s of CPU) is not run."""
     from bench.bench_exact_candidate import small_unequal
     from bench.vs_kafka_cases import consumer_doc

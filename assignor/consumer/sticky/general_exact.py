@@ -29,8 +29,7 @@ Solver: first :func:`rackplan.assignor.consumer.rack_optimal.small_exact.solve_s
 same program by enumerating count vectors, one min-cost flow each, pure Python: no
 HiGHS to load, issue 29 item 3), proven optimal when it answers; HiGHS
 (:func:`~rackplan.assignor.consumer.rack_optimal.milp.solve`) only when its work budget
-(:data:`~rackplan.assignor.consumer.rack_optimal.small_exact.SMALL_WORK`) runs out, and only
-on a model of at most :data:`HIGHS_NONZEROS` (else no candidate: the search's plan stands).
+(:data:`~rackplan.assignor.consumer.rack_optimal.small_exact.SMALL_WORK`) runs out.
 """
 
 from __future__ import annotations
@@ -41,16 +40,14 @@ from ..rack_optimal.milp import Component, check_balanced, plan_value, solve, va
 from ..rack_optimal.small_exact import solve_small
 from .common import Prepared
 
-#: Largest model (constraint-matrix nonzeros, estimated) the exact candidate is built for: HiGHS's root
-#: node is not bounded by its node budget, and a cooperative round must stay cheap.
-EXACT_NONZEROS = 600
-#: Largest model (estimated the same way) handed to HiGHS when the enumeration runs out of budget.
-#: HiGHS's node budget does not bound its root, and its cost grows steeply with the model: on
-#: bench_exact_candidate's 9 x 96 family (``bench/bench_highs_gate.py --sizes``) programs under 350
-#: estimated nonzeros took at most 0.18 s of CPU, larger ones up to 0.9 s, and 22 of 120 groups took
-#: over 1 s in all.  Gated here, 114 of the 120 land exactly where they did and none worse than Kafka's
-#: (``bench_highs_gate``; the tests: ``test_highs_gate.py``, ``test_vs_kafka_java.py``).
-HIGHS_NONZEROS = 350
+#: Largest model (constraint-matrix nonzeros, estimated) the exact candidate is built for.  HiGHS's node
+#: budget does not bound its root, and its cost grows steeply with the model: on bench_exact_candidate's
+#: 9 x 96 family (``bench/bench_highs_gate.py --sizes``) programs under 350 estimated nonzeros took at
+#: most 0.17 s of CPU, larger ones up to 0.85 s, and with the limit at 600, 19 to 22 of its 120 groups
+#: took over 1 s.  There the enumeration answered none of its 138 models above 350 (it ran out, and HiGHS got them).
+#: At 350, 114 of the 120 land exactly where they did and none worse than Kafka's (``bench_highs_gate``;
+#: the tests: ``test_highs_gate.py``, ``test_vs_kafka_java.py``).
+EXACT_NONZEROS = 350
 
 
 def exact_candidate(
@@ -92,9 +89,7 @@ def exact_candidate(
         return None
     best = solve_small(comp, counts)
     proven = best is not None
-    if best is None:  # the enumeration's budget ran out: HiGHS only now, and only on a small model
-        if size > HIGHS_NONZEROS:
-            return None
+    if best is None:  # the enumeration's budget ran out: HiGHS only now
         found = solve(comp, counts, light_root=True)  # small programs: see Program.solve
         best, proven = found.counts, found.optimal
     check_balanced(comp, best)
