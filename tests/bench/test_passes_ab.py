@@ -39,9 +39,9 @@ def test_the_range_forms_agree_and_the_old_one_runs_the_pass_through_the_calls(
 
 
 def test_the_enumeration_rows_compare_the_two_checks_and_restore_them() -> None:
-    before = (small_exact._may_hold, vars(general_exact)["solve_small"])
+    before = (small_exact._may_hold, vars(general_exact)["solve_small"], general_exact.EXACT_NONZEROS)
     rows = bench_passes_ab.enumeration_rows(1)
-    assert (small_exact._may_hold, vars(general_exact)["solve_small"]) == before
+    assert (small_exact._may_hold, vars(general_exact)["solve_small"], general_exact.EXACT_NONZEROS) == before
     assert len(rows) == 1 and "per enumeration (2)" in rows[0]
 
 
