@@ -46,6 +46,8 @@ from tests.kafka_oracle import KafkaOracle, build_jar
 
 #: (cross-rack partitions, moves) where one group lands
 Landing = tuple[int, int]
+#: ``EXACT_NONZEROS`` before session 21: what ``--sizes`` and the benches that measured there set back
+FORMER_LIMIT = 600
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Row:
 
 
 def settle(name: str, assign: Assign, groups: Sequence[tuple[Cluster, ConsumerGroup]]) -> Row:
-    """Every group settled by rounds of ``assign``; a group that does not settle within the rounds fails."""
+    """Every group settled by rounds of ``assign``, with its CPU; None for a group not settled within the rounds."""
     landings: list[Landing | None] = []
     cpu: list[float] = []
     for cluster, group in groups:
@@ -80,8 +82,8 @@ def gated(gate: int, groups: Sequence[tuple[Cluster, ConsumerGroup]]) -> Row:
 
 
 def worse(a: Landing | None, b: Landing | None) -> bool:
-    """``a`` lands worse than ``b``: more cross-rack partitions, or as many and more moves (a group
-    either did not settle is compared by neither)."""
+    """``a`` lands worse than ``b``: more cross-rack partitions, or as many and more moves (a group that
+    either side did not settle counts for neither)."""
     return a is not None and b is not None and (a[0] > b[0] or (a[0] == b[0] and a[1] > b[1]))
 
 
@@ -89,7 +91,7 @@ def lines(rows: Sequence[Row], kafka: Row) -> Iterator[str]:
     """The table: sums over the groups every row settled; Kafka's CPU is its JVM's, not measured here."""
     first = rows[0]
     every = [*rows, kafka]
-    common = [i for i in range(len(first.landings)) if all(r.landings[i] is not None for r in every)]
+    common = {i for i in range(len(first.landings)) if all(r.landings[i] is not None for r in every)}
     yield (
         f"| settled by | cross-rack ({len(common)} groups all settled) | moves | worse / better than the "
         "first row | worse / better than Kafka | CPU per group: median, max ms | total s | groups over 1 s "
@@ -138,7 +140,7 @@ def by_size(groups: Sequence[tuple[Cluster, ConsumerGroup]]) -> Iterator[str]:
         enumerated.append((general_exact.estimated_nonzeros(comp), got is not None))
         return got
 
-    general_exact.EXACT_NONZEROS = 600
+    general_exact.EXACT_NONZEROS = FORMER_LIMIT
     setattr(general_exact, "solve", solve)  # noqa: B010 (patched by name: the module imports it)
     setattr(general_exact, "solve_small", small)  # noqa: B010
     try:

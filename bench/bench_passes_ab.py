@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from bench.bench_highs_gate import FORMER_LIMIT
 from bench.bench_vs_kafka import assignor_call
 from bench.vs_kafka_cases import cases, shape
 from rackplan.assignor import parse
@@ -111,7 +112,7 @@ def enumeration_rows(samples: int) -> list[str]:
     )
     doc = case.build()
     limit = general_exact.EXACT_NONZEROS
-    general_exact.EXACT_NONZEROS = 600
+    general_exact.EXACT_NONZEROS = FORMER_LIMIT
     setattr(general_exact, "solve_small", capture)  # noqa: B010 (not re-exported there, so not typed)
     try:
         assignor_call(doc)()

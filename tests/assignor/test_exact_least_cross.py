@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bench.bench_exact_candidate import small_unequal
+from bench.bench_highs_gate import FORMER_LIMIT
 from rackplan.assignor.consumer.rack_optimal import milp
 from rackplan.assignor.consumer.sticky import assign, general_exact, general_settle
 from rackplan.assignor.model import Cluster, ConsumerGroup
@@ -23,7 +24,7 @@ from rackplan.assignor.model import Cluster, ConsumerGroup
 def highs_on_these_models(monkeypatch: pytest.MonkeyPatch) -> None:
     """The family's models are above the exact candidate's size limit (``EXACT_NONZEROS``): lifted to its
     value before session 21 here, since what these tests check is the memory of what a solver proved."""
-    monkeypatch.setattr(general_exact, "EXACT_NONZEROS", 600)
+    monkeypatch.setattr(general_exact, "EXACT_NONZEROS", FORMER_LIMIT)
 
 
 def _groups() -> list[tuple[Cluster, ConsumerGroup]]:
