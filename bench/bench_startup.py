@@ -1,6 +1,6 @@
 """``rackplan assign`` on small instances: start-up against the floor (issue 29, item 3).
 
-    python -m bench.bench_startup [--repeats 20]
+    python -m bench.bench_startup [--repeats 20] [--editable]
 
 On a small instance the command is all start-up: the interpreter, the imports,
 reading and writing JSON.  For each case (one small instance per assignor) the
@@ -12,9 +12,15 @@ fresh interpreter, its CPU (user + system, from ``wait4``) and wall time taken:
   of the document to stdout (issue 29's floor: nothing any command can skip);
 * ``rackplan assign FILE``: what the console script runs (``rackplan.cli.main``).
 
-Medians of the repeats; the modules each command imports (``sys.modules`` at
+Medians of the repeats, the floor's and the command's runs interleaved; the modules each command imports (``sys.modules`` at
 exit, less the bare interpreter's) and whether numpy, highspy or networkx is
 among them.  CPU is the figure to compare on a shared machine.
+
+Install: by default the children run rackplan installed from its wheel, built from this tree into a
+scratch venv, from a directory outside the repository (``bench.installed``), as a user runs it.
+``--editable`` runs them in this development venv instead: its editable finder costs every
+interpreter start there about 30 ms, the floor's and ``python -c pass``'s included, so its ratios read
+lower than an installed wheel's.
 
 Bytecode: an installed wheel has its modules compiled (pip writes ``.pyc``), so by
 default the children may write and read bytecode, under a private
@@ -98,6 +104,20 @@ def cases() -> dict[str, dict[str, Any]]:
 
 #: The children's environment (:func:`main` sets the bytecode policy).
 ENV = dict(os.environ)
+#: The children's interpreter and working directory: this one in the repository (the development
+#: install), until :func:`use_installed` switches them to a venv with the built wheel.
+CHILD = {"python": sys.executable, "cwd": str(ROOT)}
+
+
+def use_installed(scratch: Path) -> None:
+    """Run the children in a venv with rackplan's built wheel installed, from a directory outside the
+    repository (:mod:`bench.installed`): as a user runs the command, without the development venv's
+    editable finder, which costs every interpreter start there about 30 ms, the floor's included."""
+    from bench.installed import install
+
+    env = install(scratch)
+    CHILD.update(python=str(env.python), cwd=str(env.cwd))
+    ENV.pop("PYTHONPATH", None)
 
 
 def use_bytecode(cache: str | None) -> None:
@@ -112,18 +132,20 @@ def use_bytecode(cache: str | None) -> None:
 
 def floor_argv(path: Path) -> list[str]:
     """The floor on that instance file: a fresh interpreter reading it, ``json.loads``, ``json.dumps``."""
-    return [sys.executable, "-c", _FLOOR, str(path)]
+    return [CHILD["python"], "-c", _FLOOR, str(path)]
 
 
 def assign_argv(path: Path) -> list[str]:
     """``rackplan assign FILE`` as the console script runs it."""
-    return [sys.executable, "-c", _ASSIGN, "assign", str(path)]
+    return [CHILD["python"], "-c", _ASSIGN, "assign", str(path)]
 
 
 def _run(args: list[str]) -> tuple[float, float, str]:
     """One fresh interpreter: wall seconds, CPU seconds (user + system of the child), its stderr."""
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
+    proc = subprocess.Popen(
+        args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=CHILD["cwd"], env=ENV
+    )
     assert proc.stderr is not None
     err = proc.stderr.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -140,9 +162,23 @@ def timed(args: list[str], repeats: int) -> tuple[float, float]:
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
+def timed_pair(
+    first: list[str], second: list[str], repeats: int
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """:func:`timed` of two commands, their runs interleaved (one discarded first run each): a ratio of
+    the two is then not skewed by the machine drifting between one command's runs and the other's."""
+    _run(first)
+    _run(second)
+    runs = [(_run(first), _run(second)) for _ in range(repeats)]
+    return (
+        (statistics.median(a[0] for a, _ in runs), statistics.median(a[1] for a, _ in runs)),
+        (statistics.median(b[0] for _, b in runs), statistics.median(b[1] for _, b in runs)),
+    )
+
+
 def modules(code: str, argv: list[str]) -> set[str]:
     """The modules a run of ``code`` holds at exit."""
-    err = _run([sys.executable, "-c", _MODULES + code, *argv])[2]
+    err = _run([CHILD["python"], "-c", _MODULES + code, *argv])[2]
     return set(err.rsplit("@@", 1)[1].split())
 
 
@@ -150,15 +186,21 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--no-bytecode", action="store_true", help="compile every module on every run")
+    ap.add_argument(
+        "--editable", action="store_true", help="this development venv (editable finder) instead of the wheel"
+    )
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory() as cache:
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as scratch:
         use_bytecode(None if args.no_bytecode else cache)
+        if not args.editable:
+            use_installed(Path(scratch))
+        print(f"interpreter: {CHILD['python']} (from {CHILD['cwd']})")
         return _table(args.repeats)
 
 
 def _table(repeats: int) -> int:
     bare = modules("pass", [])
-    cpu_pass = timed([sys.executable, "-c", "pass"], repeats)
+    cpu_pass = timed([CHILD["python"], "-c", "pass"], repeats)
     print(
         f"python -c pass: wall {cpu_pass[0] * 1000:.0f} ms, CPU {cpu_pass[1] * 1000:.0f} ms, {len(bare)} modules"
     )
@@ -171,8 +213,7 @@ def _table(repeats: int) -> int:
         for name, doc in cases().items():
             path = Path(tmp) / "instance.json"
             path.write_text(json.dumps(doc))
-            floor = timed(floor_argv(path), repeats)
-            assign = timed(assign_argv(path), repeats)
+            floor, assign = timed_pair(floor_argv(path), assign_argv(path), repeats)
             loaded = modules(_ASSIGN, ["assign", str(path)]) - bare
             ours = sorted(m for m in loaded if m.startswith("rackplan"))
             solvers = [s for s in SOLVERS if s in loaded] or ["none"]

@@ -12,8 +12,9 @@ Each case is one contract document, and every column of its row is measured on i
 * ours core: the assignor's call on the parsed model (``assign`` of the consumer assignor,
   ``plan_document`` for Streams), CPU (``time.process_time``) and wall medians after one untimed call;
 * ours end to end: ``rackplan assign FILE`` in a fresh interpreter as the console script runs it, CPU
-  of the child (``wait4``) and wall, medians; bytecode cached as an installed wheel has it
-  (``bench_startup``); the floor beside it (the interpreter reading the file, ``json.loads`` and
+  of the child (``wait4``) and wall, medians; rackplan installed from its wheel built from this tree,
+  bytecode cached as an installed wheel has it (``bench_startup``; ``--editable``: this development
+  venv, whose editable finder adds about 30 ms to every interpreter start, the floor's too); the floor beside it (the interpreter reading the file, ``json.loads`` and
   ``json.dumps``), issue 29's reference for the command;
 * Kafka warm and cold (``bench/kafka_jvm.py``): the JIT-warmed ``assign`` (wall, thread CPU) and the
   first call in a fresh JVM (wall, thread CPU), and that JVM from start to answer (wall, process CPU);
@@ -63,9 +64,11 @@ def core(doc: dict[str, Any], budget: float, high: int) -> Times:
 
 
 def end_to_end(path: Path, repeats: int) -> tuple[Times, Times]:
-    """``rackplan assign FILE`` and the floor on the same file: medians of ``repeats`` fresh interpreters."""
-    e2e = bench_startup.timed(bench_startup.assign_argv(path), repeats)
-    floor = bench_startup.timed(bench_startup.floor_argv(path), repeats)
+    """``rackplan assign FILE`` and the floor on the same file: medians of ``repeats`` fresh interpreters each,
+    their runs interleaved."""
+    e2e, floor = bench_startup.timed_pair(
+        bench_startup.assign_argv(path), bench_startup.floor_argv(path), repeats
+    )
     return Times(*e2e), Times(*floor)
 
 
@@ -102,10 +105,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--huge", action="store_true", help="also the huge cases (Kafka may take minutes)")
     ap.add_argument("--only", default="", help="run only the cases whose name contains this text")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds Kafka gets per case and JVM")
+    ap.add_argument(
+        "--editable", action="store_true", help="end to end in this development venv instead of the wheel"
+    )
     args = ap.parse_args(argv)
     todo = selected(cases(), args.quick, args.huge, args.only)
     print(
-        f"commit {_commit()}, load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}, python {sys.version.split()[0]}"
+        f"commit {_commit()}, load average {' '.join(f'{v:.1f}' for v in os.getloadavg())}, python {sys.version.split()[0]}, "
+        f"end to end {'in the development venv' if args.editable else 'from the built wheel'}"
     )
     print()
     print(HEADER)
@@ -114,6 +121,8 @@ def main(argv: list[str]) -> int:
     try:
         with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as cache:
             bench_startup.use_bytecode(cache)
+            if not args.editable:
+                bench_startup.use_installed(Path(tmp) / "installed")
             for case in todo:
                 row = measure(case, kafka, Path(tmp), args.quick, args.timeout)
                 rows.append(row)

@@ -12,16 +12,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
-import sysconfig
 import time
 import zipfile
 from pathlib import Path
 
 import pytest
 
+from bench.installed import build_wheel, clean_env, install
 from rackplan.assignor.cli import assign_document, dumps
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,29 +40,10 @@ INSTANCE = {
 }
 
 
-def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("RACKPLAN_", "PYTHON"))}
-
-
 @pytest.mark.timeout(240)
 def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> None:
     t0 = time.monotonic()
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    for pkg in ("rackplan", "assignor", "agent", "fleet"):  # rackplan/ links to the other three
-        shutil.copytree(ROOT / pkg, src / pkg, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
-    dist = tmp_path / "dist"
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=_clean_env(),
-    )
-    assert build.returncode == 0, build.stdout + build.stderr
-    (wheel,) = dist.glob("rackplan-*.whl")
+    wheel = build_wheel(tmp_path)
     built = time.monotonic()
     with zipfile.ZipFile(wheel) as zf:
         tops = {name.split("/")[0] for name in zf.namelist()}
@@ -76,45 +55,17 @@ def test_the_built_wheel_installs_and_runs_in_a_fresh_venv(tmp_path: Path) -> No
     assert len(schema_files) == 4, schema_files
     assert {f"rackplan/agent/protocol/schemas/{n}" for n in schema_files} <= names, sorted(names)
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
-    py = venv / "bin" / "python"
-    install = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(py),
-            "install",
-            "-q",
-            "--no-deps",
-            "--no-index",
-            str(wheel),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert install.returncode == 0, install.stdout + install.stderr
-    site = subprocess.run(
-        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    # The dependencies (confluent-kafka, pydantic, ...) from this interpreter, after the venv's own.
-    Path(site, "zz-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    env = install(tmp_path, wheel)
+    py, site, work = env.python, str(env.site), env.cwd
+    rackplan = str(env.console_script)
 
-    work = tmp_path / "elsewhere"
-    work.mkdir()
-    rackplan = str(venv / "bin" / "rackplan")
-
-    def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, **more: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            args, capture_output=True, text=True, timeout=60, cwd=work, env={**_clean_env(), **env}
+            args, capture_output=True, text=True, timeout=60, cwd=work, env={**clean_env(), **more}
         )
 
+    editable = run(str(py), "-c", "import sys; print(sorted(m for m in sys.modules if 'editable' in m))")
+    assert editable.returncode == 0 and editable.stdout.strip() == "[]", editable.stdout + editable.stderr
     where = run(
         str(py),
         "-c",
