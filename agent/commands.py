@@ -1,4 +1,4 @@
-"""``rackplan agent run`` and ``rackplan demo``: registered by the composition root, :mod:`rackplan.cli`."""
+"""``rackplan agent run`` and ``rackplan demo``: registered by the command's parser, :mod:`rackplan.parser`."""
 
 from __future__ import annotations
 

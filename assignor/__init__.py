@@ -54,7 +54,7 @@ if (
         f"import rackplan.assignor, not {__name__} (the distribution's only top-level name is rackplan)"
     )
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
 
 if TYPE_CHECKING:
     from .bounded import TooLargeError as TooLargeError

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import BinaryIO
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 #: bytes read at once from a stream whose size is not known in advance
 CHUNK_BYTES = 1 << 20

@@ -7,15 +7,19 @@ root, :mod:`rackplan.cli`; this module knows nothing above the assignor.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import sys
-from typing import Any, TextIO
 
 from .bounded import TooLargeError, read_bounded
 from .model import Cluster, ConsumerGroup, StreamsApp
 from .parse import HugeInt, InputError, one_line, parse_instance
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
+
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, TextIO
 
 EXIT_BAD_INPUT = 2
 
@@ -65,7 +69,9 @@ def _read(source: str, limit: int) -> bytes:
 
 
 def positive_mib(text: str) -> int:
-    """``--max-input-mib``'s value: a whole number of MiB, at least 1."""
+    """``--max-input-mib``'s value: a whole number of MiB, at least 1 (argparse calls it, so it is loaded)."""
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
@@ -185,7 +191,12 @@ def dumps(doc: Any) -> str:
 
 
 def cmd_assign(args: argparse.Namespace) -> int:
-    """``rackplan assign``, with the cyclic garbage collector paused.
+    """``rackplan assign`` as the parser hands it over: :func:`run_assign` of its arguments."""
+    return run_assign(args.instance, getattr(args, "max_input_mib", MAX_INPUT_MIB))
+
+
+def run_assign(instance: str, max_input_mib: int = MAX_INPUT_MIB) -> int:
+    """``rackplan assign INSTANCE``, with the cyclic garbage collector paused.
 
     Decoding a huge instance allocates millions of lists and tuples, and each
     allocation burst triggers a collection that rescans everything still
@@ -196,23 +207,22 @@ def cmd_assign(args: argparse.Namespace) -> int:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _assign(args)
+        return _assign(instance, max_input_mib << 20)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _assign(args: argparse.Namespace) -> int:
-    limit = getattr(args, "max_input_mib", MAX_INPUT_MIB) << 20
+def _assign(instance: str, limit: int) -> int:
     try:
-        data = _read(args.instance, limit)
+        data = _read(instance, limit)
     except TooLargeError as e:
-        what = "stdin" if args.instance == "-" else repr(args.instance)
+        what = "stdin" if instance == "-" else repr(instance)
         return _fail(f"INSTANCE: {what} is {e} (--max-input-mib raises it)")
     except FileNotFoundError:
-        return _fail(f"INSTANCE: no such file {args.instance!r}")
+        return _fail(f"INSTANCE: no such file {instance!r}")
     except OSError as e:
-        return _fail(f"INSTANCE: cannot read {args.instance!r}: {e}")
+        return _fail(f"INSTANCE: cannot read {instance!r}: {e}")
     try:
         doc, plain = decode(data)
     except UnicodeDecodeError as e:

@@ -22,7 +22,6 @@ Pure, like the rest of :mod:`rackplan.assignor`: documents in, values out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Sized
-from typing import Any
 
 from .model import (
     Cluster,
@@ -34,6 +33,11 @@ from .model import (
     is_cross_rack,
 )
 from .record import record, replace
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 # The keys each object of the contract's input has (docs/CONTRACT.md), kept beside the rest of the
 # contract's vocabulary: layers that refuse unknown keys (the agent's settings and registrations) import these sets and

@@ -30,7 +30,6 @@ import math
 import re
 from collections.abc import Mapping
 from itertools import chain
-from typing import Any
 
 from .model import (
     BALANCES,
@@ -49,6 +48,11 @@ from .model import (
     Subtopology,
     TopicPartition,
 )
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Kafka's int32 range: broker ids and rack-aware cost weights are Java ``int``s.
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -180,7 +184,10 @@ def _required(o: Mapping[str, Any], key: str, path: str) -> Any:
     return o[key]
 
 
-def _choice(v: object, path: str, choices: tuple[str, ...]) -> str:
+def _choice(v: object, path: str, choices: tuple[str, ...], default: str | None = None) -> str:
+    """One of ``choices``, or ``default`` (when given) for a field absent or null."""
+    if v is None and default is not None:
+        return default
     s = _str(v, path)
     if s not in choices:
         raise InputError(path, f"unknown value {s!r}; expected one of {', '.join(choices)}")
@@ -308,11 +315,8 @@ def _topic_partition(v: object, path: str) -> TopicPartition:
 def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
     g = _obj(doc, "consumer_group")
     group_id = _str(_required(g, "group_id", "consumer_group"), "consumer_group.group_id")
-    assignor = g.get("assignor")
-    assignor = (
-        DEFAULT_CONSUMER_ASSIGNOR
-        if assignor is None
-        else _choice(assignor, "consumer_group.assignor", CONSUMER_ASSIGNORS)
+    assignor = _choice(
+        g.get("assignor"), "consumer_group.assignor", CONSUMER_ASSIGNORS, DEFAULT_CONSUMER_ASSIGNOR
     )
     members: list[Member] = []
     seen: set[str] = set()
@@ -370,12 +374,8 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
 
 def _traffic_options(g: Mapping[str, Any], assignor: str) -> tuple[str, str, float | None]:
     """``objective``, ``balance`` and ``balance_floor``; non-default choices need ``rack-optimal``."""
-    objective = g.get("objective")
-    objective = (
-        "partitions" if objective is None else _choice(objective, "consumer_group.objective", OBJECTIVES)
-    )
-    balance = g.get("balance")
-    balance = "count" if balance is None else _choice(balance, "consumer_group.balance", BALANCES)
+    objective = _choice(g.get("objective"), "consumer_group.objective", OBJECTIVES, "partitions")
+    balance = _choice(g.get("balance"), "consumer_group.balance", BALANCES, "count")
     for key, value, default in (("objective", objective, "partitions"), ("balance", balance, "count")):
         if value != default and assignor != "rack-optimal":
             raise InputError(
@@ -417,7 +417,6 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
     clients = _clients(a)
     rack_aware = _rack_aware(a)
     tags_raw = a.get("rack_aware_assignment_tags") or []
-    assignor = a.get("assignor")
     return StreamsApp(
         application_id=app_id,
         subtopologies=tuple(subs),
@@ -432,9 +431,7 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
             for k, t in enumerate(_list(tags_raw, "streams_app.rack_aware_assignment_tags"))
         ),
         rack_aware=rack_aware,
-        assignor="high-availability"
-        if assignor is None
-        else _choice(assignor, "streams_app.assignor", STREAMS_ASSIGNORS),
+        assignor=_choice(a.get("assignor"), "streams_app.assignor", STREAMS_ASSIGNORS, "high-availability"),
         partitions=partitions,
     )
 
@@ -516,11 +513,8 @@ def _clients(a: Mapping[str, Any]) -> list[StreamsClient]:
 def _rack_aware(a: Mapping[str, Any]) -> RackAwareConfig:
     """``rack_aware``: the strategy and its costs (None: Kafka's default for the assignor)."""
     ra_raw = _obj(a.get("rack_aware") or {}, "streams_app.rack_aware")
-    strategy = ra_raw.get("strategy")
     return RackAwareConfig(
-        strategy="none"
-        if strategy is None
-        else _choice(strategy, "streams_app.rack_aware.strategy", RACK_STRATEGIES),
+        strategy=_choice(ra_raw.get("strategy"), "streams_app.rack_aware.strategy", RACK_STRATEGIES, "none"),
         traffic_cost=None
         if ra_raw.get("traffic_cost") is None
         else _int(

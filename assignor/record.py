@@ -11,16 +11,27 @@ order (defaults, ``field(default_factory=...)``, ``field(init=False)`` and
 frozen record ``__hash__``, pickling, and assignment refused with
 :class:`FrozenInstanceError`; each generated method is compiled when first called (:class:`_Deferred`).
 ``typing.dataclass_transform`` tells type checkers it is a dataclass, so mypy checks
-constructors, fields and frozenness as before.  ``tests/assignor/test_record.py`` checks
+constructors, fields and frozenness as before; at run time it is a no-op here, so ``typing`` is not
+imported (about 5 ms of every start, issue 29).  ``tests/assignor/test_record.py`` checks
 each behaviour against ``dataclasses`` itself on the same classes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar, cast, dataclass_transform
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
+
+if TYPE_CHECKING:
+    from typing import Any, TypeVar, dataclass_transform
+
+    T = TypeVar("T")
+else:
+
+    def dataclass_transform(**_: object) -> Callable[[Callable[..., object]], Callable[..., object]]:
+        """typing's marker for type checkers, which changes nothing a program reads."""
+        return lambda f: f
+
 
 #: the attribute listing a record's fields, in order (``dataclasses.fields``' counterpart)
 FIELDS = "__record_fields__"
@@ -210,7 +221,7 @@ def record(*, frozen: bool = False) -> Callable[[type[T]], type[T]]:
                 __setstate__=_setstate,
             )
         metaclass: type = type(cls)
-        made = cast("type[T]", metaclass(cls.__name__, cls.__bases__, body))
+        made: type[T] = metaclass(cls.__name__, cls.__bases__, body)
         made.__qualname__ = cls.__qualname__
         for m in methods.values():
             m.owner = made

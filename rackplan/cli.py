@@ -1,155 +1,50 @@
-"""The composition root of the ``rackplan`` command: the one module that sees every package.
+"""The composition root of the ``rackplan`` command: its entry point, and the one place that sees every package.
 
-Each package contributes its own subcommands and knows nothing above itself:
-``assign`` comes from :mod:`rackplan.assignor.cli`, ``agent run`` and ``demo``
-from :mod:`rackplan.agent.commands`, ``fleet ...`` from
-:mod:`rackplan.fleet.commands`.  ``assign`` is run by outside tests thousands
-of times, so for it the parser is built without importing the agent (no Kafka
-client, no pydantic-settings, no PySpark glue).
+The parser is :mod:`rackplan.parser`.  ``rackplan assign FILE`` (no option) is what outside
+tests and followers run thousands of times, and on a small instance the command is all start-up:
+it is run without ``argparse`` (with ``gettext`` and ``locale``) and without building any parser,
+about a tenth of the command's CPU above the floor (issue 29).  Every other command line, options
+and ``--help`` included, goes through the parser, so its errors and help stay argparse's.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from rackplan.assignor.catalog import assign_epilog
-from rackplan.assignor.cli import MAX_INPUT_MIB, cmd_assign, positive_mib, write_err
+from rackplan.assignor.cli import run_assign, write_err
 from rackplan.assignor.parse import one_line
 
-#: the shells ``rackplan completion`` writes a script for (shtab's)
-SHELLS = ("bash", "zsh", "tcsh")
-#: shtab's file completion (shtab.FILE), set on file arguments without importing shtab at start-up
-FILE_COMPLETION = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}
 
+def plain_assign(argv: Sequence[str]) -> str | None:
+    """The instance of a command line the parser would read as ``assign INSTANCE`` and nothing else.
 
-def version() -> str:
-    """The installed distribution's version, from the package metadata (looked up only when asked)."""
-    import rackplan
-
-    return rackplan.__version__
-
-
-class _Version(argparse.Action):
-    """``--version``, with the version looked up only when the flag is given."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: str | Sequence[Any] | None,
-        option_string: str | None = None,
-    ) -> None:
-        sys.stdout.write(f"rackplan {version()}\n")
-        parser.exit()
-
-
-def terminal_width() -> int:
-    """``shutil.get_terminal_size().columns``, the width argparse wraps help to, without ``shutil``.
-
-    argparse's formatter imports ``shutil`` (and with it ``bz2``, ``lzma``, ``zlib``) when it is made,
-    and it is made for every ``add_argument``: about a tenth of ``rackplan assign``'s start-up above
-    the interpreter on a small instance (issue 29).  The same rule: ``COLUMNS`` when a positive
-    number, else the terminal of stdout, else 80.
+    Exactly two words, the second not an option: ``-`` (stdin) or a word not starting with ``-``
+    (the parser reads no ``@file`` and abbreviates nothing else here), so the parser would set the
+    instance and leave ``--max-input-mib`` at its default.  None for any other line.
     """
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 80
-    return columns if columns > 0 else 80
-
-
-class HelpFormatter(argparse.HelpFormatter):
-    """argparse's formatter, its width from :func:`terminal_width` (no ``shutil`` import)."""
-
-    def __init__(
-        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
-    ):
-        super().__init__(
-            prog, indent_increment, max_help_position, terminal_width() - 2 if width is None else width
-        )
-
-
-class RawDescriptionHelpFormatter(argparse.RawDescriptionHelpFormatter):
-    """argparse's raw-description formatter, its width from :func:`terminal_width` (no ``shutil`` import)."""
-
-    def __init__(
-        self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None
-    ):
-        super().__init__(
-            prog, indent_increment, max_help_position, terminal_width() - 2 if width is None else width
-        )
-
-
-def build_parser(with_agent: bool = True) -> argparse.ArgumentParser:
-    """The ``rackplan`` parser; ``with_agent=False`` leaves out the agent's and the fleet's subcommands."""
-    parser = argparse.ArgumentParser(
-        prog="rackplan", description="Rack-locality planning for Kafka.", formatter_class=HelpFormatter
-    )
-    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser(
-        "assign",
-        help="compute a plan for one instance (JSON in, JSON out)",
-        description="Compute one plan: the assignment contract's instance in, its plan out (docs/CONTRACT.md).",
-        epilog=assign_epilog(),
-        formatter_class=RawDescriptionHelpFormatter,
-    )
-    instance = p.add_argument("instance", help="instance JSON file, or - for stdin")
-    setattr(instance, "complete", FILE_COMPLETION)  # noqa: B010 (shtab reads this attribute)
-    p.add_argument(
-        "--max-input-mib",
-        type=positive_mib,
-        default=MAX_INPUT_MIB,
-        help=f"refuse (exit 2) an instance larger than this many MiB, unread (default {MAX_INPUT_MIB})",
-    )
-    p.set_defaults(func=cmd_assign)
-    if not with_agent:
-        return parser
-    from rackplan.agent.commands import register as register_agent
-    from rackplan.fleet.commands import register as register_fleet
-
-    register_agent(sub)
-    register_fleet(sub)
-    c = sub.add_parser(
-        "completion",
-        help="print the shell completion script",
-        description="Print the completion script for SHELL. bash: `source <(rackplan completion bash)` "
-        "in ~/.bashrc; zsh: `rackplan completion zsh > ${fpath[1]}/_rackplan`.",
-    )
-    c.add_argument("shell", choices=SHELLS, help="the shell")
-    c.set_defaults(func=cmd_completion)
-    return parser
-
-
-def cmd_completion(args: argparse.Namespace) -> int:
-    """The completion script of the whole parser, made by shtab from the parser itself.
-
-    Generated, not written by hand, so it cannot drift from the commands: every subcommand,
-    option and choice completes, file arguments complete file names, and zsh and tcsh get
-    theirs from the same parser.
-    """
-    import shtab
-
-    sys.stdout.write(shtab.complete(build_parser(), shell=args.shell))
-    return 0
+    if len(argv) == 2 and argv[0] == "assign" and (argv[1] == "-" or not argv[1].startswith("-")):
+        return argv[1]
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; bad input exits 2 (inside the commands), a bug 1 with one line."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(with_agent=argv[:1] != ["assign"])
-    args = parser.parse_args(argv)
+    instance = plain_assign(argv)
+    if instance is not None:
+        return _guarded(lambda: run_assign(instance))
+    from rackplan.parser import build_parser
+
+    args = build_parser(with_agent=argv[:1] != ["assign"]).parse_args(argv)
+    return _guarded(lambda: args.func(args))
+
+
+def _guarded(command: Callable[[], int]) -> int:
+    """The command's exit code; Ctrl-C 130, and a bug (not bad input) one line on stderr and 1."""
     try:
-        code: int = args.func(args)
+        return command()
     except KeyboardInterrupt:
         return 130
     except Exception as e:  # a bug, not bad input: one line, traceback on request
@@ -162,7 +57,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             + "\n"
         )
         return 1
-    return code
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 import networkx as nx
 
 #: The layers from the bottom up: a module may import its own layer and those below, never above.
-LAYERS = ("assignor", "agent", "fleet", "cli")
+LAYERS = ("assignor", "agent", "fleet", "parser", "cli")
 FOLDERS = ("assignor", "agent", "fleet")
 
 #: The agent's units (its sub-packages and top-level modules) by rank, from the bottom up: a unit imports

@@ -76,10 +76,11 @@ def test_the_assignor_imports_no_kafka_client_no_io_framework() -> None:
 def test_the_measure_sees_lazy_and_relative_imports() -> None:
     # The cycle and layer checks are only as good as the import reader: a function-level relative
     # import must count (the old ``assignor.cli`` -> ``agent.commands`` was one).
-    cli = KNOWN["rackplan.cli"]
+    parser = KNOWN["rackplan.parser"]
     assert {"rackplan.agent.commands", "rackplan.fleet.commands", "rackplan.assignor.cli"} <= set(
-        imports(cli, KNOWN)
+        imports(parser, KNOWN)
     )
+    assert {"rackplan.parser", "rackplan.assignor.cli"} <= set(imports(KNOWN["rackplan.cli"], KNOWN))
 
 
 def test_the_bare_folder_names_are_not_importable_as_packages() -> None:
@@ -145,7 +146,7 @@ FUNCTION_LIMIT = 60
 #: limit (the test says so), so these lists only get shorter.
 LONG_MODULES: dict[str, int] = {
     "rackplan.agent.settings.sections": 515,
-    "rackplan.assignor.parse": 566,
+    "rackplan.assignor.parse": 560,
     "rackplan.assignor.streams.rack": 516,
     "rackplan.fleet.job": 532,
     "rackplan.fleet.units": 588,
@@ -166,7 +167,6 @@ LONG_FUNCTIONS: dict[str, int] = {
     "rackplan.assignor.consumer.rack_optimal.milp:solve": 105,
     "rackplan.assignor.consumer.sticky.constrained:assign_constrained": 114,
     "rackplan.assignor.flow.mincost:_blocking_flows": 70,
-    "rackplan.assignor.parse:parse_consumer_group": 61,
     "rackplan.assignor.streams.rack:_solve_pooled": 84,
     "rackplan.assignor.streams.standby:_swap_between": 77,
     "rackplan.assignor.streams.standby:optimise_standbys": 68,

@@ -16,7 +16,7 @@ import pytest
 from rackplan.assignor import catalog
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, STREAMS_ASSIGNORS
 from rackplan.assignor.parse import parse_instance
-from rackplan.cli import build_parser
+from rackplan.parser import build_parser
 
 CLUSTER = {"brokers": [{"id": 1, "rack": "az-a"}], "topics": {"clicks": [[1]]}}
 

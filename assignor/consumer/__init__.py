@@ -14,10 +14,14 @@ from collections import Counter
 from collections.abc import Callable
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, cast
 
 from ..model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from .owned import count_moved, previous_owners
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 Assignor = Callable[[Cluster, ConsumerGroup], ConsumerPlan]
 
@@ -32,7 +36,8 @@ _MODULES = {
 def get_assignor(name: str) -> Assignor:
     """The assignor of that contract name; its module is imported on first use."""
     module = importlib.import_module(f"{__package__}.{_MODULES[name]}")
-    return cast(Assignor, module.assign)
+    assign: Assignor = module.assign
+    return assign
 
 
 def subscribed_partitions(cluster: Cluster, group: ConsumerGroup) -> set[TopicPartition]:

@@ -10,7 +10,7 @@ Names are imported on first use (:mod:`rackplan.assignor.surface`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
 
 if TYPE_CHECKING:
     from .mincost import Edge as Edge

@@ -8,113 +8,116 @@ package imported from a zip (fleet's Spark mode), has none, and the Python solve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from collections.abc import Set as AbstractSet
-from typing import Protocol
+#: ``typing.TYPE_CHECKING`` without importing ``typing`` at start-up (issue 29); mypy reads the name as it.
+TYPE_CHECKING = False
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from collections.abc import Set as AbstractSet
+    from typing import Protocol
 
-class Core(Protocol):
-    """The extension module's surface (``_flowcore.pyi``)."""
+    class Core(Protocol):
+        """The extension module's surface (``_flowcore.pyi``)."""
 
-    SOLVED: int
-    CUT_OFF: int
-    INFEASIBLE: int
-    FALLBACK: int
+        SOLVED: int
+        CUT_OFF: int
+        INFEASIBLE: int
+        FALLBACK: int
 
-    def solve(
-        self,
-        num_nodes: int,
-        edges: Sequence[tuple[int, int, int, int]],
-        supply: Sequence[int],
-        cutoff: int | None,
-        /,
-    ) -> tuple[int, int | None, list[int] | int | None]: ...
+        def solve(
+            self,
+            num_nodes: int,
+            edges: Sequence[tuple[int, int, int, int]],
+            supply: Sequence[int],
+            cutoff: int | None,
+            /,
+        ) -> tuple[int, int | None, list[int] | int | None]: ...
 
-    def pool_edges(
-        self,
-        pools: list[tuple[tuple[int, int, int, bool], list[int]]],
-        edges: list[tuple[int, int, int, int]],
-        supply: list[int],
-        cnt: list[int],
-        min_sub: list[int],
-        member_node: dict[int, int],
-        spare_of: dict[int, int],
-        grows: dict[int, set[int]],
-        room: int,
-        hub_nodes: list[list[int]],
-        crossk: list[dict[int, int]],
-        cls: list[int],
-        classes: list[tuple[int, ...]],
-        big: int,
-        /,
-    ) -> list[tuple[list[int], int, int, list[int]]] | None: ...
+        def pool_edges(
+            self,
+            pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+            edges: list[tuple[int, int, int, int]],
+            supply: list[int],
+            cnt: list[int],
+            min_sub: list[int],
+            member_node: dict[int, int],
+            spare_of: dict[int, int],
+            grows: dict[int, set[int]],
+            room: int,
+            hub_nodes: list[list[int]],
+            crossk: list[dict[int, int]],
+            cls: list[int],
+            classes: list[tuple[int, ...]],
+            big: int,
+            /,
+        ) -> list[tuple[list[int], int, int, list[int]]] | None: ...
 
-    def read_back(
-        self,
-        holder: list[int],
-        pools: list[tuple[tuple[int, int, int, bool], list[int]]],
-        pool_edges: list[tuple[list[int], int, int, list[int]]],
-        flow: list[int],
-        edges: list[tuple[int, int, int, int]],
-        hub_edges: int,
-        node_member: dict[int, int],
-        num_nodes: int,
-        /,
-    ) -> list[int] | None: ...
+        def read_back(
+            self,
+            holder: list[int],
+            pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+            pool_edges: list[tuple[list[int], int, int, list[int]]],
+            flow: list[int],
+            edges: list[tuple[int, int, int, int]],
+            hub_edges: int,
+            node_member: dict[int, int],
+            num_nodes: int,
+            /,
+        ) -> list[int] | None: ...
 
-    def members_and_hubs(
-        self,
-        n_topics: int,
-        n: int,
-        tm: list[list[int]],
-        cnt: list[int],
-        min_sub: list[int],
-        drops: set[int],
-        cls: list[int],
-        supply: list[int],
-        edges: list[tuple[int, int, int, int]],
-        hubs: dict[tuple[int, int], int],
-        member_node: dict[int, int],
-        /,
-    ) -> dict[int, int] | None: ...
+        def members_and_hubs(
+            self,
+            n_topics: int,
+            n: int,
+            tm: list[list[int]],
+            cnt: list[int],
+            min_sub: list[int],
+            drops: set[int],
+            cls: list[int],
+            supply: list[int],
+            edges: list[tuple[int, int, int, int]],
+            hubs: dict[tuple[int, int], int],
+            member_node: dict[int, int],
+            /,
+        ) -> dict[int, int] | None: ...
 
-    def floor_cost(
-        self,
-        pools: list[tuple[tuple[int, int, int, bool], list[int]]],
-        cnt: list[int],
-        min_sub: list[int],
-        spare_of: dict[int, int],
-        grows: dict[int, set[int]],
-        crossk: list[dict[int, int]],
-        cls: list[int],
-        classes: list[tuple[int, ...]],
-        big: int,
-        /,
-    ) -> int | None: ...
+        def floor_cost(
+            self,
+            pools: list[tuple[tuple[int, int, int, bool], list[int]]],
+            cnt: list[int],
+            min_sub: list[int],
+            spare_of: dict[int, int],
+            grows: dict[int, set[int]],
+            crossk: list[dict[int, int]],
+            cls: list[int],
+            classes: list[tuple[int, ...]],
+            big: int,
+            /,
+        ) -> int | None: ...
 
-    def spare_units(
-        self,
-        drops: AbstractSet[int],
-        losers: AbstractSet[int],
-        banned: AbstractSet[int],
-        gainer: int,
-        cnt: list[int],
-        min_sub: list[int],
-        mt: list[list[int]],
-        cls: list[int],
-        supply: list[int],
-        edges: list[tuple[int, int, int, int]],
-        hubs: dict[tuple[int, int], int],
-        member_node: dict[int, int],
-        spare_of: dict[int, int],
-        grows: dict[int, set[int]],
-        node_member: dict[int, int],
-        /,
-    ) -> int | None: ...
+        def spare_units(
+            self,
+            drops: AbstractSet[int],
+            losers: AbstractSet[int],
+            banned: AbstractSet[int],
+            gainer: int,
+            cnt: list[int],
+            min_sub: list[int],
+            mt: list[list[int]],
+            cls: list[int],
+            supply: list[int],
+            edges: list[tuple[int, int, int, int]],
+            hubs: dict[tuple[int, int], int],
+            member_node: dict[int, int],
+            spare_of: dict[int, int],
+            grows: dict[int, set[int]],
+            node_member: dict[int, int],
+            /,
+        ) -> int | None: ...
 
-    def rack_and_fill(
-        self, masks: Sequence[int], consumers: list[int], keys: list[int], per: int, extra: int, /
-    ) -> tuple[list[int], list[int], int, int] | None: ...
+        def rack_and_fill(
+            self, masks: Sequence[int], consumers: list[int], keys: list[int], per: int, extra: int, /
+        ) -> tuple[list[int], list[int], int, int] | None: ...
 
 
 def load() -> Core | None:

@@ -33,8 +33,8 @@ Example: two units from node 0 to node 2, the cheap way full first::
 from __future__ import annotations
 
 import heapq
+from collections import namedtuple
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from ..record import record
 from .compiled import CORE
@@ -265,12 +265,20 @@ def min_cost_flow_below(
     return _phases(_Problem(num_nodes, edges, supply), cutoff)
 
 
-class _Problem(NamedTuple):
-    """A flow problem as the solvers' callers give it (:func:`min_cost_flow_phases`'s arguments)."""
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
 
-    num_nodes: int
-    edges: Sequence[Edge]
-    supply: Sequence[int]
+if TYPE_CHECKING:
+    from typing import NamedTuple
+
+    class _Problem(NamedTuple):
+        """A flow problem as the solvers' callers give it (:func:`min_cost_flow_phases`'s arguments)."""
+
+        num_nodes: int
+        edges: Sequence[Edge]
+        supply: Sequence[int]
+
+else:  # the same tuple, from collections (typing's NamedTuple is typing's: imported only to type-check)
+    _Problem = namedtuple("_Problem", "num_nodes edges supply")
 
 
 def _phases(problem: _Problem, cutoff: int | None) -> FlowResult | None:

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
 
 from ..model import Cluster, StreamsApp
 from ..parse import InputError
 from ..traffic import streams_traffic_stats
 from .rack import disabled_reason
 from .tasks import State, TaskModel, build_model
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def run(cluster: Cluster, app: StreamsApp) -> tuple[TaskModel, State, bool]:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.test_flow_core import compiled_core
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.sticky import assign
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.test_general_pools import graphs_and_plan
 from tests.assignor.test_sticky_work import one_joins, seven_racks
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 #: Now and then (Hypothesis draws the ends of a range often, so a middle value: about one in 21): the drawn
 #: inputs' off-shape cases in the compiled pieces' tests.

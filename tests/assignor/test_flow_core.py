@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import shutil
 import sysconfig
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.flow import FlowResult, InfeasibleFlow, min_cost_flow, mincost
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.test_flow import networkx_cost
 from tests.calls import counting
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 Edge = tuple[int, int, int, int]
 Problem = tuple[int, list[Edge], list[int]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
@@ -24,8 +24,10 @@ from rackplan.assignor.consumer.sticky import (
     general_readback,
     general_spare,
 )
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.general_core import cliff_calls, same_with_and_without_core
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 Right = Callable[[tuple[Any, ...], Any], bool]
 

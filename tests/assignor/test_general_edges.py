@@ -10,14 +10,16 @@ Python with the Python's own result or error.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.sticky.general_edges import pool_edges, pool_edges_py
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.general_core import RARELY
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 MASKS = (0, 1, 2, 3)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 from rackplan.assignor.consumer.sticky import assign, general_flow
 from rackplan.assignor.consumer.sticky.general_floor import floor_cost, floor_cost_py
 from rackplan.assignor.flow import FlowGraph, FlowResult, InfeasibleFlow
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.general_core import RARELY
 from tests.assignor.test_sticky_work import one_joins, seven_racks
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 
 @st.composite

@@ -10,14 +10,16 @@ out of range, lists not empty), None with the lists and dicts as they came, so
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.sticky.general_nodes import members_and_hubs, members_and_hubs_py
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.general_core import RARELY
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 
 @st.composite

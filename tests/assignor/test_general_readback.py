@@ -10,14 +10,16 @@ own result or error.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.sticky.general_readback import read_back, read_back_py
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.general_core import RARELY
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 
 @st.composite

@@ -10,14 +10,16 @@ lists, spare units already made), None with the lists and dicts as they came, so
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.sticky.general_spare import spare_units, spare_units_py
-from rackplan.assignor.flow.compiled import Core
 from tests.assignor.general_core import RARELY
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 
 @st.composite

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -25,11 +26,13 @@ from rackplan.assignor.consumer.range_assignor import (
     plain_ranges,
     range_assignment,
 )
-from rackplan.assignor.flow.compiled import Core
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member, TopicPartition
 from rackplan.assignor.record import replace
 from tests.invariants import assert_range_balanced, assert_valid
 from tests.strategies import clusters, consumer_groups
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 ALL_RACKS = ("a", "b", "c", "d", "e", "f")  # AbstractPartitionAssignorTest.ALL_RACKS
 NO_BROKER_RACK, NO_CONSUMER_RACK, BROKER_AND_CONSUMER_RACK = "NO_BROKER_RACK", "NO_CONSUMER_RACK", "BOTH"

@@ -43,9 +43,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ...record import record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
 
 if TYPE_CHECKING:
     from ...flow.highs import Program

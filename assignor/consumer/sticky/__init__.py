@@ -10,7 +10,7 @@ the unequal path, nor its exact candidate's integer programs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
 
 if TYPE_CHECKING:
     from .general_settle import MAX_RUNS as MAX_RUNS

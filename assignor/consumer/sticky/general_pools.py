@@ -9,9 +9,9 @@ state's fixed data: a kept answer is the one a new pass would give, the graphs s
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from ...record import field, record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
 
 #: A pool's key: (owner or -1, topic, replica mask, pinned); pinned means with its owner in a keep-first run.
 PoolKey = tuple[int, int, int, bool]
@@ -49,19 +49,22 @@ class FlowCache:
     )  # general_edges.HubCosts
 
 
-class Pooling(Protocol):
-    """What pooling reads of the state (:class:`~.general_state.GeneralState`, which imports this module)."""
+if TYPE_CHECKING:
+    from typing import Protocol
 
-    holder: list[int]
-    owner: list[int]
-    masks: list[int]
-    ptopic: list[int]
-    cls: list[int]
-    crossk: list[dict[int, int]]
-    keep_owned: bool
-    n_parts: int
-    n_topics: int
-    flow_cache: FlowCache
+    class Pooling(Protocol):
+        """What pooling reads of the state (:class:`~.general_state.GeneralState`, which imports this module)."""
+
+        holder: list[int]
+        owner: list[int]
+        masks: list[int]
+        ptopic: list[int]
+        cls: list[int]
+        crossk: list[dict[int, int]]
+        keep_owned: bool
+        n_parts: int
+        n_topics: int
+        flow_cache: FlowCache
 
 
 def pools_of(state: Pooling, big: int) -> Pooled:

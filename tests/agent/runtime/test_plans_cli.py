@@ -267,7 +267,7 @@ def test_unreachable_brokers_exit_2_naming_them(tmp_path: Path) -> None:
 def test_shell_completion_knows_the_plans_commands() -> None:
     import shtab
 
-    from rackplan.cli import build_parser
+    from rackplan.parser import build_parser
 
     script = shtab.complete(build_parser(), shell="bash")
     for word in ("plans", "explain", "diff", "--json"):
