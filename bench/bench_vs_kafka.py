@@ -14,7 +14,7 @@ Each case is one contract document, and every column of its row is measured on i
 * ours end to end: ``rackplan assign FILE`` in a fresh interpreter as the console script runs it, CPU
   of the child (``wait4``) and wall, medians; rackplan installed from its wheel built from this tree,
   bytecode cached as an installed wheel has it (``bench_startup``; ``--editable``: this development
-  venv, whose editable finder adds about 30 ms to every interpreter start, the floor's too); the floor beside it (the interpreter reading the file, ``json.loads`` and
+  venv, whose editable finder adds to every interpreter start, the floor's too); the floor beside it (the interpreter reading the file, ``json.loads`` and
   ``json.dumps``), issue 29's reference for the command;
 * Kafka warm and cold (``bench/kafka_jvm.py``): the JIT-warmed ``assign`` (wall, thread CPU) and the
   first call in a fresh JVM (wall, thread CPU), and that JVM from start to answer (wall, process CPU);

@@ -2,10 +2,11 @@
 
 The development venv imports rackplan through setuptools' editable finder: a ``.pth`` file that
 ``site`` runs at every interpreter start, importing ``pathlib``, ``fnmatch``, ``urllib.parse``,
-``ipaddress``, ``importlib.util`` and more before any line of the program.  That is about 30 ms of CPU
-on every ``python`` of that venv, the bare ``python -c pass`` and issue 29's floor included, which no
-user's installed wheel pays.  Timing ``rackplan assign`` against the floor there adds the same cost to
-both sides, so the ratio reads lower than a user's would.
+``ipaddress``, ``importlib.util`` and more before any line of the program.  ``bench_startup`` measured
+``python -c pass`` at 57 ms of CPU there against 23 ms from the wheel, and issue 29's floor (which needs
+some of those modules anyway) 54-62 against 40-46 ms: a cost no user's installed wheel pays.  Timing
+``rackplan assign`` against the floor there adds it to both sides, so the ratio reads lower than a
+user's would.
 
 :func:`install` builds the wheel from the files the Dockerfile copies (in a scratch directory), installs
 it without its dependencies into a fresh venv that borrows them from this interpreter's site-packages
