@@ -19,10 +19,11 @@ one included (Kafka's moves over its rounds are at least the partitions whose
 final holder is not their valid owner).  :func:`rackplan.assignor.consumer.sticky.settle_general`
 takes it as one more candidate, checked for stability like every other.
 
-Cost: nothing is built when the start already reaches the per-partition floor
-(every partition with its best subscriber, an owner kept unless another
-subscriber is strictly more local: then it is optimal as it is), or when the
-model would exceed :data:`EXACT_NONZEROS` (estimated before building).  The
+Cost: nothing is built when the model would exceed :data:`EXACT_NONZEROS` by a bound from the
+subscriptions alone (:func:`size_floor`); no solver runs when the start already reaches the
+per-partition floor (every partition with its best subscriber, an owner kept unless another
+subscriber is strictly more local: then it is optimal as it is), or when the model's estimate
+exceeds the limit.  The
 solvers' work budgets are counted, never timed, so the answer is deterministic.
 
 Solver: first :func:`rackplan.assignor.consumer.rack_optimal.small_exact.solve_small` (the
@@ -70,6 +71,8 @@ def exact_candidate(
     start reaches ``W * least`` with no move is then optimal as it is, and the solver is not run again
     for an answer that could not be strictly better (the same None it would give).
     """
+    if size_floor(prep) > EXACT_NONZEROS:
+        return None  # too large whatever its classes: the same None as below, without building the model
     comp, part_class, counts = _component(prep, start)
     cross, owned = comp.cross, comp.owned
     weight = sum(sum(o.values()) for o in owned) + 1
@@ -108,6 +111,20 @@ def estimated_nonzeros(comp: Component) -> int:
     ]
     size = sum(3 * len(c) + 6 * len(g) for c, g in zip(comp.cross, member_groups, strict=True))
     return size + 2 * sum(len(o) for o in comp.owned)
+
+
+def size_floor(prep: Prepared) -> int:
+    """A lower bound of :func:`estimated_nonzeros` of the group's model, from the subscriptions alone.
+
+    Topics with the same subscribers form one topic group; a group with a partition has a class (a topic
+    group and a replica mask) for every member of it, so each such (group, member) pair counts at least
+    3 + 6 estimated nonzeros.  Cheap next to :func:`_component`, which was most of what a
+    candidate refused for size cost: a group whose floor is above the limit is refused before anything
+    is built.
+    """
+    off = prep.topic_offset
+    groups = {tuple(ms) for t, ms in enumerate(prep.topic_members) if off[t + 1] > off[t]}
+    return 9 * sum(map(len, groups))
 
 
 def _component(prep: Prepared, start: list[int]) -> tuple[Component, list[int], list[dict[int, int]]]:
