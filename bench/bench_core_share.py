@@ -7,7 +7,8 @@ default the unequal small ones, where rackplan's core is furthest above Kafka's 
 assignor's call on the parsed model is timed as ``bench_vs_kafka`` times it (CPU, after one untimed
 call), and every call into the compiled flow core (``assignor/flow/_flowcore.c``: the flow solver,
 the count-shift graphs' pieces, the read-back) is timed inside it.  Medians over ``--calls`` calls
-of: the whole call, the time in the compiled core, and how many compiled calls one call makes.
+of: the whole call, the time in the compiled core, how many compiled calls one call makes, and how
+many flows it solves (each built by several of those calls).
 
 Why: issue 29 asks for the core below Kafka's warm CPU on every case.  On these cases the search
 builds and solves tens of flows per call; the compiled share is what those flows cost even if every
@@ -37,6 +38,7 @@ class _Timed:
         self._core = core
         self.cpu = 0.0
         self.calls = 0
+        self.solves = 0  # flows solved (``solve``), each built by several other compiled calls
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._core, name)
@@ -50,6 +52,7 @@ class _Timed:
             finally:
                 self.cpu += time.process_time() - start
                 self.calls += 1
+                self.solves += name == "solve"
 
         return timed
 
@@ -67,26 +70,32 @@ def _swap(core: object, new: object) -> list[tuple[ModuleType, str]]:
     return swapped
 
 
-def measure(call: Callable[[], object], calls: int) -> tuple[float, float, float]:
-    """Medians of (whole call CPU s, CPU s in the compiled core, compiled calls) over ``calls`` calls."""
+def measure(call: Callable[[], object], calls: int) -> tuple[float, float, float, float]:
+    """Medians of (whole call CPU s, CPU s in the compiled core, compiled calls, flows solved) over
+    ``calls`` calls."""
     core = compiled.CORE
     assert isinstance(core, ModuleType)
     call()  # imports what the path needs
     probe = _Timed(core)
     swapped = _swap(core, probe)
-    whole, inside, count = [], [], []
+    whole: list[float] = []
+    inside: list[float] = []
+    count: list[float] = []
+    solves: list[float] = []
     try:
         for _ in range(calls):
-            probe.cpu, probe.calls = 0.0, 0
+            probe.cpu, probe.calls, probe.solves = 0.0, 0, 0
             start = time.process_time()
             call()
             whole.append(time.process_time() - start)
             inside.append(probe.cpu)
             count.append(float(probe.calls))
+            solves.append(float(probe.solves))
     finally:
         for module, attr in swapped:
             setattr(module, attr, core)
-    return statistics.median(whole), statistics.median(inside), statistics.median(count)
+    median = statistics.median
+    return median(whole), median(inside), median(count), median(solves)
 
 
 def main(argv: list[str]) -> int:
@@ -100,15 +109,16 @@ def main(argv: list[str]) -> int:
     todo = [c for c in cases() if c.name.startswith("cooperative-sticky") and args.only in c.name]
     todo = [c for c in todo if c.size in ("small", "medium")]
     print(
-        "| case | members x partitions | call CPU ms | in the compiled core ms | share | compiled calls per call |"
+        "| case | members x partitions | call CPU ms | in the compiled core ms | share "
+        "| compiled calls per call | flows solved per call |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for case in todo:
         doc = case.build()
-        whole, inside, count = measure(assignor_call(doc), args.calls)
+        whole, inside, count, solves = measure(assignor_call(doc), args.calls)
         print(
             f"| {case.name} | {shape(doc)} | {whole * 1000:.1f} | {inside * 1000:.1f} "
-            f"| {inside / whole:.0%} | {count:.0f} |",
+            f"| {inside / whole:.0%} | {count:.0f} | {solves:.0f} |",
             flush=True,
         )
     return 0
