@@ -155,11 +155,15 @@ def _run(args: list[str]) -> tuple[float, float, str]:
     return wall, usage.ru_utime + usage.ru_stime, err
 
 
+def _medians(runs: list[tuple[float, float, str]]) -> tuple[float, float]:
+    """Median wall and CPU seconds of some runs of :func:`_run`."""
+    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
 def timed(args: list[str], repeats: int) -> tuple[float, float]:
     """Median wall and CPU seconds of ``repeats`` runs (one discarded first run warms the page cache)."""
     _run(args)
-    runs = [_run(args) for _ in range(repeats)]
-    return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+    return _medians([_run(args) for _ in range(repeats)])
 
 
 def timed_pair(
@@ -170,10 +174,7 @@ def timed_pair(
     _run(first)
     _run(second)
     runs = [(_run(first), _run(second)) for _ in range(repeats)]
-    return (
-        (statistics.median(a[0] for a, _ in runs), statistics.median(a[1] for a, _ in runs)),
-        (statistics.median(b[0] for _, b in runs), statistics.median(b[1] for _, b in runs)),
-    )
+    return _medians([a for a, _ in runs]), _medians([b for _, b in runs])
 
 
 def modules(code: str, argv: list[str]) -> set[str]:
