@@ -53,6 +53,13 @@ class FakeKafka:
     fatal_cause_queued: bool = False
     events: list[tuple[str, Any]] = field(default_factory=list)
     consumers: list[FakeConsumer] = field(default_factory=list)
+    #: the group's coordinator is away: joins and leaves wait (a consumer's close still revokes locally, as
+    #: librdkafka's does), and membership stays as it was
+    coordinator_away: bool = False
+    #: a consumer's close serves a leave still waiting (its revoke callback runs); False: it never calls back
+    close_revokes: bool = True
+    #: called with each consumer poll's timeout, so that a test's clock passes as the poll waits
+    poll_clock: Callable[[float], None] | None = None
 
     def forget_topic(self) -> None:
         """Every producer made so far fails each record at once with ``_UNKNOWN_TOPIC``; new ones do not."""
@@ -104,6 +111,8 @@ class FakeConsumer:
         self.config = config
         self.positions: dict[tuple[str, int], int] = {}
         self.pending: list[Callable[[], None]] = []
+        #: rebalance callbacks (joining, leaving): they wait while the coordinator is away
+        self.rebalances: list[Callable[[], None]] = []
         self.subscribed: dict[str, Any] | None = None
         self.closed = False
 
@@ -169,7 +178,7 @@ class FakeConsumer:
                 )
             on_assign(self, parts)
 
-        self.pending.append(assign)
+        self.rebalances.append(assign)
 
     def unsubscribe(self) -> None:
         from confluent_kafka import TopicPartition
@@ -184,11 +193,15 @@ class FakeConsumer:
             self.kafka.members.discard(id(self))
 
         self.subscribed = None
-        self.pending.append(leave)
+        self.rebalances.append(leave)
 
     def poll(self, timeout: float = 0) -> FakeMessage | None:
+        if self.kafka.poll_clock is not None:
+            self.kafka.poll_clock(timeout)
         while self.pending:
             self.pending.pop(0)()
+        while self.rebalances and not self.kafka.coordinator_away:
+            self.rebalances.pop(0)()
         for (t, p), pos in sorted(self.positions.items()):
             if pos < len(self.kafka.logs.get((t, p), [])):
                 self.positions[(t, p)] = pos + 1
@@ -196,6 +209,13 @@ class FakeConsumer:
         return None
 
     def close(self) -> None:
+        """A leave still waiting is served (the revoke callback runs) unless ``close_revokes`` is False."""
+        if self.subscribed is not None:
+            self.unsubscribe()
+        leaves = [cb for cb in self.rebalances if cb.__name__ == "leave" and self.kafka.close_revokes]
+        self.rebalances = []
+        for leave in leaves:
+            leave()
         self.closed = True
         self.kafka.members.discard(id(self))
 

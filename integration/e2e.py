@@ -137,6 +137,13 @@ class Ledger:
                         out.append((tp, a.follower, b.follower))
         return out
 
+    def describe_overlaps(self) -> str:
+        """Every interval of each partition two followers owned at once, one per line (a failure's message)."""
+        tps = {tp for tp, _a, _b in self.overlaps()}
+        with self.lock:
+            ivs = sorted((iv for iv in self.intervals if iv.tp in tps), key=lambda iv: (iv.tp, iv.start))
+        return "\n".join(f"{iv.tp} {iv.follower} {iv.start:.3f}..{iv.end} {iv.how}" for iv in ivs)
+
     def consumed_outside_ownership(self) -> int:
         """Messages consumed by a follower at a moment it did not own their partition."""
         with self.lock:
@@ -417,6 +424,29 @@ class AgentProcess:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
+
+    def pause(self) -> None:
+        """SIGSTOP to the supervisor and the agent it runs: a frozen agent (a long GC pause, a stopped VM)."""
+        for pid in self._tree():
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        for pid in self._tree():
+            os.kill(pid, signal.SIGCONT)
+
+    def _tree(self) -> list[int]:
+        """The supervisor's pid and its children's (``rackplan agent run`` runs the agent as a child)."""
+        if self.proc is None:
+            return []
+        kids = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # the process ended meanwhile
+                continue
+            if int(fields[1]) == self.proc.pid:
+                kids.append(int(stat.parent.name))
+        return [self.proc.pid, *kids]
 
     def stop(self) -> int:
         if self.proc is None or self.proc.poll() is not None:

@@ -234,7 +234,7 @@ class PlanFollower:
         cycle.closing = True
         if cycle.mode == SUBSCRIPTION:
             self._parts.consumer.close()  # the revoke callback commits; the member leaves the group
-            self._parts.owned.clear()
+            self._parts.forget(list(self._parts.owned))
         else:
             cycle.release(list(self._parts.owned), commit=True)
             self._parts.consumer.close()

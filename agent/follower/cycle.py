@@ -270,8 +270,10 @@ class FollowerCycle:
         self.fenced_self = False
         self._unfence_at = None
         self.log.info("registration confirmed again; following the plan")
-        if self._intake.latest is not None:
-            self._apply(self._intake.latest, self._intake.latest_assignment)
+        # The plan is applied by the caller, :meth:`_follow`, after the fallback's timers: never during a
+        # fallback's grace (found in CI: the coordinator stopped, every follower fenced itself, the agent's
+        # heartbeat stopped; one follower, confirmed again within the grace, re-took its cached plan while
+        # the others were about to subscribe, and the grace's end subscribed it with those partitions).
 
     # ---- group subscription (fallback) ------------------------------------------------
 

@@ -191,22 +191,43 @@ class Partitions:
     # ---- group subscription (the fallback) ------------------------------------------------------
 
     def subscribe(self, topics: Iterable[str]) -> None:
-        """Drop the manual assignment and join the group; its callbacks keep :attr:`owned`."""
+        """Drop the manual assignment and join the group; its callbacks keep :attr:`owned`.
+
+        The fallback releases everything before it subscribes; should anything
+        still be read, it is committed (if Kafka takes it) and given up with the
+        revoke hook like any release, never dropped unannounced: an application
+        told nothing would go on believing it owns partitions the group gives to
+        someone else.
+        """
+        if left := sorted(self.owned):
+            self.commit_positions(left)
+            self.unassign(left)
         self.consumer.unassign()
-        self.owned.clear()
         self.consumer.subscribe(
             list(topics), on_assign=self._sub_assign, on_revoke=self._sub_revoke, on_lost=self._sub_lost
         )
 
     def leave_group(self) -> None:
-        """Leave the group (committing in the revoke callback), then renew the consumer for plain commits."""
+        """Leave the group (committing in the revoke callback), then renew the consumer for plain commits.
+
+        The revoke callback may not come within ``io_timeout_s`` (the group's
+        coordinator is away): closing the old consumer serves it if it still
+        can, and whatever no callback reported is then :meth:`forgotten
+        <forget>`: the closed consumer reads none of it.
+        """
         self.consumer.unsubscribe()
         deadline = self.clock() + self.io_timeout_s
         while self.owned and self.clock() < deadline:
             self.consumer.poll(0.02)  # serves the revoke callback; messages of revoked partitions drop
-        self.owned.clear()
         self.buffer.clear()
         self.renew_consumer()
+        self.forget(list(self.owned))
+
+    def forget(self, parts: list[TopicPart]) -> None:
+        """``parts`` are no longer read (their consumer closed) though no revoke callback said so: tell the hook."""
+        for tp in parts:
+            self.owned.pop(tp, None)
+        self.revoked(sorted(parts))
 
     def _sub_assign(self, _consumer: Any, parts: list[Any]) -> None:
         tps = [(p.topic, p.partition) for p in parts]
