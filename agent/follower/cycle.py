@@ -81,7 +81,7 @@ class FollowerCycle:
         else:
             self._follow(now)
         if self.mode != WAITING and now - self._parts.last_commit >= self.settings.commit_interval_s:
-            self.commit_positions(list(self._parts.owned))
+            self.commit_positions(list(self._parts.owned), probe=self.mode == PLAN)
         self.register()
 
     def _follow(self, now: float) -> None:
@@ -204,9 +204,9 @@ class FollowerCycle:
         self._parts.unassign(parts)
         return True
 
-    def commit_positions(self, parts: list[TP]) -> str:
-        """Commit what was read of ``parts``; a refused plain commit fences the follower."""
-        err = self._parts.commit_positions(parts)
+    def commit_positions(self, parts: list[TP], probe: bool = False) -> str:
+        """Commit what was read of ``parts`` (``probe``: even without news); a refused plain commit fences."""
+        err = self._parts.commit_positions(parts, probe)
         if commit_fenced(err) and self.mode != SUBSCRIPTION:
             self._fence(err)
         elif err:

@@ -88,13 +88,23 @@ class Partitions:
 
     # ---- plain commits and manual assignment ---------------------------------------------------
 
-    def commit_positions(self, parts: Iterable[TopicPart]) -> str:
-        """Commit the offsets read so far of ``parts`` (those with news); the error name, ``""`` if none."""
+    def commit_positions(self, parts: Iterable[TopicPart], probe: bool = False) -> str:
+        """Commit the offsets read so far of ``parts`` (those with news); the error name, ``""`` if none.
+
+        ``probe``: with no news, commit the committed offsets again.  A plain
+        commit is the fence, so a follower of plans must make one every
+        interval even on idle partitions: otherwise a subscriber that joined
+        the group meanwhile would share them for as long as they stay idle.
+        """
+        parts = list(parts)
         offsets = {
             tp: pos
             for tp in parts
             if (pos := self.owned.get(tp)) is not None and pos != self.committed.get(tp)
         }
+        if not offsets and probe:
+            offsets = {tp: self.committed[tp] for tp in parts if tp in self.committed}
+            self.stats["fence_probes"] += bool(offsets)
         self.last_commit = self.clock()
         if not offsets:
             return ""

@@ -778,6 +778,9 @@ follower_steps = st.lists(
     steps=[("plan", frozenset({0, 1})), ("deliver", False), ("advance", 7.0), ("deliver", True)]
     + [("advance", 0.25)] * 24
 )
+@example(  # a subscriber joins while the plan's partitions are idle: no news to commit, so no fence without a probe
+    steps=[("plan", frozenset({0, 1})), ("subscriber", True), ("advance", 3.0)]
+)
 def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
     steps: list[tuple[str, Any]],
 ) -> None:
@@ -797,6 +800,7 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
     tail = FakeTail.instances[-1]
     h.heartbeat()
     generation = 0
+    subscriber_since: float | None = None  # when a consumer using group subscription joined the group
     for what, arg in steps:
         if what == "advance":
             h.advance(arg)
@@ -811,6 +815,7 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
             h.broker.coordinator_away = arg
         elif what == "subscriber":
             (h.broker.members.add if arg else h.broker.members.discard)(12345)
+            subscriber_since = (subscriber_since or h.clock.now) if arg else None
         else:
             h.broker.append(arg, 1)
         f.poll(0)
@@ -818,5 +823,11 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
         assert owned_by_hooks(h.assigned) == owned
         if f._cycle._fallback_at is not None:
             assert owned == set(), "plan partitions read during a fallback's grace"
+        if (
+            subscriber_since is not None
+            and h.clock.now - subscriber_since >= 1.0
+            and f.mode != "subscription"
+        ):
+            assert owned == set(), "plan partitions still read a commit interval after a subscriber joined"
     f.close()
     assert owned_by_hooks(h.assigned) == set()
