@@ -327,12 +327,17 @@ class FollowerCycle:
         )
 
     def _rejoin(self) -> None:
-        """Leave the group (committing in the revoke callback), then follow the plan again."""
+        """Leave the group (committing in the revoke callback), then follow the plan again.
+
+        Through :meth:`_follow`, like every other apply: a member that fenced
+        itself before it fell back (its registration unconfirmed) takes nothing
+        until it is confirmed again, and then it is gated by the same checks as
+        any other plan (the property test found a rejoin that took its plan
+        while still fenced, and then ignored a newer plan revoking it).
+        """
         self.log.info("the agent is back: leaving group subscription to follow the plan")
         self._parts.leave_group()
         self.mode = WAITING
         self._waiting_since = self._clock()
         self.stats["rejoins"] += 1
-        latest = self._intake.latest
-        assert latest is not None
-        self._apply(latest, self._intake.latest_assignment)
+        self._follow(self._clock())

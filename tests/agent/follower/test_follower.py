@@ -719,9 +719,10 @@ def in_subscription(h: Harness) -> PlanFollower:
 
 @pytest.mark.parametrize("close_revokes", [True, False])
 def test_leaving_the_group_while_its_coordinator_is_away_tells_the_application_once(
-    h: Harness, close_revokes: bool
+    close_revokes: bool,
 ) -> None:
     """The revoke callback does not come within io_timeout_s; the consumer's close may serve it, or not."""
+    h = Harness(io_timeout_s=2)  # the wait for the callback stays well inside agent_timeout_s
     f = in_subscription(h)
     h.broker.poll_clock = h.advance  # the follower's wait for the callback lets the clock pass
     h.broker.coordinator_away, h.broker.close_revokes = True, close_revokes
@@ -780,6 +781,9 @@ follower_steps = st.lists(
     steps=[("plan", frozenset({0, 1})), ("deliver", False), ("advance", 7.0), ("deliver", True)]
     + [("advance", 0.25)] * 24
 )
+@example(  # fenced (a long pause), fallen back, rejoined: it took its plan while still fenced, then held it
+    steps=[("advance", 7.0), ("advance", 7.0), ("beat", 0), ("plan", frozenset({0})), ("plan", frozenset())]
+)
 @example(  # a subscriber joins while the plan's partitions are idle: no news to commit, so no fence without a probe
     steps=[("plan", frozenset({0, 1})), ("subscriber", True), ("advance", 3.0)]
 )
@@ -836,6 +840,8 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
             assert owned == set(), "plan partitions read during a fallback's grace"
         if f.mode != "subscription":
             assert owned <= planned, "outside group subscription, only what the newest plan gives this member"
+            unconfirmed = registration_stale(int(h.wall.now * 1000), f._registrar.answered_ms(), 6)
+            assert not (unconfirmed and owned), "plan partitions read while the registration is unconfirmed"
         if (
             subscriber_since is not None
             and h.clock.now - subscriber_since >= 1.0
