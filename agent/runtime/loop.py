@@ -401,11 +401,15 @@ class Agent:
         """Sleep until the next cycle, serving the lease and pending handovers meanwhile."""
         step = self.settings.followers.check_interval_s
         while not self.stop.is_set():
+            # Checked before the deadline: cycles that outlast poll_interval_s (admin calls timing out on a
+            # restarted broker) reach this with no time left, and a lease lost then regained between two
+            # of them must still end the term; else it leads on with its heartbeat schedule stopped, every
+            # follower falls back for good and no standby may take over (integration/test_coordinator_outage.py).
+            if self.heartbeats.lost is not None:
+                raise LeaseLost(self.heartbeats.lost)
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            if self.heartbeats.lost is not None:
-                raise LeaseLost(self.heartbeats.lost)
             if self.lease is not None and not self.lease.poll():
                 raise LeaseLost("the lease partition was revoked")
             handovers = self.term.handover_count() > 0

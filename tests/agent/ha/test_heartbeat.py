@@ -47,6 +47,18 @@ class BlockingPublisher(FakePublisher):
         return sum(1 for k, v in self.on(LEASE) if k == "leader" and not v.get("released"))
 
 
+class SlowAdmin(FakeAdmin):
+    """Every metadata request takes ``delay_s``: cycles that outlast ``poll_interval_s``."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__({"t": [[1], [1], [2], [2]]})
+        self.delay_s = delay_s
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0) -> Any:
+        time.sleep(self.delay_s)
+        return super().list_topics(topic, timeout)
+
+
 def until(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + BOUND_S
     while not condition():
@@ -60,7 +72,7 @@ def serving() -> Iterator[Callable[..., tuple[Agent, BlockingPublisher, list[Bas
     started: list[tuple[Agent, BlockingPublisher, threading.Thread]] = []
 
     def start(
-        monotonic: Callable[[], float] = time.monotonic, **ha: Any
+        monotonic: Callable[[], float] = time.monotonic, cycle_s: float = 0.0, **ha: Any
     ) -> tuple[Agent, BlockingPublisher, list[BaseException]]:
         configure("json", "info", stream=io.StringIO())
         doc = {
@@ -76,9 +88,7 @@ def serving() -> Iterator[Callable[..., tuple[Agent, BlockingPublisher, list[Bas
             "metadata": {"max_attempts": 1},
         }
         pub = BlockingPublisher()
-        agent = Agent(
-            Settings.model_validate(doc), admin=FakeAdmin({"t": [[1], [1], [2], [2]]}), publisher=pub
-        )
+        agent = Agent(Settings.model_validate(doc), admin=SlowAdmin(cycle_s), publisher=pub)
         agent.heartbeats = Heartbeats(agent.w, monotonic=monotonic)
         agent.heartbeats.topic_ok = True  # start() finds the lease topic; these fakes skip start()
         agent.begin([])
@@ -149,3 +159,25 @@ def test_a_cycle_stuck_past_max_cycle_pauses_heartbeats_until_it_ends(serving: A
     assert pub.heartbeats() == paused_at, "no heartbeat while the loop is stuck"
     pub.release.set()  # the cycle ends
     until(lambda: pub.heartbeats() > paused_at, "heartbeats again once the cycle ended")
+
+
+def test_a_lease_lost_and_regained_ends_the_term_even_when_cycles_outlast_the_interval(serving: Any) -> None:
+    """Real Kafka (integration/test_coordinator_outage.py): cycles slowed by admin timeouts, the lease lost
+    and regained between two of them; the agent led on with its heartbeat schedule stopped for good."""
+    agent, pub, errors = serving(cycle_s=0.3)  # each cycle takes three of its 0.1 s intervals
+    held = threading.Event()
+    held.set()
+
+    def guard() -> None:
+        if not held.is_set():
+            raise LeaseLost("the lease partition is not assigned to this agent")
+
+    agent.w.guard = guard
+    assert pub.entered.wait(BOUND_S)
+    pub.release.set()
+    until(lambda: pub.heartbeats() >= 2, "heartbeats while the lease is held")
+    held.clear()
+    until(lambda: agent.heartbeats.lost is not None, "the schedule noticing the loss")
+    held.set()  # the group gave it back before any cycle's guard looked
+    until(lambda: bool(errors), "the term ending")
+    assert isinstance(errors[0], LeaseLost)
