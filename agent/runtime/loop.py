@@ -401,10 +401,8 @@ class Agent:
         """Sleep until the next cycle, serving the lease and pending handovers meanwhile."""
         step = self.settings.followers.check_interval_s
         while not self.stop.is_set():
-            # Checked before the deadline: cycles that outlast poll_interval_s (admin calls timing out on a
-            # restarted broker) reach this with no time left, and a lease lost then regained between two
-            # of them must still end the term; else it leads on with its heartbeat schedule stopped, every
-            # follower falls back for good and no standby may take over (integration/test_coordinator_outage.py).
+            # Before the deadline: slow cycles leave no time, and a lease lost then regained must still end
+            # the term, or it leads with no heartbeat (docs/agent.md, step 10).
             if self.heartbeats.lost is not None:
                 raise LeaseLost(self.heartbeats.lost)
             left = deadline - time.monotonic()
