@@ -304,7 +304,8 @@ def test_partitions_are_not_taken_while_the_group_has_subscribers(h: Harness) ->
     assert len(h.drain(f)) == 3 and f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
 
 
-def test_back_from_subscription_when_a_newer_plan_arrives(h: Harness) -> None:
+def in_subscription(h: Harness) -> PlanFollower:
+    """A follower fallen back to group subscription (the agent's heartbeat stopped), holding all 4 partitions."""
     f = h.follower()
     tail = FakeTail.instances[-1]
     h.heartbeat()
@@ -316,6 +317,12 @@ def test_back_from_subscription_when_a_newer_plan_arrives(h: Harness) -> None:
     f.poll(0)
     f.poll(0)
     assert f.mode == "subscription" and len(f.assignment()) == 4
+    return f
+
+
+def test_back_from_subscription_when_a_newer_plan_arrives(h: Harness) -> None:
+    f = in_subscription(h)
+    tail = FakeTail.instances[-1]
     h.broker.append(3, 4)
     h.drain(f)
     h.heartbeat()
@@ -699,22 +706,6 @@ def owned_by_hooks(events: Sequence[tuple[str, list[tuple[str, int]]]]) -> set[t
             assert set(parts) <= owned, f"revoked while not owned: {sorted(set(parts) - owned)}"
             owned -= set(parts)
     return owned
-
-
-def in_subscription(h: Harness) -> PlanFollower:
-    """A follower fallen back to group subscription (the agent's heartbeat stopped), holding all 4 partitions."""
-    f = h.follower()
-    tail = FakeTail.instances[-1]
-    h.heartbeat()
-    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0]}))
-    f.poll(0)
-    h.advance(10.5)
-    f.poll(0)
-    h.advance(2.1)
-    f.poll(0)
-    f.poll(0)
-    assert f.mode == "subscription" and len(f.assignment()) == 4
-    return f
 
 
 @pytest.mark.parametrize("close_revokes", [True, False])

@@ -59,6 +59,19 @@ class SlowAdmin(FakeAdmin):
         return super().list_topics(topic, timeout)
 
 
+def lease_held(agent: Agent) -> threading.Event:
+    """The agent's lease guard, as an event: cleared, every guarded publish or heartbeat finds the lease lost."""
+    held = threading.Event()
+    held.set()
+
+    def guard() -> None:
+        if not held.is_set():
+            raise LeaseLost("the lease partition is not assigned to this agent")
+
+    agent.w.guard = guard
+    return held
+
+
 def until(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + BOUND_S
     while not condition():
@@ -128,14 +141,7 @@ def test_heartbeats_keep_their_schedule_while_a_cycle_waits_on_its_publish(servi
 
 def test_a_lease_found_lost_stops_the_heartbeats_and_the_term(serving: Any) -> None:
     agent, pub, errors = serving()
-    held = threading.Event()
-    held.set()
-
-    def guard() -> None:
-        if not held.is_set():
-            raise LeaseLost("the lease partition is not assigned to this agent")
-
-    agent.w.guard = guard
+    held = lease_held(agent)
     assert pub.entered.wait(BOUND_S)
     until(lambda: pub.heartbeats() >= 2, "heartbeats while the lease is held")
     held.clear()  # the group gave the lease to another agent while the cycle waits
@@ -165,14 +171,7 @@ def test_a_lease_lost_and_regained_ends_the_term_even_when_cycles_outlast_the_in
     """Real Kafka (integration/test_coordinator_outage.py): cycles slowed by admin timeouts, the lease lost
     and regained between two of them; the agent led on with its heartbeat schedule stopped for good."""
     agent, pub, errors = serving(cycle_s=0.3)  # each cycle takes three of its 0.1 s intervals
-    held = threading.Event()
-    held.set()
-
-    def guard() -> None:
-        if not held.is_set():
-            raise LeaseLost("the lease partition is not assigned to this agent")
-
-    agent.w.guard = guard
+    held = lease_held(agent)
     assert pub.entered.wait(BOUND_S)
     pub.release.set()
     until(lambda: pub.heartbeats() >= 2, "heartbeats while the lease is held")
