@@ -279,3 +279,46 @@ def test_the_standby_says_who_leads_and_where_the_plans_are(target: Target, run_
         for r in (first, second):
             if r is not None and r.thread.is_alive():
                 r.stop()
+
+
+def test_two_deployments_in_one_agents_group_each_lead_and_the_second_names_the_first(
+    real: Target, tmp_path: Path, e2e_report: Any
+) -> None:
+    """Two deployments (their own topics) in one ``ha.group_id``, as the demo's ``agent run`` once was:
+    each leads on its own lease, and the one that leads second warns, naming the first one's lease topic
+    and the setting (agent/ha/shared_group.py); the first, alone in the group at its start, says nothing.
+    On the embedded cluster nothing is said: it answers no DescribeGroups."""
+    real.create_agent_topics()
+    other = {k: real.name(f"_team-b.{k.split('_')[0]}") for k in real.control_topics}
+    ha = {"lease_topic": other["lease_topic"]}  # the group stays this target's rackplan-agents
+    b_topics = {k: v for k, v in other.items() if k != "lease_topic"}
+    agents = {
+        "team-a": AgentProcess(agent_config(real), tmp_path, "team-a"),
+        "team-b": AgentProcess(agent_config(real, b_topics, {"ha": ha}), tmp_path, "team-b"),
+    }
+    warning = "another deployment's agents share this agents' group"
+    try:
+        agents["team-a"].start()
+        wait_until(
+            lambda: any(e["event"] == "leading" for e in agents["team-a"].events()), 60, "team-a to lead"
+        )
+        t0 = time.monotonic()
+        agents["team-b"].start()
+        wait_until(
+            lambda: any(e["event"] == "leading" for e in agents["team-b"].events()), 60, "team-b to lead"
+        )
+        lead_s = time.monotonic() - t0
+        wait_until(
+            lambda: any(e["event"].startswith(warning) for e in agents["team-b"].events()),
+            30,
+            "team-b's warning",
+        )
+        (said,) = [e for e in agents["team-b"].events() if e["event"].startswith(warning)]
+        assert said["level"] == "warning" and "ha.group_id" in said["event"]
+        assert said["other_lease_topics"] == [real.control_topics["lease_topic"]]
+        assert said["lease_topic"] == other["lease_topic"] and said["group"] == real.name("rackplan-agents")
+        assert not [e for e in agents["team-a"].events() if e["event"].startswith(warning)]
+    finally:
+        codes = {n: a.stop() for n, a in agents.items()}
+    assert codes == {"team-a": 0, "team-b": 0}, codes
+    e2e_report(target="kafka", second_deployment_led_after_s=round(lead_s, 1))

@@ -328,13 +328,17 @@ def _register_audit(settings: Settings, cluster: EmbeddedCluster) -> None:
 
 #: topics of the operator's own ``agent run`` beside the demo's agent (the mock cannot create topics)
 TRY_PREFIX = "_rackplan-try."
+#: the agents' group of the operator's ``agent run`` (``ha.group_id``): not the demo agent's
+TRY_GROUP = "rackplan-agents-try"
 
 
 def write_try_settings(cluster: EmbeddedCluster, demo: Settings, path: str) -> Settings:
     """A settings file for ``rackplan agent run`` against the demo's cluster, its topics created.
 
     Its own topics (:data:`TRY_PREFIX`): on the demo's, the demo agent's heartbeat would make it
-    refuse to start (another agent publishes there).  HTTP on a free port, named in the file.
+    refuse to start (another agent publishes there).  Its own agents' group (:data:`TRY_GROUP`): in
+    the demo agent's, each agent's join rebalanced the other and the lease took 9 s to 30 s and more
+    to arrive (CI, 2 runs in 3).  HTTP on a free port, named in the file.
     """
     import socket
 
@@ -349,7 +353,9 @@ def write_try_settings(cluster: EmbeddedCluster, demo: Settings, path: str) -> S
         "plan_topic": f"{TRY_PREFIX}plans",
         "alerts_topic": f"{TRY_PREFIX}alerts",
         "registrations_topic": f"{TRY_PREFIX}registrations",
-        "ha": {"lease_topic": f"{TRY_PREFIX}lease"},
+        # its own group too: two deployments in one agents' group rebalance each other (every join
+        # pauses the other's publishing) and a standby may wait for the lease for half a minute
+        "ha": {"lease_topic": f"{TRY_PREFIX}lease", "group_id": TRY_GROUP},
         "traffic_topic": f"{TRY_PREFIX}traffic",
         "http": {"host": "127.0.0.1", "port": port},
         "consumer_groups": [dict(g) for g in demo.consumer_groups],
@@ -371,7 +377,9 @@ def try_it(s: Summary, bootstrap: str, base: str, config: str, plan_topic: str) 
     s.line(f"  plans        kcat -b {bootstrap.split(',')[0]} -C -t {plan_topic} -K '\\t' -e")
     s.line(f"  curl         curl -s {base}/v1/plans")
     s.line(f"  your agent   rackplan agent run --config {config}")
-    s.line(f"               (its own topics {TRY_PREFIX}*; its HTTP port is in the file)")
+    s.line(
+        f"               (its own topics {TRY_PREFIX}*, agents' group {TRY_GROUP}; its HTTP port is in the file)"
+    )
 
 
 def run_demo(

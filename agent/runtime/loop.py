@@ -34,6 +34,7 @@ from ..ha.heartbeat import Heartbeats
 from ..ha.leader_watch import LeaderWatch
 from ..ha.lease import Lease, LeaseLost, default_agent_id
 from ..ha.rejoin import lease_rejoin_after_s, rejoin_if_orphaned
+from ..ha.shared_group import warn_if_shared
 from ..kafka.exceptions import ProducerFenced
 from ..kafka.isolated_admin import IsolatedGroupsAdmin, isolated_admin
 from ..kafka.read_back import read_back
@@ -171,12 +172,8 @@ class Agent:
         self._publish_status()
 
     def _end_term(self) -> None:
-        """Close the term's readers (registrations, plan and lease tails) when its leadership ends.
-
-        Each is a librdkafka client with a thread per broker.  Left open, a lost term's plan and lease
-        tails stayed connected, reading nothing, for as long as this agent stood by (hours, if another
-        agent leads), and were destroyed only when the next term's start-up replaced them.
-        """
+        """Close the term's readers (registrations, plan and lease tails) when its leadership ends: each is
+        a librdkafka client with a thread per broker, left connected for as long as this agent stood by."""
         self.intake.close()
         for tail in (self.plan_tail, self.lease_tail):
             if tail is not None:
@@ -220,6 +217,8 @@ class Agent:
             w.epoch, self.lease_tail = self._startup_step(
                 "lease topic (epoch, foreign writers)", lambda: continue_epoch(w, self.client_config)
             )
+        if self.lease is not None:  # other deployments' agents in our group: said once per term
+            warn_if_shared(w, self.admin)
         self.begin(records)
 
     def _startup_step(self, what: str, step: Callable[[], T]) -> T:
