@@ -119,6 +119,7 @@ class RunningAgent:
 
     def wait_for(self, pred: Callable[[CycleReport], bool], timeout: float = 15.0) -> CycleReport:
         deadline = time.monotonic() + timeout
+        first = len(self.history)
         while time.monotonic() < deadline:
             if self.error is not None:
                 raise AssertionError(f"agent crashed: {self.error!r}")
@@ -129,7 +130,14 @@ class RunningAgent:
             self.history.append(r)
             if pred(r):
                 return r
-        raise AssertionError(f"no matching cycle within {timeout}s; saw {len(self.history)} cycles")
+        # What the cycles of this wait did: a slow or failing cycle is the usual reason (a broker down).
+        seen = [
+            f"{r.duration_s:.1f}s{'' if r.ok else ' failed: ' + r.error[:200]}" for r in self.history[first:]
+        ]
+        raise AssertionError(
+            f"no matching cycle within {timeout}s; saw {len(self.history)} cycles, "
+            f"{len(seen)} during this wait: {seen}"
+        )
 
     def each_cycle(self, read: Callable[[], T]) -> dict[int, T]:
         """Per cycle report (by ``id``): what ``read`` returns on the agent's thread at the end of that cycle,

@@ -8,6 +8,7 @@ unique prefix and removes its topics afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import time
@@ -204,13 +205,48 @@ def test_a_reassignment_in_flight_does_not_flap_the_plan(
 # -- scenario 3: a broker killed and restarted; leaders moved -------------------------------------------------
 
 
+def _java_hash(s: str) -> int:
+    """Java's ``String.hashCode`` (UTF-16 code units, 32-bit): what places a group on a coordinator."""
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def coordinated_by(real: Target, name: str, broker: int) -> str:
+    """A group id starting with ``name`` whose coordinator is ``broker``: the leader of its
+    ``__consumer_offsets`` partition (Kafka's ``Utils.abs(groupId.hashCode()) % partitions``)."""
+    admin = AdminClient({"bootstrap.servers": real.bootstrap})
+    deadline = time.monotonic() + 60
+    while True:  # the topic exists once any group was coordinated; a lookup creates it
+        meta = admin.list_topics("__consumer_offsets", timeout=10).topics.get("__consumer_offsets")
+        parts = meta.partitions if meta is not None and meta.error is None else {}
+        if parts and all(p.leader >= 0 for p in parts.values()):
+            break
+        assert time.monotonic() < deadline, "no __consumer_offsets topic with a leader for every partition"
+        with contextlib.suppress(TimeoutError):  # the lookup, still pending, creates the topic meanwhile
+            admin.describe_consumer_groups([name])[name].exception(timeout=5)
+        time.sleep(0.5)
+    for i in range(10_000):
+        group_id = f"{name}-{i}"
+        h = _java_hash(group_id)
+        if parts[(0 if h == -(1 << 31) else abs(h)) % len(parts)].leader == broker:
+            return group_id
+    raise AssertionError(f"no group id {name}-N is coordinated by broker {broker}")
+
+
 def test_broker_killed_and_restarted_is_a_transient_leader_moves_are_judged(
     real: Target, launched: KafkaCluster, run_agent: RunAgent, e2e_report: Any
 ) -> None:
-    # Every partition led by broker 3 (az-c) with a follower in az-a.
+    # Every partition led by broker 3 (az-c) with a follower in az-a; both groups coordinated by broker 3
+    # too, the worst case: until the coordinator moves, every DescribeGroups and committed-offsets read
+    # of them times out (before the agent's cooldown, cycles of 25-50 s: the plan came a minute late).
     topic = create(real, "kill", [[3, 1], [3, 4], [3, 1], [3, 4]])
-    nearest = range_group(real.name("near"), [topic], racks="ac")
-    leader = {**range_group(real.name("lead"), [topic], racks="ac"), "fetch_mode": "leader"}
+    nearest = range_group(coordinated_by(real, real.name("near"), 3), [topic], racks="ac")
+    leader = {
+        **range_group(coordinated_by(real, real.name("lead"), 3), [topic], racks="ac"),
+        "fetch_mode": "leader",
+    }
     k_near, k_lead = f"consumer/{nearest['group_id']}", f"consumer/{leader['group_id']}"
     agent = run_agent(real.agent_settings([nearest, leader], settings_doc()))
     first = agent.wait_for(lambda r: {p.key for p in r.published} >= {k_near, k_lead}, timeout=60)

@@ -9,7 +9,9 @@ long time before its lease is assigned (``rackplan demo --keep-running``'s ``age
 demo agent's group: 9 s alone, over 30 s in 2 of 3 CI runs).  Nothing is lost, so a new leader
 describes its group and warns, naming the other lease topics and the setting to change; it does not
 refuse to lead.  Read from DescribeGroups (the members' assignments), through the agent's admin port,
-so the call runs where the agent's other DescribeGroups run (:mod:`rackplan.agent.kafka.isolated_admin`).
+so the call runs where the agent's other DescribeGroups run (:mod:`rackplan.agent.kafka.isolated_admin`),
+once heartbeats go out and before the term's first cycle, asked for at most :data:`CHECK_TIMEOUT_S`:
+on a coordinator that does not answer, advice must not hold up the plans for long.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from ..kafka.errors import error_name
 from ..kafka.timeouts import operation_timeout_s, result_timeout_s
 from ..state.term import Wiring
 
-__all__ = ["other_lease_topics", "warn_if_shared"]
+__all__ = ["CHECK_TIMEOUT_S", "other_lease_topics", "warn_if_shared"]
+
+#: the DescribeGroups request's timeout (or ``metadata.request_timeout_s`` when lower)
+CHECK_TIMEOUT_S = 2.0
 
 
 def other_lease_topics(group: RealGroup, lease_topic: str) -> list[str]:
@@ -36,7 +41,7 @@ def warn_if_shared(w: Wiring, admin: AdminPort) -> list[str] | None:
     s = w.settings
     if not s.ha.enabled:
         return None
-    group_id, timeout_s = s.ha.group_id, s.metadata.request_timeout_s
+    group_id, timeout_s = s.ha.group_id, min(s.metadata.request_timeout_s, CHECK_TIMEOUT_S)
     try:
         futures = admin.describe_consumer_groups([group_id], request_timeout=operation_timeout_s(timeout_s))
         group = real_group(futures[group_id].result(timeout=result_timeout_s(timeout_s)))

@@ -93,6 +93,10 @@ UNSUPPORTED = frozenset({"_UNSUPPORTED_FEATURE", "UNSUPPORTED_VERSION", "INVALID
 #: delivery errors after which the record may be on the topic all the same (sent, fate unknown)
 UNCERTAIN_DELIVERY = frozenset({"_MSG_TIMED_OUT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_PURGE_INFLIGHT"})
 
+#: a request that got no answer in time (locally or from the broker): for a coordinator-targeted Admin
+#: call, the group's coordinator is not answering (rackplan.agent.kafka.isolated_admin.Cooldown)
+TIMED_OUT = frozenset({"_TIMED_OUT", "REQUEST_TIMED_OUT"})
+
 #: a record larger than the producer's ``message.max.bytes`` (local) or the topic's ``max.message.bytes``
 TOO_LARGE = frozenset({"MSG_SIZE_TOO_LARGE", "MESSAGE_TOO_LARGE"})
 
@@ -129,6 +133,11 @@ def not_answerable(err: object) -> bool:
     :func:`unsupported`, or the principal lacks the cluster-level right it takes
     (``CLUSTER_AUTHORIZATION_FAILED``).  Topic checks then know nothing instead of failing."""
     return unsupported(err) or _name(err) == "CLUSTER_AUTHORIZATION_FAILED"
+
+
+def timed_out(err: object) -> bool:
+    """No answer in time (:data:`TIMED_OUT`)."""
+    return _name(err) in TIMED_OUT
 
 
 def delivery_uncertain(err: object) -> bool:

@@ -42,6 +42,7 @@ from typing import Any
 from ..core.errors import AgentError
 from ..core.logging import log_fd
 from ..core.ports import AdminPort, Logger
+from .errors import timed_out
 from .timeouts import OPERATION_GRACE_S
 
 #: seconds a new child may take to import confluent-kafka and answer
@@ -51,6 +52,10 @@ MAX_BACKOFF_S = 60.0
 #: the child's operations: DescribeConsumerGroups, ListConsumerGroupOffsets (one group per request)
 DESCRIBE = "describe"
 OFFSETS = "offsets"
+#: a group whose coordinator-targeted call timed out is not asked again for this long, doubling while it
+#: keeps timing out, up to :data:`COOL_MAX_S` (see :class:`Cooldown`)
+COOL_BASE_S = 5.0
+COOL_MAX_S = 60.0
 
 
 class DescribeWorkerDied(AgentError, RuntimeError):
@@ -234,13 +239,80 @@ class GroupDescribeWorker:
                     proc.wait(timeout=10)
 
 
+class Cooldown:
+    """Groups whose coordinator timed out, not asked again for a while: one timeout per group and period.
+
+    Why: a group's coordinator on a broker that just died answers nothing until the controller fences
+    that broker and the coordinator moves; meanwhile every DescribeGroups and ListConsumerGroupOffsets
+    for the group waits for its whole request timeout, one after the other, inside the cycle.  On the
+    real cluster a broker kill made the agent's cycles 25-50 s long (the read rate's 10 s, then the
+    description's 15 s, per group), so the leader moves it exists to see were planned a minute late
+    (CI, 2 runs in 4).  A cooling group's calls fail at once with the timeout they would have ended in,
+    which the callers already take as "use the plan of record" and "wait for the next sample".  Both
+    operations share the cooling: they go to the same coordinator.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        #: group id -> (asked again from, the current period)
+        self._until: dict[str, tuple[float, float]] = {}
+
+    def left(self, group_id: str) -> float | None:
+        """Seconds until the group is asked again, or None when it may be asked now."""
+        got = self._until.get(group_id)
+        if got is None:
+            return None
+        left = got[0] - self.clock()
+        return left if left > 0 else None
+
+    def note(self, group_id: str, ok: bool, value: Any) -> None:
+        """A call's answer for the group: a coordinator timeout starts (or doubles) its period, anything
+        else ends it."""
+        if ok or not timed_out(value):
+            self._until.pop(group_id, None)
+            return
+        period = min(COOL_MAX_S, max(COOL_BASE_S, 2 * self._until.get(group_id, (0.0, 0.0))[1]))
+        self._until[group_id] = (self.clock() + period, period)
+
+    def ask(
+        self,
+        ask: Callable[[list[str], float], dict[str, tuple[bool, Any]]],
+        group_ids: list[str],
+        timeout: float,
+    ) -> dict[str, tuple[bool, Any]]:
+        """``ask`` (the worker's) for the groups not cooling; each cooling one answered at once with a
+        coordinator timeout that says when it is asked again."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        waiting = {g: self.left(g) for g in group_ids}
+        asked = [g for g in group_ids if waiting[g] is None]
+        got = ask(asked, timeout) if asked else {}
+        for g in asked:
+            self.note(g, *got[g])
+        out: dict[str, tuple[bool, Any]] = {}
+        for g in group_ids:
+            left = waiting[g]
+            if left is None:
+                out[g] = got[g]
+                continue
+            # the same words for the whole period: callers log an error once per distinct text
+            period = self._until[g][1]
+            why = f"not asked: the group's coordinator timed out lately; asked again within {period:.0f} s"
+            out[g] = (False, KafkaException(KafkaError(KafkaError._TIMED_OUT, why)))
+        return out
+
+
 class IsolatedGroupsAdmin:
     """An :class:`~rackplan.agent.core.ports.AdminPort`: the AdminClient's calls, but the coordinator-targeted
-    ones (DescribeGroups, ListConsumerGroupOffsets) in a child."""
+    ones (DescribeGroups, ListConsumerGroupOffsets) in a child, a group whose coordinator timed out
+    not asked again for a while (:class:`Cooldown`)."""
 
-    def __init__(self, admin: AdminPort, worker: GroupDescribeWorker) -> None:
+    def __init__(
+        self, admin: AdminPort, worker: GroupDescribeWorker, cooldown: Cooldown | None = None
+    ) -> None:
         self.admin = admin
         self.worker = worker
+        self.cooldown = Cooldown() if cooldown is None else cooldown
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         return self.admin.list_topics(topic, timeout=timeout)
@@ -267,7 +339,7 @@ class IsolatedGroupsAdmin:
         timeout = float(kwargs.get("request_timeout", 30.0))
         group_ids = [str(r.group_id) for r in requests]
         out: dict[str, Future[Any]] = {}
-        for gid, (ok, value) in self.worker.committed(group_ids, timeout).items():
+        for gid, (ok, value) in self.cooldown.ask(self.worker.committed, group_ids, timeout).items():
             f: Future[Any] = Future()
             if ok:
                 f.set_result(
@@ -282,7 +354,7 @@ class IsolatedGroupsAdmin:
         """Done when it returns (the child answered or ended): every future is resolved."""
         timeout = float(kwargs.get("request_timeout", 30.0))
         out: dict[str, Future[Any]] = {}
-        for gid, (ok, value) in self.worker.describe(list(group_ids), timeout).items():
+        for gid, (ok, value) in self.cooldown.ask(self.worker.describe, list(group_ids), timeout).items():
             f: Future[Any] = Future()
             if ok:
                 f.set_result(value)

@@ -10,8 +10,9 @@ import structlog
 from structlog.testing import capture_logs
 
 from rackplan.agent.groups.membership import real_group
-from rackplan.agent.ha.shared_group import other_lease_topics, warn_if_shared
+from rackplan.agent.ha.shared_group import CHECK_TIMEOUT_S, other_lease_topics, warn_if_shared
 from rackplan.agent.kafka.embedded import EmbeddedCluster
+from rackplan.agent.kafka.timeouts import operation_timeout_s
 from rackplan.agent.metrics.registry import Metrics
 from rackplan.agent.settings.sections import Settings
 from rackplan.agent.state.term import Wiring
@@ -90,3 +91,22 @@ def test_the_demos_try_settings_are_a_deployment_of_their_own(tmp_path: Path) ->
     assert mine.ha.group_id != demo.ha.group_id and mine.ha.lease_topic != demo.ha.lease_topic
     ours = {mine.plan_topic, mine.alerts_topic, mine.registrations_topic, mine.traffic_topic}
     assert not ours & {demo.plan_topic, demo.alerts_topic, demo.registrations_topic, demo.traffic_topic}
+
+
+def test_the_check_asks_for_at_most_a_short_timeout_whatever_the_settings() -> None:
+    """Before the term's first cycle: a coordinator that does not answer holds the plans up briefly."""
+    asked: list[float] = []
+
+    class Recording(FakeAdmin):
+        def describe_consumer_groups(self, group_ids: list[str], **kw: Any) -> Any:
+            asked.append(kw["request_timeout"])
+            return super().describe_consumer_groups(group_ids, **kw)
+
+    for request_timeout_s in (15.0, 0.5):
+        w = wiring()
+        w.settings = Settings.model_validate(
+            {"ha": {"enabled": True}, "metadata": {"request_timeout_s": request_timeout_s}}
+        )
+        admin = Recording(topics={}, groups={"rackplan-agents": GroupDesc("rackplan-agents", [member("a")])})
+        assert warn_if_shared(w, admin) == []
+        assert asked[-1] == operation_timeout_s(min(request_timeout_s, CHECK_TIMEOUT_S))
