@@ -338,7 +338,7 @@ def write_try_settings(cluster: EmbeddedCluster, demo: Settings, path: str) -> S
     Its own topics (:data:`TRY_PREFIX`): on the demo's, the demo agent's heartbeat would make it
     refuse to start (another agent publishes there).  Its own agents' group (:data:`TRY_GROUP`): in
     the demo agent's, each agent's join rebalanced the other and the lease took 9 s to 30 s and more
-    to arrive (CI, 2 runs in 3).  HTTP on a free port, named in the file.
+    to arrive (CI: 2 of 4 runs).  HTTP on a free port, named in the file.
     """
     import socket
 

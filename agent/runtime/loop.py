@@ -217,6 +217,8 @@ class Agent:
             w.epoch, self.lease_tail = self._startup_step(
                 "lease topic (epoch, foreign writers)", lambda: continue_epoch(w, self.client_config)
             )
+        if self.lease is not None:  # other deployments' agents in our group: said once per term
+            warn_if_shared(w, self.admin)
         self.begin(records)
 
     def _startup_step(self, what: str, step: Callable[[], T]) -> T:
@@ -381,8 +383,6 @@ class Agent:
         """
         self.heartbeats.start(lambda: self.term.replayed)
         try:
-            if self.lease is not None:  # other deployments' agents in our group: said once per term
-                warn_if_shared(self.w, self.admin)
             while not self.stop.is_set():
                 t0 = time.monotonic()
                 try:

@@ -82,7 +82,7 @@ def test_an_agent_without_a_lease_asks_nothing() -> None:
 
 def test_the_demos_try_settings_are_a_deployment_of_their_own(tmp_path: Path) -> None:
     """``rackplan demo --keep-running``'s ``agent run`` once shared the demo agent's group (CI: standby
-    for over 30 s in 2 runs of 3): its settings now name another group and other topics."""
+    for over 30 s in 2 runs of 4): its settings now name another group and other topics."""
     from rackplan.agent.demo.run import demo_settings, write_try_settings
 
     with EmbeddedCluster(brokers_per_rack=1, racks=3) as c:
@@ -94,7 +94,7 @@ def test_the_demos_try_settings_are_a_deployment_of_their_own(tmp_path: Path) ->
 
 
 def test_the_check_asks_for_at_most_a_short_timeout_whatever_the_settings() -> None:
-    """Before the term's first cycle: a coordinator that does not answer holds the plans up briefly."""
+    """At the end of the term's start-up: a coordinator that does not answer holds the plans up briefly."""
     asked: list[float] = []
 
     class Recording(FakeAdmin):

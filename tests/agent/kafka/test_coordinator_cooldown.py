@@ -50,17 +50,20 @@ def describe(a: IsolatedGroupsAdmin, *groups: str) -> dict[str, str]:
     return out
 
 
-def test_a_timed_out_group_is_answered_at_once_until_its_period_ends_and_others_are_still_asked() -> None:
+def test_a_timeout_pauses_every_group_briefly_and_the_timed_out_one_for_its_own_period() -> None:
     a, worker, clock = admin()
     worker.slow = {"dead"}
-    assert describe(a, "dead", "live") == {"dead": "_TIMED_OUT", "live": "describe:live"}
-    clock[0] += COOL_BASE_S - 0.1
-    assert describe(a, "dead", "live") == {"dead": "_TIMED_OUT", "live": "describe:live"}
-    assert worker.asked == [("describe", ["dead", "live"]), ("describe", ["live"])]
+    assert describe(a, "dead", "live") == {"dead": "_TIMED_OUT", "live": "describe:live"}  # one call
+    clock[0] += COOL_BASE_S - 0.1  # nobody is asked: several groups on one dead coordinator cost one timeout
+    assert describe(a, "dead", "live") == {"dead": "_TIMED_OUT", "live": "_TIMED_OUT"}
+    assert worker.asked == [("describe", ["dead", "live"])]
     skipped = a.describe_consumer_groups(["dead"], request_timeout=10)["dead"].exception()
     assert skipped is not None and f"asked again within {COOL_BASE_S:.0f} s" in str(skipped)
-    clock[0] += 0.2  # the period is over: asked again
+    clock[0] += 0.2  # over: asked again, and times out again: 10 s for it, 5 s for everyone
     assert describe(a, "dead") == {"dead": "_TIMED_OUT"} and worker.asked[-1] == ("describe", ["dead"])
+    clock[0] += COOL_BASE_S + 0.1  # the pause for everyone is over, dead's own is not
+    assert describe(a, "dead", "live") == {"dead": "_TIMED_OUT", "live": "describe:live"}
+    assert worker.asked[-1] == ("describe", ["live"])
 
 
 def test_the_period_doubles_while_it_keeps_timing_out_up_to_the_cap_and_an_answer_ends_it() -> None:
