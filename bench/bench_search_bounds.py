@@ -121,20 +121,25 @@ class _Runs:
         return counted
 
 
+def runs_of(cluster: Cluster, group: ConsumerGroup) -> _Runs:
+    """The general-path runs of one cooperative-sticky call, counted through ``place`` (put back after)."""
+    runs = _Runs()
+    real = general_flow.place
+    modules: tuple[ModuleType, ...] = (general, general_flow, general_shift)
+    for module in modules:
+        vars(module)["place"] = runs.place(real)
+    try:
+        assign(cluster, group)
+    finally:
+        for module in modules:
+            vars(module)["place"] = real
+    return runs
+
+
 def measure(groups: Iterator[tuple[Cluster, ConsumerGroup]]) -> dict[str, int]:
     totals = dict.fromkeys(("groups", "runs", "proven", "flows", "after_all", "after_proven"), 0)
-    real = general_flow.place
     for cluster, group in groups:
-        runs = _Runs()
-        counted = runs.place(real)
-        modules: tuple[ModuleType, ...] = (general, general_flow, general_shift)
-        for module in modules:
-            vars(module)["place"] = counted
-        try:
-            assign(cluster, group)
-        finally:
-            for module in modules:
-                vars(module)["place"] = real
+        runs = runs_of(cluster, group)
         totals["groups"] += 1
         for key, state in runs.states.items():
             big = state.prep.cross_price or state.n_parts + 1

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.bench_search_bounds import _Runs, bound, cost, count_ranges, measure
-from rackplan.assignor.consumer.sticky import assign, general, general_flow, general_shift
+from bench.bench_search_bounds import bound, cost, count_ranges, measure, runs_of
+from rackplan.assignor.consumer.sticky import general, general_flow, general_shift
 from rackplan.assignor.consumer.sticky.settling import balanced
 from tests.assignor.test_sticky_work import one_joins, seven_racks
 
@@ -18,17 +18,7 @@ def test_every_balanced_plan_of_a_run_lies_within_the_ranges_and_costs_at_least_
     seed: int, members: int, partitions: int
 ) -> None:
     cluster, people = seven_racks(seed, members, partitions)
-    group = one_joins(cluster, people)
-    runs = _Runs()
-    real = general_flow.place
-    modules = (general, general_flow, general_shift)
-    for module in modules:
-        vars(module)["place"] = runs.place(real)
-    try:
-        assign(cluster, group)
-    finally:
-        for module in modules:
-            vars(module)["place"] = real
+    runs = runs_of(cluster, one_joins(cluster, people))
     for state in runs.states.values():
         assert balanced(state.prep, state.holder)
         lo, hi = count_ranges(state)
