@@ -33,7 +33,7 @@ from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.consumer.rack_optimal import assign as rack_optimal_assign
 from rackplan.assignor.consumer.sticky import assign, general_settle, settling
-from rackplan.assignor.consumer.sticky.common import Prepared, prepare
+from rackplan.assignor.consumer.sticky.common import Prepared, cross_count, prepare
 from rackplan.assignor.consumer.sticky.constrained import assign_constrained
 from rackplan.assignor.flow import PostconditionError
 from rackplan.assignor.model import (
@@ -295,7 +295,7 @@ def test_settling_reaches_a_fixed_point_and_says_so(inst: tuple[Cluster, Consume
 def landing(prep: Prepared, holder: list[int]) -> tuple[int, int]:
     """How a target that withholds nothing lands: (cross-rack partitions, claimed partitions it moves)."""
     moved = sum(1 for c, h in zip(prep.claim_owner, holder, strict=True) if c != -1 and c != h)
-    return settling.cross_count(prep, holder), moved
+    return cross_count(prep, holder), moved
 
 
 def withholding_nothing(prep: Prepared, holder: list[int]) -> list[int] | None:
@@ -323,7 +323,7 @@ def test_unequal_settling_is_what_the_real_follow_up_round_does(inst: tuple[Clus
     prep = prepare(cluster, group)
     if withholding_nothing(prep, keep) is not None and settling.balanced(prep, keep):
         landed = cross_rack_count(cluster, group2, plan2)
-        assert landed < settling.cross_count(prep, keep) or not count_moved(
+        assert landed < cross_count(prep, keep) or not count_moved(
             plan1, previous_owners(cluster, group), subscribed_partitions(cluster, group)
         )
 

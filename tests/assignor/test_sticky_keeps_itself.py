@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.sticky import settling
-from rackplan.assignor.consumer.sticky.common import Prepared, prepare
+from rackplan.assignor.consumer.sticky.common import Prepared, cross_count, prepare
 from rackplan.assignor.consumer.sticky.constrained import assign_constrained, fewest_cross, keeps_itself
 from rackplan.assignor.model import Cluster, ConsumerGroup
 from rackplan.assignor.record import replace
@@ -59,7 +59,7 @@ def test_a_proven_holder_is_what_the_round_answers(
     partition is always proven (no flow needed)."""
     prep = prepare(*inst)
     target = settling.holders(assign_constrained(prep), prep.num_partitions)
-    if not settling.cross_count(prep, target):
+    if not cross_count(prep, target):
         assert keeps_itself(prep, target)
     for holder in (target, data.draw(balanced_deal(prep))):
         if keeps_itself(prep, holder):
@@ -74,7 +74,7 @@ def test_a_less_local_or_unbalanced_holder_is_not_proven(
     """The proof refuses what it cannot stand for: more cross-rack than the fewest, a count off ``q``."""
     prep = prepare(*inst)
     holder = data.draw(balanced_deal(prep))
-    crossed = settling.cross_count(prep, holder)
+    crossed = cross_count(prep, holder)
     assert keeps_itself(prep, holder) == (crossed == fewest_cross(prep))
     n = len(prep.member_ids)
     if n > 1 and prep.num_partitions % n == 0:  # every member at q >= 1: one partition handed over
@@ -82,6 +82,23 @@ def test_a_less_local_or_unbalanced_holder_is_not_proven(
         moved[moved.index(0)] = 1
         assert not keeps_itself(prep, moved)  # member 1 at q + 1, member 0 at q - 1
     assert not keeps_itself(prep, [-1, *holder[1:]])
+
+
+@SETTINGS
+@given(st.data())
+def test_cross_count_is_the_per_partition_rule(data: st.DataObject) -> None:
+    """``cross_count`` (member bits, one pass) counts what :meth:`Prepared.cross` says partition by
+    partition, on any group (unequal ones, members without a rack or in a rack with no broker)."""
+    cluster = data.draw(clusters(max_partitions=8))
+    group = data.draw(consumer_groups(cluster, "cooperative-sticky"))
+    assume(group.members)
+    prep = prepare(cluster, group)
+    n = len(prep.member_ids)
+    holder = data.draw(
+        st.lists(st.integers(0, n - 1), min_size=prep.num_partitions, max_size=prep.num_partitions)
+    )
+    by_rule = sum(prep.cross(prep.member_class[h], prep.part_mask[gp]) for gp, h in enumerate(holder))
+    assert cross_count(prep, holder) == by_rule
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -97,7 +114,7 @@ def test_fewest_cross_is_the_brute_force_minimum(inst: tuple[Cluster, ConsumerGr
         count = [holder.count(i) for i in range(n)]
         if any(c not in (q, q + 1) for c in count) or count.count(q + 1) != r:
             continue
-        crossed = settling.cross_count(prep, list(holder))
+        crossed = cross_count(prep, list(holder))
         best = crossed if best is None else min(best, crossed)
     assert fewest_cross(prep) == best
 

@@ -74,6 +74,13 @@ class Prepared:
         has_rack, bit = self.classes[cls]
         return not has_rack or bool(mask & bit)
 
+    def member_bits(self) -> list[int]:
+        """Per member, the replica-mask bits that make a partition local to it: its rack's bit, or every
+        bit (-1) for a member without a rack.  A partition of mask ``k`` is cross-rack for member ``m``
+        exactly when ``k and not k & bits[m]`` (:meth:`cross`, without a call per partition)."""
+        bits = [bit if has_rack else -1 for has_rack, bit in self.classes]
+        return [bits[g] for g in self.member_class]
+
     def partition(self, gp: int) -> TopicPartition:
         t = self.part_topic[gp]
         return (self.topics[t], gp - self.topic_offset[t])
@@ -136,6 +143,14 @@ def prepare(cluster: Cluster, group: ConsumerGroup) -> Prepared:
         claim_owner=claim_owner,
         contested=contested,
     )
+
+
+def cross_count(prep: Prepared, holder: list[int]) -> int:
+    """Cross-rack partitions of a complete ``holder`` (the contract's notion, see :meth:`Prepared.cross`).
+
+    Every settling step and candidate asks it, on every partition: one pass over plain ints."""
+    bits = prep.member_bits()
+    return sum(1 for h, k in zip(holder, prep.part_mask, strict=True) if k and not k & bits[h])
 
 
 def deal(parts: list[int], slots: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -33,7 +33,7 @@ as everyone's ownership would come back unchanged (settling's last check).
 from __future__ import annotations
 
 from ...flow import FlowGraph
-from .common import Prepared, deal
+from .common import Prepared, cross_count, deal
 
 #: (over-full?, rack class, room below q, owned counts per mask: local ones if over-full, else cross-rack)
 Profile = tuple[int, int, int, tuple[tuple[int, int], ...]]
@@ -73,8 +73,8 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
     cls = prep.member_class
     n_cls = len(prep.classes)
     mask_set = sorted(set(masks))
-    cross = [{k: prep.cross(g, k) for k in mask_set} for g in range(n_cls)]
-    keep = [{k: prep.matches(g, k) for k in mask_set} for g in range(n_cls)]
+    cross = [{k: 1 if has and k and not k & bit else 0 for k in mask_set} for has, bit in prep.classes]
+    keep = [{k: not has or bool(k & bit) for k in mask_set} for has, bit in prep.classes]
 
     # local: owned and rack-matching (Kafka keeps these); remote: owned, not matching (cross-rack,
     # or no known replica rack), kept only when that is no worse.
@@ -228,6 +228,5 @@ def keeps_itself(prep: Prepared, holder: list[int]) -> bool:
         count[h] += 1
     if any(c != q and c != q + 1 for c in count):
         return False
-    cls, masks, cross = prep.member_class, prep.part_mask, prep.cross
-    have = sum(cross(cls[h], masks[gp]) for gp, h in enumerate(holder))
+    have = cross_count(prep, holder)
     return have == 0 or have == fewest_cross(prep)

@@ -41,11 +41,11 @@ from collections.abc import Collection, Hashable
 
 from ...flow.memo import FlowMemo
 from ...record import field, record, replace
-from .common import Prepared
+from .common import Prepared, cross_count
 from .general import assign_general_proven, keep_first_floor
 from .general_exact import exact_candidate
 from .general_flow import SHIFT_WORK, Budget
-from .settling import CONTESTED, MAX_FOLLOW_UPS, Settlement, cross_count, holders, kept
+from .settling import CONTESTED, MAX_FOLLOW_UPS, Settlement, holders, kept
 
 #: Nested follow-up simulations of :func:`settle_general` (a simulated round simulating its own follow-up).
 MAX_DEPTH = 3

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 
 from ...record import record, replace
-from .common import Prepared
+from .common import Prepared, cross_count
 from .constrained import assign_constrained
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
@@ -75,12 +75,6 @@ class Settlement:
     follow_ups: int
     #: flow edges the count-shift searches built (:func:`~.general_settle.settle_general`; 0 where not counted)
     shift_edges: int = 0
-
-
-def cross_count(prep: Prepared, holder: list[int]) -> int:
-    """Cross-rack partitions of ``holder`` (the contract's notion, see :meth:`Prepared.cross`)."""
-    cls, masks = prep.member_class, prep.part_mask
-    return sum(prep.cross(cls[h], masks[gp]) for gp, h in enumerate(holder))
 
 
 def balanced(prep: Prepared, holder: list[int]) -> bool:
@@ -158,7 +152,8 @@ def _settle_search(
 
     def run(owner: list[int]) -> list[int]:
         nonlocal proven
-        per_member, proven = algorithm(replace(prep, owner=owner, min_cross_holder=proven))
+        same = owner is prep.owner and proven is prep.min_cross_holder  # the first run: no copy needed
+        per_member, proven = algorithm(prep if same else replace(prep, owner=owner, min_cross_holder=proven))
         return holders(per_member, n_parts)
 
     holder = run(prep.owner)
