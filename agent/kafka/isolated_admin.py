@@ -42,6 +42,7 @@ from typing import Any
 from ..core.errors import AgentError
 from ..core.logging import log_fd
 from ..core.ports import AdminPort, Logger
+from .bounded_wait import BoundedWait
 from .errors import timed_out
 from .timeouts import OPERATION_GRACE_S
 
@@ -135,6 +136,7 @@ class GroupDescribeWorker:
         self._conn: Connection | None = None
         self._not_before = 0.0
         self._lock = threading.Lock()
+        self._closing = False  # close() ends a running call's child: not a death worth an error
 
     @property
     def pid(self) -> int | None:
@@ -177,7 +179,7 @@ class GroupDescribeWorker:
         self.deaths += 1
         self.died.append(how)
         self._not_before = self.clock() + min(MAX_BACKOFF_S, 2.0 ** (self.deaths - 1))
-        self.log.error(
+        (self.log.info if self._closing else self.log.error)(
             "describe worker ended; its groups are judged on their plans of record this cycle",
             how=how,
             why=why,
@@ -226,7 +228,12 @@ class GroupDescribeWorker:
             return answer
 
     def close(self) -> None:
-        with self._lock:
+        self._closing = True
+        if not self._lock.acquire(timeout=0.5):  # a call that overran its wait still runs: end its child
+            if (running := self._proc) is not None:
+                running.kill()
+            self._lock.acquire()
+        try:
             proc, conn = self._proc, self._conn
             self._proc = self._conn = None
             if conn is not None:
@@ -237,6 +244,8 @@ class GroupDescribeWorker:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout=10)
+        finally:
+            self._lock.release()
 
 
 class Cooldown:
@@ -308,15 +317,27 @@ class Cooldown:
 
 class IsolatedGroupsAdmin:
     """An :class:`~rackplan.agent.core.ports.AdminPort`: the AdminClient's calls, but the coordinator-targeted
-    ones (DescribeGroups, ListConsumerGroupOffsets) in a child, a group whose coordinator timed out
-    not asked again for a while (:class:`Cooldown`)."""
+    ones (DescribeGroups, ListConsumerGroupOffsets) in a child, each waited for a bounded time
+    (:class:`~.bounded_wait.BoundedWait`), a group whose coordinator timed out not asked again for a
+    while (:class:`Cooldown`)."""
 
     def __init__(
-        self, admin: AdminPort, worker: GroupDescribeWorker, cooldown: Cooldown | None = None
+        self,
+        admin: AdminPort,
+        worker: GroupDescribeWorker,
+        cooldown: Cooldown | None = None,
+        waits: BoundedWait | None = None,
     ) -> None:
         self.admin = admin
         self.worker = worker
         self.cooldown = Cooldown() if cooldown is None else cooldown
+        self.waits = BoundedWait(lambda: worker.pid is None, START_S) if waits is None else waits
+
+    def _describe(self, group_ids: list[str], timeout: float) -> dict[str, tuple[bool, Any]]:
+        return self.waits.ask(DESCRIBE, self.worker.describe, group_ids, timeout, keep_late=True)
+
+    def _committed(self, group_ids: list[str], timeout: float) -> dict[str, tuple[bool, Any]]:
+        return self.waits.ask(OFFSETS, self.worker.committed, group_ids, timeout, keep_late=False)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         return self.admin.list_topics(topic, timeout=timeout)
@@ -343,7 +364,7 @@ class IsolatedGroupsAdmin:
         timeout = float(kwargs.get("request_timeout", 30.0))
         group_ids = [str(r.group_id) for r in requests]
         out: dict[str, Future[Any]] = {}
-        for gid, (ok, value) in self.cooldown.ask(self.worker.committed, group_ids, timeout).items():
+        for gid, (ok, value) in self.cooldown.ask(self._committed, group_ids, timeout).items():
             f: Future[Any] = Future()
             if ok:
                 f.set_result(
@@ -358,7 +379,7 @@ class IsolatedGroupsAdmin:
         """Done when it returns (the child answered or ended): every future is resolved."""
         timeout = float(kwargs.get("request_timeout", 30.0))
         out: dict[str, Future[Any]] = {}
-        for gid, (ok, value) in self.cooldown.ask(self.worker.describe, list(group_ids), timeout).items():
+        for gid, (ok, value) in self.cooldown.ask(self._describe, list(group_ids), timeout).items():
             f: Future[Any] = Future()
             if ok:
                 f.set_result(value)

@@ -23,7 +23,7 @@ class TrafficSettings(Section):
     record_bytes: float = Field(default=1024.0, gt=0)
     #: topic -> average bytes per record
     topic_record_bytes: dict[str, float] = Field(default_factory=dict)
-    #: per ListOffsets request (the operation gets 5 s more): a dead leader delays the cycle at most this much
+    #: per ListOffsets request (the operation gets 5 s more, unwatched): a sample waits at most this long
     request_timeout_s: float = Field(default=5.0, gt=0)
     #: attempts per sample for partitions whose error clears by itself; then the sample goes without them
     max_attempts: int = Field(default=1, ge=1, le=100)

@@ -19,6 +19,8 @@ from rackplan.agent.kafka.isolated_admin import COOL_BASE_S, COOL_MAX_S, Cooldow
 class Worker:
     """Answers like the describe worker: groups in ``slow`` time out, the rest answer."""
 
+    pid: int | None = 1  # a child is running: no start-up time added to the wait
+
     def __init__(self) -> None:
         self.slow: set[str] = set()
         self.asked: list[tuple[str, list[str]]] = []
