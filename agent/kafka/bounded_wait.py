@@ -9,14 +9,16 @@ scenario on real Kafka: leaders' move planned 15.7-20.6 s after the kill, most o
 
 How: each call runs on a thread of its own, and the cycle waits at most :data:`WAIT_S` for it
 (plus :data:`~.isolated_admin.START_S` when the call must first start the child).  A call that overruns
-is answered at once, group by group, with a coordinator timeout saying so, which callers already take
-as "judge this group on its plan of record" and "wait for the next sample", and which the cooldown
-takes as the timeout it probably is.  The call goes on; while it runs, further calls are answered the
-same way at once (the child takes one request at a time).  When it ends, its descriptions are kept
-for the next describe of those groups that overruns too: a slow but live coordinator is then still
-described, one call late (at most :data:`MAX_LATE_S` old), instead of never.  Late committed offsets are
-not kept: a read rate divides offsets by the time they were read at, and a late answer would be read
-as now's.
+is answered at once, group by group, with ``_IN_PROGRESS`` ("no answer within 3 s; the call goes
+on"), which callers take as "judge this group on its plan of record" and "wait for the next sample".
+It is not a timeout: one batch holds many groups, and the others' coordinators may be alive, so the
+cooldown pauses none of them for it.  The call goes on; while it runs, further calls are answered the
+same way at once (the child takes one request at a time).  What it brings back when it ends answers
+the next call of those groups that overruns too, if at most :data:`MAX_LATE_S` old: a real timeout
+then reaches the cooldown, which pauses that group alone, and a slow but live coordinator's groups
+are still described, one call late, instead of never.  Late committed offsets are not used (their
+errors are): a read rate divides offsets by the time they were read at, and a late answer would be
+read as now's.
 """
 
 from __future__ import annotations
@@ -68,11 +70,12 @@ class BoundedWait:
         self._asking = threading.Lock()  # one caller at a time, as the child takes one request at a time
         self._lock = threading.Lock()  # the running call's fields and the late answers
         self._running: _Running | None = None
-        #: (op, group) -> (when it arrived, its answer), from a call that overran
+        #: (op, group) -> (when it arrived, its answer), from a call that overran (not kept: late successes
+        #: of an op asked with ``keep_late`` False)
         self._late: dict[tuple[str, str], tuple[float, tuple[bool, Any]]] = {}
 
     def ask(self, op: str, call: Call, group_ids: list[str], timeout: float, keep_late: bool) -> Answers:
-        """``call``'s answers if it ends within the wait, else at once the late ones or a timeout per group."""
+        """``call``'s answers if it ends within the wait, else at once the late ones or ``_IN_PROGRESS`` per group."""
         with self._asking:
             with self._lock:
                 busy = self._running is not None
@@ -102,10 +105,12 @@ class BoundedWait:
         with self._lock:
             run.answers = answers
             self._running = None
-            if run.overran and run.keep_late:
+            if run.overran:
                 now = self.clock()
+                self._late = {k: v for k, v in self._late.items() if now - v[0] <= MAX_LATE_S}
                 for g, answer in answers.items():
-                    self._late[(run.op, g)] = (now, answer)
+                    if run.keep_late or not answer[0]:
+                        self._late[(run.op, g)] = (now, answer)
         run.ended.set()
 
     def _instead(self, op: str, group_ids: list[str], why: str) -> Answers:
@@ -120,7 +125,7 @@ class BoundedWait:
                 if late is not None and now - late[0] <= MAX_LATE_S:
                     out[g] = late[1]
                 else:
-                    out[g] = (False, KafkaException(KafkaError(KafkaError._TIMED_OUT, why)))
+                    out[g] = (False, KafkaException(KafkaError(KafkaError._IN_PROGRESS, why)))
         return out
 
     def running(self) -> bool:

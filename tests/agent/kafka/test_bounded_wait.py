@@ -19,7 +19,6 @@ from rackplan.agent.core.logging import get_logger
 from rackplan.agent.kafka.bounded_wait import MAX_LATE_S, BoundedWait
 from rackplan.agent.kafka.errors import error_name
 from rackplan.agent.kafka.isolated_admin import (
-    COOL_BASE_S,
     Cooldown,
     GroupDescribeWorker,
     IsolatedGroupsAdmin,
@@ -78,18 +77,18 @@ def test_an_overrun_is_answered_at_once_and_the_late_description_serves_the_next
     t0 = time.monotonic()
     first = waits.ask("describe", held, ["a", "b"], 10.0, keep_late=True)
     assert time.monotonic() - t0 < WAIT_S + 1.0  # not the call's 10 s
-    assert names(first) == {"a": "_TIMED_OUT", "b": "_TIMED_OUT"}
+    assert names(first) == {"a": "_IN_PROGRESS", "b": "_IN_PROGRESS"}
     assert "no answer within" in str(first["a"][1])
     # While it runs, nothing more is sent to the worker (one request at a time) and nobody waits.
     t0 = time.monotonic()
     busy = waits.ask("describe", held, ["a"], 10.0, keep_late=True)
     assert time.monotonic() - t0 < WAIT_S and held.calls == [["a", "b"]]
-    assert names(busy) == {"a": "_TIMED_OUT"} and "still runs" in str(busy["a"][1])
+    assert names(busy) == {"a": "_IN_PROGRESS"} and "still runs" in str(busy["a"][1])
     held.release.set()
     wait_ended(waits)
     held.release.clear()  # the next call overruns too: the coordinator is slow, not dead
     second = waits.ask("describe", held, ["a", "c"], 10.0, keep_late=True)
-    assert names(second) == {"a": "v1:a", "c": "_TIMED_OUT"}  # a's late description, one call late
+    assert names(second) == {"a": "v1:a", "c": "_IN_PROGRESS"}  # a's late description, one call late
     assert held.calls[-1] == ["a", "c"]  # and it is asked again meanwhile
     third = waits.ask("describe", held, ["b"], 10.0, keep_late=True)
     assert names(third) == {"b": "v1:b"}  # the late answer is used once, the call still running
@@ -98,14 +97,24 @@ def test_an_overrun_is_answered_at_once_and_the_late_description_serves_the_next
     assert names(waits.ask("describe", held, ["a"], 10.0, keep_late=True)) == {"a": "v3:a"}
 
 
-def test_late_committed_offsets_are_never_used(held: HeldCall) -> None:
-    """A read rate divides offsets by the time they were read at: a late answer would pass for now's."""
+def test_late_committed_offsets_are_never_used_but_their_errors_are(held: HeldCall) -> None:
+    """A read rate divides offsets by the time they were read at: a late answer would pass for now's.
+    A late error is still news (the group's coordinator timed out: the cooldown must hear it)."""
+
+    def one_dead(group_ids: list[str], timeout: float) -> dict[str, tuple[bool, Any]]:
+        answers = held(group_ids, timeout)
+        return {g: (False, RuntimeError("dead")) if g == "dead" else a for g, a in answers.items()}
+
     waits = BoundedWait(wait_s=WAIT_S)
-    assert names(waits.ask("offsets", held, ["a"], 10.0, keep_late=False)) == {"a": "_TIMED_OUT"}
+    assert names(waits.ask("offsets", one_dead, ["a", "dead"], 10.0, keep_late=False)) == {
+        "a": "_IN_PROGRESS",
+        "dead": "_IN_PROGRESS",
+    }
     held.release.set()
     wait_ended(waits)
     held.release.clear()
-    assert names(waits.ask("offsets", held, ["a"], 10.0, keep_late=False)) == {"a": "_TIMED_OUT"}
+    again = waits.ask("offsets", one_dead, ["a", "dead"], 10.0, keep_late=False)
+    assert names(again) == {"a": "_IN_PROGRESS", "dead": "dead"}
 
 
 def test_a_late_description_too_old_is_not_used(held: HeldCall) -> None:
@@ -116,7 +125,7 @@ def test_a_late_description_too_old_is_not_used(held: HeldCall) -> None:
     wait_ended(waits)
     held.release.clear()
     clock[0] += MAX_LATE_S + 1
-    assert names(waits.ask("describe", held, ["a"], 10.0, keep_late=True)) == {"a": "_TIMED_OUT"}
+    assert names(waits.ask("describe", held, ["a"], 10.0, keep_late=True)) == {"a": "_IN_PROGRESS"}
 
 
 def test_the_wait_is_never_longer_than_the_call_and_a_child_to_start_gets_its_start_up_time(
@@ -134,14 +143,19 @@ def test_the_wait_is_never_longer_than_the_call_and_a_child_to_start_gets_its_st
     assert names(starting.ask("describe", held, ["a"], 10.0, keep_late=True)) == {"a": "v2:a"}
 
 
-def test_an_overrun_cools_the_group_like_a_timeout(held: HeldCall) -> None:
-    """Through the agent's admin: the overrun is a coordinator timeout to the cooldown as well."""
+def test_an_overrun_pauses_no_group_and_its_late_timeout_reaches_the_cooldown(held: HeldCall) -> None:
+    """Through the agent's admin: one batch holds many groups, and one dead coordinator must not pause
+    the others for an overrun (asked again at once); the late answer's timeout reaches the cooldown
+    when the next call overruns too, as a timeout in time would."""
+    from confluent_kafka import KafkaError, KafkaException
 
     class Worker:
         pid: int | None = 1
 
         def describe(self, group_ids: list[str], timeout: float) -> dict[str, tuple[bool, Any]]:
-            return held(group_ids, timeout)
+            answers = held(group_ids, timeout)
+            dead = KafkaException(KafkaError(KafkaError._TIMED_OUT, "Local: Timed out"))
+            return {g: (False, dead) if g == "dead" else a for g, a in answers.items()}
 
     clock = [100.0]
     admin = IsolatedGroupsAdmin(
@@ -150,15 +164,25 @@ def test_an_overrun_cools_the_group_like_a_timeout(held: HeldCall) -> None:
         Cooldown(lambda: clock[0]),
         BoundedWait(wait_s=WAIT_S),
     )
-    err = admin.describe_consumer_groups(["a"], request_timeout=10)["a"].exception()
-    assert err is not None and "no answer within" in str(err)
+
+    def describe(*groups: str) -> dict[str, str]:
+        futures = admin.describe_consumer_groups(list(groups), request_timeout=10)
+        return {
+            g: f.result() if f.exception() is None else error_name(f.exception()) for g, f in futures.items()
+        }
+
+    assert describe("dead", "live") == {"dead": "_IN_PROGRESS", "live": "_IN_PROGRESS"}
     held.release.set()
     wait_ended(admin.waits)
-    err = admin.describe_consumer_groups(["a"], request_timeout=10)["a"].exception()
-    assert err is not None and f"asked again within {COOL_BASE_S:.0f} s" in str(err)
-    assert held.calls == [["a"]]
-    clock[0] += COOL_BASE_S + 0.1  # its cooling over, asked again: an answer in time beats the late one
-    assert admin.describe_consumer_groups(["a"], request_timeout=10)["a"].result(timeout=5) == "v2:a"
+    held.release.clear()  # the next call overruns as well: the late answers serve it
+    assert describe("dead", "live") == {"dead": "_TIMED_OUT", "live": "v1:live"}
+    assert held.calls == [["dead", "live"], ["dead", "live"]]
+    held.release.set()
+    wait_ended(admin.waits)
+    # The timeout paused its group (and, briefly, every group: Cooldown): nobody is asked now.
+    skipped = admin.describe_consumer_groups(["dead"], request_timeout=10)["dead"].exception()
+    assert skipped is not None and "asked again within" in str(skipped)
+    assert len(held.calls) == 2
 
 
 def test_closing_the_worker_ends_a_call_that_overran_at_once() -> None:
@@ -167,7 +191,7 @@ def test_closing_the_worker_ends_a_call_that_overran_at_once() -> None:
     worker = GroupDescribeWorker({"bootstrap.servers": f"127.0.0.1:{closed_port()}"}, get_logger("t"))
     admin = IsolatedGroupsAdmin(None, worker, waits=BoundedWait(lambda: worker.pid is None, 20.0, WAIT_S))  # type: ignore[arg-type]
     err = admin.describe_consumer_groups(["g"], request_timeout=30)["g"].exception()
-    assert err is not None and "no answer within" in str(err)
+    assert err is not None and error_name(err) == "_IN_PROGRESS" and "no answer within" in str(err)
     assert admin.waits.running()
     t0 = time.monotonic()
     admin.close()
