@@ -114,7 +114,7 @@ class BoundedWait:
         run.ended.set()
 
     def _instead(self, op: str, group_ids: list[str], why: str) -> Answers:
-        """Per group: its late answer when fresh enough, else a coordinator timeout saying ``why``."""
+        """Per group: its late answer when fresh enough, else ``_IN_PROGRESS`` saying ``why``."""
         from confluent_kafka import KafkaError, KafkaException
 
         now = self.clock()
