@@ -376,7 +376,7 @@ class IsolatedGroupsAdmin:
         return out
 
     def describe_consumer_groups(self, group_ids: list[str], **kwargs: Any) -> dict[str, Future[Any]]:
-        """Done when it returns (the child answered or ended): every future is resolved."""
+        """Done when it returns (the child answered, ended, or overran its wait): every future is resolved."""
         timeout = float(kwargs.get("request_timeout", 30.0))
         out: dict[str, Future[Any]] = {}
         for gid, (ok, value) in self.cooldown.ask(self._describe, list(group_ids), timeout).items():
