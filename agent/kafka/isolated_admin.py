@@ -199,10 +199,12 @@ class GroupDescribeWorker:
 
     def _ask(self, op: str, group_ids: list[str], request_timeout_s: float) -> dict[str, tuple[bool, Any]]:
         with self._lock:
-            if self._conn is None and self.clock() < self._not_before:
+            if self._closing or (self._conn is None and self.clock() < self._not_before):
                 err = DescribeWorkerDied(
                     f"describe worker restarting in {self._not_before - self.clock():.0f} s "
                     f"(it ended: {self.died[-1] if self.died else 'unknown'})"
+                    if not self._closing
+                    else "describe worker closed"
                 )
                 return dict.fromkeys(group_ids, (False, err))
             wait_s = request_timeout_s + 2 * OPERATION_GRACE_S
@@ -393,6 +395,7 @@ class IsolatedGroupsAdmin:
         return int(poll(timeout)) if callable(poll) else 0
 
     def close(self) -> None:
+        self.waits.close()
         self.worker.close()
 
 

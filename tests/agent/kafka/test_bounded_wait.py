@@ -86,15 +86,17 @@ def test_an_overrun_is_answered_at_once_and_the_late_description_serves_the_next
     assert names(busy) == {"a": "_IN_PROGRESS"} and "still runs" in str(busy["a"][1])
     held.release.set()
     wait_ended(waits)
+    assert held.calls == [["a", "b"], ["a"]]  # the busy call's group, asked in turn (queued)
     held.release.clear()  # the next call overruns too: the coordinator is slow, not dead
     second = waits.ask("describe", held, ["a", "c"], 10.0, keep_late=True)
-    assert names(second) == {"a": "v1:a", "c": "_IN_PROGRESS"}  # a's late description, one call late
+    assert names(second) == {"a": "v2:a", "c": "_IN_PROGRESS"}  # a's latest late description
     assert held.calls[-1] == ["a", "c"]  # and it is asked again meanwhile
     third = waits.ask("describe", held, ["b"], 10.0, keep_late=True)
     assert names(third) == {"b": "v1:b"}  # the late answer is used once, the call still running
     held.release.set()
     wait_ended(waits)
-    assert names(waits.ask("describe", held, ["a"], 10.0, keep_late=True)) == {"a": "v3:a"}
+    assert held.calls[-1] == ["b"]  # queued by the third ask
+    assert names(waits.ask("describe", held, ["a"], 10.0, keep_late=True)) == {"a": "v5:a"}  # in time
 
 
 def test_late_committed_offsets_are_never_used_but_their_errors_are(held: HeldCall) -> None:
@@ -198,3 +200,40 @@ def test_closing_the_worker_ends_a_call_that_overran_at_once() -> None:
     assert time.monotonic() - t0 < 5.0
     wait_ended(admin.waits)
     assert worker.pid is None
+
+
+def test_describes_asked_while_the_child_is_busy_are_asked_in_turn_so_no_batch_starves(
+    held: HeldCall,
+) -> None:
+    """Two batches each slower than the wait: the second never finds the child free in its cycle, but
+    it is queued, asked after the first on the same thread, and answered, late, in the next cycle.
+    Committed offsets asked meanwhile are not queued (a late answer would be useless)."""
+    waits = BoundedWait(wait_s=WAIT_S)
+    cycle = [
+        waits.ask("describe", held, ["a"], 10.0, keep_late=True),
+        waits.ask("describe", held, ["b", "c"], 10.0, keep_late=True),
+        waits.ask("describe", held, ["c", "d"], 10.0, keep_late=True),
+        waits.ask("offsets", held, ["a"], 10.0, keep_late=False),
+    ]
+    assert [set(names(x).values()) for x in cycle] == [{"_IN_PROGRESS"}] * 4
+    held.release.set()
+    wait_ended(waits)
+    assert held.calls == [["a"], ["b", "c", "d"]]  # the queued groups in one call, after the first
+    held.release.clear()  # the next cycle: still slow
+    again = {
+        g: v for x in (waits.ask("describe", held, ["a"], 10.0, keep_late=True),) for g, v in names(x).items()
+    }
+    again |= names(waits.ask("describe", held, ["b", "c", "d"], 10.0, keep_late=True))
+    assert again == {"a": "v1:a", "b": "v2:b", "c": "v2:c", "d": "v2:d"}
+
+
+def test_closed_nothing_more_is_sent_and_the_queue_is_dropped(held: HeldCall) -> None:
+    waits = BoundedWait(wait_s=WAIT_S)
+    waits.ask("describe", held, ["a"], 10.0, keep_late=True)
+    waits.ask("describe", held, ["b"], 10.0, keep_late=True)  # queued
+    waits.close()
+    held.release.set()
+    wait_ended(waits)
+    assert held.calls == [["a"]]
+    assert names(waits.ask("describe", held, ["c"], 10.0, keep_late=True)) == {"c": "_IN_PROGRESS"}
+    assert held.calls == [["a"]]
