@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..cluster.diff import SnapshotDiff
 from ..cluster.metadata import Snapshot
 from ..metrics import declared as metric
-from ..planning.handover import assignment_of, revoking_record, split
+from ..planning.handover import (
+    assignment_of,
+    departed,
+    revoking_record,
+    split,
+    still_unreleased,
+    with_unreleased,
+)
 from ..planning.planner import PlanSkipped, Registration, plan_for, scope_fingerprint
 from ..protocol.plans import CONSUMER, PlanRecord, utc_now_iso
+from ..protocol.registrations import FollowerStatus
 from ..state.term import CycleReport, Racks, SkipInputs, Term, Wiring
 from .exhausted import generation_exhausted
 from .traffic_step import traffic_shift
@@ -132,14 +142,30 @@ def plan_group(
         locality_after=result.after,
         publisher=w.publisher_info(),
     )
-    if followers:
-        held = last if last is not None else term.book.last_live(reg.key)  # a tombstone releases nothing
-        if reassert and g.reassert_plan is not None:
-            held = g.reassert_plan  # followers follow the forged plan: they hold what it gave
-        phase = split(assignment_of(rec.body), None if held is None else held.body, followers)
-        if phase is not None:
-            return revoking_record(rec, phase, w.settings.followers.release_timeout_s)
-    return rec
+    return _with_followers(w, term, reg, rec, last, followers, reassert) if followers else rec
+
+
+def _with_followers(
+    w: Wiring,
+    term: Term,
+    reg: Registration,
+    rec: PlanRecord,
+    last: PlanRecord | None,
+    followers: Mapping[str, FollowerStatus],
+    reassert: bool,
+) -> PlanRecord:
+    """``rec`` as a group with plan followers publishes it: its revoking phase first when a live follower
+    gives something up, and what holders that left (or have not confirmed the last plan) may still read."""
+    g = term.group(reg.key)
+    held = last if last is not None else term.book.last_live(reg.key)  # a tombstone releases nothing
+    if reassert and g.reassert_plan is not None:
+        held = g.reassert_plan  # followers follow the forged plan: they hold what it gave
+    target, held_body = assignment_of(rec.body), None if held is None else held.body
+    lingering = still_unreleased(None if held is None else held.handover, followers)
+    phase = split(target, held_body, followers, lingering)
+    if phase is not None:
+        rec = revoking_record(rec, phase, w.settings.followers.release_timeout_s)
+    return with_unreleased(rec, departed(target, held_body, followers))
 
 
 def _planning_failed(

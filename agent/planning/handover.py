@@ -19,6 +19,18 @@ subscription while the agent was away) may hold any partition, so a plan that
 brings them back first assigns nothing at all: they leave the group and
 confirm, then the target plan hands everything out.
 
+A holder that is *not* a live follower any more (its registration expired) is
+not waited for, but it is not trusted either: it stopped reading when its
+registration went unconfirmed, yet it may start again, from the plan it knew,
+just before it reads the plan that gave its partitions away (its refreshed
+registration landed after the agent expired it).  So every plan that gives
+such a holder's partitions to another member lists them under
+``handover.unreleased``, and the taker waits for that holder's registration
+to say it applied this plan (or to be gone: :mod:`rackplan.agent.follower.releases`).
+Found by the chaos scenario on real Kafka: a follower that fenced itself
+through a broker outage re-took its partitions 1.5 s before the agent's plan
+without it reached it, and both it and the new owners read them for 50 ms.
+
 Pure: the loop (agent/runtime/loop.py) reads registrations and publishes.
 """
 
@@ -70,6 +82,72 @@ def holders(body: Mapping[str, Any] | None) -> dict[TP, str]:
     return out
 
 
+def unreleased_of(handover: Mapping[str, Any] | None) -> tuple[int, dict[str, list[TP]]]:
+    """A plan's ``handover.unreleased`` and the generation its members must confirm (0 and {}: none)."""
+    if not isinstance(handover, Mapping):
+        return 0, {}
+    generation = handover.get("from_generation")
+    if type(generation) is not int:
+        return 0, {}
+    return generation, assignment_of(handover, "unreleased")
+
+
+def still_unreleased(
+    handover: Mapping[str, Any] | None, followers: Mapping[str, FollowerStatus]
+) -> dict[str, list[TP]]:
+    """What a plan listed as not yet released by live followers that have still not confirmed it.
+
+    Such a member may read those partitions until it applies that plan, so
+    the next plan treats it as one of their holders (:func:`split`).
+    """
+    generation, unreleased = unreleased_of(handover)
+    return {
+        m: parts
+        for m, parts in sorted(unreleased.items())
+        if parts
+        and m in followers
+        and followers[m].released_generation < generation
+        and followers[m].mode != "subscription"
+    }
+
+
+def departed(
+    target: Mapping[str, Sequence[TP]],
+    last_body: Mapping[str, Any] | None,
+    followers: Mapping[str, FollowerStatus],
+) -> dict[str, list[TP]]:
+    """Per holder under the plan of record that is no live follower now, what ``target`` gives another member.
+
+    The agent does not wait for such a holder (it left, or its registration
+    expired), but a follower whose refreshed registration landed just after it
+    expired may still read them: the plan lists them as ``unreleased``, and
+    takers wait for the holder's registration (module docstring).
+    """
+    owners = holders(last_body)
+    out: dict[str, list[TP]] = {}
+    for mid in sorted(target):
+        for tp in target[mid]:
+            old = owners.get(tp)
+            if old is not None and old != mid and old not in followers:
+                out.setdefault(old, []).append(tp)
+    return {m: sorted(v) for m, v in sorted(out.items())}
+
+
+def with_unreleased(record: PlanRecord, gone: Mapping[str, Sequence[TP]]) -> PlanRecord:
+    """``record`` with ``handover.unreleased`` naming ``gone``'s partitions, confirmed at its own generation.
+
+    A revoking plan keeps its ``awaiting`` and ``target``; a single-phase plan
+    gets ``{"from_generation": its generation, "timed_out": [], "unreleased": ...}``.
+    """
+    if not any(gone.values()):
+        return record
+    unreleased = {m: [[t, p] for t, p in gone[m]] for m in sorted(gone) if gone[m]}
+    base = dict(record.handover) if record.handover is not None else {"timed_out": []}
+    return dataclasses.replace(
+        record, handover={**base, "from_generation": record.generation, "unreleased": unreleased}
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Split:
     """The revoking phase of a handover."""
@@ -84,19 +162,26 @@ def split(
     target: Mapping[str, Sequence[TP]],
     last_body: Mapping[str, Any] | None,
     followers: Mapping[str, FollowerStatus],
+    lingering: Mapping[str, Sequence[TP]] | None = None,
 ) -> Split | None:
     """The revoking phase that must precede ``target``; None when it can be published at once.
 
     ``followers``: the group's live plan-following members.  Only partitions
     that a live follower may hold and that go to another member wait; members
     that do not follow plans (or that left) hold nothing the agent must wait for.
+    ``lingering``: partitions the plan of record listed as not yet released by
+    a live follower that still has not confirmed it (:func:`still_unreleased`):
+    it may hold them too, besides their assignee.
     """
     subscribed = sorted(m for m, st in followers.items() if st.mode == "subscription")
-    owners = holders(last_body)
+    may_hold: dict[TP, set[str]] = {tp: {mid} for tp, mid in holders(last_body).items()}
+    for m, parts in (lingering or {}).items():
+        for tp in parts:
+            may_hold.setdefault(tp, set()).add(m)
     if subscribed:
         held: dict[str, list[TP]] = {}
-        for tp, mid in owners.items():
-            if mid in followers:
+        for tp, mids in may_hold.items():
+            for mid in mids & followers.keys():
                 held.setdefault(mid, []).append(tp)
         return Split(
             assignment={m: [] for m in sorted(target)},
@@ -108,10 +193,10 @@ def split(
     for mid in sorted(target):
         mine = keep.setdefault(mid, [])
         for tp in target[mid]:
-            old = owners.get(tp)
-            if old is not None and old != mid and old in followers:
+            olds = sorted((may_hold.get(tp, set()) - {mid}) & followers.keys())
+            for old in olds:
                 revoked.setdefault(old, []).append(tp)
-            else:
+            if not olds:
                 mine.append(tp)
     if not revoked:
         return None
@@ -184,7 +269,12 @@ class Pending:
         """
         assert self.revoking.handover is not None
         revoked = assignment_of(self.revoking.body, "revoked")
-        unreleased = {m: [[t, p] for t, p in revoked[m]] for m in sorted(timed_out) if revoked.get(m)}
+        late = {m: revoked[m] for m in timed_out if revoked.get(m)}
+        _, gone = unreleased_of(
+            self.revoking.handover
+        )  # holders that left before it, confirmed at its generation
+        merged = {m: sorted({*late.get(m, ()), *gone.get(m, ())}) for m in sorted({*late, *gone})}
+        unreleased = {m: [[t, p] for t, p in parts] for m, parts in merged.items() if parts}
         return dataclasses.replace(
             self.revoking,
             generation=generation,

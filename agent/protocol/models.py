@@ -117,18 +117,34 @@ class RevokingHandover(_Value):
     )
     release_timeout_s: Annotated[float, Field(ge=0)] | SkipJsonSchema[None] = None
     target: HandoverTarget
+    from_generation: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = Field(
+        default=None, description="With unreleased: this plan's own generation."
+    )
+    unreleased: Partitions | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Per holder under the previous plan that is no live follower any more (its registration "
+        "expired or was tombstoned), the partitions this plan gives another member: a plan follower takes "
+        "none of them before that holder's registration says released_generation >= from_generation, mode "
+        "subscription, or is gone (tombstoned or older than the registration TTL).",
+    )
 
 
 class CompletedHandover(_Value):
-    """In the plan that completes a handover: the revoking generation and who did not confirm in time."""
+    """In the plan that completes a handover: the revoking generation and who did not confirm in time.
+
+    A single-phase plan of a group with plan followers that gives away a departed holder's partitions
+    carries one too: its own generation, nobody timed out, and those partitions under ``unreleased``.
+    """
 
     from_generation: Annotated[int, Field(ge=1)]
     timed_out: list[str]
     unreleased: Partitions | SkipJsonSchema[None] = Field(
         default=None,
-        description="Per member of timed_out, the partitions the revoking plan asked it to give up: a plan "
-        "follower takes none of them before that member's registration says released_generation >= "
-        "from_generation, mode subscription, or is gone (tombstoned or older than the registration TTL).",
+        description="Per member of timed_out, the partitions the revoking plan asked it to give up; and per "
+        "holder under the previous plan that is no live follower any more (its registration expired or was "
+        "tombstoned), the partitions given to another member. A plan follower takes none of them before "
+        "that member's registration says released_generation >= from_generation, mode subscription, or is "
+        "gone (tombstoned or older than the registration TTL).",
     )
 
 
@@ -193,7 +209,9 @@ class PlanValue(_Value):
         default=None,
         description="Two-phase handovers (groups with plan followers). In a revoking plan: who must "
         "confirm the release, and the target plan. In the plan that completes it: the revoking "
-        "generation and the followers that did not confirm before followers.release_timeout_s.",
+        "generation and the followers that did not confirm before followers.release_timeout_s. Any plan "
+        "of such a group that gives away the partitions of a holder that is no live follower any more "
+        "lists them under unreleased.",
     )
     publisher: Publisher | SkipJsonSchema[None] = Field(
         default=None,
