@@ -163,9 +163,9 @@ class ControlIntake:
             self.log.info("control topics", error=e)
         self.records(raw)
 
-    def read_to_end(self, timeout_s: float | None = None) -> bool:
-        """Read the topics to their ends within ``timeout_s`` (default ``io_timeout_s``); False (and logged)
-        when that did not happen in time."""
+    def read_to_end(self, timeout_s: float | None = None, waiting: str = "still fenced") -> bool:
+        """Read the topics to their ends within ``timeout_s`` (default ``io_timeout_s``); False (and logged,
+        with ``waiting``: what waits for it) when that did not happen in time."""
         if self.tail is None:
             return True
         try:
@@ -173,7 +173,7 @@ class ControlIntake:
                 self.settings.io_timeout_s if timeout_s is None else timeout_s
             )
         except TopicReadError as e:
-            self.log.info("plan topic not read to its end; still fenced", error=str(e))
+            self.log.info(f"plan topic not read to its end; {waiting}", error=str(e))
             return False
         self.records(raw)
         if complete and self.members_read_ms is None:
@@ -284,13 +284,32 @@ class ControlIntake:
         self.members[member] = Seen(entry.follower, min(entry.timestamp_ms, now_ms + skew_ms))
 
     def withheld(self, rec: PlanRecord) -> dict[str, list[TopicPart]]:
-        """Partitions ``rec`` gives out that their previous holder has not released yet (see :mod:`.releases`)."""
+        """Partitions ``rec`` gives out that their previous holder has not released yet (see :mod:`.releases`).
+
+        A holder that counts as gone only for silence (no record, or an expired one, read here) is
+        judged again after reading the topics to their end (bounded like the unfencing read: a third of
+        the TTL at most); if that read does not finish, it is still withheld, and asked again at the
+        next retry.
+        """
+        strict = self._withheld(rec, silence_is_gone=False)
+        if strict == self._withheld(rec, silence_is_gone=True):
+            return strict
+        s = self.settings
+        if not self.read_to_end(
+            min(s.io_timeout_s, s.registration_ttl_s / 3), "a previous holder not judged gone yet"
+        ):
+            return strict
+        return self._withheld(rec, silence_is_gone=True)
+
+    def _withheld(self, rec: PlanRecord, silence_is_gone: bool) -> dict[str, list[TopicPart]]:
         now_ms = int(self.wall() * 1000)
         ttl_ms = int(self.settings.registration_ttl_s * 1000)
         # A member without a registration has left, once the topic was read to its end, or read for a whole
         # TTL (every live member refreshes within a third of it); before, its record may just be unread.
         complete = self.members_read_ms is not None or now_ms - self.opened_ms >= ttl_ms
-        return withheld(rec.handover, self.who.member_id, self.members, now_ms, ttl_ms, complete)
+        return withheld(
+            rec.handover, self.who.member_id, self.members, now_ms, ttl_ms, complete, silence_is_gone
+        )
 
     def agent_alive(self, agent_timeout_s: float) -> bool:
         """A heartbeat was seen and is at most ``agent_timeout_s`` old."""

@@ -13,6 +13,8 @@ for the holder's registration, which says it applied the plan.
 
 from __future__ import annotations
 
+import json
+
 from rackplan.agent.kafka.tail import RawRecord
 from tests.agent.follower.test_follower import PLANS, TOPIC, FakeTail, Harness, plan
 from tests.agent.test_forged_records import completed
@@ -78,3 +80,61 @@ def test_a_holder_back_from_expiry_is_waited_for_by_the_plan_without_it() -> Non
     unassigned = h.broker.events.index(("unassign", [0, 1]))
     assigned = max(i for i, e in enumerate(h.broker.events) if e[0] == "assign" and 0 in e[1])
     assert unassigned < assigned, "released first, taken second"
+
+
+def test_a_taker_reads_the_registrations_to_their_end_before_it_counts_a_silent_holder_gone() -> None:
+    """The taker's cheap read lags: it has only m1's registration from before the outage, older than the
+    TTL, while m1's refresh (it is back, and re-took its partitions) sits unread.  Counting m1 gone on that
+    would give two readers; the taker reads the registrations to their end first, and then waits."""
+    h = Harness(registration_ttl_s=30)
+    m2 = h.follower("m2")
+    t2 = FakeTail.instances[-1]
+    h.heartbeat(t2)
+    m2.poll(0)
+    h.broker.records.clear()
+
+    def m1_registration(released: int, age_s: float) -> RawRecord:
+        value = {
+            "schema": 1,
+            "group_id": "g",
+            "member_id": "m1",
+            "rack": "az-a",
+            "topics": [TOPIC],
+            "follower": True,
+            "released_generation": released,
+            "mode": "plan",
+        }
+        key = b"consumer/g/m1"
+        t2.offset += 1
+        at_ms = int((h.wall.now - age_s) * 1000)
+        return RawRecord(0, t2.offset, key, json.dumps(value).encode(), at_ms, "_rackplan.registrations")
+
+    t2.backlog.append(m1_registration(1, age_s=40))  # read: from before the outage, older than the TTL
+    unread = [m1_registration(1, age_s=0.5)]  # m1's refresh: only a read to the end finds it
+    reads_to_end = []
+
+    def read_available(timeout_s: float) -> tuple[list[RawRecord], bool]:
+        reads_to_end.append(timeout_s)
+        out = [*t2.backlog, *unread]
+        t2.backlog.clear()
+        unread.clear()
+        return out, True
+
+    t2.read_available = read_available  # type: ignore[method-assign]
+    t2.push(
+        PLANS,
+        b"consumer/g",
+        completed(
+            2, {"m2": [0, 1]}, {"from_generation": 2, "timed_out": [], "unreleased": {"m1": [[TOPIC, 0]]}}
+        ),
+    )
+    m2.poll(0)
+    assert reads_to_end == [10.0], "one read to the end, bounded by a third of the TTL"
+    assert m2.assignment() == [(TOPIC, 1)], "partition 0 withheld: m1's refresh says it may still read it"
+    assert m2.stats["takes_withheld"] == 1
+    for _ in range(31):  # m1 never refreshes again: gone for silence, and a read to the end agrees
+        h.advance(1.0)
+        h.heartbeat(t2)
+        m2.poll(0)
+    assert m2.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    assert len(reads_to_end) == 2
