@@ -207,6 +207,8 @@ def test_chaos_counted_stream(target: Target, tmp_path: Path, e2e_report: Any) -
         stale_plans_ignored=sum(a.follower.stats["plans_stale"] for a in apps.values()),
         producer_refused_at_once=producer.refused,
         self_fenced=sum(a.follower.stats["self_fenced"] for a in apps.values()),
+        # plans that gave out what a previous holder (timed out, or expired and back) had not released yet
+        takes_withheld=sum(a.follower.stats["takes_withheld"] for a in apps.values()),
         registration_producers_renewed=sum(
             a.follower.stats["registration_producers_renewed"] for a in apps.values()
         ),
