@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rackplan.agent.groups.registry import decode_registration
-from rackplan.agent.planning.handover import departed, holders, pending_from, split, still_unreleased
+from rackplan.agent.planning.handover import (
+    departed,
+    holders,
+    pending_from,
+    split,
+    still_unreleased,
+    with_unreleased,
+)
 from rackplan.agent.protocol.plans import decode_record
 from rackplan.agent.protocol.registrations import FollowerStatus, registration_key
 from rackplan.agent.testing import FakeAdmin
@@ -136,6 +143,15 @@ def test_pending_outstanding_and_resume() -> None:
     assert final.body["assignment"] == {"a": [["t", 0]]}
     assert final.handover == {"from_generation": 4, "timed_out": []}
     assert rec is not None
+    # The revoking plan also listed what a holder that had left (c) may still read: the target lists it
+    # again, next to what a timed-out follower (b) did not release.
+    gone = with_unreleased(rec, {"c": [("t", 1)]})
+    assert gone.handover is not None and gone.handover["awaiting"] == ["b"] and "target" in gone.handover
+    assert gone.handover["from_generation"] == 4
+    final = pending_from(gone, now=5.0).target(5, "2026-01-01T00:00:00Z", ["b"])  # type: ignore[union-attr]
+    unreleased = {"b": [["t", 0]], "c": [["t", 1]]}
+    assert final.handover == {"from_generation": 4, "timed_out": ["b"], "unreleased": unreleased}
+    assert with_unreleased(rec, {"c": []}) is rec, "nothing listed: the record as it was"
     broken = rec.__class__(**{**{f: getattr(rec, f) for f in rec.__dataclass_fields__}, "handover": {"x": 1}})
     assert pending_from(broken, 0.0) is None, "a revoking record without its target is not resumed"
     assert pending_from(None, 0.0) is None
