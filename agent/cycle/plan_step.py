@@ -8,6 +8,7 @@ from ..cluster.diff import SnapshotDiff
 from ..cluster.metadata import Snapshot
 from ..metrics import declared as metric
 from ..planning.handover import (
+    absent_unreleased,
     assignment_of,
     departed,
     revoking_record,
@@ -16,7 +17,7 @@ from ..planning.handover import (
     with_unreleased,
 )
 from ..planning.planner import PlanSkipped, Registration, plan_for, scope_fingerprint
-from ..protocol.plans import CONSUMER, PlanRecord, utc_now_iso
+from ..protocol.plans import CONSUMER, PlanRecord, epoch_ms, utc_now_iso
 from ..protocol.registrations import FollowerStatus
 from ..state.term import CycleReport, Racks, SkipInputs, Term, Wiring
 from .exhausted import generation_exhausted
@@ -161,11 +162,16 @@ def _with_followers(
     if reassert and g.reassert_plan is not None:
         held = g.reassert_plan  # followers follow the forged plan: they hold what it gave
     target, held_body = assignment_of(rec.body), None if held is None else held.body
-    lingering = still_unreleased(None if held is None else held.handover, followers)
-    phase = split(target, held_body, followers, lingering)
+    handover = None if held is None else held.handover
+    phase = split(target, held_body, followers, still_unreleased(handover, followers))
     if phase is not None:
         rec = revoking_record(rec, phase, w.settings.followers.release_timeout_s)
-    return with_unreleased(rec, departed(target, held_body, followers))
+    # Listed again while the plan that listed them is younger than the registration TTL: the holder's
+    # refresh, if it came back, may still be unread here; after that, a holder still absent is gone.
+    made_ms = None if held is None else epoch_ms(held.created_at)
+    recent = made_ms is not None and w.clock() * 1000 - made_ms <= w.settings.registrations.ttl_s * 1000
+    carried = absent_unreleased(handover, followers) if recent else {}
+    return with_unreleased(rec, departed(target, held_body, followers, carried))
 
 
 def _planning_failed(

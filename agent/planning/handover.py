@@ -111,25 +111,44 @@ def still_unreleased(
     }
 
 
+def absent_unreleased(
+    handover: Mapping[str, Any] | None, followers: Mapping[str, FollowerStatus]
+) -> dict[str, list[TP]]:
+    """What a plan listed as not yet released by members that are still no live followers.
+
+    The agent may plan again before it reads such a member's refreshed
+    registration; the next plan then lists them again (:func:`departed`'s
+    ``carried``), for as long as the caller deems the listing recent.
+    """
+    _, unreleased = unreleased_of(handover)
+    return {m: parts for m, parts in sorted(unreleased.items()) if parts and m not in followers}
+
+
 def departed(
     target: Mapping[str, Sequence[TP]],
     last_body: Mapping[str, Any] | None,
     followers: Mapping[str, FollowerStatus],
+    carried: Mapping[str, Sequence[TP]] | None = None,
 ) -> dict[str, list[TP]]:
     """Per holder under the plan of record that is no live follower now, what ``target`` gives another member.
 
     The agent does not wait for such a holder (it left, or its registration
     expired), but a follower whose refreshed registration landed just after it
     expired may still read them: the plan lists them as ``unreleased``, and
-    takers wait for the holder's registration (module docstring).
+    takers wait for the holder's registration (module docstring).  ``carried``:
+    what the plan of record listed so for members still absent
+    (:func:`absent_unreleased`); they count as holders too.
     """
-    owners = holders(last_body)
+    may_hold: dict[TP, set[str]] = {tp: {mid} for tp, mid in holders(last_body).items()}
+    for m, parts in (carried or {}).items():
+        for tp in parts:
+            may_hold.setdefault(tp, set()).add(m)
     out: dict[str, list[TP]] = {}
     for mid in sorted(target):
         for tp in target[mid]:
-            old = owners.get(tp)
-            if old is not None and old != mid and old not in followers:
-                out.setdefault(old, []).append(tp)
+            for old in may_hold.get(tp, ()):
+                if old != mid and old not in followers:
+                    out.setdefault(old, []).append(tp)
     return {m: sorted(v) for m, v in sorted(out.items())}
 
 

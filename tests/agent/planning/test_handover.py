@@ -95,15 +95,18 @@ def test_the_revoking_phase_never_gives_a_partition_a_live_follower_may_hold(cas
 @given(scenarios())
 def test_departed_lists_every_partition_a_holder_that_left_may_still_read(case: Scenario) -> None:
     target, last, followers, _ = case
-    gone = departed(target, last, followers)
+    carried = {m: PARTS[:3] for m in MEMBERS[::2] if m not in followers}  # listed by the plan of record
+    gone = departed(target, last, followers, carried)
     owners = holders(last)
     expected = {
-        (owners[tp], tp)
+        (old, tp)
         for m, parts in target.items()
         for tp in parts
-        if tp in owners and owners[tp] != m and owners[tp] not in followers
+        for old in {owners.get(tp), *(c for c, cparts in carried.items() if tp in cparts)}
+        if old is not None and old != m and old not in followers
     }
     assert {(o, tp) for o, parts in gone.items() for tp in parts} == expected
+    assert all(parts == sorted(parts) for parts in gone.values())
 
 
 def test_holders_counts_revoked_partitions_as_held() -> None:
@@ -380,3 +383,44 @@ def test_a_holder_that_has_not_confirmed_is_waited_for_like_an_assignee() -> Non
     assert still_unreleased(handover, live) == {}
     assert departed({"b": [("t", 0)]}, last, {"b": live["b"]}) == {}, "b keeps it"
     assert departed({"b": [("t", 0), ("t", 1)]}, last, {"b": live["b"]}) == {"c": [("t", 1)]}, "c left"
+
+
+def test_a_plan_made_before_an_expired_holder_is_read_again_lists_its_partitions_again() -> None:
+    """The agent may plan again before it reads the refresh of a holder it expired (here: a member joins):
+    that plan lists the holder's partitions again, while the plan that listed them is younger than the TTL."""
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 20}, followers={"release_timeout_s": 60})
+    for m, rack in (("a", "az-a"), ("b", "az-b"), ("c", "az-c")):
+        follow(agent, m, rack)
+    (first,) = cycle(agent, 1).published
+    a_held = first.body["assignment"]["a"]
+    cycle(agent, 15)
+    for m, rack in (("b", "az-b"), ("c", "az-c")):
+        follow(agent, m, rack, released=1)
+    (without_a,) = cycle(agent, 10).published
+    assert without_a.handover == {"from_generation": 2, "timed_out": [], "unreleased": {"a": a_held}}
+    for m, rack in (("b", "az-b"), ("c", "az-c")):
+        follow(agent, m, rack, released=2)
+    follow(agent, "d", "az-c")  # a new member; a's refresh, if any, is not read yet
+    (with_d,) = cycle(agent, 1).published
+    assert with_d.handover is not None and with_d.handover["unreleased"] == {"a": a_held}
+    assert with_d.handover["from_generation"] == with_d.generation
+
+
+def test_an_expired_holder_is_not_listed_again_once_the_plan_that_listed_it_is_older_than_the_ttl() -> None:
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 20}, followers={"release_timeout_s": 60})
+    for m, rack in (("a", "az-a"), ("b", "az-b"), ("c", "az-c")):
+        follow(agent, m, rack)
+    cycle(agent, 1)
+    cycle(agent, 15)
+    for m, rack in (("b", "az-b"), ("c", "az-c")):
+        follow(agent, m, rack, released=1)
+    (without_a,) = cycle(agent, 10).published
+    assert without_a.handover is not None and "a" in without_a.handover["unreleased"]
+    cycle(agent, 15)
+    for m, rack in (("b", "az-b"), ("c", "az-c")):
+        follow(agent, m, rack, released=2)
+    follow(agent, "d", "az-c")
+    (with_d,) = cycle(agent, 10).published  # 25 s after the plan that listed a
+    assert "a" not in ((with_d.handover or {}).get("unreleased") or {}), "a is gone: nothing to list"
