@@ -149,7 +149,10 @@ class FollowerCycle:
         if step.revoke and not self.release(step.revoke, commit=True):
             return  # fenced: fallen back to group subscription
         first = rec.generation != self.generation
-        # A timed-out handover: never take what its previous holder may still read (see .releases).
+        # A timed-out handover, or a holder that left: never take what it may still read (see .releases).
+        # Judging a silent holder may read the control topics to their end (a third of the TTL at most):
+        # refresh the registration first if due, as the unfencing read does, so no read starves it.
+        self.register()
         waiting = self._intake.withheld(rec)
         held = {tp for parts in waiting.values() for tp in parts}
         add = [tp for tp in step.add if tp not in held]
