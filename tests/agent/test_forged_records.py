@@ -367,13 +367,7 @@ def test_a_follower_never_takes_a_partition_its_silent_holder_has_not_released()
             t.push(topic, key, value)
 
     def registrations() -> None:
-        """The followers' registration records so far, as the registrations topic gives them to each tail."""
-        for topic, key, value in h.broker.records:
-            if topic == "_rackplan.registrations":
-                for t in tails:
-                    t.backlog.append(RawRecord(0, t.offset, key, value, int(h.wall.now * 1000), topic))
-                    t.offset += 1
-        h.broker.records.clear()
+        h.registrations(tails)
 
     def owners() -> dict[int, list[str]]:
         out: dict[int, list[str]] = {}

@@ -26,15 +26,6 @@ def test_a_holder_back_from_expiry_is_waited_for_by_the_plan_without_it() -> Non
     t1 = FakeTail.instances[-1]
     tails = [t1]
 
-    def registrations() -> None:
-        """The registration records so far, as the registrations topic gives them to every tail."""
-        for topic, key, value in h.broker.records:
-            if topic == "_rackplan.registrations":
-                for t in tails:
-                    t.backlog.append(RawRecord(0, t.offset, key, value, int(h.wall.now * 1000), topic))
-                    t.offset += 1
-        h.broker.records.clear()
-
     h.heartbeat(t1)
     t1.push(PLANS, b"consumer/g", plan(1, {"m1": [0, 1]}))
     m1.poll(0)
@@ -64,7 +55,7 @@ def test_a_holder_back_from_expiry_is_waited_for_by_the_plan_without_it() -> Non
         {"from_generation": 2, "timed_out": [], "unreleased": {"m1": [[TOPIC, 0], [TOPIC, 1]]}},
     )
     t2.push(PLANS, b"consumer/g", without_m1)
-    registrations()  # m1's newest registration: released_generation 1
+    h.registrations(tails)  # m1's newest registration: released_generation 1
     for _ in range(3):
         h.advance(0.5)
         m2.poll(0)
@@ -73,7 +64,7 @@ def test_a_holder_back_from_expiry_is_waited_for_by_the_plan_without_it() -> Non
     t1.push(PLANS, b"consumer/g", without_m1)
     m1.poll(0)  # m1 reads the plan without it: gives both up, committed, and says so
     assert m1.assignment() == [] and m1.generation == 2
-    registrations()
+    h.registrations(tails)
     h.advance(1.0)
     m2.poll(0)
     assert m2.assignment() == [(TOPIC, 0), (TOPIC, 1)]

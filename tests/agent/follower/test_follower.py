@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from rackplan.agent.follower import FollowerClients, FollowerError, PlanFollower
 from rackplan.agent.follower.fallback import fallback_due, registration_stale, should_rejoin
 from rackplan.agent.follower.handover import handover, missing
+from rackplan.agent.kafka.tail import RawRecord
 from rackplan.agent.protocol.lease import Heartbeat
 from rackplan.agent.testing_clients import FakeControlTail, FakeKafka, FakeProducer
 
@@ -125,6 +126,15 @@ class Harness:
     def advance(self, seconds: float) -> None:
         self.clock.now += seconds
         self.wall.now += seconds
+
+    def registrations(self, tails: Sequence[FakeTail]) -> None:
+        """The followers' registration records so far, as the registrations topic gives them to each tail."""
+        for topic, key, value in self.broker.records:
+            if topic == REGS:
+                for t in tails:
+                    t.backlog.append(RawRecord(0, t.offset, key, value, int(self.wall.now * 1000), topic))
+                    t.offset += 1
+        self.broker.records.clear()
 
     def drain(self, f: PlanFollower, limit: int = 1000) -> list[tuple[int, int]]:
         out = []
