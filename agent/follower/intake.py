@@ -163,7 +163,7 @@ class ControlIntake:
             self.log.info("control topics", error=e)
         self.records(raw)
 
-    def read_to_end(self, timeout_s: float | None = None, waiting: str = "still fenced") -> bool:
+    def read_to_end(self, timeout_s: float | None = None, waiting: str = "unfencing") -> bool:
         """Read the topics to their ends within ``timeout_s`` (default ``io_timeout_s``); False (and logged,
         with ``waiting``: what waits for it) when that did not happen in time."""
         if self.tail is None:
@@ -173,7 +173,7 @@ class ControlIntake:
                 self.settings.io_timeout_s if timeout_s is None else timeout_s
             )
         except TopicReadError as e:
-            self.log.info(f"plan topic not read to its end; {waiting}", error=str(e))
+            self.log.info("plan topic not read to its end", waiting=waiting, error=str(e))
             return False
         self.records(raw)
         if complete and self.members_read_ms is None:
@@ -296,7 +296,7 @@ class ControlIntake:
             return strict
         s = self.settings
         if not self.read_to_end(
-            min(s.io_timeout_s, s.registration_ttl_s / 3), "a previous holder not judged gone yet"
+            min(s.io_timeout_s, s.registration_ttl_s / 3), "judging a silent previous holder"
         ):
             return strict
         return self._withheld(rec, silence_is_gone=True)
