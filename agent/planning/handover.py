@@ -82,6 +82,15 @@ def holders(body: Mapping[str, Any] | None) -> dict[TP, str]:
     return out
 
 
+def _may_hold(body: Mapping[str, Any] | None, also: Mapping[str, Sequence[TP]] | None) -> dict[TP, set[str]]:
+    """Who may hold each partition: its holder under a plan (:func:`holders`), plus members listed in ``also``."""
+    out: dict[TP, set[str]] = {tp: {mid} for tp, mid in holders(body).items()}
+    for m, parts in (also or {}).items():
+        for tp in parts:
+            out.setdefault(tp, set()).add(m)
+    return out
+
+
 def unreleased_of(handover: Mapping[str, Any] | None) -> tuple[int, dict[str, list[TP]]]:
     """A plan's ``handover.unreleased`` and the generation its members must confirm (0 and {}: none)."""
     if not isinstance(handover, Mapping):
@@ -139,10 +148,7 @@ def departed(
     what the plan of record listed so for members still absent
     (:func:`absent_unreleased`); they count as holders too.
     """
-    may_hold: dict[TP, set[str]] = {tp: {mid} for tp, mid in holders(last_body).items()}
-    for m, parts in (carried or {}).items():
-        for tp in parts:
-            may_hold.setdefault(tp, set()).add(m)
+    may_hold = _may_hold(last_body, carried)
     out: dict[str, list[TP]] = {}
     for mid in sorted(target):
         for tp in target[mid]:
@@ -193,10 +199,7 @@ def split(
     it may hold them too, besides their assignee.
     """
     subscribed = sorted(m for m, st in followers.items() if st.mode == "subscription")
-    may_hold: dict[TP, set[str]] = {tp: {mid} for tp, mid in holders(last_body).items()}
-    for m, parts in (lingering or {}).items():
-        for tp in parts:
-            may_hold.setdefault(tp, set()).add(m)
+    may_hold = _may_hold(last_body, lingering)
     if subscribed:
         held: dict[str, list[TP]] = {}
         for tp, mids in may_hold.items():
