@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from rackplan.agent.core.logging import get_logger
-from rackplan.agent.follower import PlanFollower
+from rackplan.agent.follower import FollowerClients, PlanFollower
 from rackplan.agent.kafka.metadata_refresh import with_metadata_refresh
 from rackplan.agent.kafka.read_back import read_back
 from rackplan.agent.kafka.tail import TopicTail
@@ -192,6 +192,7 @@ class FollowerApp:
         ledger: Ledger,
         settings: Mapping[str, Any],
         extra: Mapping[str, Any] | None = None,
+        clients: FollowerClients | None = None,
     ) -> None:
         self.name = instance
         self.ledger = ledger
@@ -213,9 +214,14 @@ class FollowerApp:
             dict(settings),
             on_assign=lambda _f, parts: ledger.assigned(instance, parts),
             on_revoke=lambda _f, parts: ledger.revoked(instance, parts),
+            clients=clients,
         )
         self._stop = threading.Event()
         self._kill = threading.Event()
+        #: while set, the application does not poll (busy with a batch): its follower does nothing at all;
+        #: ``parked`` says the thread has stopped polling (a poll under way finishes first)
+        self.paused = threading.Event()
+        self.parked = threading.Event()
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, name=f"follower-{instance}", daemon=True)
         self.thread.start()
@@ -224,6 +230,11 @@ class FollowerApp:
         f = self.follower
         try:
             while not self._stop.is_set():
+                if self.paused.is_set():
+                    self.parked.set()
+                    time.sleep(0.01)
+                    continue
+                self.parked.clear()
                 msg = f.poll(0.1)
                 if self._kill.is_set():
                     return

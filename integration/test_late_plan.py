@@ -1,0 +1,153 @@
+"""A follower back from expiry and the agent's late plan without it never read one partition at once.
+
+The race session 26 found in the chaos test under load, forced step by step on real Kafka (the agent
+on a thread, the followers real PlanFollowers):
+
+1. Follower c's registration refreshes go unanswered (:class:`HeldProducer`): at 2/3 of its TTL c
+   fences itself and gives its partitions up; at the TTL the agent expires it and decides a plan
+   without it, giving c's partitions to a and b.
+2. That plan is slow to be published (:class:`PlanGate`), as a cycle that spans a broker outage is.
+   Meanwhile c's refreshes are answered again: c reads the plan topic to its end, finds nothing newer
+   than the plan that names it, and takes its partitions back.
+3. The plan arrives. a and b must not read c's partitions before c has given them up.
+
+Without the agent's ``handover.unreleased`` listing (docs/followers.md, "Two-phase handovers", step 7)
+a and b took them on receipt, while c still read them until it applied the same plan: tens to
+hundreds of milliseconds of two readers in the stressed runs.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rackplan.agent.follower import FollowerClients, kafka_producer
+
+from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target
+from .e2e import CountedProducer, FollowerApp, Ledger, math_inf, plan_history, wait_until
+from .holds import HeldProducer, PlanGate
+from .test_followers import settled
+
+RunAgent = Callable[..., RunningAgent]
+PARTITIONS = 12
+
+
+def gate_plans(agent: RunningAgent, plan_topic: str, key: str) -> PlanGate:
+    """Put a :class:`PlanGate` around the agent's publisher, on the agent's own thread, at a cycle's end."""
+    installed = threading.Event()
+    gate: list[PlanGate] = []
+    put = agent.agent.on_cycle
+    assert put is not None
+
+    def hook(report: Any) -> None:
+        inner = agent.agent.publisher
+        if not installed.is_set() and inner is not None:
+            gate.append(PlanGate(inner, plan_topic, key))
+            agent.agent.publisher = gate[0]
+            installed.set()
+        put(report)
+
+    agent.agent.on_cycle = hook
+    wait_until(installed.is_set, 30, "a cycle to install the gate")
+    return gate[0]
+
+
+def test_a_late_plan_waits_for_the_holder_back_from_expiry(
+    target: Target, run_agent: RunAgent, e2e_report: Any
+) -> None:
+    topic = target.create_topic("late", PARTITIONS, 3)
+    agent = run_agent(target.agent_settings([], FOLLOWER_AGENT_SETTINGS), target.cluster)
+    agent.wait_for(lambda r: r.ok)
+    group, ledger, held = target.name("late"), Ledger(), threading.Event()
+    key, plans = f"consumer/{group}", target.control_topics["plan_topic"]
+    gate = gate_plans(agent, plans, key)
+    settings = target.follower_settings({"assignor": "cooperative-sticky"})
+    holdable = FollowerClients(producer=lambda config: HeldProducer(kafka_producer(config), held))
+    apps = {
+        r: FollowerApp(
+            target.bootstrap,
+            group,
+            f"{group}-{r}",
+            f"az-{r}",
+            [topic],
+            ledger,
+            settings,
+            clients=holdable if r == "c" else None,
+        )
+        for r in "abc"
+    }
+    every = list(apps.values())
+    names = {app.name: r for r, app in apps.items()}
+    wait_until(lambda: settled(agent, key, every), 40, "three followers on a plan")
+    c = apps["c"].follower
+    before = c.assignment()
+    assert before, "c reads some partitions"
+    producer = CountedProducer(target.bootstrap, topic, PARTITIONS, rate_per_s=200)
+    producer.start()
+    wait_until(lambda: len(ledger.consumed) > 100, 20, "the stream to flow")
+
+    # 1. c's refreshes go unanswered: it fences itself; the agent expires it and decides a plan without it.
+    fenced, name = c.stats["self_fenced"], f"{group}-c"
+    gate.release(hold_next=lambda rec: name not in rec.body["assignment"])
+    held.set()
+    assert gate.wait_held(1, 30), "the agent decided a plan without c"
+    assert c.stats["self_fenced"] == fenced + 1 and c.assignment() == [], (
+        "c gave its partitions up at 2/3 of its TTL"
+    )
+    # 2. c is confirmed again; the plan without it is not published yet, so c takes its partitions back.
+    held.clear()
+    wait_until(lambda: c.assignment() == before, 30, "c to take its partitions back", 0.05)
+    retaken, retaken_at = c.generation, time.monotonic()
+    # 3. The plan without c arrives. c's application is busy for a moment, so a and b see it first; the
+    #    agent's next plan waits until they have acted on this one.
+    apps["c"].paused.set()
+    wait_until(apps["c"].parked.is_set, 5, "c's application to stop polling")
+    (late_generation,) = gate.held
+    gate.release(hold_next=lambda rec: True)
+    takers = [apps["a"].follower, apps["b"].follower]
+    wait_until(lambda: all(f.generation == late_generation for f in takers), 30, "a and b to apply it")
+    apps["c"].paused.clear()
+    gate.release()
+    wait_until(lambda: c.generation > retaken, 30, "c to apply the late plan")
+    wait_until(lambda: settled(agent, key, every), 60, "the three followers on one plan again", 0.2)
+    producer.stop()
+    wait_until(lambda: not ledger.missing(producer.delivered), 60, "every message to be consumed", 0.2)
+    for app in every:
+        app.stop()
+
+    history = [r for r in plan_history(target.bootstrap, key, plans) if r is not None]
+    (late,) = [r for r in history if r.generation == late_generation]
+    late_owners = {tuple(tp): m for m, parts in late.body["assignment"].items() for tp in parts}
+    given = {late_owners.get(tp, "nobody") for tp in before}  # who the late plan gave c's partitions to
+    waited = {m for m in given if m in names and apps[names[m]].follower.stats["takes_withheld"]}
+    e2e_report(
+        target=target.kind,
+        produced=len(producer.delivered),
+        duplicates=ledger.duplicates(),
+        overlaps=len(ledger.overlaps()),
+        late_generation=late.generation,
+        takers=len(given),
+        takers_that_waited=len(waited),
+        generations=len(history),
+    )
+    assert ledger.overlaps() == [], (
+        f"no partition owned by two followers at once:\n{ledger.describe_overlaps()}"
+    )
+    assert ledger.consumed_outside_ownership() == 0
+    assert producer.failed == 0 and ledger.missing(producer.delivered) == []
+    # The scenario happened: the late plan gave c's partitions away, listing them as not yet released.
+    assert given <= {f"{group}-a", f"{group}-b"}, f"the late plan gives c's partitions to a and b: {given}"
+    assert late.handover is not None
+    unreleased = late.handover["unreleased"]
+    assert sorted(tuple(tp) for tp in unreleased[f"{group}-c"]) == sorted(before)
+    assert waited == given, "every taker of c's partitions waited for c's release"
+    # The ledger's own view: c read each of them again, and nobody else read it until c let it go.
+    for tp in before:
+        ivs = [iv for iv in ledger.intervals if iv.tp == tp]
+        (back,) = [iv for iv in ivs if iv.follower == name and iv.start <= retaken_at < math_inf(iv.end)]
+        others = [iv.start for iv in ivs if iv.follower != name and iv.start > back.start]
+        assert back.end is not None and all(back.end <= t for t in others), (tp, back, others)
+    gens = [r.generation for r in history]
+    assert gens == sorted(set(gens)), "plan generations strictly increase"
