@@ -63,6 +63,50 @@ class Lags:
         return min(ranked)[1] if ranked else None
 
 
+def java_poll_order(items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
+    """``items`` (caught-up count, task, client) in the order Kafka's movement queue hands them out.
+
+    Kafka offers its movements, client by client and task by task, to a
+    ``java.util.PriorityQueue`` ordered by (caught-up count, task) only, so two
+    movements of one task to different clients tie, and the queue's binary heap
+    decides which comes first: not the order they were offered in, nor the
+    clients' order.  Which one comes first decides who gets the last warm-up
+    (found by the Streams oracle test: a standby's warm-up on another client
+    than Kafka's).  This is that heap: a sift up stops at a parent that is not
+    greater; a sift down takes the right child only when it is strictly smaller
+    than the left, and stops when the moved item is not greater than it.
+    """
+    heap: list[tuple[int, int, int]] = []
+    for item in items:  # offer: sift up
+        k = len(heap)
+        heap.append(item)
+        while k > 0:
+            parent = (k - 1) >> 1
+            if item[:2] >= heap[parent][:2]:
+                break
+            heap[k] = heap[parent]
+            k = parent
+        heap[k] = item
+    out = []
+    while heap:  # poll: the root, then the last item sifted down from the root
+        out.append(heap[0])
+        last = heap.pop()
+        n = len(heap)
+        if not n:
+            break
+        k = 0
+        while k < n >> 1:
+            child = 2 * k + 1
+            if child + 1 < n and heap[child][:2] > heap[child + 1][:2]:
+                child += 1
+            if last[:2] <= heap[child][:2]:
+                break
+            heap[k] = heap[child]
+            k = child
+        heap[k] = last
+    return out
+
+
 def _least_loaded(state: State, clients: list[int]) -> int | None:
     return min(clients, key=lambda c: (state.load(c), c)) if clients else None
 
@@ -70,11 +114,13 @@ def _least_loaded(state: State, clients: list[int]) -> int | None:
 def move_tasks(model: TaskModel, state: State, lags: Lags, max_warmups: int) -> int:
     """Apply active then standby movements; returns how many were needed."""
     remaining = max_warmups
-    active_moves = sorted(
-        (len(lags.caught_up.get(t, ())), t, c)
-        for c in range(model.num_clients)
-        for t in state.active[c]
-        if model.stateful[t] and lags.should_move(c, t)
+    active_moves = java_poll_order(
+        [
+            (len(lags.caught_up.get(t, ())), t, c)
+            for c in range(model.num_clients)
+            for t in sorted(state.active[c])
+            if model.stateful[t] and lags.should_move(c, t)
+        ]
     )
     for _n, t, dest in active_moves:
         caught = lags.caught_up.get(t, [])
@@ -96,11 +142,13 @@ def move_tasks(model: TaskModel, state: State, lags: Lags, max_warmups: int) -> 
         if remaining > 0:
             remaining -= 1
             state.warmup[dest].add(t)
-    standby_moves = sorted(
-        (len(lags.caught_up.get(t, ())), t, c)
-        for c in range(model.num_clients)
-        for t in state.standby[c]
-        if lags.should_move(c, t)
+    standby_moves = java_poll_order(
+        [
+            (len(lags.caught_up.get(t, ())), t, c)
+            for c in range(model.num_clients)
+            for t in sorted(state.standby[c])
+            if lags.should_move(c, t)
+        ]
     )
     needed = 0
     for _n, t, dest in standby_moves:

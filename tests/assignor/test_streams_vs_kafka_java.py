@@ -13,9 +13,9 @@ Claims checked on every run:
 
 * *Baseline and movements are Kafka's*: without rack optimisation
   (``strategy: none``), rackplan's actives are Kafka's, lags and warm-ups
-  included, and so are its standbys when standbys are spread over one or two
-  tag keys and no task moves (without tags rackplan spreads standbys over
-  racks and Kafka does not, a documented difference).
+  included, and so are its standbys and warm-ups when standbys are spread
+  over one or two tag keys, task movements included (without tags rackplan
+  spreads standbys over racks and Kafka does not, a documented difference).
 * *Actives never worse than Kafka's*: both optimise KIP-925's
   ``traffic_cost x cross-rack + non_overlap_cost x moved`` from the same
   balanced baseline (Kafka's, asked of the oracle), rackplan exactly and
@@ -104,10 +104,53 @@ def test_baseline_and_movements_are_kafkas(kafka_oracle: KafkaOracle, data: st.D
     mine, kafka = ours(doc), kafka_answer(kafka_oracle, doc)
     assert actives(mine["assignment"]) == actives(kafka["assignment"])
     assert mine["probing_rebalance_needed"] == kafka["probing_rebalance_needed"]
-    same = copies(mine["assignment"]) == copies(kafka["assignment"])
-    if not mine["probing_rebalance_needed"]:
-        assert same, "standbys differ from Kafka's without any task movement"
-    event("standbys and warm-ups as Kafka's" if same else "standby movements differ from Kafka's")
+    assert copies(mine["assignment"]) == copies(kafka["assignment"]), "standbys and warm-ups are Kafka's"
+    event("with task movements" if mine["probing_rebalance_needed"] else "no task movement")
+
+
+#: Found by the test above (Hypothesis, shrunk by hand to what matters): two standby movements of task
+#: 0_1 tie in Kafka's movement queue, and its heap, not the clients' order, picks the one that gets the
+#: last warm-up (p-03's, not p-00's).
+TIED_MOVEMENTS: dict[str, Any] = {
+    "cluster": {
+        "brokers": [{"id": 1, "rack": "az-a"}],
+        "topics": {"s0-in0": [[1], [1]], "s0-log0": [[1], [1]], "s1-in0": [[1]]},
+    },
+    "streams_app": {
+        "application_id": "app",
+        "subtopologies": [
+            {"id": "0", "source_topics": ["s0-in0"], "changelog_topics": ["s0-log0"], "stateful": True},
+            {"id": "1", "source_topics": ["s1-in0"], "changelog_topics": [], "stateful": False},
+        ],
+        "clients": [
+            {"process_id": f"p-0{i}", "rack": "az-a", "threads": 1, "tags": {"zone": zone}, "task_lags": lags}
+            for i, (zone, lags) in enumerate(
+                [
+                    ("z2", {}),
+                    ("z3", {"0_0": 0, "0_1": 0}),
+                    ("z1", {}),
+                    ("z1", {"0_0": 0}),
+                    ("z1", {"0_1": 0}),
+                    ("z1", {"0_1": 0}),
+                ]
+            )
+        ],
+        "num_standby_replicas": 2,
+        "acceptable_recovery_lag": 10,
+        "max_warmup_replicas": 2,
+        "rack_aware_assignment_tags": ["zone"],
+        "rack_aware": {"strategy": "none"},
+        "assignor": "high-availability",
+    },
+}
+
+
+def test_tied_standby_movements_are_handed_out_as_kafkas_queue_does(kafka_oracle: KafkaOracle) -> None:
+    mine, kafka = ours(TIED_MOVEMENTS), kafka_answer(kafka_oracle, TIED_MOVEMENTS)
+    assert mine["probing_rebalance_needed"] and kafka["probing_rebalance_needed"]
+    assert actives(mine["assignment"]) == actives(kafka["assignment"])
+    assert copies(mine["assignment"]) == copies(kafka["assignment"])
+    assert "0_1" in copies(kafka["assignment"])["p-03"], "the case still has the tie it was kept for"
 
 
 @SETTINGS
