@@ -83,6 +83,10 @@ class FollowerCycle:
         if self.mode != WAITING and now - self._parts.last_commit >= self.settings.commit_interval_s:
             self.commit_positions(list(self._parts.owned), probe=self.mode == PLAN)
         self.register()
+        if self.mode != SUBSCRIPTION:
+            # A take (its fenced commit) or a commit takes time: the 2/3 of the TTL may have passed since the
+            # check above, and no message may be handed out past it (found by the state-machine property test).
+            self._self_fence(unfence=False)
 
     def _follow(self, now: float) -> None:
         """Out of group subscription: the self-fence, a tombstone, the fallback's timers, then the plan."""
@@ -229,8 +233,10 @@ class FollowerCycle:
         self.release(list(self._parts.owned), commit=False)
         self._begin_fallback(grace=False)
 
-    def _self_fence(self) -> None:
-        """Stop reading while the registration is not confirmed: the agent may be about to expire us."""
+    def _self_fence(self, unfence: bool = True) -> None:
+        """Stop reading while the registration is not confirmed: the agent may be about to expire us.
+
+        ``unfence``: also resume once it is confirmed again (which may read the plan topic to its end)."""
         now_ms = int(self._wall() * 1000)
         stale = registration_stale(now_ms, self._registrar.answered_ms(), self.settings.registration_ttl_s)
         if stale:
@@ -243,7 +249,7 @@ class FollowerCycle:
                 partitions=len(self._parts.owned),
             )
             self.release(list(self._parts.owned), commit=True)
-        elif not stale and self.fenced_self:
+        elif not stale and self.fenced_self and unfence:
             self._unfence()
 
     def _unfence(self) -> None:

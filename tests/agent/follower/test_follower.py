@@ -785,6 +785,9 @@ follower_steps = st.lists(
 @example(  # fenced (a long pause), fallen back, rejoined: it took its plan while still fenced, then held it
     steps=[("advance", 7.0), ("advance", 7.0), ("beat", 0), ("plan", frozenset({0})), ("plan", frozenset())]
 )
+@example(  # the take itself crosses 2/3 of the TTL: the fence is checked again before the poll returns
+    steps=[("advance", 1.0), ("deliver", False), ("advance", 3.0), ("plan", frozenset({0}))]
+)
 @example(  # a subscriber joins while the plan's partitions are idle: no news to commit, so no fence without a probe
     steps=[("plan", frozenset({0, 1})), ("subscriber", True), ("advance", 3.0)]
 )
