@@ -3,6 +3,8 @@
 * :class:`HeldProducer`: a follower's registration producer whose records, while held, never reach
   the brokers and are never answered (a broker that does not confirm): the follower fences itself
   at 2/3 of its TTL and the agent expires it at the TTL.
+* :class:`LaggingTail`: a follower's control-topic tail whose incremental reads see nothing while
+  held (a fetch backing off through an outage), while its reads to the end still see everything.
 * :class:`PlanGate`: the agent's publisher, holding back a plan of a group until the test releases
   it: an agent cycle that decided a plan but is slow to publish it (one that spans a broker outage
   takes seconds), or the agent's next plan held while followers act on the one before.
@@ -14,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rackplan.agent.core.ports import DeliveryCallback, FollowerProducer, KeyValue, PlanPublisher
+from rackplan.agent.core.ports import ControlTail, DeliveryCallback, FollowerProducer, KeyValue, PlanPublisher
 from rackplan.agent.protocol.plans import PlanRecord, decode_record
 
 
@@ -41,6 +43,29 @@ class HeldProducer:
 
     def purge(self) -> None:
         self.inner.purge()
+
+
+class LaggingTail:
+    """A :class:`ControlTail` whose :meth:`read_new` returns nothing while ``lagging`` is set; what it
+    skipped stays in the topics, so :meth:`read_available` (a read to the end) still returns it."""
+
+    def __init__(self, inner: ControlTail, lagging: threading.Event) -> None:
+        self.inner, self.lagging = inner, lagging
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        return self.inner.topics
+
+    def read_available(self, timeout_s: float) -> tuple[list[Any], bool]:
+        return self.inner.read_available(timeout_s)
+
+    def read_new(self) -> tuple[list[Any], list[str]]:
+        if self.lagging.is_set():
+            return [], []
+        return self.inner.read_new()
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class PlanGate:

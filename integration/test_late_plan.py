@@ -1,4 +1,9 @@
-"""A follower back from expiry and the agent's late plan without it never read one partition at once.
+"""Followers back from a self-fence never read a partition another follower reads.
+
+Two races, each forced step by step on real Kafka (the agent on a thread, the followers real
+PlanFollowers); both were first seen only under load.
+
+**The late plan** (:func:`test_a_late_plan_waits_for_the_holder_back_from_expiry`).
 
 The race session 26 found in the chaos test under load, forced step by step on real Kafka (the agent
 on a thread, the followers real PlanFollowers):
@@ -14,6 +19,13 @@ on a thread, the followers real PlanFollowers):
 Without the agent's ``handover.unreleased`` listing (docs/followers.md, "Two-phase handovers", step 7)
 a and b took them on receipt, while c still read them until it applied the same plan: tens to
 hundreds of milliseconds of two readers in the stressed runs.
+
+**The lagging tail** (:func:`test_a_follower_back_from_its_fence_reads_to_the_end_before_it_takes`):
+c fences itself, the agent expires it and publishes a plan without it at once, a and b take c's
+partitions; but c's incremental reads of the plan topic lag (:class:`LaggingTail`). Confirmed again,
+c must read the plan topic to its end before it follows its cached plan (docs/followers.md, "Its
+registration"); found on real Kafka after a broker restart, when one follower re-took its cached plan
+while the others already read the newer one.
 """
 
 from __future__ import annotations
@@ -23,11 +35,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rackplan.agent.follower import FollowerClients, kafka_producer
+from rackplan.agent.follower import FollowerClients, kafka_producer, kafka_tail
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target
 from .e2e import CountedProducer, FollowerApp, Ledger, math_inf, plan_history, wait_until
-from .holds import HeldProducer, PlanGate
+from .holds import HeldProducer, LaggingTail, PlanGate
 from .test_followers import settled
 
 RunAgent = Callable[..., RunningAgent]
@@ -149,5 +161,93 @@ def test_a_late_plan_waits_for_the_holder_back_from_expiry(
         (back,) = [iv for iv in ivs if iv.follower == name and iv.start <= retaken_at < math_inf(iv.end)]
         others = [iv.start for iv in ivs if iv.follower != name and iv.start > back.start]
         assert back.end is not None and all(back.end <= t for t in others), (tp, back, others)
+    gens = [r.generation for r in history]
+    assert gens == sorted(set(gens)), "plan generations strictly increase"
+
+
+def test_a_follower_back_from_its_fence_reads_to_the_end_before_it_takes(
+    target: Target, run_agent: RunAgent, e2e_report: Any
+) -> None:
+    topic = target.create_topic("lagging", PARTITIONS, 3)
+    agent = run_agent(target.agent_settings([], FOLLOWER_AGENT_SETTINGS), target.cluster)
+    agent.wait_for(lambda r: r.ok)
+    group, ledger = target.name("lagging"), Ledger()
+    held, lagging = threading.Event(), threading.Event()
+    key, plans, name = f"consumer/{group}", target.control_topics["plan_topic"], f"{group}-c"
+    gate = gate_plans(agent, plans, key)
+    settings = target.follower_settings({"assignor": "cooperative-sticky"})
+    slow = FollowerClients(
+        producer=lambda config: HeldProducer(kafka_producer(config), held),
+        tail=lambda config, topics, timeout_s: LaggingTail(kafka_tail(config, topics, timeout_s), lagging),
+    )
+    apps = {
+        r: FollowerApp(
+            target.bootstrap,
+            group,
+            f"{group}-{r}",
+            f"az-{r}",
+            [topic],
+            ledger,
+            settings,
+            clients=slow if r == "c" else None,
+        )
+        for r in "abc"
+    }
+    every = list(apps.values())
+    wait_until(lambda: settled(agent, key, every), 40, "three followers on a plan")
+    c, takers = apps["c"].follower, [apps["a"].follower, apps["b"].follower]
+    before = c.assignment()
+    assert before, "c reads some partitions"
+    producer = CountedProducer(target.bootstrap, topic, PARTITIONS, rate_per_s=200)
+    producer.start()
+    wait_until(lambda: len(ledger.consumed) > 100, 20, "the stream to flow")
+
+    # 1. c's refreshes go unanswered: it fences itself; from then on its incremental reads see nothing.
+    held.set()
+    wait_until(lambda: c._cycle.fenced_self, 30, "c to fence itself", 0.02)
+    lagging.set()
+    fenced_at = time.monotonic()
+    # 2. The agent expires c and publishes a plan without it; a and b take c's partitions.
+    wait_until(
+        lambda: all(len(f.assignment()) == PARTITIONS // 2 for f in takers), 30, "a and b to take them"
+    )
+    without = takers[0].generation
+    # Until the check below, the agent's plans naming c again wait: c may only follow the plan without it.
+    gate.release(hold_next=lambda rec: name in rec.body["assignment"])
+    # 3. c is confirmed again, and follows no plan before it has read the plan topic to its end: it finds
+    #    the plan without it there, although its incremental reads still see nothing (the agent's next
+    #    plan, which names c again, is held back meanwhile).
+    held.clear()
+    wait_until(lambda: not c._cycle.fenced_self, 30, "c's refresh to be confirmed", 0.02)
+    assert c.generation >= without and c.assignment() == [], "c follows the newest plan, not its cached one"
+    unfenced_at = time.monotonic()
+    lagging.clear()
+    gate.release()
+    wait_until(lambda: settled(agent, key, every), 60, "the three followers on one plan again", 0.2)
+    producer.stop()
+    wait_until(lambda: not ledger.missing(producer.delivered), 60, "every message to be consumed", 0.2)
+    for app in every:
+        app.stop()
+
+    history = [r for r in plan_history(target.bootstrap, key, plans) if r is not None]
+    named_again = min(
+        r.generation for r in history if r.generation > without and name in r.body["assignment"]
+    )
+    e2e_report(
+        target=target.kind,
+        produced=len(producer.delivered),
+        duplicates=ledger.duplicates(),
+        overlaps=len(ledger.overlaps()),
+        plan_without_c=without,
+        c_named_again=named_again,
+        generations=len(history),
+    )
+    assert ledger.overlaps() == [], (
+        f"no partition owned by two followers at once:\n{ledger.describe_overlaps()}"
+    )
+    assert ledger.consumed_outside_ownership() == 0
+    assert producer.failed == 0 and ledger.missing(producer.delivered) == []
+    # The ledger's view: c read nothing from its fence until it followed the plan again.
+    assert not [iv for iv in ledger.intervals if iv.follower == name and fenced_at < iv.start <= unfenced_at]
     gens = [r.generation for r in history]
     assert gens == sorted(set(gens)), "plan generations strictly increase"
