@@ -33,9 +33,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rackplan.agent.follower import FollowerClients, kafka_producer, kafka_tail
+from rackplan.agent.protocol.plans import PlanRecord
 
 from .conftest import FOLLOWER_AGENT_SETTINGS, RunningAgent, Target
 from .e2e import CountedProducer, FollowerApp, Ledger, math_inf, plan_history, wait_until
@@ -66,17 +68,62 @@ def gate_plans(agent: RunningAgent, plan_topic: str, key: str) -> PlanGate:
     return gate[0]
 
 
-def test_a_late_plan_waits_for_the_holder_back_from_expiry(
-    target: Target, run_agent: RunAgent, e2e_report: Any
-) -> None:
-    topic = target.create_topic("late", PARTITIONS, 3)
+@dataclass
+class Scene:
+    """An agent on a thread (its plans through a gate), followers a, b and c of one group, a counted stream."""
+
+    agent: RunningAgent
+    gate: PlanGate
+    bootstrap: str
+    group: str
+    plans: str
+    apps: dict[str, FollowerApp]
+    ledger: Ledger
+    producer: CountedProducer
+
+    @property
+    def key(self) -> str:
+        return f"consumer/{self.group}"
+
+    @property
+    def c_name(self) -> str:
+        return f"{self.group}-c"
+
+    @property
+    def every(self) -> list[FollowerApp]:
+        return list(self.apps.values())
+
+    def finish(self) -> list[PlanRecord]:
+        """Settle the three on one plan, drain the stream, stop the followers; the group's plans, in order."""
+        wait_until(lambda: settled(self.agent, self.key, self.every), 60, "the three on one plan again", 0.2)
+        self.producer.stop()
+        wait_until(
+            lambda: not self.ledger.missing(self.producer.delivered), 60, "every message consumed", 0.2
+        )
+        for app in self.every:
+            app.stop()
+        return [r for r in plan_history(self.bootstrap, self.key, self.plans) if r is not None]
+
+    def assert_one_reader_each(self, history: list[PlanRecord]) -> None:
+        """No partition had two readers; every message was read where it was owned; none was lost."""
+        ledger, producer = self.ledger, self.producer
+        assert ledger.overlaps() == [], (
+            f"no partition owned by two followers at once:\n{ledger.describe_overlaps()}"
+        )
+        assert ledger.consumed_outside_ownership() == 0
+        assert producer.failed == 0 and ledger.missing(producer.delivered) == []
+        gens = [r.generation for r in history]
+        assert gens == sorted(set(gens)), "plan generations strictly increase"
+
+
+def scene(target: Target, run_agent: RunAgent, name: str, c_clients: FollowerClients) -> Scene:
+    """The three followers settled on a plan and the stream flowing; c's Kafka clients are ``c_clients``."""
+    topic = target.create_topic(name, PARTITIONS, 3)
     agent = run_agent(target.agent_settings([], FOLLOWER_AGENT_SETTINGS), target.cluster)
     agent.wait_for(lambda r: r.ok)
-    group, ledger, held = target.name("late"), Ledger(), threading.Event()
-    key, plans = f"consumer/{group}", target.control_topics["plan_topic"]
-    gate = gate_plans(agent, plans, key)
+    group, plans, ledger = target.name(name), target.control_topics["plan_topic"], Ledger()
+    gate = gate_plans(agent, plans, f"consumer/{group}")
     settings = target.follower_settings({"assignor": "cooperative-sticky"})
-    holdable = FollowerClients(producer=lambda config: HeldProducer(kafka_producer(config), held))
     apps = {
         r: FollowerApp(
             target.bootstrap,
@@ -86,22 +133,35 @@ def test_a_late_plan_waits_for_the_holder_back_from_expiry(
             [topic],
             ledger,
             settings,
-            clients=holdable if r == "c" else None,
+            clients=c_clients if r == "c" else None,
         )
         for r in "abc"
     }
-    every = list(apps.values())
-    names = {app.name: r for r, app in apps.items()}
-    wait_until(lambda: settled(agent, key, every), 40, "three followers on a plan")
-    c = apps["c"].follower
-    before = c.assignment()
-    assert before, "c reads some partitions"
     producer = CountedProducer(target.bootstrap, topic, PARTITIONS, rate_per_s=200)
+    s = Scene(agent, gate, target.bootstrap, group, plans, apps, ledger, producer)
+    wait_until(lambda: settled(agent, s.key, s.every), 40, "three followers on a plan")
+    assert apps["c"].follower.assignment(), "c reads some partitions"
     producer.start()
     wait_until(lambda: len(ledger.consumed) > 100, 20, "the stream to flow")
+    return s
+
+
+def test_a_late_plan_waits_for_the_holder_back_from_expiry(
+    target: Target, run_agent: RunAgent, e2e_report: Any
+) -> None:
+    held = threading.Event()
+    s = scene(
+        target,
+        run_agent,
+        "late",
+        FollowerClients(producer=lambda cfg: HeldProducer(kafka_producer(cfg), held)),
+    )
+    apps, gate, name = s.apps, s.gate, s.c_name
+    c, takers = apps["c"].follower, [apps["a"].follower, apps["b"].follower]
+    before = c.assignment()
 
     # 1. c's refreshes go unanswered: it fences itself; the agent expires it and decides a plan without it.
-    fenced, name = c.stats["self_fenced"], f"{group}-c"
+    fenced = c.stats["self_fenced"]
     gate.release(hold_next=lambda rec: name not in rec.body["assignment"])
     held.set()
     assert gate.wait_held(1, 30), "the agent decided a plan without c"
@@ -118,89 +178,53 @@ def test_a_late_plan_waits_for_the_holder_back_from_expiry(
     wait_until(apps["c"].parked.is_set, 5, "c's application to stop polling")
     (late_generation,) = gate.held
     gate.release(hold_next=lambda rec: True)
-    takers = [apps["a"].follower, apps["b"].follower]
     wait_until(lambda: all(f.generation == late_generation for f in takers), 30, "a and b to apply it")
     apps["c"].paused.clear()
     gate.release()
     wait_until(lambda: c.generation > retaken, 30, "c to apply the late plan")
-    wait_until(lambda: settled(agent, key, every), 60, "the three followers on one plan again", 0.2)
-    producer.stop()
-    wait_until(lambda: not ledger.missing(producer.delivered), 60, "every message to be consumed", 0.2)
-    for app in every:
-        app.stop()
+    history = s.finish()
 
-    history = [r for r in plan_history(target.bootstrap, key, plans) if r is not None]
     (late,) = [r for r in history if r.generation == late_generation]
     late_owners = {tuple(tp): m for m, parts in late.body["assignment"].items() for tp in parts}
     given = {late_owners.get(tp, "nobody") for tp in before}  # who the late plan gave c's partitions to
-    waited = {m for m in given if m in names and apps[names[m]].follower.stats["takes_withheld"]}
+    names = {app.name: app for app in s.every}
+    waited = {m for m in given if m in names and names[m].follower.stats["takes_withheld"]}
     e2e_report(
         target=target.kind,
-        produced=len(producer.delivered),
-        duplicates=ledger.duplicates(),
-        overlaps=len(ledger.overlaps()),
+        produced=len(s.producer.delivered),
+        duplicates=s.ledger.duplicates(),
+        overlaps=len(s.ledger.overlaps()),
         late_generation=late.generation,
         takers=len(given),
         takers_that_waited=len(waited),
         generations=len(history),
     )
-    assert ledger.overlaps() == [], (
-        f"no partition owned by two followers at once:\n{ledger.describe_overlaps()}"
-    )
-    assert ledger.consumed_outside_ownership() == 0
-    assert producer.failed == 0 and ledger.missing(producer.delivered) == []
+    s.assert_one_reader_each(history)
     # The scenario happened: the late plan gave c's partitions away, listing them as not yet released.
-    assert given <= {f"{group}-a", f"{group}-b"}, f"the late plan gives c's partitions to a and b: {given}"
+    assert given <= {f"{s.group}-a", f"{s.group}-b"}, (
+        f"the late plan gives c's partitions to a and b: {given}"
+    )
     assert late.handover is not None
-    unreleased = late.handover["unreleased"]
-    assert sorted(tuple(tp) for tp in unreleased[f"{group}-c"]) == sorted(before)
+    assert sorted(tuple(tp) for tp in late.handover["unreleased"][name]) == sorted(before)
     assert waited == given, "every taker of c's partitions waited for c's release"
     # The ledger's own view: c read each of them again, and nobody else read it until c let it go.
     for tp in before:
-        ivs = [iv for iv in ledger.intervals if iv.tp == tp]
+        ivs = [iv for iv in s.ledger.intervals if iv.tp == tp]
         (back,) = [iv for iv in ivs if iv.follower == name and iv.start <= retaken_at < math_inf(iv.end)]
         others = [iv.start for iv in ivs if iv.follower != name and iv.start > back.start]
         assert back.end is not None and all(back.end <= t for t in others), (tp, back, others)
-    gens = [r.generation for r in history]
-    assert gens == sorted(set(gens)), "plan generations strictly increase"
 
 
 def test_a_follower_back_from_its_fence_reads_to_the_end_before_it_takes(
     target: Target, run_agent: RunAgent, e2e_report: Any
 ) -> None:
-    topic = target.create_topic("lagging", PARTITIONS, 3)
-    agent = run_agent(target.agent_settings([], FOLLOWER_AGENT_SETTINGS), target.cluster)
-    agent.wait_for(lambda r: r.ok)
-    group, ledger = target.name("lagging"), Ledger()
     held, lagging = threading.Event(), threading.Event()
-    key, plans, name = f"consumer/{group}", target.control_topics["plan_topic"], f"{group}-c"
-    gate = gate_plans(agent, plans, key)
-    settings = target.follower_settings({"assignor": "cooperative-sticky"})
     slow = FollowerClients(
         producer=lambda config: HeldProducer(kafka_producer(config), held),
         tail=lambda config, topics, timeout_s: LaggingTail(kafka_tail(config, topics, timeout_s), lagging),
     )
-    apps = {
-        r: FollowerApp(
-            target.bootstrap,
-            group,
-            f"{group}-{r}",
-            f"az-{r}",
-            [topic],
-            ledger,
-            settings,
-            clients=slow if r == "c" else None,
-        )
-        for r in "abc"
-    }
-    every = list(apps.values())
-    wait_until(lambda: settled(agent, key, every), 40, "three followers on a plan")
-    c, takers = apps["c"].follower, [apps["a"].follower, apps["b"].follower]
-    before = c.assignment()
-    assert before, "c reads some partitions"
-    producer = CountedProducer(target.bootstrap, topic, PARTITIONS, rate_per_s=200)
-    producer.start()
-    wait_until(lambda: len(ledger.consumed) > 100, 20, "the stream to flow")
+    s = scene(target, run_agent, "lagging", slow)
+    name, c, takers = s.c_name, s.apps["c"].follower, [s.apps["a"].follower, s.apps["b"].follower]
 
     # 1. c's refreshes go unanswered: it fences itself; from then on its incremental reads see nothing.
     held.set()
@@ -213,7 +237,7 @@ def test_a_follower_back_from_its_fence_reads_to_the_end_before_it_takes(
     )
     without = takers[0].generation
     # Until the check below, the agent's plans naming c again wait: c may only follow the plan without it.
-    gate.release(hold_next=lambda rec: name in rec.body["assignment"])
+    s.gate.release(hold_next=lambda rec: name in rec.body["assignment"])
     # 3. c is confirmed again, and follows no plan before it has read the plan topic to its end: it finds
     #    the plan without it there, although its incremental reads still see nothing (the agent's next
     #    plan, which names c again, is held back meanwhile).
@@ -222,32 +246,23 @@ def test_a_follower_back_from_its_fence_reads_to_the_end_before_it_takes(
     assert c.generation >= without and c.assignment() == [], "c follows the newest plan, not its cached one"
     unfenced_at = time.monotonic()
     lagging.clear()
-    gate.release()
-    wait_until(lambda: settled(agent, key, every), 60, "the three followers on one plan again", 0.2)
-    producer.stop()
-    wait_until(lambda: not ledger.missing(producer.delivered), 60, "every message to be consumed", 0.2)
-    for app in every:
-        app.stop()
+    s.gate.release()
+    history = s.finish()
 
-    history = [r for r in plan_history(target.bootstrap, key, plans) if r is not None]
     named_again = min(
         r.generation for r in history if r.generation > without and name in r.body["assignment"]
     )
     e2e_report(
         target=target.kind,
-        produced=len(producer.delivered),
-        duplicates=ledger.duplicates(),
-        overlaps=len(ledger.overlaps()),
+        produced=len(s.producer.delivered),
+        duplicates=s.ledger.duplicates(),
+        overlaps=len(s.ledger.overlaps()),
         plan_without_c=without,
         c_named_again=named_again,
         generations=len(history),
     )
-    assert ledger.overlaps() == [], (
-        f"no partition owned by two followers at once:\n{ledger.describe_overlaps()}"
-    )
-    assert ledger.consumed_outside_ownership() == 0
-    assert producer.failed == 0 and ledger.missing(producer.delivered) == []
+    s.assert_one_reader_each(history)
     # The ledger's view: c read nothing from its fence until it followed the plan again.
-    assert not [iv for iv in ledger.intervals if iv.follower == name and fenced_at < iv.start <= unfenced_at]
-    gens = [r.generation for r in history]
-    assert gens == sorted(set(gens)), "plan generations strictly increase"
+    assert not [
+        iv for iv in s.ledger.intervals if iv.follower == name and fenced_at < iv.start <= unfenced_at
+    ]
