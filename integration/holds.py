@@ -25,13 +25,11 @@ class HeldProducer:
 
     def __init__(self, inner: FollowerProducer, held: threading.Event) -> None:
         self.inner, self.held = inner, held
-        self.dropped = 0
 
     def produce(
         self, topic: str, *, key: bytes, value: bytes | None, on_delivery: DeliveryCallback | None = None
     ) -> None:
         if self.held.is_set():
-            self.dropped += 1
             return
         self.inner.produce(topic, key=key, value=value, on_delivery=on_delivery)
 

@@ -15,7 +15,7 @@ from rackplan.assignor.streams.movement import java_poll_order
 Movement = tuple[int, int, int]
 
 movements = st.lists(
-    st.tuples(st.integers(0, 3), st.integers(0, 4), st.integers(0, 6)), max_size=30, unique_by=lambda m: m
+    st.tuples(st.integers(0, 3), st.integers(0, 4), st.integers(0, 6)), max_size=30, unique=True
 )
 
 
