@@ -79,6 +79,8 @@ if TYPE_CHECKING:
     from .contract import subtopologies_of as subtopologies_of
     from .contract import task_partitions as task_partitions
     from .contract import topics_of as topics_of
+    from .fields import InputError as InputError
+    from .fields import one_line as one_line
     from .flow import PostconditionError as PostconditionError
     from .model import CONSUMER_ASSIGNORS as CONSUMER_ASSIGNORS
     from .model import RACK_STRATEGIES as RACK_STRATEGIES
@@ -91,8 +93,6 @@ if TYPE_CHECKING:
     from .model import StreamsClient as StreamsClient
     from .model import Subtopology as Subtopology
     from .model import TopicPartition as TopicPartition
-    from .parse import InputError as InputError
-    from .parse import one_line as one_line
     from .parse import parse_consumer_group as parse_consumer_group
     from .parse import parse_instance as parse_instance
     from .parse import parse_streams_app as parse_streams_app

@@ -12,8 +12,9 @@ import json
 import sys
 
 from .bounded import TooLargeError, read_bounded
+from .fields import HugeInt, InputError, one_line
 from .model import Cluster, ConsumerGroup, StreamsApp
-from .parse import HugeInt, InputError, one_line, parse_instance
+from .parse import parse_instance
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
 
@@ -112,7 +113,7 @@ def decode(data: bytes) -> tuple[Any, bool]:
     distinct values.  Raises :class:`UnicodeDecodeError`, :class:`ValueError`
     (not JSON) or :class:`RecursionError` (too deep).  The common case is one
     ``json.loads``; only documents that hit a limit are decoded again: with
-    integers too long for ``int`` kept as :class:`~rackplan.assignor.parse.HugeInt`
+    integers too long for ``int`` kept as :class:`~rackplan.assignor.fields.HugeInt`
     (an ignored field may hold one), or on a thread with a deep stack.
     """
     text = data.decode("utf-8")

@@ -245,7 +245,8 @@ def task_id(subtopology: str, partition: int) -> str:
     return f"{subtopology}_{partition}"
 
 
-#: Sort key of one id component: numbers (ASCII digits) first, in numeric order, then other strings.
+#: Sort key of one id component: numbers (ASCII digits, maybe after a minus) first, in numeric order, then
+#: other strings.
 IdKey = tuple[int, int, str, str]
 
 
@@ -261,7 +262,15 @@ def id_key(s: str) -> IdKey:
     if s.isascii() and s.isdigit():
         d = s.lstrip("0")
         return (0, len(d), d, s)
+    if s[:1] == "-" and s[1:].isascii() and s[1:].isdigit():
+        # A negative number (a JSON integer id may be one): before every other number, the larger
+        # magnitude first, so by minus its length, then by its digits' nines' complement.
+        d = s[1:].lstrip("0")
+        return (-1, -len(d), d.translate(_NINES), s)
     return (1, 0, s, s)
+
+
+_NINES = str.maketrans("0123456789", "9876543210")
 
 
 def task_key(task: str) -> tuple[IdKey, IdKey]:

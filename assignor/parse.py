@@ -7,7 +7,7 @@ without reading a traceback.  Unknown fields are ignored, as the contract says.
 A message is always one line that cannot be mistaken for another message:
 object keys taken from the document (topic names, tag keys, task-lag keys)
 appear in paths as ``["..."]`` with JSON escapes unless they are plain
-identifiers, values are quoted with ``repr``, and :func:`one_line` escapes
+identifiers, values are quoted with ``repr``, and :func:`~.fields.one_line` escapes
 whatever non-printable character is left (newlines, U+2028, lone surrogates).
 
 Edge cases, decided once here so every assignor sees the same model (issue 16):
@@ -25,12 +25,28 @@ Edge cases, decided once here so every assignor sees the same model (issue 16):
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
 from itertools import chain
 
+from .fields import (
+    HugeInt,
+    InputError,
+    key_path,
+    read_bool,
+    read_choice,
+    read_int,
+    read_key,
+    read_list,
+    read_obj,
+    read_opt_str,
+    read_rack,
+    read_required,
+    read_str,
+    short_int,
+    type_name,
+)
 from .model import (
     BALANCES,
     CONSUMER_ASSIGNORS,
@@ -59,140 +75,6 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 #: Kafka's int64 range: offsets and lags are Java ``long``s.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def one_line(text: str) -> str:
-    """``text`` with every non-printable character escaped, so it prints as exactly one line.
-
-    ``str.splitlines`` splits on more than ``\\n`` (``\\x1c``-``\\x1e``, ``\\x85``,
-    U+2028, U+2029 ...); all of those are non-printable, as are lone surrogates,
-    which could not even be written to a UTF-8 stream.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-
-
-def key_path(path: str, key: str) -> str:
-    """``path.key`` for identifier-like keys, else ``path["key"]`` with JSON escapes (ASCII only)."""
-    if _PLAIN_KEY.fullmatch(key):
-        return f"{path}.{key}"
-    return f"{path}[{json.dumps(key)}]"
-
-
-class HugeInt:
-    """A JSON integer with more digits than Python converts (``sys.get_int_max_str_digits``).
-
-    :mod:`rackplan.assignor.cli` decodes such a document again with this placeholder,
-    so that an ignored field may hold one and a used field is rejected by
-    name (every integer the contract uses is far smaller).
-    """
-
-    def __init__(self, digits: str) -> None:
-        self.digits = len(digits)
-
-
-class InputError(ValueError):
-    """Invalid input; ``field`` locates it in the document.  The text is always one line."""
-
-    def __init__(self, field: str, message: str) -> None:
-        field, message = one_line(field), one_line(message)
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-
-
-def _type_name(v: object) -> str:
-    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
-    names.update({int: "integer", float: "number", HugeInt: "integer"})
-    return names.get(type(v), type(v).__name__)
-
-
-def _obj(v: object, path: str) -> Mapping[str, Any]:
-    if not isinstance(v, dict):
-        raise InputError(path, f"expected an object, got {_type_name(v)}")
-    return v
-
-
-def _list(v: object, path: str) -> list[Any]:
-    if not isinstance(v, list):
-        raise InputError(path, f"expected an array, got {_type_name(v)}")
-    return v
-
-
-def _str(v: object, path: str) -> str:
-    if not isinstance(v, str):
-        raise InputError(path, f"expected a string, got {_type_name(v)}")
-    if not v.isascii():
-        _check_encodable(v, path)
-    return v
-
-
-def _check_encodable(v: str, path: str) -> None:
-    """Reject lone surrogates: such a string could never be written out as UTF-8."""
-    try:
-        v.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise InputError(
-            path, f"contains a lone surrogate (U+{ord(v[e.start]):04X}), not valid Unicode"
-        ) from None
-
-
-def _key_str(k: str, path: str) -> str:
-    """An object key used as a name (topic, tag, task): the same rules as a string value."""
-    if not k.isascii():
-        _check_encodable(k, path)
-    return k
-
-
-def _rack(v: object, path: str) -> str | None:
-    """A client's rack: null or ``""`` mean no rack (Kafka ignores an empty ``client.rack``)."""
-    return _opt_str(v, path) or None
-
-
-def _opt_str(v: object, path: str) -> str | None:
-    return None if v is None else _str(v, path)
-
-
-def _int(v: object, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
-    if isinstance(v, HugeInt):
-        raise InputError(path, f"integer of {v.digits} digits is out of range")
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise InputError(path, f"expected an integer, got {_type_name(v)}")
-    if minimum is not None and v < minimum:
-        raise InputError(path, f"must be at least {minimum}, got {_short(v)}")
-    if maximum is not None and v > maximum:
-        raise InputError(path, f"must be at most {maximum}, got {_short(v)}")
-    return v
-
-
-def _short(v: int) -> str:
-    """An integer for a message: in full unless it is absurdly long."""
-    return str(v) if v.bit_length() < 256 else f"an integer of about {int(v.bit_length() * 0.30103)} digits"
-
-
-def _bool(v: object, path: str) -> bool:
-    if not isinstance(v, bool):
-        raise InputError(path, f"expected a boolean, got {_type_name(v)}")
-    return v
-
-
-def _required(o: Mapping[str, Any], key: str, path: str) -> Any:
-    if key not in o:
-        raise InputError(f"{path}.{key}" if path else key, "missing required field")
-    return o[key]
-
-
-def _choice(v: object, path: str, choices: tuple[str, ...], default: str | None = None) -> str:
-    """One of ``choices``, or ``default`` (when given) for a field absent or null."""
-    if v is None and default is not None:
-        return default
-    s = _str(v, path)
-    if s not in choices:
-        raise InputError(path, f"unknown value {s!r}; expected one of {', '.join(choices)}")
-    return s
-
 
 def parse_cluster(doc: object, no_bools_or_floats: bool = False) -> Cluster:
     """The ``cluster`` object; ``no_bools_or_floats`` when the caller knows the document has neither.
@@ -203,22 +85,22 @@ def parse_cluster(doc: object, no_bools_or_floats: bool = False) -> Cluster:
     topic costs two C-level passes (lists to tuples, tuples to a set of a few
     distinct lists), else one more over every replica's type.
     """
-    c = _obj(doc, "cluster")
+    c = read_obj(doc, "cluster")
     brokers: dict[int, str | None] = {}
-    for i, b in enumerate(_list(_required(c, "brokers", "cluster"), "cluster.brokers")):
+    for i, b in enumerate(read_list(read_required(c, "brokers", "cluster"), "cluster.brokers")):
         path = f"cluster.brokers[{i}]"
-        b = _obj(b, path)
-        bid = _int(_required(b, "id", path), f"{path}.id", minimum=INT32_MIN, maximum=INT32_MAX)
+        b = read_obj(b, path)
+        bid = read_int(read_required(b, "id", path), f"{path}.id", minimum=INT32_MIN, maximum=INT32_MAX)
         if bid in brokers:
             raise InputError(f"{path}.id", f"duplicate broker id {bid}")
-        brokers[bid] = _opt_str(b.get("rack"), f"{path}.rack")
+        brokers[bid] = read_opt_str(b.get("rack"), f"{path}.rack")
     topics: dict[str, tuple[tuple[int, ...], ...]] = {}
-    for name, parts in _obj(_required(c, "topics", "cluster"), "cluster.topics").items():
+    for name, parts in read_obj(read_required(c, "topics", "cluster"), "cluster.topics").items():
         lists = _replica_tuples(parts, brokers, no_bools_or_floats)
         if lists is None:
             lists = _replica_lists(name, parts, brokers)  # names the first bad field
         elif not name.isascii():
-            _key_str(name, key_path("cluster.topics", name))
+            read_key(name, key_path("cluster.topics", name))
         topics[name] = lists
     traffic = None if c.get("traffic") is None else _traffic(c["traffic"], topics)
     return Cluster(broker_racks=brokers, topics=topics, traffic=traffic)
@@ -229,7 +111,7 @@ def _bytes_per_s(v: object, path: str) -> float:
     if isinstance(v, HugeInt):
         raise InputError(path, "must be a finite number of bytes/s")
     if isinstance(v, bool) or not isinstance(v, int | float):
-        raise InputError(path, f"expected a number of bytes/s, got {_type_name(v)}")
+        raise InputError(path, f"expected a number of bytes/s, got {type_name(v)}")
     try:
         x = float(v)
     except OverflowError:
@@ -249,9 +131,9 @@ def _traffic(doc: object, topics: Mapping[str, tuple[tuple[int, ...], ...]]) -> 
     traffic map measured over a wider cluster can be passed as it is.
     """
     out: dict[str, tuple[float, ...]] = {}
-    for name, v in _obj(doc, "cluster.traffic").items():
+    for name, v in read_obj(doc, "cluster.traffic").items():
         path = key_path("cluster.traffic", name)
-        _key_str(name, path)
+        read_key(name, path)
         n = len(topics[name]) if name in topics else None
         if isinstance(v, list):
             values = tuple(_bytes_per_s(x, f"{path}[{p}]") for p, x in enumerate(v))
@@ -262,7 +144,22 @@ def _traffic(doc: object, topics: Mapping[str, tuple[tuple[int, ...], ...]]) -> 
             values = (total / n,) * n if n else ()
         if n is not None:
             out[name] = values
+    _finite_sum((x for row in out.values() for x in row), "cluster.traffic", "the cluster's partitions")
     return out
+
+
+def _finite_sum(values: Iterable[float], path: str, what: str) -> None:
+    """Refuse bytes/s whose sum is no float: every traffic figure and weight is a sum of some of them.
+
+    Each value may be finite and the total still exceed the largest float (two of ``1e308``); the
+    statistics and the load rule's sums would then overflow, so the input is refused here, by name.
+    """
+    try:
+        total = math.fsum(values)
+    except OverflowError:
+        total = math.inf
+    if not math.isfinite(total):
+        raise InputError(path, f"{what} add up to more bytes/s than a float holds ({sys.float_info.max:.4g})")
 
 
 def _replica_tuples(
@@ -291,53 +188,53 @@ def _replica_lists(
 ) -> tuple[tuple[int, ...], ...]:
     """One topic's replica lists, validated element by element to name the first bad field."""
     tpath = key_path("cluster.topics", name)
-    _key_str(name, tpath)
+    read_key(name, tpath)
     replica_lists = []
-    for p, replicas in enumerate(_list(parts, tpath)):
+    for p, replicas in enumerate(read_list(parts, tpath)):
         rpath = f"{tpath}[{p}]"
         ids = []
-        for k, r in enumerate(_list(replicas, rpath)):
-            r = _int(r, f"{rpath}[{k}]")
+        for k, r in enumerate(read_list(replicas, rpath)):
+            r = read_int(r, f"{rpath}[{k}]")
             if r not in brokers:
-                raise InputError(f"{rpath}[{k}]", f"unknown broker id {_short(r)}")
+                raise InputError(f"{rpath}[{k}]", f"unknown broker id {short_int(r)}")
             ids.append(r)
         replica_lists.append(tuple(ids))
     return tuple(replica_lists)
 
 
 def _topic_partition(v: object, path: str) -> TopicPartition:
-    pair = _list(v, path)
+    pair = read_list(v, path)
     if len(pair) != 2:
         raise InputError(path, "expected [topic, partition]")
-    return _str(pair[0], f"{path}[0]"), _int(pair[1], f"{path}[1]", minimum=0)
+    return read_str(pair[0], f"{path}[0]"), read_int(pair[1], f"{path}[1]", minimum=0)
 
 
 def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
-    g = _obj(doc, "consumer_group")
-    group_id = _str(_required(g, "group_id", "consumer_group"), "consumer_group.group_id")
-    assignor = _choice(
+    g = read_obj(doc, "consumer_group")
+    group_id = read_str(read_required(g, "group_id", "consumer_group"), "consumer_group.group_id")
+    assignor = read_choice(
         g.get("assignor"), "consumer_group.assignor", CONSUMER_ASSIGNORS, DEFAULT_CONSUMER_ASSIGNOR
     )
     members: list[Member] = []
     seen: set[str] = set()
     instances: dict[str, int] = {}
-    raw = _list(_required(g, "members", "consumer_group"), "consumer_group.members")
+    raw = read_list(read_required(g, "members", "consumer_group"), "consumer_group.members")
     for i, m in enumerate(raw):
         path = f"consumer_group.members[{i}]"
-        m = _obj(m, path)
-        mid = _str(_required(m, "member_id", path), f"{path}.member_id")
+        m = read_obj(m, path)
+        mid = read_str(read_required(m, "member_id", path), f"{path}.member_id")
         if mid in seen:
             raise InputError(f"{path}.member_id", f"duplicate member id {mid!r}")
         seen.add(mid)
-        topics: list[str] = _list(_required(m, "topics", path), f"{path}.topics")
+        topics: list[str] = read_list(read_required(m, "topics", path), f"{path}.topics")
         # Names of the cluster's topics were checked there: strings naming one need nothing more.
         if not (set(map(type, topics)) <= {str} and cluster.topics.keys() >= set(topics)):
             for k, t in enumerate(topics):
-                t = _str(t, f"{path}.topics[{k}]")
+                t = read_str(t, f"{path}.topics[{k}]")
                 if t not in cluster.topics:
                     raise InputError(f"{path}.topics[{k}]", f"unknown topic {t!r}")
         generation = m.get("generation")
-        instance = _opt_str(m.get("group_instance_id"), f"{path}.group_instance_id")
+        instance = read_opt_str(m.get("group_instance_id"), f"{path}.group_instance_id")
         if instance is not None:
             # Kafka's broker rejects an empty group.instance.id and never lets two
             # members share one (the second fences the first).
@@ -352,30 +249,37 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
         members.append(
             Member(
                 member_id=mid,
-                rack=_rack(m.get("rack"), f"{path}.rack"),
+                rack=read_rack(m.get("rack"), f"{path}.rack"),
                 topics=tuple(sorted(set(topics))),
                 owned=_owned(m.get("owned"), f"{path}.owned"),
                 generation=NO_GENERATION
                 if generation is None
-                else _int(generation, f"{path}.generation", minimum=INT32_MIN, maximum=INT32_MAX),
+                else read_int(generation, f"{path}.generation", minimum=INT32_MIN, maximum=INT32_MAX),
                 group_instance_id=instance,
             )
         )
-    objective, balance, floor = _traffic_options(g, assignor)
-    return ConsumerGroup(
-        group_id=group_id,
-        assignor=assignor,
-        members=tuple(members),
-        objective=objective,
-        balance=balance,
-        balance_floor=floor,
-    )
+    group = ConsumerGroup(group_id, assignor, tuple(members), *_traffic_options(g, assignor))
+    return _finite_loads(cluster, group)
+
+
+def _finite_loads(cluster: Cluster, group: ConsumerGroup) -> ConsumerGroup:
+    """``group``, once the load rule's weights (w(p) = bytes/s + floor) are known to sum to a float."""
+    if group.balance == "bytes":
+        from .traffic import load_weights  # here: a group without the choice never imports it (issue 29)
+
+        weights = load_weights(cluster, group)
+        _finite_sum(
+            (x for row in weights.values() for x in row),
+            "cluster.traffic" if group.balance_floor is None else "consumer_group.balance_floor",
+            "the group's partitions' weights (bytes/s + balance_floor)",
+        )
+    return group
 
 
 def _traffic_options(g: Mapping[str, Any], assignor: str) -> tuple[str, str, float | None]:
     """``objective``, ``balance`` and ``balance_floor``; non-default choices need ``rack-optimal``."""
-    objective = _choice(g.get("objective"), "consumer_group.objective", OBJECTIVES, "partitions")
-    balance = _choice(g.get("balance"), "consumer_group.balance", BALANCES, "count")
+    objective = read_choice(g.get("objective"), "consumer_group.objective", OBJECTIVES, "partitions")
+    balance = read_choice(g.get("balance"), "consumer_group.balance", BALANCES, "count")
     for key, value, default in (("objective", objective, "partitions"), ("balance", balance, "count")):
         if value != default and assignor != "rack-optimal":
             raise InputError(
@@ -393,7 +297,7 @@ def _owned(v: object, path: str) -> tuple[TopicPartition, ...]:
     """A member's ``owned`` list; a fast check of the common shape, element by element otherwise."""
     if v is None:
         return ()
-    pairs = _list(v, path)
+    pairs = read_list(v, path)
     try:
         out = [(t, p) for t, p in pairs]
     except (TypeError, ValueError):
@@ -407,12 +311,12 @@ def _opt_int(
     o: Mapping[str, Any], key: str, path: str, default: int, minimum: int = 0, maximum: int = INT32_MAX
 ) -> int:
     v = o.get(key)
-    return default if v is None else _int(v, f"{path}.{key}", minimum=minimum, maximum=maximum)
+    return default if v is None else read_int(v, f"{path}.{key}", minimum=minimum, maximum=maximum)
 
 
 def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
-    a = _obj(doc, "streams_app")
-    app_id = _str(_required(a, "application_id", "streams_app"), "streams_app.application_id")
+    a = read_obj(doc, "streams_app")
+    app_id = read_str(read_required(a, "application_id", "streams_app"), "streams_app.application_id")
     subs, partitions = _subtopologies(a, cluster)
     clients = _clients(a)
     rack_aware = _rack_aware(a)
@@ -427,11 +331,13 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
         ),
         max_warmup_replicas=_opt_int(a, "max_warmup_replicas", "streams_app", 2, minimum=1),
         rack_aware_assignment_tags=tuple(
-            _str(t, f"streams_app.rack_aware_assignment_tags[{k}]")
-            for k, t in enumerate(_list(tags_raw, "streams_app.rack_aware_assignment_tags"))
+            read_str(t, f"streams_app.rack_aware_assignment_tags[{k}]")
+            for k, t in enumerate(read_list(tags_raw, "streams_app.rack_aware_assignment_tags"))
         ),
         rack_aware=rack_aware,
-        assignor=_choice(a.get("assignor"), "streams_app.assignor", STREAMS_ASSIGNORS, "high-availability"),
+        assignor=read_choice(
+            a.get("assignor"), "streams_app.assignor", STREAMS_ASSIGNORS, "high-availability"
+        ),
         partitions=partitions,
     )
 
@@ -440,19 +346,19 @@ def _subtopologies(a: Mapping[str, Any], cluster: Cluster) -> tuple[list[Subtopo
     """The app's sub-topologies, and each one's partition count (its source topics must agree on it)."""
     subs: list[Subtopology] = []
     partitions: dict[str, int] = {}
-    raw_subs = _list(_required(a, "subtopologies", "streams_app"), "streams_app.subtopologies")
+    raw_subs = read_list(read_required(a, "subtopologies", "streams_app"), "streams_app.subtopologies")
     for i, s in enumerate(raw_subs):
         path = f"streams_app.subtopologies[{i}]"
-        s = _obj(s, path)
+        s = read_obj(s, path)
         sid = s.get("id")
         if isinstance(sid, int) and not isinstance(sid, bool):
             sid = str(sid)
-        sid = _str(sid if "id" in s else _required(s, "id", path), f"{path}.id")
+        sid = read_str(sid if "id" in s else read_required(s, "id", path), f"{path}.id")
         if sid in partitions:
             raise InputError(f"{path}.id", f"duplicate sub-topology id {sid!r}")
         sources = []
-        for k, t in enumerate(_list(_required(s, "source_topics", path), f"{path}.source_topics")):
-            t = _str(t, f"{path}.source_topics[{k}]")
+        for k, t in enumerate(read_list(read_required(s, "source_topics", path), f"{path}.source_topics")):
+            t = read_str(t, f"{path}.source_topics[{k}]")
             if t not in cluster.topics:
                 raise InputError(f"{path}.source_topics[{k}]", f"unknown topic {t!r}")
             sources.append(t)
@@ -465,10 +371,10 @@ def _subtopologies(a: Mapping[str, Any], cluster: Cluster) -> tuple[list[Subtopo
                 f"{path}.source_topics", f"source topics must have equal partition counts ({detail})"
             )
         changelogs = tuple(
-            _str(t, f"{path}.changelog_topics[{k}]")
-            for k, t in enumerate(_list(s.get("changelog_topics", []), f"{path}.changelog_topics"))
+            read_str(t, f"{path}.changelog_topics[{k}]")
+            for k, t in enumerate(read_list(s.get("changelog_topics", []), f"{path}.changelog_topics"))
         )
-        stateful = _bool(s.get("stateful", bool(changelogs)), f"{path}.stateful")
+        stateful = read_bool(s.get("stateful", bool(changelogs)), f"{path}.stateful")
         partitions[sid] = counts.pop()
         subs.append(Subtopology(sid, tuple(sources), changelogs, stateful))
 
@@ -478,27 +384,27 @@ def _subtopologies(a: Mapping[str, Any], cluster: Cluster) -> tuple[list[Subtopo
 def _clients(a: Mapping[str, Any]) -> list[StreamsClient]:
     clients: list[StreamsClient] = []
     seen: set[str] = set()
-    for i, c in enumerate(_list(_required(a, "clients", "streams_app"), "streams_app.clients")):
+    for i, c in enumerate(read_list(read_required(a, "clients", "streams_app"), "streams_app.clients")):
         path = f"streams_app.clients[{i}]"
-        c = _obj(c, path)
-        pid = _str(_required(c, "process_id", path), f"{path}.process_id")
+        c = read_obj(c, path)
+        pid = read_str(read_required(c, "process_id", path), f"{path}.process_id")
         if pid in seen:
             raise InputError(f"{path}.process_id", f"duplicate process id {pid!r}")
         seen.add(pid)
         tags = {
-            _key_str(k, key_path(f"{path}.tags", k)): _str(v, key_path(f"{path}.tags", k))
-            for k, v in _obj(c.get("tags") or {}, f"{path}.tags").items()
+            read_key(k, key_path(f"{path}.tags", k)): read_str(v, key_path(f"{path}.tags", k))
+            for k, v in read_obj(c.get("tags") or {}, f"{path}.tags").items()
         }
         lags = {
-            _key_str(k, key_path(f"{path}.task_lags", k)): _int(
+            read_key(k, key_path(f"{path}.task_lags", k)): read_int(
                 v, key_path(f"{path}.task_lags", k), minimum=INT64_MIN, maximum=INT64_MAX
             )
-            for k, v in _obj(c.get("task_lags") or {}, f"{path}.task_lags").items()
+            for k, v in read_obj(c.get("task_lags") or {}, f"{path}.task_lags").items()
         }
         clients.append(
             StreamsClient(
                 process_id=pid,
-                rack=_rack(c.get("rack"), f"{path}.rack"),
+                rack=read_rack(c.get("rack"), f"{path}.rack"),
                 threads=_opt_int(c, "threads", path, 1, minimum=1),
                 tags=tags,
                 previous_active=_task_list(c.get("previous_active"), f"{path}.previous_active"),
@@ -512,26 +418,28 @@ def _clients(a: Mapping[str, Any]) -> list[StreamsClient]:
 
 def _rack_aware(a: Mapping[str, Any]) -> RackAwareConfig:
     """``rack_aware``: the strategy and its costs (None: Kafka's default for the assignor)."""
-    ra_raw = _obj(a.get("rack_aware") or {}, "streams_app.rack_aware")
+    ra_raw = read_obj(a.get("rack_aware") or {}, "streams_app.rack_aware")
     return RackAwareConfig(
-        strategy=_choice(ra_raw.get("strategy"), "streams_app.rack_aware.strategy", RACK_STRATEGIES, "none"),
+        strategy=read_choice(
+            ra_raw.get("strategy"), "streams_app.rack_aware.strategy", RACK_STRATEGIES, "none"
+        ),
         traffic_cost=None
         if ra_raw.get("traffic_cost") is None
-        else _int(
+        else read_int(
             ra_raw["traffic_cost"], "streams_app.rack_aware.traffic_cost", minimum=0, maximum=INT32_MAX
         ),
         non_overlap_cost=None
         if ra_raw.get("non_overlap_cost") is None
-        else _int(
+        else read_int(
             ra_raw["non_overlap_cost"],
             "streams_app.rack_aware.non_overlap_cost",
             minimum=0,
             maximum=INT32_MAX,
         ),
-        sticky_to_previous=_bool(
+        sticky_to_previous=read_bool(
             ra_raw.get("sticky_to_previous", False), "streams_app.rack_aware.sticky_to_previous"
         ),
-        weigh_by_traffic=_bool(
+        weigh_by_traffic=read_bool(
             ra_raw.get("weigh_by_traffic", False), "streams_app.rack_aware.weigh_by_traffic"
         ),
     )
@@ -540,15 +448,15 @@ def _rack_aware(a: Mapping[str, Any]) -> RackAwareConfig:
 def _task_list(v: object, path: str) -> tuple[str, ...]:
     if v is None:
         return ()
-    return tuple(_str(t, f"{path}[{k}]") for k, t in enumerate(_list(v, path)))
+    return tuple(read_str(t, f"{path}[{k}]") for k, t in enumerate(read_list(v, path)))
 
 
 def parse_instance(
     doc: object, no_bools_or_floats: bool = False
 ) -> tuple[Cluster, ConsumerGroup | StreamsApp]:
     """Validate a whole contract input document (see :func:`parse_cluster` for the flag)."""
-    root = _obj(doc, "(document)")
-    cluster = parse_cluster(_required(root, "cluster", ""), no_bools_or_floats)
+    root = read_obj(doc, "(document)")
+    cluster = parse_cluster(read_required(root, "cluster", ""), no_bools_or_floats)
     has_group, has_app = "consumer_group" in root, "streams_app" in root
     if has_group == has_app:
         raise InputError(

@@ -59,6 +59,20 @@ def load_weights(cluster: Cluster, group: ConsumerGroup) -> dict[str, tuple[floa
     return {t: tuple(x + floor for x in row) for t, row in weights.items()}
 
 
+def exact_load_weights(cluster: Cluster, group: ConsumerGroup, parts: Sequence[TopicPartition]) -> list[int]:
+    """:func:`load_weights` of ``parts`` as exact integers in one scale: bytes/s and floor added exactly.
+
+    The floats' sum ``x + floor`` rounds (a floor of ``1e17`` swallows a bytes/s of 1), and the load
+    rule compares sums of weights; scaling both terms first (:func:`exact_integers`) keeps the rule the
+    contract's, in exact arithmetic, at every magnitude.
+    """
+    weights = group_weights(cluster, (t for m in group.members for t in m.topics))
+    floor = default_floor(weights) if group.balance_floor is None else group.balance_floor
+    scaled, _ = exact_integers([*(weights[t][p] for t, p in parts), floor])
+    extra = scaled.pop()
+    return [w + extra for w in scaled]
+
+
 def exact_integers(values: Sequence[float]) -> tuple[list[int], int]:
     """``values`` times one power of two ``2**k``, as exact integers, and ``k``.
 
@@ -99,6 +113,7 @@ def consumer_traffic_stats(
     racks = {m.member_id: m.rack for m in group.members}
     masks = cluster.masks
     loads: list[float] = []
+    every: list[float] = []  # summed once: a sum of the rounded loads would depend on who holds what
     cross: list[float] = []
     unknown = 0
     for mid, parts in assignment.items():
@@ -114,8 +129,9 @@ def consumer_traffic_stats(
             if is_cross_rack(rack, bit, masks[t][p]):
                 cross.append(row[p])
         loads.append(math.fsum(mine))
+        every += mine
     return {
-        "bytes_per_s": math.fsum(loads),
+        "bytes_per_s": math.fsum(every),
         "cross_rack_bytes_per_s": math.fsum(cross),
         "max_member_bytes_per_s": max(loads, default=0.0),
         "min_member_bytes_per_s": min(loads, default=0.0),

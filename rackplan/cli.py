@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from rackplan.assignor.cli import run_assign, write_err
-from rackplan.assignor.parse import one_line
+from rackplan.assignor.fields import one_line
 
 
 def plain_assign(argv: Sequence[str]) -> str | None:

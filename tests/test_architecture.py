@@ -146,7 +146,6 @@ FUNCTION_LIMIT = 60
 #: limit (the test says so), so these lists only get shorter.
 LONG_MODULES: dict[str, int] = {
     "rackplan.agent.settings.sections": 515,
-    "rackplan.assignor.parse": 560,
     "rackplan.assignor.streams.rack": 516,
     "rackplan.fleet.job": 532,
     "rackplan.fleet.units": 588,

@@ -179,6 +179,62 @@ def test_traffic_beyond_a_float_exits_2_naming_it(tmp_path: Path, capsys: pytest
     assert "error: cluster.traffic.orders[1]: must be a finite" in capsys.readouterr().err
 
 
+SUM_BEYOND_A_FLOAT = [
+    (mutate("cluster.traffic", {"orders": [1e308, 1e308]}), "cluster.traffic"),
+    (
+        {
+            **BASE,
+            "cluster": {
+                **BASE["cluster"],
+                "topics": {"orders": [[1, 2], [2, 1]], "audit": [[1]]},
+                "traffic": {"orders": 1e308, "audit": 1e308},
+            },
+        },
+        "cluster.traffic",
+    ),
+    (
+        {
+            **mutate("cluster.traffic", {"orders": [1e308, 0.0]}),
+            "consumer_group": {
+                **BASE["consumer_group"],
+                "assignor": "rack-optimal",
+                "balance": "bytes",
+                "balance_floor": 1e308,
+            },
+        },
+        "consumer_group.balance_floor",
+    ),
+]
+
+
+@pytest.mark.parametrize(("doc", "field"), SUM_BEYOND_A_FLOAT, ids=["list", "totals", "floor"])
+def test_traffic_whose_sum_is_beyond_a_float_exits_2_naming_it(
+    doc: Any, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every value finite, their sum not: refused by name, where the statistics' sums used to raise
+    ``OverflowError`` (exit 1, "internal error"; found by an adversarial hunt, session 28)."""
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(doc))
+    assert main(["assign", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1
+    assert f"error: {field}: " in err and "more bytes/s than a float holds" in err, err
+
+
+def test_a_streams_apps_traffic_beyond_a_float_exits_2(
+    shared_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same for a Streams app (its statistics' sums raised too)."""
+    doc = json.loads((shared_dir / "samples" / "sample-streams-T100-N10-tags-min_traffic.json").read_text())
+    doc["cluster"]["traffic"] = {t: 1e308 for t in doc["cluster"]["topics"]}
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(doc))
+    assert main(["assign", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "error: cluster.traffic: " in err, err
+
+
 @pytest.mark.parametrize(
     "text",
     ["", "{", "not json", "[" * 100_000, '{"cluster": NaN'],

@@ -24,12 +24,30 @@ _SOCKET_TIMEOUT_MS = (10, 300_000)
 
 
 def admin_client_config(config: Mapping[str, Any], request_timeout_s: float) -> dict[str, Any]:
-    """``config`` with ``socket.timeout.ms`` capped at the request timeout (a user's lower value is kept)."""
+    """``config`` with ``socket.timeout.ms`` capped at the request timeout (a user's lower value is kept).
+
+    A value librdkafka would refuse (not a whole number, or outside its bounds) is passed on as it is,
+    so that librdkafka refuses it and the agent says so naming ``kafka.config`` (exit 2): read with
+    ``int()`` here, ``abc`` gave a message naming no setting, and ``-5`` was quietly made 10 ms.
+    """
     out = dict(config)
+    current = _whole(out.get("socket.timeout.ms", 60_000))
+    if current is None or not _SOCKET_TIMEOUT_MS[0] <= current <= _SOCKET_TIMEOUT_MS[1]:
+        return out
     cap = int(request_timeout_s * 1000)
-    current = int(out.get("socket.timeout.ms", 60_000))
-    out["socket.timeout.ms"] = max(_SOCKET_TIMEOUT_MS[0], min(current, cap, _SOCKET_TIMEOUT_MS[1]))
+    out["socket.timeout.ms"] = max(_SOCKET_TIMEOUT_MS[0], min(current, cap))
     return out
+
+
+def _whole(value: object) -> int | None:
+    """A whole number as librdkafka reads an integer property (an int, or its decimal digits), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = value.strip() if isinstance(value, str) else ""
+    digits = text[1:] if text[:1] in "+-" else text
+    return int(text) if digits.isascii() and digits.isdigit() else None
 
 
 def operation_timeout_s(request_timeout_s: float) -> float:

@@ -20,8 +20,9 @@ from rackplan.assignor.contract import (
     group_topics,
 )
 from rackplan.assignor.contract import STREAMS_APP_KEYS as CONTRACT_STREAMS_APP_KEYS
+from rackplan.assignor.fields import InputError
 from rackplan.assignor.model import Cluster
-from rackplan.assignor.parse import InputError, parse_consumer_group, parse_streams_app
+from rackplan.assignor.parse import parse_consumer_group, parse_streams_app
 
 from .wording import did_you_mean
 

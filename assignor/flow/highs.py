@@ -110,12 +110,20 @@ class Program:
             result = self._run(start, max_nodes, presolve=False, light_root=light_root)
             if result.optimal and not self._consistent(result):
                 result = Result(result.values, False, None)
+        if self._value(result.values) > self._value(start) + 0.5:
+            # HiGHS drops a start it finds infeasible (a row the caller's start breaks) and answers with
+            # its own incumbent: never worse than ``start`` is this method's promise, so ``start`` it is,
+            # unproven and without a bound (a proof that ``start`` beats was not about this start).
+            result = Result(list(start), False, None)
         return result
+
+    def _value(self, values: Sequence[float]) -> float:
+        """The objective of a solution."""
+        return sum(c * v for c, v in zip(self.cost, values, strict=True))
 
     def _consistent(self, result: Result) -> bool:
         """Whether a proven answer's objective lies within the gap of its bound (a gap below one)."""
-        value = sum(c * v for c, v in zip(self.cost, result.values, strict=True))
-        return result.bound is not None and value <= result.bound + 0.5 + 1e-6
+        return result.bound is not None and self._value(result.values) <= result.bound + 0.5 + 1e-6
 
     def _run(self, start: Sequence[float], max_nodes: int, presolve: bool, light_root: bool) -> Result:
         """One HiGHS run (see :meth:`solve`)."""
@@ -146,7 +154,13 @@ class Program:
         first.col_value = [float(v) for v in start]
         first.value_valid = True
         h.setSolution(first)
-        h.run()
+        if h.run() == highspy.HighsStatus.kError and h.getModelStatus() == highspy.HighsModelStatus.kNotset:
+            # Refused before it started: HiGHS keeps one task scheduler per process, sized by the first
+            # run, and a run asking another thread count is refused.  A program of the caller's own
+            # (highspy's defaults: every core) sized it; ours runs on one thread for determinism, so
+            # the scheduler is made anew, once (the caller's next run sizes it again, as it did).
+            type(h).resetGlobalScheduler(True)
+            h.run()
         status = h.getModelStatus()
         info = h.getInfo()
         optimal = status == highspy.HighsModelStatus.kOptimal

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import time
 
+from ..fields import InputError
 from ..model import Cluster, StreamsApp
-from ..parse import InputError
 from ..traffic import streams_traffic_stats
 from .rack import disabled_reason
 from .tasks import State, TaskModel, build_model

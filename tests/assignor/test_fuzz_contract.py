@@ -201,6 +201,16 @@ def test_task_order_is_numeric_for_ascii_digits_only() -> None:
     assert sorted_tasks(tasks) == ["01_0", "1_0", "2_9", "2_10", "10_0", "9" * 5000 + "_0", "a_0", "²_0"]
 
 
+def test_negative_subtopology_ids_sort_numerically() -> None:
+    """A JSON integer id may be negative: "numerically" puts -10 before -1 before 0 (they came after
+    every other number, in text order, before; found by an adversarial hunt)."""
+    from rackplan.assignor.model import sorted_tasks
+
+    tasks = ["0_0", "1_0", "-1_0", "-10_0", "-9_1", "-9_0", "-007_0", "2_0", "-x_0"]
+    assert sorted_tasks(tasks) == ["-10_0", "-9_0", "-9_1", "-007_0", "-1_0", "0_0", "1_0", "2_0", "-x_0"]
+    assert sorted_tasks([f"{n}_0" for n in range(-12, 13)]) == [f"{n}_0" for n in range(-12, 13)]
+
+
 @pytest.mark.parametrize(
     ("where", "field"),
     [

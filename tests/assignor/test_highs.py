@@ -174,3 +174,50 @@ def test_private_directories_are_new_each_time(monkeypatch: pytest.MonkeyPatch, 
     assert a != b and {os.path.dirname(a), os.path.dirname(b)} == {str(tmp_path)}
     os.rmdir(a)
     os.rmdir(b)
+
+
+_AFTER_A_CALLERS_PROGRAM = """
+import highspy
+from rackplan.assignor.flow.highs import Program
+
+mine = highspy.Highs()
+mine.silent()
+x = mine.addBinary()
+mine.minimize(x)  # the caller's own program, on highspy's default threads: it sizes the scheduler
+p = Program()
+a, b = p.column(3, 0, 1, True), p.column(2, 0, 1, True)
+p.row(1, p.inf, [(a, 1.0), (b, 1.0)])
+r = p.solve([1.0, 0.0], max_nodes=10)
+mine.minimize(x)
+print(r.optimal, [round(v) for v in r.values], mine.getModelStatus() == highspy.HighsModelStatus.kOptimal)
+"""
+
+
+def test_a_program_solves_after_the_callers_own_highs_program_in_the_same_process() -> None:
+    """A library user who ran HiGHS first (default threads) made every run of ours fail ("HiGHS ended
+    with Not Set": one scheduler per process, ours asks one thread); found by an adversarial hunt.  In a
+    child, so that the scheduler it sizes is its own; the caller's program still solves afterwards."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", _AFTER_A_CALLERS_PROGRAM], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split("\n")[-2] == "True [0, 1] True", run.stdout
+
+
+def test_a_start_the_program_refuses_comes_back_rather_than_a_worse_incumbent() -> None:
+    """ "At worst ``start``": HiGHS drops a start that breaks a row of the program (here the symmetry row
+    ``a >= b``, which the caller's equally good start breaks) and answers with its own; when that is
+    worse, the start comes back, unproven and without a bound (rack-optimal took the worse answer for
+    an internal error before)."""
+    p = highs.Program()
+    a, b = p.column(0, 0, 5, True), p.column(0, 0, 5, True)
+    c = p.column(1, 0, 5, True)  # what the program's own answers pay
+    p.row(5, 5, [(a, 1.0), (b, 1.0), (c, 1.0)])
+    p.row(0, p.inf, [(a, 1.0), (b, -1.0)])  # a >= b
+    p.row(-p.inf, 2, [(a, 1.0)])  # so a + b <= 4: c >= 1 in every answer the program allows
+    start = [1.0, 4.0, 0.0]  # breaks a >= b, costs 0
+    r = p.solve(start, max_nodes=1_000)
+    assert (r.values, r.optimal, r.bound) == (start, False, None)

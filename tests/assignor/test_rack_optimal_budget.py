@@ -43,6 +43,7 @@ def _check_fallback(cluster: Cluster, group: ConsumerGroup, budget: int) -> tupl
     got = (cross_rack_count(cluster, group, plan), moves_of(cluster, group, plan))
     assert got <= (cross_rack_count(cluster, group, fair), moves_of(cluster, group, fair))
     assert bound <= got[0]
+    assert optimal or got != (bound, 0), "at its own proven bound with no move: that is a proof"
     assert _budgeted(cluster, group, budget) == (plan, optimal, bound)  # deterministic
     return optimal, bound, got[0]
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
@@ -106,13 +107,14 @@ def exact_weights(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition
 
 
 def rule_weights(cluster: Cluster, group: ConsumerGroup) -> dict[TopicPartition, Fraction]:
-    """The contract's w(p) for ``balance: bytes``, as the checker computes it (floats added, then exact)."""
+    """The contract's w(p) for ``balance: bytes``: the bytes/s (unknown: the mean, as a float) plus the
+    floor, added exactly (a float sum rounds: a floor of 1e17 swallows a bytes/s of 1)."""
     b = exact_weights(cluster, group)
     mean_all = sum(b.values(), Fraction(0)) / len(b) if b else Fraction(0)
     floor = group.balance_floor
     if floor is None:
         floor = 0.01 * float(mean_all) if mean_all > 0 else 1.0
-    return {tp: Fraction(float(v) + floor) for tp, v in b.items()}
+    return {tp: Fraction(float(v)) + Fraction(floor) for tp, v in b.items()}
 
 
 def cross_value(
@@ -261,6 +263,39 @@ def test_objective_bytes_is_the_brute_force_optimum(
     assert run_assignor(cluster, group)[0] == plan
 
 
+#: An adversarial hunt's instance (8 members, 20 partitions, two topics): the general search's start had
+#: two interchangeable members' counts out of the program's symmetry order, HiGHS dropped it and stopped
+#: at its node limit on a worse incumbent, and ``rackplan assign`` ended in an internal error.
+TWINS_OUT_OF_ORDER = '{"cluster":{"brokers":[{"id":1,"rack":"c"},{"id":2,"rack":"c"}],"topics":{"t0":[[1],[2],[2,1],[1],[2],[1,2]],"t1":[[1,2],[2,1],[1,2],[1],[1],[2],[1],[1,2],[2],[1,2],[2],[2,1],[2],[2,1]]},"traffic":{"t0":[0.0,10.0,10.0,23.0,1.0,5.0],"t1":[100.0,1.0,10.0,5.0,11.0,100.0,10.0,50.0,10.0,50.0,93.0,50.0,10.0,0.0]}},"consumer_group":{"group_id":"g","assignor":"rack-optimal","objective":"bytes","members":[{"member_id":"m-0","rack":null,"topics":["t0"]},{"member_id":"m-1","rack":null,"topics":["t0","t1"]},{"member_id":"m-2","rack":null,"topics":["t0","t1"]},{"member_id":"m-3","rack":null,"topics":["t0","t1"]},{"member_id":"m-4","rack":null,"topics":["t0"]},{"member_id":"m-5","rack":"c","topics":["t1"]},{"member_id":"m-6","rack":null,"topics":["t1"]},{"member_id":"m-7","rack":"a","topics":["t0"]}]}}'
+
+#: Another (7 members, 20 partitions): the plan crossed 107 B/s with no move, and its proven bound was
+#: 107, but it said ``optimal: false``.
+AT_ITS_OWN_BOUND = '{"cluster":{"brokers":[{"id":1,"rack":"c"},{"id":2,"rack":"c"},{"id":3,"rack":"c"},{"id":4,"rack":"b"}],"topics":{"t0":[[3,2],[2,4],[3,1],[1],[3,1],[2]],"t1":[[3],[4,2],[4,2]],"t2":[[4],[3]],"t3":[[4],[4],[1],[3,1],[2,3],[2],[4,2],[3],[3]]},"traffic":{"t0":[10.0,100.0,10.0,0.0,1.0,1.0],"t1":[100.0,94.0,1.0],"t2":[2.0,5.0],"t3":[38.0,0.0,10.0,24.0,1.0,2.0,50.0,10.0,2.0]}},"consumer_group":{"group_id":"g","assignor":"rack-optimal","objective":"bytes","members":[{"member_id":"m-0","rack":"c","topics":["t0","t1","t2","t3"]},{"member_id":"m-1","rack":"z","topics":["t1"]},{"member_id":"m-2","rack":"a","topics":["t2","t3"]},{"member_id":"m-3","rack":"a","topics":["t2"]},{"member_id":"m-4","rack":null,"topics":["t0","t1","t2"]},{"member_id":"m-5","rack":"z","topics":["t0","t1","t3"]},{"member_id":"m-6","rack":null,"topics":["t0","t1","t2","t3"]}]}}'
+
+
+def test_a_start_with_twins_out_of_order_is_planned_and_proven(checker: ModuleType) -> None:
+    from rackplan.assignor.parse import parse_instance
+
+    cluster, group = parse_instance(json.loads(TWINS_OUT_OF_ORDER))
+    assert isinstance(group, ConsumerGroup)
+    plan, elapsed = run_assignor(cluster, group)
+    out = document(cluster, group, plan, elapsed)
+    check(checker, cluster, group, out)
+    assert out["stats"]["optimal"] is True and out["stats"]["cross_rack_bytes_per_s"] == 1.0
+
+
+def test_a_plan_at_its_own_bound_with_no_move_says_optimal(checker: ModuleType) -> None:
+    from rackplan.assignor.parse import parse_instance
+
+    cluster, group = parse_instance(json.loads(AT_ITS_OWN_BOUND))
+    assert isinstance(group, ConsumerGroup)
+    plan, elapsed = run_assignor(cluster, group)
+    out = document(cluster, group, plan, elapsed)
+    check(checker, cluster, group, out)
+    assert (out["stats"]["cross_rack_bytes_per_s"], out["stats"]["moved"]) == (107.0, 0)
+    assert out["stats"]["optimal"] is True and "cross_rack_bytes_lower_bound" not in out["stats"]
+
+
 def test_objective_bytes_crosses_the_light_partitions() -> None:
     """Two members in rack a, one in b; every partition lives only in a: one must cross, the lightest."""
     cluster = Cluster(
@@ -329,6 +364,94 @@ def test_balance_bytes_optimal_only_when_it_is(inst: tuple[Cluster, ConsumerGrou
     else:
         key = "cross_rack_bytes_lower_bound" if objective == "bytes" else "cross_rack_lower_bound"
         assert Fraction(plan.stats[key]) <= best[0]
+
+
+@SETTINGS
+@given(
+    traffic_instances("rack-optimal", max_members=4, max_partitions=6),
+    st.sampled_from([0.0, 0.5, 7.0]),
+    st.sampled_from([None, 0.0, 3.0]),
+    st.sampled_from(["partitions", "bytes"]),
+)
+def test_equal_weights_make_the_load_rule_invariant_2(
+    checker: ModuleType,
+    inst: tuple[Cluster, ConsumerGroup],
+    bytes_per_s: float,
+    floor: float | None,
+    objective: str,
+) -> None:
+    """The contract: "With equal weights this is invariant 2's rule ... and gives counts within one for
+    equal subscriptions", for every common weight, 0 included (zero traffic with ``balance_floor: 0``,
+    where the load rule alone allows any plan: both partitions went to one of two members before)."""
+    cluster, group = inst
+    cluster = replace(
+        cluster, traffic={t: (bytes_per_s,) * len(parts) for t, parts in cluster.topics.items()}
+    )
+    group = with_options(group, balance="bytes", objective=objective, balance_floor=floor)
+    plan, elapsed = run_assignor(cluster, group)
+    assert_valid(cluster, group, plan)
+    assert count_balanced(group, owner_of(plan))
+    assert_balanced(group, plan)
+    check(checker, cluster, group, document(cluster, group, plan, elapsed))
+
+
+def test_zero_traffic_and_no_floor_deal_one_partition_each() -> None:
+    """The hunt's case: two idle partitions, ``balance_floor: 0``, two members: one each, not both to one."""
+    cluster = Cluster(broker_racks={1: "a"}, topics={"t": ((1,), (1,))}, traffic={"t": (0.0, 0.0)})
+    members = tuple(replace_member(mid, "a") for mid in ("m-1", "m-2"))
+    plan, _ = run_assignor(
+        cluster, ConsumerGroup("g", "rack-optimal", members, balance="bytes", balance_floor=0.0)
+    )
+    assert plan.assignment == {"m-1": [("t", 0)], "m-2": [("t", 1)]}
+
+
+@SETTINGS
+@given(
+    clusters(max_topics=2, max_partitions=5).flatmap(
+        lambda c: consumer_groups(c, "rack-optimal", max_members=4).map(lambda g: (c, g))
+    ),
+    st.sampled_from(
+        [
+            {"objective": "bytes"},
+            {"balance": "bytes"},
+            {"objective": "bytes", "balance": "bytes", "balance_floor": 0.0},
+        ]
+    ),
+)
+def test_without_traffic_the_bytes_choices_are_the_defaults_byte_for_byte(
+    inst: tuple[Cluster, ConsumerGroup], options: dict[str, Any]
+) -> None:
+    """Without ``cluster.traffic`` every partition weighs the same, so the byte choices are the count
+    rules: the output is the defaults' (before, an unproven plan named a ``cross_rack_bytes_lower_bound``
+    with no traffic, and ``balance: bytes`` ran its heuristic where the exact count path applies)."""
+    cluster, group = inst
+    assert cluster.traffic is None
+    plain, elapsed = run_assignor(cluster, group)
+    chosen = replace(group, **options)
+    weighed, _ = run_assignor(cluster, chosen)
+    assert document(cluster, chosen, weighed, elapsed) == document(cluster, group, plain, elapsed)
+
+
+def test_the_load_rule_is_exact_at_every_magnitude() -> None:
+    """w(p) = bytes/s + floor added exactly: with a floor of 1e17 the float sum forgets a bytes/s of 1, and
+    the plan {0, 1} / {2} broke the rule (2e17 < 2e17 + 1) while saying ``optimal`` (found by the hunt)."""
+    cluster = Cluster(broker_racks={1: "a"}, topics={"t": ((1,), (1,), (1,))}, traffic={"t": (1.0, 0.0, 0.0)})
+    members = tuple(replace_member(mid, "a") for mid in ("m-1", "m-2"))
+    group = ConsumerGroup("g", "rack-optimal", members, balance="bytes", balance_floor=1e17)
+    plan, _ = run_assignor(cluster, group)
+    assert load_rule_holds(group, owner_of(plan), rule_weights(cluster, group))
+    assert sorted(len(v) for v in plan.assignment.values()) == [1, 2]
+
+
+def test_bytes_per_s_is_one_sum_of_the_assigned_partitions() -> None:
+    """Not a sum of the members' rounded sums, which depends on who holds what (1.0 against the
+    correctly rounded 1.0000000000000002 here)."""
+    row = (1.0, 1e-16, 1e-16)
+    cluster = Cluster(broker_racks={1: "a"}, topics={"t": ((1,), (1,), (1,))}, traffic={"t": row})
+    members = tuple(replace_member(mid, "a") for mid in ("m-1", "m-2"))
+    group = ConsumerGroup("g", "range", members)
+    plan, elapsed = run_assignor(cluster, group)
+    assert document(cluster, group, plan, elapsed)["stats"]["bytes_per_s"] == math.fsum(row)
 
 
 def test_balance_bytes_spreads_a_hot_partition_s_load() -> None:

@@ -226,19 +226,29 @@ def _optimise(
         if searched_value < value:
             best, value = searched, searched_value
         proven = value == cheap  # reached the per-partition floor
-    crossing = value // weight  # moves are fewer than ``weight``
-    if proven:
-        low = crossing
-    else:
-        # HiGHS bounds ``W * cross-rack - kept`` from below, and kept >= 0; the slack absorbs
-        # its feasibility tolerances (a real bound sits at least 1 / W above an integer).
-        milp = -1 if found.bound is None else math.ceil(found.bound / weight - 1e-7)
-        low = min(crossing, max(cheap // weight, milp))
+    proven, low = _proof(proven, value, weight, cheap, found.bound)
     if value < start_value:
         _write(members, class_parts, best, owned_parts, out)
     elif start is general:
         _write(members, class_parts, start, owned_parts, out)
     return proven, low
+
+
+def _proof(proven: bool, value: int, weight: int, cheap: int, milp_bound: float | None) -> tuple[bool, int]:
+    """Whether a plan of ``value`` (``W * cross-rack + moves``) is proven, and a proven bound on its cross-rack.
+
+    Unproven, the bound is the better of the per-partition floor (``cheap``) and HiGHS's: it bounds
+    ``W * cross-rack - kept`` from below, and kept >= 0; the slack absorbs its feasibility tolerances
+    (a real bound sits at least 1 / W above an integer).  A plan at that bound with no move is
+    proven all the same: nothing balanced is better in (cross-rack, moves), whoever proved the bound
+    (an unproven plan at 284 of 284 bytes/s with no move was seen by an adversarial hunt).
+    """
+    crossing = value // weight  # moves are fewer than ``weight``
+    if proven:
+        return True, crossing
+    milp = -1 if milp_bound is None else math.ceil(milp_bound / weight - 1e-7)
+    low = min(crossing, max(cheap // weight, milp))
+    return value == weight * low, low
 
 
 def _searched(

@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ...flow import PostconditionError
 from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cross_rack
 from ...record import record
-from ...traffic import exact_integers, group_weights, load_weights, scaled_down
+from ...traffic import exact_integers, exact_load_weights, group_weights, scaled_down
 from ..owned import previous_owners
 
 #: How many of the least-loaded subscribers a repair move considers (besides each rack's least loaded).
@@ -258,8 +258,7 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
     topics = sorted({t for m in members for t in m.topics})
     topic_subs = {t: [i for i, m in enumerate(members) if t in m.topics] for t in topics}
     parts: list[TopicPartition] = [(t, p) for t in topics for p in range(len(cluster.topics[t]))]
-    loads_w = load_weights(cluster, group)
-    weight, _ = exact_integers([loads_w[t][p] for t, p in parts])
+    weight = exact_load_weights(cluster, group, parts)
     if group.objective == "bytes":
         values = group_weights(cluster, topics)
         value, scale = exact_integers([values[t][p] for t, p in parts])

@@ -35,6 +35,7 @@ with count balance :mod:`.bytes_objective`, the partition objective
 from __future__ import annotations
 
 from ...model import Cluster, ConsumerGroup, ConsumerPlan
+from ...record import replace
 from .class_flow import fair_assign
 
 
@@ -45,6 +46,7 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     balance is :mod:`.bytes_objective`.  Neither runs without those choices, so
     plans of instances that make none stay exactly as before.
     """
+    group = _as_weighed(cluster, group)
     # Each objective's modules are imported by the groups that choose it: an equal-subscription group
     # never loads the integer programs nor the cooperative-sticky search (issue 29: start-up).
     if group.balance == "bytes":
@@ -65,3 +67,29 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
             stats["cross_rack_lower_bound"] = outcome.cross_rack_lower_bound
         return ConsumerPlan(assignment=assignment, revoked={}, stats=stats)
     return ConsumerPlan(assignment=plan.assignment, revoked={}, stats={"optimal": True})
+
+
+def _as_weighed(cluster: Cluster, group: ConsumerGroup) -> ConsumerGroup:
+    """``group`` with the traffic choices that actually weigh something, the defaults where they cannot.
+
+    Without ``cluster.traffic`` every partition weighs the same (1, plus the floor), so ``objective:
+    bytes`` counts partitions and ``balance: bytes`` is the count rule: the defaults' paths run, and
+    the output is the defaults' byte for byte, with no byte-named figure (the contract: without
+    traffic, nothing changes).  With traffic but every partition's bytes/s the same, every w(p) is
+    the same and the load rule *is* invariant 2's count rule (``load(B) + w < load(A)`` is
+    ``count(B) + 1 < count(A)`` for any w > 0); for w = 0 everywhere (idle topics, ``balance_floor:
+    0``) the contract's "equal weights give invariant 2" can only mean that rule, since the load
+    rule alone would allow any plan at all.
+    """
+    if cluster.traffic is None:
+        if group.objective == "partitions" and group.balance == "count":
+            return group
+        return replace(group, objective="partitions", balance="count")
+    if group.balance != "bytes":
+        return group
+    from ...traffic import group_weights  # only here: the default choices never import it (issue 29)
+
+    weights = group_weights(cluster, {t for m in group.members for t in m.topics})
+    return (
+        replace(group, balance="count") if len({x for row in weights.values() for x in row}) <= 1 else group
+    )

@@ -32,3 +32,16 @@ def test_every_request_ends_before_its_operation(
         assert out["socket.timeout.ms"] <= user_socket_ms  # a user's shorter timeout is kept
     assert config.get("socket.timeout.ms") == user_socket_ms  # the input is not changed
     assert out["bootstrap.servers"] == "b:9092"
+
+
+@given(st.sampled_from(["abc", "1.5", -5, "-5", 0, 300_001, True, "", " 12x"]))
+def test_a_value_librdkafka_refuses_is_passed_on_for_it_to_refuse(value: object) -> None:
+    """Not read with ``int()`` here (a message naming no setting) nor clamped into range (``-5`` quietly
+    became 10 ms): librdkafka refuses it, and the agent names ``kafka.config`` (found by an adversarial hunt)."""
+    out = admin_client_config({"socket.timeout.ms": value}, 15.0)
+    assert out["socket.timeout.ms"] is value
+
+
+def test_a_whole_number_given_as_text_is_capped_too() -> None:
+    assert admin_client_config({"socket.timeout.ms": "120000"}, 15.0)["socket.timeout.ms"] == 15_000
+    assert admin_client_config({"socket.timeout.ms": " 900 "}, 15.0)["socket.timeout.ms"] == 900
