@@ -24,9 +24,29 @@ def check_duration(value: Any, info: ValidationInfo) -> Any:
     return value
 
 
+def refuse_bool_as_number(cls: type[BaseModel], value: Any, info: ValidationInfo) -> Any:
+    """A boolean where a number is due is refused, not read as 0 or 1: YAML reads ``yes``, ``on`` and
+    ``true`` as booleans, and pydantic would take ``http.port: yes`` for port 1 (the environment's
+    ``true`` was refused already: a string is no number).  Found by an adversarial hunt."""
+    if isinstance(value, bool) and info.field_name is not None:
+        field = cls.model_fields.get(info.field_name)
+        if field is not None and _only_numbers(field.annotation):
+            raise ValueError(
+                "expected a number, got a boolean (YAML reads yes/no, on/off, true/false as one)"
+            )
+    return value
+
+
+def _only_numbers(annotation: Any) -> bool:
+    """Whether a field's type is int or float, maybe optional: nothing a boolean could stand for."""
+    members = set(getattr(annotation, "__args__", ())) or {annotation}
+    return members <= {int, float, type(None)} and bool(members & {int, float})
+
+
 class Section(BaseModel):
     """A settings section: unknown keys are refused (a typo is an error, never a silent default)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     _durations = field_validator("*")(check_duration)
+    _numbers = field_validator("*", mode="before")(classmethod(refuse_bool_as_number))

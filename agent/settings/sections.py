@@ -39,7 +39,7 @@ from .errors import SettingsError, describe_errors
 from .headers import HeaderValueError, header_name_problem, header_problem, read_header_file
 from .hosts import bootstrap_problem, is_host
 from .section_base import Section as _Section
-from .section_base import check_duration
+from .section_base import check_duration, refuse_bool_as_number
 from .traffic import PriceSettings, TrafficSettings
 from .yaml_file import read_yaml_mapping
 
@@ -416,6 +416,7 @@ class Settings(EnvFirstSettings):
         allow_inf_nan=False,
     )
     _durations = field_validator("*")(check_duration)
+    _numbers = field_validator("*", mode="before")(classmethod(refuse_bool_as_number))
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     mode: Literal["act", "observe"] = "act"  # observe: plans computed, alerted and served; none published
@@ -424,9 +425,8 @@ class Settings(EnvFirstSettings):
     plan_topic: str = "_rackplan.plans"
     alerts_topic: str = "_rackplan.alerts"
     registrations_topic: str = "_rackplan.registrations"
-    traffic_topic: str | None = Field(
-        default="_rackplan.traffic", min_length=1
-    )  # the plugins' feed; null: none
+    #: the plugins' feed; null: none
+    traffic_topic: str | None = Field(default="_rackplan.traffic", min_length=1)
     http: HttpSettings = Field(default_factory=HttpSettings)
     #: each entry: a ``consumer_group`` object of the contract (``fetch_mode`` may be added)
     consumer_groups: tuple[dict[str, Any], ...] = ()

@@ -1,7 +1,7 @@
 """``balance: bytes``'s rule checks, fast, against their plain definitions (issue 26: 42 s at 1,000 x 50,000).
 
-The repair and improvement steps ask :meth:`_State.violation` (which member and topic break the load
-rule) and :meth:`_State.receivers` (where a partition may go) thousands of times; both keep a ranking of
+The repair and improvement steps ask :meth:`LoadState.violation` (which member and topic break the load
+rule) and :meth:`LoadState.receivers` (where a partition may go) thousands of times; both keep a ranking of
 members by load instead of sorting and scanning every member.  Plans depend on their exact answers (the
 first violating member in order, the exact receiver set), so each is compared here with the definition,
 written out plainly, on random states that random moves keep changing.
@@ -14,10 +14,10 @@ import heapq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.rack_optimal.load_balance import RECEIVERS, _State
+from rackplan.assignor.consumer.rack_optimal.load_state import RECEIVERS, LoadState
 
 
-def plain_violation(s: _State) -> tuple[int, str] | None:
+def plain_violation(s: LoadState) -> tuple[int, str] | None:
     """The rule as the module docstring states it, every member and topic, most loaded first."""
     load = s.load
     for i in sorted(range(len(load)), key=lambda j: (-load[j], j)):
@@ -28,7 +28,7 @@ def plain_violation(s: _State) -> tuple[int, str] | None:
     return None
 
 
-def plain_receivers(s: _State, topic: str, i: int, racks: list[int]) -> list[int]:
+def plain_receivers(s: LoadState, topic: str, i: int, racks: list[int]) -> list[int]:
     others = [j for j in s.topic_subs[topic] if j != i]
     out = {j for _, j in heapq.nsmallest(RECEIVERS, ((s.load[j], j) for j in others))}
     best: dict[int, tuple[int, int]] = {}
@@ -40,7 +40,7 @@ def plain_receivers(s: _State, topic: str, i: int, racks: list[int]) -> list[int
 
 
 @st.composite
-def states(draw: st.DrawFn) -> tuple[_State, list[int], list[str], list[tuple[int, int]]]:
+def states(draw: st.DrawFn) -> tuple[LoadState, list[int], list[str], list[tuple[int, int]]]:
     """A state with random subscriptions (often equal), weights (ties likely) and owners, plus moves."""
     n = draw(st.integers(1, 14))
     topics = [f"t{k}" for k in range(draw(st.integers(1, 4)))]
@@ -52,7 +52,7 @@ def states(draw: st.DrawFn) -> tuple[_State, list[int], list[str], list[tuple[in
     parts = [t for t in topics for _ in range(draw(st.integers(0, 12)))]
     weight = [draw(st.integers(0, 6)) for _ in parts]
     racks = [draw(st.integers(0, 3)) for _ in range(n)]
-    s = _State(n, subs, weight)
+    s = LoadState(n, subs, weight)
     for p, t in enumerate(parts):
         s.put(p, t, draw(st.sampled_from(subs[t])))
     moves = [
@@ -65,7 +65,7 @@ def states(draw: st.DrawFn) -> tuple[_State, list[int], list[str], list[tuple[in
 @settings(max_examples=400, deadline=None)
 @given(states())
 def test_violation_and_receivers_answer_as_their_definitions(
-    case: tuple[_State, list[int], list[str], list[tuple[int, int]]],
+    case: tuple[LoadState, list[int], list[str], list[tuple[int, int]]],
 ) -> None:
     s, racks, parts, moves = case
     for step in range(len(moves) + 1):

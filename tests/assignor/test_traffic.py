@@ -43,6 +43,7 @@ from rackplan.assignor.model import (
     Cluster,
     ConsumerGroup,
     ConsumerPlan,
+    Member,
     StreamsApp,
     TopicPartition,
     is_cross_rack,
@@ -452,6 +453,56 @@ def test_bytes_per_s_is_one_sum_of_the_assigned_partitions() -> None:
     group = ConsumerGroup("g", "range", members)
     plan, elapsed = run_assignor(cluster, group)
     assert document(cluster, group, plan, elapsed)["stats"]["bytes_per_s"] == math.fsum(row)
+
+
+def test_balance_bytes_lets_the_light_partitions_cross() -> None:
+    """An adversarial hunt's case: m0's rack holds no replica, m1 owns the 543 B/s partition.  The first
+    heuristic's targets put the heavy load on m0 (lowest index), so 543 B/s crossed and it moved; the
+    second (an owner or a local member among the least loaded, owned partitions first) keeps it with
+    m1 and lets 11 B/s cross, with no move: the best any plan meeting the rule can do."""
+    cluster = Cluster(
+        broker_racks={1: "b"}, topics={"t": ((1,), (1,), (1,))}, traffic={"t": (543.0, 1.0, 10.0)}
+    )
+    members = (Member("m0", "c", ("t",)), Member("m1", "b", ("t",), owned=(("t", 0),)))
+    group = ConsumerGroup("g", "rack-optimal", members, objective="bytes", balance="bytes")
+    plan, _ = run_assignor(cluster, group)
+    assert plan.assignment == {"m0": [("t", 1), ("t", 2)], "m1": [("t", 0)]}
+
+
+def test_balance_bytes_keeps_what_an_owner_can_keep() -> None:
+    """The hunt's other case: the mirror plan keeps m1's partition and meets the rule; it moved before."""
+    cluster = Cluster(
+        broker_racks={1: None}, topics={"t": ((1,), (1,), (1,))}, traffic={"t": (10.0, 5.0, 5.0)}
+    )
+    members = (Member("m0", None, ("t",)), Member("m1", None, ("t",), owned=(("t", 1),)))
+    plan, _ = run_assignor(cluster, ConsumerGroup("g", "rack-optimal", members, balance="bytes"))
+    assert plan.assignment == {"m0": [("t", 0)], "m1": [("t", 1), ("t", 2)]}
+    assert plan.stats == {"optimal": True}
+
+
+@SETTINGS
+@given(
+    traffic_instances("rack-optimal", max_members=4, max_partitions=6),
+    st.sampled_from(["partitions", "bytes"]),
+)
+def test_balance_bytes_is_never_worse_than_its_first_heuristic(
+    inst: tuple[Cluster, ConsumerGroup], objective: str
+) -> None:
+    """The second heuristic is taken only when strictly better in (crossings, moves), so what the path
+    gave before it is a bound on what it gives now."""
+    from rackplan.assignor.consumer.rack_optimal.load_balance import assign_by_load, balance_by_load
+
+    cluster, group = inst
+    group = with_options(group, balance="bytes", objective=objective)
+    first = balance_by_load(cluster, group)
+    plan = assign_by_load(cluster, group)
+    b = exact_weights(cluster, group)
+    value: Callable[[TopicPartition], Fraction] = (
+        b.__getitem__ if objective == "bytes" else (lambda tp: Fraction(1))
+    )
+    got = (cross_value(cluster, group, owner_of(plan), value), moves(cluster, group, owner_of(plan)))
+    own = {tp: mid for mid, parts in first.assignment.items() for tp in parts}
+    assert got <= (cross_value(cluster, group, own, value), moves(cluster, group, own))
 
 
 def test_balance_bytes_spreads_a_hot_partition_s_load() -> None:

@@ -25,6 +25,13 @@ partitions heaviest first, then by topic and number):
    deterministic work budget (:data:`IMPROVE_WORK`: each rule check costs the
    partitions plus the member-topic pairs it visits).
 
+Two variants of steps 1 and 2 (:func:`balance_by_load`'s flags): of several least-loaded subscribers,
+the lowest index, or the partition's owner when local, else a local one; and step 2 in that order,
+or the partitions local to their owners first.  Neither is better on every group, so
+:func:`assign_by_load` runs the second when the first is not proven (groups up to
+:data:`SECOND_HEURISTIC_LIMIT` partitions) and keeps the strictly better (docs/assignors.md has the
+counts against brute force, ``bench/bench_balance_bytes_quality.py``).
+
 Locality is what the group's objective counts: cross-rack partitions
 (``partitions``) or their bytes/s (``bytes``, unknown traffic at the mean).
 This is a heuristic: ``optimal`` is true only when every cross-rack partition
@@ -36,8 +43,6 @@ against the rule before it is returned (:class:`PostconditionError`).
 
 from __future__ import annotations
 
-import heapq
-from bisect import bisect_left, insort
 from collections.abc import Callable, Mapping, Sequence
 
 from ...flow import PostconditionError
@@ -45,9 +50,11 @@ from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition, is_cr
 from ...record import record
 from ...traffic import exact_integers, exact_load_weights, group_weights, scaled_down
 from ..owned import previous_owners
+from .load_state import LazyMin, LoadState, LocalHeaps
 
-#: How many of the least-loaded subscribers a repair move considers (besides each rack's least loaded).
-RECEIVERS = 8
+#: Groups up to this many partitions get the second heuristic of :func:`assign_by_load` when the first is
+#: not proven (it doubles the path's work: 42 s at 1,000 x 50,000 in docs/performance.md).
+SECOND_HEURISTIC_LIMIT = 5_000
 
 #: Partitions and member-topic pairs the improvement step may visit in rule checks (deterministic, never time).
 IMPROVE_WORK = 2_000_000
@@ -66,194 +73,16 @@ class LoadPlan:
     moved: int
 
 
-class _State:
-    """Who holds what, member loads and each member's lightest weight per topic held (all exact integers)."""
+def balance_by_load(
+    cluster: Cluster, group: ConsumerGroup, prefer_local: bool = False, owned_first: bool = False
+) -> LoadPlan:
+    """A plan meeting the load rule with few cross-rack partitions (or bytes); see the module docstring.
 
-    def __init__(self, n_mem: int, topic_subs: Mapping[str, Sequence[int]], weight: Sequence[int]) -> None:
-        self.load = [0] * n_mem
-        self.held: list[dict[str, set[int]]] = [{} for _ in range(n_mem)]
-        self.lightest: list[dict[str, int]] = [{} for _ in range(n_mem)]
-        #: each member's lightest partition over all its topics (None: holds nothing)
-        self.lightest_held: list[int | None] = [None] * n_mem
-        self.owner: list[int] = [-1] * len(weight)
-        self.topic_subs = topic_subs
-        self.weight = weight
-        #: no member whose load is at most the least load plus this can break the rule
-        self.min_weight = min(weight, default=0)
-        # topics with the same subscribers share one subscriber list (one for equal subscriptions)
-        shared: dict[tuple[int, ...], int] = {}
-        self.group_of = {t: shared.setdefault(tuple(subs), len(shared)) for t, subs in topic_subs.items()}
-        self.group_subs: list[Sequence[int]] = [list(subs) for subs in shared]
-        self._by_rack: dict[int, dict[int, list[int]]] = {}
-        #: every member's ``(load, index)``, ascending, kept up to date once the rule is first checked
-        #: (steps 1 and 2 do not need it): the rule's checks then never sort
-        self._ranked: list[tuple[int, int]] | None = None
-
-    def _reload(self, i: int, new: int) -> None:
-        """Member ``i``'s load becomes ``new`` (its place in :attr:`_ranked` with it)."""
-        ranked = self._ranked
-        if ranked is not None:
-            del ranked[bisect_left(ranked, (self.load[i], i))]
-            insort(ranked, (new, i))
-        self.load[i] = new
-
-    def ranked(self) -> list[tuple[int, int]]:
-        """``(load, index)`` of every member, ascending."""
-        if self._ranked is None:
-            self._ranked = sorted((x, i) for i, x in enumerate(self.load))
-        return self._ranked
-
-    def put(self, p: int, topic: str, i: int) -> None:
-        self.owner[p] = i
-        w = self.weight[p]
-        self._reload(i, self.load[i] + w)
-        self.held[i].setdefault(topic, set()).add(p)
-        light = self.lightest[i]
-        if w < light.get(topic, w + 1):
-            light[topic] = w
-            least = self.lightest_held[i]
-            if least is None or w < least:
-                self.lightest_held[i] = w
-
-    def take(self, p: int, topic: str) -> int:
-        i = self.owner[p]
-        w = self.weight[p]
-        self._reload(i, self.load[i] - w)
-        mine = self.held[i][topic]
-        mine.discard(p)
-        if not mine:
-            del self.held[i][topic]
-            del self.lightest[i][topic]
-        elif self.lightest[i][topic] == w:
-            self.lightest[i][topic] = min(self.weight[q] for q in mine)
-        if self.lightest_held[i] == w:
-            self.lightest_held[i] = min(self.lightest[i].values(), default=None)
-        self.owner[p] = -1
-        return i
-
-    def violation(self) -> tuple[int, str] | None:
-        """A member and topic breaking the rule (the most loaded such member, then topic), or None.
-
-        Members are visited by decreasing load, equal loads by increasing index, from :meth:`ranked`
-        (kept sorted, never re-sorted); each topic's least-loaded other subscriber is found once per
-        call; a member whose lightest partition no other subscriber could take is passed over in one
-        look; and the visit stops at the first load at most the least load plus the lightest weight:
-        no member from there on can break the rule (``load(B) + w >= least load + lightest weight >=
-        load(A)``).  Same answer as checking every member and topic (tests/assignor/test_traffic.py).
-        """
-        ranked = self.ranked()
-        if not ranked:
-            return None
-        least_load = ranked[0][0]
-        floor = least_load + self.min_weight
-        least: dict[int, int] = {}
-        end = len(ranked)
-        while end > 0:
-            li = ranked[end - 1][0]
-            if li <= floor:
-                return None
-            start = bisect_left(ranked, (li, -1), 0, end)  # the members of load li, by index
-            for _, i in ranked[start:end]:
-                lightest = self.lightest_held[i]
-                if lightest is None or least_load + lightest >= li:
-                    continue  # no topic of i can: every other subscriber has at least the least load
-                light = self.lightest[i]
-                for t in sorted(light):
-                    other = self._least_other(t, i, least)
-                    if other is not None and other + light[t] < li:
-                        return i, t
-            end = start
-        return None
-
-    def _least_other(self, topic: str, i: int, least: dict[int, int]) -> int | None:
-        """The least load of ``topic``'s subscribers other than ``i``, None when it has no other
-        (``least`` caches each group's least-loaded member for one check)."""
-        g = self.group_of[topic]
-        subs = self.group_subs[g]
-        ranked = self._ranked
-        load = self.load
-        j = least.get(g)
-        if j is None:
-            full = ranked is not None and len(subs) == len(ranked)
-            j = least[g] = ranked[0][1] if full and ranked else min(subs, key=load.__getitem__)
-        if j != i:
-            return load[j]
-        if ranked is not None and len(subs) == len(ranked):
-            return ranked[1][0] if len(ranked) > 1 else None
-        return min((load[k] for k in subs if k != i), default=None)
-
-    def receivers(self, topic: str, i: int, racks: Sequence[int]) -> list[int]:
-        """Where a partition of ``topic`` on ``i`` may best go: the least-loaded other subscribers, and each rack's.
-
-        Least loaded by ``(load, index)``: the head of :meth:`ranked` when every member subscribes, else
-        a stable sort of the subscribers by load; each rack's by a ``min`` over its subscribers.
-        """
-        g = self.group_of[topic]
-        subs = self.group_subs[g]
-        by_rack = self._by_rack.get(g)
-        if by_rack is None:
-            by_rack = self._by_rack[g] = {}
-            for j in subs:
-                by_rack.setdefault(racks[j], []).append(j)
-        key = self.load.__getitem__
-        ranked = self.ranked()
-        out: set[int] = set()
-        if len(subs) == len(ranked):  # every member: the head of the ranking, each rack's first in it
-            racks_left = set(by_rack) - ({racks[i]} if len(by_rack[racks[i]]) == 1 else set())
-            for n, (_, j) in enumerate(x for x in ranked if x[1] != i):
-                if n < RECEIVERS:
-                    out.add(j)
-                if racks[j] in racks_left:
-                    racks_left.discard(racks[j])
-                    out.add(j)
-                if n + 1 >= RECEIVERS and not racks_left:
-                    break
-            return sorted(out)
-        least = sorted(subs, key=key)[: RECEIVERS + 1]
-        out.update(j for j in least if j != i)
-        if len(out) > RECEIVERS:
-            out.remove(least[-1])
-        for ms in by_rack.values():
-            first = min(ms, key=key)  # the first of equal loads: the lowest index, as (load, index) orders
-            if first == i:
-                rest = [j for j in ms if j != i]
-                if not rest:
-                    continue
-                first = min(rest, key=key)
-            out.add(first)
-        return sorted(out)
-
-    def work(self) -> int:
-        return len(self.load) + sum(len(t) for t in self.held)
-
-
-class _LazyMin:
-    """The member of least ``key`` among some, for keys that only grow: a stale entry (its key grew since)
-    is smaller than it should be, so it surfaces first and is refreshed in :meth:`top`.
-
-    Ties go to the lowest member index, so the choice is deterministic.
+    ``prefer_local``: step 1 gives a partition, of its least-loaded subscribers, to its owner when local
+    to it, else to a local one (lowest index otherwise); ``owned_first``: step 2 places the partitions
+    local to their owners first, so an owner's target room goes to what it already reads.  Each is a
+    different heuristic, better on some groups and worse on others; :func:`assign_by_load` runs both.
     """
-
-    def __init__(self, members: Sequence[int], key: Callable[[int], int]) -> None:
-        self.key = key
-        self.heap = [(key(j), j) for j in members]
-        heapq.heapify(self.heap)
-
-    def __bool__(self) -> bool:
-        return bool(self.heap)
-
-    def top(self) -> int:
-        heap, key = self.heap, self.key
-        while True:
-            k, j = heap[0]
-            now = key(j)
-            if now == k:
-                return j
-            heapq.heapreplace(heap, (now, j))
-
-
-def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
-    """A plan meeting the load rule with few cross-rack partitions (or bytes); see the module docstring."""
     members = sorted(group.members, key=lambda m: m.member_id)
     topics = sorted({t for m in members for t in m.topics})
     topic_subs = {t: [i for i, m in enumerate(members) if t in m.topics] for t in topics}
@@ -284,42 +113,31 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
     # Members by subscription and by rack, each a lazy heap: loads only grow in steps 1 and 2.
     rackless = [j for j, m in enumerate(members) if m.rack is None]
 
-    # 1. targets: plain LPT loads.
-    lpt = _State(len(members), topic_subs, weight)
-    _to_least_loaded(lpt, order, parts)
+    # 1. targets: LPT loads; of the least-loaded subscribers, the owner if local, else a local one.
+    lpt = LoadState(len(members), topic_subs, weight)
+    least_local = LocalHeaps(lpt, topic_subs, bits, rackless, lpt.load.__getitem__)
+
+    def preferred(p: int) -> list[int]:
+        t, q = parts[p]
+        prev = owner.get(parts[p], -1)
+        local = sorted(h.top() for h in least_local.heaps(t, masks[t][q]))
+        return [prev, *local] if prev >= 0 and cost(p, prev) == 0 else local
+
+    _to_least_loaded(lpt, order, parts, preferred if prefer_local else None)
     target = lpt.load
 
     # 2. locality first, within the targets; the rest to the least loaded.
-    s = _State(len(members), topic_subs, weight)
+    s = LoadState(len(members), topic_subs, weight)
     # per (subscribers, rack bit; -1: no rack, 0: any), the member with the most room to its target
-    roomiest: dict[tuple[int, int], _LazyMin] = {}
-
-    def local_heaps(t: str, mask: int) -> list[_LazyMin]:
-        out = []
-        for bit in [-1, *(1 << k for k in range(mask.bit_length()) if mask >> k & 1)] if mask else [0]:
-            key = (s.group_of[t], bit)
-            heap = roomiest.get(key)
-            if heap is None:
-                if bit == 0:  # no known replica rack: everyone is local
-                    ms = topic_subs[t]
-                elif bit < 0:
-                    subscribed = set(topic_subs[t])
-                    ms = [j for j in rackless if j in subscribed]
-                else:
-                    ms = [j for j in topic_subs[t] if bits[j] == bit]
-                heap = roomiest[key] = _LazyMin(ms, lambda j: s.load[j] - target[j])
-            if heap:
-                out.append(heap)
-        return out
-
+    roomiest = LocalHeaps(s, topic_subs, bits, rackless, lambda j: s.load[j] - target[j])
     deferred: list[int] = []
-    for p in order:
+    for p in _owned_first(order, parts, owner, cost) if owned_first else order:
         t, q = parts[p]
         prev = owner.get(parts[p], -1)
         if prev >= 0 and cost(p, prev) == 0 and s.load[prev] + weight[p] <= target[prev]:
             chosen = prev
         else:
-            tops = [(h.key(j), j) for h in local_heaps(t, masks[t][q]) for j in [h.top()]]
+            tops = [(h.key(j), j) for h in roomiest.heaps(t, masks[t][q]) for j in [h.top()]]
             pick = min(tops, default=None)
             chosen = -1 if pick is None or pick[0] + weight[p] > 0 else pick[1]
         if chosen < 0:
@@ -360,7 +178,7 @@ def balance_by_load(cluster: Cluster, group: ConsumerGroup) -> LoadPlan:
 
 
 def _repair(
-    s: _State,
+    s: LoadState,
     parts: Sequence[TopicPartition],
     cost: Callable[[int, int], int],
     rack_of: Sequence[int],
@@ -391,21 +209,49 @@ def _repair(
     return repairs
 
 
-def _to_least_loaded(s: _State, order: Sequence[int], parts: Sequence[TopicPartition]) -> None:
-    """Each partition, in ``order``, to its least-loaded subscriber (lowest index on ties): LPT."""
-    heaps: dict[int, _LazyMin] = {}
+def _owned_first(
+    order: Sequence[int],
+    parts: Sequence[TopicPartition],
+    owner: Mapping[TopicPartition, int],
+    cost: Callable[[int, int], int],
+) -> list[int]:
+    """``order`` with the partitions local to their owner first (each part keeping its order)."""
+    first = [p for p in order if parts[p] in owner and cost(p, owner[parts[p]]) == 0]
+    chosen = set(first)
+    return first + [p for p in order if p not in chosen]
+
+
+def _to_least_loaded(
+    s: LoadState,
+    order: Sequence[int],
+    parts: Sequence[TopicPartition],
+    preferred: Callable[[int], Sequence[int]] | None = None,
+) -> None:
+    """Each partition, in ``order``, to its least-loaded subscriber: LPT.  Of several least loaded, the
+    first of ``preferred(p)`` that is one, else the lowest index.
+
+    Any least-loaded choice keeps LPT's guarantee (module docstring, step 1); which one decides where
+    the targets put the heavy partitions, so step 1 prefers the partition's owner and its local
+    subscribers: chosen by index, a heavy owned partition's target load could land on a member in
+    another rack, and the partition had to cross or move (an adversarial hunt's cases: 543 B/s
+    crossing where 11 could, a move where none was needed; ``tests/assignor/test_traffic.py``).
+    """
+    heaps: dict[int, LazyMin] = {}
     load = s.load
     for p in order:
         t = parts[p][0]
         g = s.group_of[t]
         heap = heaps.get(g)
         if heap is None:
-            heap = heaps[g] = _LazyMin(s.group_subs[g], load.__getitem__)
-        s.put(p, t, heap.top())
+            heap = heaps[g] = LazyMin(s.group_subs[g], load.__getitem__)
+        chosen = heap.top()
+        if preferred is not None:
+            chosen = next((j for j in preferred(p) if load[j] == load[chosen]), chosen)
+        s.put(p, t, chosen)
 
 
 def _improve(
-    s: _State,
+    s: LoadState,
     parts: Sequence[TopicPartition],
     c: Callable[[int, int], int],
     topic_subs: Mapping[str, Sequence[int]],
@@ -463,6 +309,11 @@ def assign_by_load(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     plan = balance_by_load(cluster, group)
     # proven only at the floor of both criteria: the unavoidable crossings and no owned partition moved
     optimal = plan.cross == plan.bound and plan.moved == 0
+    if not optimal and sum(map(len, plan.assignment.values())) <= SECOND_HEURISTIC_LIMIT:
+        other = balance_by_load(cluster, group, prefer_local=True, owned_first=True)
+        if (other.cross, other.moved) < (plan.cross, plan.moved):
+            plan = other
+            optimal = plan.cross == plan.bound and plan.moved == 0
     stats: dict[str, bool | int | float] = {"optimal": optimal}
     if not optimal:
         if group.objective == "bytes":

@@ -77,6 +77,22 @@ def test_every_registration_problem_is_named_not_only_the_first(tmp_path: Path) 
     ]
 
 
+def test_a_yaml_boolean_is_no_number(tmp_path: Path) -> None:
+    """YAML reads ``yes`` and ``on`` as booleans, and pydantic took them for 1 (``http.port: yes`` was
+    port 1, found by an adversarial hunt); a boolean setting still takes them."""
+    p = tmp_path / "rackplan.yaml"
+    p.write_text(
+        "http:\n  port: yes\npoll_interval_s: true\nmetadata:\n  request_timeout_s: on\n",
+        encoding="utf-8",
+    )
+    said = "expected a number, got a boolean (YAML reads yes/no, on/off, true/false as one)"
+    assert sorted(_lines(p)) == sorted(
+        [f"poll_interval_s: {said}", f"http.port: {said}", f"metadata.request_timeout_s: {said}"]
+    )
+    p.write_text("ha:\n  enabled: no\n", encoding="utf-8")
+    assert Settings.load(p).ha.enabled is False
+
+
 def test_every_duplicate_key_of_the_yaml_is_named(tmp_path: Path) -> None:
     p = tmp_path / "rackplan.yaml"
     p.write_text("http:\n  port: 1\n  port: 2\nlog:\n  level: info\n  level: debug\n", encoding="utf-8")
