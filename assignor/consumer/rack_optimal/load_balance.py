@@ -25,11 +25,13 @@ partitions heaviest first, then by topic and number):
    deterministic work budget (:data:`IMPROVE_WORK`: each rule check costs the
    partitions plus the member-topic pairs it visits).
 
-Two variants of steps 1 and 2 (:func:`balance_by_load`'s flags): of several least-loaded subscribers,
-the lowest index, or the partition's owner when local, else a local one; and step 2 in that order,
-or the partitions local to their owners first.  Neither is better on every group, so
-:func:`assign_by_load` runs the second when the first is not proven (groups up to
-:data:`SECOND_HEURISTIC_LIMIT` partitions) and keeps the strictly better (docs/assignors.md has the
+Two variants of steps 1 and 2 (:func:`balance_by_load`'s flags): of several least-loaded
+subscribers, the partition's owner when local to it, else a local one (or simply the lowest index);
+and step 2 with the partitions local to their owners first (or in weight order alone).  The local
+variant is the plan: on skewed traffic it crosses 8-86% fewer bytes/s and at 50,000 partitions
+costs a third to a tenth of the CPU (docs/performance.md).  The index variant is better on some
+small groups, so :func:`assign_by_load` runs it too on groups up to :data:`BOTH_HEURISTICS_LIMIT`
+partitions when the plan is not proven, and keeps it when strictly better (docs/assignors.md has the
 counts against brute force, ``bench/bench_balance_bytes_quality.py``).
 
 Locality is what the group's objective counts: cross-rack partitions
@@ -52,9 +54,9 @@ from ...traffic import exact_integers, exact_load_weights, group_weights, scaled
 from ..owned import previous_owners
 from .load_state import LazyMin, LoadState, LocalHeaps
 
-#: Groups up to this many partitions get the second heuristic of :func:`assign_by_load` when the first is
-#: not proven (it doubles the path's work: 42 s at 1,000 x 50,000 in docs/performance.md).
-SECOND_HEURISTIC_LIMIT = 5_000
+#: Groups up to this many partitions also get the index variant of :func:`assign_by_load` when the plan is
+#: not proven (better on some small groups; a second run of the path's work).
+BOTH_HEURISTICS_LIMIT = 5_000
 
 #: Partitions and member-topic pairs the improvement step may visit in rule checks (deterministic, never time).
 IMPROVE_WORK = 2_000_000
@@ -74,14 +76,14 @@ class LoadPlan:
 
 
 def balance_by_load(
-    cluster: Cluster, group: ConsumerGroup, prefer_local: bool = False, owned_first: bool = False
+    cluster: Cluster, group: ConsumerGroup, prefer_local: bool = True, owned_first: bool = True
 ) -> LoadPlan:
     """A plan meeting the load rule with few cross-rack partitions (or bytes); see the module docstring.
 
     ``prefer_local``: step 1 gives a partition, of its least-loaded subscribers, to its owner when local
-    to it, else to a local one (lowest index otherwise); ``owned_first``: step 2 places the partitions
-    local to their owners first, so an owner's target room goes to what it already reads.  Each is a
-    different heuristic, better on some groups and worse on others; :func:`assign_by_load` runs both.
+    to it, else to a local one (False: the lowest index); ``owned_first``: step 2 places the partitions
+    local to their owners first, so an owner's target room goes to what it already reads (False: in
+    weight order).  Both False is the index variant (the module docstring).
     """
     members = sorted(group.members, key=lambda m: m.member_id)
     topics = sorted({t for m in members for t in m.topics})
@@ -309,8 +311,8 @@ def assign_by_load(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
     plan = balance_by_load(cluster, group)
     # proven only at the floor of both criteria: the unavoidable crossings and no owned partition moved
     optimal = plan.cross == plan.bound and plan.moved == 0
-    if not optimal and sum(map(len, plan.assignment.values())) <= SECOND_HEURISTIC_LIMIT:
-        other = balance_by_load(cluster, group, prefer_local=True, owned_first=True)
+    if not optimal and sum(map(len, plan.assignment.values())) <= BOTH_HEURISTICS_LIMIT:
+        other = balance_by_load(cluster, group, prefer_local=False, owned_first=False)
         if (other.cross, other.moved) < (plan.cross, plan.moved):
             plan = other
             optimal = plan.cross == plan.bound and plan.moved == 0
