@@ -157,28 +157,8 @@ BAD_DOCS = [
 ]
 
 
-@pytest.mark.parametrize(("doc", "field"), BAD_DOCS, ids=[f for _, f in BAD_DOCS])
-def test_bad_input_names_the_field(
-    doc: Any, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "in.json"
-    path.write_text(json.dumps(doc))
-    assert main(["assign", str(path)]) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert len(err.strip().splitlines()) == 1
-    assert f"error: {field}:" in err, err
-
-
-def test_traffic_beyond_a_float_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``1e999`` is valid JSON but no finite bytes/s: rejected by name, not taken as infinity."""
-    text = json.dumps(mutate("cluster.traffic", {"orders": [1.0, 2.0]})).replace("2.0]", "1e999]")
-    path = tmp_path / "in.json"
-    path.write_text(text)
-    assert main(["assign", str(path)]) == 2
-    assert "error: cluster.traffic.orders[1]: must be a finite" in capsys.readouterr().err
-
-
+#: Every value finite, their sum not: refused by name, where the statistics' sums raised ``OverflowError``
+#: (exit 1, "internal error"; found by an adversarial hunt, session 28).
 SUM_BEYOND_A_FLOAT = [
     (mutate("cluster.traffic", {"orders": [1e308, 1e308]}), "cluster.traffic"),
     (
@@ -207,19 +187,28 @@ SUM_BEYOND_A_FLOAT = [
 ]
 
 
-@pytest.mark.parametrize(("doc", "field"), SUM_BEYOND_A_FLOAT, ids=["list", "totals", "floor"])
-def test_traffic_whose_sum_is_beyond_a_float_exits_2_naming_it(
+@pytest.mark.parametrize(
+    ("doc", "field"), BAD_DOCS + SUM_BEYOND_A_FLOAT, ids=[f for _, f in BAD_DOCS + SUM_BEYOND_A_FLOAT]
+)
+def test_bad_input_names_the_field(
     doc: Any, field: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every value finite, their sum not: refused by name, where the statistics' sums used to raise
-    ``OverflowError`` (exit 1, "internal error"; found by an adversarial hunt, session 28)."""
     path = tmp_path / "in.json"
     path.write_text(json.dumps(doc))
     assert main(["assign", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert len(err.strip().splitlines()) == 1
-    assert f"error: {field}: " in err and "more bytes/s than a float holds" in err, err
+    assert f"error: {field}:" in err, err
+
+
+def test_traffic_beyond_a_float_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``1e999`` is valid JSON but no finite bytes/s: rejected by name, not taken as infinity."""
+    text = json.dumps(mutate("cluster.traffic", {"orders": [1.0, 2.0]})).replace("2.0]", "1e999]")
+    path = tmp_path / "in.json"
+    path.write_text(text)
+    assert main(["assign", str(path)]) == 2
+    assert "error: cluster.traffic.orders[1]: must be a finite" in capsys.readouterr().err
 
 
 def test_a_streams_apps_traffic_beyond_a_float_exits_2(

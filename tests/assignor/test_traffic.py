@@ -274,25 +274,25 @@ TWINS_OUT_OF_ORDER = '{"cluster":{"brokers":[{"id":1,"rack":"c"},{"id":2,"rack":
 AT_ITS_OWN_BOUND = '{"cluster":{"brokers":[{"id":1,"rack":"c"},{"id":2,"rack":"c"},{"id":3,"rack":"c"},{"id":4,"rack":"b"}],"topics":{"t0":[[3,2],[2,4],[3,1],[1],[3,1],[2]],"t1":[[3],[4,2],[4,2]],"t2":[[4],[3]],"t3":[[4],[4],[1],[3,1],[2,3],[2],[4,2],[3],[3]]},"traffic":{"t0":[10.0,100.0,10.0,0.0,1.0,1.0],"t1":[100.0,94.0,1.0],"t2":[2.0,5.0],"t3":[38.0,0.0,10.0,24.0,1.0,2.0,50.0,10.0,2.0]}},"consumer_group":{"group_id":"g","assignor":"rack-optimal","objective":"bytes","members":[{"member_id":"m-0","rack":"c","topics":["t0","t1","t2","t3"]},{"member_id":"m-1","rack":"z","topics":["t1"]},{"member_id":"m-2","rack":"a","topics":["t2","t3"]},{"member_id":"m-3","rack":"a","topics":["t2"]},{"member_id":"m-4","rack":null,"topics":["t0","t1","t2"]},{"member_id":"m-5","rack":"z","topics":["t0","t1","t3"]},{"member_id":"m-6","rack":null,"topics":["t0","t1","t2","t3"]}]}}'
 
 
-def test_a_start_with_twins_out_of_order_is_planned_and_proven(checker: ModuleType) -> None:
+def checked_plan(checker: ModuleType, text: str) -> dict[str, Any]:
+    """The plan document of a contract instance given as JSON text, passed by the contract's checker."""
     from rackplan.assignor.parse import parse_instance
 
-    cluster, group = parse_instance(json.loads(TWINS_OUT_OF_ORDER))
+    cluster, group = parse_instance(json.loads(text))
     assert isinstance(group, ConsumerGroup)
     plan, elapsed = run_assignor(cluster, group)
     out = document(cluster, group, plan, elapsed)
     check(checker, cluster, group, out)
+    return out
+
+
+def test_a_start_with_twins_out_of_order_is_planned_and_proven(checker: ModuleType) -> None:
+    out = checked_plan(checker, TWINS_OUT_OF_ORDER)
     assert out["stats"]["optimal"] is True and out["stats"]["cross_rack_bytes_per_s"] == 1.0
 
 
 def test_a_plan_at_its_own_bound_with_no_move_says_optimal(checker: ModuleType) -> None:
-    from rackplan.assignor.parse import parse_instance
-
-    cluster, group = parse_instance(json.loads(AT_ITS_OWN_BOUND))
-    assert isinstance(group, ConsumerGroup)
-    plan, elapsed = run_assignor(cluster, group)
-    out = document(cluster, group, plan, elapsed)
-    check(checker, cluster, group, out)
+    out = checked_plan(checker, AT_ITS_OWN_BOUND)
     assert (out["stats"]["cross_rack_bytes_per_s"], out["stats"]["moved"]) == (107.0, 0)
     assert out["stats"]["optimal"] is True and "cross_rack_bytes_lower_bound" not in out["stats"]
 
