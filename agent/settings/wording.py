@@ -83,7 +83,10 @@ def env_variable(loc: Sequence[str | int], environ: Mapping[str, str]) -> str | 
             continue
         if depth == len(keys) or _json_holds(environ[names[name]], keys[depth:]):
             return name
-    return None
+    # A variable below the key set part of it (``RACKPLAN_CONSUMER_GROUPS__0__GROUP_ID`` makes
+    # ``consumer_groups`` a mapping, refused as no list): name the first such one.
+    below = (ENV_PREFIX + "__".join(keys) + "__").upper() if keys else None
+    return next((n for n in sorted(names) if below is not None and n.startswith(below)), None)
 
 
 def _json_holds(text: str, path: Sequence[str]) -> bool:

@@ -202,6 +202,14 @@ def test_env_variable_names_only_the_variable_that_holds_the_key() -> None:
     assert env_variable(["poll_interval_s"], env) is None
 
 
+def test_a_variable_below_the_key_is_named_when_none_holds_it_whole() -> None:
+    """``RACKPLAN_CONSUMER_GROUPS__0__GROUP_ID`` makes ``consumer_groups`` a mapping, refused as no list:
+    the message named no variable (found by an adversarial hunt)."""
+    env = {"RACKPLAN_CONSUMER_GROUPS__1__X": "y", "RACKPLAN_CONSUMER_GROUPS__0__GROUP_ID": "g"}
+    assert env_variable(["consumer_groups"], env) == "RACKPLAN_CONSUMER_GROUPS__0__GROUP_ID"
+    assert env_variable(["consumer_group"], env) is None
+
+
 def test_reword_leaves_other_messages_alone() -> None:
     err = {"type": "greater_than_equal", "msg": "Input should be greater than or equal to 0.1"}
     assert reword(err, ["poll_interval_s"], Settings, {}) == "Input should be greater than or equal to 0.1"
