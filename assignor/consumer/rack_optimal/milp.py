@@ -280,7 +280,7 @@ def _twins_in_order(start: Sequence[dict[int, int]], twins: list[list[int]]) -> 
     Handed over as it was, a start with a twin above the one before it broke a row; HiGHS then dropped
     it and returned its own worse incumbent at the node limit, which ``rebalance`` refused as "a plan
     worse than its start", an internal error of ``rackplan assign`` (an adversarial hunt's instance:
-    8 members, 20 partitions, ``objective: bytes``; ``tests/assignor/test_rack_optimal.py``).
+    8 members, 20 partitions, ``objective: bytes``; ``tests/assignor/test_traffic.py``).
     """
     out = [dict(s) for s in start]
     for ms in twins:
