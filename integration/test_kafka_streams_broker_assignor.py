@@ -7,11 +7,13 @@ group that chooses it (group config ``streams.assignor.name=rackplan``), then, o
 second app's group that keeps Kafka's ``sticky``. The source topic's partition p has its one replica in
 rack p % 3, so where a sub-topology-0 task runs decides whether it reads across racks. The instances
 start one after another: a group's first assignment comes before the plugin's catalog has described the
-group (Kafka's sticky assigns it), the next ones are rackplan's.
+group (Kafka's sticky assigns it), so the second starts once a broker logged that describe, and the
+next assignments are rackplan's.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,27 @@ def cross_rack(now: Placement) -> tuple[int, int]:
     return actives, standbys
 
 
+def broker_lines(real: Target, text: str) -> list[str]:
+    """The brokers' log lines that contain ``text``, broker by broker."""
+    assert real.kafka is not None
+    return [
+        line
+        for n in real.kafka.brokers
+        if n.log.exists()
+        for line in n.log.read_text(errors="replace").splitlines()
+        if text in line
+    ]
+
+
+def described(real: Target, group: str) -> bool:
+    """The plugin's catalog holds the group: an assignment with a member it has seen is rackplan's.
+
+    Before that describe a new group's assignment is Kafka's ``sticky`` (docs/java.md, "Limits"), and no
+    later one comes until the next member joins: the second instance must join after it.
+    """
+    return bool(broker_lines(real, f"Streams group {group} described:"))
+
+
 def settled(apps: list[JavaApp], quiet_s: float, timeout: float, tasks: list[str] = TASKS) -> Placement:
     """The placement once every task in ``tasks`` runs and nothing changed for ``quiet_s``."""
     last: Placement | None = None
@@ -81,6 +104,8 @@ def run_app(real: Target, source: str, label: str, assignor: str | None, work: P
                 streams_group_instance(real.bootstrap, app_id, name, rack, source, work / label, assignor)
             )
             apps[-1].wait_for(lambda line: line.get("state") == "RUNNING", 120, f"{label} {name} runs")
+            if assignor == "rackplan" and real.kafka is not None and len(apps) == 1:
+                wait_until(functools.partial(described, real, app_id), 30, "the plugin described the group")
         return settled(apps, quiet_s=8.0, timeout=120)
     finally:
         for a in apps:
@@ -100,15 +125,8 @@ def test_streams_group_assigned_by_rackplans_broker_assignor(
     kafka = real.kafka
     if kafka is not None:  # the brokers' log: rackplan's assignor (not its fallback) assigned the group
         group = real.name("sg-rackplan")
-        wait_until(
-            lambda: any(
-                f"Streams group {group} assigned rack-aware" in n.log.read_text(errors="replace")
-                for n in kafka.brokers
-                if n.log.exists()
-            ),
-            15,
-            "a broker logged rackplan's assignment of the group",
-        )
+        assigned = functools.partial(broker_lines, real, f"Streams group {group} assigned rack-aware")
+        wait_until(lambda: bool(assigned()), 15, "a broker logged rackplan's assignment of the group")
     theirs = run_app(real, source, "sticky", None, tmp_path)
     print(f"rackplan's placement {ours}\nKafka sticky's placement {theirs}")
 

@@ -28,7 +28,7 @@ from integration.kafka.cluster import CLIENTS_JAR
 from .conftest import Target
 from .test_kafka_java_followers import wait_until
 from .test_kafka_operations import create
-from .test_kafka_streams_broker_assignor import settled
+from .test_kafka_streams_broker_assignor import broker_lines, described, settled
 
 pytestmark = pytest.mark.skipif(not CLIENTS_JAR.exists(), reason=f"{CLIENTS_JAR} missing: run `make clients`")
 
@@ -46,15 +46,10 @@ def feed(bootstrap: str, topic: str, rates: list[float]) -> None:
     assert p.flush(30) == 0
 
 
-def weighed_in_log(real: Target, group: str) -> bool:
-    """Some broker logged the group's rack-aware assignment weighed by traffic."""
-    assert real.kafka is not None
-    for n in real.kafka.brokers:
-        if n.log.exists():
-            for line in n.log.read_text(errors="replace").splitlines():
-                if f"Streams group {group} assigned rack-aware" in line and "weighed by traffic" in line:
-                    return True
-    return False
+def last_assignment_weighed(real: Target, group: str, members: int) -> bool:
+    """The group's latest rack-aware assignment covers ``members`` members and is weighed by traffic."""
+    lines = broker_lines(real, f"Streams group {group} assigned rack-aware")
+    return bool(lines) and f"on {members} members" in lines[-1] and "weighed by traffic" in lines[-1]
 
 
 def ensure_feed(bootstrap: str) -> None:
@@ -95,13 +90,17 @@ def test_the_streams_broker_assignor_reads_the_light_partition_across_racks(
                     )
                 )
                 apps[-1].wait_for(lambda line: line.get("state") == "RUNNING", 120, f"{app_id} {name} runs")
+                if kafka is not None and len(apps) == 1:
+                    wait_until(
+                        functools.partial(described, real, app_id), 30, "the plugin described the group"
+                    )
             now = settled(apps, quiet_s=8.0, timeout=120)
+            if kafka is not None:  # the placement is the assignment rackplan's plugin weighed for both
+                weighed = functools.partial(last_assignment_weighed, real, app_id, len(apps))
+                wait_until(weighed, 15, "a broker logged the weighed assignment of both members")
         finally:
             for a in apps:
                 a.stop()
-        if kafka is not None:  # a broker logged rackplan's weighed assignment of the group
-            logged = functools.partial(weighed_in_log, real, app_id)
-            wait_until(logged, 15, "a broker logged the weighed assignment")
         assert sorted(len(v["active"]) for v in now.values()) == [6, 6], now
         crossing[lightest] = [t for t in now["tw-b"]["active"] if t.startswith("0_") and int(t[2:]) < 4]
         print(f"light partition {lightest}: placement {now}")

@@ -73,7 +73,9 @@ final class StreamsCatalogReader implements AutoCloseable {
           wanted = false;
           last = now;
           if (admin == null) admin = adminFactory.get();
-          catalog.replace(describe(admin, nodeId));
+          List<GroupTopology> next = describe(admin, nodeId);
+          for (String line : news(catalog.groups(), next)) LOG.info(line);
+          catalog.replace(next);
           rounds++;
           backoff = 1_000;
         }
@@ -128,6 +130,27 @@ final class StreamsCatalogReader implements AutoCloseable {
     List<GroupTopology> out = new ArrayList<>();
     for (StreamsGroupDescription d : mine) out.add(topology(d, racks));
     return out;
+  }
+
+  /**
+   * One line per group of {@code next} that is new or has other members than in {@code before}:
+   * from that describe on, an assignment with those members is rackplan's (before it, a new group's
+   * is Kafka's {@code sticky}, see docs/java.md), so operators and tests can tell when it applies.
+   */
+  static List<String> news(List<GroupTopology> before, List<GroupTopology> next) {
+    Map<String, Set<String>> known = new TreeMap<>();
+    for (GroupTopology g : before) known.put(g.groupId(), g.memberIds());
+    List<String> out = new ArrayList<>();
+    for (GroupTopology g : next) {
+      if (g.memberIds().equals(known.get(g.groupId()))) continue;
+      out.add("rackplan: Streams group " + g.groupId() + " described: " + count(g.memberIds().size(), "member") + ", "
+          + count(g.subtopologies().size(), "sub-topology") + ", replica racks of " + count(g.topicRacks().size(), "topic"));
+    }
+    return out;
+  }
+
+  private static String count(int n, String noun) {
+    return n + " " + (n == 1 ? noun : noun.endsWith("y") ? noun.substring(0, noun.length() - 1) + "ies" : noun + "s");
   }
 
   static List<Set<String>> racksOf(TopicDescription d) {

@@ -293,6 +293,19 @@ class RackplanStreamsTaskAssignorTest {
   }
 
   @Test
+  void aGroupIsLoggedWhenFirstDescribedAndWhenItsMembersChange() {
+    GroupTopology one = topology(Set.of("m1"), Set.of("p1"));
+    GroupTopology two = topology(Set.of("m1", "m2"), Set.of("p1", "p2"));
+    assertEquals(List.of("rackplan: Streams group app described: 1 member, 1 sub-topology, replica racks of 2 topics"),
+        StreamsCatalogReader.news(List.of(), List.of(one)));
+    assertEquals(List.of(), StreamsCatalogReader.news(List.of(one), List.of(one)));
+    assertEquals(List.of(), StreamsCatalogReader.news(List.of(two), List.of(topology(Set.of("m2", "m1"), Set.of("p1")))));
+    assertEquals(List.of("rackplan: Streams group app described: 2 members, 1 sub-topology, replica racks of 2 topics"),
+        StreamsCatalogReader.news(List.of(one), List.of(two)));
+    assertEquals(List.of(), StreamsCatalogReader.news(List.of(one, two), List.of()));
+  }
+
+  @Test
   void badSettingsAreRefusedByName() {
     RackplanStreamsTaskAssignor a = new RackplanStreamsTaskAssignor(new StreamsCatalog(), null);
     ConfigException e = assertThrows(ConfigException.class, () -> a.configure(Map.of("rackplan.streams.strategy", "fastest")));
