@@ -74,11 +74,11 @@ class KafkaSettings(_Section):
                 raise ValueError(f"{entry.strip()!r}: {problem} (expected host:port[,host:port...])")
         return v
 
-    @field_validator("config", mode="before")
+    @field_validator("config", "secret_files", mode="before")
     @classmethod
     def _env_keys(cls, v: Any) -> Any:
-        # Environment variable names cannot hold dots: RACKPLAN_KAFKA__CONFIG__SASL_MECHANISM
-        # arrives as "sasl_mechanism".  librdkafka property names never contain "_".
+        # Environment variable names cannot hold dots: RACKPLAN_KAFKA__CONFIG__SASL_MECHANISM (or
+        # __SECRET_FILES__SASL_PASSWORD) arrives as "sasl_mechanism". librdkafka property names never hold "_".
         if isinstance(v, dict):
             return {str(k).replace("_", "."): val for k, val in v.items()}
         return v

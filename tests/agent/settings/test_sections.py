@@ -78,6 +78,18 @@ def test_environment_wins_and_merges_nested_keys(
     assert s.kafka.config["security.protocol"] == "SASL_SSL"
 
 
+def test_a_secret_file_from_the_environment_names_its_property_with_dots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = tmp_path / "password"
+    secret.write_text("s3cr3t\n")
+    monkeypatch.setenv("RACKPLAN_KAFKA__SECRET_FILES__SASL_PASSWORD", str(secret))
+    s = Settings.load()
+    assert s.kafka.secret_files == {"sasl.password": secret}
+    assert s.kafka.client_config()["sasl.password"] == "s3cr3t"
+    assert "sasl_password" not in s.kafka.client_config()
+
+
 def test_registrations_from_environment_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(
         "RACKPLAN_CONSUMER_GROUPS",
