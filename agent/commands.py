@@ -121,13 +121,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .core.logging import configure
     from .runtime.check import run_check
     from .runtime.check_text import render
-    from .settings.errors import describe_error
+    from .settings.errors import describe_error, describe_errors
     from .settings.sections import Settings
 
     try:
         settings = Settings.load(args.config)
     except (OSError, ValueError, ValidationError, SourceError) as e:
-        print(f"rackplan: error: settings: {describe_error(e)}", file=sys.stderr)
+        for line in describe_errors(e, Settings):  # as `agent run`: each problem, with its "did you mean"
+            print(f"rackplan: error: settings: {line}", file=sys.stderr)
         return 2
     configure(settings.log.format, "error", stream=sys.stderr)  # stdout holds the findings only
     try:

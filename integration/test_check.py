@@ -108,6 +108,7 @@ def test_bad_settings_exit_2_naming_the_key(tmp_path: Path) -> None:
     )
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.startswith("rackplan: error: settings: ") and "poll_intervall_s" in r.stderr
+    assert "did you mean poll_interval_s?" in r.stderr  # as `agent run` says it
     assert "Traceback" not in r.stderr
 
 

@@ -44,10 +44,13 @@ def commit_plan(w: Wiring, term: Term, key: str, rec: PlanRecord | None, *, coun
     if not counted:
         return True
     g.tombstone_pending = False
+    sent = w.settings.mode != "observe"  # an observer's records are withheld: none was published
     if rec is None:
-        w.metrics.inc(metric.TOMBSTONES_PUBLISHED_TOTAL, {"kind": labels(key)["kind"]})
+        if sent:
+            w.metrics.inc(metric.TOMBSTONES_PUBLISHED_TOTAL, {"kind": labels(key)["kind"]})
         return True
-    w.metrics.inc(metric.PLANS_PUBLISHED_TOTAL, {"kind": rec.kind})
+    if sent:
+        w.metrics.inc(metric.PLANS_PUBLISHED_TOTAL, {"kind": rec.kind})
     w.metrics.set(metric.PLAN_GENERATION, rec.generation, labels(key))
     g.metrics_pending = True
     return True
@@ -117,7 +120,7 @@ def publish_plans(
 def _log_published(w: Wiring, rec: PlanRecord) -> None:
     before = rec.locality_before
     w.log.info(
-        "plan published",
+        "plan withheld" if w.settings.mode == "observe" else "plan published",
         key=rec.key,
         generation=rec.generation,
         moved=rec.moved,
@@ -169,7 +172,7 @@ def publish_tombstones(w: Wiring, term: Term) -> list[str]:
     for k in keys:
         term.groups[k].tombstone_pending = False
         commit_plan(w, term, k, None)
-    w.log.info("plans tombstoned", keys=keys)
+    w.log.info("tombstones withheld" if s.mode == "observe" else "plans tombstoned", keys=keys)
     return keys
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.ports import AdminPort
 from ..cycle.status import GroupView
+from ..kafka.exceptions import TopicReadError
 from ..kafka.read_back import read_back
 from ..protocol.plans import PlanRecord
 from ..settings.sections import Settings
@@ -76,17 +77,23 @@ def run_check(settings: Settings, admin: AdminPort | None = None) -> Findings:
         agent._first_contact()
         existing = set(agent.admin.list_topics(timeout=s.metadata.request_timeout_s).topics)
         records: list[tuple[str, PlanRecord | None]] = []
+        unread: list[str] = []
         if s.plan_topic in existing:
             skipped = lambda reason: plan_skipped(agent.w, reason)  # noqa: E731
-            records = read_back(
-                agent.client_config, s.plan_topic, s.io_timeout_s, agent.log, skipped, agent.w.secret
-            )
+            try:
+                records = read_back(
+                    agent.client_config, s.plan_topic, s.io_timeout_s, agent.log, skipped, agent.w.secret
+                )
+            except TopicReadError as e:  # a broker down: a finding, as the agent would retry it
+                unread.append(f"the plan topic could not be read to its end (generations start over): {e}")
         if s.registrations_topic in existing:
             agent.intake.open(agent.client_config, agent.term)
         agent.begin(records)
         replayed = {key: rec.generation for key, rec in agent.status().plans}
         report = agent.run_once()
-        return findings(agent, report, existing, replayed)
+        out = findings(agent, report, existing, replayed)
+        out.problems[:0] = unread
+        return out
     finally:
         agent.close()
 

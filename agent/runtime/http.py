@@ -71,6 +71,18 @@ Answer = tuple[int, bytes, str]
 K = TypeVar("K")
 
 
+def request_path(target: str) -> str:
+    """The path of a request target: an origin-form one (``/x?q``) up to its query, as it is;
+    an absolute-form one (``http://host/x``), its path. ``urlsplit`` alone reads ``//x`` as a
+    host and ``//[`` as a bad IPv6 address, so those paths were answered wrongly or not at all."""
+    if target.startswith("/"):
+        return target.partition("?")[0].partition("#")[0]
+    try:
+        return urllib.parse.urlsplit(target).path
+    except ValueError:
+        return target
+
+
 class MetricsText(Protocol):
     """What renders the Prometheus exposition as text (:func:`route`'s ``/metrics``)."""
 
@@ -315,7 +327,7 @@ class AgentHttpServer:
 
     async def _respond(self, request: h11.Request, http: h11.Connection, conn: _Conn) -> None:
         """Answer one request: its path's answer from the render pool, or 405 or 505."""
-        conn.path = urllib.parse.urlsplit(request.target.decode("latin-1")).path
+        conn.path = request_path(request.target.decode("latin-1"))
         close = _has_body(request)  # a body is not read: the connection ends with this answer
         if not close:
             http.next_event()  # the request's EndOfMessage

@@ -1,7 +1,8 @@
-"""What every settings section shares: unknown keys refused, frozen, finite numbers, sane durations."""
+"""What every settings section shares: unknown keys refused, frozen, finite numbers, sane durations, topic names."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
@@ -10,6 +11,23 @@ from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 MAX_DURATION_S = 7 * 24 * 3600.0
 #: ... and, unless 0 (which some settings read as "never"), at least this: 1e-9 is a busy loop
 MIN_DURATION_S = 0.01
+
+
+#: the characters Kafka allows in a topic name, and its longest one
+TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def check_named(value: Any, info: ValidationInfo) -> Any:
+    """Checks every setting its name's suffix asks for, whichever model it is in: ``*_s`` durations
+    (:func:`check_duration`) and ``*_topic`` Kafka topic names (an empty or illegal name passed
+    ``rackplan check`` and then stopped ``agent run`` with "plan topic '' does not exist")."""
+    name = info.field_name or ""
+    legal = not isinstance(value, str) or (TOPIC_NAME.fullmatch(value) and value not in (".", ".."))
+    if name.endswith("_topic") and not legal:
+        raise ValueError(
+            "not a Kafka topic name: 1 to 249 of the letters, digits, '.', '_' and '-', not '.' or '..'"
+        )
+    return check_duration(value, info)
 
 
 def check_duration(value: Any, info: ValidationInfo) -> Any:
@@ -48,5 +66,5 @@ class Section(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
-    _durations = field_validator("*")(check_duration)
+    _named = field_validator("*")(check_named)
     _numbers = field_validator("*", mode="before")(classmethod(refuse_bool_as_number))

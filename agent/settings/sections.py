@@ -39,7 +39,7 @@ from .errors import SettingsError, describe_errors
 from .headers import HeaderValueError, header_name_problem, header_problem, read_header_file
 from .hosts import bootstrap_problem, is_host
 from .section_base import Section as _Section
-from .section_base import check_duration, refuse_bool_as_number
+from .section_base import check_named, refuse_bool_as_number
 from .traffic import PriceSettings, TrafficSettings
 from .yaml_file import read_yaml_mapping
 
@@ -415,7 +415,7 @@ class Settings(EnvFirstSettings):
         case_sensitive=False,
         allow_inf_nan=False,
     )
-    _durations = field_validator("*")(check_duration)
+    _named = field_validator("*")(check_named)
     _numbers = field_validator("*", mode="before")(classmethod(refuse_bool_as_number))
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
@@ -426,7 +426,7 @@ class Settings(EnvFirstSettings):
     alerts_topic: str = "_rackplan.alerts"
     registrations_topic: str = "_rackplan.registrations"
     #: the plugins' feed; null: none
-    traffic_topic: str | None = Field(default="_rackplan.traffic", min_length=1)
+    traffic_topic: str | None = "_rackplan.traffic"
     http: HttpSettings = Field(default_factory=HttpSettings)
     #: each entry: a ``consumer_group`` object of the contract (``fetch_mode`` may be added)
     consumer_groups: tuple[dict[str, Any], ...] = ()

@@ -24,7 +24,7 @@ def plans_served(agent: Any) -> dict[str, Any]:
 def test_an_observer_plans_and_alerts_over_several_cycles_and_writes_no_record() -> None:
     posts: list[Any] = []
     admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
-    agent, pub, _ = make_agent(admin, [group("g")], posts=posts, mode="observe")
+    agent, pub, log = make_agent(admin, [group("g")], posts=posts, mode="observe")
     first = cycle(agent)
     assert [p.generation for p in first.published] == [1]  # what it would publish
     admin.topics = {"t": [[2], [2], [1], [1]]}  # racks swap: the plan it holds is all cross-rack now
@@ -46,16 +46,23 @@ def test_an_observer_plans_and_alerts_over_several_cycles_and_writes_no_record()
     assert agent.metrics.get("rackplan_observe_only") == 1
     assert agent.metrics.get("rackplan_leader") == 0  # it publishes nothing
     assert agent.lease is None and agent.leader  # it runs for no lease, whatever ha.enabled says
+    # nothing was published: the counters stay 0, the log says what was withheld
+    assert agent.metrics.series("rackplan_plans_published_total") == {}
+    assert agent.metrics.get("rackplan_plan_generation", {"kind": "consumer", "group": "g"}) == 2
+    events = [json.loads(line)["event"] for line in log.getvalue().splitlines()]
+    assert events.count("plan withheld") == 2 and "plan published" not in events
     agent.close()
 
 
 def test_an_acting_agent_publishes_and_serves_its_plans_unmarked() -> None:
     admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
-    agent, pub, _ = make_agent(admin, [group("g")])
+    agent, pub, log = make_agent(admin, [group("g")])
     cycle(agent)
     assert [k for k, _ in pub.on("_rackplan.plans")] == ["consumer/g"]
     assert "published" not in plans_served(agent)["consumer/g"]
     assert agent.metrics.get("rackplan_observe_only") == 0
+    assert agent.metrics.get("rackplan_plans_published_total", {"kind": "consumer"}) == 1
+    assert "plan published" in [json.loads(line)["event"] for line in log.getvalue().splitlines()]
 
 
 @pytest.mark.parametrize("mode", ["act", "observe"])

@@ -570,3 +570,20 @@ def test_the_traffic_feed_needs_a_topic_of_its_own(shared: str) -> None:
     assert line.startswith("traffic_topic: must be a topic of its own"), line
     assert Settings.model_validate({"traffic_topic": None}).traffic_topic is None
     assert Settings().traffic_topic == "_rackplan.traffic"
+
+
+@pytest.mark.parametrize(
+    "key", ["plan_topic", "alerts_topic", "registrations_topic", "traffic_topic", "ha.lease_topic"]
+)
+@pytest.mark.parametrize("name", ["", "bad topic!", ".", "..", "t" * 250, "ü"])
+def test_a_topic_setting_must_be_a_kafka_topic_name(key: str, name: str) -> None:
+    section, _, field = key.rpartition(".")
+    doc: dict[str, Any] = {section: {field: name}} if section else {field: name}
+    with pytest.raises(ValidationError) as e:
+        Settings.model_validate(doc)
+    [line] = describe_errors(e.value, Settings)
+    assert line.startswith(f"{key}: not a Kafka topic name"), line
+
+
+def test_the_longest_kafka_topic_name_is_a_topic_setting() -> None:
+    assert Settings.model_validate({"plan_topic": "t._-9" + "x" * 244}).plan_topic.startswith("t._-9")
