@@ -9,7 +9,9 @@ machine without it.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ from rackplan.agent.cluster.archive import FleetSnapshot, SnapshotError
 from rackplan.agent.kafka.timeouts import admin_client_config, operation_timeout_s, result_timeout_s
 from rackplan.agent.settings.errors import describe_error
 from rackplan.agent.settings.sections import Settings
+from rackplan.assignor.fields import one_line
 
 if TYPE_CHECKING:
     from rackplan.agent.planning.planner import Registration
@@ -35,7 +38,11 @@ def register(sub: Any) -> None:
         "snapshot", help="write a fleet snapshot of a cluster (JSON) from the agent's settings"
     )
     snap.add_argument("--config", required=True, help="the agent's settings YAML (Kafka, registrations)")
-    snap.add_argument("--out", required=True, help="file or directory (<cluster_id>.json), or - for stdout")
+    snap.add_argument(
+        "--out",
+        required=True,
+        help="file, or folder (an existing one or a path ending in /: <cluster_id>.json), or - for stdout",
+    )
     snap.add_argument(
         "--cluster-id",
         help="id of the cluster in the fleet (default: Kafka's cluster id; settings cluster_name is its label)",
@@ -73,8 +80,10 @@ def register(sub: Any) -> None:
     fleet.set_defaults(func=cmd_fleet)
 
     report = sub.add_parser("report", help="static HTML page with PNG plots from the fleet tables")
-    report.add_argument("--in", dest="source", required=True, help="the --out directory of `rackplan fleet`")
-    report.add_argument("--out", required=True, help="directory for index.html and its PNGs")
+    report.add_argument(
+        "--in", dest="source", required=True, help="the --out folder or URI of `rackplan fleet`"
+    )
+    report.add_argument("--out", required=True, help="folder or URI for index.html and its PNGs")
     report.set_defaults(func=cmd_report)
 
 
@@ -152,6 +161,7 @@ def capture(
     from rackplan.agent.cluster.metadata import poll_snapshot
     from rackplan.agent.core.logging import with_kafka_logger
 
+    traffic: dict[str, Any] = load_traffic(traffic_path) if traffic_path else {}  # a bad file: before Kafka
     config = with_kafka_logger(settings.kafka.client_config())
     admin = AdminClient(admin_client_config(config, settings.metadata.request_timeout_s))
     own = agent_topics(settings)
@@ -162,7 +172,6 @@ def capture(
         cluster_id or snap.cluster_id or kafka_cluster_id(admin, timeout) or fleet_cluster_id(snap, settings)
     )
     regs = planned_groups(settings, config, admin)
-    traffic: dict[str, Any] = load_traffic(traffic_path) if traffic_path else {}
     if sample_seconds > 0:
         counts = {t: len(s.replicas) for t, s in sorted(snap.topics.items()) if t not in traffic}
         before = end_offsets(admin, counts, timeout)
@@ -171,7 +180,14 @@ def capture(
         after = end_offsets(admin, counts, timeout)
         traffic.update(rates_from_offsets(before, after, time.monotonic() - start, record_bytes, counts))
     specs = last_plan_specs(settings, snap, racks, regs) if with_plans else None
-    return build_snapshot(name, snap, racks, settings, traffic, specs, regs)
+    try:
+        return build_snapshot(name, snap, racks, settings, traffic, specs, regs)
+    except SnapshotError as e:  # a list of the file whose length is not its topic's (sampled lists fit)
+        if not traffic_path or not e.field.startswith("traffic."):
+            raise
+        raise SnapshotError(
+            f"--traffic: {traffic_path}: {e.field.removeprefix('traffic.')}", e.message
+        ) from None
 
 
 def planned_groups(settings: Settings, config: dict[str, Any], admin: Any) -> list[Registration]:
@@ -198,10 +214,43 @@ def planned_groups(settings: Settings, config: dict[str, Any], admin: Any) -> li
         return registrations(settings)
 
 
+#: ``--sample-seconds`` at most a day (``time.sleep`` refuses far larger; 0: no sampling)
+MAX_SAMPLE_SECONDS = 86_400.0
+#: ``--record-bytes`` at most Kafka's largest record (its size is a 32-bit integer)
+MAX_RECORD_BYTES = float(2**31 - 1)
+
+
+def _not_a_folder(option: str, given: str, folder: bool) -> str | None:
+    """Why ``given`` cannot be written, as far as can be told before any work (None: it can): a file
+    where a folder is (``folder``: ``given`` itself is one; its missing folders would be created)."""
+    path = Path(given)
+    if folder and path.exists() and not path.is_dir():
+        return f"{option} {given}: a file, not a folder"
+    parent = next((p for p in path.parents if p.exists()), Path("."))
+    return None if parent.is_dir() else f"{option} {given}: {parent} is a file, not a folder"
+
+
+def snapshot_option_problem(args: argparse.Namespace) -> str | None:
+    """The first option of ``rackplan snapshot`` that cannot work (one line naming it), None if none."""
+    seconds, size = args.sample_seconds, args.record_bytes
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_SAMPLE_SECONDS):
+        return (
+            f"--sample-seconds: must be 0 (no sampling) to {MAX_SAMPLE_SECONDS:,.0f} seconds, got {seconds}"
+        )
+    if not (math.isfinite(size) and 0 < size <= MAX_RECORD_BYTES):
+        return f"--record-bytes: must be above 0 and at most {MAX_RECORD_BYTES:,.0f} bytes, got {size}"
+    if args.out != "-" and (problem := _not_a_folder("--out", args.out, args.out.endswith("/"))):
+        return problem
+    return _not_a_folder("--archive", args.archive, True) if args.archive else None
+
+
 def cmd_snapshot(args: argparse.Namespace) -> int:
     from rackplan.agent.cluster.archive import append_archive, dumps, snapshot_json, write_snapshot
     from rackplan.agent.cluster.metadata import MetadataError
 
+    problem = snapshot_option_problem(args)
+    if problem is not None:
+        return _fail(problem)
     try:
         settings = Settings.load(args.config)
     except (OSError, ValueError, ValidationError) as e:
@@ -218,9 +267,16 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     if args.out == "-":
         sys.stdout.write(dumps(snapshot_json(snap)) + "\n")
     else:
-        print(f"snapshot of {snap.cluster_id} written to {write_snapshot(snap, args.out)}", file=sys.stderr)
+        try:
+            path = write_snapshot(snap, args.out)
+        except OSError as e:
+            return _fail(f"--out {args.out}: cannot write: {e.strerror or e}")
+        print(f"snapshot of {snap.cluster_id} written to {path}", file=sys.stderr)
     if args.archive:
-        append_archive(snap, args.archive)
+        try:
+            append_archive(snap, args.archive)
+        except OSError as e:
+            return _fail(f"--archive {args.archive}: cannot append: {e.strerror or e}")
     return 0
 
 
@@ -237,6 +293,19 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     return run_from_args(args)
 
 
+def publish(site: Path, out: str) -> str:
+    """Copy the page (``index.html`` and its PNGs) from the local folder ``site`` to ``out``, a URI
+    pyarrow's file systems write (``s3://``, ``gs://``...); returns the page's URI."""
+    from .storage import filesystem
+
+    fs, root = filesystem(out)
+    fs.create_dir(root, recursive=True)
+    for f in sorted(site.iterdir()):
+        with fs.open_output_stream(f"{root.rstrip('/')}/{f.name}") as stream:
+            stream.write(f.read_bytes())
+    return f"{out.rstrip('/')}/index.html"
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     try:
         import matplotlib  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
@@ -245,10 +314,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     except ImportError as e:
         return _fail(f"`rackplan report` needs {e.name}: {SPARK_EXTRA_HINT}")
     from .report import ReportError, render
+    from .storage import local_path
 
+    local = local_path(args.out)  # a path or file:// URI; another URI: the page is built aside, then copied
     try:
-        page = render(Path(args.source), Path(args.out))
+        if local is not None:
+            page = str(render(args.source, Path(local)))
+        else:
+            with tempfile.TemporaryDirectory(prefix="rackplan-report-") as site:
+                render(args.source, Path(site))
+                page = publish(Path(site), args.out)
     except ReportError as e:
         return _fail(str(e))
+    except OSError as e:  # the tables were read (ReportError otherwise): the page could not be written
+        return _fail(f"--out {args.out}: cannot write the page: {one_line(str(e.strerror or e))}")
     print(f"report written to {page}", file=sys.stderr)
     return 0

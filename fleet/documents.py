@@ -17,17 +17,20 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from . import units
+from .intake import parse_document, parse_taken_at, text_of, utf8
 
 
 def digest(text: str) -> str:
-    """The document's identity: sha256 of its UTF-8 text, hex (as Spark's ``sha2(value, 256)``)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The document's identity: sha256 of its bytes, hex (as Spark's ``sha2(value, 256)``)."""
+    return hashlib.sha256(utf8(text)).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -37,24 +40,34 @@ class Documents:
     documents: int
     invalid: int
     keep: frozenset[str] | None
+    #: groups and apps of the chosen documents, and of those the Streams apps
     groups: int
     sources: list[str]
+    apps: int = 0
+    #: sha256 of every document's (source, digest), sorted: the identity of the run's input
+    inputs: str = ""
 
-    def units(self, per_group: int) -> int:
-        """Units the run evaluates: ``per_group`` for each group of the chosen documents, one per bad
-        document (its ``invalid`` row)."""
-        return self.groups * per_group + self.invalid
+    def units(self, scenarios: int, consumer_labels: int, streams_labels: int) -> int:
+        """Units the run evaluates, exactly: each scenario x each label of each group or app of the chosen
+        documents (a consumer group is compared across ``consumer_labels`` assignors, an app across
+        ``streams_labels`` strategies), and one per document that does not parse (its ``invalid`` row)."""
+        consumers = self.groups - self.apps
+        return scenarios * (consumers * consumer_labels + self.apps * streams_labels) + self.invalid
 
 
 def choose_documents(rows: Sequence[Mapping[str, Any]], history: str) -> Documents:
-    """From one (source, cluster_id, taken_at, groups, digest) row per document: the documents to
-    evaluate (newest per cluster, or all; one per (cluster, taken_at)) and their group count."""
-    valid = [r for r in rows if r["cluster_id"] is not None]
-    best: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for r in sorted(valid, key=lambda r: (str(r["source"]), str(r["digest"]))):
-        best.setdefault((str(r["cluster_id"]), str(r["taken_at"] or "")), r)
+    """From one :func:`listing` row per document: the documents to evaluate (newest ``taken_at`` per
+    cluster, compared as instants, or all; one per (cluster, instant)) and their group count."""
+    valid: list[tuple[datetime, Mapping[str, Any]]] = []
+    for r in rows:
+        taken = parse_taken_at(r["taken_at"]) if r["cluster_id"] is not None else None
+        if taken is not None:  # a listed document always has one (intake.parse_document)
+            valid.append((taken, r))
+    best: dict[tuple[str, datetime], Mapping[str, Any]] = {}
+    for taken, r in sorted(valid, key=lambda tr: (str(tr[1]["source"]), str(tr[1]["digest"]))):
+        best.setdefault((str(r["cluster_id"]), taken), r)
     if history == "latest":
-        newest: dict[str, str] = {}
+        newest: dict[str, datetime] = {}
         for cid, taken in best:
             newest[cid] = max(newest.get(cid, taken), taken)
         best = {k: v for k, v in best.items() if newest[k[0]] == k[1]}
@@ -64,6 +77,10 @@ def choose_documents(rows: Sequence[Mapping[str, Any]], history: str) -> Documen
         keep=frozenset(str(r["digest"]) for r in best.values()),
         groups=sum(int(r["groups"] or 0) for r in best.values()),
         sources=sorted({str(r["source"]) for r in rows}),
+        apps=sum(int(r["apps"] or 0) for r in best.values()),
+        inputs=hashlib.sha256(
+            utf8("\n".join(sorted(f"{r['source']}\t{r['digest']}" for r in rows)))
+        ).hexdigest(),
     )
 
 
@@ -78,7 +95,7 @@ def groups_of(
     """
     for rec in records:
         key = str(rec["digest"])
-        groups = units.group_rows(rec["value"] or "", rec["source"])  # None: a Parquet row without it
+        groups = units.group_rows(text_of(rec["value"]), rec["source"])  # None: a Parquet row without it
         bad = len(groups) == 1 and groups[0]["kind"] == "snapshot"
         if not bad and (key in seen or (keep is not None and key not in keep)):
             continue
@@ -86,31 +103,35 @@ def groups_of(
         yield from groups
 
 
-def listing(value: str, source: str) -> dict[str, Any]:
-    """The row :func:`choose_documents` reads, as Spark's ``list`` job builds it (``get_json_object``:
-    a field that is not a string is its JSON text; a document that is not an object has none)."""
+#: the columns of :func:`listing` (Spark's listing pass returns them)
+LISTING_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("source", "string"),
+    ("cluster_id", "string"),
+    ("taken_at", "string"),
+    ("groups", "long"),
+    ("apps", "long"),
+    ("digest", "string"),
+)
+
+
+def listing(value: str | bytes | None, source: str) -> dict[str, Any]:
+    """The row :func:`choose_documents` reads (both engines): the document parsed as the group rows
+    parse it (:func:`rackplan.fleet.intake.parse_document`); one that does not parse has no
+    ``cluster_id`` (it is one ``invalid`` unit)."""
+    text = text_of(value)
+    row: dict[str, Any] = {"source": source, "cluster_id": None, "taken_at": None, "groups": 0, "apps": 0}
     try:
-        doc = json.loads(value)
-    except (ValueError, RecursionError):
-        doc = None
-    if not isinstance(doc, dict):
-        doc = {}
-
-    def text(key: str) -> str | None:
-        v = doc.get(key)
-        return None if v is None else v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
-
-    def count(key: str) -> int:
-        v = doc.get(key)
-        return len(v) if isinstance(v, list) else 0
-
-    return {
-        "source": source,
-        "cluster_id": text("cluster_id"),
-        "taken_at": text("taken_at"),
-        "groups": count("consumer_groups") + count("streams_apps"),
-        "digest": digest(value),
-    }
+        snap = parse_document(text)
+    except Exception:  # a bad document (or a bug): group_rows gives its one row
+        snap = None
+    if snap is not None:
+        row.update(
+            cluster_id=snap.cluster_id,
+            taken_at=snap.taken_at,
+            groups=len(snap.consumer_groups) + len(snap.streams_apps),
+            apps=len(snap.streams_apps),
+        )
+    return {**row, "digest": digest(text)}
 
 
 # ---- reading local files (the in-process engine) ---------------------------------------
@@ -119,9 +140,25 @@ def listing(value: str, source: str) -> dict[str, Any]:
 _LINES = re.compile(r"\r\n|\r|\n")
 
 
+#: what ``java.net.URI`` leaves as is in a path (Hadoop's ``Path``, hence Spark's ``_metadata.file_path``):
+#: letters, digits, ``_-!.~'()*``, ``,;:$&+=``, ``/`` and ``@``; other ASCII is ``%XX``-escaped
+_URI_PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-!.~'()*,;:$&+=/@")
+
+
+def _uri_char(c: str) -> str:
+    """One path character as ``java.net.URI`` writes it: non-ASCII stays as is unless it is a space
+    or control character (``Character.isSpaceChar``, ``isISOControl``), which is escaped as UTF-8."""
+    if c in _URI_PATH_SAFE:
+        return c
+    if ord(c) > 0x9F and unicodedata.category(c) not in ("Zs", "Zl", "Zp"):
+        return c
+    return "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogateescape"))
+
+
 def source_uri(path: Path) -> str:
-    """A file's ``source`` as Spark's ``_metadata.file_path`` gives it (``file:/abs/path``, Hadoop's form)."""
-    return "file:" + path.resolve().as_uri()[len("file://") :]
+    """A file's ``source`` as Spark's ``_metadata.file_path`` gives it (``file:/abs/path``, Hadoop's form:
+    ``é`` as is, a space as ``%20``)."""
+    return "file:" + "".join(_uri_char(c) for c in str(path.resolve()))
 
 
 def _without_nulls(v: Any) -> Any:
@@ -133,16 +170,21 @@ def _without_nulls(v: Any) -> Any:
     return v
 
 
+def blank(line: str) -> bool:
+    """A line of an archive that holds no document: empty, or JSON whitespace only (spaces, tabs)."""
+    return not line.strip(" \t")
+
+
 def read_local(files: Sequence[str]) -> Iterator[dict[str, Any]]:
-    """One record (``value``, ``source``, ``digest``) per document of local snapshot files."""
+    """One record (``value``, ``source``, ``digest``) per document of local snapshot files (their text
+    as :func:`rackplan.fleet.intake.text_of` decodes it: bytes that are not UTF-8 make a bad document)."""
     for name in files:
         path = Path(name)
         source = source_uri(path)
         if path.suffix == ".json":
-            values = [path.read_text(encoding="utf-8")]
+            values = [text_of(path.read_bytes())]
         elif path.suffix == ".jsonl":
-            lines = _LINES.split(path.read_text(encoding="utf-8"))
-            values = [line for line in lines if line.strip(" ")]
+            values = [line for line in _LINES.split(text_of(path.read_bytes())) if not blank(line)]
         elif path.suffix == ".parquet":
             values = list(_parquet_documents(path))
         else:
@@ -152,13 +194,19 @@ def read_local(files: Sequence[str]) -> Iterator[dict[str, Any]]:
 
 
 def _parquet_documents(path: Path) -> Iterator[str]:
+    import pyarrow as pa  # type: ignore[import-untyped,import-not-found,unused-ignore]
     import pyarrow.parquet as pq  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-    table = pq.read_table(path)
+    from .storage import InputError
+
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as e:  # as Spark fails to read it: the run stops (exit 2)
+        raise InputError(f"--snapshots: {path}: not a readable Parquet file ({e})") from None
     if "document" in table.column_names:
         for v in table.column("document").to_pylist():
             if v is not None:
                 yield str(v)
         return
     for row in table.to_pylist():
-        yield json.dumps(_without_nulls(row), separators=(",", ":"), ensure_ascii=False)
+        yield json.dumps(_without_nulls(row), separators=(",", ":"), ensure_ascii=False, default=str)

@@ -39,10 +39,10 @@ if __package__ in (None, ""):  # run as a file by spark-submit: make the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from rackplan.fleet import units
-from rackplan.fleet.documents import Documents, choose_documents
+from rackplan.fleet.documents import LISTING_COLUMNS, Documents, choose_documents
 from rackplan.fleet.outputs import PARTITION_COLUMNS, PLAN_COLUMNS, SCHEMA_VERSION, TABLES, make_dirs
 from rackplan.fleet.progress import Progress
-from rackplan.fleet.runs import Phases, Summary, commit, finish, new_run_id
+from rackplan.fleet.runs import Phases, Summary, commit, finish, new_run_id, run_id_of, tally
 from rackplan.fleet.scenarios import Scenario, load_scenarios
 from rackplan.fleet.settings import FleetOptions, FleetSettings, SparkSettings
 from rackplan.fleet.stages import (
@@ -51,6 +51,7 @@ from rackplan.fleet.stages import (
     EvaluateGroups,
     Evaluation,
     GroupsOf,
+    ListDocuments,
     WriteTables,
     schema,
 )
@@ -209,7 +210,7 @@ def read_documents(spark: Any, paths: Sequence[str]) -> Any:
 
     frames = [
         reader("*.json").text(list(paths), wholetext=True).select("value", source),
-        reader("*.jsonl").text(list(paths)).select("value", source).where(F.trim(F.col("value")) != ""),
+        reader("*.jsonl").text(list(paths)).select("value", source).where(~F.col("value").rlike("^[ \t]*$")),
     ]
     try:
         pq = reader("*.parquet").parquet(*paths)
@@ -226,24 +227,17 @@ def read_documents(spark: Any, paths: Sequence[str]) -> Any:
     docs = frames[0]
     for f in frames[1:]:
         docs = docs.unionByName(f)
-    return docs.withColumn("digest", F.sha2("value", 256))  # documents.digest, in the JVM
+    # The text as bytes to Python (intake.text_of: bytes that are not UTF-8 make a bad document, not a
+    # failed decode in the worker); the digest is documents.digest, in the JVM.
+    return docs.select(
+        F.col("value").cast("binary").alias("value"), "source", F.sha2("value", 256).alias("digest")
+    )
 
 
 def list_documents(docs: Any, history: str) -> Documents:
-    """The ``list`` job: a few fields of every document, read in the JVM (no Python worker)."""
-    from pyspark.sql import functions as F  # type: ignore[import-not-found,unused-ignore]
-
-    def count(key: str) -> Any:
-        return F.coalesce(F.json_array_length(F.get_json_object("value", f"$.{key}")), F.lit(0))
-
-    rows = docs.select(
-        "source",
-        F.get_json_object("value", "$.cluster_id").alias("cluster_id"),
-        F.get_json_object("value", "$.taken_at").alias("taken_at"),
-        (count("consumer_groups") + count("streams_apps")).alias("groups"),
-        "digest",
-    ).collect()
-    return choose_documents(rows, history)
+    """The ``list`` job: every document parsed in a Python pass (:class:`~rackplan.fleet.stages.ListDocuments`,
+    what the local engine runs), five small fields of each collected, the documents chosen."""
+    return choose_documents(docs.mapInArrow(ListDocuments(), schema(LISTING_COLUMNS)).collect(), history)
 
 
 def unit_frame(
@@ -288,26 +282,27 @@ def run_fleet(
     """Compute every table into a staging folder under ``out``, then commit (see :func:`commit`).
 
     Returns counts, never instances.  Raises :class:`InputError` when the
-    paths hold no snapshot document.
+    paths hold no snapshot document.  ``run_id``: see :func:`~rackplan.fleet.runs.run_id_of`.
     """
-    run_id = run_id or new_run_id()
+    attempt = run_id or new_run_id()  # the staging folder's and the Spark jobs' name
     target = str(out).rstrip("/")
     store = store_for(target, spark)
-    staging = f"{target}/_staging-{run_id}" if store is not None else target
+    staging = f"{target}/_staging-{attempt}" if store is not None else target
     sc = context(spark)
     phases = Phases(progress)
 
     def phase(name: str, total: int = 0, counter: Callable[[], int] | None = None) -> None:
         key = {"reading": "list", "planning": "units"}.get(name, name)
         phases.begin(name, key, total, counter=counter, then="writing" if total else None)
-        _name_jobs(spark, run_id, name)
+        _name_jobs(spark, attempt, name)
 
     phase("reading")
     docs = read_documents(spark, paths)
     chosen = list_documents(docs, options.history)
     if chosen.documents == 0:
         raise InputError(f"--snapshots: no snapshot document in {', '.join(paths)}")
-    expected = chosen.units(Evaluation.of(scenarios, options).per_group)
+    expected = Evaluation.of(scenarios, options).units(chosen)
+    run_id = run_id_of(chosen, scenarios, options, attempt)  # what the tables and summary.json carry
     cores = parallelism(spark)
     parts = partitions_for(expected, chosen.groups, cores, partitions)
     acc = sc.accumulator(0) if sc is not None else None
@@ -324,16 +319,12 @@ def run_fleet(
         .collect()
     )
     phase("commit")
-    statuses: dict[str, int] = {}
-    assign_ms = 0.0
-    for r in written:
-        statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + int(r["n"])
-        assign_ms += float(r["ms"] or 0.0)
+    statuses, assign_ms = tally(written)
     summary = Summary(
         out=target,
         run_id=run_id,
         elapsed_s=0.0,
-        statuses=dict(sorted(statuses.items())),
+        statuses=statuses,
         scenarios=[s.name for s in scenarios],
         settings=options.model_dump(mode="json"),
         snapshots=chosen.sources,
@@ -389,11 +380,15 @@ def _error(message: str) -> None:
     print(f"rackplan: error: {message}", file=sys.stderr, flush=True)
 
 
+#: Spark's words for a snapshot path that is missing, or a file that is not the Parquet its name says
+_BAD_PATHS = ("PATH_NOT_FOUND", "Path does not exist", "CANNOT_READ_FILE_FOOTER", "is not a Parquet file")
+
+
 def classify(e: BaseException) -> tuple[int, str]:
     """(exit code, one line) for an exception raised by Spark while the job ran."""
     text = str(e)
     first = next((line.strip() for line in text.splitlines() if line.strip()), type(e).__name__)
-    if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
+    if any(m in text for m in _BAD_PATHS):
         return EXIT_BAD_INPUT, f"--snapshots: {first}"
     missing = "No module named"
     if missing in text:
@@ -442,7 +437,7 @@ def run_from_args(args: argparse.Namespace) -> int:
             began = time.monotonic()
             listed.append(list_local(args.snapshots, options.history))
             reading.append(time.monotonic() - began)
-            return listed[0][1].units(Evaluation.of(scenarios, options).per_group)
+            return Evaluation.of(scenarios, options).units(listed[0][1])
 
         try:
             engine = choose_engine(options, args.snapshots, args.out, count)

@@ -22,7 +22,7 @@ from typing import Any
 from .documents import Documents, choose_documents, groups_of, listing, read_local
 from .outputs import make_dirs, snapshot_date, status_counts, write_partition
 from .progress import Progress
-from .runs import Phases, Summary, finish, new_run_id
+from .runs import Phases, Summary, finish, new_run_id, run_id_of
 from .scenarios import Scenario
 from .settings import FleetOptions
 from .stages import Evaluation
@@ -63,14 +63,14 @@ def run_local(
         raise InputError(
             "the local engine reads and writes local paths and file:// URIs only: use --engine spark"
         )
-    run_id = run_id or new_run_id()
     phases = Phases(progress)
     phases.begin("reading", "list", announce=listed is None)  # else the caller read them, and said so
     records, chosen = listed if listed is not None else list_local(paths, options.history)
+    run_id = run_id_of(chosen, scenarios, options, run_id or new_run_id())
     if chosen.documents == 0:
         raise InputError(f"--snapshots: no snapshot document in {', '.join(paths)}")
     run = Evaluation.of(scenarios, options)
-    phases.begin("planning", "units", chosen.units(run.per_group))
+    phases.begin("planning", "units", run.units(chosen))
     staging = f"{target}/_staging-{run_id}"
     root = str(local_path(staging))
     fs = _local_fs()

@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any, Protocol
 
 from . import units
+from .intake import parse_taken_at
 from .scenarios import BASELINE
 
 TABLES = ("locality", "assignors", "scenarios", "clusters")
@@ -87,25 +88,15 @@ CLUSTER_COLUMNS: list[tuple[str, str]] = [
 # ---- values --------------------------------------------------------------------------
 
 
-def parse_taken_at(text: str | None) -> datetime | None:
-    """``taken_at`` as a UTC timestamp (RFC 3339; no offset: UTC), or None when it does not parse."""
-    if not text:
-        return None
-    try:
-        t = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
-
-
 def snapshot_date(taken_at: str | None) -> str | None:
     """The partition a unit's rows go to: the UTC date of ``taken_at`` (None: not parsable)."""
     t = parse_taken_at(taken_at)
     return None if t is None else t.date().isoformat()
 
 
-# Spark's (Hive's) escaping of partition values in folder names: ``%XX`` for these characters.
-_ESCAPED = frozenset(chr(c) for c in range(1, 32)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
+# Spark's (Hive's) escaping of partition values in folder names: ``%XX`` for these characters, and NUL
+# (which Hive leaves as is and no file system takes in a name).
+_ESCAPED = frozenset(chr(c) for c in range(32)) | frozenset("\"#%'*/:=?\\\x7f{[]^")
 
 
 def partition_folder(name: str, value: str | None) -> str:

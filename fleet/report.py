@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rackplan.assignor.fields import one_line
+
 from .assignment_help import FLOOR_COLUMNS, add_floor, floor_html, floor_totals
-from .report_html import _CSS, folded, money, table
+from .report_html import _CSS, folded, image, money, plural, table
+from .report_plots import plots
 from .scenarios import BASELINE
 from .storage import filesystem, read_table, read_text
-from .units import NOT_APPLICABLE, OK
+from .units import NOT_APPLICABLE, OK, RESULT_COLUMNS
 
 LOCALITY_COLUMNS = [
     "cluster_id",
@@ -49,8 +52,13 @@ LOCALITY_COLUMNS = [
     *FLOOR_COLUMNS,
 ]
 WORST_GROUPS = 25
-#: longest tick label on a plot; longer names are elided in the middle (the tables keep them whole)
-LABEL_CHARS = 36
+ASSIGNOR_COLUMNS = ["kind", "assignor", "groups", "cross_rack", "pairs", "cost_usd_month", "cost_nearest_usd_month", "cost_leader_usd_month", "saved_vs_registered_usd_month", "moves_needed"]  # fmt: skip
+#: the kind of a row that stands for a whole snapshot that could not be read (``units.group_rows``)
+SNAPSHOT_ROW = "snapshot"
+#: the first columns of LOCALITY_COLUMNS, which every locality table has (keys, labels and status)
+_LABELS = 11
+#: the empty columns of a table with no file, by their type in ``units.RESULT_COLUMNS``
+_EMPTY_DTYPES = {"string": "object", "boolean": "bool", "long": "float64", "double": "float64"}
 
 
 class ReportError(RuntimeError):
@@ -65,17 +73,31 @@ def _pd() -> Any:
 
 def load_locality(directory: str | Path) -> Any:
     """The locality table (a local path or any URI pyarrow reads) of the newest snapshot of each
-    cluster, with own-mode figures added."""
+    cluster, with own-mode figures added.
+
+    A URI stays a URI (``s3://b/t`` is read from S3, never from a local folder ``s3:``); what
+    cannot be read is a :class:`ReportError` naming ``directory``.  A table of no unit (the job
+    read only snapshots without groups) has no file, hence no columns: it is read as no rows."""
     from pyarrow import fs as pafs  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
-    fs, root = filesystem(str(directory))
-    if fs.get_file_info(f"{root.rstrip('/')}/locality").type == pafs.FileType.NotFound:
-        raise ReportError(f"{directory}/locality: no locality table (run `rackplan fleet` first)")
-    loc = read_table(f"{str(directory).rstrip('/')}/locality", LOCALITY_COLUMNS).to_pandas()
+    source = str(directory)
+    table = f"{source.rstrip('/')}/locality"
+    try:  # ArrowInvalid (an unknown scheme, a bad URI) is a ValueError, an unreachable store an OSError
+        fs, root = filesystem(source)
+        if fs.get_file_info(f"{root.rstrip('/')}/locality").type == pafs.FileType.NotFound:
+            raise ReportError(f"{table}: no locality table (run `rackplan fleet` first)")
+        loc = read_table(table, LOCALITY_COLUMNS).to_pandas()
+    except (OSError, ValueError) as e:
+        raise ReportError(f"--in {source}: cannot read the tables: {one_line(str(e))}") from e
+    missing = [c for c in LOCALITY_COLUMNS if c not in loc.columns and c not in FLOOR_COLUMNS]
+    absent = [c for c in LOCALITY_COLUMNS[:_LABELS] if c in missing]
+    if len(loc) and absent:
+        raise ReportError(f"{table}: not a table of `rackplan fleet` (no column {absent[0]})")
+    types = dict(RESULT_COLUMNS)
+    for c in missing:  # no file at all (no column); or a figure an older table lacks: unknown
+        loc[c] = _pd().Series(dtype=_EMPTY_DTYPES[types[c]], index=loc.index)
     loc["cluster_id"] = loc["cluster_id"].astype(str)
-    loc["taken_at"] = loc["taken_at"].astype(str)  # timestamps (schema 2) or text (schema 1) compare alike
-    newest = loc.groupby("cluster_id")["taken_at"].transform("max")
-    loc = loc[loc["taken_at"] == newest].copy()
+    loc = newest(loc)
     leader = loc["fetch_mode"] == "leader"
     loc["cross"] = loc["cross_leader"].where(leader, loc["cross_nearest"])
     loc["cost"] = loc["cost_leader_usd_month"].where(leader, loc["cost_nearest_usd_month"])
@@ -84,83 +106,18 @@ def load_locality(directory: str | Path) -> Any:
     return loc
 
 
-def short(label: str, limit: int = LABEL_CHARS) -> str:
-    """A label of at most ``limit`` characters (the middle elided), so plots keep their size."""
-    return label if len(label) <= limit else label[: limit // 2 - 1] + "…" + label[-(limit - limit // 2) :]
+def newest(loc: Any) -> Any:
+    """The rows of each cluster's newest snapshot (``fleet --history all`` writes every one).
 
-
-def _money_axis(axis: Any) -> None:
-    from matplotlib.ticker import FuncFormatter  # type: ignore[import-not-found,unused-ignore]
-
-    axis.set_major_formatter(FuncFormatter(lambda x, _pos: money(x).replace("$", "\\$")))
-
-
-def _plt() -> Any:
-    import matplotlib  # type: ignore[import-not-found,unused-ignore]
-
-    matplotlib.use("Agg")  # files only: no display, the same output everywhere
-    import matplotlib.pyplot as plt  # type: ignore[import-not-found,unused-ignore]
-
-    plt.rcParams.update(
-        {"figure.dpi": 100, "font.size": 9, "axes.spines.top": False, "axes.spines.right": False}
-    )
-    return plt
-
-
-def _save(fig: Any, path: Path) -> str:
-    fig.tight_layout()
-    # bbox "tight": rotated tick labels stay inside the image; no version stamp: same bytes
-    fig.savefig(path, format="png", bbox_inches="tight", pad_inches=0.1, metadata={"Software": None})
-    _plt().close(fig)
-    return path.name
-
-
-def _bars(
-    ax: Any, labels: Sequence[str], series: Mapping[str, Sequence[float]], horizontal: bool = False
-) -> None:
-    labels = [short(str(label)) for label in labels]
-    n = max(1, len(series))
-    width = 0.8 / n
-    for i, (name, values) in enumerate(series.items()):
-        pos = [k + (i - (n - 1) / 2) * width for k in range(len(labels))]
-        if horizontal:
-            ax.barh(pos, values, height=width, label=name)
-        else:
-            ax.bar(pos, values, width=width, label=name)
-    if horizontal:
-        ax.set_yticks(range(len(labels)), labels)
-        ax.invert_yaxis()
-    else:
-        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
-    if len(series) > 1:
-        ax.legend(fontsize=8)
-
-
-def plot_clusters(loc: Any, out: Path) -> str:
-    """Cross-rack fraction per cluster at baseline, registered vs reference assignors, both fetch modes."""
-    plt = _plt()
-    ok = loc[(loc["status"] == OK) & (loc["scenario"] == BASELINE)]
-    clusters = sorted(ok["cluster_id"].unique())
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-    for ax, (mode, col) in zip(
-        axes, (("nearest replica", "cross_nearest"), ("leader only", "cross_leader")), strict=True
-    ):
-        series = {}
-        for label, mask in (
-            ("registered", ok["registered"]),
-            ("rack-optimal / min_traffic", ok["reference"]),
-        ):
-            sub = ok[mask].groupby("cluster_id")[[col, "pairs"]].sum()
-            series[label] = [
-                float(sub.loc[c, col] / sub.loc[c, "pairs"])
-                if c in sub.index and sub.loc[c, "pairs"]
-                else 0.0
-                for c in clusters
-            ]
-        _bars(ax, clusters, series)
-        ax.set_title(f"cross-rack fraction per cluster ({mode})")
-        ax.set_ylim(0, 1)
-    return _save(fig, out / "locality_clusters.png")
+    Times are compared as times: timestamps (schema 2) or RFC 3339 text (schema 1, ``+01:00``
+    and ``Z`` alike); a row without a time (a snapshot whose ``taken_at`` did not parse, a bad
+    snapshot's) is older than any time, so it stays only where its cluster has no other."""
+    pd = _pd()
+    when = loc["taken_at"]
+    if not pd.api.types.is_datetime64_any_dtype(when):
+        when = pd.to_datetime(when.astype("string"), utc=True, errors="coerce", format="ISO8601")
+    rank = when.rank(method="dense", na_option="top")  # no time: rank 1, below every time
+    return loc[rank == rank.groupby(loc["cluster_id"]).transform("max")].copy()
 
 
 def worst_groups(loc: Any, n: int = WORST_GROUPS) -> Any:
@@ -176,40 +133,6 @@ def worst_groups(loc: Any, n: int = WORST_GROUPS) -> Any:
         kind="mergesort",
     )
     return merged.head(n)
-
-
-def plot_groups(worst: Any, out: Path) -> str:
-    """The worst groups' monthly cost (what the list is ordered by), registered vs reference, in USD."""
-    plt = _plt()
-    labels = [f"{c} / {g}" for c, g in zip(worst["cluster_id"], worst["group"], strict=True)]
-    fig, ax = plt.subplots(figsize=(10, max(2.5, 0.32 * len(labels) + 1)))
-    registered = [float(v) for v in worst["cost"]]
-    reference = [float(v) for v in worst["cost_ref"].fillna(0.0)]
-    _bars(
-        ax,
-        labels,
-        {"registered assignor": registered, "rack-optimal / min_traffic": reference},
-        horizontal=True,
-    )
-    for k, (cost, saved) in enumerate(zip(registered, worst["saved"].fillna(0.0), strict=True)):
-        say = (
-            f"saves {money(float(saved))}"
-            if saved >= 0
-            else f"the reference costs {money(-float(saved))} more"
-        )
-        ax.annotate(
-            f"{money(cost)}/month, {say}".replace("$", "\\$"),  # \\$: a dollar, not mathtext
-            (cost, k),
-            xytext=(4, 0),
-            textcoords="offset points",
-            va="center",
-            fontsize=7,
-        )
-    ax.set_xlim(0, max([*registered, *reference, 1.0]) * 1.35)  # room for the money labels
-    _money_axis(ax.xaxis)
-    ax.set_xlabel("cross-zone cost, USD per month (own fetch mode)")
-    ax.set_title("most expensive groups: monthly cross-zone cost, registered vs reference assignor")
-    return _save(fig, out / "locality_groups.png")
 
 
 def assignor_totals(loc: Any) -> Any:
@@ -233,28 +156,7 @@ def assignor_totals(loc: Any) -> Any:
                 "moves_needed": int(sub["moved"].sum()),
             }
         )
-    return pd.DataFrame(rows)
-
-
-def plot_assignors(totals: Any, out: Path) -> str:
-    plt = _plt()
-    labels = list(totals["assignor"])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    _bars(
-        axes[0],
-        labels,
-        {
-            "nearest replica": list(totals["cost_nearest_usd_month"]),
-            "leader only": list(totals["cost_leader_usd_month"]),
-        },
-    )
-    axes[0].set_title("monthly cross-zone cost per assignor (USD, baseline)")
-    _bars(axes[1], labels, {"saved": list(totals["saved_vs_registered_usd_month"])})
-    axes[1].axhline(0, color="black", linewidth=0.6)
-    axes[1].set_title("saved vs each group's registered assignor (USD/month)")
-    for ax in axes:
-        _money_axis(ax.yaxis)
-    return _save(fig, out / "cost_saved.png")
+    return pd.DataFrame(rows, columns=ASSIGNOR_COLUMNS)  # the columns even with no row: no unit evaluated
 
 
 def scenario_totals(loc: Any) -> Any:
@@ -301,63 +203,6 @@ def scenario_totals(loc: Any) -> Any:
     return frame.sort_values(["_o", "scenario"], kind="mergesort").drop(columns="_o").reset_index(drop=True)
 
 
-def scenario_label(row: Mapping[str, Any]) -> str:
-    """A scenario's tick label: its name, and what the bars cannot show (not applicable, offline data)."""
-    name = short(str(row["scenario"]))
-    if row["applies"] != "yes":
-        return f"{name}\n(not applicable)"
-    offline = row["offline_partitions"]
-    return f"{name}\n{int(offline):,} partitions OFFLINE" if offline else name
-
-
-def plot_scenarios(totals: Any, out: Path) -> str:
-    plt = _plt()
-    records = totals.to_dict("records")
-    labels = [scenario_label(r) for r in records]
-
-    def vals(col: str) -> list[float]:
-        return [0.0 if r[col] is None or r[col] != r[col] else float(r[col]) for r in records]
-
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    _bars(
-        axes[0],
-        labels,
-        {
-            "baseline (same groups)": vals("cost_baseline_usd_month"),
-            "registered": vals("cost_registered_usd_month"),
-            "rack-optimal / min_traffic": vals("cost_reference_usd_month"),
-        },
-    )
-    axes[0].set_title("monthly cross-zone cost per scenario (USD, own fetch mode)")
-    _money_axis(axes[0].yaxis)
-    for k, r in enumerate(records):
-        if r["applies"] == "yes" and r["offline_partitions"]:
-            # Offline partitions are read by nobody: cheaper, not better. Say so on the bars.
-            axes[0].annotate(
-                f"{int(r['offline_partitions']):,} offline:\nunread, not cheaper",
-                (k, max(vals("cost_baseline_usd_month")[k], vals("cost_registered_usd_month")[k])),
-                xytext=(0, 4),
-                textcoords="offset points",
-                ha="center",
-                fontsize=7,
-                color="#b00020",
-            )
-    _bars(
-        axes[1],
-        labels,
-        {"registered": vals("moves_registered"), "rack-optimal / min_traffic": vals("moves_reference")},
-    )
-    axes[1].set_title("partitions / tasks moved to reach the plan")
-    for ax in axes:
-        for tick in ax.get_xticklabels():
-            if "OFFLINE" in tick.get_text() or "not applicable" in tick.get_text():
-                tick.set_color("#b00020")
-    return _save(fig, out / "scenario_impact.png")
-
-
-# ---- HTML ------------------------------------------------------------------------
-
-
 def headline(loc: Any) -> dict[str, Any]:
     """The fleet's monthly cost now (each group with its registered assignor, own fetch mode, baseline),
     with the reference assignors instead, what that saves and the moves it takes; the groups counted
@@ -370,6 +215,7 @@ def headline(loc: Any) -> dict[str, Any]:
     now = float(reg.loc[both, "cost"].sum()) if len(both) else 0.0
     best = float(ref.loc[both, "cost"].sum()) if len(both) else 0.0
     return {
+        "units": len(loc),
         "groups": len(both),
         "now": now,
         "reference": best,
@@ -380,19 +226,30 @@ def headline(loc: Any) -> dict[str, Any]:
 
 
 def headline_html(head: Mapping[str, Any], assignors: Any) -> str:
-    """The page's first lines: cost now, under each assignor, and what switching saves."""
+    """The page's first lines: cost now, under each assignor, and what switching saves; or why there
+    is no cost to compare (no unit in the tables, or none evaluated with both assignors)."""
     saved = head["saved"]
     verdict = (
         f"<b>{money(saved)} saved a month</b> ({head['percent']:.0f} %), moving {head['moves']:,} partitions"
         if saved >= 0
         else f"<b>{money(-saved)} more a month</b>: the registered assignors are cheaper"
     )
-    lines = [
-        '<section id="headline">',
-        f'<p class="big">The fleet pays <b>{money(head["now"])}</b> a month for cross-zone reads today '
-        f"({head['groups']:,} groups and apps, each with its registered assignor). With rack-optimal "
-        f"(Streams: min_traffic) it would pay <b>{money(head['reference'])}</b>: {verdict}.</p>",
-    ]
+    if not head["units"]:
+        opening = "The tables hold no unit: no snapshot read has a consumer group or Streams app."
+    elif not head["groups"]:
+        opening = (
+            "No group was evaluated at baseline with both its registered assignor and rack-optimal "
+            "(Streams: min_traffic): there is no cost to compare. "
+            '<a href="#problems">The units not evaluated</a> are listed below, with the reason.'
+        )
+    else:
+        opening = (
+            f"The fleet pays <b>{money(head['now'])}</b> a month for cross-zone reads today "
+            f"({plural(head['groups'], 'group or app', 'groups and apps')}, each with its registered "
+            f"assignor). With rack-optimal (Streams: min_traffic) it would pay "
+            f"<b>{money(head['reference'])}</b>: {verdict}."
+        )
+    lines = ['<section id="headline">', f'<p class="big">{opening}</p>']
     if len(assignors):
         rows = "".join(
             f"<tr><td>{html.escape(str(r['kind']))}</td><td>{html.escape(str(r['assignor']))}</td>"
@@ -408,16 +265,41 @@ def headline_html(head: Mapping[str, Any], assignors: Any) -> str:
     return "\n".join(lines)
 
 
-def render(directory: str | Path, out: str | Path) -> Path:
-    """Write ``index.html`` and its PNGs to ``out``; returns the page's path."""
-    dst = Path(out)
-    dst.mkdir(parents=True, exist_ok=True)
-    loc = load_locality(directory)
+def summary_html(loc: Any, scenarios: int, price: Any) -> str:
+    """The line under the headline: what the tables hold.  The row of a snapshot that could not be
+    read (its ``cluster_id`` is the file) counts as an invalid snapshot, not as a cluster or a group."""
+    bad = loc["kind"] == SNAPSHOT_ROW
+    read = loc[~bad]
+    clusters = read["cluster_id"].nunique()
+    groups = read[["cluster_id", "kind", "group"]].drop_duplicates().shape[0]
+    invalid = loc.loc[bad, "cluster_id"].nunique()
+    statuses = ", ".join(f"{k}: {v:,}" for k, v in sorted(loc["status"].value_counts().items())) or "none"
+    price_note = f"{price} USD per GB crossing zones" if price is not None else "the job's price per GB"
+    unread = f"; {plural(invalid, 'snapshot')} invalid (listed below)" if invalid else ""
+    return (
+        f'<p id="summary">{plural(clusters, "cluster")}, {plural(groups, "group or app", "groups and apps")}, '
+        f"{plural(scenarios, 'scenario')}{unread}; units {html.escape(statuses)}. "
+        f"Costs: {html.escape(price_note)}, 730 hours a month, consumer reads only.</p>"
+    )
+
+
+def price_per_gb(directory: str | Path) -> Any:
+    """The run's price per GB (``summary.json``'s settings); None when it cannot be read."""
     try:
         summary = json.loads(read_text(f"{str(directory).rstrip('/')}/summary.json"))
     except (OSError, ValueError):
-        summary = {}
-    price = summary.get("settings", {}).get("price_per_gb")
+        return None
+    settings = summary.get("settings") if isinstance(summary, dict) else None
+    return settings.get("price_per_gb") if isinstance(settings, dict) else None
+
+
+def render(directory: str | Path, out: str | Path) -> Path:
+    """Write ``index.html`` and its PNGs to the local folder ``out`` (created); returns the page's path.
+
+    ``directory``: a local path or a URI pyarrow's file systems read (kept a URI)."""
+    dst = Path(out)
+    dst.mkdir(parents=True, exist_ok=True)
+    loc = load_locality(directory)
     worst = worst_groups(loc)
     assignors = assignor_totals(loc)
     scenarios = scenario_totals(loc)
@@ -427,16 +309,7 @@ def render(directory: str | Path, out: str | Path) -> Path:
     problems = problems[problems["status"] != "not applicable"]
     applies = scenarios[scenarios["applies"] == "yes"] if len(scenarios) else scenarios
     no_scenario = scenarios[scenarios["applies"] != "yes"] if len(scenarios) else scenarios
-    images = {
-        "clusters": plot_clusters(loc, dst),
-        "groups": plot_groups(worst, dst),
-        "assignors": plot_assignors(assignors, dst),
-        "scenarios": plot_scenarios(scenarios, dst),
-    }
-    clusters = sorted(loc["cluster_id"].unique())
-    groups = loc[["cluster_id", "kind", "group"]].drop_duplicates().shape[0]
-    statuses = ", ".join(f"{k}: {v:,}" for k, v in sorted(loc["status"].value_counts().items()))
-    price_note = f"{price} USD per GB crossing zones" if price is not None else "the job's price per GB"
+    images, head = plots(loc, worst, assignors, scenarios, dst), headline(loc)
     scenario_columns = ["scenario", "applies", "groups", "not_applicable", "cross_rack_registered", "cross_rack_reference", "cost_baseline_usd_month", "cost_registered_usd_month", "cost_reference_usd_month", "moves_registered", "moves_reference", "offline_partitions"]  # fmt: skip
     problem_columns = ["cluster_id", "group", "scenario", "assignor", "status", "detail"]
     parts = [
@@ -444,12 +317,10 @@ def render(directory: str | Path, out: str | Path) -> Path:
         '<html lang="en"><head><meta charset="utf-8"><title>rackplan fleet report</title>',
         f"<style>{_CSS}</style></head><body>",
         "<h1>rackplan fleet report</h1>",
-        headline_html(headline(loc), assignors) + "\n" + floor_html(floor_totals(loc)),
-        f'<p id="summary">{len(clusters):,} clusters, {groups:,} groups and apps, '
-        f"{len(scenarios):,} scenarios; units {html.escape(statuses)}. Costs: {html.escape(price_note)}, "
-        "730 hours a month, consumer reads only.</p>",
+        headline_html(head, assignors) + ("\n" + floor_html(floor_totals(loc)) if head["groups"] else ""),
+        summary_html(loc, len(scenarios), price_per_gb(directory)),
         '<h2 id="worst">Worst groups first</h2>',
-        f'<img src="{images["groups"]}" alt="monthly cross-zone cost of the most expensive groups">',
+        image(images["groups"], "monthly cross-zone cost of the most expensive groups"),
         table(
             worst,
             ["cluster_id", "kind", "group", "assignor", "fetch_mode", "pairs", "cross", "cost", "assignment_can_help", "fixable_cost", "unfixable_cost", "cross_ref", "cost_ref", "saved", "moved_ref"],
@@ -457,15 +328,12 @@ def render(directory: str | Path, out: str | Path) -> Path:
             "worst",
         ),
         '<h2 id="clusters">Locality per cluster</h2>',
-        f'<img src="{images["clusters"]}" alt="cross-rack fraction per cluster">',
+        image(images["clusters"], "cross-rack fraction per cluster"),
         '<h2 id="assignors">Cost saved per assignor</h2>',
-        f'<img src="{images["assignors"]}" alt="monthly cost per assignor">',
-        table(
-            assignors,
-            ["kind", "assignor", "groups", "cross_rack", "pairs", "cost_usd_month", "cost_nearest_usd_month", "cost_leader_usd_month", "saved_vs_registered_usd_month", "moves_needed"],
-        ),
+        image(images["assignors"], "monthly cost per assignor"),
+        table(assignors, ASSIGNOR_COLUMNS),
         '<h2 id="scenarios">Scenario impact</h2>',
-        f'<img src="{images["scenarios"]}" alt="cost and moves per scenario">',
+        image(images["scenarios"], "cost and moves per scenario"),
         table(applies, scenario_columns) if len(applies) else "<p>No scenario applies to any group.</p>",
         folded(
             f"{len(no_scenario):,} scenario{'s apply' if len(no_scenario) != 1 else ' applies'} to no group "

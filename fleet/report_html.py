@@ -20,12 +20,26 @@ def _pd() -> Any:
 
 
 def money(v: float) -> str:
-    """USD as people write it: ``$1,234``, ``-$679`` (whole dollars; cents only under a dollar)."""
-    sign = "-" if v < 0 else ""
+    """USD as people write it: ``$1,234``, ``-$679`` (whole dollars; cents only under a dollar).
+
+    Rounded first, then written: ``$0.996`` is ``$1`` (not ``$1.00``), an amount under half a cent
+    ``$0`` (not ``$0.00``, and never ``-$0``)."""
     a = abs(float(v))
-    if a >= 1 or a == 0:
-        return f"{sign}${a:,.0f}"
-    return f"{sign}${a:.2f}"
+    cents = round(a, 2)
+    text = f"${a:,.0f}" if cents >= 1 else f"${cents:.2f}" if cents else "$0"
+    return f"-{text}" if v < 0 and text != "$0" else text
+
+
+def plural(n: int, one: str, many: str = "") -> str:
+    """``1 cluster``, ``2 clusters`` (``many``: the plural when it is not ``one`` + s)."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
+def image(name: str | None, alt: str) -> str:
+    """A plot, or a note where there was nothing to plot (no unit it would show was evaluated)."""
+    if name is None:
+        return f'<p class="note">No plot of the {html.escape(alt)}: nothing evaluated to show.</p>'
+    return f'<img src="{html.escape(name)}" alt="{html.escape(alt)}">'
 
 
 def number(v: float) -> str:
@@ -54,7 +68,9 @@ def _cell(v: Any, is_money: bool = False) -> str:
 
 
 def table(frame: Any, columns: Sequence[str], limit: int = TABLE_ROWS, cls: str = "") -> str:
-    """An HTML table of the first ``limit`` rows (numbers right-aligned)."""
+    """An HTML table of the first ``limit`` rows (numbers right-aligned); nothing for no rows."""
+    if not len(frame):
+        return ""
     head = "".join(f"<th>{html.escape(c.replace('_', ' '))}</th>" for c in columns)  # spaces: headers wrap
     body = []
     for rec in frame[list(columns)].head(limit).to_dict("records"):

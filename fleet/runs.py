@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .outputs import PARTITION_COLUMNS, SCHEMA_VERSION, TABLES
 from .progress import Progress
 from .storage import Store
+
+if TYPE_CHECKING:
+    from .documents import Documents
+    from .scenarios import Scenario
+    from .settings import FleetOptions
 
 
 @dataclass
@@ -75,6 +82,34 @@ class Phases:
 
 def new_run_id() -> str:
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + uuid.uuid4().hex[:8]
+
+
+#: options that change nothing in the tables (how and where the run goes, how it reports)
+_NOT_IN_TABLES = frozenset({"engine", "local_max_units", "progress_interval_s"})
+
+
+def run_id_of(chosen: Documents, scenarios: Sequence[Scenario], options: FleetOptions, run_id: str) -> str:
+    """The ``run_id`` the tables and ``summary.json`` carry: ``run_id`` (a time and a random suffix, or the
+    caller's) when units are timed; with ``fleet.unit_timings`` off, ``input-`` and 16 hex digits of the
+    sha256 of the input (every document's source and digest, the scenarios, the options that shape the
+    tables), so that the tables are the same bytes on every run of the same input, on either engine."""
+    if options.unit_timings:
+        return run_id
+    from .scenarios import scenarios_json
+
+    shaping = {k: v for k, v in options.model_dump(mode="json").items() if k not in _NOT_IN_TABLES}
+    text = json.dumps([chosen.inputs, scenarios_json(scenarios), shaping], sort_keys=True)
+    return "input-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def tally(written: Iterable[Mapping[str, Any]]) -> tuple[dict[str, int], float]:
+    """Units per status (sorted) and their summed ``elapsed_ms``, from the write pass's count rows."""
+    statuses: dict[str, int] = {}
+    assign_ms = 0.0
+    for r in written:
+        statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + int(r["n"])
+        assign_ms += float(r["ms"] or 0.0)
+    return dict(sorted(statuses.items())), assign_ms
 
 
 def commit(store: Store, staging: str, out: str, run_id: str, summary_text: str) -> None:

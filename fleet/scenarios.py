@@ -67,7 +67,8 @@ class AddRack(_Step):
 
     kind: Literal["add_rack"]
     rack: str
-    brokers: int = Field(default=0, ge=0, description="0: the average brokers per existing rack")
+    #: at most 10,000: a billion brokers (a typo) would hang the run building them
+    brokers: int = Field(default=0, ge=0, le=10_000, description="0: the average brokers per existing rack")
     reassign_fraction: float | None = Field(default=None, ge=0.0, le=1.0)
     topics: str = "*"
     seed: int = 0
@@ -157,12 +158,30 @@ def parse_scenarios(data: Any) -> list[Scenario]:
 
 
 def load_scenarios(path: str | Path | None) -> list[Scenario]:
-    """Scenarios from a YAML/JSON file (``None``: only the baseline)."""
+    """Scenarios from a YAML/JSON file (``None``: only the baseline).
+
+    Raises :class:`~rackplan.agent.settings.errors.SettingsError`, one line naming ``--scenarios``, the
+    file and what is wrong (the line of a YAML error, the key of a bad field), as settings errors do.
+    """
+    from pydantic import ValidationError
+
+    from rackplan.agent.settings.errors import SettingsError, describe_error
+    from rackplan.agent.settings.yaml_file import load_yaml
+
     if path is None:
         return [BASELINE_SCENARIO]
-    import yaml
-
-    return parse_scenarios(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    try:
+        text = Path(path).read_bytes().decode("utf-8")
+        return parse_scenarios(load_yaml(text, path))
+    except UnicodeDecodeError as e:
+        raise SettingsError(f"--scenarios {path}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise SettingsError(f"--scenarios {path}: cannot read: {e.strerror or type(e).__name__}") from None
+    except ValidationError as e:
+        raise SettingsError(f"--scenarios {path}: {describe_error(e)}") from None
+    except ValueError as e:  # the YAML (its file and line are named) or a rule of parse_scenarios
+        where = "" if str(e).startswith(str(path)) else f"{path}: "
+        raise SettingsError(f"--scenarios {where}{' '.join(str(e).split())}") from None
 
 
 def scenarios_json(scenarios: Sequence[Scenario]) -> list[dict[str, Any]]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from rackplan.agent.settings.environment import EnvFirstSettings
+from rackplan.agent.settings.errors import SettingsError, describe_error
 from rackplan.agent.settings.yaml_file import read_yaml_mapping
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
@@ -59,7 +60,7 @@ class SparkSettings(_Section):
 
 class FleetOptions(_Section):
     #: USD per GB (10^9 bytes) crossing zones; AWS bills 0.01 each way
-    price_per_gb: float = Field(default=DEFAULT_PRICE_PER_GB, ge=0)
+    price_per_gb: float = Field(default=DEFAULT_PRICE_PER_GB, ge=0, allow_inf_nan=False)
     #: consumer groups are compared across these (``rack-optimal+bytes``: rack-optimal with
     #: ``objective: bytes``, opt-in: it needs the snapshots' traffic)
     consumer_assignors: tuple[str, ...] = CONSUMER_ASSIGNORS
@@ -67,8 +68,8 @@ class FleetOptions(_Section):
     streams_strategies: tuple[str, ...] = RACK_STRATEGIES
     #: ``latest``: the newest snapshot of each cluster; ``all``: every snapshot (history)
     history: Literal["latest", "all"] = "latest"
-    #: seconds between progress lines on stderr; 0: none
-    progress_interval_s: float = Field(default=10.0, ge=0)
+    #: seconds between progress lines on stderr; 0: none; at most a day (a finite wait)
+    progress_interval_s: float = Field(default=10.0, ge=0, le=86_400, allow_inf_nan=False)
     #: keep every unit's instance and plan in the locality table (to replay with ``rackplan assign``)
     keep_plans: bool = False
     #: ``local``: in this process, without Spark (rackplan.fleet.local); ``spark``: the Spark job;
@@ -110,21 +111,29 @@ class FleetSettings(EnvFirstSettings):
     def load(cls, path: str | Path | None = None, **overrides: Any) -> FleetSettings:
         """Settings from an optional YAML file (keys ``spark`` and ``fleet``), then the environment.
 
-        ``overrides`` (``spark={...}``, ``fleet={...}``: command-line flags) win over both.
+        ``overrides`` (``spark={...}``, ``fleet={...}``: command-line flags) win over both.  Raises
+        :class:`SettingsError`: one line naming where the bad value came from (the file, ``settings``
+        for the environment, whose variable is named too, or ``command line``) and each bad key.
         """
         data: dict[str, Any] = {}
         if path is not None:
             loaded = read_yaml_mapping(path)
             unknown = sorted(set(loaded) - {"spark", "fleet"})
             if unknown:
-                raise ValueError(
+                raise SettingsError(
                     f"{path}: unknown keys {', '.join(map(str, unknown))} (expected spark, fleet)"
                 )
             data = loaded
-        base = cls(**data)
+        try:
+            base = cls(**data)
+        except ValidationError as e:
+            raise SettingsError(f"{path or 'settings'}: {describe_error(e, cls)}") from None
         if not overrides:
             return base
         merged = base.model_dump()
         for section, values in overrides.items():
             merged[section] = {**merged[section], **{k: v for k, v in values.items() if v is not None}}
-        return cls.model_validate(merged)
+        try:
+            return cls.model_validate(merged)
+        except ValidationError as e:  # the file and the environment were valid: a flag is not
+            raise SettingsError(f"command line: {describe_error(e, cls)}") from None

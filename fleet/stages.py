@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .settings import FleetOptions
 
 from . import units
-from .documents import groups_of
+from .documents import LISTING_COLUMNS, Documents, groups_of, listing
 from .outputs import snapshot_date, status_counts, write_partition
 from .scenarios import Scenario, parse_scenarios, scenarios_json
 
@@ -91,6 +91,21 @@ def parsed(scenarios: str) -> list[Scenario]:
 
 
 @dataclass(frozen=True)
+class ListDocuments:
+    """The reading pass: one :func:`rackplan.fleet.documents.listing` row per document (the document
+    parsed as the group rows parse it: both engines count and choose from the same rows)."""
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        return profiled("list", self._run, batches)
+
+    def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        for b in batches:
+            rows = [listing(r["value"], r["source"]) for r in b.to_pylist()]
+            if rows:
+                yield batch(rows, LISTING_COLUMNS)
+
+
+@dataclass(frozen=True)
 class GroupsOf:
     """Stage 1: snapshot documents -> one row per group or app of the documents to evaluate
     (:func:`rackplan.fleet.documents.groups_of`; ``keep``: the digests chosen on the driver)."""
@@ -136,10 +151,10 @@ class Evaluation:
             options.unit_timings,
         )
 
-    @property
-    def per_group(self) -> int:
-        """Units of each group: scenarios x assignors (a Streams app: x rack strategies)."""
-        return len(parsed(self.scenarios)) * max(len(self.consumer_assignors), len(self.strategies))
+    def units(self, chosen: Documents) -> int:
+        """The units of the chosen documents, exactly: scenarios x assignors of each consumer group,
+        scenarios x rack strategies of each Streams app, one per bad document (:meth:`Documents.units`)."""
+        return chosen.units(len(parsed(self.scenarios)), len(self.consumer_assignors), len(self.strategies))
 
     def group(self, group: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every (scenario, assignor) unit of one group row, with its comparisons and its partition."""

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rackplan.agent.cluster.archive import ClusterState, SnapshotError, parse_snapshot
+from rackplan.agent.cluster.archive import ClusterState, SnapshotError
 from rackplan.agent.planning.traffic_input import wants_traffic
 from rackplan.assignor import (
     FOLLOW_UP_LIMIT,
@@ -51,6 +51,7 @@ from rackplan.assignor.cli import assign_document
 from rackplan.assignor.model import CONSUMER_ASSIGNORS, RACK_STRATEGIES
 
 from .figures import DEFAULT_PRICE_PER_GB, Figures, Judge
+from .intake import DocumentError, parse_document, refusal
 from .labels import (
     assignor_labels,
     reference_label,
@@ -148,36 +149,32 @@ def _row(columns: Sequence[tuple[str, str]], **values: Any) -> dict[str, Any]:
 # ---- stage 1: snapshot -> groups ---------------------------------------------------
 
 
-def _group_topics(kind: str, spec: Mapping[str, Any]) -> frozenset[str]:
-    """The topics of a group or app (:mod:`rackplan.assignor.contract`): its members', or sources and changelogs."""
-    return group_topics(spec) if kind == CONSUMER else app_topics(spec)
+def _topics_of(kind: str, spec: Mapping[str, Any], state: ClusterState) -> ClusterState:
+    """The slice of the cluster a group reads; all of it when the registration is too malformed to say
+    which (:func:`_current_unit` then says what the contract refuses in it)."""
+    try:
+        return state.restrict(group_topics(spec) if kind == CONSUMER else app_topics(spec))
+    except Exception:  # e.g. ``members: 5``
+        return state
 
 
 def group_rows(text: str, source: str = "") -> list[dict[str, Any]]:
-    """Stage 1: one row per group and app of a snapshot document (an ``invalid`` row when it is bad)."""
+    """Stage 1: one row per group and app of a snapshot document; one ``invalid`` row, under the file's
+    name, when it does not parse (:func:`rackplan.fleet.intake.parse_document`), ``failed`` for a bug."""
     try:
-        snap = parse_snapshot(json.loads(text))
-    except (ValueError, RecursionError) as e:  # JSONDecodeError and SnapshotError are ValueErrors
-        return [
-            _row(
-                GROUP_COLUMNS,
-                cluster_id=source or "(unknown)",
-                taken_at="",
-                kind="snapshot",
-                group="",
-                fetch_mode="",
-                registered="",
-                payload="",
-                status=INVALID,
-                detail=f"snapshot {source}: {e}",
-            )
-        ]
+        snap = parse_document(text)
+    except Exception as e:  # DocumentError: the document breaks the format; anything else: a bug
+        why = str(e) if isinstance(e, DocumentError) else f"{type(e).__name__}: {e}"
+        key = dict.fromkeys(("taken_at", "group", "fetch_mode", "registered", "payload"), "")
+        status = INVALID if isinstance(e, DocumentError) else FAILED
+        key |= {"cluster_id": source or "(unknown)", "kind": "snapshot", "status": status}
+        return [_row(GROUP_COLUMNS, **key, detail=f"snapshot {source}: {why}")]
     out = []
     for kind, specs in ((CONSUMER, snap.consumer_groups), (STREAMS, snap.streams_apps)):
         for spec in specs:
             name = str(spec["group_id" if kind == CONSUMER else "application_id"])
             body = {k: v for k, v in spec.items() if k != "fetch_mode"}
-            state = snap.state.restrict(_group_topics(kind, body))
+            state = _topics_of(kind, body, snap.state)
             out.append(
                 _row(
                     GROUP_COLUMNS,
@@ -251,8 +248,11 @@ def _current_unit(row: Mapping[str, Any], payload: Mapping[str, Any]) -> tuple[U
         spec = with_current(kind, state, payload["spec"])
     except (InputError, SnapshotError, NotImplementedError) as e:
         return None, INVALID, str(e)
-    except Exception as e:  # a bug: report it on every unit of the group, keep the fleet going
-        return None, FAILED, f"{type(e).__name__}: {e}"
+    except Exception as e:  # the contract's own check says whether the registration broke it, else a bug
+        why = refusal(
+            lambda: instance_document(kind, ClusterState.from_json(payload["state"]), payload["spec"])
+        )
+        return None, *((INVALID, why) if why is not None else (FAILED, f"{type(e).__name__}: {e}"))
     return Unit(str(row["cluster_id"]), kind, state, spec), OK, ""
 
 
@@ -281,6 +281,8 @@ def _units_of(
                 unit = apply(scenario, base)
             except NotApplicable as e:
                 status, detail = NOT_APPLICABLE, str(e)
+            except Exception as e:  # a bug: this scenario's units report it, the fleet goes on
+                status, detail = FAILED, f"{type(e).__name__}: {e}"
             if unit is not None and scenario.name != BASELINE and unit == base:
                 # Nothing this group reads or runs on changed (no topic, group or rack of the
                 # scenario matches it): not a what-if for this group, so no figures to compare.
@@ -415,9 +417,7 @@ def with_comparisons(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def plan_digest(plan: Mapping[str, Any]) -> str:
     """sha256 of a plan document's canonical JSON, ``elapsed_ms`` aside (the contract's invariant 3)."""
-    doc = dict(plan)
-    doc["stats"] = {k: v for k, v in plan["stats"].items() if k != "elapsed_ms"}
-    return hashlib.sha256(dumps(doc).encode()).hexdigest()
+    return hashlib.sha256(dumps(_without_elapsed(plan)).encode()).hexdigest()
 
 
 def _without_elapsed(plan: Mapping[str, Any]) -> dict[str, Any]:

@@ -200,15 +200,16 @@ def per_partition(rates: Any, partitions: int, field: str) -> tuple[float | None
     """A topic's bytes/s per partition: a list (null = unknown), or one total spread evenly."""
     if isinstance(rates, bool):
         raise SnapshotError(field, "expected a number or an array")
+    top = math.nextafter(math.inf, 0)  # the largest float: no NaN, inf, nor an integer no float holds
     if isinstance(rates, int | float):
-        if not math.isfinite(rates) or rates < 0:
+        if not 0 <= rates <= top:
             raise SnapshotError(field, "must be a finite number >= 0")
         return tuple(float(rates) / partitions for _ in range(partitions)) if partitions else ()
     out: list[float | None] = []
     for p, v in enumerate(_arr(rates, field)):
         if v is None:
             out.append(None)
-        elif isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+        elif isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= top:
             raise SnapshotError(f"{field}[{p}]", "must be null or a finite number >= 0")
         else:
             out.append(float(v))
@@ -380,13 +381,19 @@ def build_snapshot(
 def load_traffic(path: str | Path) -> dict[str, Any]:
     """A traffic file (JSON or YAML): topic -> bytes/s, a total or a list per partition.
 
-    Typical source: the brokers' ``BytesInPerSec`` per topic, exported from JMX.
+    Typical source: the brokers' ``BytesInPerSec`` per topic, exported from JMX; read strictly, as the
+    settings file is, and checked by :func:`per_partition` (:class:`SnapshotError` names file and topic).
     """
-    import yaml
+    from ..settings.errors import SettingsError
+    from ..settings.yaml_file import read_yaml_mapping
 
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise SnapshotError("traffic", "the traffic file must hold a mapping of topic to bytes/s")
+    try:
+        data = read_yaml_mapping(path)
+    except SettingsError as e:  # one line per problem, each naming the file (and line)
+        said = "; ".join(str(e).splitlines()).replace("settings file", "traffic file")
+        raise SnapshotError("--traffic", said) from None
+    for topic, rates in data.items():
+        per_partition(rates, len(rates) if isinstance(rates, list) else 0, f"--traffic: {path}: {topic}")
     return {str(k): v for k, v in data.items()}
 
 
@@ -446,10 +453,12 @@ def dumps(doc: Any) -> str:
 
 
 def write_snapshot(snap: FleetSnapshot, out: str | Path) -> Path:
-    """Write the document to ``out``: a directory gets ``<cluster_id>.json``."""
+    """Write the document to ``out``: a folder (one that exists, or any path ending in ``/``) gets
+    ``<cluster_id>.json``; missing folders are created."""
     path = Path(out)
-    if path.is_dir():
+    if path.is_dir() or str(out).endswith("/"):
         path = path / f"{file_stem(snap.cluster_id)}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(dumps(snapshot_json(snap)) + "\n", encoding="utf-8")
     tmp.replace(path)  # readers never see half a snapshot

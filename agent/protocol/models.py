@@ -219,6 +219,14 @@ class PlanValue(_Value):
         "leadership epoch. Epochs never go backwards on the plan topic.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _schema_is_no_boolean(cls, data: Any) -> Any:
+        """The schema's ``schema`` is the integer 1: ``true`` (equal to 1 in Python, not in JSON Schema) is not."""
+        if isinstance(data, dict) and isinstance(data.get("schema"), bool):
+            raise ValueError("schema must be the integer 1, not a boolean")
+        return data
+
     @model_validator(mode="after")
     def _one_body(self) -> PlanValue:
         """The schema's ``oneOf``: a plan holds a consumer group or a Streams app, never both."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -184,57 +185,179 @@ def encode_value(record: PlanRecord) -> bytes:
     return json.dumps(record.value(), separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def _locality(v: Any, where: str) -> Locality | None:
-    if v is None:
-        return None
+def _finite_problem(v: Any) -> str | None:
+    """The path of the first number in ``v`` that is NaN or infinite (Python's parser takes ``NaN``,
+    ``Infinity`` and ``1e999``; no JSON reader after us does), or None."""
+    stack: list[tuple[str, Any]] = [("", v)]
+    while stack:
+        path, x = stack.pop()
+        if isinstance(x, float) and not math.isfinite(x):
+            return f"{path.lstrip('.') or '(value)'} is {x!r}"[:300]
+        if isinstance(x, dict):
+            stack.extend((f"{path}.{k}", x[k]) for k in reversed(list(x)))
+        elif isinstance(x, list):
+            stack.extend((f"{path}[{i}]", x[i]) for i in reversed(range(len(x))))
+    return None
+
+
+def _is_int(v: Any, minimum: int = 0) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+
+
+def _need_int(v: Any, where: str, minimum: int = 0) -> int:
+    if not _is_int(v, minimum):
+        raise PlanDecodeError(f"{where} must be an integer >= {minimum}, not {repr(v)[:40]}")
+    return int(v)
+
+
+def _need_str(v: Any, where: str) -> str:
+    if not isinstance(v, str):
+        raise PlanDecodeError(f"{where} must be a string, not {repr(v)[:40]}")
+    return v
+
+
+def _need_obj(v: Any, where: str) -> dict[str, Any]:
     if not isinstance(v, dict):
-        raise PlanDecodeError(f"{where}: expected an object")
-    cr, total = v.get("cross_rack"), v.get("total")
-    if not isinstance(cr, int) or not isinstance(total, int):
-        raise PlanDecodeError(f"{where}: cross_rack and total must be integers")
+        raise PlanDecodeError(f"{where} must be an object")
+    return v
+
+
+def _need_strings(v: Any, where: str) -> None:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise PlanDecodeError(f"{where} must be an array of strings")
+
+
+def _need_number(v: Any, where: str, low: float, high: float = math.inf) -> None:
+    if not isinstance(v, int | float) or isinstance(v, bool) or not low <= v <= high:
+        bounds = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
+        raise PlanDecodeError(f"{where} must be a number {bounds}, not {repr(v)[:40]}")
+
+
+def _locality(v: Any, where: str) -> Locality:
+    """The schema's ``Locality``: ``cross_rack`` and ``total`` integers >= 0, ``fraction`` (if given) in [0, 1]."""
+    obj = _need_obj(v, where)
+    cr = _need_int(obj.get("cross_rack"), f"{where}.cross_rack")
+    total = _need_int(obj.get("total"), f"{where}.total")
+    if "fraction" in obj:
+        _need_number(obj["fraction"], f"{where}.fraction", 0, 1)
     return Locality(cr, total)
 
 
-def _check_partitions(v: Any, where: str, required: bool) -> None:
+def _check_partitions(v: Any, where: str) -> None:
     """``{member: [[topic, partition], ...]}``: followers act on it, so a malformed one is no plan."""
-    if v is None and not required:
-        return
     if not isinstance(v, dict):
         raise PlanDecodeError(f"{where} must be an object")
     for mid, parts in v.items():
         if not isinstance(parts, list):
-            raise PlanDecodeError(f"{where}[{mid!r}] must be an array")
+            raise PlanDecodeError(f"{where}[{mid[:100]!r}] must be an array")
         for tp in parts:
-            if (
-                not isinstance(tp, list)
-                or len(tp) != 2
-                or not isinstance(tp[0], str)
-                or not isinstance(tp[1], int)
-                or isinstance(tp[1], bool)
-                or tp[1] < 0
-            ):
-                raise PlanDecodeError(f"{where}[{mid!r}]: {tp!r} is not [topic, partition]")
+            if not isinstance(tp, list) or len(tp) != 2 or not isinstance(tp[0], str) or not _is_int(tp[1]):
+                raise PlanDecodeError(f"{where}[{mid[:100]!r}]: {repr(tp)[:200]} is not [topic, partition]")
 
 
-def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
-    """A plan record, or None for a tombstone; :class:`PlanDecodeError` when malformed."""
-    try:
-        k = key.decode("utf-8", errors="strict") if isinstance(key, bytes) else key
-    except UnicodeDecodeError:
-        raise PlanDecodeError("plan key is not UTF-8", "not_utf8") from None
-    kind, name = split_key(k)
-    if value is None:
-        return None
+def _check_consumer_group(body: Mapping[str, Any], where: str) -> None:
+    """The schema's ``ConsumerGroupPlan``: ``group_id``, ``assignment`` and ``revoked`` (member -> partitions)."""
+    _need_str(body.get("group_id"), f"{where}.group_id")
+    _check_partitions(body.get("assignment"), f"{where}.assignment")
+    if body.get("revoked") is not None:  # the contract's output has it; older readers took it as optional
+        _check_partitions(body["revoked"], f"{where}.revoked")
+
+
+def _check_streams_app(body: Mapping[str, Any], where: str) -> None:
+    """The schema's ``StreamsAppPlan``: ``assignment`` maps each client to its ``active``, ``standby`` and
+    ``warmup`` task ids (arrays of strings); ``probing_rebalance_needed``, when present, a boolean."""
+    clients = _need_obj(body.get("assignment"), f"{where}.assignment")
+    for client, tasks in clients.items():
+        at = f"{where}.assignment[{client[:100]!r}]"
+        roles = _need_obj(tasks, at)
+        for role in ("active", "standby", "warmup"):
+            _need_strings(roles.get(role), f"{at}.{role}")
+    if "probing_rebalance_needed" in body and not isinstance(body["probing_rebalance_needed"], bool):
+        raise PlanDecodeError(f"{where}.probing_rebalance_needed must be a boolean")
+
+
+def _revoking_handover(h: Mapping[str, Any], where: str) -> None:
+    _need_strings(h.get("awaiting"), f"{where}.awaiting")
+    target = _need_obj(h.get("target"), f"{where}.target")
+    _check_consumer_group(
+        _need_obj(target.get("consumer_group"), f"{where}.target.consumer_group"),
+        f"{where}.target.consumer_group",
+    )
+    _need_obj(target.get("stats"), f"{where}.target.stats")
+    if "release_timeout_s" in h:
+        _need_number(h["release_timeout_s"], f"{where}.release_timeout_s", 0)
+    if "from_generation" in h:
+        _need_int(h["from_generation"], f"{where}.from_generation", 1)
+    if "unreleased" in h:
+        _check_partitions(h["unreleased"], f"{where}.unreleased")
+
+
+def _completed_handover(h: Mapping[str, Any], where: str) -> None:
+    _need_int(h.get("from_generation"), f"{where}.from_generation", 1)
+    _need_strings(h.get("timed_out"), f"{where}.timed_out")
+    if "unreleased" in h:
+        _check_partitions(h["unreleased"], f"{where}.unreleased")
+
+
+def _check_handover(v: Any, where: str) -> dict[str, Any]:
+    """The schema's ``handover``: exactly one of a revoking handover (``awaiting``, ``target``) and a
+    completed one (``from_generation``, ``timed_out``)."""
+    h = _need_obj(v, where)
+    problems = []
+    for check in (_revoking_handover, _completed_handover):
+        try:
+            check(h, where)
+        except PlanDecodeError as e:
+            problems.append(str(e))
+    if len(problems) != 1:
+        why = "; ".join(problems) if problems else "it is both a revoking and a completed handover"
+        raise PlanDecodeError(f"{where}: neither a revoking nor a completed handover ({why})"[:600])
+    return h
+
+
+def _check_envelope(v: Mapping[str, Any], k: str) -> None:
+    """The fields around the body, each of the type docs/plan-schema.json gives it when present.
+
+    Only the body and ``stats`` are required (and ``schema`` and ``generation``, checked before):
+    CONTRACT.md binds a plan record to "at least" ``state``, ``cluster_fingerprint``, ``reason`` and
+    ``created_at``, written by every agent, so a record of the contract's minimum is a plan and a
+    missing field reads as its default, as before; a field of the wrong type is refused.
+    """
+    if "state" in v and v["state"] not in (STATE_PROPOSED, STATE_REVOKING):
+        raise PlanDecodeError(f"{k}: state must be proposed or revoking, not {repr(v['state'])[:40]}")
+    for field in ("cluster_fingerprint", "registration_fingerprint", "reason", "created_at"):
+        if field in v:
+            _need_str(v[field], f"{k}: {field}")
+    for field in ("created_at_ms", "moved"):
+        if field in v:
+            _need_int(v[field], f"{k}: {field}")
+    if "locality" in v:
+        loc = _need_obj(v["locality"], f"{k}: locality")
+        if loc.get("fetch_mode", "nearest-replica") not in ("nearest-replica", "leader"):
+            raise PlanDecodeError(f"{k}: locality.fetch_mode must be nearest-replica or leader")
+        for when in ("before", "after"):
+            if loc.get(when) is not None:
+                _locality(loc[when], f"{k}: locality.{when}")
+    if "publisher" in v:
+        publisher = _need_obj(v["publisher"], f"{k}: publisher")
+        _need_str(publisher.get("agent_id"), f"{k}: publisher.agent_id")
+        _need_int(publisher.get("epoch"), f"{k}: publisher.epoch")
+
+
+def _checked_value(k: str, kind: str, name: str, value: bytes) -> dict[str, Any]:
+    """The value of plan key ``k`` if it has docs/plan-schema.json's shape; :class:`PlanDecodeError` naming
+    the first field that does not (a record a reader could not show or act on is no plan)."""
     try:
         v = load_record(value, MAX_PLAN_BYTES, k)
     except RecordError as e:
         raise PlanDecodeError(str(e), e.reason) from None
     if not isinstance(v, dict):
         raise PlanDecodeError(f"{k}: value must be a JSON object", "not_object")
-    if v.get("schema") != SCHEMA_VERSION:
-        raise PlanDecodeError(f"{k}: unsupported schema {repr(v.get('schema'))[:40]}", "schema")
+    schema = v.get("schema")
+    if isinstance(schema, bool) or schema != SCHEMA_VERSION:  # true == 1 in Python, not in the schema
+        raise PlanDecodeError(f"{k}: unsupported schema {repr(schema)[:40]}", "schema")
     try:
-        gen = safe_int(v.get("generation"), f"{k}: generation", minimum=1)
+        safe_int(v.get("generation"), f"{k}: generation", minimum=1)
     except RecordError as e:
         raise PlanDecodeError(str(e), e.reason) from None
     body_key = _BODY[kind]
@@ -246,32 +369,54 @@ def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
             f"{k}: {body_key}.{name_field} {repr(v[body_key].get(name_field))[:200]} does not match the key",
             "key_mismatch",
         )
+    other = _BODY[STREAMS if kind == CONSUMER else CONSUMER]
+    if other in v:
+        raise PlanDecodeError(f"{k}: a {kind} plan carries {other} too")
     if kind == CONSUMER:
-        _check_partitions(v[body_key].get("assignment"), f"{k}: consumer_group.assignment", required=True)
-        _check_partitions(v[body_key].get("revoked"), f"{k}: consumer_group.revoked", required=False)
-    raw_loc = v.get("locality")
-    loc: dict[str, Any] = raw_loc if isinstance(raw_loc, dict) else {}
-    after = _locality(loc.get("after"), f"{k}: locality.after") or Locality(0, 0)
-    moved = v.get("moved")
-    handover = v.get("handover")
-    if handover is not None and not isinstance(handover, dict):
-        raise PlanDecodeError(f"{k}: handover must be an object")
-    publisher = v.get("publisher")
-    if publisher is not None and not isinstance(publisher, dict):
-        raise PlanDecodeError(f"{k}: publisher must be an object")
+        _check_consumer_group(v[body_key], f"{k}: consumer_group")
+    else:
+        _check_streams_app(v[body_key], f"{k}: streams_app")
+    _check_envelope(v, k)
+    if "handover" in v:
+        _check_handover(v["handover"], f"{k}: handover")
+    bad = _finite_problem(v)
+    if bad is not None:
+        raise PlanDecodeError(f"{k}: {bad}, not a finite number (JSON has none)")
+    return v
+
+
+def decode_record(key: bytes | str, value: bytes | None) -> PlanRecord | None:
+    """A plan record, or None for a tombstone; :class:`PlanDecodeError` when malformed.
+
+    A record is taken only with the shape docs/plan-schema.json gives every field a reader uses
+    (:func:`_checked_value`), so no reader (``rackplan plans``, the planner's replay, a follower)
+    meets a shape it cannot handle: a malformed record is refused with the field named, like a
+    forged one.
+    """
+    try:
+        k = key.decode("utf-8", errors="strict") if isinstance(key, bytes) else key
+    except UnicodeDecodeError:
+        raise PlanDecodeError("plan key is not UTF-8", "not_utf8") from None
+    kind, name = split_key(k)
+    if value is None:
+        return None
+    v = _checked_value(k, kind, name, value)
+    body_key = _BODY[kind]
+    loc: Mapping[str, Any] = v.get("locality", {})
+    before, after = loc.get("before"), loc.get("after")
     return PlanRecord(
         key=k,
-        generation=gen,
-        cluster_fingerprint=str(v.get("cluster_fingerprint", "")),
-        registration_fingerprint=str(v.get("registration_fingerprint", "")),
-        reason=str(v.get("reason", "")),
-        created_at=str(v.get("created_at", "")),
+        generation=v["generation"],
+        cluster_fingerprint=v.get("cluster_fingerprint", ""),
+        registration_fingerprint=v.get("registration_fingerprint", ""),
+        reason=v.get("reason", ""),
+        created_at=v.get("created_at", ""),
         document={body_key: v[body_key], "stats": v["stats"]},
-        moved=moved if isinstance(moved, int) else 0,
-        fetch_mode=str(loc.get("fetch_mode", "nearest-replica")),
-        locality_before=_locality(loc.get("before"), f"{k}: locality.before"),
-        locality_after=after,
-        state=str(v.get("state", STATE_PROPOSED)),
-        handover=handover,
-        publisher=publisher,
+        moved=v.get("moved", 0),
+        fetch_mode=loc.get("fetch_mode", "nearest-replica"),
+        locality_before=None if before is None else _locality(before, "locality.before"),
+        locality_after=Locality(0, 0) if after is None else _locality(after, "locality.after"),
+        state=v.get("state", STATE_PROPOSED),
+        handover=v.get("handover"),
+        publisher=v.get("publisher"),
     )

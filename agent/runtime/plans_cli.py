@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .plans_io import LiveSource, PlansReader
+    from .plans_record import KeyHistory
 
 EXIT_PROBLEM = 1
 EXIT_BAD_INPUT = 2
@@ -88,7 +89,10 @@ def cmd_plans(args: argparse.Namespace, command: str, live: LiveSource | None = 
         return _err(str(e), EXIT_BAD_INPUT)
     except (PlansProblem, MetadataError) as e:
         return _err(str(e), EXIT_PROBLEM)
-    sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True) + "\n" if args.json else text(doc))
+    # allow_nan=False: the decoder refuses a record with a non-finite number, so --json is always JSON
+    sys.stdout.write(
+        json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n" if args.json else text(doc)
+    )
     return 0 if ok else EXIT_PROBLEM
 
 
@@ -129,9 +133,25 @@ def _plan_of_record(reader: PlansReader, group: str, streams: bool = False) -> t
         )
     history = found.keys.get(key)
     if history is None or history.plan is None:
-        why = "tombstoned" if history is not None and history.tombstoned else "none on the plan topic"
-        raise PlansProblem(f"{key}: no plan of record ({why})")
+        raise PlansProblem(f"{key}: no plan of record ({_why_none(history)})")
     return key, history.plan
+
+
+def _why_none(history: KeyHistory | None) -> str:
+    """Why a key has no plan of record, as ``plans show`` says it: tombstoned, its records refused (where
+    and why), or none written."""
+    if history is None:
+        return "none on the plan topic"
+    refused = [
+        (f"partition {s.partition} offset {s.offset}", f"{s.reason}: {s.detail}") for s in history.refused
+    ]
+    if len(refused) == 1:
+        said = f"the record at {refused[0][0]} was refused: {refused[0][1]}"
+    else:
+        said = f"{len(refused)} records refused: " + "; ".join(f"{at}: {why}" for at, why in refused)
+    if history.tombstoned:
+        return "tombstoned" + (f"; {said}" if refused else "")
+    return said if refused else "none on the plan topic"
 
 
 def do_explain(reader: PlansReader, group: str) -> Outcome:
@@ -150,8 +170,9 @@ def do_explain(reader: PlansReader, group: str) -> Outcome:
     except PlansProblem as e:  # racks then come from the registrations alone
         reader.notes.append(str(e))
     reg = reader.registration(key, real)
-    planned_racks, _ = racks_of(reg, real, assignment, reader.settings)
-    found = explain(assignment, planned_racks, snap, racks, rec.fetch_mode)
+    planned_racks, live_racks = racks_of(reg, real, assignment, reader.settings)
+    # every member's rack is the group's, the plan's members or not (registered after it, or live)
+    found = explain(assignment, {**live_racks, **planned_racks}, snap, racks, rec.fetch_mode)
     doc = {"key": key, "generation": rec.generation, **found.as_json(), "notes": list(reader.notes)}
     return doc, True, render_explain
 

@@ -14,7 +14,10 @@ verdict, in the contract's terms (docs/CONTRACT.md, :func:`rackplan.assignor.mod
 * ``missing``: the topic or partition is not in the metadata (deleted, or not created yet).
 
 *Unfixable* partitions are those no member's rack reads locally: no replica (or leader) in any
-rack the group's members are in.  Rebalancing cannot make them local; only moving replicas can.
+rack the group's members are in: every member whose rack is given (the registered ones, from the
+settings file and the registrations topic, whether the plan names them or not), as
+:func:`~..planning.fixable.best_locality` counts them.  Rebalancing cannot make them local; only
+moving replicas can.
 The counts agree with the agent's own judge (:class:`~..planning.planner.LocalityJudge` and
 ``best_locality``), which the tests use as the oracle.
 
@@ -145,14 +148,15 @@ def explain(
     """Judge every partition of ``assignment`` (module docstring).
 
     ``member_racks``: the rack of each member whose rack is known (a member absent from it, or
-    mapped to None or ``""``, is of unknown rack); ``racks``: each broker's rack.
+    mapped to None or ``""``, is of unknown rack), members the plan does not name included: their
+    racks are the group's too; ``racks``: each broker's rack.
     """
     verdicts: list[Verdict] = []
     for member in sorted(assignment):
         rack = member_racks.get(member) or None
         for t, p in sorted((str(t), int(p)) for t, p in assignment[member]):
             verdicts.append(_judge(member, rack, t, p, snapshot, racks, fetch_mode))
-    return _explanation(verdicts, _assigned(assignment, member_racks), fetch_mode)
+    return _explanation(verdicts, _group_racks(member_racks), fetch_mode)
 
 
 def explain_streams(
@@ -166,7 +170,8 @@ def explain_streams(
     """Judge every (client, task, role, topic partition) of a Streams plan (module docstring).
 
     ``subtopologies``: the app's, by id (:func:`rackplan.assignor.subtopologies_of` of its registration);
-    ``client_racks``: each client's registered rack (absent, None or ``""``: unknown).
+    ``client_racks``: each client's registered rack (absent, None or ``""``: unknown), clients the plan
+    gives no task included.
     """
     topics = {t: state.replicas for t, state in snapshot.topics.items()}
     verdicts: list[Verdict] = []
@@ -179,11 +184,11 @@ def explain_streams(
                 for t, p in parts:
                     found = _judge(client, rack, t, p, snapshot, racks, fetch_mode)
                     verdicts.append(replace(found, task=str(task), role=role))
-    return _explanation(verdicts, _assigned(assignment, client_racks), fetch_mode)
+    return _explanation(verdicts, _group_racks(client_racks), fetch_mode)
 
 
 def _explanation(verdicts: list[Verdict], assigned_racks: set[str], fetch_mode: str) -> Explanation:
-    """The verdicts with the group's racks (those of the members the plan names) and the unfixable ones."""
+    """The verdicts with the group's racks (those of all its members) and the unfixable ones."""
     group_racks = tuple(sorted(assigned_racks))
     unfixable: dict[tuple[str, int], Verdict] = {}
     if group_racks:
@@ -198,9 +203,10 @@ def _explanation(verdicts: list[Verdict], assigned_racks: set[str], fetch_mode: 
     )
 
 
-def _assigned(assignment: Mapping[str, object], member_racks: Mapping[str, str | None]) -> set[str]:
-    """Racks of the members the assignment names, with partitions or none: every rack the group reads from."""
-    return {r for m in assignment if (r := member_racks.get(m))}
+def _group_racks(member_racks: Mapping[str, str | None]) -> set[str]:
+    """Racks of every member whose rack is known, named by the plan or not: a member registered after the plan
+    was made is a rack the next plan can read from (``best_locality`` counts the registered members alike)."""
+    return {r for r in member_racks.values() if r}
 
 
 def _judge(

@@ -30,8 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_fleet(snaps: Path) -> None:
-    """Every kind of input: a JSON-lines archive with history and a repeated line, a Parquet archive
-    (a ``document`` column), a broken file, a hidden file."""
+    """Every kind of input: a JSON-lines archive with history, a repeated line and a line of blanks, a
+    Parquet archive (a ``document`` column), a broken file whose name Hadoop and Python spell differently,
+    a newer document that repeats its ``cluster_id`` key (JSON parsers disagree on which one wins), a
+    hidden file."""
     import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
     import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 
@@ -39,14 +41,16 @@ def write_fleet(snaps: Path) -> None:
     newest = [cluster_document(i, 4, seed=11, streams_apps=1) for i in range(3)]
     old = cluster_document(0, 5, seed=99)
     old["taken_at"] = "2026-11-20T23:30:00+01:00"  # another day in UTC, the same cluster
-    lines = [json.dumps(old), "  ", json.dumps(newest[0]), json.dumps(newest[0])]
+    lines = [json.dumps(old), " \t ", json.dumps(newest[0]), json.dumps(newest[0])]
     (snaps / "deep" / "cluster-00.jsonl").write_text("\r\n".join(lines) + "\n")
     older1 = {**newest[1], "taken_at": "2025-12-31T00:00:00Z"}
     pq.write_table(
         pa.table({"document": [json.dumps(older1), json.dumps(newest[1])]}), snaps / "cluster-01.parquet"
     )
     (snaps / "cluster-02.json").write_text(json.dumps(newest[2]))
-    (snaps / "broken.json").write_text('{"schema": 1}')
+    (snaps / "broken é+(1)!,x y.json").write_text('{"schema": 1}')
+    twice = json.dumps({**newest[2], "taken_at": "2026-11-22T00:00:00Z", "cluster_id": "cluster-zz"})
+    (snaps / "twice.json").write_text('{"cluster_id": "cluster-02", ' + twice[1:])
     (snaps / "_hidden.json").write_text("{")  # skipped by both, as Spark skips it
 
 
@@ -71,8 +75,9 @@ def test_both_engines_write_the_same_bytes(spark: Any, tmp_path: Path) -> None:
     on_spark = run_fleet(spark, [str(snaps)], scenarios, tmp_path / "spark", options, None, 3, run_id="r1")
     a, b = file_digests(tmp_path / "local"), file_digests(tmp_path / "spark")
     assert sorted(a) == sorted(b) and a == b
-    assert len([f for f in a if f.startswith("locality/")]) == 6  # 3 clusters, 2 dates of cluster-00, 1 bad
-    assert local.statuses == on_spark.statuses and local.statuses[units.INVALID] == 1
+    assert len([f for f in a if f.startswith("locality/")]) == 7  # 3 clusters, 2 dates of cluster-00, 2 bad
+    assert local.statuses == on_spark.statuses and local.statuses[units.INVALID] == 2
+    assert "locality/cluster_id=file%3A%2F" in str(sorted(a)) and "é+(1)!,x%2520y.json" in str(sorted(a))
     differ = {"elapsed_s", "timings_s", "engine", "partitions", "out"}
     sa, sb = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("local", "spark"))
     assert {k: v for k, v in sa.items() if k not in differ} == {

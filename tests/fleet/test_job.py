@@ -431,6 +431,11 @@ def test_spark_errors_map_to_exit_codes() -> None:
 
     code, line = classify(RuntimeError("[PATH_NOT_FOUND] Path does not exist: hdfs://nn/x."))
     assert code == EXIT_BAD_INPUT and "hdfs://nn/x" in line
+    corrupt = "[FAILED_READ_FILE.NO_HINT] Encountered error while reading file file:/s/x.parquet.\n"
+    code, line = classify(
+        RuntimeError(corrupt + "Caused by: x.parquet is not a Parquet file. Expected magic")
+    )
+    assert code == EXIT_BAD_INPUT and line.startswith("--snapshots: ") and "file:/s/x.parquet" in line
     code, line = classify(
         RuntimeError("PythonException:\n  ModuleNotFoundError: No module named 'pyarrow'\n")
     )

@@ -38,14 +38,22 @@ def write_tables(out: Path) -> Any:
     long_name = json.loads(texts[0])
     long_name["consumer_groups"][0]["group_id"] = "payments-" + "x" * 150  # a very long label
     texts[0] = json.dumps(long_name)
+    return write_rows(out, [*((f"c{i}.json", t) for i, t in enumerate(texts)), ("broken.json", "{")])
+
+
+def write_rows(out: Path, documents: list[tuple[str, str]], typed: bool = False) -> Any:
+    """The locality table of ``documents`` (source, text) evaluated by the job's own functions;
+    ``typed``: ``taken_at`` a UTC timestamp (schema 2, null where it does not parse), else text."""
     rows: list[dict[str, Any]] = []
     scenarios = parse_scenarios(SCENARIOS)
-    for source, text in [*((f"c{i}.json", t) for i, t in enumerate(texts)), ("broken.json", "{")]:
+    for source, text in documents:
         for g in units.group_rows(text, source):
             rows.extend(units.evaluate(u) for u in units.unit_rows(g, scenarios))
     dtypes = {"string": "string", "boolean": "boolean", "long": "Int64", "double": "Float64"}
     frame = pd.DataFrame.from_records(rows, columns=[c for c, _ in units.RESULT_COLUMNS])
     frame = frame.astype({c: dtypes[k] for c, k in units.RESULT_COLUMNS})
+    if typed:
+        frame["taken_at"] = pd.to_datetime(frame["taken_at"], utc=True, errors="coerce", format="ISO8601")
     (out / "locality").mkdir(parents=True)
     frame.to_parquet(out / "locality" / "part-0.parquet")
     (out / "summary.json").write_text(json.dumps({"settings": {"price_per_gb": 0.02}}))
@@ -193,6 +201,7 @@ def test_worst_groups_plot_shows_the_cost_it_is_ordered_by(
 ) -> None:
     """The bars are the groups' monthly cost in USD (the order of the list), not a fraction."""
     from rackplan.fleet import report as rep
+    from rackplan.fleet import report_plots
 
     write_tables(tmp_path / "t")
     loc = rep.load_locality(tmp_path / "t")
@@ -203,8 +212,8 @@ def test_worst_groups_plot_shows_the_cost_it_is_ordered_by(
         figures.append(fig)
         return path.name
 
-    monkeypatch.setattr(rep, "_save", save)
-    rep.plot_groups(worst, tmp_path)
+    monkeypatch.setattr(report_plots, "_save", save)
+    report_plots.plot_groups(worst, tmp_path)
     ax = figures[0].axes[0]
     bars = [p.get_width() for p in ax.patches][: len(worst)]
     assert bars == pytest.approx(list(worst["cost"])) and bars == sorted(bars, reverse=True)
@@ -228,6 +237,7 @@ def test_long_labels_stay_inside_a_plot_of_bounded_size(report: tuple[Path, Any]
 
 def test_scenarios_that_match_nothing_and_lost_partitions_are_said(report: tuple[Path, Any]) -> None:
     from rackplan.fleet import report as rep
+    from rackplan.fleet.report_plots import scenario_label
 
     base, _ = report
     totals = rep.scenario_totals(rep.load_locality(base / "tables")).set_index("scenario")
@@ -235,11 +245,9 @@ def test_scenarios_that_match_nothing_and_lost_partitions_are_said(report: tuple
     assert totals.loc["no-match", "groups"] == 0
     lost = totals.loc["lose-az-a"]
     assert lost["offline_partitions"] > 0  # RF-1 partitions on az-a
-    label = rep.scenario_label({"scenario": "lose-az-a", **lost.to_dict()})
+    label = scenario_label({"scenario": "lose-az-a", **lost.to_dict()})
     assert "OFFLINE" in label and f"{int(lost['offline_partitions']):,}" in label
-    assert "(not applicable)" in rep.scenario_label(
-        {"scenario": "no-match", **totals.loc["no-match"].to_dict()}
-    )
+    assert "(not applicable)" in scenario_label({"scenario": "no-match", **totals.loc["no-match"].to_dict()})
     page = Page()
     page.feed((base / "site" / "index.html").read_text(encoding="utf-8"))
     scen = [t for t in page.tables if t[0][0] == "scenario"]

@@ -74,6 +74,7 @@ def test_baseline_comes_first_and_shorthand_is_one_step() -> None:
         ([{"name": "a", "kind": "explode"}], "kind"),
         ([{"name": "a", "kind": "shift_members", "fraction": 1.5, "to_rack": "az-a"}], "fraction"),
         ([{"name": "a", "kind": "lose_rack", "rack": "x", "typo": 1}], "typo"),
+        ([{"name": "a", "kind": "add_rack", "rack": "z", "brokers": 1_000_000_000}], "brokers"),
     ],
 )
 def test_bad_scenarios_are_rejected_with_the_field(data: Any, message: str) -> None:

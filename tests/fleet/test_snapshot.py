@@ -171,8 +171,8 @@ def test_capture_with_plans_owns_the_last_published_assignment() -> None:
         record = PlanRecord(
             key="consumer/pay",
             generation=7,
-            cluster_fingerprint="c",
-            registration_fingerprint="r",
+            cluster_fingerprint="c" * 64,
+            registration_fingerprint="0" * 64,
             reason="test",
             created_at="2026-11-21T22:00:00Z",
             document={
@@ -203,3 +203,22 @@ def test_capture_with_plans_owns_the_last_published_assignment() -> None:
         "m-3": ([], 7),
     }
     assert "_rackplan.plans" not in snap.state.topics
+
+
+@pytest.mark.parametrize(
+    ("rates", "field"),
+    [
+        (10**400, "traffic.orders"),
+        (-(10**400), "traffic.orders"),
+        (float("inf"), "traffic.orders"),
+        ([1, 10**400], "traffic.orders[1]"),
+        ([float("nan"), 1], "traffic.orders[0]"),
+    ],
+)
+def test_traffic_beyond_any_float_is_a_snapshot_error_naming_the_field(rates: object, field: str) -> None:
+    """An integer too large for a float (JSON has no limit) is refused like NaN, inf or a negative figure,
+    with the field named; not an ``OverflowError``."""
+    with pytest.raises(SnapshotError) as e:
+        parse_snapshot(doc(topics={"orders": [[1], [2]]}, traffic={"orders": rates}))
+    assert e.value.field == field
+    assert per_partition(10**300, 2, "x") == (5e299, 5e299)  # large, but a float holds it

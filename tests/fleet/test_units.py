@@ -41,7 +41,7 @@ def snapshot_doc(
     doc = {
         "schema": 1,
         "cluster_id": "c",
-        "taken_at": "t",
+        "taken_at": "2026-11-21T22:00:00Z",
         **instance["cluster"],
         key: [body],
         "traffic": traffic,

@@ -57,6 +57,15 @@ def plan(
             "schema": 1,
             "generation": generation,
             "state": state,
+            "cluster_fingerprint": "0" * 64,
+            "reason": "test",
+            "created_at": "2026-01-01T00:00:00Z",
+            "moved": 0,
+            "locality": {
+                "fetch_mode": "nearest-replica",
+                "before": None,
+                "after": {"cross_rack": 0, "total": 0, "fraction": 0.0},
+            },
             "consumer_group": {
                 "group_id": group,
                 "assignment": {m: [[TOPIC, p] for p in ps] for m, ps in assignment.items()},
@@ -819,7 +828,15 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
             h.heartbeat()
         elif what in ("plan", "revoking"):
             generation += 1
-            tail.push(PLANS, KEY.encode(), plan(generation, {"m1": sorted(arg), "m2": []}, state=what))
+            tail.push(
+                PLANS,
+                KEY.encode(),
+                plan(
+                    generation,
+                    {"m1": sorted(arg), "m2": []},
+                    state="revoking" if what == "revoking" else "proposed",
+                ),
+            )
             planned = {(TOPIC, p) for p in arg}
         elif what == "without":  # a plan that no longer names this member
             generation += 1

@@ -66,6 +66,17 @@ def test_each_partition_gets_its_verdict_and_reason() -> None:
     assert doc["member_racks"] == ["az-a", "az-b"]
 
 
+def test_a_registered_member_the_plan_does_not_name_is_a_rack_of_the_group() -> None:
+    """The plan gave everything to m-a (az-a); m-b (az-b) registered since: t-1 is fixable, t-2 is not."""
+    snap = snapshot([[1], [2], [3]])
+    found = explain(
+        {"m-a": [["t", 0], ["t", 1], ["t", 2]]}, {"m-a": "az-a", "m-b": "az-b"}, snap, RACKS, "leader"
+    )
+    assert found.member_racks == ("az-a", "az-b")
+    assert [(v.topic, v.partition) for v in found.unfixable] == [("t", 2)]
+    assert found.count(CROSS_RACK) == 2
+
+
 def test_leader_fetching_judges_the_leader_rack() -> None:
     snap = snapshot([[1, 2], [1, 2]], leaders=[2, NO_LEADER])
     found = explain({"m": [["t", 0], ["t", 1]]}, {"m": "az-a"}, snap, RACKS, "leader")
@@ -93,6 +104,10 @@ def cases(
     assignment: dict[str, list[list[Any]]] = {m: [] for m in members}
     for p in range(len(replicas) + 1):  # one partition past the end: not in the metadata
         assignment[draw(st.sampled_from(members))].append(["t", p])
+    # a member given nothing may be absent from the plan (registered after it was made): still the group's
+    unnamed = [m for m in members if not assignment[m] and draw(st.booleans(), label=f"{m} not in the plan")]
+    for m in unnamed:
+        del assignment[m]
     return replicas, leaders, assignment, dict(member_racks)
 
 
