@@ -166,17 +166,12 @@ def load_scenarios(path: str | Path | None) -> list[Scenario]:
     from pydantic import ValidationError
 
     from rackplan.agent.settings.errors import SettingsError, describe_error
-    from rackplan.agent.settings.yaml_file import load_yaml
+    from rackplan.agent.settings.yaml_file import read_yaml
 
     if path is None:
         return [BASELINE_SCENARIO]
     try:
-        text = Path(path).read_bytes().decode("utf-8")
-        return parse_scenarios(load_yaml(text, path))
-    except UnicodeDecodeError as e:
-        raise SettingsError(f"--scenarios {path}: not UTF-8 text (byte {e.start})") from None
-    except OSError as e:
-        raise SettingsError(f"--scenarios {path}: cannot read: {e.strerror or type(e).__name__}") from None
+        return parse_scenarios(read_yaml(path, "the scenarios file"))
     except ValidationError as e:
         raise SettingsError(f"--scenarios {path}: {describe_error(e)}") from None
     except ValueError as e:  # the YAML (its file and line are named) or a rule of parse_scenarios

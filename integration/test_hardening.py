@@ -60,15 +60,6 @@ def plan_value(group: str, generation: int, assignment: dict[str, list[list[Any]
             "schema": 1,
             "generation": generation,
             "state": "proposed",
-            "cluster_fingerprint": "0" * 64,
-            "reason": "hand-made",
-            "created_at": "2026-01-01T00:00:00Z",
-            "moved": 0,
-            "locality": {
-                "fetch_mode": "nearest-replica",
-                "before": None,
-                "after": {"cross_rack": 0, "total": 0, "fraction": 0.0},
-            },
             "consumer_group": {"group_id": group, "assignment": assignment, "revoked": {}},
             "stats": {},
         }

@@ -113,22 +113,26 @@ def load_yaml(text: str, path: str | Path) -> Any:
         loader.dispose()
 
 
-def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """A settings file's top-level mapping (an empty file is an empty mapping).
-
-    :class:`SettingsError` (one line, file and line named) when it cannot be read or is not one, or
-    holds more than :data:`MAX_SETTINGS_BYTES` (reading stops there: ``--config /dev/zero`` ends).
-    """
+def read_yaml(path: str | Path, what: str = "the settings file") -> Any:
+    """A YAML file's value (None when empty); :class:`SettingsError` (one line, the file named, and
+    the line where the YAML breaks) when it cannot be read, is not UTF-8 or YAML, or holds more than
+    :data:`MAX_SETTINGS_BYTES` (reading stops there: ``--config /dev/zero`` ends)."""
     try:
         with open(path, "rb") as f:
             text = read_bounded(f, MAX_SETTINGS_BYTES).decode("utf-8")
     except TooLargeError as e:
-        raise SettingsError(f"{path}: the settings file is {e}") from None
+        raise SettingsError(f"{path}: {what} is {e}") from None
     except UnicodeDecodeError as e:
         raise SettingsError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except OSError as e:
         raise SettingsError(f"{path}: cannot read: {e.strerror or type(e).__name__}") from None
-    loaded = load_yaml(text, path)
+    return load_yaml(text, path)
+
+
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """A settings file's top-level mapping (an empty file is an empty mapping); :class:`SettingsError`
+    as :func:`read_yaml` says, or when it holds no mapping."""
+    loaded = read_yaml(path)
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

@@ -393,16 +393,6 @@ def test_records_on_the_plan_topic_not_written_by_this_agent_are_reported() -> N
         {
             "schema": 1,
             "generation": 7,
-            "state": "proposed",
-            "cluster_fingerprint": "0" * 64,
-            "reason": "test",
-            "created_at": "2026-01-01T00:00:00Z",
-            "moved": 0,
-            "locality": {
-                "fetch_mode": "nearest-replica",
-                "before": None,
-                "after": {"cross_rack": 0, "total": 0, "fraction": 0.0},
-            },
             "consumer_group": {"group_id": "g", "assignment": {}, "revoked": {}},
             "stats": {},
         }

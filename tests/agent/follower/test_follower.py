@@ -57,15 +57,6 @@ def plan(
             "schema": 1,
             "generation": generation,
             "state": state,
-            "cluster_fingerprint": "0" * 64,
-            "reason": "test",
-            "created_at": "2026-01-01T00:00:00Z",
-            "moved": 0,
-            "locality": {
-                "fetch_mode": "nearest-replica",
-                "before": None,
-                "after": {"cross_rack": 0, "total": 0, "fraction": 0.0},
-            },
             "consumer_group": {
                 "group_id": group,
                 "assignment": {m: [[TOPIC, p] for p in ps] for m, ps in assignment.items()},

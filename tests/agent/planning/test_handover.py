@@ -123,15 +123,6 @@ def test_pending_outstanding_and_resume() -> None:
                 "schema": 1,
                 "generation": 4,
                 "state": "revoking",
-                "cluster_fingerprint": "0" * 64,
-                "reason": "test",
-                "created_at": "2026-01-01T00:00:00Z",
-                "moved": 0,
-                "locality": {
-                    "fetch_mode": "nearest-replica",
-                    "before": None,
-                    "after": {"cross_rack": 0, "total": 0, "fraction": 0.0},
-                },
                 "consumer_group": {"group_id": "g", "assignment": {"a": []}, "revoked": {"b": [["t", 0]]}},
                 "stats": {},
                 "handover": {

@@ -30,14 +30,12 @@ def value(generation: int, group: str = "g", schema: int = 1) -> bytes:
             "schema": schema,
             "generation": generation,
             "state": "proposed",
-            "cluster_fingerprint": "c" * 64,
             "reason": f"plan {generation}",
             "created_at": "2026-11-28T06:00:00Z",
-            "moved": 0,
             "locality": {
                 "fetch_mode": "nearest-replica",
                 "before": None,
-                "after": {"cross_rack": 1, "total": 4, "fraction": 0.25},
+                "after": {"cross_rack": 1, "total": 4},
             },
             "consumer_group": {
                 "group_id": group,
