@@ -85,8 +85,9 @@ def _replica_racks(cluster: Any, topic: str = "orders") -> list[set[str]]:
     return [{racks[b] for b in parts[p].replicas} for p in sorted(parts)]
 
 
-def run(path: Path, command: str, group: str = "", live: Any = None) -> tuple[int, dict[str, Any], str]:
-    """The command in this process: exit code, its --json document, its text."""
+def outputs(path: Path, command: str, group: str = "", live: Any = None) -> tuple[int, str, str, str]:
+    """The command in this process, with --json and without: its exit code (the same in both), the
+    --json output, the text, and the --json run's stderr."""
     import contextlib
     import io
 
@@ -99,6 +100,12 @@ def run(path: Path, command: str, group: str = "", live: Any = None) -> tuple[in
         docs.append((code, out.getvalue(), err.getvalue()))
     (code, text_json, stderr), (code_text, text, _) = docs
     assert code == code_text, "text and --json exit alike"
+    return code, text_json, text, stderr
+
+
+def run(path: Path, command: str, group: str = "", live: Any = None) -> tuple[int, dict[str, Any], str]:
+    """The command in this process: exit code, its --json document, its text."""
+    code, text_json, text, stderr = outputs(path, command, group, live)
     return code, (json.loads(text_json) if text_json else {"stderr": stderr}), text
 
 

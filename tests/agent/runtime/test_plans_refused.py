@@ -9,9 +9,6 @@ the real ones."""
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import json
 import math
 from pathlib import Path
@@ -24,11 +21,11 @@ from rackplan.agent.groups.membership import RealGroup
 from rackplan.agent.kafka.tail import RawRecord
 from rackplan.agent.planning.fixable import best_locality
 from rackplan.agent.protocol.plans import decode_record
-from rackplan.agent.runtime.plans_cli import cmd_plans
 from rackplan.agent.runtime.plans_io import PlansProblem, PlansReader
 from rackplan.agent.settings.sections import Settings
 from rackplan.agent.testing import FakeAdmin
 from tests.agent.protocol.test_plan_shapes import CONSUMER_VALUE, STREAMS_VALUE
+from tests.agent.runtime.test_plans_cli import outputs
 
 TOPIC = "_rackplan.plans"
 #: orders-p on broker p % 3 + 1: az-a holds 0, 3; az-b 1, 4; az-c 2, 5
@@ -86,15 +83,7 @@ def run(
     monkeypatch.setattr(
         plans_io, "PlansReader", lambda s, live=None: GivenReader(s, admin=FakeAdmin(ADMIN_TOPICS), live=live)
     )
-    outs = []
-    for as_json in (True, False):
-        stdout, stderr = io.StringIO(), io.StringIO()
-        args = argparse.Namespace(config=str(path), json=as_json, group=group)
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            code = cmd_plans(args, command, live=no_group)
-        outs.append((code, stdout.getvalue(), stderr.getvalue()))
-    (code, as_json_out, err), (code_text, text, _) = outs
-    assert code == code_text
+    code, as_json_out, text, err = outputs(path, command, group, live=no_group)
     assert "internal error" not in err and "Traceback" not in err, err
     return code, as_json_out, text, err
 
