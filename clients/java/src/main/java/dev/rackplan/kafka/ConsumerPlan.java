@@ -12,9 +12,9 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * A consumer group's plan record (docs/plan-schema.json), decoded and checked.
  *
- * <p>{@link #decode} applies the rules of the agent's own {@code agent.plans.decode_record}, plus
- * what a follower needs before acting on a record: the cluster fingerprint is 64 hex digits and the
- * state is one the schema names. Anything else is a {@link PlanException} naming the field.
+ * <p>{@link #decode} applies the rules of the agent's own {@code decode_record} to the fields a
+ * follower reads ({@link #checkedValue}), plus what a follower needs before acting on a record: the
+ * cluster fingerprint is 64 hex digits. Anything else is a {@link PlanException} naming the field.
  */
 public final class ConsumerPlan {
   public static final String PROPOSED = "proposed";
@@ -67,6 +67,29 @@ public final class ConsumerPlan {
   public static ConsumerPlan decode(String key, byte[] value) throws PlanException {
     String group = groupOf(key);
     if (group == null) throw new PlanException("bad plan key " + key + ": expected consumer/<group>");
+    Map<?, ?> v = checkedValue(key, value, "consumer_group", "group_id", group, "streams_app");
+    Map<?, ?> cg = (Map<?, ?>) v.get("consumer_group");
+    Map<String, List<TopicPartition>> assignment =
+        partitions(cg.get("assignment"), key + ": consumer_group.assignment", true);
+    partitions(cg.get("revoked"), key + ": consumer_group.revoked", false);
+    return new ConsumerPlan(key, group, (Long) v.get("generation"), state(v), (String) v.get("cluster_fingerprint"),
+        fetchMode(v), assignment);
+  }
+
+  /** The largest generation a plan may have (plan-schema.json; 2^53-1, what every JSON reader keeps exact). */
+  static final long MAX_GENERATION = 9_007_199_254_740_991L;
+
+  /**
+   * The value of plan key {@code key} as a JSON object whose envelope has docs/plan-schema.json's shape,
+   * as the agent's {@code decode_record} checks it: schema 1, a generation in [1, 2^53-1], the body
+   * (an object with {@code nameField} equal to {@code name}) and {@code stats}, no {@code otherBody}
+   * (a plan is of one kind), {@code state} proposed or revoking and {@code locality.fetch_mode}
+   * nearest-replica or leader when present (missing: their defaults), and a {@code
+   * cluster_fingerprint} of 64 hex digits, which a follower needs before it acts. Numbers are finite
+   * ({@link Json}). Anything else is a {@link PlanException} naming the field.
+   */
+  static Map<?, ?> checkedValue(String key, byte[] value, String body, String nameField, String name, String otherBody)
+      throws PlanException {
     Object doc;
     try {
       doc = Json.parse(new String(value, StandardCharsets.UTF_8));
@@ -80,28 +103,46 @@ public final class ConsumerPlan {
     Object gen = v.get("generation");
     if (!(gen instanceof Long) || (Long) gen < 1)
       throw new PlanException(key + ": generation must be a positive integer");
-    Object state = v.get("state");
-    if (state == null) state = PROPOSED;
-    if (!PROPOSED.equals(state) && !REVOKING.equals(state))
-      throw new PlanException(key + ": state must be proposed or revoking, not " + state);
+    if ((Long) gen > MAX_GENERATION)
+      throw new PlanException(key + ": generation " + gen + " exceeds 2**53-1, the bound on counters");
+    if (v.containsKey("state") && !PROPOSED.equals(v.get("state")) && !REVOKING.equals(v.get("state")))
+      throw new PlanException(key + ": state must be proposed or revoking, not " + brief(v.get("state")));
     Object fp = v.get("cluster_fingerprint");
     if (!(fp instanceof String) || !HEX64.matcher((String) fp).matches())
       throw new PlanException(key + ": cluster_fingerprint must be 64 hex digits");
-    if (!(v.get("stats") instanceof Map)) throw new PlanException(key + ": missing consumer_group or stats");
-    Object body = v.get("consumer_group");
-    if (!(body instanceof Map)) throw new PlanException(key + ": missing consumer_group or stats");
-    Map<?, ?> cg = (Map<?, ?>) body;
-    if (!group.equals(cg.get("group_id")))
-      throw new PlanException(
-          key + ": consumer_group.group_id " + cg.get("group_id") + " does not match the key");
-    Map<String, List<TopicPartition>> assignment =
-        partitions(cg.get("assignment"), key + ": consumer_group.assignment", true);
-    partitions(cg.get("revoked"), key + ": consumer_group.revoked", false);
-    String fetchMode = "nearest-replica";
+    if (!(v.get(body) instanceof Map) || !(v.get("stats") instanceof Map))
+      throw new PlanException(key + ": missing " + body + " or stats");
+    Object named = ((Map<?, ?>) v.get(body)).get(nameField);
+    if (!name.equals(named))
+      throw new PlanException(key + ": " + body + "." + nameField + " " + brief(named) + " does not match the key");
+    if (v.containsKey(otherBody)) throw new PlanException(key + ": a " + body + " plan carries " + otherBody + " too");
+    if (v.containsKey("locality")) {
+      if (!(v.get("locality") instanceof Map)) throw new PlanException(key + ": locality must be an object");
+      Map<?, ?> loc = (Map<?, ?>) v.get("locality");
+      if (loc.containsKey("fetch_mode") && !"nearest-replica".equals(loc.get("fetch_mode"))
+          && !"leader".equals(loc.get("fetch_mode")))
+        throw new PlanException(key + ": locality.fetch_mode must be nearest-replica or leader, not "
+            + brief(loc.get("fetch_mode")));
+    }
+    return v;
+  }
+
+  /** A JSON value in a message, at most 40 characters of it. */
+  static String brief(Object v) {
+    String w = Json.write(v);
+    return w.length() > 40 ? w.substring(0, 40) + "..." : w;
+  }
+
+  /** The state of a value {@link #checkedValue} passed (missing: proposed). */
+  static String state(Map<?, ?> v) {
+    return v.containsKey("state") ? (String) v.get("state") : PROPOSED;
+  }
+
+  /** The fetch mode of a value {@link #checkedValue} passed (missing: nearest-replica). */
+  static String fetchMode(Map<?, ?> v) {
     Object loc = v.get("locality");
-    if (loc instanceof Map && ((Map<?, ?>) loc).get("fetch_mode") instanceof String)
-      fetchMode = (String) ((Map<?, ?>) loc).get("fetch_mode");
-    return new ConsumerPlan(key, group, (Long) gen, (String) state, (String) fp, fetchMode, assignment);
+    return loc instanceof Map && ((Map<?, ?>) loc).containsKey("fetch_mode")
+        ? (String) ((Map<?, ?>) loc).get("fetch_mode") : "nearest-replica";
   }
 
   private static Map<String, List<TopicPartition>> partitions(Object raw, String where, boolean required)

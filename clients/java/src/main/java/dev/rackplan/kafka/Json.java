@@ -169,31 +169,47 @@ public final class Json {
       }
     }
 
+    /**
+     * A number of JSON's grammar ({@code -? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?}: no leading
+     * zeros, no bare dot), finite: one beyond a double's range (1e999) is refused, as the agent refuses
+     * the infinity Python's parser makes of it. Integral ones beyond a long are doubles.
+     */
     Object number() throws ParseException {
       int start = i;
       if (s.charAt(i) == '-') i++;
+      if (i < s.length() && s.charAt(i) == '0') i++;
+      else if (digits() == 0) throw err("bad number");
       boolean integral = true;
-      while (i < s.length()) {
-        char c = s.charAt(i);
-        if (c >= '0' && c <= '9') i++;
-        else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
-          integral = false;
-          i++;
-        } else break;
+      if (i < s.length() && s.charAt(i) == '.') {
+        i++;
+        if (digits() == 0) throw err("bad number: no digit after '.'");
+        integral = false;
       }
+      if (i < s.length() && (s.charAt(i) == 'e' || s.charAt(i) == 'E')) {
+        i++;
+        if (i < s.length() && (s.charAt(i) == '+' || s.charAt(i) == '-')) i++;
+        if (digits() == 0) throw err("bad number: no digit in the exponent");
+        integral = false;
+      }
+      if (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') throw err("bad number: leading zero");
       String t = s.substring(start, i);
-      try {
-        if (integral) {
-          try {
-            return Long.parseLong(t);
-          } catch (NumberFormatException big) {
-            return Double.parseDouble(t);
-          }
+      if (integral) {
+        try {
+          return Long.parseLong(t);
+        } catch (NumberFormatException big) {
+          // beyond a long: a double, below
         }
-        return Double.parseDouble(t);
-      } catch (NumberFormatException x) {
-        throw err("bad number '" + t + "'");
       }
+      double d = Double.parseDouble(t);
+      if (Double.isInfinite(d)) throw err("number " + (t.length() > 40 ? t.substring(0, 40) + "..." : t) + " is not finite");
+      return d;
+    }
+
+    /** Skips decimal digits; how many. */
+    private int digits() {
+      int from = i;
+      while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') i++;
+      return i - from;
     }
   }
 
@@ -204,7 +220,10 @@ public final class Json {
     return b.toString();
   }
 
-  /** The same with non-ASCII characters escaped (Python's default ensure_ascii=True): what signatures cover. */
+  /**
+   * The same with DEL and non-ASCII characters escaped (Python's default ensure_ascii=True escapes every
+   * character from 0x7f up): what signatures cover.
+   */
   public static String canonicalAscii(Object v) {
     StringBuilder b = new StringBuilder();
     write(b, v, true, true);
@@ -268,7 +287,7 @@ public final class Json {
         case '\b': b.append("\\b"); break;
         case '\f': b.append("\\f"); break;
         default:
-          if (c < 0x20 || (ascii && c > 0x7f)) b.append(String.format("\\u%04x", (int) c));
+          if (c < 0x20 || (ascii && c >= 0x7f)) b.append(String.format("\\u%04x", (int) c));
           else b.append(c);
       }
     }

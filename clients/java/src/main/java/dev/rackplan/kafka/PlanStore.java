@@ -31,6 +31,8 @@ public final class PlanStore {
   private final Map<String, StreamsPlan> latestStreams = new HashMap<>();
   private final Map<String, Long> maxGeneration = new HashMap<>();
   private final List<String> ignored = new ArrayList<>();
+  /** Every record ignored so far ({@link #ignored} keeps only the last 100 reasons). */
+  private long ignoredCount;
   private long applied;
   private long unauthenticated;
 
@@ -95,6 +97,7 @@ public final class PlanStore {
 
   private void ignore(String reason) {
     LOG.warn(reason);
+    ignoredCount++;
     ignored.add(reason);
     if (ignored.size() > 100) ignored.remove(0);
   }
@@ -116,6 +119,11 @@ public final class PlanStore {
   /** Reasons of the most recently ignored records (newest last, at most 100). */
   public synchronized List<String> ignored() {
     return new ArrayList<>(ignored);
+  }
+
+  /** Records ignored so far (malformed, stale, unauthenticated), all of them. */
+  public synchronized long ignoredCount() {
+    return ignoredCount;
   }
 
   public synchronized long appliedCount() {

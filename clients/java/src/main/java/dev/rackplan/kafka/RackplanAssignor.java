@@ -115,7 +115,7 @@ public class RackplanAssignor implements ConsumerPartitionAssignor, Configurable
 
     @Override
     public long getIgnoredPlanRecords() {
-      return store.ignored().size();
+      return store.ignoredCount();
     }
   }
 
@@ -126,18 +126,12 @@ public class RackplanAssignor implements ConsumerPartitionAssignor, Configurable
 
   @Override
   public void configure(Map<String, ?> configs) {
-    config = new RackplanConfig(configs);
+    config = checked(configs);
     cooperative = "cooperative".equals(config.rebalanceProtocol);
     delegate = "range".equals(config.fallback) ? new RangeAssignor() : new CooperativeStickyAssignor();
     groupId = str(configs.get(ConsumerConfig.GROUP_ID_CONFIG));
     String instance = str(configs.get(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG));
     memberId = config.str(RackplanConfig.MEMBER_ID, instance);
-    if (memberId == null)
-      throw new ConfigException(
-          RackplanConfig.MEMBER_ID, null,
-          "RackplanAssignor needs a stable member id: set group.instance.id or rackplan.member.id");
-    if (groupId == null) throw new ConfigException(ConsumerConfig.GROUP_ID_CONFIG, null, "RackplanAssignor needs group.id");
-    config.readerConfig("check"); // a missing bootstrap is refused here, naming the setting, not retried forever
     String rack = str(configs.get(ConsumerConfig.CLIENT_RACK_CONFIG));
     String clientId = Optional.ofNullable(str(configs.get(ConsumerConfig.CLIENT_ID_CONFIG))).orElse(memberId);
     client =
@@ -154,6 +148,36 @@ public class RackplanAssignor implements ConsumerPartitionAssignor, Configurable
     } catch (Exception e) {
       LOG.debug("rackplan: no JMX metrics: {}", e.toString());
     }
+  }
+
+  /**
+   * The assignor's settings, every check {@link #configure} makes before any I/O passed: rackplan.*
+   * values, a stable member id, group.id, and a bootstrap to read rackplan's topics from. A {@link
+   * ConfigException} names the key. {@link RackplanConsumer} runs it before Kafka builds the consumer
+   * (which would wrap it in a {@code KafkaException}).
+   */
+  static RackplanConfig checked(Map<String, ?> configs) {
+    RackplanConfig config = new RackplanConfig(configs);
+    if (config.str(RackplanConfig.MEMBER_ID, str(configs.get(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG))) == null)
+      throw new ConfigException(
+          RackplanConfig.MEMBER_ID, null,
+          "RackplanAssignor needs a stable member id: set group.instance.id or rackplan.member.id");
+    if (str(configs.get(ConsumerConfig.GROUP_ID_CONFIG)) == null)
+      throw new ConfigException(ConsumerConfig.GROUP_ID_CONFIG, null, "RackplanAssignor needs group.id");
+    config.readerConfig("check"); // a missing bootstrap is refused here, naming the setting, not retried forever
+    return config;
+  }
+
+  /** Whether {@code partition.assignment.strategy} (a class name list, or classes) names this assignor. */
+  static boolean listed(Object strategy) {
+    if (strategy == null) return false;
+    List<?> items = strategy instanceof List ? (List<?>) strategy
+        : strategy instanceof Class ? List.of(strategy) : List.of((Object[]) strategy.toString().split(","));
+    for (Object o : items)
+      if (o instanceof Class ? RackplanAssignor.class.isAssignableFrom((Class<?>) o)
+          : RackplanAssignor.class.getName().equals(o.toString().trim()))
+        return true;
+    return false;
   }
 
   /** For tests: a configured assignor without I/O, reading plans from ``store``. */

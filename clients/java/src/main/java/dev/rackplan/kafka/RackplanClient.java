@@ -145,7 +145,7 @@ public final class RackplanClient implements AutoCloseable {
   }
 
   private void run() {
-    Pattern pattern = config.planTopicPattern == null ? null : Pattern.compile(config.planTopicPattern);
+    Pattern pattern = config.planTopicRegex;
     AssignedReaderLoop.run("plan reader", () -> new KafkaConsumer<>(config.readerConfig(clientId + "-plans")),
         config.planPollMs, () -> running, new AssignedReaderLoop.Reader() {
           @Override public boolean reads(String topic) {

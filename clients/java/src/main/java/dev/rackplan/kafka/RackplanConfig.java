@@ -45,6 +45,8 @@ public final class RackplanConfig {
   public final Map<String, Object> originals;
   public final String planTopic;
   public final String planTopicPattern;
+  /** {@link #planTopicPattern} compiled (null without one); a bad regex is refused, naming the key. */
+  public final java.util.regex.Pattern planTopicRegex;
   public final String registrationsTopic;
   public final long registrationTtlMs;
   public final long planPollMs;
@@ -67,6 +69,7 @@ public final class RackplanConfig {
         throw new ConfigException(k, configs.get(k), "unknown rackplan setting; known: " + new java.util.TreeSet<>(KNOWN));
     planTopic = str(PLAN_TOPIC, "_rackplan.plans");
     planTopicPattern = str(PLAN_TOPIC_PATTERN, null);
+    planTopicRegex = regex(PLAN_TOPIC_PATTERN, planTopicPattern);
     registrationsTopic = str(REGISTRATIONS_TOPIC, "_rackplan.registrations");
     registrationTtlMs = positive(REGISTRATION_TTL_MS, 300_000L);
     planPollMs = positive(PLAN_POLL_MS, 500L);
@@ -108,6 +111,15 @@ public final class RackplanConfig {
     return s;
   }
 
+  private static java.util.regex.Pattern regex(String key, String s) {
+    if (s == null) return null;
+    try {
+      return java.util.regex.Pattern.compile(s);
+    } catch (java.util.regex.PatternSyntaxException e) {
+      throw new ConfigException(key, s, "is not a regular expression: " + e.getDescription() + " near index " + e.getIndex());
+    }
+  }
+
   private long positive(String key, long dflt) {
     String s = str(key, null);
     if (s == null) return dflt;
@@ -127,14 +139,32 @@ public final class RackplanConfig {
     throw new ConfigException(key, s, "must be one of " + String.join(", ", allowed));
   }
 
+  /**
+   * A client security setting ({@code ssl.*}, {@code sasl.*}, {@code security.protocol}): rackplan's own
+   * clients take these from the application's or the broker's properties, so they reach a secured listener.
+   */
+  public static boolean isSecurity(String key) {
+    return key.startsWith("ssl.") || key.startsWith("sasl.") || key.equals(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG);
+  }
+
+  /**
+   * What a plugin reads of the properties it is configured with (a broker's, or a Streams app's for its
+   * task assignor): the {@code rackplan.*} settings and the client security settings ({@link #isSecurity}),
+   * nothing else.
+   */
+  public static Map<String, Object> ofPlugin(Map<String, ?> configs) {
+    Map<String, Object> mine = new HashMap<>();
+    for (Map.Entry<String, ?> e : configs.entrySet())
+      if (e.getKey().startsWith(PREFIX) || isSecurity(e.getKey())) mine.put(e.getKey(), e.getValue());
+    return mine;
+  }
+
   /** Connection and security settings of the application's client, for rackplan's own clients. */
   Map<String, Object> connection(Set<String> allowedKeys) {
     Map<String, Object> out = new HashMap<>();
     for (Map.Entry<String, Object> e : originals.entrySet()) {
       String k = e.getKey();
-      boolean common =
-          k.startsWith("ssl.") || k.startsWith("sasl.") || k.equals(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG)
-              || k.equals(CommonClientConfigs.CLIENT_DNS_LOOKUP_CONFIG);
+      boolean common = isSecurity(k) || k.equals(CommonClientConfigs.CLIENT_DNS_LOOKUP_CONFIG);
       if (common && allowedKeys.contains(k)) out.put(k, e.getValue());
     }
     String bootstrap = str(BOOTSTRAP, null);

@@ -39,7 +39,8 @@ import org.apache.kafka.common.TopicPartition;
  * a record of it. A regex subscription ({@code subscribe(Pattern)}, or KIP-848's broker-side {@code
  * subscribe(SubscriptionPattern)}) toggles between the regex and {@code (?:regex)|<plan topic>}
  * instead: a new regex, matching one topic more; the registration names the topics the regex
- * matches (re-read every few seconds).
+ * matches (re-read every few seconds). Once the bumps for a plan are over the member is back on the
+ * application's own subscription (one more bump): the plan topic is in it only while it bumps.
  *
  * <p>Bound, both protocols: a plan reaches the group within the plan reader's poll ({@code
  * rackplan.plan.poll.ms}, 500 ms) + the application's poll interval + the rebalance (classic
@@ -54,7 +55,8 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   private final long planPollMs;
   private final AtomicLong pendingGeneration = new AtomicLong();
   private long handledGeneration;
-  private final PlanStore plans = new PlanStore();
+  /** KIP-848 groups: the plans its registration's reader reads. */
+  final PlanStore plans = new PlanStore();
   private String memberId;
   private int nudges;
   private long nextCheckMs;
@@ -65,23 +67,40 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   private boolean toggled;
 
   public RackplanConsumer(Map<String, Object> configs) {
-    this(tagged(configs), true);
+    this(checked(tagged(configs)));
   }
 
   public RackplanConsumer(Properties properties) {
-    this(tagged(toMap(properties)), true);
+    this(checked(tagged(toMap(properties))));
   }
 
-  private RackplanConsumer(Map<String, Object> tagged, boolean marker) {
-    super(tagged);
+  /** The application's config, tagged, and its rackplan settings, checked before Kafka's consumer is built. */
+  private record Checked(Map<String, Object> tagged, RackplanConfig config) {}
+
+  private RackplanConsumer(Checked checked) {
+    super(checked.tagged());
+    Map<String, Object> tagged = checked.tagged();
+    RackplanConfig config = checked.config();
     this.handle = (String) tagged.get(RackplanConfig.HANDLE);
     Object group = tagged.get(ConsumerConfig.GROUP_ID_CONFIG);
     this.groupId = group == null ? null : group.toString();
-    RackplanConfig config = new RackplanConfig(tagged);
     this.planTopic = config.planTopic;
     this.planPollMs = config.planPollMs;
     boolean kip848 = "consumer".equalsIgnoreCase(String.valueOf(tagged.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG)));
     this.registration = kip848 ? registrar(config, tagged) : null;
+  }
+
+  /**
+   * The rackplan settings of {@code tagged}, refused (a {@code ConfigException} naming the key) before
+   * anything is built: a bad value neither leaves Kafka's consumer behind nor reaches the application as
+   * the {@code KafkaException} Kafka wraps its assignor's refusal in. A classic member whose strategy lists
+   * {@link RackplanAssignor} gets the assignor's own checks too.
+   */
+  private static Checked checked(Map<String, Object> tagged) {
+    boolean classic = !"consumer".equalsIgnoreCase(String.valueOf(tagged.get(ConsumerConfig.GROUP_PROTOCOL_CONFIG)));
+    return new Checked(tagged,
+        classic && RackplanAssignor.listed(tagged.get(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG))
+            ? RackplanAssignor.checked(tagged) : new RackplanConfig(tagged));
   }
 
   private RackplanClient registrar(RackplanConfig config, Map<String, Object> configs) {
@@ -95,7 +114,7 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
     return new RackplanClient(config, plans, m, member, this::onPlan).start();
   }
 
-  private void onPlan(ConsumerPlan plan) {
+  void onPlan(ConsumerPlan plan) {
     if (plan.groupId.equals(groupId)) pendingGeneration.accumulateAndGet(plan.generation, Math::max);
   }
 
@@ -231,6 +250,10 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
       } else if (handledGeneration > 0 && now >= nextCheckMs
           && (nudges == 0 || (nudges < MAX_NUDGES && !holdsItsShare()))) {
         nudge(now); // later bumps: the brokers may have read the plan after the first one (bounded)
+      } else if (toggled && now >= nextCheckMs) {
+        // The bumps are over (it holds its share, or the last one is spent): back to the application's own
+        // subscription, itself one more epoch, in which a plan that fits still does.
+        toggle(false);
       }
     }
     return super.poll(timeout);
@@ -246,7 +269,12 @@ public class RackplanConsumer<K, V> extends KafkaConsumer<K, V> {
   private void nudge(long now) {
     nudges++;
     nextCheckMs = now + 2000L * (1L << (nudges - 1));
-    toggled = !toggled;
+    toggle(!toggled);
+  }
+
+  /** The application's subscription, with the plan topic ({@code on}) or without it. */
+  private void toggle(boolean on) {
+    toggled = on;
     if (pattern != null) {
       super.subscribe(toggled ? Pattern.compile(withPlanTopic(pattern.pattern(), planTopic), pattern.flags()) : pattern, listener);
     } else if (re2j != null) {

@@ -68,7 +68,8 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   /** The key {@link #readers} was acquired under (null: nothing to release). */
   private Map<String, Object> readersKey;
   private RackplanConfig config = new RackplanConfig(Map.of());
-  private java.util.regex.Pattern planTopicPattern;
+  /** Configured without rackplan.bootstrap.servers: no plan, no topic name is ever read. */
+  private boolean unconfigured;
 
   /** The JVM totals' names (one per counter, {@link Tally}). */
   static final String JVM = "RackplanServerAssignor.";
@@ -123,13 +124,13 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
 
   @Override
   public void configure(Map<String, ?> configs) {
-    Map<String, Object> mine = new HashMap<>();
-    for (Map.Entry<String, ?> e : configs.entrySet())
-      if (e.getKey().startsWith(RackplanConfig.PREFIX)) mine.put(e.getKey(), e.getValue());
+    // rackplan.* and the client security settings (ssl.*, sasl.*, security.protocol), as the Streams plugin
+    Map<String, Object> mine = RackplanConfig.ofPlugin(configs);
     config = new RackplanConfig(mine);
-    if (config.planTopicPattern != null) planTopicPattern = java.util.regex.Pattern.compile(config.planTopicPattern);
-    if (config.str(RackplanConfig.BOOTSTRAP, null) == null) {
-      LOG.warn("rackplan: no rackplan.bootstrap.servers in the broker's properties: every group falls back");
+    unconfigured = config.str(RackplanConfig.BOOTSTRAP, null) == null;
+    if (unconfigured) {
+      LOG.warn("rackplan: no rackplan.bootstrap.servers in the broker's properties: every group falls back, every"
+          + " subscribed topic assigned (no topic name is known, so a plan topic cannot be told apart)");
       return;
     }
     RackplanConfig made = config;
@@ -175,7 +176,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
    * client waits out a reconnect backoff (1 s, doubling to 10 s) between attempts, and {@link
    * ServerReaders} makes a new client after {@link ServerReaders#ADMIN_RENEW_MS} without an answer instead.
    */
-  static Map<String, Object> adminConfig(RackplanConfig config) {
+  public static Map<String, Object> adminConfig(RackplanConfig config) {
     Map<String, Object> ac = config.connection(AdminClientConfig.configNames());
     ac.put(AdminClientConfig.CLIENT_ID_CONFIG, "rackplan-server-assignor-topics");
     ac.put(AdminClientConfig.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
@@ -189,6 +190,16 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   /** For tests: no I/O, plans from ``store``, topic names given. */
   static RackplanServerAssignor forTest(PlanStore store, Map<Uuid, String> names) {
     return forTest(store, names, new TrafficStore(0));
+  }
+
+  /** The readers this instance reads (tests). */
+  ServerReaders readers() {
+    return readers;
+  }
+
+  /** The settings this instance was configured with (tests). */
+  RackplanConfig config() {
+    return config;
   }
 
   /** For tests: as {@link #forTest(PlanStore, Map)}, with traffic from ``traffic``. */
@@ -205,13 +216,31 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
    */
   boolean isPlanTopic(String name) {
     return name != null
-        && (planTopicPattern != null ? planTopicPattern.matcher(name).matches() : name.equals(config.planTopic));
+        && (config.planTopicRegex != null ? config.planTopicRegex.matcher(name).matches() : name.equals(config.planTopic));
   }
 
   /**
-   * Names of topic ids not known yet, asked for now (assignments run on the coordinator's
-   * background thread; at most 2 s). A topic whose name stays unknown is never assigned: it might
-   * be a plan topic (see {@link #isPlanTopic}); the next epoch bump assigns it.
+   * Whether the fallback may assign topic {@code id}: never a plan topic. A named topic is one by its
+   * name ({@link #isPlanTopic}). A topic without a name (its Describe refused, or not answered yet) is
+   * assigned by id when the plan topics' ids, looked up by name after the id was first met ({@link
+   * ServerReaders#lookUpPlanTopicIds}), do not include it; while they are not known it is withheld
+   * (the next epoch assigns it). Without rackplan.bootstrap.servers nothing is named and every topic
+   * is assigned.
+   */
+  boolean assignable(Uuid id) {
+    String name = readers.topicNames.get(id);
+    if (name != null) return !isPlanTopic(name);
+    if (unconfigured) return true;
+    readers.refreshWanted = true;
+    ServerReaders.PlanTopicIds plan = readers.planTopicIds;
+    Long since = readers.unnamedSince.get(id);
+    return plan != null && since != null && plan.fromMs() >= since && !plan.ids().contains(id);
+  }
+
+  /**
+   * Names of topic ids not known yet, asked for now, and for those still without one the plan
+   * topics' ids, unless looked up since they were first met (assignments run on the coordinator's
+   * background thread; at most 2 s in all). See {@link #assignable}.
    */
   private void resolve(GroupSpec spec, SubscribedTopicDescriber describer) {
     Set<Uuid> unknown = new HashSet<>();
@@ -222,15 +251,37 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
         for (Uuid id : subscribed) if (describer.numPartitions(id) >= 0 && !readers.topicNames.containsKey(id)) unknown.add(id);
       if (spec.subscriptionType() == org.apache.kafka.coordinator.group.api.assignor.SubscriptionType.HOMOGENEOUS) break;
     }
+    if (unknown.isEmpty()) return;
+    long now = System.currentTimeMillis();
+    for (Uuid id : unknown) readers.unnamedSince.putIfAbsent(id, now);
     Admin a = readers.admin;
-    if (unknown.isEmpty() || a == null) return;
+    if (a == null) return;
+    long deadline = now + 2_000;
+    Map<Uuid, org.apache.kafka.common.KafkaFuture<TopicDescription>> asked = Map.of();
+    String failed = null;
     try {
-      Map<Uuid, TopicDescription> d =
-          a.describeTopics(org.apache.kafka.common.TopicCollection.ofTopicIds(unknown)).allTopicIds().get(2, TimeUnit.SECONDS);
-      for (Map.Entry<Uuid, TopicDescription> e : d.entrySet()) readers.topicNames.put(e.getKey(), e.getValue().name());
-    } catch (Exception e) {
-      LOG.warn("rackplan: names of topics {} not resolved: {}", unknown, e.toString());
+      asked = a.describeTopics(org.apache.kafka.common.TopicCollection.ofTopicIds(unknown)).topicIdValues();
+    } catch (RuntimeException e) {
+      failed = e.toString();
     }
+    for (Map.Entry<Uuid, org.apache.kafka.common.KafkaFuture<TopicDescription>> e : asked.entrySet()) {
+      try {
+        TopicDescription d = e.getValue().get(Math.max(0, deadline - System.currentTimeMillis()), TimeUnit.MILLISECONDS);
+        readers.topicNames.put(e.getKey(), d.name());
+      } catch (InterruptedException x) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (Exception x) {
+        failed = x.toString();
+      }
+    }
+    unknown.removeIf(readers.topicNames::containsKey);
+    if (unknown.isEmpty()) return;
+    LOG.warn("rackplan: names of topics {} not resolved: {}", unknown, failed);
+    ServerReaders.PlanTopicIds plan = readers.planTopicIds;
+    boolean fresh = plan != null;
+    for (Uuid id : unknown) fresh &= plan != null && plan.fromMs() >= readers.unnamedSince.get(id);
+    if (!fresh) readers.lookUpPlanTopicIds(config.planTopicRegex, config.planTopic, deadline);
   }
 
   @Override
@@ -241,9 +292,9 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     Map<String, Set<String>> members = new HashMap<>();
     Map<String, Integer> counts = new TreeMap<>();
     Map<String, Uuid> idOf = new HashMap<>();
-    String reason = null;
+    String reason = unconfigured ? "no " + RackplanConfig.BOOTSTRAP + ": no plan is read" : null;
     // Without static membership no plan can apply: the per-topic work below is skipped (the coordinator's thread).
-    for (String m : memberIds)
+    for (String m : reason == null ? memberIds : List.<String>of())
       if (spec.memberSubscription(m).instanceId().isEmpty()) {
         reason = "member " + m + " has no group.instance.id";
         break;
@@ -311,12 +362,8 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
     if (!reason.equals(lastReason)) LOG.info("rackplan: no plan applies, assigning by rack-aware sticky balance: {}", reason);
     lastReason = reason;
     jvmLastReason = reason;
+    java.util.function.Predicate<Uuid> allowed = this::assignable;
     try {
-      java.util.function.Predicate<Uuid> allowed = id -> {
-        String name = readers.topicNames.get(id);
-        if (name == null) readers.refreshWanted = true; // assigned at the next epoch bump, once its name is known
-        return name != null && !isPlanTopic(name);
-      };
       Map<String, Map<Uuid, Set<Integer>>> res = weighed(spec, describer, allowed);
       if (res == null) res = ServerBalance.assign(spec, describer, allowed);
       for (Map.Entry<String, Map<Uuid, Set<Integer>>> e : res.entrySet()) out.put(e.getKey(), new Parts(e.getValue()));
@@ -338,8 +385,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       Set<String> ts = new HashSet<>();
       for (Uuid id : s.subscribedTopicIds()) {
         int n = describer.numPartitions(id);
-        String name = readers.topicNames.get(id);
-        if (n >= 0 && name != null && !isPlanTopic(name)) {
+        if (n >= 0 && allowed.test(id)) {
           ts.add(id.toString());
           byId.put(id.toString(), n);
         }

@@ -2,7 +2,6 @@ package dev.rackplan.kafka;
 
 import java.time.Instant;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -75,11 +74,9 @@ public class RackplanTaskAssignor implements TaskAssignor {
 
   @Override
   public void configure(Map<String, ?> configs) {
-    Map<String, Object> mine = new HashMap<>();
-    for (Map.Entry<String, ?> e : configs.entrySet())
-      if (e.getKey().startsWith(RackplanConfig.PREFIX) || e.getKey().equals(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG)
-          || e.getKey().startsWith("ssl.") || e.getKey().startsWith("sasl.") || e.getKey().equals("security.protocol"))
-        mine.put(e.getKey(), e.getValue());
+    Map<String, Object> mine = RackplanConfig.ofPlugin(configs);
+    if (configs.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG) != null)
+      mine.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, configs.get(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG));
     RackplanConfig config = new RackplanConfig(mine);
     this.config = config;
     // The leader re-registers the app's clients at every assignment: at least every third of the TTL.
@@ -117,18 +114,26 @@ public class RackplanTaskAssignor implements TaskAssignor {
     StreamsPlan plan = applicationId == null ? null : store.latestStreams(StreamsPlan.key(applicationId));
     register(state, plan);
     Map<ProcessId, KafkaStreamsState> clients = state.kafkaStreamsStates(false);
-    String reason = mismatch(plan, clients.keySet(), state.allTasks());
     Instant followup = Instant.now().plusMillis(followupMs);
     List<KafkaStreamsAssignment> out = new java.util.ArrayList<>();
+    String reason;
+    try {
+      reason = mismatch(plan, clients.keySet(), state.allTasks());
+      if (reason == null)
+        for (ProcessId pid : clients.keySet()) {
+          StreamsPlan.Tasks t = plan.assignment.get(pid.id().toString());
+          Set<AssignedTask> tasks = new HashSet<>();
+          for (String id : t.active) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.ACTIVE));
+          for (String id : t.standby) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.STANDBY));
+          for (String id : t.warmup) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.STANDBY));
+          out.add(KafkaStreamsAssignment.of(pid, tasks).withFollowupRebalance(followup));
+        }
+    } catch (RuntimeException e) {
+      // The decoder refuses what Streams cannot read; should anything still throw, the plan is not applied.
+      reason = (plan == null ? "the plan" : "plan generation " + plan.generation) + " cannot be applied: " + e;
+      out.clear();
+    }
     if (reason == null) {
-      for (ProcessId pid : clients.keySet()) {
-        StreamsPlan.Tasks t = plan.assignment.get(pid.id().toString());
-        Set<AssignedTask> tasks = new HashSet<>();
-        for (String id : t.active) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.ACTIVE));
-        for (String id : t.standby) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.STANDBY));
-        for (String id : t.warmup) tasks.add(new AssignedTask(TaskId.parse(id), AssignedTask.Type.STANDBY));
-        out.add(KafkaStreamsAssignment.of(pid, tasks).withFollowupRebalance(followup));
-      }
       planCount.incrementAndGet();
       LOGGED.remove(applicationId + "|fallback"); // a later fallback is logged again
       PLAN_ASSIGNMENTS.incrementAndGet();
@@ -201,6 +206,8 @@ public class RackplanTaskAssignor implements TaskAssignor {
   /** Why ``plan`` does not fit the live app, or null. */
   static String mismatch(StreamsPlan plan, Set<ProcessId> clients, Map<TaskId, TaskInfo> tasks) {
     if (plan == null) return "no plan for the app";
+    if (!ConsumerPlan.PROPOSED.equals(plan.state))
+      return "plan generation " + plan.generation + " is in state " + plan.state;
     Set<String> live = new TreeSet<>();
     for (ProcessId p : clients) live.add(p.id().toString());
     if (!plan.assignment.keySet().equals(live))

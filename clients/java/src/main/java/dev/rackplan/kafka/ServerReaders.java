@@ -30,6 +30,14 @@ final class ServerReaders implements AutoCloseable {
   final Map<Uuid, String> topicNames = new ConcurrentHashMap<>();
   volatile Admin admin;
   volatile boolean refreshWanted = true;
+
+  /** The plan topics' ids as a lookup found them, and when that lookup started. */
+  record PlanTopicIds(Set<Uuid> ids, long fromMs) {}
+
+  /** The last successful {@link #lookUpPlanTopicIds} (null: none yet). */
+  volatile PlanTopicIds planTopicIds;
+  /** topic id -> when an assignment first met it without a name. */
+  final Map<Uuid, Long> unnamedSince = new ConcurrentHashMap<>();
   private volatile boolean running = true;
   private RackplanClient client;
   /** The configuration the shared traffic feed was acquired for (null: none to release). */
@@ -56,6 +64,46 @@ final class ServerReaders implements AutoCloseable {
     r.topicThread.setDaemon(true);
     r.topicThread.start();
     return r;
+  }
+
+  /**
+   * Looks up the ids the plan topics have now, by name: {@code planTopic}, or every listed topic that
+   * {@code pattern} matches. It needs Describe on them, which the Read the plan reader needs implies. A
+   * plan topic that does not exist has no id; any other failure, or no answer by {@code deadlineMs},
+   * leaves {@link #planTopicIds} as it was (logged).
+   */
+  void lookUpPlanTopicIds(java.util.regex.Pattern pattern, String planTopic, long deadlineMs) {
+    Admin a = admin;
+    if (a == null) return;
+    long from = System.currentTimeMillis();
+    try {
+      java.util.List<String> names = new java.util.ArrayList<>();
+      if (pattern == null) names.add(planTopic);
+      else
+        for (String n : a.listTopics().names().get(left(deadlineMs), TimeUnit.MILLISECONDS))
+          if (pattern.matcher(n).matches()) names.add(n);
+      Set<Uuid> ids = new java.util.HashSet<>();
+      if (!names.isEmpty())
+        for (Map.Entry<String, org.apache.kafka.common.KafkaFuture<TopicDescription>> e :
+            a.describeTopics(names).topicNameValues().entrySet()) {
+          try {
+            TopicDescription d = e.getValue().get(left(deadlineMs), TimeUnit.MILLISECONDS);
+            ids.add(d.topicId());
+            topicNames.put(d.topicId(), d.name());
+          } catch (java.util.concurrent.ExecutionException x) {
+            if (!(x.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) throw x;
+          }
+        }
+      planTopicIds = new PlanTopicIds(Set.copyOf(ids), from);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (Exception e) {
+      LOG.warn("rackplan: ids of the plan topics not looked up (topics without a name stay unassigned): {}", e.toString());
+    }
+  }
+
+  private static long left(long deadlineMs) {
+    return Math.max(0, deadlineMs - System.currentTimeMillis());
   }
 
   private void refreshTopics(Map<String, Object> ac) {

@@ -1,6 +1,5 @@
 package dev.rackplan.kafka;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -13,7 +12,6 @@ import java.util.regex.Pattern;
  * checked: process id -> active, standby and warm-up task ids ({@code "<subtopology>_<partition>"}).
  */
 public final class StreamsPlan {
-  private static final Pattern HEX64 = Pattern.compile("^[0-9a-f]{64}$");
   private static final Pattern TASK = Pattern.compile("^[0-9]+_[0-9]+$");
 
   /** One client's tasks in the plan. */
@@ -32,14 +30,17 @@ public final class StreamsPlan {
   public final String key;
   public final String applicationId;
   public final long generation;
+  /** proposed, or revoking (a handover's first phase: not applied, {@code RackplanTaskAssignor}). */
+  public final String state;
   public final String clusterFingerprint;
   /** process id -> tasks, sorted by process id. */
   public final Map<String, Tasks> assignment;
 
-  StreamsPlan(String key, String applicationId, long generation, String fp, Map<String, Tasks> assignment) {
+  StreamsPlan(String key, String applicationId, long generation, String state, String fp, Map<String, Tasks> assignment) {
     this.key = key;
     this.applicationId = applicationId;
     this.generation = generation;
+    this.state = state;
     this.clusterFingerprint = fp;
     this.assignment = assignment;
   }
@@ -56,30 +57,12 @@ public final class StreamsPlan {
   public static StreamsPlan decode(String key, byte[] value) throws ConsumerPlan.PlanException {
     String app = appOf(key);
     if (app == null) throw new ConsumerPlan.PlanException("bad plan key " + key + ": expected streams/<app>");
-    Object doc;
-    try {
-      doc = Json.parse(new String(value, StandardCharsets.UTF_8));
-    } catch (Json.ParseException e) {
-      throw new ConsumerPlan.PlanException(key + ": value is not JSON: " + e.getMessage());
-    }
-    if (!(doc instanceof Map)) throw new ConsumerPlan.PlanException(key + ": value must be a JSON object");
-    Map<?, ?> v = (Map<?, ?>) doc;
-    if (!Long.valueOf(1).equals(v.get("schema")))
-      throw new ConsumerPlan.PlanException(key + ": unsupported schema " + v.get("schema"));
-    Object gen = v.get("generation");
-    if (!(gen instanceof Long) || (Long) gen < 1)
-      throw new ConsumerPlan.PlanException(key + ": generation must be a positive integer");
-    Object fp = v.get("cluster_fingerprint");
-    if (!(fp instanceof String) || !HEX64.matcher((String) fp).matches())
-      throw new ConsumerPlan.PlanException(key + ": cluster_fingerprint must be 64 hex digits");
-    if (!(v.get("stats") instanceof Map) || !(v.get("streams_app") instanceof Map))
-      throw new ConsumerPlan.PlanException(key + ": missing streams_app or stats");
+    Map<?, ?> v = ConsumerPlan.checkedValue(key, value, "streams_app", "application_id", app, "consumer_group");
     Map<?, ?> body = (Map<?, ?>) v.get("streams_app");
-    if (!app.equals(body.get("application_id")))
-      throw new ConsumerPlan.PlanException(
-          key + ": streams_app.application_id " + body.get("application_id") + " does not match the key");
     if (!(body.get("assignment") instanceof Map))
       throw new ConsumerPlan.PlanException(key + ": streams_app.assignment must be an object");
+    if (body.containsKey("probing_rebalance_needed") && !(body.get("probing_rebalance_needed") instanceof Boolean))
+      throw new ConsumerPlan.PlanException(key + ": streams_app.probing_rebalance_needed must be a boolean");
     Map<String, Tasks> out = new TreeMap<>();
     for (Map.Entry<?, ?> e : ((Map<?, ?>) body.get("assignment")).entrySet()) {
       String where = key + ": streams_app.assignment[" + e.getKey() + "]";
@@ -89,17 +72,36 @@ public final class StreamsPlan {
           new Tasks(tasks(t.get("active"), where + ".active"), tasks(t.get("standby"), where + ".standby"),
               tasks(t.get("warmup"), where + ".warmup")));
     }
-    return new StreamsPlan(key, app, (Long) gen, (String) fp, Collections.unmodifiableMap(out));
+    return new StreamsPlan(key, app, (Long) v.get("generation"), ConsumerPlan.state(v),
+        (String) v.get("cluster_fingerprint"), Collections.unmodifiableMap(out));
   }
 
+  /**
+   * Task ids {@code "<subtopology>_<partition>"}, both parts within an int (Kafka Streams' {@code
+   * TaskId}): a plan whose ids Streams cannot parse is refused here, never at assignment.
+   */
   private static List<String> tasks(Object raw, String where) throws ConsumerPlan.PlanException {
     if (!(raw instanceof List)) throw new ConsumerPlan.PlanException(where + " must be an array of task ids");
     List<String> out = new ArrayList<>();
     for (Object o : (List<?>) raw) {
       if (!(o instanceof String) || !TASK.matcher((String) o).matches())
-        throw new ConsumerPlan.PlanException(where + ": " + Json.write(o) + " is not a task id like \"0_1\"");
-      out.add((String) o);
+        throw new ConsumerPlan.PlanException(where + ": " + ConsumerPlan.brief(o) + " is not a task id like \"0_1\"");
+      String id = (String) o;
+      int cut = id.indexOf('_');
+      if (!fitsAnInt(id.substring(0, cut)) || !fitsAnInt(id.substring(cut + 1)))
+        throw new ConsumerPlan.PlanException(
+            where + ": task id " + ConsumerPlan.brief(o) + " has a sub-topology or partition beyond " + Integer.MAX_VALUE);
+      out.add(id);
     }
     return Collections.unmodifiableList(out);
+  }
+
+  private static boolean fitsAnInt(String digits) {
+    try {
+      Integer.parseInt(digits);
+      return true;
+    } catch (NumberFormatException e) {
+      return false;
+    }
   }
 }

@@ -33,7 +33,10 @@ final class Fixtures {
     v.put("reason", "test");
     v.put("created_at", "2026-11-24T00:00:00Z");
     v.put("moved", 0L);
-    v.put("locality", Map.of("fetch_mode", "nearest-replica", "after", Map.of("cross_rack", 0L, "total", 0L, "fraction", 0.0)));
+    Map<String, Object> locality = new LinkedHashMap<>(); // an order the tests that edit the record's text can rely on
+    locality.put("fetch_mode", "nearest-replica");
+    locality.put("after", Map.of("cross_rack", 0L, "total", 0L, "fraction", 0.0));
+    v.put("locality", locality);
     v.put("consumer_group", Map.of("group_id", group, "assignment", a, "revoked", Map.of()));
     v.put("stats", Map.of());
     return Json.write(v).getBytes(StandardCharsets.UTF_8);

@@ -2,6 +2,7 @@ package dev.rackplan.kafka;
 
 import static dev.rackplan.kafka.Fixtures.tp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -58,5 +59,50 @@ class PlanStoreTest {
     assertEquals(PlanStore.Outcome.NOT_A_GROUP, s.apply("leader", new byte[0]));
     assertEquals(5, s.ignored().size());
     assertTrue(s.ignored().get(0).contains("generation 5 is not above 5"));
+  }
+
+  /**
+   * The schema's generation maximum is 2^53-1 (the agent's decoder refuses more, "out_of_range"): a
+   * forged 2^63-1 is refused, not adopted, so it cannot fence the agent's next real plan.
+   */
+  @Test
+  void aGenerationAboveTwoToThe53MinusOneIsRefusedAndFencesNothing() {
+    PlanStore s = new PlanStore();
+    String good = new String(Fixtures.plan("g", 2, Fixtures.FP, A), StandardCharsets.UTF_8);
+    assertEquals(PlanStore.Outcome.MALFORMED, s.apply("consumer/g",
+        good.replace("\"generation\":2", "\"generation\":9223372036854775807").getBytes(StandardCharsets.UTF_8)));
+    assertEquals(PlanStore.Outcome.MALFORMED, s.apply("consumer/g",
+        good.replace("\"generation\":2", "\"generation\":9007199254740992").getBytes(StandardCharsets.UTF_8)));
+    assertTrue(s.ignored().get(0).contains("generation"), s.ignored().get(0));
+    assertEquals(PlanStore.Outcome.APPLIED, s.apply("consumer/g", Fixtures.plan("g", 8, Fixtures.FP, A)));
+    assertEquals(PlanStore.Outcome.APPLIED, s.apply("consumer/g", Fixtures.plan("g", 9007199254740991L, Fixtures.FP, A)));
+  }
+
+  /** The schema's oneOf (and the agent's decoder): a consumer plan that carries streams_app too is no plan. */
+  @Test
+  void aConsumerPlanCarryingStreamsAppIsRefused() {
+    String good = new String(Fixtures.plan("g", 3, Fixtures.FP, A), StandardCharsets.UTF_8);
+    assertTrue(reason("consumer/g", good.replace("\"stats\":{}",
+        "\"stats\":{},\"streams_app\":{\"application_id\":\"g\",\"assignment\":{}}")).contains("streams_app"));
+  }
+
+  /**
+   * locality.fetch_mode, as the agent's decoder reads it: nearest-replica or leader when present (a string
+   * of another value, or no string, is refused), nearest-replica when missing; locality itself an object.
+   */
+  @Test
+  void fetchModeIsTheSchemasOrTheDefault() throws Exception {
+    String good = new String(Fixtures.plan("g", 3, Fixtures.FP, A), StandardCharsets.UTF_8);
+    String mode = "\"fetch_mode\":\"nearest-replica\"";
+    assertTrue(reason("consumer/g", good.replace(mode, "\"fetch_mode\":\"bogus\"")).contains("locality.fetch_mode"));
+    assertTrue(reason("consumer/g", good.replace(mode, "\"fetch_mode\":7")).contains("locality.fetch_mode"));
+    assertTrue(reason("consumer/g", good.replace(mode, "\"fetch_mode\":null")).contains("locality.fetch_mode"));
+    assertTrue(reason("consumer/g", good.replaceAll("\"locality\":\\{.*?\\}\\},", "\"locality\":[],"))
+        .contains("locality must be an object"));
+    assertEquals("leader", ConsumerPlan.decode("consumer/g",
+        good.replace(mode, "\"fetch_mode\":\"leader\"").getBytes(StandardCharsets.UTF_8)).fetchMode);
+    String missing = good.replace(mode + ",", "");
+    assertFalse(missing.contains("fetch_mode"));
+    assertEquals("nearest-replica", ConsumerPlan.decode("consumer/g", missing.getBytes(StandardCharsets.UTF_8)).fetchMode);
   }
 }

@@ -199,6 +199,25 @@ class RackplanAssignorTest {
     assertTrue(e.getMessage().contains("rackplan.bootstrap.servers"), e.getMessage());
   }
 
+  /** A plan topic pattern that is no regex is refused with the settings, naming the key (not on a reader thread later). */
+  @Test
+  void aBadPlanTopicPatternIsRefusedNamingTheKey() {
+    ConfigException e = assertThrows(ConfigException.class,
+        () -> new RackplanConfig(Map.of("rackplan.plan.topic.pattern", "([")));
+    assertTrue(e.getMessage().contains("rackplan.plan.topic.pattern"), e.getMessage());
+    assertEquals("_rackplan\\..*", new RackplanConfig(Map.of("rackplan.plan.topic.pattern", "_rackplan\\..*")).planTopicRegex.pattern());
+  }
+
+  /** JMX IgnoredPlanRecords counts every ignored record, not the 100 reasons the store keeps. */
+  @Test
+  void ignoredPlanRecordsCountsEveryIgnoredRecord() {
+    PlanStore store = new PlanStore();
+    RackplanAssignor a = RackplanAssignor.forTest("g", "a", "cooperative-sticky", true, store);
+    for (int i = 0; i < 150; i++) store.apply("consumer/g", "not json".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    assertEquals(150, a.stats.getIgnoredPlanRecords());
+    assertEquals(100, store.ignored().size());
+  }
+
   @Test
   void signedRegistrationsCarryTheAgentsSignature() throws Exception {
     RackplanConfig cfg = new RackplanConfig(Map.of("rackplan.plan.assignor", "rack-optimal"));
@@ -210,6 +229,17 @@ class RackplanAssignorTest {
     // Expected: agent.registry.sign_registration(the same value, b"k3y\n") in Python.
     assertEquals("hmac-sha256:b3fadd2ea66c762175e350a235873c206d47f21fd2112e4596fa29e22d237c94",
         RackplanClient.sign(v, "k3y\n".getBytes("UTF-8")));
+    // A rack with DEL (0x7f), which the agent's canonical_payload escapes: its sign_registration of this value.
+    Map<String, Object> del = new java.util.LinkedHashMap<>();
+    del.put("schema", 1L);
+    del.put("group_id", "g");
+    del.put("member_id", "m");
+    del.put("rack", "az\u007fa");
+    del.put("topics", List.of("t"));
+    del.put("group_instance_id", "m");
+    del.put("timestamp_ms", 1L);
+    assertEquals("hmac-sha256:ae98ce9726e92988717d7a1297061181f115c92d9d8a93411573814c9e950159",
+        RackplanClient.sign(del, "secret".getBytes("UTF-8")));
     java.nio.file.Path f = java.nio.file.Files.createTempFile("secret", "");
     try {
       java.nio.file.Files.writeString(f, "  s3cret\n");

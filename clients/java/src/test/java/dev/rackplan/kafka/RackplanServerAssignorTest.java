@@ -225,4 +225,77 @@ class RackplanServerAssignorTest {
     assertTrue(parsed.getLong("reconnect.backoff.max.ms") >= 10_000, "reconnect backoff max");
     assertEquals("127.0.0.1:1", String.join(",", parsed.getList("bootstrap.servers")));
   }
+
+  static int assigned(GroupAssignment g, Uuid topic) {
+    int n = 0;
+    for (MemberAssignment m : g.members().values()) n += m.partitions().getOrDefault(topic, Set.of()).size();
+    return n;
+  }
+
+  /**
+   * Without rackplan.bootstrap.servers the plugin reads no plan and knows no topic name: the group is
+   * still assigned on its own, every partition of its topics (by id).
+   */
+  @Test
+  void aBrokerWithoutRackplanBootstrapStillAssignsEveryPartition() {
+    RackplanServerAssignor a = new RackplanServerAssignor();
+    a.configure(Map.of("broker.id", "1"));
+    GroupAssignment g = a.assign(spec(three(Map.of())), DESCRIBER);
+    assertEquals(6, assigned(g, T));
+    assertEquals(1, a.fallbackCount.get());
+    assertTrue(a.lastReason.contains("rackplan.bootstrap.servers"), a.lastReason);
+  }
+
+  /**
+   * Topics whose names cannot be resolved (no Describe ACL for the broker's rackplan principal) are
+   * assigned by id once the plan topics' ids, looked up by name after those topics were first met, do
+   * not include them; the plan topic, found by that lookup, never is. Before any lookup they are withheld.
+   */
+  @Test
+  void topicsWithoutANameAreAssignedByIdButThePlanTopicNever() {
+    RackplanServerAssignor a = RackplanServerAssignor.forTest(new PlanStore(), Map.of());
+    subscribed = Set.of(T, P);
+    try {
+      assertEquals(0, assigned(a.assign(spec(three(Map.of())), DESCRIBER), T), "plan topics' ids not known yet");
+      a.readers().planTopicIds = new ServerReaders.PlanTopicIds(Set.of(P), Long.MAX_VALUE);
+      GroupAssignment g = a.assign(spec(three(Map.of())), DESCRIBER);
+      assertEquals(6, assigned(g, T));
+      assertEquals(0, assigned(g, P));
+      a.readers().planTopicIds = new ServerReaders.PlanTopicIds(Set.of(P), 0); // looked up before they were met
+      assertEquals(0, assigned(a.assign(spec(three(Map.of())), DESCRIBER), T));
+    } finally {
+      subscribed = Set.of(T);
+    }
+  }
+
+  /** A plan topic pattern that is no regex: a ConfigException naming the key when the broker configures it. */
+  @Test
+  void aBadPlanTopicPatternIsRefusedNamingTheKey() {
+    org.apache.kafka.common.config.ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
+        org.apache.kafka.common.config.ConfigException.class,
+        () -> new RackplanServerAssignor().configure(Map.of("rackplan.plan.topic.pattern", "([")));
+    assertTrue(e.getMessage().contains("rackplan.plan.topic.pattern"), e.getMessage());
+  }
+
+  /**
+   * A secured listener: the broker's client security settings (ssl.*, sasl.*, security.protocol) reach the
+   * plugin's clients, as the Streams plugin's; the broker's other properties do not.
+   */
+  @Test
+  void theBrokersClientSecuritySettingsReachThePluginsClients() {
+    Map<String, Object> broker = new HashMap<>(Map.of("rackplan.plan.topic", "security-test.plans",
+        "security.protocol", "SASL_SSL", "sasl.mechanism", "SCRAM-SHA-512", "ssl.truststore.type", "PKCS12",
+        "log.dirs", "/tmp/x"));
+    RackplanServerAssignor a = new RackplanServerAssignor();
+    a.configure(broker); // no rackplan.bootstrap.servers: no clients started, the settings kept
+    assertEquals("SASL_SSL", a.config().originals.get("security.protocol"));
+    assertEquals("SCRAM-SHA-512", a.config().originals.get("sasl.mechanism"));
+    assertEquals("PKCS12", a.config().originals.get("ssl.truststore.type"));
+    assertTrue(!a.config().originals.containsKey("log.dirs"));
+    broker.put("rackplan.bootstrap.servers", "127.0.0.1:1");
+    Map<String, Object> ac = RackplanServerAssignor.adminConfig(new RackplanConfig(RackplanConfig.ofPlugin(broker)));
+    assertEquals("SASL_SSL", ac.get("security.protocol"));
+    assertEquals("SCRAM-SHA-512", new RackplanConfig(RackplanConfig.ofPlugin(broker)).readerConfig("x").get("sasl.mechanism"));
+    assertTrue(!ac.containsKey("log.dirs"));
+  }
 }

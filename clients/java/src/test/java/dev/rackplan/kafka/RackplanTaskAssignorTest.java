@@ -178,4 +178,46 @@ class RackplanTaskAssignorTest {
     assertTrue(store.ignored().get(0).contains("is not a task id"));
     assertTrue(store.ignored().get(1).contains("does not match the key"));
   }
+
+  /**
+   * A task id of the plan's format whose sub-topology overflows an int ("99999999999_0") is one Kafka
+   * Streams cannot parse: the record is refused when read, naming it, and assign falls back (never throws).
+   */
+  @Test
+  void aTaskIdBeyondAnIntIsRefusedWhenReadAndAssignFallsBack() {
+    PlanStore store = new PlanStore();
+    Map<ProcessId, List<List<String>>> bad = new HashMap<>(GOOD);
+    bad.put(P3, List.of(List.of("0_2", "99999999999_0"), List.of(), List.of("0_0")));
+    assertEquals(PlanStore.Outcome.MALFORMED, store.apply("streams/clicks", plan("clicks", 2, bad)));
+    assertTrue(store.ignored().get(0).contains("99999999999_0"), store.ignored().get(0));
+    bad.put(P3, List.of(List.of("0_2"), List.of("0_4294967296"), List.of("0_0")));
+    assertEquals(PlanStore.Outcome.MALFORMED, store.apply("streams/clicks", plan("clicks", 3, bad)));
+    RackplanTaskAssignor a = RackplanTaskAssignor.forTest("clicks", store, 30_000);
+    a.assign(app(P1, P2, P3));
+    assertEquals(1, a.fallbackCount.get());
+  }
+
+  /**
+   * state, as the agent's decoder reads it: proposed or revoking when present (anything else, null
+   * included, is refused), proposed when missing. A revoking plan (a handover's first phase) is read but
+   * not applied: the app falls back, the reason naming the state.
+   */
+  @Test
+  void aStreamsPlansStateIsProposedOrRevokingAndOnlyProposedIsApplied() {
+    String good = new String(plan("clicks", 2, GOOD), StandardCharsets.UTF_8);
+    for (String state : new String[] {"\"bogus\"", "null", "1"})
+      assertEquals(PlanStore.Outcome.MALFORMED, new PlanStore().apply("streams/clicks",
+          good.replace("\"state\":\"proposed\"", "\"state\":" + state).getBytes(StandardCharsets.UTF_8)), state);
+    PlanStore store = new PlanStore();
+    assertEquals(PlanStore.Outcome.APPLIED, store.apply("streams/clicks",
+        good.replace("\"state\":\"proposed\",", "").getBytes(StandardCharsets.UTF_8)));
+    assertEquals("proposed", store.latestStreams("streams/clicks").state);
+    assertEquals(PlanStore.Outcome.APPLIED, store.apply("streams/clicks",
+        new String(plan("clicks", 3, GOOD), StandardCharsets.UTF_8).replace("\"proposed\"", "\"revoking\"")
+            .getBytes(StandardCharsets.UTF_8)));
+    RackplanTaskAssignor a = RackplanTaskAssignor.forTest("clicks", store, 30_000);
+    a.assign(app(P1, P2, P3));
+    assertEquals(0, a.planCount.get());
+    assertTrue(a.lastReason.contains("in state revoking"), a.lastReason);
+  }
 }

@@ -2,6 +2,7 @@ package dev.rackplan.kafka.streams;
 
 import dev.rackplan.kafka.JvmShared;
 import dev.rackplan.kafka.RackplanConfig;
+import dev.rackplan.kafka.RackplanServerAssignor;
 import dev.rackplan.kafka.Tally;
 import dev.rackplan.kafka.TrafficFeed;
 import dev.rackplan.kafka.TrafficStore;
@@ -163,9 +164,7 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
       }
       Integer id = nodeId;
       if (shared) {
-        Map<String, Object> mine = new HashMap<>();
-        for (Map.Entry<String, ?> e : configs.entrySet())
-          if (e.getKey().startsWith(RackplanConfig.PREFIX)) mine.put(e.getKey(), e.getValue());
+        Map<String, Object> mine = RackplanConfig.ofPlugin(configs);
         RackplanConfig rc = new RackplanConfig(mine);
         boolean reads = !"none".equals(rc.trafficTopic);
         Object key = List.of(Map.copyOf(ac), refresh, String.valueOf(id), reads ? Map.copyOf(mine) : Map.of());
@@ -208,25 +207,13 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
   }
 
   /**
-   * The catalog's admin client: the broker's rackplan.bootstrap.servers and its client security
-   * settings (ssl., sasl., security.protocol), quiet while the cluster starts (no rebootstrap
-   * storm: see RackplanServerAssignor.adminConfig).
+   * The catalog's admin client: the KIP-848 plugin's ({@link RackplanServerAssignor#adminConfig}: the
+   * broker's rackplan.bootstrap.servers and client security settings, quiet while the cluster starts)
+   * under its own client id.
    */
   static Map<String, Object> adminConfig(Map<String, ?> configs) {
-    Map<String, Object> ac = new HashMap<>();
-    Set<String> names = AdminClientConfig.configNames();
-    for (Map.Entry<String, ?> e : configs.entrySet()) {
-      String k = e.getKey();
-      if ((k.startsWith("ssl.") || k.startsWith("sasl.") || k.equals("security.protocol")) && names.contains(k))
-        ac.put(k, e.getValue());
-    }
-    ac.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, configs.get(RackplanConfig.BOOTSTRAP).toString());
+    Map<String, Object> ac = RackplanServerAssignor.adminConfig(new RackplanConfig(RackplanConfig.ofPlugin(configs)));
     ac.put(AdminClientConfig.CLIENT_ID_CONFIG, "rackplan-streams-assignor-catalog");
-    ac.put(AdminClientConfig.METADATA_RECOVERY_STRATEGY_CONFIG, "none");
-    ac.put(AdminClientConfig.RECONNECT_BACKOFF_MS_CONFIG, 1_000L);
-    ac.put(AdminClientConfig.RECONNECT_BACKOFF_MAX_MS_CONFIG, 10_000L);
-    ac.put(AdminClientConfig.RETRY_BACKOFF_MS_CONFIG, 1_000L);
-    ac.put(AdminClientConfig.RETRY_BACKOFF_MAX_MS_CONFIG, 10_000L);
     return ac;
   }
 

@@ -28,7 +28,8 @@ import org.slf4j.LoggerFactory;
  * found no group) it lists the Streams groups, describes those this broker coordinates (all when
  * the broker's id is unknown) and their topics' partitions' replica racks. A failed round keeps the
  * previous snapshot and is retried with a backoff (1 s doubling to the refresh interval); a topic
- * that cannot be described (not created yet) is left out and its partitions count as unknown.
+ * that cannot be described (not created yet) or is not described within the round's 10 s is left out
+ * and its partitions count as unknown.
  */
 final class StreamsCatalogReader implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(StreamsCatalogReader.class);
@@ -116,20 +117,32 @@ final class StreamsCatalogReader implements AutoCloseable {
         topics.addAll(s.stateChangelogTopics().keySet());
       }
     }
-    Map<String, List<Set<String>>> racks = new TreeMap<>();
-    if (!topics.isEmpty()) {
-      Map<String, KafkaFuture<TopicDescription>> futures = admin.describeTopics(topics).topicNameValues();
-      for (Map.Entry<String, KafkaFuture<TopicDescription>> e : futures.entrySet()) {
-        try {
-          racks.put(e.getKey(), racksOf(e.getValue().get(10, TimeUnit.SECONDS)));
-        } catch (java.util.concurrent.ExecutionException notYet) {
-          LOG.debug("rackplan: topic {} not described: {}", e.getKey(), notYet.getCause());
-        }
-      }
-    }
+    Map<String, List<Set<String>>> racks =
+        topics.isEmpty() ? Map.of() : racks(admin.describeTopics(topics).topicNameValues(), 10_000);
     List<GroupTopology> out = new ArrayList<>();
     for (StreamsGroupDescription d : mine) out.add(topology(d, racks));
     return out;
+  }
+
+  /**
+   * The replica racks of the topics {@code described} answers within {@code timeoutMs} (one deadline for
+   * all): a topic whose describe fails or is not answered in time (not created yet, a slow broker) is
+   * left out, its partitions' racks unknown, and the round goes on.
+   */
+  static Map<String, List<Set<String>>> racks(Map<String, KafkaFuture<TopicDescription>> described, long timeoutMs)
+      throws InterruptedException {
+    long deadline = System.currentTimeMillis() + timeoutMs;
+    Map<String, List<Set<String>>> racks = new TreeMap<>();
+    for (Map.Entry<String, KafkaFuture<TopicDescription>> e : described.entrySet()) {
+      try {
+        long left = Math.max(0, deadline - System.currentTimeMillis());
+        racks.put(e.getKey(), racksOf(e.getValue().get(left, TimeUnit.MILLISECONDS)));
+      } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException notYet) {
+        LOG.debug("rackplan: topic {} not described: {}", e.getKey(),
+            notYet instanceof java.util.concurrent.ExecutionException ? notYet.getCause() : notYet);
+      }
+    }
+    return racks;
   }
 
   /**

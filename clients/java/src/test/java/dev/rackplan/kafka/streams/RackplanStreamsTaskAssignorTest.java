@@ -314,4 +314,35 @@ class RackplanStreamsTaskAssignorTest {
     assertTrue(e.getMessage().contains("rackplan.streams.refresh.ms"), e.getMessage());
     assertNotNull(new dev.rackplan.kafka.RackplanConfig(Map.of("rackplan.streams.strategy", "balance_subtopology")));
   }
+
+  /**
+   * A topic whose describe is not answered in time (a slow broker) counts as racks unknown, like one that
+   * fails: the round keeps the other topics' racks instead of failing as a whole.
+   */
+  @Test
+  void aTopicNotDescribedInTimeCountsAsRacksUnknown() throws Exception {
+    var answered = new org.apache.kafka.common.internals.KafkaFutureImpl<org.apache.kafka.clients.admin.TopicDescription>();
+    org.apache.kafka.common.Node n = new org.apache.kafka.common.Node(1, "h", 9092, A);
+    answered.complete(new org.apache.kafka.clients.admin.TopicDescription("in", false, List.of(
+        new org.apache.kafka.common.TopicPartitionInfo(0, n, List.of(n), List.of(n)))));
+    var failed = new org.apache.kafka.common.internals.KafkaFutureImpl<org.apache.kafka.clients.admin.TopicDescription>();
+    failed.completeExceptionally(new org.apache.kafka.common.errors.UnknownTopicOrPartitionException("not yet"));
+    var silent = new org.apache.kafka.common.internals.KafkaFutureImpl<org.apache.kafka.clients.admin.TopicDescription>();
+    Map<String, List<Set<String>>> racks = StreamsCatalogReader.racks(
+        Map.of("in", answered, "new", failed, "slow", silent), 50);
+    assertEquals(Map.of("in", List.of(Set.of(A))), racks);
+  }
+
+  /** The catalog's admin client takes the broker's client security settings, and nothing else of the broker's. */
+  @Test
+  void theCatalogAdminTakesTheBrokersClientSecuritySettings() {
+    Map<String, Object> ac = RackplanStreamsTaskAssignor.adminConfig(Map.of("rackplan.bootstrap.servers", "127.0.0.1:1",
+        "security.protocol", "SASL_SSL", "sasl.mechanism", "PLAIN", "ssl.truststore.type", "PKCS12", "log.dirs", "/tmp/x"));
+    assertEquals("SASL_SSL", ac.get("security.protocol"));
+    assertEquals("PLAIN", ac.get("sasl.mechanism"));
+    assertEquals("PKCS12", ac.get("ssl.truststore.type"));
+    assertEquals("rackplan-streams-assignor-catalog", ac.get("client.id"));
+    assertEquals("none", ac.get("metadata.recovery.strategy"));
+    assertNull(ac.get("log.dirs"));
+  }
 }
