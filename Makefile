@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BASE := $(VENV)/.installed-base
 
-.PHONY: demo test lint typecheck unit bench integration browser promtool go-tools crd-schemas kafka oracle clients clean
+.PHONY: demo test lint typecheck unit bench integration browser promtool go-tools crd-schemas kafka oracle clients clients-4.3 clean
 
 # The demo needs the package alone; tests, lint and benchmarks need every extra. The install
 # compiles the flow core (assignor/flow/_flowcore.c, optional: skipped without a C compiler) in
@@ -148,7 +148,7 @@ $(ORACLE_JAR): oracle/pom.xml $(shell find oracle/src -name '*.java')
 	mvn -q -B -f oracle/pom.xml package
 	touch $@
 
-test: lint typecheck browser promtool go-tools kafka oracle clients $(STAMP)
+test: lint typecheck browser promtool go-tools kafka oracle clients clients-4.3 $(STAMP)
 	$(UNIT)
 	integration/run_suite.sh $(BIN)/pytest integration
 
@@ -168,6 +168,16 @@ $(CLIENTS_JAR): clients/java/pom.xml $(shell find clients/java/src -name '*.java
 	  mvn -q -B -f clients/java/pom.xml package; \
 	else cat $$log; rm -f $$log; exit 1; fi
 	touch $@
+
+# The same sources but the KIP-1071 Streams plugin (KIP-1357's API, new in 4.4) against Kafka 4.3.1, with their
+# JUnit tests (docs/java.md): in a copy of the module, so target/ keeps the 4.4 build.
+.PHONY: clients-4.3
+clients-4.3:
+	@d=$$(mktemp -d); cp -r clients/java/pom.xml clients/java/src $$d/; \
+	mvn -q -B -o -f $$d/pom.xml -Pkafka-4.3 test >$$d/log 2>&1 || \
+	  { grep -q "in offline mode" $$d/log && mvn -q -B -f $$d/pom.xml -Pkafka-4.3 test >$$d/log 2>&1; } || \
+	  { cat $$d/log; rm -rf $$d; exit 1; }; \
+	rm -rf $$d; echo "clients-4.3: the JUnit tests pass against Kafka 4.3.1"
 
 # rackplan-clients into the local Maven repository (~/.m2) as dev.rackplan:rackplan-clients:<version>,
 # for a Maven or Gradle build's <dependency> (docs/java.md, "Install").
