@@ -3,6 +3,7 @@ package dev.rackplan.kafka;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -71,6 +72,7 @@ public final class ConsumerPlan {
     Map<?, ?> cg = (Map<?, ?>) v.get("consumer_group");
     Map<String, List<TopicPartition>> assignment =
         partitions(cg.get("assignment"), key + ": consumer_group.assignment", true);
+    ownedOnce(assignment, key + ": consumer_group.assignment");
     partitions(cg.get("revoked"), key + ": consumer_group.revoked", false);
     return new ConsumerPlan(key, group, (Long) v.get("generation"), state(v), (String) v.get("cluster_fingerprint"),
         fetchMode(v), assignment);
@@ -143,6 +145,20 @@ public final class ConsumerPlan {
     Object loc = v.get("locality");
     return loc instanceof Map && ((Map<?, ?>) loc).containsKey("fetch_mode")
         ? (String) ((Map<?, ?>) loc).get("fetch_mode") : "nearest-replica";
+  }
+
+  /**
+   * No partition is ever owned twice (Kafka's rule, and the agent's decoder's): an assignment giving one
+   * partition to two members is no plan. Only the assignment: {@code revoked} names a partition's old holder.
+   */
+  static void ownedOnce(Map<String, List<TopicPartition>> assignment, String where) throws PlanException {
+    Map<TopicPartition, String> owner = new HashMap<>();
+    for (Map.Entry<String, List<TopicPartition>> e : assignment.entrySet())
+      for (TopicPartition tp : e.getValue()) {
+        String other = owner.putIfAbsent(tp, e.getKey());
+        if (other != null && !other.equals(e.getKey()))
+          throw new PlanException(where + ": partition " + tp + " is assigned to both " + other + " and " + e.getKey());
+      }
   }
 
   private static Map<String, List<TopicPartition>> partitions(Object raw, String where, boolean required)

@@ -86,6 +86,16 @@ class PlanStoreTest {
         "\"stats\":{},\"streams_app\":{\"application_id\":\"g\",\"assignment\":{}}")).contains("streams_app"));
   }
 
+  /** No partition owned twice: a plan giving one to two members is refused, naming it (the agent's decoder too). */
+  @Test
+  void aPartitionAssignedToTwoMembersIsRefusedNamingIt() throws Exception {
+    Map<String, List<org.apache.kafka.common.TopicPartition>> twice = Map.of("m1", List.of(tp("t", 0), tp("t", 1)), "m2", List.of(tp("t", 1)));
+    String doubled = new String(Fixtures.plan("g", 3, Fixtures.FP, twice), StandardCharsets.UTF_8);
+    assertTrue(reason("consumer/g", doubled).contains("partition t-1 is assigned to both"), reason("consumer/g", doubled));
+    Map<String, List<org.apache.kafka.common.TopicPartition>> once = Map.of("m1", List.of(tp("t", 0)), "m2", List.of(tp("t", 1)));
+    assertEquals(2, ConsumerPlan.decode("consumer/g", Fixtures.plan("g", 3, Fixtures.FP, once)).assignment.size());
+  }
+
   /**
    * locality.fetch_mode, as the agent's decoder reads it: nearest-replica or leader when present (a string
    * of another value, or no string, is refused), nearest-replica when missing; locality itself an object.
