@@ -31,6 +31,9 @@ MAX_INPUT_MIB = 256
 MAX_DEPTH = 100_000
 #: Stack for decoding deep documents: CPython's decoder needs a few hundred bytes per level.
 _DEEP_STACK = 256 * 1024 * 1024
+#: Recursion limit above :data:`MAX_DEPTH` while decoding deep documents: room for the frames that call the
+#: decoder (about ten), so that it never stops at or below the limit; the exact limit is checked after.
+_FRAMES = 1_000
 
 
 def _fail(message: str) -> int:
@@ -111,26 +114,60 @@ def decode(data: bytes) -> tuple[Any, bool]:
     float (no ``true``/``false`` bytes anywhere, no float literal), which
     lets :func:`~rackplan.assignor.parse.parse_cluster` check replica lists by their
     distinct values.  Raises :class:`UnicodeDecodeError`, :class:`ValueError`
-    (not JSON) or :class:`RecursionError` (too deep).  The common case is one
-    ``json.loads``; only documents that hit a limit are decoded again: with
-    integers too long for ``int`` kept as :class:`~rackplan.assignor.fields.HugeInt`
-    (an ignored field may hold one), or on a thread with a deep stack.
+    (not JSON) or :class:`RecursionError` (nested deeper than :data:`MAX_DEPTH`).
+    The common case is one ``json.loads``; only documents that hit a limit are
+    decoded again: with integers too long for ``int`` kept as
+    :class:`~rackplan.assignor.fields.HugeInt` (an ignored field may hold one),
+    or on a thread with a deep stack, whose depth is then counted exactly.
     """
     text = data.decode("utf-8")
     floats = _FloatSeen()
     try:
-        doc = json.loads(text, parse_constant=_reject_constant, parse_float=floats)
-    except RecursionError:
+        try:
+            doc = json.loads(text, parse_constant=_reject_constant, parse_float=floats)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # an integer too long for int(), or a NaN (which fails again)
+            doc = json.loads(text, parse_constant=_reject_constant, parse_int=_huge_int, parse_float=floats)
+    except RecursionError:  # deeper than the caller's recursion limit allows, maybe not than MAX_DEPTH
         doc = _decode_deep(text, floats)
-    except json.JSONDecodeError:
-        raise
-    except ValueError:  # an integer too long for int(), or a NaN (which fails again)
-        doc = json.loads(text, parse_constant=_reject_constant, parse_int=_huge_int, parse_float=floats)
+    else:
+        if sys.getrecursionlimit() > MAX_DEPTH:  # a caller raised the limit: the decoder no longer bounds it
+            _check_depth(text)
     plain = not floats.seen and data.find(b"true") < 0 and data.find(b"false") < 0
     return doc, plain
 
 
+def nesting_depth(text: str) -> int:
+    """How deeply the arrays and objects of a valid JSON text nest (``[]`` is 1, ``[[1]]`` 2, ``1`` 0).
+
+    Brackets outside strings are the structure; strings are cut out first
+    (the text is valid JSON, so every string is ``"..."`` with backslash
+    escapes).  All C-level passes: a regular expression, then a running sum.
+    """
+    import re  # only documents deeper than the default recursion limit are counted (issue 29: start-up)
+    from itertools import accumulate
+
+    brackets = re.sub(r"[^\[\]{}]+", "", re.sub(r'"[^"\\]*(?:\\.[^"\\]*)*"', "", text))
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _check_depth(text: str) -> None:
+    if nesting_depth(text) > MAX_DEPTH:
+        raise RecursionError(f"JSON nested deeper than {MAX_DEPTH} levels")
+
+
 def _decode_deep(text: str, floats: _FloatSeen) -> Any:
+    """The document decoded on a thread with a deep stack, refused when nested deeper than :data:`MAX_DEPTH`.
+
+    The decoder counts levels against the recursion limit, which also counts
+    the frames that call it: the limit is set with room for those, and the
+    depth is then counted exactly (:func:`nesting_depth`), so that 100,000
+    levels are accepted and 100,001 refused wherever the decoder stops.
+    """
     import threading  # only deep documents need a thread with a deep stack (issue 29: start-up)
 
     result: list[Any] = []
@@ -138,7 +175,7 @@ def _decode_deep(text: str, floats: _FloatSeen) -> Any:
 
     def work() -> None:
         limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(MAX_DEPTH + 50)
+        sys.setrecursionlimit(MAX_DEPTH + _FRAMES)
         try:
             result.append(
                 json.loads(text, parse_constant=_reject_constant, parse_int=_huge_int, parse_float=floats)
@@ -157,6 +194,7 @@ def _decode_deep(text: str, floats: _FloatSeen) -> Any:
         threading.stack_size(old)
     if error:
         raise error[0]
+    _check_depth(text)
     return result[0]
 
 

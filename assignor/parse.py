@@ -307,6 +307,12 @@ def _owned(v: object, path: str) -> tuple[TopicPartition, ...]:
     return tuple(_topic_partition(tp, f"{path}[{k}]") for k, tp in enumerate(pairs))
 
 
+def _absent_as(v: object, empty: object) -> object:
+    """``v``, or ``empty`` when it is null (absent): never ``v or empty``, which took ``false``, ``0``,
+    ``""`` and an empty container of the wrong type for the empty value and so accepted them silently."""
+    return empty if v is None else v
+
+
 def _opt_int(
     o: Mapping[str, Any], key: str, path: str, default: int, minimum: int = 0, maximum: int = INT32_MAX
 ) -> int:
@@ -320,7 +326,7 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
     subs, partitions = _subtopologies(a, cluster)
     clients = _clients(a)
     rack_aware = _rack_aware(a)
-    tags_raw = a.get("rack_aware_assignment_tags") or []
+    tags_raw = _absent_as(a.get("rack_aware_assignment_tags"), [])
     return StreamsApp(
         application_id=app_id,
         subtopologies=tuple(subs),
@@ -393,13 +399,13 @@ def _clients(a: Mapping[str, Any]) -> list[StreamsClient]:
         seen.add(pid)
         tags = {
             read_key(k, key_path(f"{path}.tags", k)): read_str(v, key_path(f"{path}.tags", k))
-            for k, v in read_obj(c.get("tags") or {}, f"{path}.tags").items()
+            for k, v in read_obj(_absent_as(c.get("tags"), {}), f"{path}.tags").items()
         }
         lags = {
             read_key(k, key_path(f"{path}.task_lags", k)): read_int(
                 v, key_path(f"{path}.task_lags", k), minimum=INT64_MIN, maximum=INT64_MAX
             )
-            for k, v in read_obj(c.get("task_lags") or {}, f"{path}.task_lags").items()
+            for k, v in read_obj(_absent_as(c.get("task_lags"), {}), f"{path}.task_lags").items()
         }
         clients.append(
             StreamsClient(
@@ -418,7 +424,7 @@ def _clients(a: Mapping[str, Any]) -> list[StreamsClient]:
 
 def _rack_aware(a: Mapping[str, Any]) -> RackAwareConfig:
     """``rack_aware``: the strategy and its costs (None: Kafka's default for the assignor)."""
-    ra_raw = read_obj(a.get("rack_aware") or {}, "streams_app.rack_aware")
+    ra_raw = read_obj(_absent_as(a.get("rack_aware"), {}), "streams_app.rack_aware")
     return RackAwareConfig(
         strategy=read_choice(
             ra_raw.get("strategy"), "streams_app.rack_aware.strategy", RACK_STRATEGIES, "none"

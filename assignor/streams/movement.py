@@ -18,49 +18,78 @@ UNKNOWN = float("inf")
 
 
 class Lags:
-    """Per-task lag views: caught-up clients and the smallest lag."""
+    """Per-task lag views: caught-up clients and the clients ordered by lag.
+
+    Every question costs about the clients that report a lag for the task
+    (and the few that hold it), never all clients: Kafka's movements ask one
+    per task and client moved, so a scan of every client each time made the
+    movements quadratic (20,000 tasks, 5,000 clients: 47 s).
+    """
 
     def __init__(self, model: TaskModel, app: StreamsApp) -> None:
         self.lag: dict[tuple[int, int], int] = {}
         self.caught_up: dict[int, list[int]] = {}
-        self.best: dict[int, tuple[float, int]] = {}
-        self.by_task: dict[int, list[tuple[int, int]]] = {}  # (lag, client) per task
-        self.num_clients = model.num_clients
+        self.ranked: dict[int, list[tuple[int, int]]] = {}  # per task: (lag, client), smallest first
+        self.acceptable = app.acceptable_recovery_lag
         for c, client in enumerate(model.clients):
             for tid, lag in client.task_lags.items():
                 t = model.index.get(tid)
                 if t is None or not model.stateful[t]:
                     continue
                 self.lag[(c, t)] = lag
-                self.by_task.setdefault(t, []).append((lag, c))
+                self.ranked.setdefault(t, []).append((lag, c))
                 if lag <= app.acceptable_recovery_lag:
                     self.caught_up.setdefault(t, []).append(c)
-                if (lag, c) < self.best.get(t, (UNKNOWN, -1)):
-                    self.best[t] = (lag, c)
+        for ranked in self.ranked.values():
+            ranked.sort()
 
     def of(self, c: int, t: int) -> float:
         return self.lag.get((c, t), UNKNOWN)
 
     def should_move(self, c: int, t: int) -> bool:
         """Kafka's "not caught up here, and another client is more caught up"."""
-        if c in self.caught_up.get(t, ()):
-            return False
-        best = self.best.get(t)
-        return best is not None and best[0] < self.of(c, t)
+        lag = self.of(c, t)
+        if lag <= self.acceptable:
+            return False  # caught up here (an unknown lag is infinite: never caught up)
+        ranked = self.ranked.get(t)
+        return ranked is not None and ranked[0][0] < lag
 
     def more_caught_up(self, t: int, dest: int, holders: Container[int]) -> int | None:
         """Kafka's ``mostCaughtUpEligibleClient``: the first client not in ``holders`` ordered ahead of ``dest``.
 
         Clients are ordered by (lag, client), unknown lags last; one ordered
         ahead may be no more caught up than ``dest`` (equal lags), as in Kafka.
+        The clients with a lag come first, in ``ranked`` order; when ``dest``'s
+        own lag is unknown, the clients without one that precede it follow, by
+        number, and the first that qualifies ends the search.
         """
         limit = (self.of(dest, t), dest)
-        ahead = sorted((self.of(c, t), c) for c in range(self.num_clients) if (self.of(c, t), c) < limit)
-        return next((c for _lag, c in ahead if c not in holders), None)
+        for entry in self.ranked.get(t, ()):
+            if entry >= limit:
+                return None  # so is every later one, and every client of unknown lag
+            if entry[1] not in holders:
+                return entry[1]
+        if limit[0] != UNKNOWN:
+            return None
+        lag = self.lag
+        return next((c for c in range(dest) if (c, t) not in lag and c not in holders), None)
 
     def most_caught_up(self, t: int, exclude: int) -> int | None:
-        ranked = [(lag, c) for lag, c in self.by_task.get(t, ()) if c != exclude]
-        return min(ranked)[1] if ranked else None
+        """The client of smallest (lag, client) for ``t`` other than ``exclude``, of those with a lag."""
+        return next((c for _lag, c in self.ranked.get(t, ()) if c != exclude), None)
+
+
+class _Holding:
+    """The clients holding task ``t`` (active, standby or warm-up), asked one client at a time."""
+
+    __slots__ = ("state", "t")
+
+    def __init__(self, state: State, t: int) -> None:
+        self.state = state
+        self.t = t
+
+    def __contains__(self, c: object) -> bool:
+        return isinstance(c, int) and self.state.holds(c, self.t)
 
 
 def java_poll_order(items: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
@@ -154,7 +183,7 @@ def move_tasks(model: TaskModel, state: State, lags: Lags, max_warmups: int) -> 
     for _n, t, dest in standby_moves:
         src = _least_loaded(state, [c for c in lags.caught_up.get(t, []) if not state.holds(c, t)])
         if src is None:
-            src = lags.more_caught_up(t, dest, {c for c in range(model.num_clients) if state.holds(c, t)})
+            src = lags.more_caught_up(t, dest, _Holding(state, t))
         if src is None:
             continue  # no client more caught up can take it
         state.standby[dest].discard(t)

@@ -16,7 +16,7 @@ import heapq
 from collections.abc import Callable, Mapping, Sequence
 
 from ..model import StreamsApp
-from .standby_flow import NO_VALUE, StandbyProblem, build_problem, solve
+from .standby_flow import NO_VALUE, GraphTooLarge, StandbyProblem, build_problem, solve
 from .tasks import State, TaskModel
 
 #: one tuple of spread values per client (None: the client has no value for that key); read only
@@ -64,9 +64,10 @@ def assign_standbys(model: TaskModel, state: State, num: int, values: Values, ta
     unassigned, as Kafka does (with a warning).
 
     Clients with the same values qualify together, so each such class keeps
-    its own least-loaded heap and a choice compares one top per class: one
-    heap over all clients made every choice pop past the clients of used
-    values (a third of all clients per standby with three racks).
+    its own least-loaded heap (:class:`_ClassHeaps`): one heap over all
+    clients made every choice pop past the clients of used values (a third
+    of all clients per standby with three racks), and comparing every
+    class's top made it tasks x classes (each client its own tag value).
     """
     if num <= 0 or not tasks:
         return
@@ -75,37 +76,29 @@ def assign_standbys(model: TaskModel, state: State, num: int, values: Values, ta
     members: dict[tuple[str | None, ...], list[int]] = {}
     for c in range(model.num_clients):
         members.setdefault(values[c] if values else (), []).append(c)
-    classes = list(members)
-    class_of = [0] * model.num_clients
-    heaps: list[list[tuple[float, int]]] = []
-    for i, key in enumerate(classes):
-        for c in members[key]:
-            class_of[c] = i
-        heaps.append([(state.load(c), c) for c in members[key]])
-        heapq.heapify(heaps[-1])
+    heaps = _ClassHeaps(state, members)
     owner = state.active_owner()
     pending: dict[int, int] = {}  # task -> standbys left for the least-loaded pass
     for t in tasks:
         used = [{values[owner[t]][k]} for k in range(n_keys)]
         for placed in range(num):
             binding = [k for k in range(n_keys) if not all_values[k] <= used[k]]
-            chosen = _least_loaded(state, classes, heaps, t, used, binding)
+            chosen = heaps.least_loaded(t, used, binding)
             if chosen is None:
                 if binding:
                     pending[t] = num - placed  # no client on unused values of every key: later, least loaded
                 break
             state.standby[chosen].add(t)
-            # the chosen client's old entry is stale now (its load rose); it is dropped when met
-            heapq.heappush(heaps[class_of[chosen]], (state.load(chosen), chosen))
+            heaps.loaded(chosen)
             for k in range(n_keys):
                 used[k].add(values[chosen][k])
     for t in java_hash_order([model.tasks[t] for t in tasks], pending, model.index):
         for _ in range(pending[t]):
-            chosen = _least_loaded(state, classes, heaps, t, [], [])
+            chosen = heaps.least_loaded(t, [], [])
             if chosen is None:
                 break
             state.standby[chosen].add(t)
-            heapq.heappush(heaps[class_of[chosen]], (state.load(chosen), chosen))
+            heaps.loaded(chosen)
 
 
 def java_hash_order(names: Sequence[str], pending: Mapping[int, int], index: Mapping[str, int]) -> list[int]:
@@ -133,23 +126,60 @@ def java_hash_order(names: Sequence[str], pending: Mapping[int, int], index: Map
     ]
 
 
-def _least_loaded(
-    state: State,
-    classes: list[tuple[str | None, ...]],
-    heaps: list[list[tuple[float, int]]],
-    t: int,
-    used: list[set[str | None]],
-    binding: list[int],
-) -> int | None:
-    """The least-loaded client (ties: lowest index) not holding ``t`` with no used value on a binding key."""
-    best: tuple[float, int] | None = None
-    for key, heap in zip(classes, heaps, strict=True):
-        if any(key[k] is None or key[k] in used[k] for k in binding):
-            continue
-        top = _top(state, heap, t)
-        if top is not None and (best is None or top < best):
-            best = top
-    return None if best is None else best[1]
+class _ClassHeaps:
+    """The least-loaded clients of each class of equal spread values, and the classes by their least loaded.
+
+    ``heaps[i]`` holds ``(load, client)`` for class ``i``, stale entries
+    (the client's load rose since) dropped when met; ``order`` holds
+    ``(entry, i)`` with ``entry`` at most class ``i``'s least-loaded entry:
+    loads only rise while standbys are placed, so an entry there is a lower
+    bound until refreshed.  A choice pops classes from ``order`` only while
+    their bound is below the best client found, so it meets the classes
+    that cannot take the task (used values) and the few that can, not all.
+    """
+
+    def __init__(self, state: State, members: Mapping[tuple[str | None, ...], list[int]]) -> None:
+        self.state = state
+        self.classes = list(members)
+        self.class_of = [0] * len(state.active)
+        self.heaps: list[list[tuple[float, int]]] = []
+        for i, key in enumerate(self.classes):
+            for c in members[key]:
+                self.class_of[c] = i
+            self.heaps.append([(state.load(c), c) for c in members[key]])
+            heapq.heapify(self.heaps[-1])
+        self.order = [(heap[0], i) for i, heap in enumerate(self.heaps)]
+        heapq.heapify(self.order)
+
+    def loaded(self, c: int) -> None:
+        """Client ``c``'s load rose: its old entry is stale now (dropped when met), its new one goes in."""
+        heapq.heappush(self.heaps[self.class_of[c]], (self.state.load(c), c))
+
+    def least_loaded(self, t: int, used: list[set[str | None]], binding: list[int]) -> int | None:
+        """The least-loaded client (ties: lowest index) not holding ``t`` with no used value on a binding key."""
+        state, order = self.state, self.order
+        best: tuple[float, int] | None = None
+        seen: list[tuple[tuple[float, int], int]] = []
+        while order and (best is None or order[0][0] < best):
+            bound, i = heapq.heappop(order)
+            heap = self.heaps[i]
+            while state.load(heap[0][1]) != heap[0][0]:
+                heapq.heappop(
+                    heap
+                )  # stale entry: every client keeps one current entry, so the heap stays full
+            if heap[0] != bound:  # the bound was stale: the class goes back under its least-loaded entry
+                heapq.heappush(order, (heap[0], i))
+                continue
+            seen.append((bound, i))
+            key = self.classes[i]
+            if any(key[k] is None or key[k] in used[k] for k in binding):
+                continue
+            top = _top(state, heap, t)
+            if top is not None and (best is None or top < best):
+                best = top
+        for item in seen:
+            heapq.heappush(order, item)
+        return None if best is None else best[1]
 
 
 def _top(state: State, heap: list[tuple[float, int]], t: int) -> tuple[float, int] | None:
@@ -201,7 +231,9 @@ def optimise_standbys(
     it; if swaps alone do better from the baseline, that result is kept.  That
     placement then starts the integer program of
     :mod:`rackplan.assignor.streams.standby_milp`, exact within its budget,
-    whose answer is taken when strictly cheaper.
+    whose answer is taken when strictly cheaper.  Where the flow's graph would
+    pass :data:`~rackplan.assignor.streams.standby_flow.MAX_EDGES`, the swaps
+    replace it (with several keys: the swaps and the program, as above).
     """
     if traffic == 0 or not any(state.standby):
         return 0
@@ -209,16 +241,7 @@ def optimise_standbys(
     if all(len({model.standby_cross[t][g] for g in groups}) == 1 for s in state.standby for t in s):
         return 0  # every placement costs the same cross-rack: the baseline has no moves
     several = bool(values) and len(values[0]) > 1
-    if several:
-        tuples = sorted(set(values), key=lambda v: tuple((x is None, x or "") for x in v))
-        number = {v: i for i, v in enumerate(tuples)}
-        val = [number[v] for v in values]
-    else:
-        ids = sorted({v[0] for v in values if v and v[0] is not None})
-        index = {v: i for i, v in enumerate(ids)}
-        val = [index[v[0]] if v and v[0] is not None else NO_VALUE for v in values]
-        val = val or [NO_VALUE] * model.num_clients
-    p = build_problem(model, state, val, keep_values=several)
+    p = build_problem(model, state, _value_ids(model, values, several), keep_values=several)
     if p.racks_forced():
         return 0
     units = sum(p.count)
@@ -235,15 +258,32 @@ def optimise_standbys(
         # a moved copy costs b and saves at most a * (its task's cost range): no set of moves pays
         return 0
     swapped = [set(s) for s in state.standby]
-    placement = solve(p, a, b)
-    for t, clients in placement.items():
+    try:
+        placement: dict[int, list[int]] | None = solve(p, a, b)
+    except GraphTooLarge:
+        placement = None
+    for t, clients in (placement or {}).items():
         for c in p.baseline[t]:
             state.standby[c].discard(t)
         for c in clients:
             state.standby[c].add(t)
     if several:
         _several_keys(model, state, swapped, p, values, (traffic, non_overlap), (a, b))
+    elif placement is None:  # the flow's graph would pass its bound: the swaps' heuristic instead
+        swap_standbys(model, state, traffic, non_overlap, values)
     return sum(1 for c in range(model.num_clients) for t in state.standby[c] if c not in p.baseline[t])
+
+
+def _value_ids(model: TaskModel, values: Values, several: bool) -> list[int]:
+    """Per client, its spread value's number (with ``several`` keys: its tuple of values'), or ``NO_VALUE``."""
+    if several:
+        tuples = sorted(set(values), key=lambda v: tuple((x is None, x or "") for x in v))
+        number = {v: i for i, v in enumerate(tuples)}
+        return [number[v] for v in values]
+    ids = sorted({v[0] for v in values if v and v[0] is not None})
+    index = {v: i for i, v in enumerate(ids)}
+    val = [index[v[0]] if v and v[0] is not None else NO_VALUE for v in values]
+    return val or [NO_VALUE] * model.num_clients
 
 
 def _several_keys(

@@ -10,7 +10,6 @@ task-pair co-location heuristic is not reproduced.  No warm-ups, no probing.
 from __future__ import annotations
 
 import heapq
-import math
 
 from ..model import STATELESS_COSTS, StreamsApp
 from .ha import previous_owners
@@ -39,9 +38,9 @@ class _Sticky:
             for tid in client.previous_standby:
                 if tid in model.index:
                     self.prev_standby.setdefault(model.index[tid], []).append(c)
-        # count * scale[c] compares loads exactly: scale[c] = lcm(threads) / threads[c]
-        lcm = math.lcm(*model.threads)
-        self.scale = [lcm // th for th in model.threads]
+        # (count << shift) // threads orders loads exactly (see key) without lcm(threads), which grows with
+        # every distinct thread count: 16,000 distinct int32 counts made it and its quotients 677 MB
+        self.shift = 2 * max(model.threads).bit_length()
         self.heap = [self.key(c) for c in range(model.num_clients)]
         heapq.heapify(self.heap)
 
@@ -50,8 +49,18 @@ class _Sticky:
         return len(s.active[c]) + len(s.standby[c])
 
     def key(self, c: int) -> tuple[int, int, int]:
+        """(load, then more threads, then order): the load ``n / threads`` as ``(n << shift) // threads``.
+
+        That floor orders loads exactly as the fractions do, equal ones equal:
+        it never reverses an order, and two different loads ``a/x != b/y``
+        differ by at least ``1 / (x * y) > 2**-shift`` (threads below
+        ``2**(shift / 2)``), so their scaled values differ by more than one and
+        their floors differ.  An integer of a few machine words, whatever the
+        threads.
+        """
         n = self.count(c)
-        return (n * self.scale[c], -self.model.threads[c] if n else 0, c)
+        th = self.model.threads[c]
+        return ((n << self.shift) // th, -th if n else 0, c)
 
     def add(self, c: int, t: int, standby: bool = False) -> None:
         (self.state.standby if standby else self.state.active)[c].add(t)

@@ -20,7 +20,7 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.model import Cluster, RackAwareConfig, StreamsApp, StreamsClient, Subtopology
-from rackplan.assignor.streams import plan_document
+from rackplan.assignor.streams import plan_document, standby_fill
 from rackplan.assignor.streams import standby_flow as streams_standby_flow
 from rackplan.assignor.streams.balance import balance
 from rackplan.assignor.streams.standby import (
@@ -362,18 +362,18 @@ def test_fill_group_falls_back_to_an_exact_max_flow() -> None:
     """
     owner = [9, 1, 1]
     holds: list[set[int]] = [set(), set(), set()]
-    exact = streams_standby_flow._fill_exactly
-    with mock.patch.object(streams_standby_flow, "_fill_exactly", wraps=exact) as fallback:
-        fill = streams_standby_flow._fill_group([(0, 1), (1, 1), (2, 1)], [(1, 1), (2, 2)], owner, holds)
+    exact = standby_fill.fill_exactly
+    with mock.patch.object(standby_fill, "fill_exactly", wraps=exact) as fallback:
+        fill = standby_fill.fill_group([(0, 1), (1, 1), (2, 1)], [(1, 1), (2, 2)], owner, holds)
     assert fallback.call_count == 1
     assert sorted(fill or []) == [(0, 1), (1, 2), (2, 2)]
     # when the greedy succeeds the max flow is not needed
-    with mock.patch.object(streams_standby_flow, "_fill_exactly", wraps=exact) as fallback:
-        fill = streams_standby_flow._fill_group([(0, 1), (1, 1)], [(1, 1), (2, 1)], owner, holds)
+    with mock.patch.object(standby_fill, "fill_exactly", wraps=exact) as fallback:
+        fill = standby_fill.fill_group([(0, 1), (1, 1)], [(1, 1), (2, 1)], owner, holds)
     assert fallback.call_count == 0
     assert sorted(fill or []) == [(0, 1), (1, 2)]
     # client 1 is task 1's active and the only room: nothing places it
-    assert streams_standby_flow._fill_exactly([(1, 1)], [(1, 1)], owner, holds) is None
+    assert standby_fill.fill_exactly([(1, 1)], [(1, 1)], owner, holds) is None
 
 
 @settings(max_examples=60, deadline=None)
@@ -636,19 +636,25 @@ def _one_heap_assign(model: TaskModel, state: State, num: int, values: Values, t
             heapq.heappush(heap, (state.load(chosen), chosen))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.integers(1, 4),
-    st.sampled_from(["racks", "tags", "none", "two keys"]),
+    st.sampled_from(["racks", "tags", "none", "two keys", "hosts", "hosts and zones"]),
     st.integers(1, 3),
     st.randoms(use_true_random=False),
 )
 def test_per_class_heaps_place_as_one_heap(n_racks: int, spread: str, num: int, rng: random.Random) -> None:
-    cluster, app = _random_app(rng, n_racks, "tags" if spread == "tags" else "none")
+    """The same placement as one heap over all clients, with few classes or (hosts) nearly one per client."""
+    cluster, app = _random_app(rng, n_racks, "tags" if spread == "tags" else "none", clients_range=(4, 30))
     model = build_model(cluster, app)
-    values = (
+    hosts = [f"h{rng.randrange(2 * model.num_clients)}" for _ in range(model.num_clients)]
+    values: Values = (
         _two_key_values(model, rng)
         if spread == "two keys"
+        else [(h,) for h in hosts]
+        if spread == "hosts"
+        else [(v[0], h) for v, h in zip(_two_key_values(model, rng), hosts, strict=True)]
+        if spread == "hosts and zones"
         else spread_values(model, app)
         if spread != "none"
         else []
