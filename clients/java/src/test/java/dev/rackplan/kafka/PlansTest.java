@@ -47,7 +47,10 @@ class PlansTest {
     assertTrue(Plans.mismatch(ok, members, Map.of("t", 2), null).contains("does not have"));
     assertTrue(Plans.mismatch(ok, Map.of("a", Set.of("t"), "c", Set.of("t")), counts, null).contains("differ from the live members"));
     assertTrue(Plans.mismatch(ok, Map.of("a", Set.of("t"), "b", Set.of("u")), counts, null).contains("not subscribed"));
-    assertTrue(Plans.mismatch(plan(Map.of("a", List.of(tp("t", 0), tp("t", 1)), "b", List.of(tp("t", 1))), "proposed"), members, counts, null).contains("twice"));
+    // The decoder refuses a partition given twice; the fit check still names one, should a plan reach it.
+    ConsumerPlan twice = new ConsumerPlan("consumer/g", "g", 3, "proposed", Fixtures.FP, "nearest-replica",
+        Map.of("a", List.of(tp("t", 0), tp("t", 1)), "b", List.of(tp("t", 1))));
+    assertTrue(Plans.mismatch(twice, members, counts, null).contains("twice"));
     assertTrue(Plans.mismatch(plan(Map.of("a", List.of(tp("t", 0)), "b", List.of(tp("t", 1))), "revoking"), members, counts, null).contains("revoking"));
     assertTrue(Plans.mismatch(null, members, counts, null).contains("no plan"));
   }
