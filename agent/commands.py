@@ -50,9 +50,17 @@ def register(sub: Any) -> None:
 
     register_plans(sub)
 
-    demo = sub.add_parser("demo", help="embedded 3-rack cluster: detect a change, republish plans, alert")
+    demo = sub.add_parser(
+        "demo",
+        help="embedded 3-rack cluster: detect a change, republish plans, alert",
+        description="The agent against an embedded 3-rack cluster (librdkafka's mock): a broker decommissioned, "
+        "plans republished, alerts sent. A fixed show: its agent's settings are its own, and RACKPLAN_* "
+        "variables are not read (the summary names any that are set).",
+    )
     demo.add_argument("--keep-running", action="store_true", help="keep the agent running after the summary")
-    demo.add_argument("--poll-interval", type=float, default=0.5, help="seconds between polls (default 0.5)")
+    demo.add_argument(
+        "--poll-interval", type=float, default=0.5, help="seconds between polls, 0.1 to 5 (default 0.5)"
+    )
     demo.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     demo.add_argument(
         "--log-file",
@@ -157,8 +165,8 @@ def _settings_failed(log: Logger, message: str) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo.options import DemoFailed, DemoOptionError
     from .demo.run import run_demo
-    from .settings.errors import describe_error
 
     try:
         return run_demo(
@@ -167,6 +175,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             log_level=args.log_level,
             log_file=args.log_file,
         )
-    except ValidationError as e:  # --poll-interval out of range: the demo's settings name it
-        print(f"rackplan: error: demo: {describe_error(e)}", file=sys.stderr)
+    except DemoOptionError as e:  # refused before anything started: the option named
+        print(f"rackplan: error: demo: {e}", file=sys.stderr)
         return 2
+    except DemoFailed as e:  # the agent did not do what the demo shows: its log says why
+        print(f"rackplan: error: demo: {e}", file=sys.stderr)
+        return 1

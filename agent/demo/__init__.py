@@ -3,4 +3,4 @@
 Rank 11: imports :mod:`.runtime` and below.
 """
 
-__all__ = ["run"]
+__all__ = ["options", "run", "summary"]

@@ -18,11 +18,9 @@ from __future__ import annotations
 import datetime as dt
 import importlib.util
 import json
-import os
 import queue
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 from collections.abc import Callable
@@ -35,16 +33,15 @@ from ..core.logging import configure, get_logger
 from ..kafka.embedded import EmbeddedCluster
 from ..kafka.publisher import Publisher
 from ..kafka.topics import TopicSpec
-from ..protocol.alerts import FIRING, UNFIXABLE, UNFIXABLE_ALERTNAME, AlertEvent
-from ..protocol.plans import PlanRecord
+from ..protocol.alerts import FIRING, UNFIXABLE_ALERTNAME
 from ..protocol.registrations import REGISTRATION_SCHEMA, registration_key
 from ..runtime.loop import Agent, CycleReport, topic_specs
 from ..runtime.signals import install_stop_handlers
 from ..settings.sections import Settings
+from .options import DemoFailed, DemoSettings, check_poll_interval, deadline_s, ignored_variables, open_log
+from .summary import Summary, alert_rows, plan_rows
 
 DECOMMISSIONED_BROKER = 3  # in az-b
-DEADLINE_S = 50.0
-WIDTH = 100
 TOPICS = (("orders", 12, 2), ("payments", 6, 1), ("clicks", 6, 2), ("clicks-store-changelog", 6, 2))
 
 
@@ -125,7 +122,7 @@ def demo_settings(
         notes.append(
             "Streams assignment not implemented yet (assignor/streams/): Streams app 'clicks' skipped"
         )
-    settings = Settings.model_validate(
+    settings = DemoSettings.model_validate(
         {
             "kafka": {"bootstrap_servers": bootstrap, "config": {}},
             "poll_interval_s": poll_interval_s,
@@ -223,66 +220,6 @@ class WebhookReceiver:
         self._server.server_close()
 
 
-# ---- the terminal summary ----------------------------------------------------------
-
-
-class Summary:
-    """Plain-text sections, flushed as they are written."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def line(self, text: str = "") -> None:
-        print(text, file=self.out, flush=True)
-
-    def wrapped(self, text: str, indent: str) -> None:
-        for row in textwrap.wrap(
-            text, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_on_hyphens=False
-        ):
-            self.line(row)
-
-    def section(self, title: str) -> None:
-        self.line()
-        self.line(title)
-
-
-def _pct(cross: int, total: int) -> str:
-    return f"{cross}/{total} ({cross / total:.0%})" if total else "0/0"
-
-
-def _plan_rows(s: Summary, plans: list[PlanRecord], with_before: bool) -> None:
-    head = "cross-rack: old plan now -> new plan" if with_before else "cross-rack"
-    s.line(f"  {'key':<20} {'gen':>3} {'moved':>5}  {head}")
-    for p in sorted(plans, key=lambda p: p.key):
-        a = _pct(p.locality_after.cross_rack, p.locality_after.total)
-        if with_before:
-            b = (
-                "-"
-                if p.locality_before is None
-                else _pct(p.locality_before.cross_rack, p.locality_before.total)
-            )
-            a = f"{b} -> {a}"
-        s.line(f"  {p.key:<20} {p.generation:>3} {p.moved:>5}  {a}")
-        if with_before:
-            s.wrapped(f"reason: {p.reason}", " " * 4)
-
-
-def _alert_rows(s: Summary, alerts: list[AlertEvent]) -> None:
-    if not alerts:
-        s.line("  (none)")
-    for a in alerts:
-        if a.status == UNFIXABLE:
-            what = f"{a.current:.0%} cross-rack; no assignment gets under"
-        elif a.status == FIRING and a.reason.startswith("initial state"):
-            what = f"{a.current:.0%} cross-rack already at start"
-        elif a.status == FIRING:
-            what = f"{a.previous:.0%} -> {a.current:.0%} cross-rack after the change"
-        else:
-            what = f"back to {a.current:.0%} cross-rack"
-        planned = "" if a.planned is None or a.status != FIRING else f"; new plan {a.planned:.0%}"
-        s.line(f"  {a.status.upper():<8} {a.key:<20} {what}{planned} (threshold {a.threshold:.0%})")
-
-
 def _wait(
     reports: queue.Queue[CycleReport],
     until: Callable[[CycleReport], bool],
@@ -292,7 +229,7 @@ def _wait(
     seen: list[CycleReport] = []
     while time.monotonic() < deadline:
         if not thread.is_alive() and reports.empty():
-            raise RuntimeError("the agent stopped unexpectedly; see its log")
+            raise DemoFailed("the agent stopped unexpectedly; see the agent log named above")
         try:
             r = reports.get(timeout=0.2)
         except queue.Empty:
@@ -300,17 +237,7 @@ def _wait(
         seen.append(r)
         if until(r):
             return seen
-    raise TimeoutError("the demo did not see the expected agent cycle in time")
-
-
-def _open_log(log_file: str | None, stack: ExitStack) -> tuple[TextIO, str]:
-    if log_file == "-":
-        return sys.stderr, "stderr"
-    if log_file is None:
-        fd, path = tempfile.mkstemp(prefix="rackplan-demo-", suffix=".log")
-        stream = stack.enter_context(os.fdopen(fd, "w", encoding="utf-8"))
-        return stream, path
-    return stack.enter_context(open(log_file, "w", encoding="utf-8")), log_file
+    raise DemoFailed("the agent did not show the expected cycle in time; see the agent log named above")
 
 
 def _register_audit(settings: Settings, cluster: EmbeddedCluster) -> None:
@@ -361,7 +288,7 @@ def write_try_settings(cluster: EmbeddedCluster, demo: Settings, path: str) -> S
         "consumer_groups": [dict(g) for g in demo.consumer_groups],
         "log": {"format": "console"},
     }
-    settings = Settings.model_validate(doc)
+    settings = DemoSettings.model_validate(doc)  # as the demo's: not from the environment
     topic_creator(cluster)(topic_specs(settings))
     with open(path, "w", encoding="utf-8") as f:
         f.write("# rackplan demo: your own agent beside the demo's, on the same embedded cluster\n")
@@ -382,6 +309,31 @@ def try_it(s: Summary, bootstrap: str, base: str, config: str, plan_topic: str) 
     )
 
 
+def _header(s: Summary, cluster: EmbeddedCluster, settings: Settings, webhook: str, log_where: str) -> None:
+    by_rack: dict[str, list[int]] = {}
+    for b, r in sorted(cluster.broker_racks.items()):
+        by_rack.setdefault(r, []).append(b)
+    s.line("rackplan demo: the agent beside an embedded 3-rack Kafka cluster (librdkafka's mock)")
+    s.line("  brokers      " + " | ".join(f"{r}: {' '.join(map(str, bs))}" for r, bs in by_rack.items()))
+    s.line("  topics       " + ", ".join(f"{n} {p}x rf{rf}" for n, p, rf in TOPICS))
+    s.line("  registered   consumer/payments and streams/clicks in the settings;")
+    s.line(f"               consumer/audit by its 2 members on {settings.registrations_topic}")
+    s.line(f"  webhook      Alertmanager API v2 stand-in at {webhook}")
+    s.line(f"  agent log    {log_where} (JSON lines)")
+
+
+def _keep_running(
+    s: Summary, stack: ExitStack, cluster: EmbeddedCluster, settings: Settings, agent: Agent
+) -> None:
+    """The cluster and the agent stay up: what to try on them; Ctrl-C (or SIGTERM) stops the agent."""
+    config = stack.enter_context(tempfile.TemporaryDirectory(prefix="rackplan-demo-")) + "/try.yaml"
+    write_try_settings(cluster, settings, config)
+    base = f"http://127.0.0.1:{agent.http.port}" if agent.http is not None else "(no HTTP)"
+    try_it(s, cluster.bootstrap_servers, base, config, settings.plan_topic)
+    s.line("Keeping the cluster and the agent running; Ctrl-C to stop.")
+    install_stop_handlers(agent.stop)
+
+
 def run_demo(
     poll_interval_s: float = 0.5,
     keep_running: bool = False,
@@ -389,10 +341,13 @@ def run_demo(
     out: TextIO | None = None,
     log_file: str | None = None,
 ) -> int:
+    """The show; :class:`~.options.DemoOptionError` (before anything starts) for an option it cannot honour,
+    :class:`~.options.DemoFailed` when the agent did not do what it shows."""
+    check_poll_interval(poll_interval_s)
     s = Summary(out if out is not None else sys.stdout)
-    deadline = time.monotonic() + DEADLINE_S
+    deadline = time.monotonic() + deadline_s(poll_interval_s)
     with ExitStack() as stack:
-        log_stream, log_where = _open_log(log_file, stack)
+        log_stream, log_where = open_log(log_file, stack)
         configure("json" if log_file != "-" else "auto", log_level, stream=log_stream)
         # Before the log file closes, whatever still logs goes back to stderr.
         stack.callback(configure, "json", "warning", sys.stderr)
@@ -404,22 +359,14 @@ def run_demo(
         settings, notes = demo_settings(
             cluster.bootstrap_servers, poll_interval_s, log_level, webhook_url=receiver.url
         )
+        if ignored_variables():
+            notes.append(f"not read: {', '.join(ignored_variables())} (the demo's settings are its own)")
         for n in notes:
             log.warning("demo note", note=n)
         _register_audit(settings, cluster)
-
-        by_rack: dict[str, list[int]] = {}
-        for b, r in sorted(cluster.broker_racks.items()):
-            by_rack.setdefault(r, []).append(b)
-        s.line("rackplan demo: the agent beside an embedded 3-rack Kafka cluster (librdkafka's mock)")
-        s.line("  brokers      " + " | ".join(f"{r}: {' '.join(map(str, bs))}" for r, bs in by_rack.items()))
-        s.line("  topics       " + ", ".join(f"{n} {p}x rf{rf}" for n, p, rf in TOPICS))
-        s.line("  registered   consumer/payments and streams/clicks in the settings;")
-        s.line(f"               consumer/audit by its 2 members on {settings.registrations_topic}")
-        s.line(f"  webhook      Alertmanager API v2 stand-in at {receiver.url}")
-        s.line(f"  agent log    {log_where} (JSON lines)")
+        _header(s, cluster, settings, receiver.url, log_where)
         for n in notes:
-            s.line(f"  note         {n}")
+            s.wrapped(f"note         {n}", "  ")
 
         reports: queue.Queue[CycleReport] = queue.Queue()
         agent = Agent(
@@ -438,9 +385,9 @@ def run_demo(
         stack.callback(stop_agent)
         first = _wait(reports, lambda r: r.ok, deadline, thread)
         s.section(f"1. Initial plans (the agent polls every {poll_interval_s:g} s)")
-        _plan_rows(s, [p for r in first for p in r.published], with_before=False)
+        plan_rows(s, [p for r in first for p in r.published], with_before=False)
         s.line("  alerts on the initial state:")
-        _alert_rows(s, [a for r in first for a in r.alerts])
+        alert_rows(s, [a for r in first for a in r.alerts])
 
         s.section(
             f"2. Decommissioning broker {DECOMMISSIONED_BROKER} ({cluster.broker_racks[DECOMMISSIONED_BROKER]}):"
@@ -459,7 +406,7 @@ def run_demo(
 
         s.section("3. Republished plans (sticky to the previous plan)")
         if confirmed.published:
-            _plan_rows(s, confirmed.published, with_before=True)
+            plan_rows(s, confirmed.published, with_before=True)
         else:
             s.line("  (none: no registered group's rack sets changed)")
 
@@ -468,7 +415,7 @@ def run_demo(
             later = _wait(reports, lambda r: r.ok and bool(r.alerts), deadline, thread)
             alerts += [a for r in later for a in r.alerts]
         s.section("4. Locality alerts after the change")
-        _alert_rows(s, alerts)
+        alert_rows(s, alerts)
 
         if agent.webhook is not None:
             agent.webhook.wait_idle(max(0.0, min(5.0, deadline - time.monotonic())))
@@ -488,12 +435,7 @@ def run_demo(
             f"registrations on {settings.registrations_topic}."
         )
         if keep_running:
-            config = stack.enter_context(tempfile.TemporaryDirectory(prefix="rackplan-demo-")) + "/try.yaml"
-            write_try_settings(cluster, settings, config)
-            base = f"http://127.0.0.1:{agent.http.port}" if agent.http is not None else "(no HTTP)"
-            try_it(s, cluster.bootstrap_servers, base, config, settings.plan_topic)
-            s.line("Keeping the cluster and the agent running; Ctrl-C to stop.")
-            install_stop_handlers(agent.stop)
+            _keep_running(s, stack, cluster, settings, agent)
             while thread.is_alive():
                 thread.join(0.5)
     return 0

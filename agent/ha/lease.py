@@ -49,7 +49,7 @@ from ..protocol.lease import (
 )
 from ..protocol.mac import MAC_HEADER, check_mac
 from ..protocol.records import RecordError
-from ..settings.sections import HaSettings
+from ..settings.ha import HaSettings
 
 __all__ = [
     "LEASE_PARTITIONS",

@@ -1,27 +1,24 @@
 """DescribeGroups from a child process: librdkafka's abort on a broker fault stays out of the agent.
 
-librdkafka up to 2.16 (bundled by confluent-kafka 2.16.1, the newest on PyPI) aborts the
-whole process from a *coordinator-targeted* Admin operation (DescribeConsumerGroups,
-ListConsumerGroupOffsets, DeleteConsumerGroupOffsets, ...) whose request cannot be
-sent to the group coordinator as that broker goes down or comes back: the error path
-of ``rd_kafka_admin_coord_request`` frees the operation's enq-once object while
-``rd_kafka_coord_req_fsm`` still holds it, and the dummy error response then trips
-``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0'``
-(confluentinc/librdkafka#4605, #3663; the fix, #5397, is in no release).  Python
-cannot catch an abort.  ``describe_consumer_groups`` and ``list_consumer_group_offsets``
-(a group's read rate, :mod:`.group_offsets`) are the agent's Admin calls on that path:
-Metadata, DescribeCluster, DescribeConfigs, ListOffsets and CreateTopics go to any
-broker, a partition leader or the controller, and never reach that code.  (The read
-rate's first version called ListConsumerGroupOffsets from the agent itself, and a
-30-minute soak with broker churn aborted the agent within a minute.)
+librdkafka up to 2.16 (bundled by confluent-kafka 2.16.1, the newest on PyPI) aborts the whole process from a
+*coordinator-targeted* Admin operation (DescribeConsumerGroups, ListConsumerGroupOffsets,
+DeleteConsumerGroupOffsets, ...) whose request cannot be sent to the group coordinator as that broker goes
+down or comes back: the error path of ``rd_kafka_admin_coord_request`` frees the operation's enq-once object
+while ``rd_kafka_coord_req_fsm`` still holds it, and the dummy error response then trips
+``rd_kafka_enq_once_del_source_return: Assertion `eonce->refcnt > 0'`` (confluentinc/librdkafka#4605, #3663;
+the fix, #5397, is in no release). Python cannot catch an abort. ``describe_consumer_groups`` and
+``list_consumer_group_offsets`` (a group's read rate, :mod:`.group_offsets`) are the agent's Admin calls on
+that path: Metadata, DescribeCluster, DescribeConfigs, ListOffsets and CreateTopics go to any broker, a
+partition leader or the controller, and never reach that code. (The read rate's first version called
+ListConsumerGroupOffsets from the agent itself, and a 30-minute soak with broker churn aborted the agent
+within a minute.)
 
-So the agent's DescribeGroups and ListConsumerGroupOffsets run in a child process with an AdminClient of its own
-(kept between calls; started on first use).  When the bug aborts the child, only the
-groups of that call fail (reason ``DescribeWorkerDied``: the agent judges them on
-their plans of record for that cycle, as after any DescribeGroups failure), the
-death is logged with its signal, and the next call starts a new child (after 1, 2,
-4 ... 60 s while it keeps dying).  Descriptions cross the pipe as confluent-kafka's
-own objects (``ConsumerGroupDescription``), so callers see no difference.
+So the agent's DescribeGroups and ListConsumerGroupOffsets run in a child process with an AdminClient of its
+own (kept between calls; started on first use). When the bug aborts the child, only the groups of that call
+fail (reason ``DescribeWorkerDied``: the agent judges them on their plans of record for that cycle, as after
+any DescribeGroups failure), the death is logged with its signal, and the next call starts a new child (after
+1, 2, 4 ... 60 s while it keeps dying). Descriptions cross the pipe as confluent-kafka's own objects
+(``ConsumerGroupDescription``), so callers see no difference.
 """
 
 from __future__ import annotations
@@ -144,12 +141,14 @@ class GroupDescribeWorker:
 
     def _start(self) -> Connection:
         # No PR_SET_PDEATHSIG: it follows the forking thread, not the agent. The child ends when it reads
-        # EOF instead, which the kernel gives it as soon as the agent's process is gone.
+        # EOF instead, which the kernel gives it as soon as the agent's process is gone.  A session of its
+        # own: a terminal's Ctrl-C (SIGINT to the foreground group) is the agent's to handle, not the child's.
         ours, theirs = socket.socketpair()
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "rackplan.agent.kafka.isolated_admin", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
+                start_new_session=True,
                 stdin=subprocess.DEVNULL,
                 stdout=log_fd(),  # the child logs where the agent logs (None: the agent's stdout)
             )
@@ -170,12 +169,7 @@ class GroupDescribeWorker:
         if proc is not None:
             if proc.poll() is None and why != "died":
                 proc.kill()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-            how = signal_name(proc.returncode)
+            how = signal_name(_waited(proc))
         self.deaths += 1
         self.died.append(how)
         self._not_before = self.clock() + min(MAX_BACKOFF_S, 2.0 ** (self.deaths - 1))
@@ -241,13 +235,18 @@ class GroupDescribeWorker:
             if conn is not None:
                 conn.close()  # the child reads EOF and exits
             if proc is not None:
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=10)
+                _waited(proc)
         finally:
             self._lock.release()
+
+
+def _waited(proc: subprocess.Popen[bytes]) -> int:
+    """The child's return code once it ended: 10 s to end by itself, then killed."""
+    try:
+        return proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(timeout=10)
 
 
 class Cooldown:
@@ -465,7 +464,8 @@ def _sendable(answer: dict[str, tuple[bool, Any]]) -> dict[str, tuple[bool, Any]
 
 
 def child_main(fd: int) -> int:
-    """The child: one AdminClient, one request at a time, until the agent closes its end."""
+    """The child: one AdminClient, one request at a time, until the agent closes its end (SIGINT ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the agent stops on it, then closes our end: EOF
     from confluent_kafka.admin import AdminClient
 
     from ..core.logging import configure, with_kafka_logger

@@ -59,10 +59,15 @@ class _Value(BaseModel):
 
 # ---- plan records (plan topic) ----------------------------------------------------------------------
 
-#: ``[topic, partition]`` (a JSON array: lax about the container, strict about its items)
+#: ``[topic, partition]`` (a JSON array: lax about the container, strict about its items); a partition is
+#: Kafka's int32, as :data:`rackplan.agent.protocol.plans.MAX_PARTITION`
 TopicPartition = TypeAliasType(
     "TopicPartition",
-    Annotated[tuple[str, Annotated[int, Field(ge=0)]], Strict(False), Field(min_length=2, max_length=2)],
+    Annotated[
+        tuple[str, Annotated[int, Field(ge=0, le=2**31 - 1)]],
+        Strict(False),
+        Field(min_length=2, max_length=2),
+    ],
 )
 #: member id -> its partitions
 Partitions = dict[str, list[TopicPartition]]
@@ -86,7 +91,10 @@ class ConsumerGroupPlan(_Value):
     """The contract's ``consumer_group`` output object."""
 
     group_id: str
-    assignment: Partitions
+    assignment: Partitions = Field(
+        description="Member id -> its partitions. No partition is assigned to two members (Kafka's rule: "
+        "no partition is ever owned twice); a plan that does so is refused, the partition named."
+    )
     revoked: Partitions
 
 
@@ -405,8 +413,8 @@ class HeartbeatValue(_Value):
     )
     released: bool | SkipJsonSchema[None] = Field(
         default=None,
-        description="True on the last heartbeat of a clean stop: a successor need not wait for it to age. "
-        "Absent: false.",
+        description="True on the last heartbeat of a clean stop (with or without ha.enabled; never from an agent "
+        "that lost the lease): a successor need not wait for it to age. Absent: false.",
     )
 
 

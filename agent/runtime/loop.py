@@ -462,6 +462,8 @@ class Agent:
                     if isinstance(e, ProducerFenced):
                         self._fenced(e)
                     self.log.warning("leadership lost; standing by", agent_id=self.agent_id, reason=str(e))
+                else:  # stopped: the released heartbeat goes out while the lease is still ours
+                    self._release()
                 finally:
                     self._end_term()
                     self._set_leader(False)
@@ -473,6 +475,12 @@ class Agent:
             self.lease = None
             watch.close()
 
+    def _release(self) -> None:
+        """A clean stop's last heartbeat, ``released: true``, so a successor does not wait for ours to age
+        (docs/agent.md); only by the agent that wrote heartbeats and still holds the lease, if any."""
+        if self.lease_tail is not None and (self.lease is None or self.lease.held):
+            self.heartbeats.release(self.term.replayed)
+
     def close(self) -> None:
         if self.http is not None:
             self.http.close()
@@ -480,17 +488,10 @@ class Agent:
         if self.io.webhook is not None:
             self.io.webhook.close(min(self.settings.io_timeout_s, 2 * self.settings.webhook.timeout_s))
             self.io.webhook = None
-        self.intake.close()
+        self._release()
+        self._end_term()
         if isinstance(self.admin, IsolatedGroupsAdmin):
             self.admin.close()
-        if self.plan_tail is not None:
-            self.plan_tail.close()
-            self.plan_tail = None
-        if self.lease_tail is not None:
-            self.lease_tail.close()
-            self.lease_tail = None
-            if self.lease is None or self.lease.held:
-                self.heartbeats.release(self.term.replayed)
         if self.w.publisher is not None:
             left = self.w.publisher.flush(self.settings.io_timeout_s) if self._own_publisher else 0
             if left:

@@ -3,6 +3,7 @@ the term's first state from the replayed plan topic and registrations."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -120,9 +121,20 @@ def make_publisher(w: Wiring, client_config: dict[str, Any], *, embedded: bool) 
         # there; the plain idempotent path keeps "one generation, one content".
         transactional_id=None if embedded else transactional_id(s.ha.group_id, s.plan_topic),
         fenced_topics=[s.plan_topic],
-        transaction_timeout_s=max(10.0, 2 * s.io_timeout_s),
+        transaction_timeout_s=transaction_timeout_s(s.io_timeout_s, client_config),
         secret=w.secret,  # every record's MAC: followers holding the secret refuse a record without it
     )
+
+
+def transaction_timeout_s(io_timeout_s: float, client_config: dict[str, Any]) -> float:
+    """Twice the I/O timeout (at least 10 s), and never below the clients' ``socket.timeout.ms`` (librdkafka's
+    default 60 s): librdkafka refuses to make a transactional producer whose socket timeout is the longer
+    (``kafka.config: {socket.timeout.ms: 90000}`` with the default ``io_timeout_s``: no plan was published)."""
+    try:
+        socket_s = float(str(client_config.get("socket.timeout.ms", 60_000)).strip()) / 1000
+    except ValueError:  # not a number: librdkafka refuses it, and the agent says so naming kafka.config
+        socket_s = 0.0
+    return max(10.0, 2 * io_timeout_s, socket_s if math.isfinite(socket_s) else 0.0)
 
 
 def no_foreign_writer(w: Wiring, newest: Callable[[], Heartbeat | None]) -> Heartbeat | None:

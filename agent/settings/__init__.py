@@ -9,6 +9,7 @@ __all__ = [
     "contract_checks",
     "environment",
     "errors",
+    "ha",
     "headers",
     "section_base",
     "sections",

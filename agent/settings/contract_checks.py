@@ -166,6 +166,8 @@ def checked_registrations(entries: tuple[dict[str, Any], ...], field: str) -> tu
             found = consumer_group_problems(entry, where)
         else:
             found = streams_app_problems(entry, where) + streams_keys_problems(entry, where)
+        if not found and entry[id_key] == "":  # the contract's parser takes it; a plan key needs a name
+            found = [f"{where}.{id_key}: empty: a plan's key is {field.split('_')[0]}/<{id_key}>"]
         out += found
         if not found and entry[id_key] in seen:
             out.append(f"{where}.{id_key}: duplicate {noun} {entry[id_key]!r}")

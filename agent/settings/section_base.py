@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo, field_validator
 
 #: every duration setting (a name ending in ``_s``) is at most this: a week
 MAX_DURATION_S = 7 * 24 * 3600.0
@@ -15,6 +16,50 @@ MIN_DURATION_S = 0.01
 
 #: the characters Kafka allows in a topic name, and its longest one
 TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+#: librdkafka's longest admin ``request_timeout`` (an hour), less the 5 s the agent gives every operation
+#: beyond its requests (rackplan.agent.kafka.timeouts.OPERATION_GRACE_S)
+MAX_ADMIN_REQUEST_S = 3600.0 - 5.0
+
+#: the agent's topics, each of its own kind of record (in the order of their declaration)
+TOPIC_KEYS = ("plan_topic", "alerts_topic", "registrations_topic", "traffic_topic", "ha.lease_topic")
+
+
+def at_most(limit_s: float, why: str) -> AfterValidator:
+    """A duration setting's bound below :data:`MAX_DURATION_S`: what librdkafka accepts of what it becomes
+    (a larger one passed the settings, then stopped the agent with "internal error: KafkaException")."""
+
+    def check(value: float) -> float:
+        if value > limit_s:
+            raise ValueError(f"at most {limit_s:g} seconds ({why})")
+        return value
+
+    return AfterValidator(check)
+
+
+#: a duration the agent gives Admin API operations as their request timeout (plus 5 s)
+AdminRequestS = Annotated[
+    float,
+    at_most(
+        MAX_ADMIN_REQUEST_S, "librdkafka's admin request timeout is at most an hour, and the agent adds 5 s"
+    ),
+]
+
+
+def own_topic(key: str, value: Any, earlier: Mapping[str, Any]) -> None:
+    """``ValueError`` naming both settings when the topic of setting ``key`` (one of :data:`TOPIC_KEYS`, or
+    ``ha``: its ``lease_topic``) is that of one declared before it: every reader takes each record of its
+    topic for one of its own (a lease topic that was the plan topic had an agent tombstone another lease
+    group's plan and skip its own heartbeats)."""
+    topic = getattr(value, "lease_topic", None) if key == "ha" else value
+    key = "ha.lease_topic" if key == "ha" else key
+    for other in TOPIC_KEYS[: TOPIC_KEYS.index(key)]:
+        if topic is not None and earlier.get(other) == topic:
+            where = "ha.lease_topic: " if key == "ha.lease_topic" else ""  # named, as loc ``ha`` is not
+            raise ValueError(
+                f"{where}must be a topic of its own, not {other}'s ({topic!r}): plans, alerts, "
+                "registrations, traffic and the lease each need their own topic"
+            )
 
 
 def check_named(value: Any, info: ValidationInfo) -> Any:

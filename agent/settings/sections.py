@@ -36,10 +36,11 @@ from ..protocol.registrations import read_secret_file
 from .contract_checks import checked_registrations
 from .environment import ENV_PREFIX, EnvFirstSettings, unknown_env_variables
 from .errors import SettingsError, describe_errors
+from .ha import HaSettings as HaSettings  # the ``ha:`` section, also importable from here
 from .headers import HeaderValueError, header_name_problem, header_problem, read_header_file
 from .hosts import bootstrap_problem, is_host
+from .section_base import AdminRequestS, check_named, own_topic, refuse_bool_as_number
 from .section_base import Section as _Section
-from .section_base import check_named, refuse_bool_as_number
 from .traffic import PriceSettings, TrafficSettings
 from .yaml_file import read_yaml_mapping
 
@@ -139,7 +140,7 @@ class AlertSettings(_Section):
 
 
 class MetadataSettings(_Section):
-    request_timeout_s: float = Field(default=15.0, gt=0)
+    request_timeout_s: AdminRequestS = Field(default=15.0, gt=0)
     #: unused since snapshots come from one Metadata request; accepted so existing settings files still load
     describe_batch_size: int = Field(default=500, ge=1, le=1_000_000)
     #: attempts per poll before the poll counts as failed (the last good snapshot is kept)
@@ -381,23 +382,6 @@ class FollowerSettings(_Section):
     check_interval_s: float = Field(default=0.05, gt=0)
 
 
-class HaSettings(_Section):
-    """Several agents, one publisher: the holder of the lease topic's only partition in a consumer group."""
-
-    #: run for the lease; off: this agent always publishes (one agent per cluster)
-    enabled: bool = True
-    #: single-partition compacted topic: the lease, and the leader's heartbeat record that followers watch
-    lease_topic: str = "_rackplan.lease"
-    #: the consumer group of the agents
-    group_id: str = "rackplan-agents"
-    #: a dead leader's lease moves after this (plus one rebalance)
-    session_timeout_s: float = Field(default=10.0, ge=1.0)
-    #: a cycle longer than this loses the lease (librdkafka's max.poll.interval.ms)
-    max_cycle_s: float = Field(default=300.0, ge=1.0)
-    #: this agent's name in heartbeats and plan records; default: <hostname>-<pid>
-    agent_id: str | None = None
-
-
 class LogSettings(_Section):
     #: auto: console on a TTY, JSON otherwise
     format: Literal["auto", "json", "console"] = "auto"
@@ -464,13 +448,10 @@ class Settings(EnvFirstSettings):
             return json.loads(v)
         return v
 
-    @field_validator("traffic_topic")
+    @field_validator("alerts_topic", "registrations_topic", "traffic_topic", "ha")
     @classmethod
-    def _own_traffic_topic(cls, v: str | None, info: ValidationInfo) -> str | None:
-        if v is not None and v in {
-            info.data.get(k) for k in ("plan_topic", "alerts_topic", "registrations_topic")
-        }:
-            raise ValueError("must be a topic of its own: its records are not plans, alerts or registrations")
+    def _topics_apart(cls, v: Any, info: ValidationInfo) -> Any:
+        own_topic(str(info.field_name), v, info.data)
         return v
 
     @field_validator("consumer_groups", "streams_apps")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .section_base import Section
+from .section_base import AdminRequestS, Section
 
 
 class TrafficSettings(Section):
@@ -24,7 +24,7 @@ class TrafficSettings(Section):
     #: topic -> average bytes per record
     topic_record_bytes: dict[str, float] = Field(default_factory=dict)
     #: per ListOffsets request (the operation gets 5 s more, unwatched): a sample waits at most this long
-    request_timeout_s: float = Field(default=5.0, gt=0)
+    request_timeout_s: AdminRequestS = Field(default=5.0, gt=0)
     #: attempts per sample for partitions whose error clears by itself; then the sample goes without them
     max_attempts: int = Field(default=1, ge=1, le=100)
     backoff_initial_s: float = Field(default=0.5, gt=0)

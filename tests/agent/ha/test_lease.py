@@ -15,7 +15,7 @@ from rackplan.agent.core.logging import get_logger
 from rackplan.agent.ha.lease import Lease, LeaseLost, LeaseUnconfirmed, lease_orphaned
 from rackplan.agent.kafka.embedded import EmbeddedCluster
 from rackplan.agent.protocol.lease import Heartbeat, HeartbeatError, decode_heartbeat
-from rackplan.agent.settings.sections import HaSettings
+from rackplan.agent.settings.ha import HaSettings
 
 
 def test_heartbeat_round_trips() -> None:

@@ -190,6 +190,51 @@ def test_the_child_ends_when_the_agent_is_killed() -> None:
             os.kill(child, signal.SIGKILL)
 
 
+def test_a_terminals_ctrl_c_is_the_agents_not_the_childs() -> None:
+    # Ctrl-C in a terminal sends SIGINT to the whole foreground process group. The agent stops on it (its
+    # handler); the child, blocked reading the pipe, printed a KeyboardInterrupt traceback and died.
+    import subprocess
+    import sys
+
+    code = (
+        "import signal, sys\n"
+        "from rackplan.agent.kafka.isolated_admin import GroupDescribeWorker\n"
+        "from rackplan.agent.core.logging import get_logger\n"
+        "signal.signal(signal.SIGINT, lambda *a: print('agent stops', flush=True))\n"
+        f"w = GroupDescribeWorker({{'bootstrap.servers': '127.0.0.1:{closed_port()}'}}, get_logger('t'))\n"
+        "w.describe(['g1'], 1.0)\n"
+        "print(w.pid, flush=True)\n"
+        "sys.stdin.read()\n"
+        "w.describe(['g1'], 1.0)\n"
+        "print('deaths', w.died, flush=True)\n"
+        "w.close()\n"
+    )
+    agent = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's foreground job
+    )
+    assert agent.stdout is not None and agent.stdin is not None
+    lines = iter(agent.stdout.readline, "")
+    child = int(next(line for line in lines if line.strip().isdigit()))
+    try:
+        os.killpg(agent.pid, signal.SIGINT)
+        assert next(line for line in lines if "agent stops" in line)
+        time.sleep(1.0)  # the old child was dead by then
+        assert not gone(child), "the describe worker died of the Ctrl-C meant for the agent"
+        out, err = agent.communicate("", timeout=60)
+    finally:
+        agent.kill()
+        if not gone(child):
+            os.kill(child, signal.SIGKILL)
+    assert "deaths []" in out, out  # the same child answered the next call
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert agent.returncode == 0, err
+
+
 def test_committed_offsets_come_from_the_child_as_the_client_would_give_them(
     mock: EmbeddedCluster, log: io.StringIO
 ) -> None:

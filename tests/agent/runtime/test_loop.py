@@ -16,7 +16,7 @@ import rackplan.agent.runtime.loop as loop
 from rackplan.agent.ha.leader_watch import LeaderWatch
 from rackplan.agent.ha.lease import LeaseLost
 from rackplan.agent.runtime.loop import Agent
-from rackplan.agent.testing import FakeAdmin
+from rackplan.agent.testing import FakeAdmin, FakePublisher
 from tests.agent.cycle.test_run import make_agent
 
 
@@ -71,6 +71,7 @@ def two_terms(monkeypatch: pytest.MonkeyPatch) -> tuple[Agent, list[dict[str, Re
         self.plan_tail = readers["plans"]  # type: ignore[assignment]
         self.lease_tail = readers["lease"]  # type: ignore[assignment]
         self.intake.tail = readers["registrations"]  # type: ignore[assignment]
+        self.term.replayed = True  # the plan topic was read: heartbeats (and the released one) may go out
 
     def serve(self: Agent) -> None:
         if len(terms) == 1:
@@ -94,3 +95,28 @@ def test_a_lost_term_closes_its_readers_before_the_agent_stands_by(
     assert open_at_start == [[], []]  # nothing of the lost term was still open when the next began
     assert all(r.closed for t in terms for r in t.values())
     assert agent.plan_tail is None and agent.lease_tail is None and agent.intake.tail is None
+
+
+def test_a_stopped_leader_writes_the_released_heartbeat_before_it_leaves_the_group(
+    two_terms: tuple[Agent, list[dict[str, Reader]], list[list[str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # docs/agent.md: "A clean stop writes a last heartbeat with `released: true`, so a successor does not
+    # wait". With a lease the term's end closed the lease tail first, and the released heartbeat, sent only
+    # while that tail was open, never went out (a successor waited for the stale heartbeat to age).
+    agent, terms, _open = two_terms
+    assert isinstance(agent.w.publisher, FakePublisher)
+    publisher: FakePublisher = agent.w.publisher
+    left_with: list[int] = []
+
+    class Granted(AlwaysGranted):
+        def close(self) -> None:  # leaving the group: how many lease-topic records were out by then
+            left_with.append(len(publisher.on(agent.settings.ha.lease_topic)))
+
+    monkeypatch.setattr(loop, "Lease", lambda *a, **k: Granted())
+    agent._run_ha()
+    agent.close()
+    assert len(terms) == 2
+    lease = publisher.on(agent.settings.ha.lease_topic)
+    # One released heartbeat: the stopped term's, not the lost one's (another agent may lead by then).
+    assert [(k, v["released"], v["agent_id"]) for k, v in lease] == [("leader", True, agent.agent_id)]
+    assert left_with == [1], "the released heartbeat went out while this agent still held the lease"

@@ -240,7 +240,29 @@ def test_bootstrap_hosts_are_parsed_like_librdkafka() -> None:
 
 def test_the_demo_refuses_a_busy_loop_poll_interval(tmp_path: Path) -> None:
     line = refused(run("demo", "--poll-interval", "1e-9", "--log-file", str(tmp_path / "demo.log")))
-    assert line == "rackplan: error: demo: poll_interval_s: Input should be greater than or equal to 0.1"
+    assert line == (
+        "rackplan: error: demo: --poll-interval: 0.1 to 5 seconds (the demo shows a change within a minute), "
+        "got 1e-09"
+    )
+
+
+def test_the_plan_producers_transaction_outlasts_the_clients_socket_timeout() -> None:
+    # librdkafka refuses a transactional producer whose socket.timeout.ms (kafka.config) is longer than its
+    # transaction.timeout.ms (2 x io_timeout_s): every plan publish failed with KafkaException, each cycle.
+    from confluent_kafka import Producer
+
+    from rackplan.agent.runtime.startup import make_publisher
+    from rackplan.agent.testing import FakeAdmin
+    from tests.agent.cycle.test_run import make_agent
+
+    for socket_ms, io_s in ((90_000, 30.0), (60_000, 5.0), ("300000", 1.0), (10, 30.0)):
+        agent, _pub, _buf = make_agent(
+            FakeAdmin({"t": [[1]]}), [], kafka={"config": {"socket.timeout.ms": socket_ms}}, io_timeout_s=io_s
+        )
+        publisher = make_publisher(agent.w, agent.client_config, embedded=False)
+        assert publisher.transactional_id is not None
+        Producer(publisher._txn_conf).flush(0)  # what the first transactional publish makes: accepted
+        assert publisher._txn_conf["transaction.timeout.ms"] >= max(10_000, 2_000 * io_s)
 
 
 def test_the_lease_tail_of_a_failed_epoch_step_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
