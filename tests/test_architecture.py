@@ -145,16 +145,14 @@ FUNCTION_LIMIT = 60
 #: Today's offenders, with their size: each may shrink, never grow, and must be taken off once within the
 #: limit (the test says so), so these lists only get shorter.
 LONG_MODULES: dict[str, int] = {
-    "rackplan.agent.settings.sections": 515,
     "rackplan.assignor.streams.rack": 516,
     "rackplan.fleet.job": 527,
     "rackplan.fleet.units": 588,
 }
 LONG_FUNCTIONS: dict[str, int] = {
-    "rackplan.agent.alerts.rules:AlertState.evaluate": 87,
     "rackplan.agent.cycle.plan_step:plan_group": 67,
     "rackplan.agent.demo.run:demo_settings": 65,
-    "rackplan.agent.demo.run:run_demo": 115,
+    "rackplan.agent.demo.run:run_demo": 105,
     "rackplan.agent.kafka.publisher:Publisher._publish_on": 63,
     "rackplan.agent.protocol.registrations:decode_registration": 82,
     "rackplan.agent.runtime.startup_retry:retry_startup": 64,
@@ -168,8 +166,8 @@ LONG_FUNCTIONS: dict[str, int] = {
     "rackplan.assignor.flow.mincost:_blocking_flows": 70,
     "rackplan.assignor.streams.rack:_solve_pooled": 84,
     "rackplan.assignor.streams.standby:_swap_between": 77,
-    "rackplan.assignor.streams.standby:optimise_standbys": 68,
-    "rackplan.assignor.streams.standby_flow:_build": 93,
+    "rackplan.assignor.streams.standby:optimise_standbys": 66,
+    "rackplan.assignor.streams.standby_flow:_build": 74,
     "rackplan.assignor.streams.standby_milp:place": 72,
     "rackplan.assignor.streams.tasks:build_model": 77,
     "rackplan.fleet.job:run_fleet": 65,

@@ -27,7 +27,9 @@ hold-downs run out on time without a new change.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..protocol.alerts import (
@@ -80,6 +82,10 @@ class AlertState:
         #: reported unfixable groups that no longer are, since when
         self._fixable_since: dict[str, float] = {}
         self._last_fired: dict[str, float] = {}
+        #: groups whose firing alert resolved as unfixable: their unfixable report follows, reported or not
+        self._report_due: dict[str, None] = {}
+        #: firing alerts as they are re-sent: the current locality, reason and price (the loop's, :meth:`hold`)
+        self._resend: dict[str, AlertEvent] = {}
 
     def watched(self, key: str) -> bool:
         """Allow/deny patterns match the group id or application id (the part after the slash)."""
@@ -93,8 +99,9 @@ class AlertState:
         return sorted(self._firing)
 
     def firing_events(self) -> list[AlertEvent]:
-        """The firing event of every group whose alert fires, by key."""
-        return [self._firing[k] for k in sorted(self._firing)]
+        """The firing event of every group whose alert fires, by key, with its current values (locality,
+        reason, price): what a re-sent alert carries."""
+        return [self._resend.get(k, self._firing[k]) for k in sorted(self._firing)]
 
     def unfixable(self) -> list[str]:
         """Groups reported unfixable (and still so)."""
@@ -156,58 +163,93 @@ class AlertState:
         """
         if not self.watched(key):
             return None
-        s = self.settings
         planned_f = None if planned is None else planned.fraction
         best_f = None if best is None else best.fraction
         fired = self._firing.get(key)
-        if fired is not None:
-            cond = self._condition(fired.previous, current, planned_f, best_f)
-            if cond == _BAD:
-                self._clear_since.pop(key, None)
-                self._unfixable_since.pop(key, None)
-                return None
-            if cond == UNFIXABLE:  # its own hold-down runs while the alert waits to resolve
-                self._unfixable_since.setdefault(key, now)
-            else:
-                self._unfixable_since.pop(key, None)
-            since = self._clear_since.setdefault(key, now)
-            if now - since < s.keep_firing_for_s:
-                return None
-            del self._firing[key], self._clear_since[key]
-            if cond == UNFIXABLE:
-                reason = reason or "no longer actionable: even the best plan is above the threshold"
-            return self._event(
-                key, RESOLVED, fired.current, current.fraction, planned_f, reason or "locality recovered", now,
-                fired.started_at,
-            )  # fmt: skip
         pending = self._pending.get(key)
-        baseline = previous.fraction if pending is None else pending.baseline
+        if fired is not None:
+            baseline = fired.previous
+        else:
+            baseline = previous.fraction if pending is None else pending.baseline
         cond = self._condition(baseline, current, planned_f, best_f)
+        self._track_unfixable(key, cond, now)
+        if fired is not None:
+            return self._while_firing(key, fired, cond, current, planned_f, reason, now)
         if cond == UNFIXABLE:
             self._pending.pop(key, None)
-            self._fixable_since.pop(key, None)
-            if key in self._unfixable:
-                return None  # reported once
-            since = self._unfixable_since.setdefault(key, now)
-            if now - since < s.for_s:
-                return None
-            del self._unfixable_since[key]
-            floor = best_f if best_f is not None else planned_f
-            assert floor is not None
-            ev = self._event(
-                key, UNFIXABLE, baseline, current.fraction, planned_f,
-                reason or f"no assignment reads fewer than {floor:.1%} of partitions cross-rack", now, since,
-            )  # fmt: skip
-            self._unfixable[key] = ev
-            return ev
-        self._unfixable_since.pop(key, None)
-        if key in self._unfixable:
-            cleared = self._fixable_since.setdefault(key, now)
-            if now - cleared >= s.keep_firing_for_s:
-                del self._unfixable[key], self._fixable_since[key]
+            return self._report_unfixable(key, baseline, current, planned_f, best_f, reason, now)
         if cond == _OK:
             self._pending.pop(key, None)
             return None
+        return self._bad(key, pending, previous, current, planned_f, reason, now)
+
+    def _track_unfixable(self, key: str, cond: str, now: float) -> None:
+        """The unfixable clocks, whatever else the group does (firing or not): how long it has been unfixable
+        (``for_s`` before a report), and how long a reported group has not been (``keep_firing_for_s``
+        before it is forgotten)."""
+        if cond == UNFIXABLE:
+            self._unfixable_since.setdefault(key, now)
+            self._fixable_since.pop(key, None)
+            return
+        self._unfixable_since.pop(key, None)
+        if key in self._unfixable:
+            cleared = self._fixable_since.setdefault(key, now)
+            if now - cleared >= self.settings.keep_firing_for_s:
+                self._forget_unfixable(key)
+
+    def _forget_unfixable(self, key: str) -> None:
+        for d in (self._unfixable, self._fixable_since, self._report_due):
+            d.pop(key, None)
+
+    def _while_firing(self, key: str, fired: AlertEvent, cond: str, current: Locality,
+                      planned_f: float | None, reason: str, now: float) -> AlertEvent | None:  # fmt: skip
+        """A firing alert: re-sent with the current values; resolved once not bad for ``keep_firing_for_s``."""
+        held = self._resend.get(key, fired)
+        self._resend[key] = dataclasses.replace(
+            held,
+            current=current.fraction,
+            planned=held.planned if planned_f is None else planned_f,
+            reason=reason or held.reason,
+        )
+        if cond == _BAD:
+            self._clear_since.pop(key, None)
+            return None
+        since = self._clear_since.setdefault(key, now)
+        if now - since < self.settings.keep_firing_for_s:
+            return None
+        for d in (self._firing, self._clear_since, self._resend):
+            d.pop(key, None)
+        if cond == UNFIXABLE:
+            # The unfixable report follows (after for_s of it), even for a group reported before it fired.
+            self._report_due[key] = None
+            reason = reason or "no longer actionable: even the best plan is above the threshold"
+        return self._event(
+            key, RESOLVED, fired.current, current.fraction, planned_f, reason or "locality recovered", now,
+            fired.started_at,
+        )  # fmt: skip
+
+    def _report_unfixable(self, key: str, baseline: float, current: Locality, planned_f: float | None,
+                          best_f: float | None, reason: str, now: float) -> AlertEvent | None:  # fmt: skip
+        """Unfixable and not firing: reported once, after ``for_s`` of it (again after a resolution)."""
+        if key in self._unfixable and key not in self._report_due:
+            return None  # reported once
+        since = self._unfixable_since[key]
+        if now - since < self.settings.for_s:
+            return None
+        floor = best_f if best_f is not None else planned_f
+        assert floor is not None
+        ev = self._event(
+            key, UNFIXABLE, baseline, current.fraction, planned_f,
+            reason or f"no assignment reads fewer than {floor:.1%} of partitions cross-rack", now, since,
+        )  # fmt: skip
+        self._unfixable[key] = ev
+        self._report_due.pop(key, None)
+        return ev
+
+    def _bad(self, key: str, pending: _Pending | None, previous: Locality, current: Locality,
+             planned_f: float | None, reason: str, now: float) -> AlertEvent | None:  # fmt: skip
+        """Bad and not firing: fires after ``for_s`` of it, outside the cooldown of its last firing."""
+        s = self.settings
         if pending is None:
             pending = self._pending[key] = _Pending(now, previous.fraction, reason)
         if now - pending.since < s.for_s:
@@ -224,6 +266,12 @@ class AlertState:
         self._last_fired[key] = now
         return event
 
+    def hold(self, events: Iterable[AlertEvent]) -> None:
+        """Keep ``events`` (this cycle's, priced) as what firing alerts are re-sent with, where they fire."""
+        for ev in events:
+            if ev.status == FIRING and ev.key in self._firing:
+                self._resend[ev.key] = ev
+
     def drop(self, key: str, reason: str, now: float) -> AlertEvent | None:
         """The group is gone (unregistered): resolve its alert, if it fires, so no receiver waits for it."""
         for d in (
@@ -232,6 +280,8 @@ class AlertState:
             self._unfixable_since,
             self._unfixable,
             self._fixable_since,
+            self._report_due,
+            self._resend,
         ):
             d.pop(key, None)
         fired = self._firing.pop(key, None)

@@ -251,3 +251,12 @@ def emit_alerts(
             m.inc(metric.PUBLISH_FAILURES_TOTAL, {"record": "alert"})
     unfixable = {tuple(sorted(labels(k).items())): 1.0 for k in term.alerts.unfixable() if k in regs}
     m.replace(metric.ALERTS_UNFIXABLE, {}, unfixable)
+
+
+def resend_held(term: Term, webhook: WebhookNotifier | None, now: float) -> None:
+    """A cycle without metadata (the poll failed): nothing is evaluated, but the firing alerts the agent
+    still holds are re-sent on their schedule (``webhook.resend_interval_s``), with the values they were
+    last judged with, so that Alertmanager does not let them expire while the agent says they fire
+    (``rackplan_alerts_firing``), and they do not flap back once the metadata returns."""
+    if webhook is not None:
+        webhook.notify([], term.alerts.firing_events(), now)

@@ -21,12 +21,13 @@ from ..groups.live import live_locality as judge_live
 from ..groups.paths import broker_streams_apps
 from ..metrics import declared as metric
 from ..planning.planner import Registration
+from ..protocol.alerts import AlertEvent
 from ..protocol.plans import CONSUMER, STREAMS, PlanKey, PlanRecord
 from ..state.term import CycleReport, Racks, Term, Wiring, labels
 from ..traffic.publish import TrafficFeed
 from ..traffic.sampler import TrafficMeter
 from ..traffic.selector import SelectorCheck
-from .alerting import emit_alerts, evaluate_alerts
+from .alerting import emit_alerts, evaluate_alerts, resend_held
 from .broker_groups import achievable, classify_groups, judge
 from .checks import check_registrations
 from .cycle_metrics import basis_metrics, change_metrics, group_metrics, snapshot_metrics
@@ -122,6 +123,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     except MetadataError as e:
         age = None if term.last_good is None else round(w.clock() - term.last_good.taken_at, 3)
         w.log.error("metadata poll failed; keeping the last good snapshot", error=str(e), snapshot_age_s=age)
+        resend_held(term, io.webhook, w.clock())  # the agent still holds them firing: they must not expire
         return CycleReport(ok=False, error=str(e))
     seen = observe(w, term, snap)
     measure(term, io.traffic, seen.snap)
@@ -171,9 +173,26 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
             judged=broker_keys,
         )
     )
-    report.alerts = events = priced(w, term, events, replaced, acted_snap, acted_racks)
-    emit_alerts(w, term, events, now, io.webhook, io.alerts_topic_ok)
+    report.alerts = send_alerts(w, term, io, events, replaced, acted_snap, acted_racks, now)
     return report
+
+
+def send_alerts(
+    w: Wiring,
+    term: Term,
+    io: CycleIO,
+    events: list[AlertEvent],
+    replaced: Mapping[str, PlanRecord | None],
+    snap: Snapshot,
+    racks: Racks,
+    now: float,
+) -> list[AlertEvent]:
+    """The alert step's end: this cycle's events priced, the firing alerts held with their current values
+    and price (what a re-send carries), and the events sent; returns the events sent."""
+    events = priced(w, term, events, replaced, snap, racks)
+    term.alerts.hold(priced(w, term, term.alerts.firing_events(), replaced, snap, racks))
+    emit_alerts(w, term, events, now, io.webhook, io.alerts_topic_ok)
+    return events
 
 
 def observe(w: Wiring, term: Term, polled: Snapshot) -> Observed:

@@ -7,12 +7,20 @@ Checked once, when the follower is made, so that a bad value is a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..core.errors import AgentError
 from ..kafka.metadata_refresh import with_metadata_refresh
@@ -38,6 +46,13 @@ _CONSUMER_ONLY = (
 )
 
 
+#: a duration setting (a name ending in ``_s``) is at most this: a week; and, unless 0, at least this.
+#: The agent's bounds (:mod:`rackplan.agent.settings.section_base`, which this unit may not import: same
+#: rank); tests/agent/follower/test_follower_arguments.py checks that they stay equal.
+MAX_DURATION_S = 7 * 24 * 3600.0
+MIN_DURATION_S = 0.01
+
+
 class FollowerError(AgentError, ValueError):
     """The follower cannot be made as configured; the message names the setting."""
 
@@ -45,7 +60,7 @@ class FollowerError(AgentError, ValueError):
 class PlanFollowerSettings(BaseModel):
     """Where the agent's records are and how long to wait for them; see docs/followers.md."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     plan_topic: str = Field(default="_rackplan.plans", min_length=1)
     registrations_topic: str = Field(default="_rackplan.registrations", min_length=1)
@@ -74,11 +89,54 @@ class PlanFollowerSettings(BaseModel):
     #: the agent's registrations.secret_file: when set, this member's registration is signed with it
     registration_secret_file: Path | None = None
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_number(cls, value: Any) -> Any:
+        """A boolean is no duration (pydantic would read ``true`` as 1 s), as in the agent's settings."""
+        if isinstance(value, bool):
+            raise ValueError("expected a number, got a boolean")
+        return value
+
+    @field_validator("*")
+    @classmethod
+    def _sane_duration(cls, value: Any, info: ValidationInfo) -> Any:
+        """The agent's bounds for every ``*_s`` setting: a week-long timeout is a typo, a nanosecond a busy loop."""
+        if (info.field_name or "").endswith("_s") and isinstance(value, int | float) and value:
+            if value > MAX_DURATION_S:
+                raise ValueError(f"at most {MAX_DURATION_S:g} seconds (a week)")
+            if value < MIN_DURATION_S:
+                raise ValueError(f"0 or at least {MIN_DURATION_S:g} seconds")
+        return value
+
     @model_validator(mode="after")
     def _coherent(self) -> PlanFollowerSettings:
         if self.commit_interval_s >= self.registration_ttl_s:
             raise ValueError("commit_interval_s must be shorter than registration_ttl_s")
+        self._registration_accepted()
         return self
+
+    def _registration_accepted(self) -> None:
+        """The group-level fields as the agent's registration decoder judges them: with the contract's
+        parser (the agent's check, :mod:`rackplan.agent.settings.contract_checks`), so a record the agent
+        would refuse forever (``objective: bytes`` without ``assignor: rack-optimal``) is never written.
+        Loaded only for the traffic options, the fields the rest of the model does not check already: a
+        follower is a library for applications, which need not load the assignor's parser."""
+        traffic = {
+            f: v for f in ("objective", "balance", "balance_floor") if (v := getattr(self, f)) is not None
+        }
+        if not traffic:
+            return
+        from rackplan.assignor.fields import InputError
+        from rackplan.assignor.model import Cluster
+        from rackplan.assignor.parse import parse_consumer_group
+
+        group = {"group_id": "-", "members": [], **traffic}
+        if self.assignor is not None:
+            group["assignor"] = self.assignor
+        try:
+            parse_consumer_group(group, Cluster(broker_racks={}, topics={}))
+        except InputError as e:
+            raise ValueError(f"{e.field.removeprefix('consumer_group.')}: {e.message}") from None
 
 
 @dataclass(frozen=True)
@@ -105,8 +163,11 @@ def checked_settings(settings: PlanFollowerSettings | Mapping[str, Any] | None) 
         return PlanFollowerSettings.model_validate(dict(settings or {}))
     except ValidationError as e:
         first = e.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "settings"
-        raise FollowerError(f"follower settings: {where}: {first['msg']}") from None
+        where = ".".join(str(x) for x in first["loc"])
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise FollowerError(
+            f"follower settings: {where}: {msg}" if where else f"follower settings: {msg}"
+        ) from None
 
 
 def identity(
@@ -121,8 +182,13 @@ def identity(
         raise FollowerError("consumer config: group.id is required (the group whose plan is followed)")
     if not consumer_config.get("bootstrap.servers"):
         raise FollowerError("consumer config: bootstrap.servers is required")
-    if not instance_id or "/" in instance_id:
-        raise FollowerError("instance_id: a non-empty stable id without '/' is required")
+    if not isinstance(instance_id, str) or not instance_id or "/" in instance_id:
+        raise FollowerError(
+            f"instance_id: a non-empty stable id (a string) without '/' is required, not {instance_id!r:.60}"
+        )
+    if isinstance(topics, str | bytes) or not isinstance(topics, Sequence | Set):
+        # a str is a sequence of one-letter topics: "orders" would register o, r, d, e, s
+        raise FollowerError(f"topics: a list of topic names is required, not {topics!r:.60}")
     if not topics or not all(isinstance(t, str) and t for t in topics):
         raise FollowerError("topics: at least one topic name is required")
     try:

@@ -243,8 +243,15 @@ def _locality(v: Any, where: str) -> Locality:
     return Locality(cr, total)
 
 
+#: Kafka's partition numbers are int32: a client cannot even name a partition beyond this one
+MAX_PARTITION = 2**31 - 1
+
+
 def _check_partitions(v: Any, where: str) -> None:
-    """``{member: [[topic, partition], ...]}``: followers act on it, so a malformed one is no plan."""
+    """``{member: [[topic, partition], ...]}``: followers act on it, so a malformed one is no plan.
+
+    A partition is an integer in Kafka's range, 0 to :data:`MAX_PARTITION` (a client's ``TopicPartition``
+    refuses any other: a follower handed one would fail on every poll)."""
     if not isinstance(v, dict):
         raise PlanDecodeError(f"{where} must be an object")
     for mid, parts in v.items():
@@ -253,12 +260,32 @@ def _check_partitions(v: Any, where: str) -> None:
         for tp in parts:
             if not isinstance(tp, list) or len(tp) != 2 or not isinstance(tp[0], str) or not _is_int(tp[1]):
                 raise PlanDecodeError(f"{where}[{mid[:100]!r}]: {repr(tp)[:200]} is not [topic, partition]")
+            if tp[1] > MAX_PARTITION:
+                raise PlanDecodeError(
+                    f"{where}[{mid[:100]!r}]: partition {repr(tp)[:200]} is beyond Kafka's largest "
+                    f"partition number, {MAX_PARTITION}"
+                )
+
+
+def _owned_once(assignment: Mapping[str, list[list[Any]]], where: str) -> None:
+    """No partition is ever owned twice (Kafka's rule): an ``assignment`` giving one partition to two members
+    is no plan.  Only ``assignment``: a handover's ``revoked`` and ``unreleased`` name a partition's old
+    holder next to its new one, as they should."""
+    owner: dict[tuple[str, int], str] = {}
+    for mid, parts in assignment.items():
+        for t, p in parts:
+            other = owner.setdefault((t, p), mid)
+            if other != mid:
+                raise PlanDecodeError(
+                    f"{where}: partition [{t[:200]!r}, {p}] is assigned to both {other[:100]!r} and {mid[:100]!r}"
+                )
 
 
 def _check_consumer_group(body: Mapping[str, Any], where: str) -> None:
     """The schema's ``ConsumerGroupPlan``: ``group_id``, ``assignment`` and ``revoked`` (member -> partitions)."""
     _need_str(body.get("group_id"), f"{where}.group_id")
     _check_partitions(body.get("assignment"), f"{where}.assignment")
+    _owned_once(body["assignment"], f"{where}.assignment")
     if body.get("revoked") is not None:  # the contract's output has it; older readers took it as optional
         _check_partitions(body["revoked"], f"{where}.revoked")
 

@@ -272,8 +272,8 @@ def decode_registration(
     ``consumer_group`` / ``streams_app`` object (``spec``, with this record's
     member or client as the only one) and raises ``ValueError`` naming the
     field; :func:`rackplan.agent.groups.registry.decode_registration` passes the
-    settings' checks.  It is a parameter so that writers (plan followers) need
-    not load the parsers.  ``record_ts_ms`` is the record's broker timestamp.  With a ``secret``, a
+    settings' checks.  A parameter: a follower reading its peers' status need not run them (it checks
+    its own fields with the same parser).  ``record_ts_ms`` is the record's broker timestamp.  With a ``secret``, a
     value must carry a valid :data:`SIGNATURE_FIELD` and a ``timestamp_ms`` not
     more than ``max_skew_ms`` ahead of the record's timestamp; the entry's age
     counts from it, so a signed record replayed later is already old.
