@@ -35,10 +35,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     instance = plain_assign(argv)
     if instance is not None:
         return _guarded(lambda: run_assign(instance))
+    return _guarded(lambda: _parsed_and_run(argv))
+
+
+def _parsed_and_run(argv: list[str]) -> int:
+    """Any other command line: parsed (the agent's modules imported: a Ctrl-C meanwhile is 130 too), then run."""
     from rackplan.parser import build_parser
 
     args = build_parser(with_agent=argv[:1] != ["assign"]).parse_args(argv)
-    return _guarded(lambda: args.func(args))
+    code: int = args.func(args)
+    return code
 
 
 def _guarded(command: Callable[[], int]) -> int:

@@ -105,3 +105,18 @@ def test_a_plain_assign_answers_as_the_parser_does(tmp_path: Path) -> None:
         assert runs[0] == runs[1], path.name
         assert runs[0][0] == (0 if path == good else 2), runs[0]
     assert main(["assign", str(tmp_path / "missing.json")]) == 2
+
+
+def test_a_ctrl_c_while_the_parser_is_built_exits_130_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every other command line imports the agent's modules to build its parser: a terminal's Ctrl-C then
+    lands there, and is the command's 130 like one during the command, not a KeyboardInterrupt traceback."""
+    import rackplan.parser
+
+    def interrupted(**_: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rackplan.parser, "build_parser", interrupted)
+    assert main(["agent", "check", "--config", "x.yaml"]) == 130
+    assert capsys.readouterr().err == ""

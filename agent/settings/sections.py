@@ -249,14 +249,18 @@ class WebhookSettings(_Section):
     @field_validator("url")
     @classmethod
     def _http_url(cls, v: str | None) -> str | None:
-        if v is not None and urllib.parse.urlsplit(v).scheme not in ("http", "https"):
-            # Never echo the URL: it may carry a password or a token.
-            scheme = urllib.parse.urlsplit(v).scheme
-            raise ValueError(f"expected an http:// or https:// URL, got scheme {scheme[:16]!r}")
-        if v is not None:
-            for i, c in enumerate(v):
-                if c <= " " or c == "\x7f":  # http.client refuses it at every delivery, quoting the URL
-                    raise ValueError(f"the URL holds a space or control character at character {i + 1}")
+        parts = urllib.parse.urlsplit(v or "http://h")
+        if parts.scheme not in ("http", "https"):  # never echo the URL: it may carry a password or a token
+            raise ValueError(f"expected an http:// or https:// URL, got scheme {parts.scheme[:16]!r}")
+        for i, c in enumerate(v or ""):
+            if c <= " " or c == "\x7f":  # http.client refuses it at every delivery, quoting the URL
+                raise ValueError(f"the URL holds a space or control character at character {i + 1}")
+        try:
+            port = parts.port  # a ValueError past 65535 or not a number
+        except ValueError:
+            port = 0
+        if not parts.hostname or port == 0:  # else every delivery fails, retried as a connection error
+            raise ValueError("the URL needs a host, and a port from 1 to 65535 if it names one")
         return v
 
     @field_validator("labels")

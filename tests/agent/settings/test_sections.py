@@ -587,3 +587,32 @@ def test_a_topic_setting_must_be_a_kafka_topic_name(key: str, name: str) -> None
 
 def test_the_longest_kafka_topic_name_is_a_topic_setting() -> None:
     assert Settings.model_validate({"plan_topic": "t._-9" + "x" * 244}).plan_topic.startswith("t._-9")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://",
+        "https://:8080/x",
+        "http://127.0.0.1:99999/",
+        "http://h:0/",
+        "http://h:port/",
+        "http://u:p@/x",
+    ],
+)
+def test_a_webhook_url_no_delivery_can_use_is_refused_naming_it(url: str) -> None:
+    """No host, or a port outside 1-65535: accepted, every delivery would fail and be retried as a connection
+    error, the alerts never sent.  Refused at start, naming ``webhook.url``, never echoing the URL."""
+    with pytest.raises(ValidationError) as e:
+        Settings.model_validate({"webhook": {"url": url}})
+    line = describe_error(e.value)
+    assert line.startswith("webhook.url:") and "needs a host" in line and url not in line, line
+
+
+def test_a_webhook_url_with_a_host_and_a_port_is_kept() -> None:
+    for url in [
+        "http://am:9093/api/v2/alerts",
+        "https://alerts.example.com/api/v2/alerts",
+        "http://[::1]:65535/",
+    ]:
+        assert Settings.model_validate({"webhook": {"url": url}}).webhook.url == url
