@@ -160,7 +160,9 @@ def test_the_agent_with_only_the_documented_acls_starts_and_publishes(sec: Secur
     r = agent.wait_for(lambda r: r.ok and any(p.key == KEY for p in r.published), timeout=60)
     first_plan_s = time.monotonic() - t0
     topics = AdminClient(sec.config("admin")).list_topics(timeout=10).topics
-    assert {PLANS, REGS, "_rackplan.lease", "_rackplan.alerts"} <= set(topics), "the agent created its topics"
+    assert {PLANS, REGS, "_rackplan.lease", "_rackplan.alerts", "_rackplan.traffic"} <= set(topics), (
+        "its five topics"
+    )
     rec = agent.agent.term.book.latest(KEY)
     assert rec is not None and [p.key for p in r.published] == [KEY]
     plan = member_assignment(rec)

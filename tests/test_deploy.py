@@ -228,6 +228,29 @@ def test_the_settings_file_is_one_the_agent_loads(tmp_path: Path, monkeypatch: p
     assert volumes["credentials"]["secret"]["secretName"] == secret["metadata"]["name"]
 
 
+def test_the_documented_install_sets_what_it_says() -> None:
+    """docs/deploy.md's ``helm install`` line, split as a shell splits it, rendered with ``helm template``: its
+    ``--set`` values reach the settings file and the Secret (a bare comma in a value is helm's separator)."""
+    import shlex
+
+    text = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8").replace("\\\n", " ")
+    words = shlex.split(next(line for line in text.splitlines() if line.startswith("helm install ")))
+    assert words[:4] == ["helm", "install", "rackplan", "deploy/helm/rackplan"], words
+    args, rest = [], iter(words[4:])
+    for word in rest:
+        value = next(rest)
+        if word not in (
+            "-f",
+            "--namespace",
+        ):  # the reader's own values file; TEMPLATE_ARGS name the namespace
+            args += [word, value]
+    docs = render(*args)
+    settings = yaml.safe_load(one(docs, "ConfigMap")["data"]["rackplan.yaml"])
+    assert settings["kafka"]["bootstrap_servers"] == "b1:9092,b2:9092", settings["kafka"]
+    assert one(docs, "Secret")["stringData"] == {"kafka-password": "$KAFKA_PASSWORD"}
+    assert container(docs)["image"].startswith("registry.example/rackplan:")
+
+
 def test_an_existing_secret_is_mounted_and_none_is_made() -> None:
     docs = render("--set", "existingSecret=made-elsewhere", "--set-string", "credentials.x=ignored")
     assert kind(docs, "Secret") == []
