@@ -263,10 +263,18 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
 
 
 def _finite_loads(cluster: Cluster, group: ConsumerGroup) -> ConsumerGroup:
-    """``group``, once the load rule's weights (w(p) = bytes/s + floor) are known to sum to a float."""
-    if group.balance == "bytes":
-        from .traffic import load_weights  # here: a group without the choice never imports it (issue 29)
+    """``group``, once the load rule's weights, as it weighs them, are known to sum to a float.
 
+    First bytes/s, a partition of unknown traffic at the mean of the known (which can take the sum
+    past a float when the known ones alone do not), so the default floor (1% of their mean) is taken
+    of a finite sum; then w(p) = bytes/s + ``balance_floor``.
+    """
+    if group.balance == "bytes":
+        from .traffic import group_weights, load_weights  # lazily: else never imported (issue 29)
+
+        weights = group_weights(cluster, (t for m in group.members for t in m.topics))
+        what = "the group's partitions' bytes/s (unknown traffic weighing the mean of the known)"
+        _finite_sum((x for row in weights.values() for x in row), "cluster.traffic", what)
         weights = load_weights(cluster, group)
         _finite_sum(
             (x for row in weights.values() for x in row),
@@ -327,7 +335,7 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
     clients = _clients(a)
     rack_aware = _rack_aware(a)
     tags_raw = _absent_as(a.get("rack_aware_assignment_tags"), [])
-    return StreamsApp(
+    app = StreamsApp(
         application_id=app_id,
         subtopologies=tuple(subs),
         clients=tuple(clients),
@@ -346,6 +354,13 @@ def parse_streams_app(doc: object, cluster: Cluster) -> StreamsApp:
         ),
         partitions=partitions,
     )
+    if cluster.traffic is not None:  # the stats' sums: a partition counts once per (task, partition) pair
+        from .traffic import streams_counted_bytes
+
+        for kind, total in zip(("active", "standby"), streams_counted_bytes(cluster, app), strict=True):
+            what = f"the bytes/s of the app's {kind} (task, topic partition) pairs"
+            _finite_sum((total,), "cluster.traffic", what)
+    return app
 
 
 def _subtopologies(a: Mapping[str, Any], cluster: Cluster) -> tuple[list[Subtopology], dict[str, int]]:

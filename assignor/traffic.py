@@ -10,7 +10,9 @@ weighs, so the consumer assignors, Streams and the tests cannot disagree:
   partition *weighs* for ``objective: bytes`` and ``balance: bytes`` (unknown
   traffic weighs the mean of the group's known partitions, 1 when none is known);
 - :func:`exact_integers`: floats as integers in one exact common scale, for the
-  integer min-cost flows (no rounding, so "optimal" stays exact).
+  integer min-cost flows (no rounding, so "optimal" stays exact);
+- :func:`streams_counted_bytes`: the most a Streams app's traffic stats can add
+  up to, which the input check keeps within a float.
 
 Pure: values in, values out.
 """
@@ -18,9 +20,10 @@ Pure: values in, values out.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 
-from .model import Cluster, ConsumerGroup, TopicPartition, is_cross_rack
+from .model import Cluster, ConsumerGroup, StreamsApp, TopicPartition, is_cross_rack
 
 #: Per topic, one weight per partition.
 Weights = Mapping[str, Sequence[float]]
@@ -91,9 +94,14 @@ def scaled_down(value: int, k: int) -> float:
 
     Division rounds to the nearest float, which can be one step above the exact ratio (a bound
     of ``0.1 + 0.3`` in the scale of :func:`exact_integers` came back as ``0.4``, above the exact
-    ``0.39999999999999997`` it bounds); compared in integers, so exact for any size.
+    ``0.39999999999999997`` it bounds); compared in integers, so exact for any size. A ratio beyond
+    the largest float (a bound in weights where unknown traffic weighs the mean of ``1e308``s) is
+    that largest float: still not above it, where the division raised ``OverflowError``.
     """
-    out = value / (1 << k)
+    try:
+        out = value / (1 << k)
+    except OverflowError:
+        return sys.float_info.max
     n, d = out.as_integer_ratio()
     if n << k > value * d:
         out = math.nextafter(out, -math.inf)
@@ -189,6 +197,35 @@ def crossing_weights(
         )
         for pairs in tasks
     ), k
+
+
+def streams_counted_bytes(cluster: Cluster, app: StreamsApp) -> tuple[float, float]:
+    """The most the app's two Streams traffic stats can add up to (``inf``: more than a float holds).
+
+    The known bytes/s of every (task, topic partition) pair an active counts, and of every pair a
+    standby counts times the standbys a task can have (``num_standby_replicas``, one client being the
+    active's). A partition counts once per pair: a topic both a source and a changelog, or a source
+    of two sub-topologies, counts twice, so these can pass the cluster's total when it does not.
+    """
+    traffic = cluster.traffic or {}
+    active: list[float] = []
+    logs: list[float] = []
+    for s in app.subtopologies:
+        n = app.partitions[s.id]
+        for t in s.source_topics:
+            active += traffic.get(t, ())[:n]
+        for t in s.changelog_topics if s.stateful else ():
+            logs += traffic.get(t, ())[:n]
+    copies = max(0, min(app.num_standby_replicas, len(app.clients) - 1))
+    return _fsum([*active, *logs]), _fsum(logs) * copies if copies else 0.0
+
+
+def _fsum(values: Sequence[float]) -> float:
+    """:func:`math.fsum`, ``inf`` where the sum is more than a float holds (fsum raises on the way)."""
+    try:
+        return math.fsum(values)
+    except OverflowError:
+        return math.inf
 
 
 def streams_traffic_stats(active_cross_pairs: float, standby_cross_pairs: float) -> dict[str, float]:

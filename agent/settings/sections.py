@@ -41,7 +41,7 @@ from .headers import HeaderValueError, header_name_problem, header_problem, read
 from .hosts import bootstrap_problem, is_host
 from .section_base import AdminRequestS, check_named, own_topic, refuse_bool_as_number
 from .section_base import Section as _Section
-from .traffic import PriceSettings, TrafficSettings
+from .traffic import CheckedTraffic, PriceSettings, TrafficSettings
 from .yaml_file import read_yaml_mapping
 
 FetchMode = Literal["nearest-replica", "leader"]
@@ -438,7 +438,7 @@ class Settings(EnvFirstSettings):
     membership: MembershipSettings = Field(default_factory=MembershipSettings)
     metadata: MetadataSettings = Field(default_factory=MetadataSettings)
     log: LogSettings = Field(default_factory=LogSettings)
-    traffic: TrafficSettings = Field(default_factory=TrafficSettings)
+    traffic: CheckedTraffic = Field(default_factory=TrafficSettings)
     prices: PriceSettings = Field(default_factory=PriceSettings)
     #: append a fleet snapshot (JSON lines, see docs/fleet.md) here at start and at every confirmed change
     archive_dir: Path | None = None

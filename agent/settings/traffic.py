@@ -5,7 +5,9 @@ docs/settings.md lists every key; docs/agent.md ("Traffic") says what each figur
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, ValidationInfo
 
 from .section_base import AdminRequestS, Section
 
@@ -44,6 +46,35 @@ class TrafficSettings(Section):
         """The average record size the rates of ``topic`` are multiplied by."""
         size = self.topic_record_bytes.get(topic)
         return self.record_bytes if size is None else size
+
+
+def samples_fit_the_window(traffic: TrafficSettings, info: ValidationInfo) -> TrafficSettings:
+    """``traffic`` once its window can hold ``min_samples`` samples taken ``poll_interval_s`` apart.
+
+    One sample is taken a cycle, cycles start at least ``poll_interval_s`` apart: a window shorter than
+    ``(min_samples - 1) x poll_interval_s`` never holds enough and nothing is ever measured, silently.
+    Refused when the operator set ``traffic.window_s`` or ``traffic.min_samples``; with both at their
+    defaults (a long ``poll_interval_s`` alone, which loaded before) the meter says so in a warning
+    instead, at its second sample (:class:`rackplan.agent.traffic.sampler.TrafficMeter`).
+    """
+    poll = info.data.get("poll_interval_s")
+    need = None if poll is None else (traffic.min_samples - 1) * poll
+    chosen = traffic.model_fields_set & {"window_s", "min_samples"}
+    if traffic.enabled and chosen and need is not None and traffic.window_s < need:
+        samples = (
+            "" if traffic.min_samples == 2 else f" x (traffic.min_samples - 1 = {traffic.min_samples - 1})"
+        )
+        raise ValueError(
+            f"traffic.window_s ({traffic.window_s:g} s) is shorter than poll_interval_s ({poll:g} s){samples}: "
+            f"one sample is taken a poll, so no window would hold traffic.min_samples ({traffic.min_samples}) "
+            f"of them and nothing would be measured; set traffic.window_s to at least {need:g} s, "
+            "or traffic.enabled: false"
+        )
+    return traffic
+
+
+#: the ``traffic:`` section as the agent's settings hold it: checked against their ``poll_interval_s``
+CheckedTraffic = Annotated[TrafficSettings, AfterValidator(samples_fit_the_window)]
 
 
 class PriceSettings(Section):

@@ -17,9 +17,12 @@ keeps the newest), value (compact JSON)::
      "window_s": 300.0, "measured_at_ms": 1795000000000}
 
 ``bytes_per_s`` is the contract's ``cluster.traffic`` row (one figure per
-partition); the record carries the publisher's MAC like every record the agent
-writes.  Published only when measured, at most once per ``traffic.window_s``
-(:meth:`TrafficFeed.due`); a topic the agent stops measuring gets a tombstone.
+partition), ``measured_at_ms`` the wall-clock time of the newest sample it was
+measured to (not of the publish); the record carries the publisher's MAC like
+every record the agent writes.  Published only when measured, at most once per
+``traffic.window_s`` (:meth:`TrafficFeed.due`); a topic the agent stops
+measuring gets a tombstone. With nothing measured (a window of failed samples)
+nothing is published: the plugins stop using the last records by their age.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from .rates import Measured
 
 #: the key of a topic's record is this and the topic's name
 KEY_PREFIX = "traffic/"
@@ -65,10 +70,16 @@ class TrafficFeed:
         """Something is measured and a window has passed since the last confirmed publish."""
         return bool(traffic) and now - self.published_at >= self.window_s
 
-    def records(self, traffic: Rates, measured_at_ms: int) -> list[tuple[str, bytes | None]]:
-        """A record per measured topic (sorted), and a tombstone per topic published before and not measured now."""
+    def records(self, traffic: Rates, now_ms: int) -> list[tuple[str, bytes | None]]:
+        """A record per measured topic (sorted), and a tombstone per topic published before and not measured now.
+
+        A record's ``measured_at_ms`` is when the newest sample of its figures was taken: ``now_ms`` (the
+        wall clock, now) less that sample's age when ``traffic`` knows it (:class:`.rates.Measured`, what
+        the meter gives), never the time of publishing figures measured earlier.
+        """
+        age = traffic.age_s if isinstance(traffic, Measured) else lambda _t: 0.0
         out: list[tuple[str, bytes | None]] = [
-            (traffic_key(t), encode_traffic(t, traffic[t], self.window_s, measured_at_ms))
+            (traffic_key(t), encode_traffic(t, traffic[t], self.window_s, now_ms - round(age(t) * 1000)))
             for t in sorted(traffic)
         ]
         out += [(traffic_key(t), None) for t in sorted(self.published - traffic.keys())]

@@ -62,6 +62,11 @@ def record_rates(samples: Sequence[OffsetSample], min_samples: int = 2) -> dict[
     the first and the last of them.  A partition with fewer samples, or with
     all of them at the same instant, has no rate (it is left out).
     """
+    return {tp: rate for tp, (rate, _) in slopes(samples, min_samples).items()}
+
+
+def slopes(samples: Sequence[OffsetSample], min_samples: int = 2) -> dict[TopicPart, tuple[float, float]]:
+    """:func:`record_rates`, each with the time of the newest sample it was measured to."""
     need = max(2, min_samples)
     first: dict[TopicPart, tuple[float, int]] = {}
     last: dict[TopicPart, tuple[float, int]] = {}
@@ -74,12 +79,35 @@ def record_rates(samples: Sequence[OffsetSample], min_samples: int = 2) -> dict[
                 count[tp] = 0
             last[tp] = (s.taken_at, end)
             count[tp] += 1
-    out: dict[TopicPart, float] = {}
+    out: dict[TopicPart, tuple[float, float]] = {}
     for tp, (t1, e1) in last.items():
         t0, e0 = first[tp]
         if count[tp] >= need and t1 > t0:
-            out[tp] = (e1 - e0) / (t1 - t0)
+            out[tp] = ((e1 - e0) / (t1 - t0), t1)
     return out
+
+
+class Measured(dict[str, tuple[float, ...]]):
+    """``cluster.traffic`` (topic -> bytes/s per partition) that knows how old each topic's figures are.
+
+    ``taken_at[topic]``: the newest sample its figures were measured to, on the steady ``clock`` of the
+    samples; :meth:`age_s` is how long ago that was, so a wall-clock time at publishing becomes the
+    time of the measurement (:meth:`rackplan.agent.traffic.publish.TrafficFeed.records`).
+    """
+
+    def __init__(
+        self,
+        rows: Mapping[str, tuple[float, ...]],
+        taken_at: Mapping[str, float],
+        clock: Callable[[], float],
+    ) -> None:
+        super().__init__(rows)
+        self.taken_at = dict(taken_at)
+        self.clock = clock
+
+    def age_s(self, topic: str) -> float:
+        """Seconds since the newest sample of ``topic``'s figures (0 for a sample "after" now)."""
+        return max(0.0, self.clock() - self.taken_at[topic])
 
 
 def bytes_per_s(

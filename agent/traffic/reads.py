@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from ..core.ports import GroupOffsetsPort, Logger
 from ..kafka.group_offsets import committed_offsets
 from ..settings.traffic import TrafficSettings
-from .rates import OffsetSample, add_sample, bytes_per_s, record_rates
+from .rates import OffsetSample, add_sample, bytes_per_s, in_window, record_rates
 
 
 @dataclass
@@ -51,12 +51,20 @@ class GroupReads:
                         error=got.error,
                     )
                 self.logged[group] = got.error
-                continue
-            self.logged.pop(group, None)
-            ends = {tp: o for tp, o in got.offsets.items() if tp[0] in topics}
-            if ends:
-                new = OffsetSample(now, ends)
-                self.samples[group] = add_sample(self.samples.get(group, ()), new, self.settings.window_s)
+            else:
+                self.logged.pop(group, None)
+            ends = {} if got.error else {tp: o for tp, o in got.offsets.items() if tp[0] in topics}
+            held = self.samples.get(group, ())
+            # without a new sample, what aged out of the window goes all the same: it measures nothing now
+            kept = (
+                add_sample(held, OffsetSample(now, ends), self.settings.window_s)
+                if ends
+                else in_window(held, now, self.settings.window_s)
+            )
+            if kept:
+                self.samples[group] = kept
+            else:
+                self.samples.pop(group, None)
 
     def traffic(self, group: str, partitions: Mapping[str, int]) -> dict[str, tuple[float, ...]]:
         """Bytes/s ``group`` reads of each topic of ``partitions`` it commits offsets for (0: a partition

@@ -21,7 +21,7 @@ from ..core.ports import AdminPort, Logger
 from ..kafka.errors import transient
 from ..kafka.offsets import TopicPart, end_offsets
 from ..settings.traffic import TrafficSettings
-from .rates import OffsetSample, add_sample, bytes_per_s, record_rates
+from .rates import Measured, OffsetSample, add_sample, bytes_per_s, in_window, slopes
 from .reads import GroupReads
 
 #: per topic, bytes/s of each partition: the contract's ``cluster.traffic``
@@ -79,6 +79,8 @@ class TrafficMeter:
     logged: tuple[tuple[str, ...], bool] = ((), True)
     #: each consumer group's committed offsets, for what it really reads (None: not measured)
     reads: GroupReads | None = None
+    #: samples were found further apart than the window (said once as a warning, then at debug level)
+    gap_logged: bool = False
 
     def sample(self, partitions: Mapping[str, int], leaderless: Collection[TopicPart] = ()) -> bool:
         """Read one sample of ``partitions`` (topic -> count) but the ``leaderless`` ones (the metadata
@@ -100,12 +102,33 @@ class TrafficMeter:
                 example=[f"{t}-{p}" for t, p in sorted(failed)[:5]],
             )
         self.logged = (names, bool(sample.ends))  # the same trouble again is logged at debug level
-        if not sample.ends:
+        if not sample.ends:  # what aged out of the window meanwhile goes: it measures nothing any more
+            self.samples = in_window(self.samples, sample.taken_at, self.settings.window_s)
             return False
+        if self.samples and sample.taken_at - self.samples[-1].taken_at > self.settings.window_s:
+            self._too_far_apart(sample.taken_at - self.samples[-1].taken_at)
         self.samples = add_sample(self.samples, sample, self.settings.window_s)
         return True
 
-    def traffic(self, partitions: Mapping[str, int]) -> dict[str, tuple[float, ...]]:
-        """``cluster.traffic`` of the topics of ``partitions`` that every sample of the window measures."""
-        rates = record_rates(self.samples, self.settings.min_samples)
-        return bytes_per_s(rates, partitions, self.settings.bytes_per_record)
+    def _too_far_apart(self, gap_s: float) -> None:
+        """Two samples in a row further apart than the window: no rate until two fall within one. With
+        ``traffic.window_s`` below ``poll_interval_s`` (allowed when neither traffic key is set: the
+        settings, ``samples_fit_the_window``) that is every sample, and nothing is ever measured."""
+        log = self.log.debug if self.gap_logged else self.log.warning
+        self.gap_logged = True
+        log(
+            "traffic samples further apart than traffic.window_s; nothing is measured until two fall in one "
+            "window: keep traffic.window_s above poll_interval_s",
+            gap_s=round(gap_s, 3),
+            window_s=self.settings.window_s,
+        )
+
+    def traffic(self, partitions: Mapping[str, int]) -> Measured:
+        """``cluster.traffic`` of the topics of ``partitions`` that the samples of the window measure, the
+        window ending now: after a window of failed samples (the brokers silent), nothing is measured."""
+        now = self.clock()
+        got = slopes(in_window(self.samples, now, self.settings.window_s), self.settings.min_samples)
+        rates = {tp: rate for tp, (rate, _) in got.items()}
+        rows = bytes_per_s(rates, partitions, self.settings.bytes_per_record)
+        taken_at = {t: max(got[t, p][1] for p in range(len(row))) for t, row in rows.items()}
+        return Measured(rows, taken_at, self.clock)
