@@ -9,14 +9,13 @@ empty value and accepted silently, while ``true`` or ``[1]`` were refused.
 from __future__ import annotations
 
 import copy
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rackplan.cli import main
+from tests.assignor.cli_run import assign_document
 
 
 def _doc() -> dict[str, Any]:
@@ -38,14 +37,6 @@ def _doc() -> dict[str, Any]:
             "rack_aware": {"strategy": "min_traffic"},
         },
     }
-
-
-def _assign(doc: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    path = tmp_path / "in.json"
-    path.write_text(json.dumps(doc))
-    code = main(["assign", str(path)])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _set(doc: dict[str, Any], where: str, value: object) -> None:
@@ -73,7 +64,7 @@ def test_falsy_values_of_the_wrong_type_exit_2_naming_the_field(
 ) -> None:
     doc = _doc()
     _set(doc, where, value)
-    code, out, err = _assign(doc, tmp_path, capsys)
+    code, out, err = assign_document(doc, tmp_path, capsys)
     assert (code, out) == (2, "")
     assert re.fullmatch(rf"rackplan: error: {re.escape(path)}: expected {expected}, got \w+\n", err), err
 
@@ -91,7 +82,7 @@ def test_the_other_empty_container_exits_2_while_null_is_absent(
     wrong: object = {} if where == "rack_aware_assignment_tags" else []
     refused = _doc()
     _set(refused, where, wrong)
-    code, out, err = _assign(refused, tmp_path, capsys)
+    code, out, err = assign_document(refused, tmp_path, capsys)
     assert (code, out) == (2, "")
     assert err.startswith(f"rackplan: error: {path}: expected {expected}, got "), err
     absent, with_null, empty = _doc(), _doc(), _doc()
@@ -101,7 +92,7 @@ def test_the_other_empty_container_exits_2_while_null_is_absent(
     _set(empty, where, right)
     outputs = []
     for doc in (absent, with_null, empty):
-        code, out, err = _assign(copy.deepcopy(doc), tmp_path, capsys)
+        code, out, err = assign_document(copy.deepcopy(doc), tmp_path, capsys)
         assert (code, err) == (0, "")
         outputs.append(_without_elapsed(out))
     assert outputs[0] == outputs[1] == outputs[2]

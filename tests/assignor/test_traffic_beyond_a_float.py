@@ -15,17 +15,9 @@ from typing import Any
 import pytest
 
 from rackplan.assignor.traffic import scaled_down
-from rackplan.cli import main
+from tests.assignor.cli_run import assign_document
 
 BIG = sys.float_info.max
-
-
-def assign(doc: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    path = tmp_path / "in.json"
-    path.write_text(json.dumps(doc))
-    code = main(["assign", str(path)])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def refused_naming_traffic(code: int, out: str, err: str) -> None:
@@ -57,7 +49,7 @@ def test_balance_bytes_with_unknown_traffic_at_a_huge_mean_exits_2(
             ],
         },
     }
-    refused_naming_traffic(*assign(doc, tmp_path, capsys))
+    refused_naming_traffic(*assign_document(doc, tmp_path, capsys))
 
 
 def test_objective_bytes_bound_beyond_a_float_is_the_largest_float(
@@ -81,7 +73,7 @@ def test_objective_bytes_bound_beyond_a_float_is_the_largest_float(
             ],
         },
     }
-    code, out, err = assign(doc, tmp_path, capsys)
+    code, out, err = assign_document(doc, tmp_path, capsys)
     assert code == 0, err
     stats = json.loads(out)["stats"]
     assert stats["optimal"] is False and stats["cross_rack_bytes_lower_bound"] == BIG
@@ -138,7 +130,7 @@ def test_a_streams_apps_counted_traffic_beyond_a_float_exits_2(
     pair (and a standby's once per standby), and ``fsum`` raised on the app's sum, with or without
     ``weigh_by_traffic``."""
     for rack_aware in ({"strategy": "none"}, {"strategy": "min_traffic", "weigh_by_traffic": True}):
-        code, out, err = assign(
+        code, out, err = assign_document(
             {"cluster": cluster, "streams_app": {**app, "rack_aware": rack_aware}}, tmp_path, capsys
         )
         refused_naming_traffic(code, out, err)
