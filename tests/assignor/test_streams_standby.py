@@ -274,6 +274,19 @@ def _random_app(
     return Cluster(broker_racks=brokers, topics=topics), app
 
 
+def _weights(
+    base: dict[int, list[int]], cross_first: bool, traffic: int, non_overlap: int
+) -> tuple[int, int]:
+    """The flow's (cross-rack, move) weights for ``optimise_standbys``'s objective: cross-rack first, or the
+    costs, a non-overlap cost of 0 meaning moves only break ties."""
+    units = sum(len(cs) for cs in base.values())
+    if cross_first:
+        return units + 1, 1
+    if non_overlap == 0:
+        return traffic * (units + 1), 1
+    return traffic, non_overlap
+
+
 def _networkx_cost(model: TaskModel, state: State, values: Values, a: int, b: int) -> int:
     """Min cost on the unaggregated graph: (task, value) nodes, one capacity-one edge per (task, client)."""
     owner = state.active_owner()
@@ -322,13 +335,7 @@ def test_moderate_size_equals_networkx(
     event(f"flow rounds: {built.call_count}")  # 2 and more: groups expanded after a failed placement
     _check_rules(model, state, before, values)
     base = _holders(before)
-    units = sum(len(cs) for cs in base.values())
-    if cross_first:
-        a, b = units + 1, 1
-    elif non_overlap == 0:
-        a, b = traffic * (units + 1), 1
-    else:
-        a, b = traffic, non_overlap
+    a, b = _weights(base, cross_first, traffic, non_overlap)
     got = _holders(state)
     assert a * _cross(model, got) + b * _moved(got, base) == _networkx_cost(model, before, values, a, b)
 

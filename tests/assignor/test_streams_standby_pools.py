@@ -39,6 +39,7 @@ from tests.assignor.test_streams_standby import (
     _networkx_cost,
     _random_app,
     _random_baseline,
+    _weights,
 )
 
 
@@ -99,14 +100,7 @@ def test_pools_reach_the_brute_force_optimum(
     event(f"rounds: {len(pooled)}, pooled in the first: {bool(pooled and pooled[0])}")
     _check_rules(model, state, before, values)
     base, got = _holders(before), _holders(state)
-    units = sum(len(cs) for cs in base.values())
-    if traffic is None:
-        a, b = units + 1, 1
-    elif non_overlap == 0:
-        a, b = traffic * (units + 1), 1
-    else:
-        assert non_overlap is not None
-        a, b = traffic, non_overlap
+    a, b = _weights(base, traffic is None, traffic or 0, non_overlap or 0)
     best, _ = _brute_force(model, before, values, a, b)
     assert a * _cross(model, got) + b * _moved(got, base) == best
 
@@ -127,13 +121,7 @@ def test_pools_equal_networkx_on_the_full_graph(
     event(f"rounds: {len(pooled)}, pooled in the first: {bool(pooled and pooled[0])}")
     _check_rules(model, state, before, values)
     base, got = _holders(before), _holders(state)
-    units = sum(len(cs) for cs in base.values())
-    if cross_first:
-        a, b = units + 1, 1
-    elif non_overlap == 0:
-        a, b = traffic * (units + 1), 1
-    else:
-        a, b = traffic, non_overlap
+    a, b = _weights(base, cross_first, traffic, non_overlap)
     assert a * _cross(model, got) + b * _moved(got, base) == _networkx_cost(model, before, values, a, b)
 
 
