@@ -60,6 +60,9 @@ class FakeKafka:
     close_revokes: bool = True
     #: called with each consumer poll's timeout, so that a test's clock passes as the poll waits
     poll_clock: Callable[[float], None] | None = None
+    #: commits wait for the group's coordinator: none lands or is answered until this is False again (then
+    #: each lands and is answered, in order, at a poll); a committed-offset lookup times out meanwhile
+    commits_hang: bool = False
 
     def forget_topic(self) -> None:
         """Every producer made so far fails each record at once with ``_UNKNOWN_TOPIC``; new ones do not."""
@@ -115,6 +118,8 @@ class FakeConsumer:
         self.rebalances: list[Callable[[], None]] = []
         self.subscribed: dict[str, Any] | None = None
         self.closed = False
+        #: commits sent while :attr:`FakeKafka.commits_hang`
+        self.held: list[Callable[[], None]] = []
 
     def _commit_refusal(self) -> KafkaError | None:
         if self.subscribed is None and self.kafka.members - {id(self)}:
@@ -122,6 +127,9 @@ class FakeConsumer:
         return None
 
     def commit(self, *, offsets: list[Any], asynchronous: bool = True) -> Any:
+        if self.kafka.commits_hang and asynchronous:
+            self.held.append(lambda: self.commit(offsets=offsets))
+            return None
         err = self._commit_refusal()
         if err is None:
             for tp in offsets:
@@ -137,6 +145,11 @@ class FakeConsumer:
 
     def committed(self, partitions: list[Any], timeout: float = 0) -> list[Any]:
         from confluent_kafka import TopicPartition
+
+        if self.kafka.commits_hang:
+            if self.kafka.poll_clock is not None:
+                self.kafka.poll_clock(timeout)
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
 
         return [
             TopicPartition(tp.topic, tp.partition, self.kafka.committed.get((tp.topic, tp.partition), -1001))
@@ -198,6 +211,8 @@ class FakeConsumer:
     def poll(self, timeout: float = 0) -> FakeMessage | None:
         if self.kafka.poll_clock is not None:
             self.kafka.poll_clock(timeout)
+        while self.held and not self.kafka.commits_hang:
+            self.held.pop(0)()
         while self.pending:
             self.pending.pop(0)()
         while self.rebalances and not self.kafka.coordinator_away:

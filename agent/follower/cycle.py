@@ -15,6 +15,7 @@ where the member stands.
 from __future__ import annotations
 
 import collections
+import math
 from collections.abc import Mapping, Sequence
 
 from ..core.ports import Clock, Logger, Monotonic, TopicPart
@@ -67,6 +68,23 @@ class FollowerCycle:
         #: close() is under way (a refused commit then only releases); closed or aborted: nothing runs
         self.closing = False
         self.closed = False
+        parts.stop_by = self._stop_by
+
+    def _stop_by(self) -> float:
+        """When (monotonic) a wait must end: the registration's fence, 2/3 of its TTL unconfirmed.
+
+        Nothing can fence the member while it waits, so no wait (a commit, a
+        committed-offset lookup) may outlast the fence: the agent expires the
+        member at the whole TTL and gives its partitions away.  The fence's own
+        release may wait to 5/6 of the TTL for its commit, so that the next
+        owner starts where this one stopped.  In group subscription Kafka
+        fences the member: no bound.
+        """
+        if self.mode == SUBSCRIPTION:
+            return math.inf
+        share = 5 / 6 if self.fenced_self else 2 / 3
+        unconfirmed_s = self._wall() - self._registrar.answered_ms() / 1000
+        return self._clock() + share * self.settings.registration_ttl_s - unconfirmed_s
 
     def service(self) -> None:
         """Everything but reading messages: control records, registration, plan, fences, fallback."""
@@ -157,7 +175,7 @@ class FollowerCycle:
         # Judging a silent holder may read the control topics to their end (a third of the TTL at most):
         # refresh the registration first if due, as the unfencing read does, so no read starves it.
         self.register()
-        waiting = self._intake.withheld(rec)
+        waiting = self._intake.withheld(rec, within_s=self._parts.wait_s())
         held = {tp for parts in waiting.values() for tp in parts}
         add = [tp for tp in step.add if tp not in held]
         took = not add or self._parts.take(add)

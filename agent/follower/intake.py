@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -283,21 +284,20 @@ class ControlIntake:
         now_ms = int(self.wall() * 1000)
         self.members[member] = Seen(entry.follower, min(entry.timestamp_ms, now_ms + skew_ms))
 
-    def withheld(self, rec: PlanRecord) -> dict[str, list[TopicPart]]:
+    def withheld(self, rec: PlanRecord, within_s: float = math.inf) -> dict[str, list[TopicPart]]:
         """Partitions ``rec`` gives out that their previous holder has not released yet (see :mod:`.releases`).
 
         A holder that counts as gone only for silence (no record, or an expired one, read here) is
         judged again after reading the topics to their end (bounded like the unfencing read: a third of
-        the TTL at most); if that read does not finish, it is still withheld, and asked again at the
-        next retry.
+        the TTL at most, and ``within_s``); if that read does not finish, it is still withheld, and asked
+        again at the next retry.
         """
         strict = self._withheld(rec, silence_is_gone=False)
         if strict == self._withheld(rec, silence_is_gone=True):
             return strict
         s = self.settings
-        if not self.read_to_end(
-            min(s.io_timeout_s, s.registration_ttl_s / 3), "judging a silent previous holder"
-        ):
+        limit_s = min(s.io_timeout_s, s.registration_ttl_s / 3, within_s)
+        if limit_s <= 0 or not self.read_to_end(limit_s, "judging a silent previous holder"):
             return strict
         return self._withheld(rec, silence_is_gone=True)
 

@@ -7,11 +7,18 @@ follower off partitions a subscribed consumer may hold.  A partition given up
 is committed first, so that its next owner starts where this one stopped.
 Errors come back as Kafka error names (``""``: none); what to do about a
 fenced commit is the follower's decision, not this module's.
+
+Every wait here ends by :attr:`Partitions.stop_by` as well as ``io_timeout_s``:
+while a follower of plans waits on a commit, it cannot fence itself, and a
+wait that outlived its registration's fence (a commit to a group coordinator
+that was just stopped: up to ``io_timeout_s``) let it own partitions that the
+agent had already given away (CI's chaos scenario on real Kafka).
 """
 
 from __future__ import annotations
 
 import collections
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +29,9 @@ from ..kafka.metadata_refresh import with_metadata_refresh
 
 #: ``auto.offset.reset`` values that start a partition without a committed offset at its beginning
 _FROM_START = ("earliest", "smallest", "beginning")
+
+#: commits given up on whose answers are still matched (a client answers every commit, late or not)
+_UNANSWERED_KEPT = 64
 
 #: told which partitions were taken or given up (the follower passes them on to the application's hooks)
 Notify = Callable[[list[TopicPart]], None]
@@ -39,6 +49,8 @@ class Partitions:
     stats: collections.Counter[str]
     assigned: Notify
     revoked: Notify
+    #: when (monotonic) every wait must have ended: the follower's fence is due then (inf: never)
+    stop_by: Callable[[], float] = lambda: math.inf
     consumer: FollowerConsumer = field(init=False)
     #: partitions this member may read now -> next offset to commit (None: nothing read yet)
     owned: dict[TopicPart, int | None] = field(default_factory=dict)
@@ -47,8 +59,11 @@ class Partitions:
     #: messages fetched while a commit was waited for, handed out later
     buffer: collections.deque[Any] = field(default_factory=collections.deque)
     last_commit: float = 0.0
-    _commits_done: int = 0
-    _commit_error: Any = None
+    #: commits sent and not answered yet, oldest first: serial -> the offsets sent
+    _unanswered: dict[int, frozenset[tuple[str, int, int]]] = field(default_factory=dict)
+    #: answers (error, or None) of commits someone still waits for, by serial
+    _answers: dict[int, Any] = field(default_factory=dict)
+    _serial: int = 0
 
     def __post_init__(self) -> None:
         self.reset_policy = str(self.consumer_config.get("auto.offset.reset", "latest"))
@@ -75,6 +90,11 @@ class Partitions:
         """
         self.consumer.close()
         self.consumer = self._consumer()
+        self._unanswered.clear()  # the closed consumer answers nothing more
+
+    def wait_s(self) -> float:
+        """How long the next wait may last: ``io_timeout_s``, cut at :attr:`stop_by` (0: none left)."""
+        return max(0.0, min(self.io_timeout_s, self.stop_by() - self.clock()))
 
     def deliverable(self, msg: KafkaMessage, fenced: bool) -> bool:
         """Only messages of partitions this member reads now reach the application (errors always do)."""
@@ -111,32 +131,48 @@ class Partitions:
         return self.commit(offsets)
 
     def commit(self, offsets: Mapping[TopicPart, int]) -> str:
-        """A commit of ``offsets``, waited for at most ``io_timeout_s`` (messages meanwhile are kept)."""
+        """A commit of ``offsets``, waited for at most :meth:`wait_s` (messages meanwhile are kept).
+
+        Only this commit's own answer counts: one this follower stopped waiting
+        for may still be answered later, and taken for a later commit's answer
+        it would let a take pass the fence on a success that fenced nothing.
+        Answers are matched by the offsets they name, the oldest unanswered
+        commit of the same offsets first (a coordinator answers in order).
+        """
         from confluent_kafka import KafkaException, TopicPartition
 
-        done = self._commits_done
+        self._serial += 1
+        serial = self._serial
+        sent = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        deadline = self.clock() + self.wait_s()
+        self._unanswered[serial] = _named(sent)
+        while len(self._unanswered) > _UNANSWERED_KEPT:  # a client that never answers: forget the oldest
+            del self._unanswered[next(iter(self._unanswered))]
         try:
-            self.consumer.commit(
-                offsets=[TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())], asynchronous=True
-            )
+            self.consumer.commit(offsets=sent, asynchronous=True)
         except KafkaException as e:
+            del self._unanswered[serial]
             return error_name(e)
-        deadline = self.clock() + self.io_timeout_s
-        while self._commits_done == done:
+        while serial not in self._answers:
             if self.clock() >= deadline:
-                return "_TIMED_OUT"
+                return "_TIMED_OUT"  # still unanswered: its answer, if it comes, is not another's
             msg = self.consumer.poll(0.02)
             if msg is not None:
                 self.buffer.append(msg)
-        err = error_name(self._commit_error)
+        err = error_name(self._answers.pop(serial))
         if not err:
             self.committed.update(offsets)
             self.stats["commits"] += 1
         return err
 
     def _on_commit(self, err: Any, parts: Any) -> None:
-        self._commits_done += 1
-        self._commit_error = err
+        named = _named(parts or [])
+        serial = next((n for n, sent in self._unanswered.items() if sent == named), None)
+        if serial is not None:
+            del self._unanswered[serial]
+            self._answers[serial] = err
+            for old in [n for n in self._answers if n < serial]:  # waits given up: nobody reads them
+                del self._answers[old]
         if callable(self.app_on_commit):
             self.app_on_commit(err, parts)
 
@@ -153,9 +189,7 @@ class Partitions:
         """Where reading ``parts`` starts: the committed offset, else the end ``auto.offset.reset`` names."""
         from confluent_kafka import TopicPartition
 
-        committed = self.consumer.committed(
-            [TopicPartition(t, p) for t, p in parts], timeout=self.io_timeout_s
-        )
+        committed = self.consumer.committed([TopicPartition(t, p) for t, p in parts], timeout=self.wait_s())
         out: dict[TopicPart, int] = {}
         for c in committed:
             key = (c.topic, c.partition)
@@ -163,7 +197,7 @@ class Partitions:
                 out[key] = c.offset
             else:
                 low, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(*key), timeout=self.io_timeout_s, cached=False
+                    TopicPartition(*key), timeout=self.wait_s(), cached=False
                 )
                 out[key] = low if self.reset_policy in _FROM_START else high
         return out
@@ -172,6 +206,8 @@ class Partitions:
         """Start reading ``parts`` from their committed offsets, after a fencing commit of those offsets."""
         from confluent_kafka import KafkaException, TopicPartition
 
+        if self.wait_s() <= 0:
+            return False  # the fence is due: nothing is taken (the caller retries once it is not)
         try:
             starts = self.starts(parts)
         except KafkaException as e:
@@ -265,3 +301,8 @@ class Partitions:
         for tp in tps:
             self.owned.pop(tp, None)
         self.revoked(tps)
+
+
+def _named(parts: Iterable[Any]) -> frozenset[tuple[str, int, int]]:
+    """The (topic, partition, offset) a commit or its answer names."""
+    return frozenset((p.topic, p.partition, p.offset) for p in parts)

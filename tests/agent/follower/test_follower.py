@@ -769,6 +769,7 @@ follower_steps = st.lists(
         st.tuples(st.just("tombstone"), st.just(0)),
         st.tuples(st.just("deliver"), st.booleans()),
         st.tuples(st.just("coordinator_away"), st.booleans()),
+        st.tuples(st.just("commits_hang"), st.booleans()),
         st.tuples(st.just("subscriber"), st.booleans()),
         st.tuples(st.just("append"), st.integers(0, 3)),
     ),
@@ -791,12 +792,18 @@ follower_steps = st.lists(
 @example(  # a subscriber joins while the plan's partitions are idle: no news to commit, so no fence without a probe
     steps=[("plan", frozenset({0, 1})), ("subscriber", True), ("advance", 3.0)]
 )
+@example(  # CI's chaos failure: the broker stopped was the coordinator; a commit's wait held back the fence
+    steps=[("plan", frozenset({0, 1})), ("append", 0), ("deliver", False), ("commits_hang", True)]
+    + [("advance", 0.25)] * 24
+)
 def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
     steps: list[tuple[str, Any]],
 ) -> None:
     """Outages, a silent agent, subscribers and plans in any order: after every poll the hooks have told the
     application exactly the partitions the follower reads, and none is read while a fallback is under way
-    (the other followers are then about to subscribe).
+    (the other followers are then about to subscribe).  And while it waits (the clock passes in the
+    consumer's polls), it never holds plan partitions past 5/6 of the TTL unconfirmed: the agent expires it
+    at the whole TTL, and gives them away.
 
     The example is CI's chaos failure on real Kafka: the group's coordinator stopped, every follower fenced
     itself, then the agent's heartbeat stopped too.  A follower confirmed again within its fallback's grace
@@ -805,8 +812,19 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
     h = Harness(
         registration_ttl_s=6, agent_timeout_s=4, fallback_grace_s=5, plan_timeout_s=8, commit_interval_s=1
     )
-    h.broker.poll_clock = h.advance
+    held_late: list[float] = []
+    made: list[PlanFollower] = []
+
+    def passes(seconds: float) -> None:
+        h.advance(seconds)
+        for g in made:
+            unconfirmed_s = h.wall.now - g._registrar.answered_ms() / 1000
+            if g.mode != "subscription" and g.assignment() and unconfirmed_s > 6 * 5 / 6 + 0.05:
+                held_late.append(unconfirmed_s)
+
+    h.broker.poll_clock = passes
     f = h.follower()
+    made.append(f)
     tail = FakeTail.instances[-1]
     h.heartbeat()
     generation = 0
@@ -840,6 +858,10 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
             h.broker.deliver = arg
         elif what == "coordinator_away":
             h.broker.coordinator_away = arg
+        elif what == "commits_hang":
+            h.broker.commits_hang = arg
+            if not arg and subscriber_since is not None:  # the fence (a refused commit) can answer again
+                subscriber_since = h.clock.now
         elif what == "subscriber":
             (h.broker.members.add if arg else h.broker.members.discard)(12345)
             subscriber_since = (subscriber_since or h.clock.now) if arg else None
@@ -848,6 +870,7 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
         f.poll(0)
         owned = set(f.assignment())
         assert owned_by_hooks(h.assigned) == owned
+        assert held_late == [], "plan partitions held, while waiting, after the agent may have expired it"
         if f._cycle._fallback_at is not None:
             assert owned == set(), "plan partitions read during a fallback's grace"
         if f.mode != "subscription":
@@ -857,6 +880,7 @@ def test_the_application_is_told_exactly_what_it_reads_whatever_happens(
         if (
             subscriber_since is not None
             and h.clock.now - subscriber_since >= 1.0
+            and not h.broker.commits_hang
             and f.mode != "subscription"
         ):
             assert owned == set(), "plan partitions still read a commit interval after a subscriber joined"
