@@ -10,6 +10,7 @@ every handover (one owner's release to the next owner's start).
 from __future__ import annotations
 
 import collections
+import datetime
 import itertools
 import json
 import os
@@ -65,6 +66,8 @@ class Ledger:
     intervals: list[Interval] = field(default_factory=list)
     #: (follower, topic, partition, offset, time)
     consumed: list[tuple[str, str, int, int, float]] = field(default_factory=list)
+    #: wall-clock time minus monotonic time, to print an interval as the logs date things
+    wall_offset: float = field(default_factory=lambda: time.time() - time.monotonic())
 
     def assigned(self, follower: str, parts: Iterable[TP]) -> None:
         now = time.monotonic()
@@ -138,11 +141,20 @@ class Ledger:
         return out
 
     def describe_overlaps(self) -> str:
-        """Every interval of each partition two followers owned at once, one per line (a failure's message)."""
+        """Every interval of each partition two followers owned at once, one per line (a failure's message),
+        in UTC wall-clock time, so that it can be read against the logs' timestamps."""
         tps = {tp for tp, _a, _b in self.overlaps()}
         with self.lock:
             ivs = sorted((iv for iv in self.intervals if iv.tp in tps), key=lambda iv: (iv.tp, iv.start))
-        return "\n".join(f"{iv.tp} {iv.follower} {iv.start:.3f}..{iv.end} {iv.how}" for iv in ivs)
+        return "\n".join(
+            f"{iv.tp} {iv.follower} {self._utc(iv.start)}..{self._utc(iv.end)} {iv.how}" for iv in ivs
+        )
+
+    def _utc(self, monotonic: float | None) -> str:
+        if monotonic is None:
+            return "(still owned)"
+        at = datetime.datetime.fromtimestamp(monotonic + self.wall_offset, datetime.UTC)
+        return at.strftime("%H:%M:%S.%f")[:-3]
 
     def consumed_outside_ownership(self) -> int:
         """Messages consumed by a follower at a moment it did not own their partition."""
