@@ -193,7 +193,8 @@ def advance_handovers(w: Wiring, term: Term) -> list[PlanRecord]:
             continue
         if now < g.handover_retry_at:
             continue
-        outstanding = pending.outstanding(term.store.followers(reg.kind, reg.name))
+        followers = term.store.followers(reg.kind, reg.name)
+        outstanding = pending.outstanding(followers)
         waited = now - pending.started
         if outstanding and waited < s.followers.release_timeout_s:
             continue
@@ -201,7 +202,9 @@ def advance_handovers(w: Wiring, term: Term) -> list[PlanRecord]:
             generation_exhausted(w, term, key, None)
             continue
         target = dataclasses.replace(
-            pending.target(term.book.next_generation(key), utc_now_iso(now), outstanding),
+            pending.target(
+                term.book.next_generation(key), utc_now_iso(now), outstanding, pending.left(followers)
+            ),
             publisher=w.publisher_info(),
         )
         try:

@@ -281,18 +281,27 @@ class Pending:
             and (followers[m].released_generation < g or followers[m].mode == "subscription")
         ]
 
-    def target(self, generation: int, created_at: str, timed_out: Sequence[str]) -> PlanRecord:
+    def left(self, followers: Mapping[str, FollowerStatus]) -> list[str]:
+        """Awaited members that are no live followers now (expired, unregistered, or not read yet)."""
+        return [m for m in self.awaiting if m not in followers]
+
+    def target(
+        self, generation: int, created_at: str, timed_out: Sequence[str], left: Sequence[str] = ()
+    ) -> PlanRecord:
         """The plan that completes the handover.
 
         When followers did not confirm in time, ``handover.unreleased`` names, per such member, the
         partitions the revoking plan asked it to give up: a plan follower takes none of them before that
         member's registration says it released them, or that it left or follows the group
         (:mod:`rackplan.agent.follower.releases`), so a partition never has two readers, however late.
-        What the revoking plan listed for holders that had left (:func:`departed`) is listed again.
+        So does it for the awaited members that ``left`` (no live follower now): the agent does not wait
+        for them, but one whose registration expired through an outage may come back and read on from the
+        plan it knew (the rule of :func:`departed`; found by a hunt: such a member's partitions went to
+        another follower unlisted).  What the revoking plan listed for holders that had left is listed again.
         """
         assert self.revoking.handover is not None
         revoked = assignment_of(self.revoking.body, "revoked")
-        late = {m: revoked[m] for m in timed_out if revoked.get(m)}
+        late = {m: revoked[m] for m in (*timed_out, *left) if revoked.get(m)}
         _, gone = unreleased_of(self.revoking.handover)
         merged = {m: sorted({*late.get(m, ()), *gone.get(m, ())}) for m in sorted({*late, *gone})}
         unreleased = {m: [[t, p] for t, p in parts] for m, parts in merged.items() if parts}

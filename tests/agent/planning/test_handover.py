@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rackplan.agent.follower.releases import Seen, withheld
 from rackplan.agent.groups.registry import decode_registration
 from rackplan.agent.planning.handover import (
     departed,
@@ -424,3 +425,30 @@ def test_an_expired_holder_is_not_listed_again_once_the_plan_that_listed_it_is_o
     follow(agent, "d", "az-c")
     (with_d,) = cycle(agent, 10).published  # 25 s after the plan that listed a
     assert "a" not in ((with_d.handover or {}).get("unreleased") or {}), "a is gone: nothing to list"
+
+
+def test_an_awaited_follower_that_expires_mid_handover_is_listed_as_unreleased() -> None:
+    """Found by a hunt: b, asked to give t5 up, went silent (fenced through an outage) until its registration
+    expired; the target then gave t5 to c with nothing listed, and b, back on its cached plan, read it too."""
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 120}, followers={"release_timeout_s": 600})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    cycle(agent, 1)
+    follow(agent, "a", "az-a", released=1)
+    follow(agent, "b", "az-b", released=1)
+    follow(agent, "c", "az-c")
+    (rev,) = cycle(agent, 1).published
+    assert rev.state == "revoking" and rev.body["revoked"]["b"] == [["t", 5]]
+    completed = []
+    for _ in range(5):  # b silent for 150 s > the TTL; a and c confirm and refresh
+        follow(agent, "a", "az-a", released=rev.generation)
+        follow(agent, "c", "az-c", released=rev.generation)
+        completed += cycle(agent, 30).completed
+    (final,) = completed
+    assert final.body["assignment"]["c"] == [["t", 4], ["t", 5]]
+    assert final.handover is not None and final.handover["unreleased"] == {"b": [["t", 5]]}
+    assert final.handover["timed_out"] == [], "b did not time out: it left"
+    assert withheld(final.handover, "c", {"b": Seen(FollowerStatus(1, "plan"), 0)}, 0, 120_000) == {
+        "b": [("t", 5)]
+    }, "b, back on generation 1, still holds t5 for c"
