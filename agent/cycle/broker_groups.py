@@ -19,7 +19,8 @@ unfixable report is made.
 from __future__ import annotations
 
 from ..cluster.metadata import Snapshot
-from ..groups.paths import UNKNOWN, classify
+from ..groups.live import describable
+from ..groups.paths import UNKNOWN, GroupPath, broker_streams_apps, classify
 from ..metrics import declared as metric
 from ..planning.planner import plan_for
 from ..protocol.alerts import AlertEvent
@@ -80,31 +81,41 @@ def achievable(w: Wiring, term: Term, report: CycleReport, snap: Snapshot, racks
 
 def judge(w: Wiring, term: Term, report: CycleReport) -> tuple[list[AlertEvent], set[str]]:
     """Alert events of broker-assigned groups (their live assignment this cycle against the achievable
-    plan), and every broker-assigned key: the plan-based alert steps leave them alone."""
+    plan), and every broker-assigned key: the plan-based alert steps leave them alone.
+
+    A group described with nobody holding a partition (empty, or its members holding nothing: its topics
+    deleted) reads nothing across racks, so it is judged at 0 of 0 whether or not the agent could make it a
+    plan: no plan can be made for a group without members or topics, and an alert waiting for one would
+    never resolve.  A group not described this cycle (and every KIP-1071 app, never described) is not judged.
+    """
     now = w.clock()
     events: list[AlertEvent] = []
     judged: set[str] = set()
+    kip1071 = broker_streams_apps(w.settings.streams_apps)
     for reg in term.regs:
         g = term.group(reg.key)
         if not g.broker_assigned():
             continue
         judged.add(reg.key)
         live, best = report.live.get(reg.key), g.achievable
-        real = term.real_groups.get(reg.name)
-        if live is None and real is not None and not real.members and best is not None:
-            current = Locality(
-                0, 0
-            )  # described without a member: nobody reads across racks (a firing alert resolves)
+        if describable(reg, term.real_groups, kip1071) is not None and (live is None or not live.total):
+            current = Locality(0, 0)  # described, and nobody reads a partition: a firing alert resolves
         elif live is None or best is None or not live.judged.total:
             continue
         else:
             current = live.judged
-        assignor = "" if g.path is None or g.path.assignor is None else f" ({g.path.assignor})"
-        reason = (
-            f"the broker's assignment{assignor}: {current.cross_rack} of {current.total} partitions read "
-            f"cross-rack, the agent's plan would read {best.cross_rack} of {best.total}"
+        ev = term.alerts.evaluate(
+            reg.key, best or current, current, best, _reason(g.path, current, best), now
         )
-        ev = term.alerts.evaluate(reg.key, best, current, best, reason, now)
         if ev is not None:
             events.append(ev)
     return events, judged
+
+
+def _reason(path: GroupPath | None, current: Locality, best: Locality | None) -> str:
+    """The alert's reason: the broker's assignor and both counts (the achievable one when a plan could be made)."""
+    assignor = "" if path is None or path.assignor is None else f" ({path.assignor})"
+    now = f"the broker's assignment{assignor}: {current.cross_rack} of {current.total} partitions read cross-rack"
+    if best is None:
+        return f"{now}; the agent can make it no plan"
+    return f"{now}, the agent's plan would read {best.cross_rack} of {best.total}"

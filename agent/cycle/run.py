@@ -138,11 +138,11 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     if to_archive is not None:
         archive(w, *to_archive, term.regs, term.traffic)
         term.traffic_archived = term.traffic_archived or bool(term.traffic)
-    live_locality(w, term, report, seen.snap, seen.racks)
+    assert term.acted is not None
+    acted_snap, acted_racks = term.acted  # what plans, live figures and alerts are judged under
+    live_locality(w, term, report, acted_snap, acted_racks, kip1071)
     classify_groups(w, term)
     report.completed += advance_handovers(w, term)
-    assert term.acted is not None
-    acted_snap, acted_racks = term.acted
     achievable(w, term, report, acted_snap, acted_racks)
     check_registrations(w, term, acted_snap)
     previous_fp = {k: g.fp for k, g in term.groups.items()} if seen.change is not None else {}
@@ -272,6 +272,13 @@ def describe_wanted(
     return sorted(want)
 
 
+#: the series of a group's live figure, all set or all gone
+LIVE_METRICS = (
+    metric.LIVE_CROSS_RACK_PARTITIONS,
+    metric.LIVE_ASSIGNED_PARTITIONS,
+    metric.LIVE_UNKNOWN_RACK_PARTITIONS,
+)
+
 #: what to do about a live member of unknown rack, by the kind of group
 UNKNOWN_RACK_HINTS = {
     CONSUMER: "register the member (rackplan.member.id equal to its client.id, or group.instance.id) "
@@ -281,21 +288,31 @@ UNKNOWN_RACK_HINTS = {
 }
 
 
-def live_locality(w: Wiring, term: Term, report: CycleReport, snap: Snapshot, racks: Racks) -> None:
+def live_locality(
+    w: Wiring, term: Term, report: CycleReport, snap: Snapshot, racks: Racks, kip1071: frozenset[str]
+) -> None:
     """Locality of the live assignments described this cycle (what the brokers say members read).
 
-    Partitions of members whose rack cannot be established are counted apart
-    (``rackplan_live_unknown_rack_partitions``), never as local; the members
-    are logged once per distinct set.
+    ``snap``: the acted snapshot, the one the plans were made from, never an unconfirmed poll: a metadata
+    flap the debounce has not confirmed must not page a broker-assigned group (judged on this figure) when
+    it would not page a classic one.  ``kip1071``: the KIP-1071 apps, never described.  A group described
+    with nobody holding a partition has no live figure: its series go (nothing reads anything, not the
+    last description's counts).  Partitions of members whose rack cannot be established are counted apart
+    (``rackplan_live_unknown_rack_partitions``), never as local; the members are logged once per distinct
+    set.
     """
     for reg in sorted(term.regs, key=lambda r: r.key):
-        real = describable(reg, term.real_groups)
-        if real is None or not any(m.assignment for m in real.members):
+        real = describable(reg, term.real_groups, kip1071)
+        if real is None:
+            continue  # not described this cycle: the last description's figures are all there is
+        g = term.group(reg.key)
+        if not any(m.assignment for m in real.members):
+            g.live = None
+            for name in LIVE_METRICS:
+                w.metrics.remove(name, labels(reg.key))
             continue
         loc = judge_live(snap, racks, reg, real, w.settings.rack_mapping)
-        report.live[reg.key] = loc
-        g = term.group(reg.key)
-        g.live = loc
+        report.live[reg.key] = g.live = loc
         w.metrics.set(metric.LIVE_CROSS_RACK_PARTITIONS, loc.cross_rack, labels(reg.key))
         w.metrics.set(metric.LIVE_ASSIGNED_PARTITIONS, loc.total, labels(reg.key))
         w.metrics.set(metric.LIVE_UNKNOWN_RACK_PARTITIONS, loc.unknown_rack, labels(reg.key))

@@ -16,7 +16,7 @@ what is judged live.  A KIP-1071 Streams group cannot be described here (see
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,9 +63,18 @@ def registered_members(reg: Registration) -> list[Mapping[str, Any]]:
     return list(reg.spec.get("members" if reg.kind == CONSUMER else "clients") or [])
 
 
-def describable(reg: Registration, real_groups: Mapping[str, RealGroup]) -> RealGroup | None:
+def describable(
+    reg: Registration, real_groups: Mapping[str, RealGroup], kip1071: Collection[str] = frozenset()
+) -> RealGroup | None:
     """The group's description this cycle, when it has one: a consumer group, or a classic Streams app (its
-    group id is its application id); None for anything else."""
+    group id is its application id); None for anything else.
+
+    ``kip1071``: the application ids of the KIP-1071 apps (``group_protocol: streams``).  Such an app is never
+    described (no StreamsGroupDescribe), so a description under its id is another group's, a consumer group
+    of the same id that is registered too: judging the app on it would page for a group it is not.
+    """
+    if reg.kind == STREAMS and reg.name in kip1071:
+        return None
     return real_groups.get(reg.name) if reg.kind in (CONSUMER, STREAMS) else None
 
 
