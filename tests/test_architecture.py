@@ -150,7 +150,6 @@ LONG_MODULES: dict[str, int] = {
     "rackplan.fleet.units": 588,
 }
 LONG_FUNCTIONS: dict[str, int] = {
-    "rackplan.agent.cycle.plan_step:plan_group": 67,
     "rackplan.agent.demo.run:demo_settings": 65,
     "rackplan.agent.demo.run:run_demo": 105,
     "rackplan.agent.kafka.publisher:Publisher._publish_on": 63,

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from ..cluster.diff import SnapshotDiff
 from ..cluster.metadata import Snapshot
+from ..groups.paths import CLASSIC_FOLLOWERS, KIP848_BROKER, PLAN_READER, UNKNOWN
 from ..metrics import declared as metric
 from ..planning.handover import (
     absent_unreleased,
@@ -16,7 +17,14 @@ from ..planning.handover import (
     still_unreleased,
     with_unreleased,
 )
-from ..planning.planner import PlanSkipped, Registration, plan_for, scope_fingerprint
+from ..planning.planner import (
+    PlanResult,
+    PlanSkipped,
+    Registration,
+    fingerprint_topics,
+    plan_for,
+    scope_fingerprint,
+)
 from ..protocol.plans import CONSUMER, PlanRecord, epoch_ms, utc_now_iso
 from ..protocol.registrations import FollowerStatus
 from ..state.term import CycleReport, Racks, SkipInputs, Term, Wiring
@@ -49,7 +57,8 @@ def rejoin_wanted(w: Wiring, term: Term) -> set[str]:
 
 
 def candidates(term: Term, change: SnapshotDiff | None, rejoin: set[str]) -> list[Registration]:
-    """Registrations to plan this cycle: retried, rejoining, reasserted, or touched by the change."""
+    """Registrations to plan this cycle: retried, rejoining, reasserted, touched by the change, or holding
+    a plan rackplan's Java assignors refuse for being incomplete (:func:`plugin_applies`)."""
     out = []
     for r in term.regs:
         g = term.groups.get(r.key)
@@ -57,6 +66,7 @@ def candidates(term: Term, change: SnapshotDiff | None, rejoin: set[str]) -> lis
             (g is not None and (g.retry or g.reassert))
             or r.key in rejoin
             or (change is not None and not change.touched_topics.isdisjoint(r.topics))
+            or _incomplete_for_plugin(term, r)
         ):
             out.append(r)
     return out
@@ -72,9 +82,36 @@ def scope_fp(term: Term, reg: Registration, snap: Snapshot, racks: Racks) -> str
     memo = g.fp_memo
     if memo is not None and memo[0] is snap and memo[1] is racks and memo[2] == reg.fingerprint:
         return memo[3]
-    fp = scope_fingerprint(snap, racks, reg.topics, reg.fetch_mode)
+    fp = scope_fingerprint(snap, racks, fingerprint_topics(snap, reg), reg.fetch_mode)
     g.fp_memo = (snap, racks, reg.fingerprint, fp)
     return fp
+
+
+def plugin_applies(term: Term, reg: Registration) -> bool:
+    """The group's members assign with rackplan's Java plugins (its last known path's assignor is
+    ``rackplan``): its plans are made complete, the cooperative follow-up folded in at once, as for plan
+    followers.
+
+    Both plugins apply only a plan that assigns every partition of the live subscription
+    (``Plans.mismatch``), so the two-round form (fewer partitions, the rest under ``revoked``) is refused,
+    and the group would be assigned without its plan until the next metadata change.  They need no two
+    rounds: ``RackplanServerAssignor`` (KIP-848) hands the plan to the coordinator, whose reconciliation
+    revokes before it reassigns; the classic ``RackplanAssignor`` leaves a partition another member still
+    owns out of the round itself (its cooperative rule).  Found by a hunt: the contract's default assignor,
+    cooperative-sticky, made every plan that moved a partition unusable to them.
+    """
+    g = term.groups.get(reg.key)
+    if reg.kind != CONSUMER or g is None or g.path is None:
+        return False
+    path = g.known_path if g.path.path == UNKNOWN and g.known_path is not None else g.path
+    return path.path in (KIP848_BROKER, CLASSIC_FOLLOWERS) and path.assignor == PLAN_READER
+
+
+def _incomplete_for_plugin(term: Term, reg: Registration) -> bool:
+    """The plan of record withholds partitions (``revoked``) but :func:`plugin_applies`: the plugin refuses
+    it (made before the group moved onto ``rackplan``, or by an older agent), so a complete one is due."""
+    last = term.book.latest(reg.key)
+    return last is not None and bool(last.body.get("revoked")) and plugin_applies(term, reg)
 
 
 def plan_group(
@@ -91,9 +128,10 @@ def plan_group(
 ) -> PlanRecord | None:
     """The next plan of ``reg``, or None when the plan of record holds.
 
-    For a group with plan-following members the plan is complete (nothing
-    withheld) and, when a partition moves away from a live follower, comes
-    as the revoking phase of a two-phase handover.  ``rejoin``: its
+    For a group with plan-following members, or assigned by rackplan's Java
+    assignors (:func:`plugin_applies`), the plan is complete (nothing
+    withheld); with followers, when a partition moves away from a live one, it
+    comes as the revoking phase of a two-phase handover.  ``rejoin``: its
     followers fell back to group subscription and must be brought back, so
     a plan is made even if nothing else changed.  ``reassert``: the newest
     record followers act on was written by someone else (a forged plan or
@@ -105,19 +143,22 @@ def plan_group(
     last = term.book.latest(reg.key)
     fp = scope_fp(term, reg, snap, racks)
     g.fp = fp
-    spared, again = _spared(term, reg, last, fp, forced=rejoin or reassert or traffic_only, rejoin=rejoin)
+    refill = _incomplete_for_plugin(term, reg)
+    forced = rejoin or reassert or traffic_only or refill
+    spared, again = _spared(term, reg, last, fp, forced=forced, rejoin=rejoin)
     if spared:
         return again
     if term.book.exhausted(reg.key):
         generation_exhausted(w, term, reg.key, report)
         return None
     followers = term.store.followers(reg.kind, reg.name) if reg.kind == CONSUMER else {}
-    inputs = (reg.fingerprint, fp, last, bool(followers))
+    complete = bool(followers) or plugin_applies(term, reg)
+    inputs = (reg.fingerprint, fp, last, complete)
     if not (rejoin or reassert) and _skipped_again(w, term, reg, inputs, report):
         return None
     g.skipped = None
     try:
-        result = plan_for(snap, racks, reg, last, complete=bool(followers), traffic=term.traffic)
+        result = plan_for(snap, racks, reg, last, complete=complete, traffic=term.traffic)
     except Exception as e:  # an assignor bug must not stop the plans of other groups
         _planning_failed(w, term, reg, e, inputs, report)
         return None
@@ -125,16 +166,24 @@ def plan_group(
     if traffic_only:  # planned for traffic alone: published only when it saves enough
         why = traffic_shift(w, term, reg, snap, racks, last, result)
     else:
-        why = _reason(reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert)
+        why = _reason(
+            reg, last, change, g.unpublished_reason, rejoin=rejoin, reassert=reassert, refill=refill
+        )
     if why is None:
         return None
     g.planned_by_rack = result.after_by_rack
-    rec = PlanRecord(
+    rec = _record(w, term, reg, fp, why, result)
+    return _with_followers(w, term, reg, rec, last, followers, reassert) if followers else rec
+
+
+def _record(w: Wiring, term: Term, reg: Registration, fp: str, why: str, result: PlanResult) -> PlanRecord:
+    """The next generation's record of ``result`` (its followers' handover not yet applied)."""
+    return PlanRecord(
         key=reg.key,
         generation=term.book.next_generation(reg.key),
         cluster_fingerprint=fp,
         registration_fingerprint=reg.fingerprint,
-        reason="; ".join([why, *g.notes()]),
+        reason="; ".join([why, *term.group(reg.key).notes()]),
         created_at=utc_now_iso(w.clock()),
         document=result.document,
         moved=result.moved,
@@ -143,7 +192,6 @@ def plan_group(
         locality_after=result.after,
         publisher=w.publisher_info(),
     )
-    return _with_followers(w, term, reg, rec, last, followers, reassert) if followers else rec
 
 
 def _with_followers(
@@ -238,8 +286,9 @@ def _reason(
     *,
     rejoin: bool,
     reassert: bool,
+    refill: bool = False,
 ) -> str:
-    """Why a plan is made: what its record's ``reason`` says."""
+    """Why a plan is made: what its record's ``reason`` says (``refill``: :func:`_incomplete_for_plugin`)."""
     if reassert:
         return "the plan of record again, above a record another writer put on the plan topic"
     if rejoin:
@@ -248,6 +297,8 @@ def _reason(
         return "initial plan"
     if last.registration_fingerprint != reg.fingerprint:
         return "registration changed"
+    if refill:
+        return "the plan of record withholds partitions, which rackplan's Java assignors refuse"
     if change is not None:
         return change.reason(reg.topics, leaders=reg.fetch_mode == "leader") or "cluster changed"
     if unpublished is not None:

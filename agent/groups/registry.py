@@ -27,7 +27,8 @@ Merge precedence, per group or app:
 3. A consumer group left with no members takes its real members from
    DescribeGroups, each member's rack from ``rack_mapping`` (first matching
    rule), its topics from the group's ``topics`` or else the topics of the
-   group's current assignment.
+   group's current assignment; a static member's id in plans is its
+   ``group.instance.id`` (:func:`_discovered_members`).
 
 A group whose merged definition changes gets a new registration fingerprint,
 so the loop re-plans it; a group that disappears gets a tombstone.
@@ -165,18 +166,25 @@ def _newest_fields(entries: list[Entry]) -> dict[str, Any]:
 def _discovered_members(
     spec: Mapping[str, Any], group: RealGroup, rules: tuple[RackRule, ...]
 ) -> list[dict[str, Any]]:
+    """The group's live members as registered ones, sorted by the id its plans give them.
+
+    A static member is named by its ``group.instance.id``: the id the brokers' ``RackplanServerAssignor``
+    and the classic ``RackplanAssignor`` match plan members on (docs/java.md), and the one a restart keeps
+    (a KIP-848 member comes back under a new member id), so that restart changes neither the registration
+    nor the plan.  A dynamic member has only Kafka's member id.
+    """
     topics = list(spec.get("topics") or group.topics())
     out = []
     for m in group.members:
         member: dict[str, Any] = {
-            "member_id": m.member_id,
+            "member_id": m.group_instance_id or m.member_id,
             "rack": rack_for(rules, m.client_id, m.host),
             "topics": topics,
         }
         if m.group_instance_id is not None:
             member["group_instance_id"] = m.group_instance_id
         out.append(member)
-    return out
+    return sorted(out, key=lambda m: str(m["member_id"]))
 
 
 def settings_group_refusal(settings: Settings, entry: Entry) -> str | None:

@@ -132,6 +132,23 @@ def scope_fingerprint(
     return fingerprint(doc)
 
 
+def fingerprint_topics(snapshot: Snapshot, reg: Registration) -> frozenset[str]:
+    """The topics a plan's ``cluster_fingerprint`` covers (:func:`scope_fingerprint` over them).
+
+    A consumer group's: the existing topics its members subscribe to, exactly
+    the topics the Java plugins recompute it over (``RackplanServerAssignor``,
+    ``RackplanAssignor``: the live subscriptions' topics the metadata has), so
+    a plan of a group subscribed to a missing topic, or with a group-level
+    ``topics`` no member reads, is not called stale by them.  A topic that is
+    created later joins the set, so the fingerprint still changes and the
+    group is planned again.  A Streams app's: every topic of the registration
+    (no plugin checks it).
+    """
+    if reg.kind != CONSUMER:
+        return reg.topics
+    return frozenset(t for t in group_topics(reg.spec) if t in snapshot.topics)
+
+
 #: The last snapshot's model: (snapshot, its racks, a Cluster of every topic asked for so far).
 _model: list[tuple[Snapshot, dict[int, str | None], Cluster]] = []
 

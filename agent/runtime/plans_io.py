@@ -171,14 +171,16 @@ def racks_of(
 
     A registered member's rack is its word; a live member the registrations do not place gets the
     ``rack_mapping`` rules' (as the agent judges live locality, :mod:`~..groups.live`); a member none
-    of these place is absent: of unknown rack.  A discovered group's plan names members by Kafka's id.
+    of these place is absent: of unknown rack.  A discovered group's plan names a static member by its
+    ``group.instance.id``, any other by Kafka's member id (:func:`~..groups.registry._discovered_members`).
     """
     registered = [] if reg is None else registered_members(reg)
     planned_racks: dict[str, str | None] = {str(m.get("member_id")): m.get("rack") for m in registered}
     live_racks: dict[str, str | None] = {}
     if real is not None:
         live_racks = dict(member_racks(real, registered, settings.rack_mapping).racks)
-        for member, rack in live_racks.items():
-            if member in planned and member not in planned_racks:
-                planned_racks[member] = rack
+        for m in real.members:
+            plan_id = m.group_instance_id or m.member_id
+            if plan_id in planned and plan_id not in planned_racks and m.member_id in live_racks:
+                planned_racks[plan_id] = live_racks[m.member_id]
     return planned_racks, live_racks

@@ -17,6 +17,7 @@ from rackplan.agent.protocol.registrations import (
     RegistrationRecordError,
     registration_key,
 )
+from rackplan.agent.runtime.plans_io import racks_of
 from rackplan.agent.settings.sections import RackRule, Settings, rack_for
 
 SCHEMA = Path(__file__).resolve().parents[3] / "docs" / "registration-schema.json"
@@ -316,11 +317,15 @@ def test_members_of_an_unregistered_group_come_from_describe_groups_and_rack_map
     assert without.source == "file" and without.members == 0  # planned once members are known
     (reg,) = merge_registrations(s, [], {"legacy": real}).registrations
     assert reg.source == "file+discovered"
-    assert reg.spec["members"] == [
+    assert reg.spec["members"] == [  # a static member by its group.instance.id: what the Java plugins match
         {"member_id": "c-1", "rack": "az-a", "topics": ["orders"]},
-        {"member_id": "c-2", "rack": "az-b", "topics": ["orders"], "group_instance_id": "inst-2"},
         {"member_id": "c-3", "rack": None, "topics": ["orders"]},
+        {"member_id": "inst-2", "rack": "az-b", "topics": ["orders"], "group_instance_id": "inst-2"},
     ]
+    # `rackplan plans explain/diff` place the plan's members as the plan names them
+    planned: dict[str, list[Any]] = {m["member_id"]: [] for m in reg.spec["members"]}
+    planned_racks, live_racks = racks_of(reg, real, planned, s)
+    assert planned_racks == {"c-1": "az-a", "inst-2": "az-b"} and live_racks["c-2"] == "az-b"
 
 
 # ---- rack mapping rules ---------------------------------------------------------------------
