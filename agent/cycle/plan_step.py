@@ -9,6 +9,7 @@ from ..cluster.metadata import Snapshot
 from ..groups.paths import CLASSIC_FOLLOWERS, KIP848_BROKER, PLAN_READER, UNKNOWN
 from ..metrics import declared as metric
 from ..planning.handover import (
+    TP,
     absent_unreleased,
     assignment_of,
     departed,
@@ -173,7 +174,7 @@ def plan_group(
         return None
     g.planned_by_rack = result.after_by_rack
     rec = _record(w, term, reg, fp, why, result)
-    return _with_followers(w, term, reg, rec, last, followers, reassert) if followers else rec
+    return _with_followers(w, term, reg, rec, last, followers, reassert)
 
 
 def _record(w: Wiring, term: Term, reg: Registration, fp: str, why: str, result: PlanResult) -> PlanRecord:
@@ -203,15 +204,20 @@ def _with_followers(
     followers: Mapping[str, FollowerStatus],
     reassert: bool,
 ) -> PlanRecord:
-    """``rec`` as a group with plan followers publishes it: its revoking phase first when a live follower
-    gives something up, and what holders that left (or have not confirmed the last plan) may still read."""
+    """``rec`` as a group with plan followers publishes it (one ever seen this term: :attr:`followed`): its
+    revoking phase first when a live follower gives something up, and what holders that left (or have not
+    confirmed the last plan, or may have applied one whose delivery is in doubt) may still read."""
     g = term.group(reg.key)
+    g.followed = g.followed or bool(followers)
+    if not g.followed:
+        return rec  # no member ever followed plans: nobody to hand over to, or to withhold from
     held = last if last is not None else term.book.last_live(reg.key)  # a tombstone releases nothing
     if reassert and g.reassert_plan is not None:
         held = g.reassert_plan  # followers follow the forged plan: they hold what it gave
     target, held_body = assignment_of(rec.body), None if held is None else held.body
     handover = None if held is None else held.handover
-    phase = split(target, held_body, followers, still_unreleased(handover, followers))
+    doubted = _in_doubt_holders(g.in_doubt, held)
+    phase = split(target, held_body, followers, _merged(still_unreleased(handover, followers), doubted))
     if phase is not None:
         rec = revoking_record(rec, phase, w.settings.followers.release_timeout_s)
     # Listed again while the plan that listed them is younger than the registration TTL: the holder's
@@ -219,7 +225,25 @@ def _with_followers(
     made_ms = None if held is None else epoch_ms(held.created_at)
     recent = made_ms is not None and w.clock() * 1000 - made_ms <= w.settings.registrations.ttl_s * 1000
     carried = absent_unreleased(handover, followers) if recent else {}
-    return with_unreleased(rec, departed(target, held_body, followers, carried))
+    return with_unreleased(rec, departed(target, held_body, followers, _merged(carried, doubted)))
+
+
+def _in_doubt_holders(doubt: PlanRecord | None, held: PlanRecord | None) -> dict[str, list[TP]]:
+    """Who may hold what under a plan whose publish timed out, newer than the plan of record: it may have
+    landed and been applied, so its assignees count as holders too (found by a hunt: a partition it gave
+    moved on in one phase, before the read-back showed it had landed)."""
+    if doubt is None or (held is not None and doubt.generation <= held.generation):
+        return {}
+    return _merged(assignment_of(doubt.body), assignment_of(doubt.body, "revoked"))
+
+
+def _merged(*parts: Mapping[str, list[TP]]) -> dict[str, list[TP]]:
+    """Member -> partitions of several such mappings, each member's sorted and without repeats."""
+    out: dict[str, set[TP]] = {}
+    for mapping in parts:
+        for m, tps in mapping.items():
+            out.setdefault(m, set()).update(tps)
+    return {m: sorted(v) for m, v in sorted(out.items())}
 
 
 def _planning_failed(

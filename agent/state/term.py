@@ -126,6 +126,10 @@ class GroupRecord:
     rejoin_at: float = -math.inf
     #: a handover whose target could not be published is retried after this
     handover_retry_at: float = -math.inf
+    #: plan followers were seen in the group this term: its plans list what holders that left may still
+    #: read (``handover.unreleased``) even once every follower is gone (expired through an outage, they
+    #: may come back reading the plan they knew)
+    followed: bool = False
     # ---- what the operator must be told (issue 24)
     #: locality of the live assignment when last described
     live: LiveLocality | None = None

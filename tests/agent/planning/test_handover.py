@@ -452,3 +452,87 @@ def test_an_awaited_follower_that_expires_mid_handover_is_listed_as_unreleased()
     assert withheld(final.handover, "c", {"b": Seen(FollowerStatus(1, "plan"), 0)}, 0, 120_000) == {
         "b": [("t", 5)]
     }, "b, back on generation 1, still holds t5 for c"
+
+
+def test_a_takeover_that_has_not_read_an_awaited_follower_lists_its_partitions() -> None:
+    """Found by a hunt: the new leader's registrations read stopped short of b's record (its partition's
+    leader away), so b counted as gone and the resumed target gave t5 to c; t5 is now listed for b."""
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, pub, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    cycle(agent)
+    follow(agent, "c", "az-c")
+    cycle(agent)
+    records = [(k, decode_record(k, json.dumps(v).encode())) for k, v in pub.on("_rackplan.plans")]
+    other, _, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
+    other._new_term()
+    for e in agent.term.store.entries():
+        if e.key != registration_key("consumer", "g", "b"):  # b's record not read yet
+            other.term.store.apply(e.key, e, int(other.tick[0] * 1000))  # type: ignore[attr-defined]
+    other.begin(records)
+    follow(other, "a", "az-a", released=2)
+    (final,) = cycle(other).completed
+    assert final.body["assignment"]["c"] == [["t", 4], ["t", 5]]
+    assert final.handover is not None and final.handover["unreleased"] == {"b": [["t", 5]]}
+
+
+def test_when_every_follower_expired_the_plan_still_lists_what_they_may_read() -> None:
+    """Found by a hunt: a group of the settings file whose followers all expired (an outage) got plans in one
+    phase with nothing listed; both came back on their cached plan and swapped partitions unwithheld."""
+    from tests.agent.cycle.test_run import group
+
+    admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
+    agent, _, _ = make_agent(
+        admin, [group("g")], registrations={"ttl_s": 20}, followers={"release_timeout_s": 60}
+    )
+    follow(agent, "g-a", "az-a")
+    follow(agent, "g-b", "az-b")
+    (first,) = cycle(agent, 1).published
+    assert first.body["assignment"] == {"g-a": [["t", 0], ["t", 1]], "g-b": [["t", 2], ["t", 3]]}
+    cycle(agent, 25)  # neither refreshes: both expire
+    assert agent.term.store.followers("consumer", "g") == {}
+    admin.topics["t"][0] = [2]
+    (second,) = cycle(agent, 1).published
+    moved = {
+        m: [tp for tp in parts if tp not in first.body["assignment"][m]]
+        for m, parts in second.body["assignment"].items()
+    }
+    assert any(moved.values()), "the move hands partitions between the two"
+    assert second.handover is not None
+    listed = second.handover["unreleased"]
+    for m, parts in moved.items():
+        other = "g-b" if m == "g-a" else "g-a"
+        assert set(map(tuple, parts)) <= set(map(tuple, listed.get(other, []))), (m, listed)
+
+
+def test_a_plan_whose_delivery_is_uncertain_counts_its_assignees_as_holders() -> None:
+    """Found by a hunt: plan 2 gave the new partition t4 to a; its publish timed out but it landed, and a
+    took t4.  Before the agent read it back, t4 moved to az-b: plan 3 gave it to b in one phase."""
+    from rackplan.agent.kafka.exceptions import DeliveryUncertain
+
+    admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
+    agent, pub, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
+    follow(agent, "a", "az-a")
+    follow(agent, "b", "az-b")
+    cycle(agent, 1)
+    follow(agent, "a", "az-a", released=1)
+    follow(agent, "b", "az-b", released=1)
+    landed_but_unconfirmed = pub.publish_each
+
+    def uncertain(topic: str, records: list[tuple[str, bytes | None]], timeout_s: float) -> list[Any]:
+        landed_but_unconfirmed(topic, records, timeout_s)
+        return [DeliveryUncertain("no delivery report in time") for _ in records]
+
+    pub.publish_each = uncertain  # type: ignore[method-assign]
+    admin.topics["t"].append([1])  # t4, in az-a
+    assert cycle(agent, 1).published == []
+    (doubted,) = [v for k, v in pub.on("_rackplan.plans") if v and v["generation"] == 2]
+    assert doubted["consumer_group"]["assignment"]["a"][-1] == ["t", 4]
+    pub.publish_each = landed_but_unconfirmed  # type: ignore[method-assign]
+    follow(agent, "a", "az-a", released=2)  # a applied plan 2: it reads t4
+    follow(agent, "b", "az-b", released=2)
+    admin.topics["t"][4] = [2]  # t4 moves to az-b
+    (nxt,) = cycle(agent, 1).published
+    assert nxt.state == "revoking" and ["t", 4] in nxt.body["revoked"]["a"], "a gives t4 up first"
+    assert ["t", 4] not in nxt.body["assignment"]["b"]
