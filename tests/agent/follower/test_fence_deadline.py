@@ -44,11 +44,7 @@ def held_while_expired(h: Harness, f: Any, share: float) -> Callable[[float], No
 def test_a_commit_waiting_for_a_gone_coordinator_does_not_delay_the_fence() -> None:
     h = Harness(registration_ttl_s=TTL_S, commit_interval_s=1, io_timeout_s=10)
     f = h.follower()
-    tail = FakeTail.instances[-1]
-    h.heartbeat()
-    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
-    f.poll(0)
-    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    h.on_plan(f)
     clock = held_while_expired(h, f, 5 / 6)
     h.broker.poll_clock = clock
     h.broker.deliver, h.broker.commits_hang = False, True  # the broker stops: no answer to either

@@ -127,6 +127,15 @@ class Harness:
         self.clock.now += seconds
         self.wall.now += seconds
 
+    def on_plan(self, f: PlanFollower, parts: Sequence[int] = (0, 1)) -> FakeTail:
+        """``f`` (member m1) applies plan 1, which gives it ``parts``, the agent's heartbeat fresh; its tail."""
+        tail = FakeTail.instances[-1]
+        self.heartbeat()
+        tail.push(PLANS, KEY.encode(), plan(1, {"m1": list(parts)}))
+        f.poll(0)
+        assert f.assignment() == [(TOPIC, p) for p in parts]
+        return tail
+
     def registrations(self, tails: Sequence[FakeTail]) -> None:
         """The followers' registration records so far, as the registrations topic gives them to each tail."""
         for topic, key, value in self.broker.records:
@@ -386,11 +395,7 @@ def test_a_producer_that_believes_the_registrations_topic_gone_is_replaced_befor
     five-minute metadata refresh; the agent expired the member every TTL.  Now that producer is replaced
     a second after the failure, and the refresh lands long before the fence (2/3 of the TTL)."""
     f = h.follower()
-    tail = FakeTail.instances[-1]
-    h.heartbeat()
-    tail.push(PLANS, KEY.encode(), plan(1, {"m1": [0, 1]}))
-    f.poll(0)
-    assert f.assignment() == [(TOPIC, 0), (TOPIC, 1)]
+    h.on_plan(f)
     before = len(h.broker.registrations())
     h.broker.forget_topic()
     for _ in range(25):  # 25 s: more than the fence (20 s), so an unrenewed producer would self-fence

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
@@ -20,7 +21,8 @@ from rackplan.agent.planning.handover import (
 )
 from rackplan.agent.protocol.plans import decode_record
 from rackplan.agent.protocol.registrations import FollowerStatus, registration_key
-from rackplan.agent.testing import FakeAdmin
+from rackplan.agent.runtime.loop import Agent
+from rackplan.agent.testing import FakeAdmin, FakePublisher
 from tests.agent.cycle.test_run import cycle, make_agent
 
 TP = tuple[str, int]
@@ -260,7 +262,10 @@ def test_groups_without_followers_keep_single_phase_plans() -> None:
     assert dict(agent.term.handovers()) == {}
 
 
-def test_a_takeover_resumes_the_handover_and_does_not_start_another() -> None:
+def taken_over_mid_handover(unread: str | None = None) -> tuple[Any, Any]:
+    """a and b hold everything, c joins: revoking plan 2 awaits a and b.  Then another agent takes over: the
+    plan topic replayed, the registrations too (``unread``: that member's record not read yet).  The new
+    agent and its publisher."""
     admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
     agent, pub, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
     follow(agent, "a", "az-a")
@@ -269,13 +274,17 @@ def test_a_takeover_resumes_the_handover_and_does_not_start_another() -> None:
     follow(agent, "c", "az-c")
     cycle(agent)
     records = [(k, decode_record(k, json.dumps(v).encode())) for k, v in pub.on("_rackplan.plans")]
-    # Another agent takes over: same registrations, the plan topic replayed.
     other, pub2, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
-    entries = agent.term.store.entries()
     other._new_term()
-    for e in entries:
-        other.term.store.apply(e.key, e, int(other.tick[0] * 1000))  # type: ignore[attr-defined]
+    for e in agent.term.store.entries():
+        if unread is None or e.key != registration_key("consumer", "g", unread):
+            other.term.store.apply(e.key, e, int(other.tick[0] * 1000))  # type: ignore[attr-defined]
     other.begin(records)
+    return other, pub2
+
+
+def test_a_takeover_resumes_the_handover_and_does_not_start_another() -> None:
+    other, pub2 = taken_over_mid_handover()
     assert (
         list(dict(other.term.handovers())) == ["consumer/g"]
         and dict(other.term.handovers())["consumer/g"].generation == 2
@@ -427,16 +436,22 @@ def test_an_expired_holder_is_not_listed_again_once_the_plan_that_listed_it_is_o
     assert "a" not in ((with_d.handover or {}).get("unreleased") or {}), "a is gone: nothing to list"
 
 
-def test_an_awaited_follower_that_expires_mid_handover_is_listed_as_unreleased() -> None:
-    """Found by a hunt: b, asked to give t5 up, went silent (fenced through an outage) until its registration
-    expired; the target then gave t5 to c with nothing listed, and b, back on its cached plan, read it too."""
-    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
-    agent, _, _ = make_agent(admin, [], registrations={"ttl_s": 120}, followers={"release_timeout_s": 600})
+def a_and_b_on_plan_1(admin: FakeAdmin, ttl_s: float) -> tuple[Agent, FakePublisher, io.StringIO]:
+    """Followers a (az-a) and b (az-b) have applied plan 1 (release timeout 600 s): make_agent's triple."""
+    made = make_agent(admin, [], registrations={"ttl_s": ttl_s}, followers={"release_timeout_s": 600})
+    agent = made[0]
     follow(agent, "a", "az-a")
     follow(agent, "b", "az-b")
     cycle(agent, 1)
     follow(agent, "a", "az-a", released=1)
     follow(agent, "b", "az-b", released=1)
+    return made
+
+
+def test_an_awaited_follower_that_expires_mid_handover_is_listed_as_unreleased() -> None:
+    """Found by a hunt: b, asked to give t5 up, went silent (fenced through an outage) until its registration
+    expired; the target then gave t5 to c with nothing listed, and b, back on its cached plan, read it too."""
+    agent, _, _ = a_and_b_on_plan_1(FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]}), ttl_s=120)
     follow(agent, "c", "az-c")
     (rev,) = cycle(agent, 1).published
     assert rev.state == "revoking" and rev.body["revoked"]["b"] == [["t", 5]]
@@ -457,20 +472,7 @@ def test_an_awaited_follower_that_expires_mid_handover_is_listed_as_unreleased()
 def test_a_takeover_that_has_not_read_an_awaited_follower_lists_its_partitions() -> None:
     """Found by a hunt: the new leader's registrations read stopped short of b's record (its partition's
     leader away), so b counted as gone and the resumed target gave t5 to c; t5 is now listed for b."""
-    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
-    agent, pub, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
-    follow(agent, "a", "az-a")
-    follow(agent, "b", "az-b")
-    cycle(agent)
-    follow(agent, "c", "az-c")
-    cycle(agent)
-    records = [(k, decode_record(k, json.dumps(v).encode())) for k, v in pub.on("_rackplan.plans")]
-    other, _, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
-    other._new_term()
-    for e in agent.term.store.entries():
-        if e.key != registration_key("consumer", "g", "b"):  # b's record not read yet
-            other.term.store.apply(e.key, e, int(other.tick[0] * 1000))  # type: ignore[attr-defined]
-    other.begin(records)
+    other, _ = taken_over_mid_handover(unread="b")
     follow(other, "a", "az-a", released=2)
     (final,) = cycle(other).completed
     assert final.body["assignment"]["c"] == [["t", 4], ["t", 5]]
@@ -512,12 +514,7 @@ def test_a_plan_whose_delivery_is_uncertain_counts_its_assignees_as_holders() ->
     from rackplan.agent.kafka.exceptions import DeliveryUncertain
 
     admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
-    agent, pub, _ = make_agent(admin, [], registrations={"ttl_s": 600}, followers={"release_timeout_s": 600})
-    follow(agent, "a", "az-a")
-    follow(agent, "b", "az-b")
-    cycle(agent, 1)
-    follow(agent, "a", "az-a", released=1)
-    follow(agent, "b", "az-b", released=1)
+    agent, pub, _ = a_and_b_on_plan_1(admin, ttl_s=600)
     landed_but_unconfirmed = pub.publish_each
 
     def uncertain(topic: str, records: list[tuple[str, bytes | None]], timeout_s: float) -> list[Any]:
