@@ -25,7 +25,7 @@ slower with one path per Dijkstra run.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...flow import FlowGraph
 from ...flow.prices import residual_potentials
@@ -57,7 +57,8 @@ class Classes:
     Partitions fall into classes ``k = (topic group g, replica-rack mask)``.
     Nodes of both flow graphs: partition classes, then group-rack nodes
     ``(g, rc)`` (where a cross-rack cost is paid), then member classes, then
-    the node ``x`` that collects the units members hold above ``low``.
+    the node ``x`` that collects the units members hold above ``low`` (stage A
+    adds one cross-rack hub per topic group after it: :func:`_optimal_face`).
     """
 
     members: list[Member]
@@ -191,17 +192,33 @@ def classify(cluster: Cluster, group: ConsumerGroup) -> Classes:
 
 
 def _optimal_face(c: Classes) -> _Face:
-    """Stage A: the class-level min-cost flow (fairness, then cross-rack) and its optimal face."""
+    """Stage A: the class-level min-cost flow (fairness, then cross-rack) and its optimal face.
+
+    Cross-rack supply goes through one hub node per topic group (``k -> hub``
+    costs 1, ``hub -> (g, rc)`` 0); only rack-matching group-rack nodes (at
+    most a replication factor of them, plus rack-less classes) get a direct
+    arc of cost 0.  That flow has the optimum of the flow with one arc per
+    (partition class, group-rack node), and the greatest optimal prices
+    ``<= 0`` (what :func:`residual_potentials` returns, whichever optimal flow
+    it is given) agree on every node the two graphs share, so the face read
+    back from them, arc by class arc, is the same: the graph stays
+    ``O(classes x RF + group-rack nodes)`` whatever the number of racks.
+    """
     weight = c.total + 1  # more than any cross-rack total: fairness comes first
-    graph = FlowGraph(c.x_node + 1)
-    kg: dict[tuple[int, int], int] = {}
+    hub_base = c.x_node + 1
+    graph = FlowGraph(hub_base + len(c.group_sizes))
+    racked, direct = _class_targets(c)
     for k, (g, mask) in enumerate(c.k_keys):
-        for rc in range(len(c.rc_keys)):
-            j = c.gr_index.get((g, rc))
-            if j is not None:
-                # Capacities never bind (one more than can ever flow), so only the
-                # sign of an arc's reduced cost says whether optimal flows use it.
-                kg[(k, j)] = graph.add_edge(k, c.gr_base + j, len(c.k_parts[k]) + 1, c.cross(rc, mask))
+        # Capacities never bind (one more than can ever flow), so only the
+        # sign of an arc's reduced cost says whether optimal flows use it.
+        cap = len(c.k_parts[k]) + 1
+        if mask and racked[g]:
+            graph.add_edge(k, hub_base + g, cap, 1)
+        for j in direct(g, mask):
+            graph.add_edge(k, c.gr_base + j, cap, 0)
+    for g, js in enumerate(racked):
+        for j in js:
+            graph.add_edge(hub_base + g, c.gr_base + j, c.group_sizes[g] + 1, 0)
     gq: dict[tuple[int, int], int] = {}
     q_of = {key: q for q, key in enumerate(c.q_keys)}
     for j, (grp, rc) in enumerate(c.gr_keys):
@@ -227,17 +244,69 @@ def _optimal_face(c: Classes) -> _Face:
         u, v, _, w = edges[e]
         return w + pot[u] - pot[v]
 
-    forced = [False] * len(c.q_keys)
-    free = [False] * len(c.q_keys)
-    for q, e in qx.items():
-        forced[q] = reduced(e) < 0
-        free[q] = reduced(e) == 0
     return _Face(
-        kg=sorted(key for key, e in kg.items() if reduced(e) == 0),
+        kg=_face_kg(c, pot, racked, direct),
         gq=sorted(key for key, e in gq.items() if reduced(e) == 0),
-        forced=forced,
-        free=free,
+        forced=[q in qx and reduced(qx[q]) < 0 for q in range(len(c.q_keys))],
+        free=[q in qx and reduced(qx[q]) == 0 for q in range(len(c.q_keys))],
     )
+
+
+def _class_targets(c: Classes) -> tuple[list[list[int]], Callable[[int, int], list[int]]]:
+    """Per topic group its group-rack nodes of members with a rack (the hub's heads), and the
+    group-rack nodes a partition class of mask ``mask`` in group ``g`` reaches at no cross-rack
+    cost: those of its replicas' racks and of rack-less members, or all of them when the mask is 0."""
+    racked: list[list[int]] = [[] for _ in c.group_sizes]
+    rackless: list[list[int]] = [[] for _ in c.group_sizes]
+    everyone: list[list[int]] = [[] for _ in c.group_sizes]
+    by_bit: dict[tuple[int, int], int] = {}
+    for j, (g, rc) in enumerate(c.gr_keys):  # sorted: every list is sorted
+        has_rack, bit = c.rc_keys[rc]
+        everyone[g].append(j)
+        if has_rack:
+            racked[g].append(j)
+            if bit:
+                by_bit[(g, bit)] = j
+        else:
+            rackless[g].append(j)
+
+    def direct(g: int, mask: int) -> list[int]:
+        if not mask:
+            return everyone[g]
+        out = list(rackless[g])
+        m = mask
+        while m:
+            low = m & -m
+            m ^= low
+            j = by_bit.get((g, low))
+            if j is not None:
+                out.append(j)
+        out.sort()
+        return out
+
+    return racked, direct
+
+
+def _face_kg(
+    c: Classes, pot: list[int], racked: list[list[int]], direct: Callable[[int, int], list[int]]
+) -> list[tuple[int, int]]:
+    """The class arcs ``(k, (g, rc))`` of reduced cost zero under ``pot``, sorted, without
+    enumerating the others: a cross-rack one costs 1, so its head's price is ``pot[k] + 1``."""
+    by_price: list[dict[int, list[int]]] = [{} for _ in racked]
+    for g, js in enumerate(racked):
+        for j in js:
+            by_price[g].setdefault(pot[c.gr_base + j], []).append(j)
+    kg: list[tuple[int, int]] = []
+    for k, (g, mask) in enumerate(c.k_keys):
+        pk = pot[k]
+        near = direct(g, mask)
+        js = [j for j in near if pot[c.gr_base + j] == pk]
+        if mask:
+            local = set(near)
+            js.extend(j for j in by_price[g].get(pk + 1, ()) if j not in local)
+            js.sort()
+        kg.extend((k, j) for j in js)
+    return kg
 
 
 def owned_by_class(
@@ -290,9 +359,8 @@ def _keep_most(
     supply = graph.supply
     for k, parts in enumerate(c.k_parts):
         supply[k] = len(parts)
-    kg_edge = []
-    for k, j in face.kg:  # every partition not kept by its owner costs 1: the flow keeps the most
-        kg_edge.append((k, j, graph.add_edge(k, c.gr_base + j, len(c.k_parts[k]) + 1, 1)))
+    kg_start, gr_base = len(graph.edges), c.gr_base  # every partition not kept by its owner costs 1:
+    graph.edges.extend((k, gr_base + j, len(c.k_parts[k]) + 1, 1) for k, j in face.kg)  # keeps the most
     gq_edge = []
     for j, q in face.gq:
         gq_edge.append(
@@ -324,7 +392,8 @@ def _keep_most(
         out[i].extend(mine)
         taken.update(mine)
     k_pool = [[tp for tp in parts if tp not in taken] for parts in c.k_parts] if taken else c.k_parts
-    gr_pool = pour(k_pool, [(k, j, flow[e]) for k, j, e in kg_edge], len(c.gr_keys))
+    kg_flow = flow[kg_start : kg_start + len(face.kg)]  # zero moves move nothing: skipped
+    gr_pool = pour(k_pool, [(*a, f) for a, f in zip(face.kg, kg_flow, strict=True) if f], len(c.gr_keys))
     q_pool = pour(gr_pool, [(j, q, flow[e]) for j, q, e in gq_edge], len(c.q_keys))
     hand_out(
         c,

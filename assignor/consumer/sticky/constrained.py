@@ -32,6 +32,8 @@ as everyone's ownership would come back unchanged (settling's last check).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...flow import FlowGraph
 from .common import Prepared, cross_count, deal
 
@@ -72,9 +74,7 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
     owner = prep.owner
     cls = prep.member_class
     n_cls = len(prep.classes)
-    mask_set = sorted(set(masks))
-    cross = [{k: 1 if has and k and not k & bit else 0 for k in mask_set} for has, bit in prep.classes]
-    keep = [{k: not has or bool(k & bit) for k in mask_set} for has, bit in prep.classes]
+    keep = prep.matches
 
     # local: owned and rack-matching (Kafka keeps these); remote: owned, not matching (cross-rack,
     # or no known replica rack), kept only when that is no worse.
@@ -86,7 +86,7 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
         k = masks[gp]
         if o < 0:
             free.setdefault(k, []).append(gp)
-        elif keep[cls[o]][k]:
+        elif keep(cls[o], k):
             local[o].setdefault(k, []).append(gp)
         else:
             remote[o].setdefault(k, []).append(gp)
@@ -112,6 +112,7 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
     big = n_parts + 1
     graph = FlowGraph()
     node, edge = graph.add_node, graph.add_edge
+    row = _cost_rows(prep, big)
 
     hub = [node() for _ in range(n_cls)]
     extra = node(-r)
@@ -119,7 +120,7 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
     free_edges: list[list[int]] = []
     for k in free_masks:
         f = node(len(free[k]))
-        free_edges.append([edge(f, hub[g], len(free[k]), big * cross[g][k]) for g in range(n_cls)])
+        free_edges.append(_fan_out(graph, f, hub, len(free[k]), row(k, 0)))
 
     plan: list[tuple[Profile, list[int], int, list[tuple[int, int, list[int]]]]] = []
     for key in sorted(profiles):
@@ -133,9 +134,9 @@ def assign_constrained(prep: Prepared) -> list[list[int]]:
         pools = []
         for k, cnt in vec:
             src = node(c * cnt)
-            keep_cost = 0 if over else big * cross[g][k]
+            keep_cost = 0 if over else big * prep.cross(g, k)
             stay = edge(src, m_node, c * cnt, keep_cost)
-            out = [edge(src, hub[h], c * cnt, big * cross[h][k] + 1) for h in range(n_cls)]
+            out = _fan_out(graph, src, hub, c * cnt, row(k, 1))
             pools.append((k, stay, out))
         plan.append((key, members, e_extra, pools))
 
@@ -200,11 +201,69 @@ def fewest_cross(prep: Prepared) -> int:
     extra = graph.add_node(-r)
     for g, c in enumerate(size):
         graph.add_edge(classes[g], extra, c, 0)
+    # Cross-rack supply goes through one hub (cost 1 in, 0 out to every racked class): the same
+    # optimum as an arc per (mask, class), with arcs per mask only for the classes it is local to.
+    hub = graph.add_node()
+    racked = [g for g, (has_rack, _) in enumerate(prep.classes) if has_rack]
+    for g in racked:
+        graph.add_edge(hub, classes[g], prep.num_partitions, 0)
+    local = _local_classes(prep)
     for k in sorted(per_mask):
         source = graph.add_node(per_mask[k])
-        for g, node in enumerate(classes):
-            graph.add_edge(source, node, per_mask[k], prep.cross(g, k))
+        if k and racked:
+            graph.add_edge(source, hub, per_mask[k], 1)
+        for g in local(k):
+            graph.add_edge(source, classes[g], per_mask[k], 0)
     return graph.solve().cost
+
+
+def _local_classes(prep: Prepared) -> Callable[[int], list[int]]:
+    """The classes a partition of mask ``k`` is not cross-rack for (``prep.cross(g, k) == 0``):
+    rack-less ones and those of its replicas' racks, every class when ``k`` is 0.  Sorted."""
+    rackless = [g for g, (has_rack, _) in enumerate(prep.classes) if not has_rack]
+    by_bit = {bit: g for g, (has_rack, bit) in enumerate(prep.classes) if has_rack and bit}
+    everyone = list(range(len(prep.classes)))
+
+    def local(k: int) -> list[int]:
+        if not k:
+            return everyone
+        out = list(rackless)
+        m = k
+        while m:
+            low = m & -m
+            m ^= low
+            g = by_bit.get(low)
+            if g is not None:
+                out.append(g)
+        out.sort()
+        return out
+
+    return local
+
+
+def _cost_rows(prep: Prepared, big: int) -> Callable[[int, int], list[int]]:
+    """``row(k, plus)[g] == big * prep.cross(g, k) + plus`` for every class ``g``, built from the
+    few classes the mask is local to rather than one test per class."""
+    template = [big if has_rack else 0 for has_rack, _ in prep.classes]
+    local = _local_classes(prep)
+
+    def row(k: int, plus: int) -> list[int]:
+        if not k:
+            return [plus] * len(template)
+        out = [w + plus for w in template] if plus else list(template)
+        for g in local(k):
+            out[g] = plus
+        return out
+
+    return row
+
+
+def _fan_out(graph: FlowGraph, tail: int, heads: list[int], capacity: int, costs: list[int]) -> list[int]:
+    """``graph.add_edge(tail, heads[g], capacity, costs[g])`` for every ``g`` in order, appended in
+    one go; their edge numbers."""
+    start = len(graph.edges)
+    graph.edges.extend(zip([tail] * len(heads), heads, [capacity] * len(heads), costs, strict=True))
+    return list(range(start, len(graph.edges)))
 
 
 def keeps_itself(prep: Prepared, holder: list[int]) -> bool:
