@@ -1,0 +1,66 @@
+"""``rackplan assign`` on consumer groups whose every broker is its own rack: time and peak memory.
+
+    .venv/bin/python -m bench.bench_many_racks [--scale 1.0]
+
+Where ``broker.rack`` names the host, a partition's replica racks are nearly unique to it, and
+the equal-subscription flows once had an arc per (partition class, rack class): a 281 KB input
+took 8.7 s and 1.56 GB (session 31's hunt; docs/performance.md, "Many racks").  Seeded inputs,
+replication factor 3, ten topics, members in random racks, equal subscriptions:
+
+* ``R=2000, P=6000, M=1000``, rack-optimal and cooperative-sticky;
+* ``P=20000, M=100`` rack-optimal with R = 6, 25, 50 and 100 racks (how the cost grows with R).
+
+Each runs once in a fresh interpreter (:func:`bench.bench_streams_shapes.run`): wall time, CPU
+and the child's peak RSS.  ``--scale`` multiplies the partition and member counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .bench_streams_shapes import run
+
+
+def group(racks: int, partitions: int, members: int, assignor: str) -> dict[str, Any]:
+    """Every broker its own rack, RF 3 over ten topics, members in random racks (all topics each)."""
+    rng = random.Random(1)
+    brokers = [{"id": i, "rack": f"r{i}"} for i in range(racks)]
+    topics = {f"t{k}": [rng.sample(range(racks), 3) for _ in range(partitions // 10)] for k in range(10)}
+    names = list(topics)
+    people = [
+        {"member_id": f"m{i}", "rack": f"r{rng.randrange(racks)}", "topics": names} for i in range(members)
+    ]
+    cg = {"group_id": "g", "assignor": assignor, "members": people}
+    return {"cluster": {"brokers": brokers, "topics": topics}, "consumer_group": cg}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0, help="multiplies the partition and member counts")
+    k = ap.parse_args(argv).scale
+    p, m = int(6_000 * k), int(1_000 * k)
+    cases = {
+        f"R=2000 P={p} M={m}, rack-optimal": group(2_000, p, m, "rack-optimal"),
+        f"R=2000 P={p} M={m}, cooperative-sticky": group(2_000, p, m, "cooperative-sticky"),
+    }
+    for r in (6, 25, 50, 100):
+        cases[f"R={r} P={int(20_000 * k)} M={int(100 * k)}, rack-optimal"] = group(
+            r, int(20_000 * k), int(100 * k), "rack-optimal"
+        )
+    print(f"scale {k:g}\n\n| group | wall s | CPU s | peak RSS MiB |\n|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as d:
+        for name, doc in cases.items():
+            path = Path(d) / "group.json"
+            path.write_text(json.dumps(doc))
+            wall, cpu, rss = run(path)
+            print(f"| {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
