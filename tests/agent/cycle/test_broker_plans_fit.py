@@ -1,4 +1,5 @@
-"""Plans for a KIP-848 group on the brokers' ``rackplan`` assignor are plans its plugin can apply.
+"""Plans for a group on rackplan's Java assignors are plans they can apply (KIP-848 on the brokers'
+``rackplan``; the classic ``RackplanAssignor`` applies the same completeness check, last test).
 
 ``RackplanServerAssignor`` (docs/java.md) finds a group's plan by its members' ``group.instance.id``s, recomputes
 the cluster fingerprint over the existing topics the live members subscribe to, and applies only a plan that
