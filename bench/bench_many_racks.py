@@ -10,20 +10,17 @@ replication factor 3, ten topics, members in random racks, equal subscriptions:
 * ``R=2000, P=6000, M=1000``, rack-optimal and cooperative-sticky;
 * ``P=20000, M=100`` rack-optimal with R = 6, 25, 50 and 100 racks (how the cost grows with R).
 
-Each runs once in a fresh interpreter (:func:`bench.bench_streams_shapes.run`): wall time, CPU
+Each runs once in a fresh interpreter (:func:`bench.bench_streams_shapes.print_runs`): wall time, CPU
 and the child's peak RSS.  ``--scale`` multiplies the partition and member counts.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from .bench_streams_shapes import run
+from .bench_streams_shapes import print_runs
 
 
 def group(racks: int, partitions: int, members: int, assignor: str) -> dict[str, Any]:
@@ -52,13 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         cases[f"R={r} P={int(20_000 * k)} M={int(100 * k)}, rack-optimal"] = group(
             r, int(20_000 * k), int(100 * k), "rack-optimal"
         )
-    print(f"scale {k:g}\n\n| group | wall s | CPU s | peak RSS MiB |\n|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as d:
-        for name, doc in cases.items():
-            path = Path(d) / "group.json"
-            path.write_text(json.dumps(doc))
-            wall, cpu, rss = run(path)
-            print(f"| {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} |", flush=True)
+    print(f"scale {k:g}\n")
+    print_runs("group", cases)
     return 0
 
 

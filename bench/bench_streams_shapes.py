@@ -95,14 +95,20 @@ def main(argv: list[str] | None = None) -> int:
         "own-zone (1,000 clients, 2,000 tasks)": own_zone_app(int(1_000 * k), int(2_000 * k)),
         "lags (5,000 clients, 20,000 tasks)": lags_app(int(5_000 * k), int(20_000 * k)),
     }
-    print(f"scale {k:g}\n\n| app | wall s | CPU s | peak RSS MiB |\n|---|---|---|---|")
+    print(f"scale {k:g}\n")
+    print_runs("app", apps)
+    return 0
+
+
+def print_runs(what: str, inputs: dict[str, dict[str, Any]]) -> None:
+    """A markdown table: each input written to a file and :func:`run` once on it, one row as it ends."""
+    print(f"| {what} | wall s | CPU s | peak RSS MiB |\n|---|---|---|---|")
     with tempfile.TemporaryDirectory() as d:
-        for name, doc in apps.items():
-            path = Path(d) / "app.json"
+        for name, doc in inputs.items():
+            path = Path(d) / "input.json"
             path.write_text(json.dumps(doc))
             wall, cpu, rss = run(path)
             print(f"| {name} | {wall:.2f} | {cpu:.2f} | {rss:.0f} |", flush=True)
-    return 0
 
 
 if __name__ == "__main__":
