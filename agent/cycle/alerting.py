@@ -14,7 +14,6 @@ from ..cluster.diff import SnapshotDiff
 from ..cluster.metadata import Snapshot
 from ..groups.basis import live_decides
 from ..groups.live import describable, live_locality
-from ..groups.paths import broker_streams_apps
 from ..kafka.exceptions import PublishError
 from ..metrics import declared as metric
 from ..planning.fixable import best_locality
@@ -41,7 +40,7 @@ def assignment_loc(
     ``fp``: the registration's scope fingerprint at ``snap`` when known; a
     plan made at that same scope already knows its locality.
     """
-    real = describable(reg, term.real_groups, broker_streams_apps(w.settings.streams_apps))
+    real = describable(reg, term.real_groups, w.kip1071)
     if real is not None and any(m.assignment for m in real.members):
         live = live_locality(snap, racks, reg, real, w.settings.rack_mapping)
         if live_decides(live):
@@ -139,7 +138,7 @@ def _after_change(
         g = term.groups.get(reg.key)
         fp_before, fp_now = previous_fp.get(reg.key), None if g is None else g.fp
         before = assignment_loc(w, term, reg, old, previous[0], previous[1], fp_before)
-        if describable(reg, term.real_groups, broker_streams_apps(w.settings.streams_apps)) is not None:
+        if describable(reg, term.real_groups, w.kip1071) is not None:
             now_loc = assignment_loc(w, term, reg, old, snap, racks)
         elif rec is not None and rec.locality_before is not None:
             now_loc = rec.locality_before  # the planner counted the old plan under the new metadata

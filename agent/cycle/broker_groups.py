@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..cluster.metadata import Snapshot
 from ..groups.live import describable
-from ..groups.paths import UNKNOWN, GroupPath, broker_streams_apps, classify
+from ..groups.paths import UNKNOWN, GroupPath, classify
 from ..metrics import declared as metric
 from ..planning.planner import plan_for
 from ..protocol.alerts import AlertEvent
@@ -91,14 +91,13 @@ def judge(w: Wiring, term: Term, report: CycleReport) -> tuple[list[AlertEvent],
     now = w.clock()
     events: list[AlertEvent] = []
     judged: set[str] = set()
-    kip1071 = broker_streams_apps(w.settings.streams_apps)
     for reg in term.regs:
         g = term.group(reg.key)
         if not g.broker_assigned():
             continue
         judged.add(reg.key)
         live, best = report.live.get(reg.key), g.achievable
-        if describable(reg, term.real_groups, kip1071) is not None and (live is None or not live.total):
+        if describable(reg, term.real_groups, w.kip1071) is not None and (live is None or not live.total):
             current = Locality(0, 0)  # described, and nobody reads a partition: a firing alert resolves
         elif live is None or best is None or not live.judged.total:
             continue

@@ -18,7 +18,6 @@ from ..cluster.metadata import MetadataError, Snapshot, fetch_snapshot, known_ra
 from ..core.ports import AdminPort
 from ..groups.live import describable
 from ..groups.live import live_locality as judge_live
-from ..groups.paths import broker_streams_apps
 from ..metrics import declared as metric
 from ..planning.planner import Registration
 from ..protocol.alerts import AlertEvent
@@ -130,8 +129,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
     check_selector(w, term, io.selector, seen.snap)
     report = CycleReport(ok=True, snapshot=seen.snap, change=seen.seen, pending_polls=seen.pending_polls)
     report.confirmed = seen.change is not None
-    kip1071 = broker_streams_apps(w.settings.streams_apps)
-    io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery, kip1071))
+    io.intake.refresh(term, report, describe_wanted(term, io.intake.discovery, w.kip1071))
     to_archive = seen.archive
     if to_archive is None and term.traffic and not term.traffic_archived:
         to_archive = term.acted  # the first window of measured traffic: the fleet gets its bytes
@@ -140,7 +138,7 @@ def run_cycle(w: Wiring, term: Term, io: CycleIO) -> CycleReport:
         term.traffic_archived = term.traffic_archived or bool(term.traffic)
     assert term.acted is not None
     acted_snap, acted_racks = term.acted  # what plans, live figures and alerts are judged under
-    live_locality(w, term, report, acted_snap, acted_racks, kip1071)
+    live_locality(w, term, report, acted_snap, acted_racks)
     classify_groups(w, term)
     report.completed += advance_handovers(w, term)
     achievable(w, term, report, acted_snap, acted_racks)
@@ -288,21 +286,19 @@ UNKNOWN_RACK_HINTS = {
 }
 
 
-def live_locality(
-    w: Wiring, term: Term, report: CycleReport, snap: Snapshot, racks: Racks, kip1071: frozenset[str]
-) -> None:
+def live_locality(w: Wiring, term: Term, report: CycleReport, snap: Snapshot, racks: Racks) -> None:
     """Locality of the live assignments described this cycle (what the brokers say members read).
 
     ``snap``: the acted snapshot, the one the plans were made from, never an unconfirmed poll: a metadata
     flap the debounce has not confirmed must not page a broker-assigned group (judged on this figure) when
-    it would not page a classic one.  ``kip1071``: the KIP-1071 apps, never described.  A group described
-    with nobody holding a partition has no live figure: its series go (nothing reads anything, not the
-    last description's counts).  Partitions of members whose rack cannot be established are counted apart
+    it would not page a classic one.  The KIP-1071 apps (``w.kip1071``) are never described.  A group
+    described with nobody holding a partition has no live figure: its series go (nothing reads anything,
+    not the last description's counts).  Partitions of members whose rack cannot be established are counted apart
     (``rackplan_live_unknown_rack_partitions``), never as local; the members are logged once per distinct
     set.
     """
     for reg in sorted(term.regs, key=lambda r: r.key):
-        real = describable(reg, term.real_groups, kip1071)
+        real = describable(reg, term.real_groups, w.kip1071)
         if real is None:
             continue  # not described this cycle: the last description's figures are all there is
         g = term.group(reg.key)

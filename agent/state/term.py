@@ -24,7 +24,7 @@ from ..cluster.metadata import Snapshot
 from ..core.ports import Clock, Logger, PlanPublisher
 from ..groups.live import LiveLocality
 from ..groups.membership import RealGroup
-from ..groups.paths import GroupPath, publishes
+from ..groups.paths import GroupPath, broker_streams_apps, publishes
 from ..groups.registry import RegistrationStore
 from ..metrics.registry import Metrics
 from ..planning.handover import Pending
@@ -272,6 +272,8 @@ class Wiring:
         #: the shared secret (registrations.secret_file) that signs registrations and authenticates plans and
         #: heartbeats (rackplan.agent.protocol.mac); None: records are unauthenticated
         self.secret: bytes | None = settings.registrations.secret()
+        #: application ids of the KIP-1071 Streams apps (never described), fixed with the settings
+        self.kip1071: frozenset[str] = broker_streams_apps(settings.streams_apps)
 
     @property
     def lease_group(self) -> str | None:
