@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from ...model import Cluster, ConsumerGroup, Member, TopicPartition, is_cross_rack
+from ...model import Cluster, ConsumerGroup, Member, TopicPartition
 from ...record import record, replace
 from ..owned import previous_owners
 from ..sticky.common import prepare
@@ -164,11 +164,11 @@ def _optimise(
             class_of[(t, p)] = k
     group_members = list(group_index)
     class_group = [g for g, _, _ in class_index]
-    racks = [(m.rack, cluster.member_bit(m.rack)) for m in members]
+    bits = [-1 if m.rack is None else cluster.member_bit(m.rack) for m in members]  # -1: local to any
     cross: list[dict[int, int]] = [{} for _ in members]
     for k, (g, mask, v) in enumerate(class_index):
-        for i in group_members[g]:
-            cross[i][k] = v * int(is_cross_rack(racks[i][0], racks[i][1], mask))
+        for i in group_members[g]:  # is_cross_rack without a call: millions where each broker is a rack
+            cross[i][k] = v if mask and not mask & bits[i] else 0
     owned_parts: list[dict[int, list[TopicPartition]]] = [{} for _ in members]
     for tp, mid in previous_owners(cluster, group).items():
         at = local.get(mid)

@@ -161,7 +161,10 @@ MAX_NONZEROS = 5_000
 
 The root node alone (LP, cut rounds, sub-MIP heuristics) is not bounded by
 any option of HiGHS 1.16 and grows steeply: about 2.5 s of CPU at 5,400
-nonzeros, 7 s at 13,000, minutes at 236,000.
+nonzeros, 7 s at 13,000, minutes at 236,000.  A program known to be over it (each ``x[m, k]``
+column is in two rows) is not built either: where every broker is its own rack each partition is
+its own class, and building members x partitions columns only to refuse them cost seconds and
+gigabytes (2,000 racks, unequal subscriptions).
 """
 
 
@@ -177,6 +180,8 @@ def solve(
     ``start`` is a balanced assignment in the same form (the fair optimum), handed to HiGHS as its first
     incumbent.  A program over ``max_nonzeros`` is not run: the start comes back, not proven.
     ``light_root``: see :meth:`rackplan.assignor.flow.highs.Program.solve`."""
+    if 2 * sum(map(len, comp.cross)) > max_nonzeros:  # each x[m, k] is in two rows: too large, unbuilt
+        return Solution([dict(s) for s in start], False, None, ran=False)
     n_mem = len(comp.cross)
     n_grp = len(comp.group_members)
     group_classes: list[list[int]] = [[] for _ in range(n_grp)]
@@ -204,23 +209,10 @@ def solve(
         for g in member_groups[m]:
             y[m][g] = column(0, 0, 1, True)
             most[m] += group_size[g]
-    # Valid rows that cut what the big-M rows leave loose.  Members with the same subscription
-    # hold counts ``lo`` or ``lo + 1``: the most loaded one, if it holds anything, holds a topic
-    # every other one subscribes to.  So ``n`` such members hold at least ``n * lo``, which bounds
-    # ``lo`` and their counts (the big-M constants) by the component's partitions.  Members that
-    # are also in the same rack and own nothing are interchangeable: their counts may be taken
-    # in decreasing order.
-    total = sum(comp.class_size)
-    by_sub: dict[tuple[int, ...], list[int]] = {}
-    for m in range(n_mem):
-        by_sub.setdefault(tuple(member_groups[m]), []).append(m)
-    floors: list[tuple[int, list[int]]] = []  # (column, members)
-    for ms in by_sub.values():
-        if len(ms) > 1:
-            cap = min(most[ms[0]], total // len(ms))
-            floors.append((column(0, 0, cap, False), ms))
-            for m in ms:
-                most[m] = min(most[m], cap + 1)
+    # Valid rows that cut what the big-M rows leave loose (see _subscription_floors).  Members
+    # that also are in the same rack and own nothing are interchangeable: their counts may be
+    # taken in decreasing order.
+    floors = _subscription_floors(prog, member_groups, most, sum(comp.class_size))
     twins: dict[tuple[tuple[int, ...], tuple[tuple[int, int], ...], int], list[int]] = {}
     for m in range(n_mem):
         if not comp.owned[m]:
@@ -270,6 +262,29 @@ def solve(
     sol = found.values
     counts = [{k: round(sol[j]) for k, j in x[m].items() if round(sol[j])} for m in range(n_mem)]
     return Solution(counts, found.optimal, found.bound)
+
+
+def _subscription_floors(
+    prog: Program, member_groups: list[list[int]], most: list[int], total: int
+) -> list[tuple[int, list[int]]]:
+    """A column ``lo`` per subscription two or more members share, with those members; ``most`` lowered.
+
+    Members with the same subscription hold counts ``lo`` or ``lo + 1``: the most loaded one, if it
+    holds anything, holds a topic every other one subscribes to.  So ``n`` such members hold at least
+    ``n * lo``, which bounds ``lo`` and their counts (the big-M constants) by the component's
+    ``total`` partitions.
+    """
+    by_sub: dict[tuple[int, ...], list[int]] = {}
+    for m, groups in enumerate(member_groups):
+        by_sub.setdefault(tuple(groups), []).append(m)
+    floors: list[tuple[int, list[int]]] = []  # (column, members)
+    for ms in by_sub.values():
+        if len(ms) > 1:
+            cap = min(most[ms[0]], total // len(ms))
+            floors.append((prog.column(0, 0, cap, False), ms))
+            for m in ms:
+                most[m] = min(most[m], cap + 1)
+    return floors
 
 
 def _twins_in_order(start: Sequence[dict[int, int]], twins: list[list[int]]) -> list[dict[int, int]]:

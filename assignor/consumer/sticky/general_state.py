@@ -29,8 +29,12 @@ class GeneralState:
         self.mt = prep.member_topics
         self.tm = prep.topic_members
         mask_set = sorted(set(self.masks))
-        self.crossk = [{k: prep.cross(g, k) for k in mask_set} for g in range(len(prep.classes))]
-        self.matches = [{k: prep.matches(g, k) for k in mask_set} for g in range(len(prep.classes))]
+        # Prepared.cross written out: classes x masks entries, millions where every broker is its own
+        # rack (a call per entry, and a twin table of Prepared.matches nothing read, were seconds there)
+        self.crossk = [
+            {k: 1 if k and not k & bit else 0 for k in mask_set} if has else dict.fromkeys(mask_set, 0)
+            for has, bit in prep.classes
+        ]
         self.holder = list(self.owner if prep.start is None else prep.start)
         #: a holder proven to have the fewest cross-rack partitions at its counts (see place)
         self.min_cross_holder: list[int] | None = prep.min_cross_holder
