@@ -116,3 +116,18 @@ def forget_metrics(m: Metrics, key: str) -> None:
         metric.CROSS_RACK_DOLLARS_PER_MONTH,
     ):
         m.remove(name, lab)
+
+
+def term_metrics(m: Metrics) -> None:
+    """A new leadership term starts from scratch: not ready, no discrepancy, and no series of any group.
+
+    A group's series are set by the cycles of the term that knows the group; left from an earlier term
+    (this agent led, stood by, and leads again), ``rackplan_alerts_firing`` stayed 1 for an alert the new
+    term does not hold (the shipped rule RackplanLocalityAlertStuck paged for it), and a group unregistered
+    meanwhile kept its locality and generation series for ever.
+    """
+    m.set(metric.PLAN_DISCREPANCIES, 0)
+    m.set(metric.READY, 0)
+    for declared in metric.DECLARED:
+        if "group" in declared.labels:
+            m.remove(declared, {})

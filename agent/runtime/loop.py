@@ -23,7 +23,7 @@ from ..alerts.webhook import Post, WebhookNotifier, default_agent_url, with_clus
 from ..core.errors import CannotRun
 from ..core.logging import get_logger
 from ..core.ports import AdminPort, Clock, Logger, PlanPublisher
-from ..cycle.cycle_metrics import follower_metrics
+from ..cycle.cycle_metrics import follower_metrics, term_metrics
 from ..cycle.intake import Intake
 from ..cycle.publishing import advance_handovers
 from ..cycle.run import CycleIO, SnapshotSource, run_cycle
@@ -167,8 +167,7 @@ class Agent:
         """Everything learnt from the topics and the cluster; a new leadership term starts from scratch."""
         self.intake.close()
         self.term = Term(self.settings, self.file_regs)
-        self.metrics.set(metric.PLAN_DISCREPANCIES, 0)
-        self.metrics.set(metric.READY, 0)
+        term_metrics(self.metrics)
         self._publish_status()
 
     def _end_term(self) -> None:

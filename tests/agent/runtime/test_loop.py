@@ -120,3 +120,32 @@ def test_a_stopped_leader_writes_the_released_heartbeat_before_it_leaves_the_gro
     # One released heartbeat: the stopped term's, not the lost one's (another agent may lead by then).
     assert [(k, v["released"], v["agent_id"]) for k, v in lease] == [("leader", True, agent.agent_id)]
     assert left_with == [1], "the released heartbeat went out while this agent still held the lease"
+
+
+def test_a_new_term_keeps_no_group_series_of_the_last_one() -> None:
+    # A leader's group fired; it lost the lease, stood by, and led again (``_run_ha``: ``_new_term`` then the
+    # start-up's ``begin``) while the group had recovered and another group had been unregistered.  The new
+    # term held no alert and knew nothing of the other group, yet rackplan_alerts_firing stayed 1 (the shipped
+    # rule RackplanLocalityAlertStuck, ``rackplan_alerts_firing == 1 and rackplan_leader == 1``, paged) and
+    # the other group's locality and generation series stayed, though "a group's series disappear when it
+    # is unregistered" (docs/agent.md, HTTP).
+    from tests.agent.cycle.test_alerts_held import _agent, _members
+    from tests.agent.cycle.test_run import cycle, register
+
+    agent, admin = _agent([])
+    register(agent, "r", "r-a", "az-a")
+    register(agent, "r", "r-b", "az-b")
+    g, r = {"kind": "consumer", "group": "g"}, {"kind": "consumer", "group": "r"}
+    assert [(e.key, e.status) for e in cycle(agent).alerts] == [("consumer/g", "firing")]
+    assert agent.metrics.get("rackplan_alerts_firing", g) == 1
+    assert agent.metrics.get("rackplan_plan_generation", r) == 1
+    agent._new_term()  # the lease regained: what the registrations topic says now is replayed afresh
+    agent.begin([])
+    admin.groups = _members([0, 1], [2, 3])  # every partition read locally
+    for _ in range(3):
+        assert cycle(agent).alerts == []
+    assert agent.status().group_json("consumer", "g")["alert_state"] == "ok"
+    assert agent.metrics.series("rackplan_alerts_firing") == {}
+    for name in ("rackplan_plan_generation", "rackplan_cross_rack_ratio", "rackplan_cross_rack_partitions"):
+        assert {dict(k)["group"] for k in agent.metrics.series(name)} == {"g"}, name
+    agent.close()
