@@ -222,7 +222,9 @@ class AlertState:
         if cond == UNFIXABLE:
             # The unfixable report follows (after for_s of it), even for a group reported before it fired.
             self._report_due[key] = None
-            reason = reason or "no longer actionable: even the best plan is above the threshold"
+            # Said first, whatever changed: a resolution that named only the change read as "fixed".
+            why = "no longer actionable: even the best plan is above the threshold"
+            reason = f"{why}; {reason}" if reason else why
         return self._event(
             key, RESOLVED, fired.current, current.fraction, planned_f, reason or "locality recovered", now,
             fired.started_at,

@@ -144,3 +144,16 @@ def test_random_histories_keep_the_documented_unfixable_invariants(
                 assert status is None
         assert (K in a.unfixable()) == reported, (now, reported)  # 3
         assert a.firing() == ([K] if firing else [])
+
+
+def test_a_resolution_for_unfixable_says_so_whatever_the_change_was() -> None:
+    # The cycle passes a reason when a change is judged (the change's, "replica racks changed: t-1, t-2")
+    # and every cycle for a group the broker assigns ("the broker's assignment: ..."): the resolved event
+    # then said only that, and an operator read "resolved: replica racks changed" as "fixed", while the
+    # group had become unfixable (docs/agent.md: it "resolves (reason `no longer actionable`)").
+    a = state(for_s=0, keep_firing_for_s=0, cooldown_s=0)
+    assert judge(a, True, True, 0, "replica racks changed: t-0").status == FIRING
+    ev = judge(a, True, False, 30, "replica racks changed: t-1, t-2")
+    assert ev.status == RESOLVED and ev.reason.startswith("no longer actionable"), ev.reason
+    assert ev.reason.endswith("replica racks changed: t-1, t-2")  # what changed is still told
+    assert judge(a, True, False, 60, "").status == UNFIXABLE
