@@ -12,7 +12,8 @@ it would publish.  Nothing it does may reach the followers:
 * no heartbeat and no lease: a follower must not see a live agent that never
   publishes (it would wait for plans), and an observer must not take the lease
   an acting agent needs.
-* ``/v1/plans`` marks each plan ``"published": false`` (:func:`observed_status`).
+* ``/v1/plans`` marks each plan ``"published": false``, ``/v1/status`` says ``role: observer``
+  (:func:`observed_status`).
 """
 
 from __future__ import annotations
@@ -75,6 +76,11 @@ class ObservedStatusView(StatusView):
         for key, _rec in self.plans:
             out[key]["published"] = False
         return out
+
+    def status_json(self) -> dict[str, Any]:
+        """/v1/status: the leader's answer with ``role: observer``; it leads nothing (``rackplan_leader`` 0),
+        and next to the acting agent two answers said ``leader``."""
+        return {**StatusView.status_json(self), "role": "observer"}
 
 
 def observed_status(view: StatusView) -> ObservedStatusView:

@@ -54,6 +54,19 @@ def test_an_observer_plans_and_alerts_over_several_cycles_and_writes_no_record()
     agent.close()
 
 
+def test_an_observer_does_not_call_itself_the_leader() -> None:
+    # /v1/status answered an observer's role as "leader" while rackplan_leader was 0: run next to the acting
+    # agent (what observe mode is for), two agents said they led, and a script asking /v1/status who leads
+    # could pick the one that publishes nothing.
+    agent, _pub, _log = make_agent(FakeAdmin({"t": [[1], [2]]}), [group("g")], mode="observe")
+    cycle(agent)
+    code, body, _ctype = route(agent.status(), agent.metrics, "/v1/status")
+    status = json.loads(body)
+    assert code == 200 and agent.metrics.get("rackplan_leader") == 0
+    assert status["role"] == "observer" and status["plans"] == 1 and status["ready"] is True
+    agent.close()
+
+
 def test_an_acting_agent_publishes_and_serves_its_plans_unmarked() -> None:
     admin = FakeAdmin({"t": [[1], [1], [2], [2]]})
     agent, pub, log = make_agent(admin, [group("g")])
