@@ -46,8 +46,8 @@ from .yaml_file import read_yaml_mapping
 
 FetchMode = Literal["nearest-replica", "leader"]
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-#: labels of the webhook's alerts that the agent sets itself
-RESERVED_ALERT_LABELS = frozenset({"alertname", "kind", "group"})
+#: labels of the webhook's alerts that the agent sets itself (one in webhook.labels was overridden, silently)
+RESERVED_ALERT_LABELS = {"alertname": "", "kind": "", "group": "", "severity": " (alerts.severity)"}
 
 
 #: a ``kafka.secret_files`` value is at most this: a CA bundle in ``ssl.ca.pem`` is a few hundred KiB
@@ -270,7 +270,7 @@ class WebhookSettings(_Section):
             if not _LABEL_NAME.fullmatch(name) or name.startswith("__"):
                 raise ValueError(f"{name!r} is not a valid Prometheus label name")
             if name in RESERVED_ALERT_LABELS:
-                raise ValueError(f"label {name!r} is set by the agent")
+                raise ValueError(f"label {name!r} is set by the agent{RESERVED_ALERT_LABELS[name]}")
         return v
 
     def __repr_args__(self) -> Any:

@@ -575,6 +575,17 @@ def test_a_bad_header_name_or_url_is_refused_at_load() -> None:
         assert "s3cr3t" not in describe_error(err.value)
 
 
+def test_a_label_the_agent_sets_is_refused_in_webhook_labels_severity_too() -> None:
+    # webhook.labels {severity: critical} loaded, then every alert went out with severity "warning" (the agent's
+    # label wins): a route to the pager on severity=critical never matched, and nothing said why.
+    for name in ("alertname", "kind", "group", "severity"):
+        with pytest.raises(ValidationError) as err:
+            Settings.model_validate({"webhook": {"url": "http://am/", "labels": {name: "x"}}})
+        assert describe_error(err.value) == f"webhook.labels: label {name!r} is set by the agent" + (
+            " (alerts.severity)" if name == "severity" else ""
+        )
+
+
 def test_agent_run_exits_2_on_a_crlf_header_without_echoing_it(tmp_path: Path) -> None:
     cfg = tmp_path / "rackplan.yaml"
     cfg.write_text(
