@@ -130,9 +130,12 @@ def _after_change(
     """A confirmed change: the group's assignment (real, or its plan before this cycle) under old vs new."""
     events: list[AlertEvent] = []
     new_plans = {rec.key: rec for rec in published}
+    tracked = set(term.alerts.tracked())
     for reg in term.regs:
         if reg.key in evaluated or change.touched_topics.isdisjoint(reg.topics):
             continue
+        if reg.key in tracked and undescribed(term, reg):
+            continue  # a live alert is not judged on a plan its members may not follow (_still_tracked)
         rec = new_plans.get(reg.key)
         old = replaced.get(reg.key) if rec is not None else term.book.latest(reg.key)
         g = term.groups.get(reg.key)
@@ -198,11 +201,15 @@ def _initial_states(
 def _still_tracked(
     w: Wiring, term: Term, snap: Snapshot, racks: Racks, now: float, evaluated: set[str]
 ) -> list[AlertEvent]:
-    """Firing alerts resolve once the group's assignment is local enough again; hold-downs run out."""
+    """Firing alerts resolve once the group's assignment is local enough again; hold-downs run out.
+
+    A group judged on its live assignment whose description failed this cycle is not judged (as a group
+    the broker assigns, and as every group while the metadata poll fails): its plan of record, which its
+    members may not follow, resolved a live alert, and nothing judged the group again once described."""
     events: list[AlertEvent] = []
     regs = term.registered()
     for key in term.alerts.tracked():
-        if key in evaluated or key not in regs:
+        if key in evaluated or key not in regs or undescribed(term, regs[key]):
             continue
         latest = term.book.latest(key)
         g = term.groups.get(key)
@@ -216,6 +223,12 @@ def _still_tracked(
         if ev is not None:
             events.append(ev)
     return events
+
+
+def undescribed(term: Term, reg: Registration) -> bool:
+    """Judged live when last described, and its description failed this cycle: nothing to judge it on."""
+    g = term.groups.get(reg.key)
+    return g is not None and g.live is not None and live_decides(g.live) and reg.name in term.undescribed
 
 
 def emit_alerts(

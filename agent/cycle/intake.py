@@ -140,7 +140,10 @@ class Intake:
         """Describe ``describe`` groups, merge file + topic + discovered; note what was added, changed, removed."""
         w = self.w
         wanted = sorted(set(describe))
-        term.real_groups = self.describer.describe(wanted) if wanted and self.describer.enabled else {}
+        on = bool(wanted) and self.describer.enabled
+        term.real_groups = self.describer.describe(wanted) if on else {}
+        on = on and self.describer.enabled  # unsupported: judged on plans of record, as documented
+        term.undescribed = frozenset(wanted).difference(term.real_groups) if on else frozenset()
         discovered = {g: term.real_groups[g] for g in self.discovery if g in term.real_groups}
         merge_key = (term.store.version, tuple(sorted(discovered.items())))
         if merge_key == term.merge_key:

@@ -192,6 +192,8 @@ class Term:
         self.reg_synced = False
         #: real membership described this cycle, by group id
         self.real_groups: dict[str, RealGroup] = {}
+        #: group ids whose description failed this cycle while describing works (a coordinator moving)
+        self.undescribed: frozenset[str] = frozenset()
         self.merge_key: Any = None
         self.alerts = AlertState(s.alerts)
         self.known: dict[int, str] = {}

@@ -81,3 +81,32 @@ def test_a_resent_firing_alert_carries_the_groups_current_locality() -> None:
     now = [a["annotations"]["cross_rack_fraction_now"] for body in posts for a in body]
     assert now == ["1.000000", "0.750000"]  # the first send, then the re-send 60 s later
     agent.close()
+
+
+def test_a_describe_outage_neither_resolves_a_live_alert_nor_hides_it_afterwards() -> None:
+    # DescribeConsumerGroups failed for the group (a coordinator moving: a broker restart) for as long as
+    # keep_firing_for_s: the firing alert, raised on the live assignment, was judged on the plan of record
+    # instead (all local: the members do not follow it), resolved as "locality recovered", and once the
+    # group was described again, still reading every partition across racks, it never fired again (nothing
+    # re-judges a group no alert tracks without a metadata change): alert_state "ok" at 100 % cross-rack.
+    from confluent_kafka import KafkaError
+
+    from rackplan.agent.testing import kafka_error
+
+    posts: list[Any] = []
+    agent, admin = _agent(posts)
+    assert [e.status for e in cycle(agent).alerts] == ["firing"]
+    described = admin.groups
+    admin.groups = {"g": kafka_error(KafkaError.REQUEST_TIMED_OUT)}
+    for _ in range(4):  # two minutes; keep_firing_for_s is 0
+        assert cycle(agent).alerts == []
+        assert agent.term.alerts.state("consumer/g") == "firing"
+    admin.groups = described  # described again: every partition still read cross-rack
+    assert cycle(agent).alerts == []
+    assert agent.term.alerts.state("consumer/g") == "firing"
+    assert agent.metrics.get("rackplan_alerts_firing", {"kind": "consumer", "group": "g"}) == 1
+    assert agent.webhook is not None and agent.webhook.wait_idle(5)
+    sent = [a for body in posts for a in body]
+    assert sent and all(_ts(a["endsAt"]) > agent.tick[0] for a in sent[-1:])  # re-sent through the outage
+    assert len(sent) == 1 + 2  # fired, then re-sent every resend_interval_s (60 s) of the 150 s
+    agent.close()
