@@ -50,6 +50,8 @@ __all__ = [
 
 _OK = "ok"
 _BAD = "bad"
+#: what float arithmetic may lose in a difference of two fractions (a partition of a billion is 1e-9)
+_ROUNDING = 1e-12
 
 
 @dataclass(slots=True)
@@ -126,7 +128,8 @@ class AlertState:
     ) -> str:
         s = self.settings
         base = baseline if planned is None else max(baseline, planned)
-        worse = current.cross_rack > 0 and current.fraction - base >= s.worsen_delta
+        # "at least worsen_delta": 3/20 - 1/20 is 0.09999999999999999, and 0.1 as a float not quite a tenth
+        worse = current.cross_rack > 0 and current.fraction - base >= s.worsen_delta - _ROUNDING
         floor = planned if best is None else best
         if floor is not None and floor > s.cross_rack_threshold:
             # No plan gets under the threshold: only lagging behind the best plan is actionable.

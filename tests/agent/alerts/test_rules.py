@@ -123,6 +123,25 @@ def test_events_carry_severity_runbook_schema_and_epoch_ms() -> None:
     assert set(schema["required"]) <= set(doc)
 
 
+def test_a_worsening_of_exactly_worsen_delta_fires_whatever_the_float_rounding() -> None:
+    # "at least alerts.worsen_delta above" (docs/agent.md): 1 -> 3 cross-rack partitions of 20 (5 % -> 15 %)
+    # did not fire at the default 0.10, since 0.15 - 0.05 == 0.09999999999999999 in floating point, while
+    # 2 -> 4 of 20 did.  The oracle: exact fractions against the decimal the settings file says.
+    from fractions import Fraction
+
+    wrong = []
+    for delta in ("0.05", "0.1", "0.15", "0.2", "0.3"):
+        for n in range(1, 41):
+            for a in range(n + 1):
+                for b in range(a, n + 1):
+                    s = state(cross_rack_threshold=1.0, worsen_delta=float(delta), for_s=0)
+                    ev = s.evaluate("consumer/g", loc(a, n), loc(b, n), None, "change", now=0)
+                    want = b > 0 and Fraction(b - a, n) >= Fraction(delta)
+                    if (ev is not None) != want:
+                        wrong.append((delta, a, b, n))
+    assert wrong == []
+
+
 _FRACTIONS = st.integers(0, 100)
 
 
