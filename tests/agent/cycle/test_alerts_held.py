@@ -110,3 +110,23 @@ def test_a_describe_outage_neither_resolves_a_live_alert_nor_hides_it_afterwards
     assert sent and all(_ts(a["endsAt"]) > agent.tick[0] for a in sent[-1:])  # re-sent through the outage
     assert len(sent) == 1 + 2  # fired, then re-sent every resend_interval_s (60 s) of the 150 s
     agent.close()
+
+
+def test_a_change_during_a_describe_outage_does_not_resolve_a_live_alert_on_the_plan() -> None:
+    # The same outage, and a confirmed metadata change of the group's topic meanwhile (a leader moved): the
+    # change's judgement fell back on the plans of record as well and resolved the live alert.
+    from confluent_kafka import KafkaError
+
+    from rackplan.agent.testing import kafka_error
+
+    agent, admin = _agent([])
+    assert [e.status for e in cycle(agent).alerts] == ["firing"]
+    described = admin.groups
+    admin.groups = {"g": kafka_error(KafkaError.REQUEST_TIMED_OUT)}
+    admin.topics = {"t": [[1, 2], [1], [2], [2]]}  # partition 0 gains a replica in az-b
+    report = cycle(agent)
+    assert report.confirmed and report.alerts == []
+    assert agent.term.alerts.state("consumer/g") == "firing"
+    admin.groups = described
+    assert cycle(agent).alerts == [] and agent.term.alerts.state("consumer/g") == "firing"
+    agent.close()
