@@ -98,6 +98,16 @@ def test_gzip_when_accepted_and_only_then() -> None:
     assert isinstance(om, Exposition)
 
 
+def test_gzip_refused_with_q_0_is_not_sent() -> None:
+    # RFC 9110 (12.5.3): "gzip;q=0" says gzip is not acceptable; prometheus_client's gzip_accepted reads only
+    # the coding's name, so such a client got a body it had refused and could not read.
+    m = populate(Metrics())
+    for refused in ("gzip;q=0", "gzip; q=0.0", "identity, GZIP ; Q=0", "gzip;q=0.000"):
+        assert m.exposition(None, refused).content_encoding is None, refused
+    for accepted in ("gzip;q=0.001", "gzip;q=1", "gzip ;q=0.5, br"):
+        assert m.exposition(None, accepted).content_encoding == "gzip", accepted
+
+
 @settings(max_examples=300, deadline=None)  # no timed assertion: the machine is shared
 @given(st.text(min_size=1, max_size=30), st.floats(allow_nan=False, allow_infinity=False, width=32))
 def test_any_group_name_and_value_round_trip_through_both_formats(group: str, value: float) -> None:
