@@ -201,14 +201,17 @@ def _initial_states(
 def _still_tracked(
     w: Wiring, term: Term, snap: Snapshot, racks: Racks, now: float, evaluated: set[str]
 ) -> list[AlertEvent]:
-    """Firing alerts resolve once the group's assignment is local enough again; hold-downs run out.
+    """Firing alerts resolve once the group's assignment is local enough again; hold-downs run out; and a
+    live assignment described this cycle is judged, changed or not (a rebalance moves partitions without a
+    metadata change: 4 of 4 read cross-rack, plan all local, and nothing judged it).
 
     A group judged on its live assignment whose description failed this cycle is not judged (as a group
     the broker assigns, and as every group while the metadata poll fails): its plan of record, which its
     members may not follow, resolved a live alert, and nothing judged the group again once described."""
     events: list[AlertEvent] = []
     regs = term.registered()
-    for key in term.alerts.tracked():
+    tracked = set(term.alerts.tracked())
+    for key in sorted(tracked | _described_live(w, term)):
         if key in evaluated or key not in regs or undescribed(term, regs[key]):
             continue
         latest = term.book.latest(key)
@@ -216,13 +219,30 @@ def _still_tracked(
         loc = assignment_loc(w, term, regs[key], latest, snap, racks, None if g is None else g.fp)
         if loc is None:
             continue
+        reason = (
+            ""
+            if key in tracked
+            else f"live assignment: {loc.cross_rack} of {loc.total} partitions read cross-rack"
+        )
         ev = term.alerts.evaluate(
-            key, loc, loc, None if latest is None else latest.locality_after, "", now,
+            key, loc, loc, None if latest is None else latest.locality_after, reason, now,
             best=best_loc(w, term, regs[key], latest, snap, racks, loc),
         )  # fmt: skip
         if ev is not None:
             events.append(ev)
     return events
+
+
+def _described_live(w: Wiring, term: Term) -> set[str]:
+    """Groups with a plan of record judged on a live assignment described this cycle."""
+    out = set()
+    for reg in term.regs:
+        g = term.groups.get(reg.key)
+        if g is None or g.live is None or not live_decides(g.live) or term.book.latest(reg.key) is None:
+            continue
+        if describable(reg, term.real_groups, w.kip1071) is not None:
+            out.add(reg.key)
+    return out
 
 
 def undescribed(term: Term, reg: Registration) -> bool:

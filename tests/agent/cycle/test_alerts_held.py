@@ -130,3 +130,21 @@ def test_a_change_during_a_describe_outage_does_not_resolve_a_live_alert_on_the_
     admin.groups = described
     assert cycle(agent).alerts == [] and agent.term.alerts.state("consumer/g") == "firing"
     agent.close()
+
+
+def test_a_live_assignment_that_turns_cross_rack_without_a_metadata_change_is_judged() -> None:
+    # The members (not following their plan) rebalanced onto the other rack's partitions: described every
+    # cycle, 4 of 4 read cross-rack (/v1/groups ``live``), the plan all local, and the alert was never judged
+    # (no confirmed metadata change, no initial state, not tracked): alert_state "ok" for ever.
+    posts: list[Any] = []
+    agent, admin = _agent(posts)
+    admin.groups = _members([0, 1], [2, 3])  # every partition read locally
+    assert cycle(agent).alerts == []
+    admin.groups = _members([2, 3], [0, 1])
+    (ev,) = cycle(agent).alerts
+    assert (ev.status, ev.current, ev.planned) == ("firing", 1.0, 0.0)
+    assert ev.reason == "live assignment: 4 of 4 partitions read cross-rack"
+    assert agent.status().group_json("consumer", "g")["alert_state"] == "firing"
+    admin.groups = _members([0, 1], [2, 3])  # they took the plan
+    assert [e.status for e in cycle(agent).alerts] == ["resolved"]
+    agent.close()
