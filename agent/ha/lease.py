@@ -131,6 +131,8 @@ class Lease:
         self.agent_id = agent_id
         self.log = log
         self.held = False
+        #: commits sent and answered (``on_commit``): a confirmation waits for every answer up to its own
+        self._sent = 0
         self._commits = 0
         self._commit_error: Any = None
         self._last_group_error: str | None = None
@@ -179,6 +181,7 @@ class Lease:
         with self._lock:
             self.held = False
             self._consumer.close()
+            self._sent = self._commits  # the old member's unanswered commits: never answered now
             self._consumer = self._join()
 
     def _ours(self, parts: list[Any]) -> bool:
@@ -232,13 +235,15 @@ class Lease:
         self.poll()
         if not self.held:
             raise LeaseLost("the lease partition is not assigned to this agent")
-        done = self._commits
         try:
             self._consumer.commit(offsets=[TopicPartition(self.topic, 0, 0)], asynchronous=True)
         except KafkaException as e:
             self._judge(e.args[0] if e.args else e)
+        self._sent += 1
+        # The answer to a commit of an earlier confirmation that timed out may come first (answers come in
+        # order): it says the lease was held then, not now, so only the answer to this commit counts.
         deadline = time.monotonic() + timeout_s
-        while self._commits == done:
+        while self._commits < self._sent:
             if time.monotonic() >= deadline:
                 raise LeaseUnconfirmed(f"lease not confirmed within {timeout_s}s")
             self._consumer.poll(0.02)

@@ -239,3 +239,61 @@ def test_the_lease_is_orphaned_only_when_no_live_holder_can_exist() -> None:
     assert lease_orphaned(Heartbeat("b", 4, now - 21_000, 1.0), now, session_s)
     # A slow writer's three intervals count.
     assert not lease_orphaned(Heartbeat("b", 4, now - 35_000, 10.0), now, session_s)
+
+
+class _LateAnswers:
+    """The lease's group client with the coordinator's answers arriving late, in order: the answer to a
+    commit is read off the socket only once the next request goes out (a paused process, a slow coordinator)."""
+
+    def __init__(self, lease: Lease, answers: list[int], prompt: bool = False) -> None:
+        self.lease = lease
+        self.prompt = prompt  # a coordinator that answers each commit at once
+        self.answers = answers  # error code per commit, in order (0: accepted)
+        self.sent = 0
+        self.arrived = 0  # answers read off the socket
+        self.served = 0  # answers whose callback ran
+
+    def commit(self, offsets: Any, asynchronous: bool) -> None:
+        self.sent += 1
+        # sending this one reads the answers to every earlier one
+        self.arrived = self.sent if self.prompt else self.sent - 1
+
+    def poll(self, _timeout: float) -> None:
+        if self.served < self.arrived:
+            code = self.answers[self.served]
+            self.served += 1
+            self.lease._on_commit(KafkaError(code) if code else None, [])
+            self.arrived = self.sent  # the rest follow
+        else:
+            time.sleep(0.005)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_late_answer_to_an_earlier_commit_does_not_confirm_the_lease(lease: Lease) -> None:
+    # The first confirmation times out (its commit is accepted, but the answer comes late); meanwhile the
+    # group removed this member.  The second confirmation's commit is refused: the first one's late
+    # "accepted" must not pass for its answer, or a deposed leader publishes.
+    lease._consumer.close()
+    fake = lease._consumer = _LateAnswers(lease, [0, KafkaError.UNKNOWN_MEMBER_ID])
+    lease._on_assign(None, [TopicPartition("_rackplan.lease", 0)])
+    with pytest.raises(LeaseUnconfirmed):
+        lease.confirm(0.1)
+    with pytest.raises(LeaseLost, match="UNKNOWN_MEMBER_ID"):
+        lease.confirm(1.0)
+    assert fake.served == 2
+
+
+def test_a_rejoined_member_does_not_wait_for_the_answers_of_the_one_it_replaced(lease: Lease) -> None:
+    lease._consumer.close()
+    lease._consumer = _LateAnswers(lease, [0])
+    lease._on_assign(None, [TopicPartition("_rackplan.lease", 0)])
+    with pytest.raises(LeaseUnconfirmed):
+        lease.confirm(0.1)  # its answer never comes: that member is closed by the rejoin
+    lease.rejoin()
+    lease._consumer.close()
+    fresh = lease._consumer = _LateAnswers(lease, [0], prompt=True)
+    lease._on_assign(None, [TopicPartition("_rackplan.lease", 0)])
+    lease.confirm(1.0)
+    assert fresh.served == 1
