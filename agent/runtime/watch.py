@@ -16,7 +16,7 @@ from ..protocol.lease import HeartbeatError, decode_heartbeat
 from ..protocol.mac import MAC_HEADER, check_mac
 from ..protocol.plans import PlanDecodeError, PlanRecord, decode_record
 from ..protocol.records import RecordError
-from ..state.term import Term, Wiring
+from ..state.term import Term, Wiring, labels
 
 
 def plan_skipped(w: Wiring, reason: str) -> None:
@@ -51,7 +51,8 @@ def watch_plans(w: Wiring, term: Term, tail: TopicTail | None) -> None:
     publishes that key again: ``rackplan_plan_discrepancies`` and ``/v1/plans`` show it.  A
     foreign plan's generation is reserved (never planned again), so the agent's next plan of
     the key outranks it for followers.  A late record of a previous leader of our own group
-    (the window a lease leaves between confirmation and publish) is logged as such.  Records
+    (the window a lease leaves between confirmation and publish) is logged as such, and is the
+    plan of record when followers act on it (:func:`_late_leader`).  Records
     are decoded with the bounded decoder: a poison record is skipped and counted, like at start.
     """
     if tail is None:
@@ -135,21 +136,24 @@ def _foreign(
     generation: Any = None if rec is None else rec.generation
     if bad is not None:
         generation = f"not a plan ({bad})"
+    # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
+    followed = bad is None and (
+        term.book.latest(key) is not None if rec is None else rec.generation >= term.book.next_generation(key)
+    )
     if who is not None and w.lease_group is not None and group == w.lease_group:
         w.log.warning(
             "plan record of another leader of this lease group",
             key=key,
             writer=who,
             generation=generation,
+            followed=followed,
         )
-        if rec is not None:
+        if followed:
+            _late_leader(w, term, key, rec)
+        elif rec is not None:
             term.book.reserve(key, rec.generation)
         return
     w.metrics.inc(metric.FOREIGN_WRITERS_TOTAL, {"topic": "plans"})
-    # Followers act on a tombstone, and on a plan above every generation they saw; they skip the rest.
-    followed = bad is None and (
-        term.book.latest(key) is not None if rec is None else rec.generation >= term.book.next_generation(key)
-    )
     if rec is not None and term.book.reserve(key, rec.generation):
         w.metrics.inc(metric.GENERATIONS_RESERVED_TOTAL, {"reason": "foreign_plan"})
     if followed:
@@ -174,6 +178,20 @@ def _foreign(
         partition=r.partition,
         offset=r.offset,
     )
+
+
+def _late_leader(w: Wiring, term: Term, key: str, rec: PlanRecord | None) -> None:
+    """A deposed leader's late record that followers act on: above every generation this agent saw (it
+    landed after the takeover's replay, before this agent published the key).  Ignoring it left followers
+    on a plan this agent did not show, and a revoking one without its target (partitions read by nobody):
+    it is the plan of record, its handover resumed, and the key planned again against it."""
+    if not commit_plan(w, term, key, rec, counted=False):
+        return
+    g = term.group(key)
+    g.retry = True
+    if rec is not None:
+        w.metrics.set(metric.PLAN_GENERATION, rec.generation, labels(key))
+        g.metrics_pending = True
 
 
 def own_record_read_back(w: Wiring, term: Term, key: str, rec: PlanRecord | None) -> None:
