@@ -208,7 +208,7 @@ class Agent:
             )
         else:
             self._startup_step("registrations topic replay", self._open_intake)
-        if w.publisher is None:
+        if w.publisher is None or self._own_publisher:  # a new one each term: see make_publisher
             w.publisher = make_publisher(
                 w, self.client_config, embedded=self.create_missing_topics is not None
             )

@@ -109,7 +109,14 @@ def check_topic_configs(w: Wiring, admin: AdminPort, present: list[TopicSpec]) -
 
 
 def make_publisher(w: Wiring, client_config: dict[str, Any], *, embedded: bool) -> Publisher:
-    """The plan producer: every record names its writer (agent id, lease group) in its headers."""
+    """The plan producer: every record names its writer (agent id, lease group) in its headers.
+
+    A new one each term: an earlier term's producer may have been fenced by the leader that took over
+    meanwhile (its first plan-topic publish bumped the epoch of the shared ``transactional.id``).  Kept, it
+    was refused at the new term's first plan as a zombie ("plan producer fenced: another agent publishes
+    now" with no other agent running), and the plan waited for yet another term; found by a hunt on real
+    Kafka (``integration/test_kafka_reacquire.py``).
+    """
     s = w.settings
     return Publisher(
         client_config,
