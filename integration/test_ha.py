@@ -9,14 +9,18 @@ says, with a higher leadership epoch.
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
 from rackplan.agent.protocol.registrations import FollowerStatus, consumer_registration
 
 from .conftest import Target
-from .e2e import AgentProcess, Watcher, wait_until
+from .e2e import RACKPLAN, AgentProcess, Watcher, wait_until
 
 
 def session_s(target: Target) -> float:
@@ -322,3 +326,27 @@ def test_two_deployments_in_one_agents_group_each_lead_and_the_second_names_the_
         codes = {n: a.stop() for n, a in agents.items()}
     assert codes == {"team-a": 0, "team-b": 0}, codes
     e2e_report(target="kafka", second_deployment_led_after_s=round(lead_s, 1))
+
+
+def test_a_session_timeout_the_brokers_refuse_exits_2_naming_the_setting(
+    target: Target, tmp_path: Path
+) -> None:
+    """Brokers refuse a session below their ``group.min.session.timeout.ms`` (6 s by default) at every join:
+    the agent stood by for good, with no leader and one error line that named no setting (found by a hunt).
+    The mock cluster accepts any session timeout, so this runs on real Kafka only."""
+    if target.cluster is not None:
+        pytest.skip("librdkafka's mock cluster accepts any session timeout")
+    doc = agent_config(target, {"ha": {"session_timeout_s": 2.0}})
+    path = tmp_path / "agent.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [*RACKPLAN, "agent", "run", "--no-supervisor", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    errors = [line for line in p.stderr.splitlines() if line.startswith("rackplan: error:")]
+    assert p.returncode == 2, p.stderr[-3000:]
+    assert len(errors) == 1 and "ha.session_timeout_s 2 is refused by the brokers" in errors[0], errors
+    assert time.monotonic() - t0 < 60

@@ -37,9 +37,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.errors import AgentError
+from ..core.errors import AgentError, CannotRun
 from ..core.logging import with_kafka_logger
-from ..kafka.errors import error_name, membership_lost
+from ..kafka.errors import error_name, membership_lost, session_timeout_refused
 from ..kafka.exceptions import PublishError
 from ..kafka.tail import RawRecord, read_to_end
 from ..protocol.lease import (
@@ -209,13 +209,25 @@ class Lease:
             with self._lock:
                 msg = self._consumer.poll(max(0.0, min(0.05, deadline - time.monotonic())))
             if msg is not None and msg.error() is not None:
-                self._group_error(str(msg.error()))
+                self._group_error(msg.error())
             if time.monotonic() >= deadline:
                 return self.held
 
-    def _group_error(self, error: str) -> None:
-        """An error of the group protocol (a session timeout the brokers refuse, no access to the group):
-        logged once per distinct error, or the agent would stand by in silence forever."""
+    def _group_error(self, err: Any) -> None:
+        """An error of the group protocol (no access to the group, a coordinator loading): logged once per
+        distinct error, or the agent would stand by in silence forever.
+
+        A session timeout the brokers refuse is :class:`CannotRun` naming ``ha.session_timeout_s``: every
+        join is refused alike, so the agent stood by for good, with no leader (found by a hunt: 2 s on
+        brokers whose floor is 6 s).
+        """
+        error = str(err)
+        if session_timeout_refused(err):
+            raise CannotRun(
+                f"ha.session_timeout_s {self._ha.session_timeout_s:g} is refused by the brokers ({error}): "
+                "set it within their group.min.session.timeout.ms and group.max.session.timeout.ms "
+                "(6 s and 30 min by default)"
+            )
         if error != self._last_group_error:
             self._last_group_error = error
             self.log.error("lease group error; the lease cannot be acquired while it lasts", error=error)

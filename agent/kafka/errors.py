@@ -182,6 +182,12 @@ def membership_lost(err: object) -> bool:
     return _name(err) in MEMBERSHIP_LOST
 
 
+def session_timeout_refused(err: object) -> bool:
+    """The group coordinator refused a JoinGroup's session timeout: outside the brokers'
+    ``group.min.session.timeout.ms`` .. ``group.max.session.timeout.ms``; every join is refused alike."""
+    return _name(err) == "INVALID_SESSION_TIMEOUT"
+
+
 def commit_fenced(err: object) -> bool:
     """A plain commit refused because the group has subscribed members (:data:`COMMIT_FENCED`)."""
     return _name(err) in COMMIT_FENCED

@@ -297,3 +297,33 @@ def test_a_rejoined_member_does_not_wait_for_the_answers_of_the_one_it_replaced(
     lease._on_assign(None, [TopicPartition("_rackplan.lease", 0)])
     lease.confirm(1.0)
     assert fresh.served == 1
+
+
+class _Refusing:
+    """The group client whose every poll returns the coordinator's refusal ``code`` of the join."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def poll(self, _timeout: float) -> Any:
+        code = self.code
+
+        class Message:
+            def error(self) -> KafkaError:
+                return KafkaError(code, "JoinGroup failed")
+
+        return Message()
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_session_timeout_the_brokers_refuse_stops_the_agent_naming_the_setting(lease: Lease) -> None:
+    from rackplan.agent.core.errors import CannotRun
+
+    lease._consumer.close()
+    lease._consumer = _Refusing(KafkaError.GROUP_AUTHORIZATION_FAILED)
+    assert not lease.poll(0.1), "no access to the group: logged, asked again (an ACL may be added)"
+    lease._consumer = _Refusing(KafkaError.INVALID_SESSION_TIMEOUT)
+    with pytest.raises(CannotRun, match=r"ha.session_timeout_s 10 is refused by the brokers"):
+        lease.poll(0.1)
