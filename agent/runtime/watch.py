@@ -184,11 +184,13 @@ def _late_leader(w: Wiring, term: Term, key: str, rec: PlanRecord | None) -> Non
     """A deposed leader's late record that followers act on: above every generation this agent saw (it
     landed after the takeover's replay, before this agent published the key).  Ignoring it left followers
     on a plan this agent did not show, and a revoking one without its target (partitions read by nobody):
-    it is the plan of record, its handover resumed, and the key planned again against it."""
+    it is the plan of record, its handover resumed, and the key planned again against it (tombstoned when
+    this agent does not plan it)."""
     if not commit_plan(w, term, key, rec, counted=False):
         return
     g = term.group(key)
     g.retry = True
+    g.tombstone_pending = rec is not None and term.reg_synced and key not in term.registered()
     if rec is not None:
         w.metrics.set(metric.PLAN_GENERATION, rec.generation, labels(key))
         g.metrics_pending = True

@@ -66,3 +66,17 @@ def test_a_late_revoking_plan_of_the_deposed_leader_gets_its_target() -> None:
     assert sorted(final) == ["a", "b"] and sum(len(v) for v in final.values()) == 6, (
         "every partition read again"
     )
+
+
+def test_a_late_plan_of_a_group_the_new_leader_does_not_plan_is_tombstoned() -> None:
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    old, pub, _ = make_agent(admin, [], ha=ha("a-1"), **SETTINGS)
+    follow(old, "a", "az-a")
+    cycle(old)
+    ((key, value),) = pub.on("_rackplan.plans")
+    new, pub2, _ = make_agent(admin, [], ha=ha("a-2"), **SETTINGS)  # replayed nothing; nobody registered
+    headers = ((WRITER_HEADER, b"a-1"), (LEASE_GROUP_HEADER, b"agents"))
+    late = RawRecord(0, 0, key.encode(), json.dumps(value).encode(), 1, "_rackplan.plans", headers)
+    new.plan_tail = PlanTail([late])  # type: ignore[assignment]
+    assert cycle(new).tombstoned == [key], "followers act on it: this agent, not planning the group, ends it"
+    assert pub2.on("_rackplan.plans") == [(key, None)] and new.term.book.latest(key) is None
