@@ -51,7 +51,9 @@ class Standby:
             "agent_id": hb.agent_id,
             "epoch": hb.epoch,
             "heartbeat_age_s": round(max(0, hb.age_ms(self.now_ms)) / 1000, 3),
-            "live": heartbeat_live(hb, self.now_ms),
+            # Its own heartbeat (it led until just now; the new leader has not written yet) says nothing
+            # live: this agent stands by.
+            "live": heartbeat_live(hb, self.now_ms) and hb.agent_id != self.agent_id,
             "released": hb.released,
         }
 

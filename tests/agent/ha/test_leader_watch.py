@@ -113,3 +113,11 @@ def test_the_standby_view_says_who_leads_how_long_ago_and_where_the_plans_are() 
     stale = Standby("b", "l", "p", Heartbeat("a", 1, NOW_MS - 60_000, 1.0), NOW_MS).as_json()
     assert stale["leader"]["live"] is False and stale["leader"]["heartbeat_age_s"] == 60.0
     assert Standby("b", "l", "p", None, NOW_MS).as_json()["leader"] is None
+
+
+def test_a_standby_that_led_until_now_does_not_show_its_own_heartbeat_live() -> None:
+    # Its lease was lost; the new leader is still starting (replays) and has written no heartbeat yet.
+    own = Heartbeat("host-2-88", 9, NOW_MS - 1_000, 30.0, "agents", seen_ms=NOW_MS - 1_000)
+    view = Standby("host-2-88", "_rackplan.lease", "_rackplan.plans", own, NOW_MS).as_json()
+    assert view["role"] == "standby" and view["leader"]["agent_id"] == "host-2-88"
+    assert view["leader"]["live"] is False, "a standby saying that it leads, live"
