@@ -131,10 +131,10 @@ class Lease:
         self.agent_id = agent_id
         self.log = log
         self.held = False
-        #: commits sent and answered (``on_commit``): a confirmation waits for every answer up to its own
+        #: confirmations made: each one's commit carries its number as the offset's metadata, and so does
+        #: the commit's answer (``on_commit``): the error of each answer, by that metadata
         self._sent = 0
-        self._commits = 0
-        self._commit_error: Any = None
+        self._answers: dict[str, Any] = {}
         self._last_group_error: str | None = None
         #: the loop (publish guard, rebalances) and the heartbeat schedule both use the group client
         self._lock = threading.RLock()
@@ -181,7 +181,6 @@ class Lease:
         with self._lock:
             self.held = False
             self._consumer.close()
-            self._sent = self._commits  # the old member's unanswered commits: never answered now
             self._consumer = self._join()
 
     def _ours(self, parts: list[Any]) -> bool:
@@ -198,9 +197,10 @@ class Lease:
             self.held = False
             self.log.warning("lease lost", agent_id=self.agent_id, topic=self.topic)
 
-    def _on_commit(self, err: Any, _parts: Any) -> None:
-        self._commits += 1
-        self._commit_error = err
+    def _on_commit(self, err: Any, parts: list[Any]) -> None:
+        for p in parts:
+            if p.topic == self.topic:
+                self._answers[p.metadata or ""] = err
 
     def poll(self, timeout_s: float = 0.0) -> bool:
         """Serve the group protocol (rebalances); True while the lease is held."""
@@ -247,20 +247,23 @@ class Lease:
         self.poll()
         if not self.held:
             raise LeaseLost("the lease partition is not assigned to this agent")
+        self._sent += 1
+        # The answer to the commit of an earlier confirmation that timed out may come first: it says the
+        # lease was held then, not now.  Only the answer naming this commit counts.
+        tag = f"rackplan-lease-confirmation-{self._sent}"
+        self._answers.clear()
         try:
-            self._consumer.commit(offsets=[TopicPartition(self.topic, 0, 0)], asynchronous=True)
+            self._consumer.commit(offsets=[TopicPartition(self.topic, 0, 0, metadata=tag)], asynchronous=True)
         except KafkaException as e:
             self._judge(e.args[0] if e.args else e)
-        self._sent += 1
-        # The answer to a commit of an earlier confirmation that timed out may come first (answers come in
-        # order): it says the lease was held then, not now, so only the answer to this commit counts.
         deadline = time.monotonic() + timeout_s
-        while self._commits < self._sent:
+        while tag not in self._answers:
             if time.monotonic() >= deadline:
                 raise LeaseUnconfirmed(f"lease not confirmed within {timeout_s}s")
             self._consumer.poll(0.02)
-        if self._commit_error is not None:
-            self._judge(self._commit_error)
+        error = self._answers.pop(tag)
+        if error is not None:
+            self._judge(error)
         if not self.held:
             raise LeaseLost("the lease was revoked while it was being confirmed")
 

@@ -252,8 +252,11 @@ class _LateAnswers:
         self.sent = 0
         self.arrived = 0  # answers read off the socket
         self.served = 0  # answers whose callback ran
+        self.offsets: list[Any] = []  # each commit's offsets: its answer names them
+        self.lost: set[int] = set()  # commits whose answer never comes
 
     def commit(self, offsets: Any, asynchronous: bool) -> None:
+        self.offsets.append(offsets)
         self.sent += 1
         # sending this one reads the answers to every earlier one
         self.arrived = self.sent if self.prompt else self.sent - 1
@@ -262,7 +265,8 @@ class _LateAnswers:
         if self.served < self.arrived:
             code = self.answers[self.served]
             self.served += 1
-            self.lease._on_commit(KafkaError(code) if code else None, [])
+            if self.served - 1 not in self.lost:
+                self.lease._on_commit(KafkaError(code) if code else None, self.offsets[self.served - 1])
             self.arrived = self.sent  # the rest follow
         else:
             time.sleep(0.005)
@@ -327,3 +331,14 @@ def test_a_session_timeout_the_brokers_refuse_stops_the_agent_naming_the_setting
     lease._consumer = _Refusing(KafkaError.INVALID_SESSION_TIMEOUT)
     with pytest.raises(CannotRun, match=r"ha.session_timeout_s 10 is refused by the brokers"):
         lease.poll(0.1)
+
+
+def test_an_answer_that_never_comes_delays_no_later_confirmation(lease: Lease) -> None:
+    lease._consumer.close()
+    fake = lease._consumer = _LateAnswers(lease, [0, 0, 0], prompt=True)
+    fake.lost = {0}
+    lease._on_assign(None, [TopicPartition("_rackplan.lease", 0)])
+    with pytest.raises(LeaseUnconfirmed):
+        lease.confirm(0.1)
+    lease.confirm(1.0)
+    lease.confirm(1.0)
