@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 RACKS = ("az-a", "az-b", "az-c")
 ZONES = ("z1", "z2", "z3")
 CLUSTERS = ("k1", "k2")
+HOSTS = ("h1", "h2", "h3")
 
 
 @st.composite
@@ -72,6 +73,9 @@ def ha_documents(draw: st.DrawFn, tag_keys: int | None = None, lags: bool | None
             )
         if keys >= 2:
             tags["cluster"] = draw(st.sampled_from(CLUSTERS))
+        if keys >= 1 and draw(st.integers(0, 3)) == 0:
+            # a tag no key spreads over: Kafka's standby balancing still compares it
+            tags["host"] = draw(st.sampled_from(HOSTS))
         client: dict[str, Any] = {
             "process_id": f"p-{i:02d}",
             "rack": rack,

@@ -48,7 +48,8 @@ def assign(model: TaskModel, app: StreamsApp, rack_aware: bool) -> tuple[State, 
     values = spread_values(model, app)
     if app.num_standby_replicas > 0:
         assign_standbys(model, state, app.num_standby_replicas, values, stateful)
-        balance(state, "standby", lambda s, d: allowed_movement(values, s, d))
+        tags = [c.tags for c in model.clients] if app.rack_aware_assignment_tags else None
+        balance(state, "standby", lambda s, d: allowed_movement(values, s, d, tags))
         if rack_aware:
             optimise_standbys(model, state, traffic, non_overlap, values, cross_first=True)
     moves = move_tasks(model, state, Lags(model, app), app.max_warmup_replicas)

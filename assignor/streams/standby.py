@@ -201,8 +201,22 @@ def _top(state: State, heap: list[tuple[float, int]], t: int) -> tuple[float, in
     return top
 
 
-def allowed_movement(values: Values, src: int, dst: int) -> bool:
-    """Kafka's balancing predicate for tag-aware standbys: only between clients with the same values."""
+def allowed_movement(
+    values: Values, src: int, dst: int, tags: Sequence[Mapping[str, str]] | None = None
+) -> bool:
+    """Kafka's balancing predicate for spread standbys: may a standby of ``src`` move to ``dst``?
+
+    With ``tags`` (the clients' tags, when the app spreads over tag keys),
+    Kafka's ``ClientTagAwareStandbyTaskAssignor.isAllowedTaskMovement``:
+    ``dst`` has every tag of ``src`` with the same value, the tags no key
+    spreads over included (it compared the spread values only until
+    2026-12-01, so a client's other tags, say its ``host``, let standbys
+    move where Kafka's do not: found against Kafka's assignor by a hunt).
+    Without (spread over racks), only between clients of the same values.
+    """
+    if tags is not None:
+        theirs = tags[dst]
+        return all(theirs.get(k) == v for k, v in tags[src].items())
     return not values or values[src] == values[dst]
 
 

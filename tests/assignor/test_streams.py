@@ -11,6 +11,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rackplan.assignor.cli import assign_document
 from rackplan.assignor.model import Cluster, StreamsApp
 from rackplan.assignor.streams import plan_document, run
 from tests.invariants import assert_contract_checker_passes
@@ -208,3 +209,35 @@ def test_sticky_heap_picks_what_kafkas_scan_picks(
         for x in range(n):
             want = count(x) >= th[x] and any(more_capacity(o, x) for o in range(n))
             assert sticky.should_balance(x) == want
+
+
+def test_standbys_balance_only_to_clients_with_every_tag_of_their_source() -> None:
+    """Kafka's ``isAllowedTaskMovement``: every tag of the source, not only the spread keys.
+
+    Three one-thread clients in zone z1, the app spreading over ``zone``:
+    with a ``host`` tag each, Kafka's balancing moves no standby (p-00 keeps
+    two), as rackplan now does; it compared zones alone and moved one to p-02
+    until 2026-12-01.  Without the hosts the move is allowed, and made.
+    ``test_streams_vs_kafka_java.py::test_standbys_balance_only_to_clients_with_every_tag_of_their_source``
+    checks the first case against Kafka's own assignor.
+    """
+    for hosts, p00, p02 in ((True, ["0_1", "0_2"], []), (False, ["0_2"], ["0_1"])):
+        doc = {
+            "cluster": {"brokers": [{"id": 1, "rack": "a"}], "topics": {"in": [[1]] * 3, "log": [[1]] * 3}},
+            "streams_app": {
+                "application_id": "app",
+                "subtopologies": [{"id": "0", "source_topics": ["in"], "changelog_topics": ["log"]}],
+                "clients": [
+                    {
+                        "process_id": f"p-0{i}",
+                        "rack": "a",
+                        "tags": {"zone": "z1", **({"host": f"h{i}"} if hosts else {})},
+                    }
+                    for i in range(3)
+                ],
+                "num_standby_replicas": 1,
+                "rack_aware_assignment_tags": ["zone"],
+            },
+        }
+        out = assign_document(doc)["streams_app"]["assignment"]
+        assert (out["p-00"]["standby"], out["p-02"]["standby"]) == (p00, p02), (hosts, out)

@@ -153,6 +153,74 @@ def test_tied_standby_movements_are_handed_out_as_kafkas_queue_does(kafka_oracle
     assert "0_1" in copies(kafka["assignment"])["p-03"], "the case still has the tie it was kept for"
 
 
+#: Found by a hunt (task lags with Kafka's sentinels): p-01 reports -1 for task 0_0, Kafka's
+#: UNKNOWN_OFFSET_SUM, which Kafka 4.4 never counts caught up.  The contract counts every lag at most
+#: acceptable_recovery_lag caught up, -1 included, so rackplan moves 0_0 from p-00 (no lag) to p-01,
+#: Kafka to p-02 (lag 0): a documented difference (docs/assignors.md), kept for the contract.
+UNKNOWN_LAG: dict[str, Any] = {
+    "cluster": {"brokers": [{"id": 1, "rack": "az-a"}], "topics": {"in": [[1]] * 3, "log": [[1]] * 3}},
+    "streams_app": {
+        "application_id": "app",
+        "subtopologies": [
+            {"id": "0", "source_topics": ["in"], "changelog_topics": ["log"], "stateful": True}
+        ],
+        "clients": [
+            {"process_id": "p-00", "rack": "az-a", "threads": 1},
+            {"process_id": "p-01", "rack": "az-a", "threads": 1, "task_lags": {"0_0": -1}},
+            {"process_id": "p-02", "rack": "az-a", "threads": 1, "task_lags": {"0_0": 0}},
+        ],
+        "num_standby_replicas": 0,
+        "acceptable_recovery_lag": 10,
+        "max_warmup_replicas": 2,
+        "rack_aware": {"strategy": "none"},
+        "assignor": "high-availability",
+    },
+}
+
+
+def test_a_lag_of_minus_one_is_caught_up_as_the_contract_says_not_as_kafka_reads_it(
+    kafka_oracle: KafkaOracle,
+) -> None:
+    mine, kafka = ours(UNKNOWN_LAG), kafka_answer(kafka_oracle, UNKNOWN_LAG)
+    assert "0_0" in actives(mine["assignment"])["p-01"]  # the contract: -1 is at most the bound
+    assert "0_0" in actives(kafka["assignment"])["p-02"]  # Kafka 4.4: -1 is unknown, never caught up
+    minus_two = copy.deepcopy(UNKNOWN_LAG)  # -2 (LATEST_OFFSET, running it): both read it caught up
+    minus_two["streams_app"]["clients"][1]["task_lags"]["0_0"] = -2
+    mine, kafka = ours(minus_two), kafka_answer(kafka_oracle, minus_two)
+    assert actives(mine["assignment"]) == actives(kafka["assignment"])
+    assert "0_0" in actives(kafka["assignment"])["p-01"]
+
+
+#: Found by a hunt (clients with a tag no key spreads over): every client is in zone z1, each on its
+#: own host. Kafka's standby balancing moves a standby only to a client with every tag of its
+#: source, host included, so p-00 keeps two standbys; rackplan compared the zones alone and moved
+#: one to p-02.
+OTHER_TAGS: dict[str, Any] = {
+    "cluster": {"brokers": [{"id": 1, "rack": "az-a"}], "topics": {"in": [[1]] * 3, "log": [[1]] * 3}},
+    "streams_app": {
+        "application_id": "app",
+        "subtopologies": [
+            {"id": "0", "source_topics": ["in"], "changelog_topics": ["log"], "stateful": True}
+        ],
+        "clients": [
+            {"process_id": f"p-0{i}", "rack": "az-a", "threads": 1, "tags": {"zone": "z1", "host": f"h{i}"}}
+            for i in range(3)
+        ],
+        "num_standby_replicas": 1,
+        "rack_aware_assignment_tags": ["zone"],
+        "rack_aware": {"strategy": "none"},
+        "assignor": "high-availability",
+    },
+}
+
+
+def test_standbys_balance_only_to_clients_with_every_tag_of_their_source(kafka_oracle: KafkaOracle) -> None:
+    mine, kafka = ours(OTHER_TAGS), kafka_answer(kafka_oracle, OTHER_TAGS)
+    assert actives(mine["assignment"]) == actives(kafka["assignment"])
+    assert copies(mine["assignment"]) == copies(kafka["assignment"])
+    assert copies(kafka["assignment"])["p-02"] == [], "the case still has the move Kafka refuses"
+
+
 @SETTINGS
 @given(st.data())
 def test_rack_aware_never_worse_than_kafka(kafka_oracle: KafkaOracle, data: st.DataObject) -> None:
