@@ -184,10 +184,14 @@ def test_rack_aware_costs_beyond_int32_exit_2_and_at_int32_plan(
 
 
 @needs_checker
-@pytest.mark.parametrize("sid", ["²", "١", "01", "9" * 5000, "-1", "1_2", ""])
-def test_subtopology_ids_int_rejects_still_plan(sid: str) -> None:
+@pytest.mark.parametrize("sid", ["²", "١", "01", "9" * 5000, "-1", "1_2", "", str(2**31), "0" * 5000 + "7"])
+@pytest.mark.parametrize("stateful", [False, True])
+def test_subtopology_ids_int_rejects_still_plan(sid: str, stateful: bool) -> None:
+    """Stateful too: its standbys' order asks whether the id is a Java int (a 5,000-digit one went
+    through ``int()`` and exited 1 until 2026-12-01; found by a hunt)."""
     doc = streams_doc()
-    doc["streams_app"]["subtopologies"].append({"id": sid, "source_topics": ["in"], "stateful": False})
+    sub = {"id": sid, "source_topics": ["in"], "stateful": stateful}
+    doc["streams_app"]["subtopologies"].append({**sub, "changelog_topics": ["log"]} if stateful else sub)
     code, plan, _ = assert_plan_or_exit_2(doc)
     assert code == 0
     tasks = [t for a in plan["streams_app"]["assignment"].values() for t in a["active"]]
