@@ -84,7 +84,7 @@ def ha_documents(draw: st.DrawFn, tag_keys: int | None = None, lags: bool | None
         }
         if with_lags:
             client["task_lags"] = {
-                t: draw(st.sampled_from([0, 5, 20_000]))
+                t: draw(st.sampled_from([-2, 0, 5, 10, 11, 20_000]))  # -2: LATEST_OFFSET; 10, 11: the bound
                 for t in stateful_tasks
                 if draw(st.integers(0, 2)) == 0
             }
