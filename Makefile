@@ -148,9 +148,15 @@ $(ORACLE_JAR): oracle/pom.xml $(shell find oracle/src -name '*.java')
 	mvn -q -B -f oracle/pom.xml package
 	touch $@
 
+# The unit suite runs beside the integration suite, niced: the integration suite mostly waits on its
+# brokers and applications, and keeps the CPU when it needs it. The unit suite's output comes after the
+# integration suite's; each prints its slowest tests. Both must pass.
 test: lint typecheck browser promtool go-tools kafka oracle clients clients-4.3 $(STAMP)
-	$(UNIT)
-	integration/run_suite.sh $(BIN)/pytest integration
+	@log=$$(mktemp); trap 'kill $$unit 2>/dev/null; rm -f $$log' EXIT; \
+	nice -n 10 $(UNIT) --durations=15 >$$log 2>&1 & unit=$$!; \
+	integration/run_suite.sh $(BIN)/pytest integration --durations=15; it=$$?; \
+	wait $$unit; ut=$$?; echo "== the unit suite (run beside the integration suite): exit $$ut"; cat $$log; \
+	[ $$ut -eq 0 ] && [ $$it -eq 0 ]
 
 # rackplan's JVM side (docs/java.md): RackplanAssignor, RackplanServerAssignor, RackplanTaskAssignor in
 # one jar without dependencies of its own; its JUnit tests run in the build. Offline when Maven's cache

@@ -3,7 +3,7 @@
 The brokers load ``dev.rackplan.kafka.streams.RackplanStreamsTaskAssignor`` next to Kafka's ``sticky``
 (``group.streams.assignors``, integration/kafka/cluster.py). Three instances of a Kafka Streams 4.4 app
 (``group.protocol=streams``, racks az-a/az-b/az-c, a repartition, a state store, one standby) run in a
-group that chooses it (group config ``streams.assignor.name=rackplan``), then, on the same input, a
+group that chooses it (group config ``streams.assignor.name=rackplan``), and beside it, on the same input, a
 second app's group that keeps Kafka's ``sticky``. The source topic's partition p has its one replica in
 rack p % 3, so where a sub-topology-0 task runs decides whether it reads across racks. The instances
 start one after another: a group's first assignment comes before the plugin's catalog has described the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -121,13 +122,16 @@ def test_streams_group_assigned_by_rackplans_broker_assignor(
         p.produce(source, key=f"k{i}", value=f"v{i % 37}", partition=i % 6)
     assert p.flush(30) == 0
 
-    ours = run_app(real, source, "rackplan", "rackplan", tmp_path)
+    # The two apps' groups are independent: Kafka's sticky runs beside rackplan's, not after it.
+    with ThreadPoolExecutor(1) as pool:
+        sticky = pool.submit(run_app, real, source, "sticky", None, tmp_path)
+        ours = run_app(real, source, "rackplan", "rackplan", tmp_path)
+        theirs = sticky.result()
     kafka = real.kafka
     if kafka is not None:  # the brokers' log: rackplan's assignor (not its fallback) assigned the group
         group = real.name("sg-rackplan")
         assigned = functools.partial(broker_lines, real, f"Streams group {group} assigned rack-aware")
         wait_until(lambda: bool(assigned()), 15, "a broker logged rackplan's assignment of the group")
-    theirs = run_app(real, source, "sticky", None, tmp_path)
     print(f"rackplan's placement {ours}\nKafka sticky's placement {theirs}")
 
     for now in (ours, theirs):
