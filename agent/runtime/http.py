@@ -69,6 +69,8 @@ READ_BYTES = 64 * 1024
 
 Answer = tuple[int, bytes, str]
 K = TypeVar("K")
+#: the methods every path answers (a 405's ``Allow``, RFC 9110 15.5.6)
+ALLOWED_METHODS = "GET, HEAD"
 
 
 def request_path(target: str) -> str:
@@ -131,6 +133,8 @@ def _head(code: int, ctype: str, length: int, close: bool, encoding: str | None 
     headers = [("Content-Type", ctype), ("Content-Length", str(length))]
     if encoding is not None:
         headers += [("Content-Encoding", encoding), ("Vary", "Accept, Accept-Encoding")]
+    if code == 405:
+        headers.append(("Allow", ALLOWED_METHODS))
     # h11 turns keep-alive into close where it must (HTTP/1.0, a "Connection: close" request)
     headers.append(("Connection", "close" if close else "keep-alive"))
     return h11.Response(status_code=code, headers=headers, reason=HTTPStatus(code).phrase)

@@ -199,3 +199,10 @@ def test_metrics_negotiates_openmetrics_and_gzip(port: int) -> None:
         assert "# TYPE rackplan_polls_total counter\n" in plain and "# EOF" not in plain
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("method", ["DELETE", "POST", "PUT", "OPTIONS"])
+def test_a_405_says_which_methods_are_allowed(port: int, method: str) -> None:
+    """RFC 9110 15.5.6: a 405 answer MUST carry ``Allow``; it had none (found by a hunt)."""
+    [answer] = exchange(port, request(method, "/healthz"))
+    assert answer.status == 405 and answer.headers.get("allow") == "GET, HEAD"
