@@ -6,8 +6,10 @@ endsAt, generatorURL).  Alertmanager identifies an alert by its labels
 (``alertname``, ``kind``, ``group`` plus the configured extra labels), so the
 firing and the resolved alert of a group carry the same labels:
 
-- firing: ``startsAt`` = when it fired, ``endsAt`` = now + 4 × the resend
-  interval.  Alertmanager expects clients to send active alerts again and
+- firing: ``startsAt`` = when it fired, ``endsAt`` = 4 × the resend
+  interval after the request that carries it (a batch that waited in the queue or
+  retried is not sent with an ``endsAt`` already past, which Alertmanager reads as
+  resolved).  Alertmanager expects clients to send active alerts again and
   again; a firing alert is re-sent every ``resend_interval_s`` while it
   fires, so it stays active only as long as the agent keeps saying so.
 - resolved: the same labels with ``endsAt`` = when it resolved.
@@ -218,8 +220,10 @@ class WebhookNotifier:
         post: Post | None = None,
         rng: Callable[[], float] = random.random,
         agent_url: str | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        """``post``: how to POST (default: urllib with the TLS settings); ``agent_url``: see :func:`alertmanager_alert`."""
+        """``post``: how to POST (default: urllib with the TLS settings); ``agent_url``: see :func:`alertmanager_alert`;
+        ``clock``: the time of each request, from which a firing or unfixable alert's ``endsAt`` counts."""
         if settings.url is None:
             raise ValueError("webhook.url is not set")
         self.settings = settings
@@ -231,7 +235,9 @@ class WebhookNotifier:
         self.firing_ttl_s = firing_ttl_s
         self._post = post if post is not None else urllib_poster(settings)
         self._rng = rng
-        self._queue: collections.deque[list[dict[str, Any]]] = collections.deque()
+        self._clock = clock
+        #: the events of each batch, rendered at each request (:meth:`_body`)
+        self._queue: collections.deque[list[AlertEvent]] = collections.deque()
         self._cond = threading.Condition()
         self._busy = False
         self._stop = threading.Event()
@@ -244,11 +250,13 @@ class WebhookNotifier:
     # ---- the loop's side: never blocks --------------------------------------------
 
     def notify(self, events: list[AlertEvent], firing: list[AlertEvent], now: float) -> int:
-        """Queue this cycle's events and the firing alerts due for a resend; returns alerts queued."""
-        batch: list[dict[str, Any]] = []
+        """Queue this cycle's events and the firing alerts due for a resend; returns alerts queued.
+
+        ``now`` schedules the resends; each alert's ``endsAt`` is the delivery's (:meth:`_body`)."""
+        batch: list[AlertEvent] = []
         sent: set[str] = set()
         for ev in events:
-            batch.append(alertmanager_alert(ev, self.settings, now, self.firing_ttl_s, self.agent_url))
+            batch.append(ev)
             sent.add(ev.key)
             if ev.status == RESOLVED:
                 self._last_sent.pop(ev.key, None)
@@ -258,13 +266,13 @@ class WebhookNotifier:
         for ev in firing:
             if ev.key in sent or now - self._last_sent.get(ev.key, -1e18) < self.settings.resend_interval_s:
                 continue
-            batch.append(alertmanager_alert(ev, self.settings, now, self.firing_ttl_s, self.agent_url))
+            batch.append(ev)
             self._last_sent[ev.key] = now
         if batch:
             self._enqueue(batch)
         return len(batch)
 
-    def _enqueue(self, batch: list[dict[str, Any]]) -> None:
+    def _enqueue(self, batch: list[AlertEvent]) -> None:
         with self._cond:
             if len(self._queue) >= self.settings.queue_size:
                 dropped = self._queue.popleft()
@@ -302,9 +310,15 @@ class WebhookNotifier:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _deliver(self, batch: list[dict[str, Any]]) -> bool:
+    def _body(self, batch: list[AlertEvent]) -> bytes:
+        """The batch as this request sends it: a firing or unfixable alert's ``endsAt`` counts from now."""
+        now = self._clock()
+        return encode_webhook_body(
+            [alertmanager_alert(ev, self.settings, now, self.firing_ttl_s, self.agent_url) for ev in batch]
+        )
+
+    def _deliver(self, batch: list[AlertEvent]) -> bool:
         s = self.settings
-        body = encode_webhook_body(batch)
         try:
             headers = self._headers()
         except OSError as e:
@@ -324,7 +338,7 @@ class WebhookNotifier:
         delays = jittered_delays(s.max_attempts, s.backoff_initial_s, s.backoff_max_s, self._rng)
         for attempt in range(s.max_attempts):
             try:
-                _attempt(self._post, self.url, body, headers, s.timeout_s)
+                _attempt(self._post, self.url, self._body(batch), headers, s.timeout_s)
             except WebhookError as e:
                 self.metrics.inc(metric.WEBHOOK_ATTEMPTS_TOTAL, {"result": "error"})
                 last = attempt == len(delays) or not e.retry or self._stop.is_set()

@@ -259,6 +259,7 @@ class Agent:
                 firing_ttl_s=4 * max(s.webhook.resend_interval_s, s.poll_interval_s),
                 post=self._webhook_post,
                 agent_url=default_agent_url(s.http),
+                clock=self.clock,
             )
         replay(self.w, self.term, self.intake, plan_records)
         self.io.traffic_feed = traffic_feed(self.w, self.io.traffic) if self.io.traffic_topic_ok else None

@@ -100,7 +100,10 @@ def receiver() -> Iterator[Callable[..., Receiver]]:
         r.close()
 
 
-def notifier(url: str, metrics: Metrics, **kw: Any) -> WebhookNotifier:
+def notifier(
+    url: str, metrics: Metrics, clock: Callable[[], float] = lambda: 1000.0, **kw: Any
+) -> WebhookNotifier:
+    """``clock``: the time of each request (a firing alert's ``endsAt`` counts from it)."""
     settings = WebhookSettings(
         **{
             "url": url,
@@ -111,7 +114,7 @@ def notifier(url: str, metrics: Metrics, **kw: Any) -> WebhookNotifier:
             **kw,
         }
     )
-    return WebhookNotifier(settings, metrics, get_logger("t"), firing_ttl_s=240, rng=lambda: 1.0)
+    return WebhookNotifier(settings, metrics, get_logger("t"), firing_ttl_s=240, rng=lambda: 1.0, clock=clock)
 
 
 def free_port() -> int:
@@ -262,12 +265,17 @@ def test_a_full_queue_drops_the_oldest_batch(receiver: Callable[..., Receiver]) 
 
 def test_firing_alerts_are_resent_while_they_fire(receiver: Callable[..., Receiver]) -> None:
     r = receiver()
-    n = notifier(r.url, Metrics(), resend_interval_s=60)
+    t = [0.0]
+    n = notifier(r.url, Metrics(), clock=lambda: t[0], resend_interval_s=60)
     fired = event(at=0.0, started=0.0)
     assert n.notify([fired], [fired], now=0.0) == 1
+    assert n.wait_idle(5)
     assert n.notify([], [fired], now=30.0) == 0  # too soon
+    t[0] = 61.0
     assert n.notify([], [fired], now=61.0) == 1  # Alertmanager would otherwise let it expire
+    assert n.wait_idle(5)
     resolved = event(RESOLVED, at=70.0, started=0.0)
+    t[0] = 70.0
     assert n.notify([resolved], [], now=70.0) == 1
     assert n.wait_idle(5)
     alerts = [a for body in r.bodies for a in body]
@@ -705,3 +713,35 @@ def test_a_bug_in_delivery_is_counted_and_logged_without_its_message() -> None:
     assert crashed["event"] == "webhook delivery crashed; alerts dropped"
     assert crashed["error"] == "RuntimeError" and "broken" in crashed["where"]
     assert "t0k3n" not in buf.getvalue() and "Traceback" not in buf.getvalue()
+
+
+def test_a_backlogged_batch_gets_its_ends_at_when_it_is_delivered() -> None:
+    """A firing (or unfixable) alert's ``endsAt`` is counted from its delivery, not from when it was queued.
+
+    Rendered at ``notify``, a batch that waited out Alertmanager's outage (retries, batches ahead of it)
+    reached it with an ``endsAt`` already past: Alertmanager read the firing alert as resolved (a resolved
+    notification, then a new firing one at the next resend) and never showed the unfixable report.  A
+    resolved alert keeps ``endsAt`` = when it resolved, however late it goes out.  Found by a hunt."""
+    clock = [0.0]
+    bodies: list[Any] = []
+
+    def post(url: str, body: bytes, headers: Any, timeout_s: float) -> int:
+        if not bodies and clock[0] == 0.0:  # Alertmanager is down until t=1000
+            clock[0] = 1000.0
+            return 503
+        bodies.append(json.loads(body))
+        return 200
+
+    s = WebhookSettings(url="http://am:9093/api/v2/alerts", backoff_initial_s=0.01, backoff_max_s=0.01)
+    n = WebhookNotifier(
+        s, Metrics(), get_logger("t"), firing_ttl_s=240, post=post, rng=lambda: 1.0, clock=lambda: clock[0]
+    )
+    unfix = AlertEvent("consumer/u", UNFIXABLE, 1, 1, 1, 0.25, "y", 0.0, 0.0)
+    n.notify([event(at=0.0, started=0.0)], [], now=0.0)  # retried until Alertmanager is back
+    n.notify([event(key="consumer/b", at=0.0, started=0.0), unfix, event(RESOLVED, key="consumer/r", at=0.0)], [], now=0.0)  # fmt: skip
+    assert n.wait_idle(5)
+    n.close(1)
+    ends = {a["labels"]["group"]: a["endsAt"] for body in bodies for a in body}
+    assert ends == {
+        "payments": rfc3339(1240.0), "b": rfc3339(1240.0), "u": rfc3339(1240.0), "r": rfc3339(0.0)
+    }  # fmt: skip
