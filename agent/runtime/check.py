@@ -6,7 +6,10 @@ brokers as ``agent run`` does (within ``kafka.startup_timeout_s``), replays the
 plan and registrations topics read-only (no consumer group is joined: the
 readers assign partitions), and runs one cycle: snapshot, rack checks, plans,
 alerts.  Unlike ``agent run`` it creates no topic (a missing one is reported),
-archives no snapshot and sends nothing to the webhook.  :func:`findings` turns
+archives no snapshot and sends nothing to the webhook.  One cycle never waits out
+``alerts.for_s``, so the rules run without it and an alert they raise is listed
+``pending`` (what it becomes once its condition holds for ``for_s``): with the
+hold-down a cross-rack group read "ok".  :func:`findings` turns
 what the cycle saw into the report the command prints.
 """
 
@@ -20,6 +23,7 @@ from ..core.ports import AdminPort
 from ..cycle.status import GroupView
 from ..kafka.exceptions import TopicReadError
 from ..kafka.read_back import read_back
+from ..protocol.alerts import FIRING, UNFIXABLE, AlertEvent
 from ..protocol.plans import PlanRecord
 from ..settings.sections import Settings
 from ..state.term import CycleReport
@@ -63,9 +67,13 @@ class Findings:
 
 
 def checking(settings: Settings) -> Settings:
-    """``settings`` as the check runs them: observe mode, no archive, no webhook (nothing leaves the process)."""
+    """``settings`` as the check runs them: observe mode, no archive, no webhook (nothing leaves the process),
+    and no ``alerts.for_s`` hold-down (one cycle cannot wait it out: :func:`alert_entry`)."""
     quiet = settings.webhook.model_copy(update={"url": None})
-    return settings.model_copy(update={"mode": "observe", "archive_dir": None, "webhook": quiet})
+    at_once = settings.alerts.model_copy(update={"for_s": 0.0})
+    return settings.model_copy(
+        update={"mode": "observe", "archive_dir": None, "webhook": quiet, "alerts": at_once}
+    )
 
 
 def run_check(settings: Settings, admin: AdminPort | None = None) -> Findings:
@@ -91,17 +99,20 @@ def run_check(settings: Settings, admin: AdminPort | None = None) -> Findings:
         agent.begin(records)
         replayed = {key: rec.generation for key, rec in agent.status().plans}
         report = agent.run_once()
-        out = findings(agent, report, existing, replayed)
+        out = findings(agent, report, existing, replayed, settings.alerts.for_s)
         out.problems[:0] = unread
         return out
     finally:
         agent.close()
 
 
-def findings(agent: Agent, report: CycleReport, existing: set[str], replayed: dict[str, int]) -> Findings:
+def findings(
+    agent: Agent, report: CycleReport, existing: set[str], replayed: dict[str, int], for_s: float = 0.0
+) -> Findings:
     """The report of one cycle: brokers and racks, the agent's topics, each group and what it would get.
 
-    ``replayed``: the generation of each plan of record on the plan topic (what followers read now)."""
+    ``replayed``: the generation of each plan of record on the plan topic (what followers read now);
+    ``for_s``: the settings' ``alerts.for_s`` (:func:`alert_entry`)."""
     s = agent.settings
     out = Findings()
     for role, spec in zip(ROLES, topic_specs(s), strict=False):
@@ -124,8 +135,21 @@ def findings(agent: Agent, report: CycleReport, existing: set[str], replayed: di
     out.problems += problem
     out.would_publish = sorted(planned)
     out.would_tombstone = sorted(report.tombstoned)
-    out.alerts = [{"key": e.key, "status": e.status, "reason": e.reason} for e in report.alerts]
+    out.alerts = [alert_entry(e, for_s) for e in report.alerts]
     return out
+
+
+def alert_entry(event: AlertEvent, for_s: float) -> dict[str, Any]:
+    """One alert the cycle raised, evaluated without a hold-down: ``pending`` when the settings have one
+    (``for_s``: it fires, or is reported unfixable, once the condition holds that long), else as sent."""
+    held = for_s > 0 and event.status in (FIRING, UNFIXABLE)
+    return {
+        "key": event.key,
+        "status": "pending" if held else event.status,
+        "alertname": event.alertname,
+        "for_s": for_s,
+        "reason": event.reason,
+    }
 
 
 def selector_finding(

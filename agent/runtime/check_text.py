@@ -26,10 +26,24 @@ def render(doc: dict[str, Any]) -> str:
     lines.append(f"would publish: {publish}")
     if doc["would_tombstone"]:
         lines.append(f"would tombstone: {', '.join(doc['would_tombstone'])}")
-    lines += [f"alert: {a['key']} {a['status']}: {a['reason']}" for a in doc["alerts"]]
+    lines += [alert_line(a) for a in doc["alerts"]]
     lines += [f"problem: {p}" for p in doc["problems"]]
-    lines.append("ok" if doc["ok"] else f"{len(doc['problems'])} problem(s)")
+    end = "ok" if doc["ok"] else f"{len(doc['problems'])} problem(s)"
+    if doc["alerts"]:
+        pending = all(a["status"] == "pending" for a in doc["alerts"])
+        end += f", {len(doc['alerts'])} alert(s){' pending' if pending else ''}"
+    lines.append(end)
     return "\n".join(lines) + "\n"
+
+
+def alert_line(a: dict[str, Any]) -> str:
+    """An alert the cycle raised; a pending one names the alert it becomes after ``alerts.for_s``."""
+    if a["status"] == "pending":
+        return (
+            f"alert: {a['key']} pending ({a['alertname']} once it holds for alerts.for_s, {a['for_s']:g} s): "
+            f"{a['reason']}"
+        )
+    return f"alert: {a['key']} {a['status']}: {a['reason']}"
 
 
 def group_line(g: dict[str, Any]) -> str:

@@ -9,9 +9,11 @@ import pytest
 from rackplan.agent.kafka.exceptions import TopicReadError
 from rackplan.agent.runtime import check
 from rackplan.agent.runtime.check import group_entry
-from rackplan.agent.runtime.check_text import group_line
+from rackplan.agent.protocol.alerts import ALERTNAME, UNFIXABLE_ALERTNAME
+from rackplan.agent.runtime.check_text import group_line, render
 from rackplan.agent.settings.sections import Settings
 from rackplan.agent.testing import FakeAdmin
+from tests.agent.cycle.test_alerts_held import _members
 from tests.agent.cycle.test_broker_groups import TOPICS, crossed
 from tests.agent.cycle.test_run import cycle, group, make_agent
 
@@ -45,3 +47,48 @@ def test_a_plan_topic_that_cannot_be_read_to_its_end_is_a_problem_not_a_crash(
     assert found.problems[0].startswith("the plan topic could not be read to its end"), found.problems
     assert "end offset unknown" in found.problems[0]
     assert [g["key"] for g in found.groups] == ["consumer/pay"]
+
+
+def _would_alert(for_s: float | None) -> check.Findings:
+    """``g``'s members read every partition cross-rack (live, against an all-local plan): fixable; ``far``'s
+    members are in az-a and az-b, every replica of its topic in az-c: no assignment fixes it."""
+    admin = FakeAdmin({"t": [[1], [1], [2], [2]], "far": [[3], [3]]})
+    admin.groups = _members([2, 3], [0, 1])
+    alerts = {} if for_s is None else {"for_s": for_s}
+    settings = Settings.model_validate(
+        {
+            "consumer_groups": [group("g"), group("far", topics=["far"])],
+            "alerts": alerts,
+            "traffic": {"enabled": False},
+            "metadata": {"max_attempts": 1},
+        }
+    )
+    return check.run_check(settings, admin=admin)
+
+
+def test_a_group_that_would_alert_is_listed_pending_under_the_default_hold_down() -> None:
+    """One cycle never waits out ``alerts.for_s`` (60 s by default): the check listed no alert and said "ok"
+    for a group read all cross-rack and for one no assignment can fix.  Now each is listed ``pending`` with
+    the alert it becomes once the condition holds for ``for_s``.  Found by a hunt."""
+    found = _would_alert(None)
+    assert not found.problems
+    assert sorted((a["key"], a["status"], a["alertname"]) for a in found.alerts) == [
+        ("consumer/far", "pending", UNFIXABLE_ALERTNAME),
+        ("consumer/g", "pending", ALERTNAME),
+    ]
+    text = render(found.as_json())
+    assert (
+        "alert: consumer/g pending (RackplanCrossRackLocality once it holds for alerts.for_s, 60 s): "
+        "initial state: 4 of 4 partitions read cross-rack\n"
+    ) in text
+    assert "alert: consumer/far pending (RackplanLocalityUnfixable once it holds for alerts.for_s, 60 s): " in text
+    assert text.endswith("ok, 2 alert(s) pending\n")
+
+
+def test_without_a_hold_down_the_check_lists_what_the_agent_would_send_at_once() -> None:
+    found = _would_alert(0)
+    assert sorted((a["key"], a["status"]) for a in found.alerts) == [
+        ("consumer/far", "unfixable"),
+        ("consumer/g", "firing"),
+    ]
+    assert render(found.as_json()).endswith("ok, 2 alert(s)\n")
