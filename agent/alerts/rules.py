@@ -89,6 +89,18 @@ class AlertState:
         #: firing alerts as they are re-sent: the current locality, reason and price (the loop's, :meth:`hold`)
         self._resend: dict[str, AlertEvent] = {}
 
+    def keep_reports(self, previous: AlertState) -> None:
+        """A new leadership term of the same agent: the groups ``previous`` reported unfixable stay reported
+        (reported once; every term reported them again), with their clocks; firing alerts start afresh."""
+        for key, ev in previous._unfixable.items():
+            self._unfixable[key] = ev
+            for mine, theirs in (
+                (self._fixable_since, previous._fixable_since),
+                (self._report_due, previous._report_due),
+            ):
+                if key in theirs:
+                    mine[key] = theirs[key]
+
     def watched(self, key: str) -> bool:
         """Allow/deny patterns match the group id or application id (the part after the slash)."""
         name = PlanKey.split(key).name or key

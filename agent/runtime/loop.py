@@ -164,9 +164,9 @@ class Agent:
     # ---- a term --------------------------------------------------------------------
 
     def _new_term(self) -> None:
-        """Everything learnt from the topics and the cluster; a new leadership term starts from scratch."""
+        """Everything learnt from the topics and the cluster; a new term starts afresh but for its unfixable reports."""
         self.intake.close()
-        self.term = Term(self.settings, self.file_regs)
+        self.term = Term(self.settings, self.file_regs, getattr(self, "term", None))
         term_metrics(self.metrics)
         self._publish_status()
 

@@ -180,7 +180,10 @@ class GroupRecord:
 class Term:
     """Everything learnt from the topics and the cluster in one leadership term."""
 
-    def __init__(self, settings: Settings, file_regs: list[Registration]) -> None:
+    def __init__(
+        self, settings: Settings, file_regs: list[Registration], previous: Term | None = None
+    ) -> None:
+        """``previous``: this agent's last term, whose unfixable reports stand (:meth:`AlertState.keep_reports`)."""
         s = settings
         self.book = PlanBook()
         self.regs: list[Registration] = list(file_regs)
@@ -196,6 +199,8 @@ class Term:
         self.undescribed: frozenset[str] = frozenset()
         self.merge_key: Any = None
         self.alerts = AlertState(s.alerts)
+        if previous is not None:
+            self.alerts.keep_reports(previous.alerts)
         self.known: dict[int, str] = {}
         self.acted: tuple[Snapshot, Racks] | None = None
         self.last_good: Snapshot | None = None

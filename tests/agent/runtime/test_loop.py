@@ -149,3 +149,28 @@ def test_a_new_term_keeps_no_group_series_of_the_last_one() -> None:
     for name in ("rackplan_plan_generation", "rackplan_cross_rack_ratio", "rackplan_cross_rack_partitions"):
         assert {dict(k)["group"] for k in agent.metrics.series(name)} == {"g"}, name
     agent.close()
+
+
+def test_a_new_term_does_not_report_a_group_unfixable_again() -> None:
+    # RackplanLocalityUnfixable is "reported once" (docs/agent.md, Alerts) and never re-sent: Alertmanager
+    # lets it expire.  Every term started its alert state from scratch, so an agent that lost the lease and
+    # led again reported every unfixable group again (a new notification, another alerts-topic record), each
+    # time it led.  Found by a hunt.
+    from rackplan.agent.testing import FakeAdmin
+    from tests.agent.cycle.test_run import cycle, group, make_agent
+
+    admin = FakeAdmin({"far": [[3], [3]]})  # every replica in az-c, the members in az-a and az-b
+    agent, _, _ = make_agent(admin, [group("far", topics=["far"])])
+    far = {"kind": "consumer", "group": "far"}
+    assert [(e.key, e.status) for e in cycle(agent).alerts] == [("consumer/far", "unfixable")]
+    agent._new_term()  # the lease lost and regained
+    agent.begin([])
+    for _ in range(3):
+        assert cycle(agent).alerts == []
+    assert agent.status().group_json("consumer", "far")["alert_state"] == "unfixable"
+    assert agent.metrics.get("rackplan_alerts_unfixable", far) == 1
+    admin.topics = {"far": [[1], [2]]}  # a replica in each member's rack: fixable, then forgotten
+    cycle(agent)
+    admin.topics = {"far": [[3], [3]]}
+    assert [(e.key, e.status) for e in cycle(agent).alerts] == [("consumer/far", "unfixable")]
+    agent.close()
