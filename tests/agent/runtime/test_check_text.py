@@ -7,9 +7,9 @@ from typing import NoReturn
 import pytest
 
 from rackplan.agent.kafka.exceptions import TopicReadError
+from rackplan.agent.protocol.alerts import ALERTNAME, UNFIXABLE_ALERTNAME
 from rackplan.agent.runtime import check
 from rackplan.agent.runtime.check import group_entry
-from rackplan.agent.protocol.alerts import ALERTNAME, UNFIXABLE_ALERTNAME
 from rackplan.agent.runtime.check_text import group_line, render
 from rackplan.agent.settings.sections import Settings
 from rackplan.agent.testing import FakeAdmin
@@ -81,7 +81,10 @@ def test_a_group_that_would_alert_is_listed_pending_under_the_default_hold_down(
         "alert: consumer/g pending (RackplanCrossRackLocality once it holds for alerts.for_s, 60 s): "
         "initial state: 4 of 4 partitions read cross-rack\n"
     ) in text
-    assert "alert: consumer/far pending (RackplanLocalityUnfixable once it holds for alerts.for_s, 60 s): " in text
+    assert (
+        "alert: consumer/far pending (RackplanLocalityUnfixable once it holds for alerts.for_s, 60 s): "
+        in text
+    )
     assert text.endswith("ok, 2 alert(s) pending\n")
 
 
