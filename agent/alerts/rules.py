@@ -255,10 +255,10 @@ class AlertState:
             return None
         floor = best_f if best_f is not None else planned_f
         assert floor is not None
-        ev = self._event(
+        ev = dataclasses.replace(self._event(
             key, UNFIXABLE, baseline, current.fraction, planned_f,
             reason or f"no assignment reads fewer than {floor:.1%} of partitions cross-rack", now, since,
-        )  # fmt: skip
+        ), best=floor)  # fmt: skip
         self._unfixable[key] = ev
         self._report_due.pop(key, None)
         return ev

@@ -167,11 +167,11 @@ def alertmanager_alert(
         "severity": event.severity,
     }
     what = f"{_KIND_TITLES.get(event.kind, event.kind)} {event.name}"
-    if event.status == UNFIXABLE:
+    if event.status == UNFIXABLE:  # the floor no assignment beats (the plan's balance may cost more)
         summary = (
-            f"{what}: even its best plan reads {_pct(event.planned)} of partitions cross-rack "
-            f"(threshold {_pct(event.threshold)}, now {_pct(event.current)}); "
-            "no assignment fixes it, replica placement or member racks must change"
+            f"{what}: even the best assignment reads {_pct(event.planned if event.best is None else event.best)} "
+            f"of partitions cross-rack (threshold {_pct(event.threshold)}, now {_pct(event.current)}, "
+            f"its plan {_pct(event.planned)}); no assignment fixes it, replica placement or member racks must change"
         )
     else:
         summary = (
@@ -189,6 +189,8 @@ def alertmanager_alert(
         annotations["runbook_url"] = event.runbook_url
     if event.planned is not None:
         annotations["cross_rack_fraction_planned"] = f"{event.planned:.6f}"
+    if event.best is not None:
+        annotations["cross_rack_fraction_floor"] = f"{event.best:.6f}"
     if (dollars := event.cross_rack_dollars_per_month) is not None:  # measured traffic (docs/agent.md)
         annotations["summary"] += f"; cross-rack reads cost ${dollars:,.2f} a month"
         annotations["cross_rack_dollars_per_month"] = f"{dollars:.2f}"

@@ -47,6 +47,9 @@ class AlertEvent:
     #: measured cross-rack bytes/s of the group's current assignment and their monthly cost (None: no traffic)
     cross_rack_bytes_per_s: float | None = None
     cross_rack_dollars_per_month: float | None = None
+    #: an unfixable report's floor, the fraction no assignment beats (rackplan.agent.planning.fixable; the
+    #: webhook's summary quotes it): not on the alerts topic
+    best: float | None = None
 
     @property
     def kind(self) -> str:

@@ -745,3 +745,27 @@ def test_a_backlogged_batch_gets_its_ends_at_when_it_is_delivered() -> None:
     assert ends == {
         "payments": rfc3339(1240.0), "b": rfc3339(1240.0), "u": rfc3339(1240.0), "r": rfc3339(0.0)
     }  # fmt: skip
+
+
+def test_the_unfixable_summary_quotes_the_floor_no_assignment_beats() -> None:
+    """The report says no assignment fixes the group; the figure behind that is the floor (partitions no
+    member's rack reads locally, balance ignored), which its cost (``; cross-rack reads cost``) is of too.
+    Its summary quoted the plan of record instead, "even its best plan reads 50.0%" where the best
+    assignment reads 33.3%: the plan's balance (or its assignor) is not what makes the group unfixable.
+    Found by a hunt."""
+    from rackplan.agent.alerts.rules import AlertState
+    from rackplan.agent.protocol.plans import Locality
+    from rackplan.agent.settings.sections import AlertSettings
+
+    rules = AlertState(AlertSettings(for_s=0))
+    plan, floor = Locality(3, 6), Locality(2, 6)
+    ev = rules.evaluate("consumer/g", plan, plan, plan, "", 0.0, best=floor)
+    assert ev is not None and ev.status == UNFIXABLE
+    alert = alertmanager_alert(ev, WebhookSettings(url="http://am/"), now=0.0, firing_ttl_s=240)
+    summary = alert["annotations"]["summary"]
+    assert summary.startswith(
+        "consumer group g: even the best assignment reads 33.3% of partitions cross-rack"
+    )
+    assert "(threshold 25.0%, now 50.0%, its plan 50.0%)" in summary
+    assert alert["annotations"]["cross_rack_fraction_floor"] == "0.333333"
+    assert alert["annotations"]["cross_rack_fraction_planned"] == "0.500000"
