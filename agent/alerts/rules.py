@@ -133,7 +133,7 @@ class AlertState:
             return "pending"
         if key in self._unfixable:
             return UNFIXABLE
-        return _OK
+        return "pending" if key in self._unfixable_since else _OK  # its unfixable report waits out for_s
 
     def _condition(
         self, baseline: float, current: Locality, planned: float | None, best: float | None

@@ -237,3 +237,13 @@ def test_unfixable_means_no_assignment_helps_not_that_this_plan_is_bad() -> None
         (("group", "far"), ("kind", "consumer")): 1.0
     }
     assert agent.metrics.get("rackplan_alerts_firing", {"kind": "consumer", "group": "g"}) == 1
+
+
+def test_an_unfixable_group_waiting_out_for_s_is_pending() -> None:
+    # /v1/groups' alert_state said "ok" for a group 80 % cross-rack that no assignment fixes while its report
+    # waited out for_s (a bad group is "pending" then).  Found by a hunt.
+    a = state(for_s=60, keep_firing_for_s=60)
+    assert a.evaluate("consumer/g", loc(80), loc(80), loc(80), "initial state", now=0) is None
+    assert a.state("consumer/g") == "pending"
+    ev = a.evaluate("consumer/g", loc(80), loc(80), loc(80), "", now=60)
+    assert ev is not None and ev.status == UNFIXABLE and a.state("consumer/g") == UNFIXABLE
