@@ -70,7 +70,10 @@ PLANS_PUBLISHED_TOTAL = Metric(
     "rackplan_plans_published_total", COUNTER, "Plans published and confirmed, by kind.", ("kind",)
 )
 TOMBSTONES_PUBLISHED_TOTAL = Metric(
-    "rackplan_tombstones_published_total", COUNTER, "Plans tombstoned (group unregistered).", ("kind",)
+    "rackplan_tombstones_published_total",
+    COUNTER,
+    "Plans tombstoned (group unregistered), by kind.",
+    ("kind",),
 )
 PLAN_GENERATION = Metric(
     "rackplan_plan_generation", GAUGE, "Generation of the plan of record.", ("kind", "group")
@@ -93,7 +96,7 @@ CROSS_RACK_PARTITIONS = Metric(
 FOREIGN_WRITERS_TOTAL = Metric(
     "rackplan_foreign_writers_total",
     COUNTER,
-    "Heartbeats of another agent outside this agent's lease group seen live on the lease topic (this agent then refuses to start, or stops).",
+    "Records another writer wrote, by topic: plans (a plan record of no agent of this lease group, or one without the agent's MAC), lease (a heartbeat without the agent's MAC, or a live one of an agent outside this agent's lease group: this agent then refuses to start, or stops).",
     ("topic",),
 )
 LIVE_CROSS_RACK_PARTITIONS = Metric(
@@ -121,7 +124,10 @@ ASSIGNED_PARTITIONS = Metric(
     ("kind", "group", "rack", "locality"),
 )
 ALERTS_TOTAL = Metric(
-    "rackplan_alerts_total", COUNTER, "Locality alert events, by status (firing, resolved).", ("status",)
+    "rackplan_alerts_total",
+    COUNTER,
+    "Locality alert events, by status (firing, resolved, unfixable).",
+    ("status",),
 )
 ALERTS_FIRING = Metric(
     "rackplan_alerts_firing", GAUGE, "1 while the group's locality alert fires.", ("kind", "group")
@@ -213,7 +219,7 @@ BUILD_INFO = Metric(
 CYCLE_DURATION_SECONDS = Metric(
     "rackplan_cycle_duration_seconds",
     HISTOGRAM,
-    "Wall-clock duration of each cycle: lease and plan-topic checks, poll, plan, publish, alerts, heartbeat.",
+    "Wall-clock duration of each cycle: lease and plan-topic checks, poll, plan, publish, alerts (heartbeats have their own thread).",
 )
 LIVE_UNKNOWN_RACK_PARTITIONS = Metric(
     "rackplan_live_unknown_rack_partitions",
