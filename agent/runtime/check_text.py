@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .plans_text import text
+
 
 def render(doc: dict[str, Any]) -> str:
     """Brokers and racks, the agent's topics, each group and its would-be plan, then the problems."""
@@ -33,7 +35,9 @@ def render(doc: dict[str, Any]) -> str:
         pending = all(a["status"] == "pending" for a in doc["alerts"])
         end += f", {len(doc['alerts'])} alert(s){' pending' if pending else ''}"
     lines.append(end)
-    return "\n".join(lines) + "\n"
+    return text(
+        lines
+    )  # names and reasons from the registrations topic: no control character reaches a terminal
 
 
 def alert_line(a: dict[str, Any]) -> str:

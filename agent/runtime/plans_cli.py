@@ -54,7 +54,9 @@ def register(sub: Any) -> None:
 
 
 def _err(message: str, code: int) -> int:
-    print(f"rackplan: error: {message}", file=sys.stderr)
+    from .plans_text import printable
+
+    print(f"rackplan: error: {printable(message)}", file=sys.stderr)  # it may quote a record: escaped
     return code
 
 

@@ -12,6 +12,20 @@ from typing import Any
 SHOWN = 20
 
 
+def printable(line: str) -> str:
+    """``line`` with every character a terminal acts on (control characters, a newline among them, and the
+    other non-printing ones) escaped as Python writes it (``\\x1b``): keys, reasons and member ids come from
+    the topics, which any writer with access fills, and an escape sequence retitles or clears a terminal."""
+    if line.isprintable():
+        return line
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in line)
+
+
+def text(lines: list[str]) -> str:
+    """The lines of an answer, each :func:`printable`, one per line."""
+    return "".join(printable(line) + "\n" for line in lines)
+
+
 def _tps(items: list[Any]) -> str:
     names = [f"{t}-{p}" for t, p in items[:SHOWN]]
     more = f" (+{len(items) - SHOWN} more)" if len(items) > SHOWN else ""
@@ -49,7 +63,7 @@ def render_list(doc: dict[str, Any]) -> str:
         f"refused: partition {s['partition']} offset {s['offset']}: {s['reason']}: {s['detail']}"
         for s in doc["refused_without_key"]
     ]
-    return "\n".join(lines) + "\n"
+    return text(lines)
 
 
 def render_show(k: dict[str, Any]) -> str:
@@ -77,7 +91,7 @@ def render_show(k: dict[str, Any]) -> str:
     lines += [f"  stale: partition {s['partition']} offset {s['offset']}: {s['detail']}" for s in k["stale"]]
     lines += _refused(k)
     lines.append("ok" if k["ok"] else "problem: " + _show_problem(k))
-    return "\n".join(lines) + "\n"
+    return text(lines)
 
 
 def _show_problem(k: dict[str, Any]) -> str:
@@ -128,7 +142,7 @@ def render_explain(doc: dict[str, Any]) -> str:
         + (f": {_tps([[u['topic'], u['partition']] for u in fix])}" if fix else "")
     )
     lines += [f"  note: {n}" for n in doc["notes"]]
-    return "\n".join(lines) + "\n"
+    return text(lines)
 
 
 def render_diff(doc: dict[str, Any]) -> str:
@@ -166,4 +180,4 @@ def render_diff(doc: dict[str, Any]) -> str:
     lines.append(
         "in step with the plan" if doc["in_step"] else f"differs: {len(doc['members_differ'])} member(s)"
     )
-    return "\n".join(lines) + "\n"
+    return text(lines)

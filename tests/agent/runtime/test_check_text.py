@@ -95,3 +95,13 @@ def test_without_a_hold_down_the_check_lists_what_the_agent_would_send_at_once()
         ("consumer/g", "firing"),
     ]
     assert render(found.as_json()).endswith("ok, 2 alert(s)\n")
+
+
+def test_names_and_reasons_reach_the_terminal_escaped() -> None:
+    """Group names, member ids and racks come from the registrations topic: an escape sequence in one reached
+    the terminal as it was (plans_text.printable).  Found by a hunt."""
+    doc = _would_alert(None).as_json()
+    doc["groups"][0]["key"] = "consumer/g\x1b[2J"
+    doc["alerts"][0]["reason"] = "x\nproblem: forged"
+    out = render(doc)
+    assert "\x1b" not in out and "consumer/g\\x1b[2J" in out and "x\\nproblem: forged" in out

@@ -210,3 +210,31 @@ def test_explain_counts_the_racks_of_registered_members_the_plan_does_not_name(
     assert reg is not None and rec is not None
     snap, racks = reader.metadata()
     assert best_locality(snap, racks, reg, rec).cross_rack == len(doc["unfixable"])
+
+
+# ---- text from the topics reaches a terminal: no control character in it -----------------------------------
+
+
+def test_control_characters_from_the_topic_are_escaped_in_the_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys, reasons, member ids and refusals come from the plan topic, which any writer with access fills; the
+    text printed them as they were, so an escape sequence in a forged record reached the operator's terminal
+    (``\\x1b]0;...\\x07`` retitles it, ``\\x1b[2J`` clears it, a newline forges a line).  Now every character
+    a terminal would act on is printed escaped, as Python writes it (``\\x1b``).  Found by a hunt."""
+    esc = "\x1b[2J\x1b]0;owned\x07"
+    body = {**CONSUMER_VALUE["consumer_group"], "assignment": {f"pay-a{esc}": [["orders", 0]]}}
+    values = [
+        (
+            b"consumer/pay",
+            {**CONSUMER_VALUE, "reason": f"initial plan{esc}\nproblem: none", "consumer_group": body},
+        ),
+        (f"consumer/x{esc}".encode(), {"schema": 1}),
+    ]
+    for command, group in (("list", ""), ("show", "pay"), ("show", f"consumer/x{esc}"), ("explain", "pay")):
+        _, out, text, err = run(tmp_path, monkeypatch, values, command, group)
+        for shown in (text, err):
+            assert not any(ch in shown for ch in "\x1b\x07"), (command, shown)
+            assert "\nproblem: none" not in shown
+        assert "\\x1b[2J" in text + err, (command, text, err)
+        assert "\\u001b[2J" in out  # --json keeps the data as it is, JSON-escaped
