@@ -146,6 +146,22 @@ def with_cluster_label(settings: WebhookSettings, cluster: str | None) -> Webhoo
     return settings.model_copy(update={"labels": {**settings.labels, "cluster": cluster}})
 
 
+def _summary(event: AlertEvent) -> str:
+    """The alert's one line; an unfixable report quotes the floor no assignment beats (the plan's balance or
+    assignor may cost more: it is quoted beside)."""
+    what = f"{_KIND_TITLES.get(event.kind, event.kind)} {event.name}"
+    if event.status == UNFIXABLE:
+        return (
+            f"{what}: even the best assignment reads {_pct(event.planned if event.best is None else event.best)} "
+            f"of partitions cross-rack (threshold {_pct(event.threshold)}, now {_pct(event.current)}, "
+            f"its plan {_pct(event.planned)}); no assignment fixes it, replica placement or member racks must change"
+        )
+    return (
+        f"{what}: {_pct(event.current)} of partitions read cross-rack "
+        f"(threshold {_pct(event.threshold)}, before {_pct(event.previous)})"
+    )
+
+
 def alertmanager_alert(
     event: AlertEvent,
     settings: WebhookSettings,
@@ -166,20 +182,8 @@ def alertmanager_alert(
         "group": event.name,
         "severity": event.severity,
     }
-    what = f"{_KIND_TITLES.get(event.kind, event.kind)} {event.name}"
-    if event.status == UNFIXABLE:  # the floor no assignment beats (the plan's balance may cost more)
-        summary = (
-            f"{what}: even the best assignment reads {_pct(event.planned if event.best is None else event.best)} "
-            f"of partitions cross-rack (threshold {_pct(event.threshold)}, now {_pct(event.current)}, "
-            f"its plan {_pct(event.planned)}); no assignment fixes it, replica placement or member racks must change"
-        )
-    else:
-        summary = (
-            f"{what}: {_pct(event.current)} of partitions read cross-rack "
-            f"(threshold {_pct(event.threshold)}, before {_pct(event.previous)})"
-        )
     annotations = {
-        "summary": summary,
+        "summary": _summary(event),
         "description": event.reason,
         "cross_rack_fraction_before": f"{event.previous:.6f}",
         "cross_rack_fraction_now": f"{event.current:.6f}",
