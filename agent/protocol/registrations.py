@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rackplan.assignor.bounded import TooLargeError, read_bounded
+
 from .plans import CONSUMER, STREAMS
 from .records import MAX_REGISTRATION_BYTES, REASONS, RecordError, load_record, safe_int
 
@@ -341,10 +343,19 @@ def decode_registration(
     )
 
 
+#: a secret file (``kafka.secret_files``, ``registrations.secret_file``) is at most this: a CA bundle in
+#: ``ssl.ca.pem`` is a few hundred KiB, a larger file a wrong path (``/dev/zero`` was read until memory ran out)
+MAX_SECRET_FILE_BYTES = 4 << 20
+
+
 def read_secret_file(path: Path, setting: str) -> bytes:
-    """A secret's bytes; a clear error naming ``setting`` (never the content) when unreadable or empty."""
+    """A secret's bytes; a clear error naming ``setting`` (never the content) when unreadable, empty or over
+    :data:`MAX_SECRET_FILE_BYTES` (read no further)."""
     try:
-        data = path.read_bytes().strip()
+        with open(path, "rb") as f:
+            data = read_bounded(f, MAX_SECRET_FILE_BYTES).strip()
+    except TooLargeError as e:
+        raise ValueError(f"{setting}: {str(path)!r} is {e}") from None
     except OSError as e:
         raise ValueError(f"{setting}: cannot read {str(path)!r}: {e.strerror}") from None
     if not data:

@@ -32,7 +32,7 @@ from rackplan.assignor.bounded import TooLargeError, read_bounded
 
 from ..core.redact import MASK, mask_config, mask_tree, redact_url
 from ..kafka.metadata_refresh import with_metadata_refresh
-from ..protocol.registrations import read_secret_file
+from ..protocol.registrations import MAX_SECRET_FILE_BYTES, read_secret_file
 from .contract_checks import checked_registrations
 from .environment import ENV_PREFIX, EnvFirstSettings, unknown_env_variables
 from .errors import SettingsError, describe_errors
@@ -48,10 +48,6 @@ FetchMode = Literal["nearest-replica", "leader"]
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 #: labels of the webhook's alerts that the agent sets itself (one in webhook.labels was overridden, silently)
 RESERVED_ALERT_LABELS = {"alertname": "", "kind": "", "group": "", "severity": " (alerts.severity)"}
-
-
-#: a ``kafka.secret_files`` value is at most this: a CA bundle in ``ssl.ca.pem`` is a few hundred KiB
-MAX_SECRET_FILE_BYTES = 4 << 20
 
 
 class KafkaSettings(_Section):
@@ -299,7 +295,10 @@ class RegistrationSettings(_Section):
     @classmethod
     def _secret_readable(cls, v: Path | None) -> Path | None:
         if v is not None:
-            read_secret_file(v, "registrations.secret_file")
+            try:
+                read_secret_file(v, "registrations.secret_file")
+            except ValueError as e:  # the error's place names the key already
+                raise ValueError(str(e).removeprefix("registrations.secret_file: ")) from None
         return v
 
     def secret(self) -> bytes | None:

@@ -561,6 +561,29 @@ def test_a_secret_file_that_never_ends_is_refused_at_the_limit() -> None:
     )
 
 
+def test_a_registration_secret_file_that_never_ends_is_refused_at_the_limit(tmp_path: Path) -> None:
+    """``registrations.secret_file: /dev/zero`` (a wrong path) was read to its end: MemoryError, exit 1 (the
+    host's memory, without a cap), where ``kafka.secret_files`` stop at 4 MiB; and every refusal named the
+    key twice (``registrations.secret_file: registrations.secret_file: cannot read``).  Found by a hunt."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (3 << 30, hard))  # an unbounded read dies here, not the host
+    try:
+        with pytest.raises(ValueError) as e:
+            Settings.model_validate({"registrations": {"secret_file": "/dev/zero"}})
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert describe_errors(e.value, Settings) == [
+        "registrations.secret_file: '/dev/zero' is more than the limit of 4 MiB; reading stopped there"
+    ]
+    with pytest.raises(ValueError) as e:
+        Settings.model_validate({"registrations": {"secret_file": str(tmp_path / "none")}})
+    assert describe_errors(e.value, Settings) == [
+        f"registrations.secret_file: cannot read {str(tmp_path / 'none')!r}: No such file or directory"
+    ]
+
+
 @pytest.mark.parametrize("shared", ["_rackplan.plans", "_rackplan.alerts", "_rackplan.registrations"])
 def test_the_traffic_feed_needs_a_topic_of_its_own(shared: str) -> None:
     """Plan, alert and registration readers take every record of their topic for one of theirs."""
