@@ -350,14 +350,15 @@ MAX_SECRET_FILE_BYTES = 4 << 20
 
 def read_secret_file(path: Path, setting: str) -> bytes:
     """A secret's bytes; a clear error naming ``setting`` (never the content) when unreadable, empty or over
-    :data:`MAX_SECRET_FILE_BYTES` (read no further)."""
+    :data:`MAX_SECRET_FILE_BYTES` (read no further).  ``setting`` empty: the error's place names it."""
+    where = f"{setting}: " if setting else ""
     try:
         with open(path, "rb") as f:
             data = read_bounded(f, MAX_SECRET_FILE_BYTES).strip()
     except TooLargeError as e:
-        raise ValueError(f"{setting}: {str(path)!r} is {e}") from None
+        raise ValueError(f"{where}{str(path)!r} is {e}") from None
     except OSError as e:
-        raise ValueError(f"{setting}: cannot read {str(path)!r}: {e.strerror}") from None
+        raise ValueError(f"{where}cannot read {str(path)!r}: {e.strerror}") from None
     if not data:
-        raise ValueError(f"{setting}: {str(path)!r} is empty")
+        raise ValueError(f"{where}{str(path)!r} is empty")
     return data

@@ -242,15 +242,17 @@ class WebhookSettings(_Section):
                 raise ValueError(problem)
         return v
 
-    @field_validator("url")
+    @field_validator("url", "agent_url", "generator_url")
     @classmethod
-    def _http_url(cls, v: str | None) -> str | None:
-        parts = urllib.parse.urlsplit(v or "http://h")
-        if parts.scheme not in ("http", "https"):  # never echo the URL: it may carry a password or a token
+    def _http_url(cls, v: str | None, info: ValidationInfo) -> str | None:
+        parts, static = urllib.parse.urlsplit(v or "http://h"), info.field_name == "generator_url"
+        if parts.scheme not in ("http", "https") and not static:  # never echo the URL: it may hold a token
             raise ValueError(f"expected an http:// or https:// URL, got scheme {parts.scheme[:16]!r}")
-        for i, c in enumerate(v or ""):
-            if c <= " " or c == "\x7f":  # http.client refuses it at every delivery, quoting the URL
+        for i, c in enumerate(v or ""):  # http.client refuses it at every delivery, quoting the URL; and
+            if c <= " " or c == "\x7f":  # Alertmanager a generatorURL with it (422: every alert dropped)
                 raise ValueError(f"the URL holds a space or control character at character {i + 1}")
+        if static:  # any other URI Alertmanager takes, a path too (kept so existing files load)
+            return v
         try:
             port = parts.port  # a ValueError past 65535 or not a number
         except ValueError:
@@ -295,10 +297,7 @@ class RegistrationSettings(_Section):
     @classmethod
     def _secret_readable(cls, v: Path | None) -> Path | None:
         if v is not None:
-            try:
-                read_secret_file(v, "registrations.secret_file")
-            except ValueError as e:  # the error's place names the key already
-                raise ValueError(str(e).removeprefix("registrations.secret_file: ")) from None
+            read_secret_file(v, "")  # the error's place names the key
         return v
 
     def secret(self) -> bytes | None:

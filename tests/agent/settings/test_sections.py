@@ -639,3 +639,29 @@ def test_a_webhook_url_with_a_host_and_a_port_is_kept() -> None:
         "http://[::1]:65535/",
     ]:
         assert Settings.model_validate({"webhook": {"url": url}}).webhook.url == url
+
+
+@pytest.mark.parametrize(
+    ("key", "url", "said"),
+    [
+        ("agent_url", "http://rack plan:9464", "space or control character"),
+        ("agent_url", "rackplan:9464", "expected an http:// or https:// URL"),
+        ("agent_url", "http://:9464", "needs a host"),
+        ("generator_url", "http://grafana/d/rackplan?var-group=a b", "space or control character"),
+        ("generator_url", "http://x/\ty", "space or control character"),
+    ],
+)
+def test_a_generator_url_alertmanager_refuses_is_a_settings_error(key: str, url: str, said: str) -> None:
+    """Every alert carries ``generatorURL`` (``webhook.agent_url``'s group view, or ``webhook.generator_url``);
+    Alertmanager answers 422 to one that is no URI (a space: measured with Alertmanager 0.25), a 4xx that is
+    not retried, so every alert batch was dropped (rackplan_webhook_failures_total{reason="http_4xx"}) while
+    the settings had loaded.  Found by a hunt."""
+    with pytest.raises(ValidationError) as e:
+        Settings.model_validate({"webhook": {"url": "http://am:9093/api/v2/alerts", key: url}})
+    line = describe_error(e.value)
+    assert line.startswith(f"webhook.{key}:") and said in line, line
+
+
+def test_generator_urls_alertmanager_takes_are_kept() -> None:
+    ok = {"agent_url": "https://rackplan.example:9464/", "generator_url": "/v1/groups"}  # a path is a URI
+    assert Settings.model_validate({"webhook": ok}).webhook.generator_url == "/v1/groups"
