@@ -14,7 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..core.errors import AgentError
 from .environment import ENV_PREFIX
-from .wording import reword
+from .wording import reword, undecodable_variables
 
 
 class SettingsError(AgentError, ValueError):
@@ -36,7 +36,13 @@ def describe_errors(
         text = str(e)
         flat = " ".join(text.split())
         found = re.fullmatch(r'error parsing value for field "(\w+)" from source "EnvSettingsSource"', flat)
-        if found:  # pydantic-settings could not decode a variable holding a list or an object
+        if found:  # pydantic-settings could not decode a variable holding a list or an object (the first)
+            named = [] if model is None else undecodable_variables(model, env)
+            if named:
+                return [
+                    f"{key}: {var} is not valid JSON (a list or a mapping is JSON in the environment)"
+                    for key, var in named
+                ]
             return [f"{found[1]}: {ENV_PREFIX}{found[1].upper()} (or one of its __ keys) is not valid JSON"]
         return [" ".join(line.split()) for line in text.splitlines() if line.strip()] or [flat]
     by_loc: dict[str, list[str]] = {}

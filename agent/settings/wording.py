@@ -89,6 +89,36 @@ def env_variable(loc: Sequence[str | int], environ: Mapping[str, str]) -> str | 
     return next((n for n in sorted(names) if below is not None and n.startswith(below)), None)
 
 
+def _decoded(model: type[BaseModel], keys: Sequence[str]) -> bool:
+    """Whether the environment gives the key at ``keys`` as JSON: a list, a mapping or a section (not a
+    string, nor a key inside a plain mapping such as ``kafka.config``)."""
+    tp: Any = model
+    for key in keys:
+        sub = _model_of(tp)
+        if sub is None or key not in sub.model_fields:
+            return False
+        tp = sub.model_fields[key].annotation
+    return any(
+        _model_of(m) is not None or (get_origin(m) or m) in (list, dict, tuple, set, frozenset)
+        for m in _members(tp)
+    )
+
+
+def undecodable_variables(model: type[BaseModel], environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The ``RACKPLAN_`` variables that should hold JSON (:func:`_decoded`) and do not: (dotted key, variable)."""
+    out = []
+    for name in sorted(environ):
+        if not name.upper().startswith(ENV_PREFIX):
+            continue
+        keys = name[len(ENV_PREFIX) :].lower().split("__")
+        if _decoded(model, keys):
+            try:
+                json.loads(environ[name])
+            except ValueError:
+                out.append((".".join(keys), name))
+    return out
+
+
 def _json_holds(text: str, path: Sequence[str]) -> bool:
     try:
         node: Any = json.loads(text)

@@ -142,6 +142,44 @@ def test_a_variable_that_set_a_bad_value_is_named(monkeypatch: pytest.MonkeyPatc
     ]
 
 
+@pytest.mark.parametrize(
+    ("variables", "lines"),
+    [
+        (
+            {"RACKPLAN_ALERTS__ALLOW": "payments", "RACKPLAN_ALERTS__SEVERITY": "critical"},
+            [
+                "alerts.allow: RACKPLAN_ALERTS__ALLOW is not valid JSON (a list or a mapping is JSON in the environment)"
+            ],
+        ),
+        (
+            {"RACKPLAN_METADATA__EXCLUDE_PREFIXES": "__", "RACKPLAN_WEBHOOK__LABELS": "cluster=prod"},
+            [  # every one at once, though pydantic-settings stops at the first
+                "metadata.exclude_prefixes: RACKPLAN_METADATA__EXCLUDE_PREFIXES is not valid JSON"
+                " (a list or a mapping is JSON in the environment)",
+                "webhook.labels: RACKPLAN_WEBHOOK__LABELS is not valid JSON (a list or a mapping is JSON in the environment)",
+            ],
+        ),
+        (
+            {"rackplan_kafka": "{bad"},
+            ["kafka: rackplan_kafka is not valid JSON (a list or a mapping is JSON in the environment)"],
+        ),
+    ],
+)
+def test_a_variable_that_is_no_json_is_named_with_its_key(
+    variables: dict[str, str], lines: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``RACKPLAN_ALERTS__ALLOW=payments`` (a list wants JSON) was refused as ``alerts: RACKPLAN_ALERTS (or one
+    of its __ keys) is not valid JSON``: neither the key nor the variable, which was not even set, named.
+    Found by a hunt."""
+    from pydantic_settings import SettingsError as SourceError
+
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises((SourceError, ValidationError)) as e:
+        Settings.load()
+    assert describe_errors(e.value, Settings) == lines
+
+
 def test_each_problem_of_a_list_from_a_variable_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     groups = [
         {"group_id": "a", "members": [{"member_id": "m", "rak": "x", "topics": ["t"]}]},
