@@ -391,8 +391,12 @@ def test_an_unreadable_secret_file_is_a_settings_error_naming_the_setting(tmp_pa
     from rackplan.agent.follower import FollowerError
     from rackplan.agent.settings.sections import Settings
 
-    with pytest.raises(ValidationError, match=r"registrations.secret_file: cannot read"):
+    from rackplan.agent.settings.errors import describe_errors
+
+    with pytest.raises(ValidationError) as e:
         Settings.model_validate({"registrations": {"secret_file": str(tmp_path / "missing")}})
+    (line,) = describe_errors(e.value, Settings)
+    assert line.startswith("registrations.secret_file: cannot read"), line
     (tmp_path / "empty").write_text("  \n")
     with pytest.raises(ValidationError, match=r"is empty"):
         Settings.model_validate({"registrations": {"secret_file": str(tmp_path / "empty")}})
