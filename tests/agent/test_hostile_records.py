@@ -389,9 +389,8 @@ def test_an_unreadable_secret_file_is_a_settings_error_naming_the_setting(tmp_pa
     from pydantic import ValidationError
 
     from rackplan.agent.follower import FollowerError
-    from rackplan.agent.settings.sections import Settings
-
     from rackplan.agent.settings.errors import describe_errors
+    from rackplan.agent.settings.sections import Settings
 
     with pytest.raises(ValidationError) as e:
         Settings.model_validate({"registrations": {"secret_file": str(tmp_path / "missing")}})
