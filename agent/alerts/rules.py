@@ -94,12 +94,10 @@ class AlertState:
         (reported once; every term reported them again), with their clocks; firing alerts start afresh."""
         for key, ev in previous._unfixable.items():
             self._unfixable[key] = ev
-            for mine, theirs in (
-                (self._fixable_since, previous._fixable_since),
-                (self._report_due, previous._report_due),
-            ):
-                if key in theirs:
-                    mine[key] = theirs[key]
+            if key in previous._fixable_since:
+                self._fixable_since[key] = previous._fixable_since[key]
+            if key in previous._report_due:
+                self._report_due[key] = None
 
     def watched(self, key: str) -> bool:
         """Allow/deny patterns match the group id or application id (the part after the slash)."""

@@ -167,7 +167,8 @@ def test_a_new_term_does_not_report_a_group_unfixable_again() -> None:
     agent.begin([])
     for _ in range(3):
         assert cycle(agent).alerts == []
-    assert agent.status().group_json("consumer", "far")["alert_state"] == "unfixable"
+    shown = agent.status().group_json("consumer", "far")
+    assert shown is not None and shown["alert_state"] == "unfixable"
     assert agent.metrics.get("rackplan_alerts_unfixable", far) == 1
     admin.topics = {"far": [[1], [2]]}  # a replica in each member's rack: fixable, then forgotten
     cycle(agent)
