@@ -163,10 +163,10 @@ class Agent:
 
     # ---- a term --------------------------------------------------------------------
 
-    def _new_term(self) -> None:
-        """Everything learnt from the topics and the cluster; a new term starts afresh but for its unfixable reports."""
+    def _new_term(self, previous: Term | None = None) -> None:
+        """A term learns all afresh from the topics and cluster, but keeps ``previous``' unfixable reports."""
         self.intake.close()
-        self.term = Term(self.settings, self.file_regs, getattr(self, "term", None))
+        self.term = Term(self.settings, self.file_regs, previous)
         term_metrics(self.metrics)
         self._publish_status()
 
@@ -454,7 +454,7 @@ class Agent:
                     break
                 self._set_leader(True)
                 try:
-                    self._new_term()
+                    self._new_term(self.term)
                     self.start()
                     self.log.info("leading", agent_id=self.agent_id, epoch=self.w.epoch)
                     self._serve_term()

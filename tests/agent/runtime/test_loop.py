@@ -163,7 +163,7 @@ def test_a_new_term_does_not_report_a_group_unfixable_again() -> None:
     agent, _, _ = make_agent(admin, [group("far", topics=["far"])])
     far = {"kind": "consumer", "group": "far"}
     assert [(e.key, e.status) for e in cycle(agent).alerts] == [("consumer/far", "unfixable")]
-    agent._new_term()  # the lease lost and regained
+    agent._new_term(agent.term)  # the lease lost and regained
     agent.begin([])
     for _ in range(3):
         assert cycle(agent).alerts == []
