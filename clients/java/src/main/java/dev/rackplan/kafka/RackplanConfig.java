@@ -61,6 +61,12 @@ public final class RackplanConfig {
   public final long trafficMaxAgeMs;
   /** The agent's registrations.secret_file content (stripped), or null: registrations are not signed. */
   public final byte[] registrationSecret;
+  /**
+   * The broker-side Streams assignor's settings, checked here too: a broker loads both plugins with one set
+   * of properties, and each must refuse what the other would (docs/java.md, "Settings").
+   */
+  public final long streamsRefreshMs;
+  public final String streamsStrategy;
 
   public RackplanConfig(Map<String, ?> configs) {
     originals = new HashMap<>(configs);
@@ -81,6 +87,8 @@ public final class RackplanConfig {
     trafficTopic = str(TRAFFIC_TOPIC, "_rackplan.traffic");
     trafficMaxAgeMs = originals.get(TRAFFIC_MAX_AGE_MS) == null ? 0 : positive(TRAFFIC_MAX_AGE_MS, 0);
     registrationSecret = secret(str(REGISTRATION_SECRET_FILE, null));
+    streamsRefreshMs = positive(STREAMS_REFRESH_MS, 10_000L);
+    streamsStrategy = oneOf(STREAMS_STRATEGY, "min_traffic", "min_traffic", "balance_subtopology");
   }
 
   /** A secret file's bytes without surrounding ASCII whitespace (as the agent reads it); never logged. */

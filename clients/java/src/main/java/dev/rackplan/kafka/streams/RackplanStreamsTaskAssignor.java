@@ -146,6 +146,9 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
 
   @Override
   public void configure(Map<String, ?> configs) {
+    // every rackplan.* key checked, bootstrap or not: a mistyped rackplan.bootstrap.servers is refused by
+    // name, not read as "unconfigured" (the KIP-848 plugin refuses the same properties)
+    new RackplanConfig(RackplanConfig.ofPlugin(configs));
     Object s = configs.get(STRATEGY);
     strategy = strategy(s == null ? null : s.toString());
     long refresh = positive(configs, REFRESH_MS, 10_000L);

@@ -74,7 +74,7 @@ final class StreamsCatalogReader implements AutoCloseable {
           wanted = false;
           last = now;
           if (admin == null) admin = adminFactory.get();
-          List<GroupTopology> next = describe(admin, nodeId);
+          List<GroupTopology> next = describe(admin, nodeId, catalog.groups());
           for (String line : news(catalog.groups(), next)) LOG.info(line);
           catalog.replace(next);
           rounds++;
@@ -98,13 +98,24 @@ final class StreamsCatalogReader implements AutoCloseable {
     if (admin != null) admin.close(java.time.Duration.ofSeconds(1));
   }
 
-  /** One round: the Streams groups (coordinated by {@code nodeId} when known) with their topics' racks. */
+  /** One round with no previous one (tests). */
   static List<GroupTopology> describe(Admin admin, Integer nodeId) throws Exception {
+    return describe(admin, nodeId, List.of());
+  }
+
+  /**
+   * One round: the Streams groups (coordinated by {@code nodeId} when known) with their topics' racks. A
+   * listed group that cannot be described this round (deleted since the listing, its coordinator moving)
+   * keeps its description from {@code previous}, if any; the others are described all the same.
+   */
+  static List<GroupTopology> describe(Admin admin, Integer nodeId, List<GroupTopology> previous) throws Exception {
     Collection<GroupListing> listed = admin.listGroups(ListGroupsOptions.forStreamsGroups()).all().get(10, TimeUnit.SECONDS);
     List<String> ids = new ArrayList<>();
     for (GroupListing g : listed) ids.add(g.groupId());
     if (ids.isEmpty()) return List.of();
-    Map<String, StreamsGroupDescription> described = admin.describeStreamsGroups(ids).all().get(10, TimeUnit.SECONDS);
+    // group by group: one that cannot be described (deleted since the listing, its coordinator moving) is
+    // left out of this round, the others are described
+    Map<String, StreamsGroupDescription> described = answered(admin.describeStreamsGroups(ids).describedGroups(), 10_000);
     List<StreamsGroupDescription> mine = new ArrayList<>();
     Set<String> topics = new TreeSet<>();
     for (StreamsGroupDescription d : described.values()) {
@@ -121,6 +132,9 @@ final class StreamsCatalogReader implements AutoCloseable {
         topics.isEmpty() ? Map.of() : racks(admin.describeTopics(topics).topicNameValues(), 10_000);
     List<GroupTopology> out = new ArrayList<>();
     for (StreamsGroupDescription d : mine) out.add(topology(d, racks));
+    Set<String> listedIds = new java.util.HashSet<>(ids);
+    for (GroupTopology g : previous)
+      if (listedIds.contains(g.groupId()) && !described.containsKey(g.groupId())) out.add(g);
     return out;
   }
 
@@ -131,18 +145,29 @@ final class StreamsCatalogReader implements AutoCloseable {
    */
   static Map<String, List<Set<String>>> racks(Map<String, KafkaFuture<TopicDescription>> described, long timeoutMs)
       throws InterruptedException {
-    long deadline = System.currentTimeMillis() + timeoutMs;
     Map<String, List<Set<String>>> racks = new TreeMap<>();
-    for (Map.Entry<String, KafkaFuture<TopicDescription>> e : described.entrySet()) {
+    for (Map.Entry<String, TopicDescription> e : answered(described, timeoutMs).entrySet())
+      racks.put(e.getKey(), racksOf(e.getValue()));
+    return racks;
+  }
+
+  /**
+   * What each of {@code futures} answered within {@code timeoutMs} (one deadline for all), by name; a name
+   * whose request failed or was not answered in time is left out (logged at debug).
+   */
+  static <T> Map<String, T> answered(Map<String, KafkaFuture<T>> futures, long timeoutMs) throws InterruptedException {
+    long deadline = System.currentTimeMillis() + timeoutMs;
+    Map<String, T> out = new TreeMap<>();
+    for (Map.Entry<String, KafkaFuture<T>> e : futures.entrySet()) {
       try {
         long left = Math.max(0, deadline - System.currentTimeMillis());
-        racks.put(e.getKey(), racksOf(e.getValue().get(left, TimeUnit.MILLISECONDS)));
+        out.put(e.getKey(), e.getValue().get(left, TimeUnit.MILLISECONDS));
       } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException notYet) {
-        LOG.debug("rackplan: topic {} not described: {}", e.getKey(),
+        LOG.debug("rackplan: {} not described: {}", e.getKey(),
             notYet instanceof java.util.concurrent.ExecutionException ? notYet.getCause() : notYet);
       }
     }
-    return racks;
+    return out;
   }
 
   /**
