@@ -35,9 +35,8 @@ def render(doc: dict[str, Any]) -> str:
         pending = all(a["status"] == "pending" for a in doc["alerts"])
         end += f", {len(doc['alerts'])} alert(s){' pending' if pending else ''}"
     lines.append(end)
-    return text(
-        lines
-    )  # names and reasons from the registrations topic: no control character reaches a terminal
+    # names and reasons come from the registrations topic: no control character reaches a terminal
+    return text(lines)
 
 
 def alert_line(a: dict[str, Any]) -> str:
