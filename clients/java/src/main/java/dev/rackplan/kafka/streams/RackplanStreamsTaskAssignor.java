@@ -146,13 +146,13 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
 
   @Override
   public void configure(Map<String, ?> configs) {
-    // every rackplan.* key checked, bootstrap or not: a mistyped rackplan.bootstrap.servers is refused by
-    // name, not read as "unconfigured" (the KIP-848 plugin refuses the same properties)
-    new RackplanConfig(RackplanConfig.ofPlugin(configs));
-    Object s = configs.get(STRATEGY);
-    strategy = strategy(s == null ? null : s.toString());
-    long refresh = positive(configs, REFRESH_MS, 10_000L);
-    acceptableRecoveryLag = positive(configs, ACCEPTABLE_RECOVERY_LAG, 10_000L);
+    // every rackplan.* key checked by RackplanConfig, bootstrap or not: a mistyped rackplan.bootstrap.servers
+    // is refused by name, not read as "unconfigured" (the KIP-848 plugin refuses the same properties)
+    Map<String, Object> mine = RackplanConfig.ofPlugin(configs);
+    RackplanConfig rc = new RackplanConfig(mine);
+    strategy = strategy(rc.streamsStrategy);
+    long refresh = rc.streamsRefreshMs;
+    acceptableRecoveryLag = lag(configs, ACCEPTABLE_RECOVERY_LAG, 10_000L);
     if (configs.get(RackplanConfig.BOOTSTRAP) == null) {
       LOG.warn("rackplan: no {} in the broker's properties: every Streams group is assigned by Kafka's sticky assignor",
           RackplanConfig.BOOTSTRAP);
@@ -167,8 +167,6 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
       }
       Integer id = nodeId;
       if (shared) {
-        Map<String, Object> mine = RackplanConfig.ofPlugin(configs);
-        RackplanConfig rc = new RackplanConfig(mine);
         boolean reads = !"none".equals(rc.trafficTopic);
         Object key = List.of(Map.copyOf(ac), refresh, String.valueOf(id), reads ? Map.copyOf(mine) : Map.of());
         Reading r = SHARED.acquire(key, () -> {
@@ -197,16 +195,17 @@ public class RackplanStreamsTaskAssignor implements TaskAssignor, Configurable, 
     throw new ConfigException(STRATEGY, s, "must be one of min_traffic, balance_subtopology");
   }
 
-  private static long positive(Map<String, ?> configs, String key, long dflt) {
+  /** A broker's lag setting: a whole number, zero included. */
+  private static long lag(Map<String, ?> configs, String key, long dflt) {
     Object v = configs.get(key);
     if (v == null) return dflt;
     try {
       long n = Long.parseLong(v.toString().trim());
-      if (n >= 0 && (n > 0 || !key.equals(REFRESH_MS))) return n;
+      if (n >= 0) return n;
     } catch (NumberFormatException e) {
       // reported below
     }
-    throw new ConfigException(key, v, "must be a positive integer");
+    throw new ConfigException(key, v, "must be a non-negative integer");
   }
 
   /**
