@@ -1,6 +1,6 @@
 """KIP-848 server-side assignors on the coordinator's own types: rackplan against Kafka's ``uniform`` and ``range``.
 
-    .venv/bin/python -m bench.bench_server_assignor [--warmup 5] [--runs 9] [--shape MEMBERS PARTITIONS] [--traffic]
+    .venv/bin/python -m bench.bench_server_assignor [--warmup 5] [--runs 9] [--shape MEMBERS PARTITIONS] [--traffic | --hard]
 
 Needs Java 17 and Maven.  Compiles clients/java's tests and runs ``dev.rackplan.kafka.ServerAssignorBench``
 in one JVM: for each shape (100 / 1,000 / 5,000 members, 10,000 / 50,000 partitions over 100 topics,
@@ -15,6 +15,11 @@ join, and whether the result is balanced by Kafka's rule.  docs/performance.md q
 the partitions, Zipf-like bytes/s): ``uniform``, rackplan without traffic and rackplan weighing the traffic
 (``TrafficStore`` filled as the agent's feed fills it): CPU ms per assign, cross-rack partitions and
 cross-rack bytes/s after the join, moves on join.
+
+``--hard``: the hard shapes a hunt found (``dev.rackplan.kafka.ServerAssignorShapes``: many subscriptions,
+24 or 70 racks, a subscription per member; most of them one member joining a group that holds ``uniform``'s
+assignment, the roll-out's switch): ``uniform`` and rackplan, CPU ms per assign, cross-rack partitions,
+moves, and whether rackplan handed the group to ``uniform`` (past 63 racks).
 """
 
 from __future__ import annotations
@@ -43,13 +48,13 @@ def classpath() -> str:
     return f"{TARGET / 'test-classes'}:{TARGET / 'classes'}:{cp_file.read_text().strip()}"
 
 
-def run(warmup: int, runs: int, shape: list[int] | None, traffic: bool = False) -> list[dict[str, Any]]:
+def run(warmup: int, runs: int, shape: list[int] | None, traffic: bool = False, hard: bool = False) -> list[dict[str, Any]]:
     cmd = [
         "java",
         "-Xmx2g",
         "-cp",
         classpath(),
-        "dev.rackplan.kafka.ServerAssignorBench",
+        "dev.rackplan.kafka.ServerAssignorShapes" if hard else "dev.rackplan.kafka.ServerAssignorBench",
         *(["traffic"] if traffic else []),
         str(warmup),
         str(runs),
@@ -106,13 +111,38 @@ def traffic_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def hard_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| shape | uniform CPU ms | rackplan CPU ms | rackplan / uniform | cross-rack uniform / rackplan | "
+        "moves uniform / rackplan | rackplan handed to uniform |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    by: dict[str, dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(r["shape"], {})[r["assignor"]] = r
+    for shape, a in by.items():
+        u, rp = a["uniform"], a["rackplan"]
+        lines.append(
+            f"| {shape} | {u['cpu_ms']:.1f} | {rp['cpu_ms']:.1f} | {rp['cpu_ms'] / max(u['cpu_ms'], 1e-9):.1f}x | "
+            f"{u['cross_rack']:,} / {rp['cross_rack']:,} | {u['moves']:,} / {rp['moves']:,} | "
+            f"{rp['fell_back'] or 'no'} |"
+        )
+        if rp["balanced"] is not True:
+            lines.append(f"|  | rackplan NOT balanced: {rp['balanced']} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--shape", type=int, nargs=2, metavar=("MEMBERS", "PARTITIONS"))
     p.add_argument("--traffic", action="store_true", help="the skewed-traffic case")
+    p.add_argument("--hard", action="store_true", help="the hard shapes (many subscriptions or racks)")
     args = p.parse_args(argv)
+    if args.hard:
+        print(hard_table(run(args.warmup, args.runs, None, hard=True)))
+        return 0
     if args.traffic:
         print(traffic_table(run(args.warmup, args.runs, args.shape, traffic=True)))
         return 0

@@ -44,6 +44,14 @@ public final class RackStickyBalancer {
   static final int MAX_CLASS_EDGES = 400_000;
 
   /**
+   * The flow's work bound: edge steps per edge of its network (at least {@link #MIN_WORK_EDGES}
+   * edges' worth). A step is a few nanoseconds, so this bounds the coordinator's thread at well under
+   * a second even at {@link #MAX_CLASS_EDGES}; past it the caller falls back to Kafka's {@code uniform}.
+   */
+  static final long WORK_PER_EDGE = 200;
+  static final long MIN_WORK_EDGES = 20_000;
+
+  /**
    * The assignment.
    *
    * @param memberRack each member's rack index ({@code -1}: none); members in a deterministic order
@@ -213,7 +221,7 @@ public final class RackStickyBalancer {
     if (codes <= 1 << 20) dense = new int[(int) codes];
     List<PKey> pKeys = new ArrayList<>();
     List<long[]> pMembers = new ArrayList<>(); // partitions of each class, (topic << 32 | partition)
-    int[] pSize = new int[0];
+    int[] pSize = new int[16];
     for (int t = 0; t < topics; t++) {
       if (subscriberCount[t] == 0) continue;
       for (int p = 0; p < numPartitions[t]; p++) {
@@ -226,9 +234,9 @@ public final class RackStickyBalancer {
           k = pKeys.size();
           if (dense != null) dense[(int) code] = k + 1;
           else pIds.put(code, k);
-          pKeys.add(new PKey(groupOf[t], rackMask[t][p], ownerClass));
+          pKeys.add(new PKey(groupOf[t], maskIdOf[t][p], rackMask[t][p], ownerClass));
           pMembers.add(new long[4]);
-          pSize = Arrays.copyOf(pSize, k + 1);
+          if (k == pSize.length) pSize = Arrays.copyOf(pSize, Math.max(16, k * 2));
         }
         long[] a = pMembers.get(k);
         if (pSize[k] == a.length) pMembers.set(k, a = Arrays.copyOf(a, a.length * 2));
@@ -236,83 +244,129 @@ public final class RackStickyBalancer {
       }
     }
     int pc = pKeys.size();
-    long edges = 0;
-    boolean[][] allowed = new boolean[groupSubs.size()][classes];
-    for (int g = 0; g < groupSubs.size(); g++)
+    int groups = groupSubs.size();
+    boolean[][] allowed = new boolean[groups][classes];
+    for (int g = 0; g < groups; g++)
       for (int c = 0; c < classes; c++)
         // Kafka's rule, kept by construction: a member may hold a topic only if it holds at most one
         // partition more than the topic's least-loaded subscriber (counts are fixed in a heterogeneous group).
         allowed[g][c] = groupSubs.get(g)[classSub.get(c)] && (quota == null || classQuota.get(c) <= (long) groupMin.get(g) + 1);
-    for (int k = 0; k < pc; k++) for (int c = 0; c < classes; c++) if (allowed[pKeys.get(k).group][c]) edges++;
-    if (edges > MAX_CLASS_EDGES)
-      throw new IllegalStateException(edges + " class edges (" + classes + " member classes): more than " + MAX_CLASS_EDGES);
+    // Cells: (subscribers, rack mask). A cell's local classes are the allowed ones reading its
+    // partitions in-rack; it may also cross when some allowed class reads them from another rack.
+    Map<Long, Integer> cellIds = new HashMap<>();
+    int[] cellOf = new int[pc];
+    List<int[]> cellLocal = new ArrayList<>();
+    List<Boolean> cellCross = new ArrayList<>();
+    List<Integer> cellGroup = new ArrayList<>();
+    for (int k = 0; k < pc; k++) {
+      PKey key = pKeys.get(k);
+      long code = key.group * maskKinds + key.maskId;
+      Integer cell = cellIds.get(code);
+      if (cell == null) {
+        cellIds.put(code, cell = cellLocal.size());
+        int[] local = new int[classes];
+        int size = 0;
+        boolean crossing = false;
+        for (int c = 0; c < classes; c++) {
+          if (!allowed[key.group][c]) continue;
+          if (isCross(classRack.get(c), key.mask)) crossing = true;
+          else local[size++] = c;
+        }
+        cellLocal.add(Arrays.copyOf(local, size));
+        cellCross.add(crossing);
+        cellGroup.add(key.group);
+      }
+      cellOf[k] = cell;
+    }
+    int cells = cellLocal.size();
     // The flow: source -> partition class -> member class -> sink (base) | pool -> sink (extras).
+    // A partition class reaches its members through three edges, not one per member class: to its
+    // current owner's class (kept: not moved), to its cell's local hub (moved, in-rack) and to its
+    // subscribers' crossing hub (moved, cross-rack); the hubs fan out to the member classes at no cost.
+    // Each pair (partition class, member class) keeps its cheapest route's price, so the optimum is the
+    // same as with an edge per pair, on a network the size of the input.
     // Weighed by traffic, a class that may go both local and cross sends its crossing units through
-    // a node of its own: partition class -> crossing node (convex: the lightest first) -> member class.
+    // a node of its own: partition class -> crossing node (convex: the lightest first) -> owner | hub.
     final int source = 0, sink = 1, poolNode = 2, firstClass = 3, firstP = 3 + classes;
     long big = (long) total + 1;
     int[] crossNode = new int[pc];
     Arrays.fill(crossNode, -1);
     int mixed = 0;
-    for (int k = 0; weight != null && k < pc; k++) {
-      boolean local = false, crossing = false;
-      for (int c = 0; c < classes; c++)
-        if (allowed[pKeys.get(k).group][c]) {
-          if (isCross(classRack.get(c), pKeys.get(k).mask)) crossing = true;
-          else local = true;
-        }
-      if (local && crossing) crossNode[k] = firstP + pc + mixed++;
-    }
-    MinCostFlow flow = new MinCostFlow(firstP + pc + mixed);
+    for (int k = 0; weight != null && k < pc; k++)
+      if (cellLocal.get(cellOf[k]).length > 0 && cellCross.get(cellOf[k])) crossNode[k] = firstP + pc + mixed++;
+    int[] localHub = new int[cells];
+    int nodes = firstP + pc + mixed;
+    for (int h = 0; h < cells; h++) localHub[h] = cellLocal.get(h).length > 0 ? nodes++ : -1;
+    int[] crossHub = new int[groups];
+    Arrays.fill(crossHub, -1);
+    for (int h = 0; h < cells; h++) if (cellCross.get(h) && crossHub[cellGroup.get(h)] < 0) crossHub[cellGroup.get(h)] = nodes++;
+    long edges = 3L * pc + classes * 2L;
+    for (int h = 0; h < cells; h++) edges += cellLocal.get(h).length;
+    for (int g = 0; g < groups; g++) for (int c = 0; crossHub[g] >= 0 && c < classes; c++) if (allowed[g][c]) edges++;
+    if (edges > MAX_CLASS_EDGES)
+      throw new IllegalStateException(edges + " class edges (" + classes + " member classes): more than " + MAX_CLASS_EDGES);
+    MinCostFlow flow = new MinCostFlow(nodes);
+    flow.workLimit = WORK_PER_EDGE * Math.max(edges, MIN_WORK_EDGES);
     long[][] lightFirst = new long[pc][];
-    int[] convexEdge = new int[pc];
-    Arrays.fill(convexEdge, -1);
-    if (mixed > 0) convexEdges(flow, pKeys, pMembers, pSize, crossNode, weight, big, firstP, lightFirst, convexEdge);
-    int[][] edgeOf = new int[pc][classes];
+    if (mixed > 0) convexEdges(flow, pKeys, pMembers, pSize, crossNode, weight, big, firstP, lightFirst, nodes);
+    final long inf = Long.MAX_VALUE / 4;
+    int[] direct = new int[pc], toLocal = new int[pc], toCross = new int[pc];
     for (int k = 0; k < pc; k++) {
       PKey key = pKeys.get(k);
-      flow.add(source, firstP + k, pSize[k], 0);
-      for (int c = 0; c < classes; c++) {
-        edgeOf[k][c] = -1;
-        if (!allowed[key.group][c]) continue;
-        boolean cross = isCross(classRack.get(c), key.mask);
-        long moved = key.ownerClass == c ? 0 : 1;
-        if (crossNode[k] >= 0) // the crossing's price is on the convex edge
-          edgeOf[k][c] = flow.add(cross ? crossNode[k] : firstP + k, firstClass + c, Long.MAX_VALUE / 4, moved);
-        else
-          edgeOf[k][c] = flow.add(firstP + k, firstClass + c, Long.MAX_VALUE / 4, (cross ? big : 0) + moved);
-      }
+      int o = key.ownerClass;
+      flow.addEdge(source, firstP + k, pSize[k], 0);
+      // the crossing's price: on the convex edge when weighed, else big per partition
+      int crossFrom = crossNode[k] >= 0 ? crossNode[k] : firstP + k;
+      long crossPrice = crossNode[k] >= 0 ? 0 : big;
+      direct[k] = toLocal[k] = toCross[k] = -1;
+      if (o >= 0 && allowed[key.group][o])
+        direct[k] = isCross(classRack.get(o), key.mask)
+            ? flow.addEdge(crossFrom, firstClass + o, inf, crossPrice)
+            : flow.addEdge(firstP + k, firstClass + o, inf, 0);
+      if (localHub[cellOf[k]] >= 0) toLocal[k] = flow.addEdge(firstP + k, localHub[cellOf[k]], inf, 1);
+      if (cellCross.get(cellOf[k])) toCross[k] = flow.addEdge(crossFrom, crossHub[key.group], inf, crossPrice + 1);
     }
+    int[][] localOut = new int[cells][];
+    for (int h = 0; h < cells; h++) {
+      int[] local = cellLocal.get(h);
+      localOut[h] = new int[local.length];
+      for (int i = 0; localHub[h] >= 0 && i < local.length; i++) localOut[h][i] = flow.addEdge(localHub[h], firstClass + local[i], inf, 0);
+    }
+    int[][] crossOut = new int[groups][classes];
+    for (int g = 0; g < groups; g++)
+      for (int c = 0; c < classes; c++) crossOut[g][c] = crossHub[g] >= 0 && allowed[g][c] ? flow.addEdge(crossHub[g], firstClass + c, inf, 0) : -1;
     for (int c = 0; c < classes; c++) {
-      if (base[c] > 0) flow.add(firstClass + c, sink, base[c], 0);
-      if (extra[c] > 0) flow.add(firstClass + c, poolNode, extra[c], 0);
+      if (base[c] > 0) flow.addEdge(firstClass + c, sink, base[c], 0);
+      if (extra[c] > 0) flow.addEdge(firstClass + c, poolNode, extra[c], 0);
     }
-    if (pool > 0) flow.add(poolNode, sink, pool, 0);
-    long routed = flow.run(source, sink);
+    if (pool > 0) flow.addEdge(poolNode, sink, pool, 0);
+    long routed = flow.run(source, sink, total)[0];
     if (routed != total) throw new IllegalStateException("the flow routed " + routed + " of " + total + " partitions");
+    Split split = new Split(pc);
+    for (int k = 0; k < pc; k++) if (direct[k] >= 0) split.add(k, pKeys.get(k).ownerClass, flow.flow(direct[k]));
+    int[] localOf = new int[pc], crossOf = new int[pc];
+    for (int k = 0; k < pc; k++) {
+      localOf[k] = toLocal[k] < 0 ? -1 : cellOf[k];
+      crossOf[k] = toCross[k] < 0 ? -1 : pKeys.get(k).group;
+    }
+    split.pair(cells, localOf, toLocal, h -> cellLocal.get(h), h -> localOut[h], flow);
+    int[] allClasses = new int[classes];
+    for (int c = 0; c < classes; c++) allClasses[c] = c;
+    split.pair(groups, crossOf, toCross, g -> allClasses, g -> crossOut[g], flow);
     // Deal each member class its partitions, current owners first.
     long[][] perClass = new long[classes][];
     int[] perSize = new int[classes];
     for (int c = 0; c < classes; c++) perClass[c] = new long[(int) Math.min(Integer.MAX_VALUE - 8, base[c] + extra[c])];
-    int[] order = new int[classes];
     for (int k = 0; k < pc; k++) {
       int cursor = 0;
-      long[] parts = pMembers.get(k);
-      int ownerClass = pKeys.get(k).ownerClass;
-      // the owner's class takes its share first, so a split class keeps the most of its owners' partitions
-      for (int c = 0; c < classes; c++) order[c] = c;
-      if (ownerClass >= 0) {
-        order[ownerClass] = 0;
-        order[0] = ownerClass;
-      }
       // weighed by traffic: the lightest partitions to the crossing classes, the rest to the local ones
-      if (crossNode[k] >= 0) parts = lightFirst[k];
+      long[] parts = crossNode[k] >= 0 ? lightFirst[k] : pMembers.get(k);
+      long[] shares = split.sorted(k, pKeys.get(k).ownerClass); // the owner's class first: a split class keeps its owners' partitions
       for (int side = crossNode[k] >= 0 ? 0 : 1; side < 2; side++)
-        for (int c : order) {
-          if (edgeOf[k][c] < 0) continue;
+        for (long share : shares) {
+          int c = (int) (share >>> 32);
           if (crossNode[k] >= 0 && isCross(classRack.get(c), pKeys.get(k).mask) != (side == 0)) continue;
-          long f = flow.flowOn(edgeOf[k][c]);
-          for (long i = 0; i < f; i++) perClass[c][perSize[c]++] = parts[cursor++];
+          for (long i = 0, f = (int) share; i < f; i++) perClass[c][perSize[c]++] = parts[cursor++];
         }
     }
     int[][] members = new int[classes][];
@@ -329,7 +383,7 @@ public final class RackStickyBalancer {
     return owner;
   }
 
-  private record PKey(int group, long mask, int ownerClass) {}
+  private record PKey(int group, int maskId, long mask, int ownerClass) {}
 
   /** A member of rack {@code rack} reads a partition with replicas in {@code mask} from another rack (unknown: no). */
   static boolean isCross(int rack, long mask) {
@@ -344,7 +398,7 @@ public final class RackStickyBalancer {
    */
   private static void convexEdges(
       MinCostFlow flow, List<PKey> pKeys, List<long[]> pMembers, int[] pSize, int[] crossNode, double[][] weight,
-      long big, int firstP, long[][] lightFirst, int[] convexEdge) {
+      long big, int firstP, long[][] lightFirst, int nodes) {
     List<long[]> sorted = new ArrayList<>();
     double max = 0;
     for (int k = 0; k < pKeys.size(); k++) {
@@ -355,14 +409,14 @@ public final class RackStickyBalancer {
     }
     if (big > 3_000_000_000L) throw new IllegalStateException(big - 1 + " partitions: too many to weigh by traffic");
     long scale = big * big;
-    int q = TrafficRuns.quanta(sorted, weight, max, scale, crossNode.length + firstP + sorted.size());
+    int q = TrafficRuns.quanta(sorted, weight, max, scale, nodes);
     if (q < 1) throw new IllegalStateException("traffic cannot be priced without overflow for " + (big - 1) + " partitions");
     for (int k = 0; k < pKeys.size(); k++) {
       if (crossNode[k] < 0) continue;
       long[][] runs = TrafficRuns.runs(lightFirst[k], weight, max, q);
       long[] price = new long[runs[0].length];
       for (int i = 0; i < price.length; i++) price[i] = runs[0][i] * scale + big;
-      convexEdge[k] = flow.addConvex(firstP + k, crossNode[k], price, runs[1]);
+      flow.addConvex(firstP + k, crossNode[k], price, runs[1]);
     }
   }
 
@@ -507,165 +561,78 @@ public final class RackStickyBalancer {
   }
 
   /**
-   * Successive shortest paths (Bellman-Ford queue) on a small graph: a few hundred nodes at most.
-   *
-   * <p>An edge may be convex ({@link #addConvex}): its units cost ascending run prices, the cheapest
-   * first. Its residual edges show one run at a time (the next unit's price forward, the last unit's
-   * refund backward) and are updated after each augmentation, so a convex cost never needs an edge
-   * per unit; successive shortest paths stay exact with convex costs.
+   * Each partition class's shares, (member class, units): its flow to its owner's class, and its flow
+   * into a hub paired with the hub's flow out to member classes. Any pairing keeps the optimum: a
+   * pair's own price is at most its route's, and the route's total is already the least possible.
+   * Partition classes and member classes are paired in index order: deterministic.
    */
-  static final class MinCostFlow {
-    private final int nodes;
-    private int[] head, next, to;
-    private long[] cap, cost, orig;
-    private int edges;
-    /** Forward edge id -> its convex cost (runs); the others are linear. */
-    private final Map<Integer, Convex> convex = new HashMap<>();
-    /** Augmenting paths found by {@link #run}. */
-    long augmentations;
+  private static final class Split {
+    private final long[][] shares;
+    private final int[] size;
 
-    /** A convex edge's runs: {@code count[i]} units at {@code price[i]}, prices ascending; {@code flow} so far. */
-    private static final class Convex {
-      final long[] price;
-      final long[] end; // cumulative counts
-      long flow;
-
-      Convex(long[] price, long[] count) {
-        this.price = price;
-        this.end = new long[count.length];
-        long sum = 0;
-        for (int i = 0; i < count.length; i++) end[i] = sum += count[i];
-      }
-
-      /** The run holding unit {@code u} (0-based). */
-      int runOf(long u) {
-        int i = Arrays.binarySearch(end, u + 1);
-        return i >= 0 ? i : -i - 1;
-      }
+    Split(int pc) {
+      shares = new long[pc][2];
+      size = new int[pc];
     }
 
-    MinCostFlow(int nodes) {
-      this.nodes = nodes;
-      head = new int[nodes];
-      Arrays.fill(head, -1);
-      int c = 64;
-      next = new int[c];
-      to = new int[c];
-      cap = new long[c];
-      cost = new long[c];
-      orig = new long[c];
-    }
-
-    private void push(int u, int v, long c, long w) {
-      if (edges == to.length) {
-        int c2 = edges * 2;
-        next = Arrays.copyOf(next, c2);
-        to = Arrays.copyOf(to, c2);
-        cap = Arrays.copyOf(cap, c2);
-        cost = Arrays.copyOf(cost, c2);
-        orig = Arrays.copyOf(orig, c2);
-      }
-      to[edges] = v;
-      cap[edges] = c;
-      orig[edges] = c;
-      cost[edges] = w;
-      next[edges] = head[u];
-      head[u] = edges++;
-    }
-
-    /** An edge u -> v; returns its id (for {@link #flowOn}). */
-    int add(int u, int v, long capacity, long w) {
-      int id = edges;
-      push(u, v, capacity, w);
-      push(v, u, 0, -w);
-      return id;
+    void add(int k, int c, long units) {
+      if (units <= 0) return;
+      if (size[k] == shares[k].length) shares[k] = Arrays.copyOf(shares[k], size[k] * 2);
+      shares[k][size[k]++] = ((long) c << 32) | units;
     }
 
     /**
-     * A convex edge u -> v: {@code count[i]} units at {@code price[i]} each, prices ascending (the
-     * cheapest units are used first). Returns its id (for {@link #flowOn}).
+     * Pairs, at each of {@code hubs} hubs, the units entering it (partition class k through edge
+     * {@code in[k]} when {@code hubOf[k]} is the hub) with those leaving it to {@code classes(h)[i]}
+     * through edge {@code out(h)[i]}.
      */
-    int addConvex(int u, int v, long[] price, long[] count) {
-      int id = add(u, v, 0, 0);
-      Convex c = new Convex(price, count);
-      convex.put(id, c);
-      refresh(id, c);
-      return id;
-    }
-
-    /** A convex edge's residual pair after its flow changed: the next unit's price, the last unit's refund. */
-    private void refresh(int e, Convex c) {
-      long total = c.end.length == 0 ? 0 : c.end[c.end.length - 1];
-      if (c.flow < total) {
-        int i = c.runOf(c.flow);
-        cap[e] = c.end[i] - c.flow;
-        cost[e] = c.price[i];
-      } else {
-        cap[e] = 0;
-      }
-      if (c.flow > 0) {
-        int j = c.runOf(c.flow - 1);
-        cap[e ^ 1] = c.flow - (j == 0 ? 0 : c.end[j - 1]);
-        cost[e ^ 1] = -c.price[j];
-      } else {
-        cap[e ^ 1] = 0;
-      }
-    }
-
-    long flowOn(int edge) {
-      Convex c = convex.get(edge);
-      return c != null ? c.flow : orig[edge] - cap[edge];
-    }
-
-    long run(int s, int t) {
-      long total = 0;
-      long[] dist = new long[nodes];
-      int[] via = new int[nodes];
-      boolean[] queued = new boolean[nodes];
-      int[] queue = new int[nodes + 1];
-      while (true) {
-        Arrays.fill(dist, Long.MAX_VALUE);
-        Arrays.fill(via, -1);
-        dist[s] = 0;
-        int qh = 0, qt = 0;
-        queue[qt++] = s;
-        queued[s] = true;
-        while (qh != qt) {
-          int u = queue[qh++];
-          if (qh == queue.length) qh = 0;
-          queued[u] = false;
-          for (int e = head[u]; e >= 0; e = next[e]) {
-            if (cap[e] <= 0) continue;
-            long d = dist[u] + cost[e];
-            int v = to[e];
-            if (d < dist[v]) {
-              dist[v] = d;
-              via[v] = e;
-              if (!queued[v]) {
-                queued[v] = true;
-                queue[qt++] = v;
-                if (qt == queue.length) qt = 0;
-              }
+    void pair(int hubs, int[] hubOf, int[] in, java.util.function.IntFunction<int[]> classes,
+        java.util.function.IntFunction<int[]> out, MinCostFlow flow) {
+      int[] start = new int[hubs + 1];
+      for (int h : hubOf) if (h >= 0) start[h + 1]++;
+      for (int h = 0; h < hubs; h++) start[h + 1] += start[h];
+      int[] byHub = new int[start[hubs]];
+      int[] fill = start.clone();
+      for (int k = 0; k < hubOf.length; k++) if (hubOf[k] >= 0) byHub[fill[hubOf[k]]++] = k;
+      for (int h = 0; h < hubs; h++) {
+        int[] cs = classes.apply(h), es = out.apply(h);
+        int i = 0;
+        long left = 0; // units still to leave through class cs[i]
+        for (int j = start[h]; j < start[h + 1]; j++) {
+          int k = byHub[j];
+          long units = flow.flow(in[k]);
+          while (units > 0) {
+            while (left == 0) {
+              left = es[i] >= 0 ? flow.flow(es[i]) : 0;
+              if (left == 0) i++;
             }
+            long u = Math.min(units, left);
+            add(k, cs[i], u);
+            units -= u;
+            left -= u;
+            if (left == 0) i++;
           }
         }
-        if (dist[t] == Long.MAX_VALUE) return total;
-        long push = Long.MAX_VALUE;
-        for (int v = t; v != s; v = to[via[v] ^ 1]) push = Math.min(push, cap[via[v]]);
-        for (int v = t; v != s; v = to[via[v] ^ 1]) {
-          int e = via[v];
-          Convex c = convex.isEmpty() ? null : convex.get(e & ~1);
-          if (c != null) {
-            c.flow += (e & 1) == 0 ? push : -push;
-            refresh(e & ~1, c);
-            continue;
-          }
-          cap[e] -= push;
-          cap[e ^ 1] += push;
-        }
-        total += push;
-        augmentations++;
       }
+    }
+
+    /** Partition class k's shares by member class, merged, the owner's class first, then by class. */
+    long[] sorted(int k, int ownerClass) {
+      long[] s = Arrays.copyOf(shares[k], size[k]);
+      Arrays.sort(s);
+      int n = 0;
+      for (long x : s) {
+        if (n > 0 && (s[n - 1] >>> 32) == (x >>> 32)) s[n - 1] += (int) x;
+        else s[n++] = x;
+      }
+      s = Arrays.copyOf(s, n);
+      for (int i = 0; i < n; i++)
+        if ((int) (s[i] >>> 32) == ownerClass) {
+          long o = s[i];
+          System.arraycopy(s, 0, s, 1, i);
+          s[0] = o;
+        }
+      return s;
     }
   }
 }

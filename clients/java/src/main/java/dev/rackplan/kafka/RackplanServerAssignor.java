@@ -40,8 +40,10 @@ import org.slf4j.LoggerFactory;
  * JMX {@code dev.rackplan:type=RackplanServerAssignor}) the group is assigned on its own by {@link
  * RackStickyBalancer}: balanced by Kafka's rule, then the fewest cross-rack partitions, then the fewest
  * moves; when the agent publishes traffic ({@code rackplan.traffic.topic}, read by {@link TrafficReader}),
- * the fewest cross-rack bytes/s come before the fewest cross-rack partitions. Should that fail its postconditions or decline the group (more than 63 racks, too many distinct
- * subscriptions to solve on the coordinator's thread), {@link RackAwareUniform} assigns, counted apart.
+ * the fewest cross-rack bytes/s come before the fewest cross-rack partitions. Should that fail its
+ * postconditions or decline the group (more than 63 racks, a flow network past its size or work bound
+ * on the coordinator's thread), Kafka's own {@code uniform} assigns ({@link KafkaUniformFallback}),
+ * counted apart.
  *
  * <p>No match without static membership: the coordinator shows an assignor only each member's rack,
  * {@code group.instance.id} and topic ids, not its client id nor anything the member chose, so a plan's
@@ -79,7 +81,7 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
   volatile String lastReason = "";
   /** Assignments by {@link RackStickyBalancer} (no plan applied). */
   final Tally balancedCount = new Tally(JVM + "balanced");
-  /** Assignments by {@link RackAwareUniform}: the balancer failed a postcondition or declined the group. */
+  /** Assignments by Kafka's {@code uniform} ({@link KafkaUniformFallback}): the balancer failed a postcondition or declined the group. */
   final Tally safeFallbackCount = new Tally(JVM + "safeFallback");
   volatile String lastSafeReason = "";
   /** Assignments by {@link RackStickyBalancer} weighed by the agent's traffic. */
@@ -373,36 +375,11 @@ public class RackplanServerAssignor implements ConsumerGroupPartitionAssignor, C
       // A postcondition failed, or the group is beyond what the balancer solves on this thread.
       String why = String.valueOf(e.getMessage());
       safeFallbackCount.add();
-      if (!why.equals(lastSafeReason)) LOG.warn("rackplan: rack-aware sticky balance failed, assigning by rack-aware uniform: {}", why);
+      if (!why.equals(lastSafeReason)) LOG.warn("rackplan: rack-aware sticky balance declined the group, Kafka's uniform assigns: {}", why);
       lastSafeReason = why;
       jvmLastSafeReason = why;
-      out.clear();
     }
-    Map<String, RackAwareUniform.Member> um = new TreeMap<>();
-    Map<String, Integer> byId = new TreeMap<>();
-    for (String m : memberIds) {
-      MemberSubscription s = spec.memberSubscription(m);
-      Set<String> ts = new HashSet<>();
-      for (Uuid id : s.subscribedTopicIds()) {
-        int n = describer.numPartitions(id);
-        if (n >= 0 && allowed.test(id)) {
-          ts.add(id.toString());
-          byId.put(id.toString(), n);
-        }
-      }
-      Map<String, Set<Integer>> current = new HashMap<>();
-      for (Map.Entry<Uuid, Set<Integer>> e : spec.memberAssignment(m).partitions().entrySet())
-        current.put(e.getKey().toString(), e.getValue());
-      um.put(m, new RackAwareUniform.Member(s.rackId().orElse(null), ts, current));
-    }
-    Map<String, Map<String, Set<Integer>>> res =
-        RackAwareUniform.assign(um, byId, (t, p) -> describer.racksForPartition(Uuid.fromString(t), p));
-    for (Map.Entry<String, Map<String, Set<Integer>>> e : res.entrySet()) {
-      Map<Uuid, Set<Integer>> parts = new HashMap<>();
-      for (Map.Entry<String, Set<Integer>> t : e.getValue().entrySet()) parts.put(Uuid.fromString(t.getKey()), t.getValue());
-      out.put(e.getKey(), new Parts(parts));
-    }
-    return new GroupAssignment(out);
+    return KafkaUniformFallback.assign(spec, describer, allowed);
   }
 
   /**

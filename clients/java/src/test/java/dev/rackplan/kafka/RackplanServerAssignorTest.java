@@ -119,7 +119,7 @@ class RackplanServerAssignorTest {
   }
 
   @Test
-  void fallsBackToRackAwareUniformWithAReason() {
+  void withoutAMatchingPlanTheRackAwareBalanceAssignsWithAReason() {
     PlanStore store = new PlanStore();
     store.apply("consumer/g", Fixtures.plan("g", 3, "e".repeat(64), TARGET));
     RackplanServerAssignor a = RackplanServerAssignor.forTest(store, Map.of(T, "t"));
@@ -178,37 +178,44 @@ class RackplanServerAssignorTest {
     assertTrue(reason.contains("cluster fingerprint differs"), reason);
   }
 
+  /**
+   * A group the balancer declines (here 70 racks, more than a rack mask holds) is assigned by Kafka's
+   * own {@code uniform}, counted apart with its reason: balanced by Kafka's rule (the previous
+   * rack-aware fallback was not, on heterogeneous groups past 63 racks), every partition once, never
+   * the plan topic, the same answer twice.
+   */
   @Test
-  void rackAwareUniformIsBalancedStickyAndDeterministic() {
-    java.util.Random rnd = new java.util.Random(7);
-    for (int trial = 0; trial < 200; trial++) {
-      int n = 1 + rnd.nextInt(6), parts = rnd.nextInt(20);
-      Map<String, RackAwareUniform.Member> ms = new TreeMap<>();
-      for (int i = 0; i < n; i++) {
-        Set<Integer> cur = new HashSet<>();
-        for (int p = 0; p < parts; p++) if (rnd.nextInt(n) == 0) cur.add(p);
-        String rack = rnd.nextInt(4) == 0 ? null : RACKS[rnd.nextInt(3)];
-        ms.put("m" + i, new RackAwareUniform.Member(rack, Set.of("t"), Map.of("t", cur)));
-      }
-      RackAwareUniform.Racks racks = (t, p) -> Set.of(RACKS[p % 3]);
-      Map<String, Map<String, Set<Integer>>> out = RackAwareUniform.assign(ms, Map.of("t", parts), racks);
-      assertEquals(out, RackAwareUniform.assign(ms, Map.of("t", parts), racks));
-      Set<Integer> seen = new HashSet<>();
-      int min = Integer.MAX_VALUE, max = 0;
-      for (Map<String, Set<Integer>> a : out.values()) {
-        Set<Integer> ps = a.getOrDefault("t", Set.of());
-        for (int p : ps) assertTrue(seen.add(p), "partition twice");
-        min = Math.min(min, ps.size());
-        max = Math.max(max, ps.size());
-      }
-      assertEquals(parts, seen.size(), "every partition once");
-      assertTrue(max - min <= 1, "balanced: " + out);
+  void aDeclinedGroupIsAssignedByKafkasUniformBalancedWithoutThePlanTopic() {
+    java.util.Random rnd = new java.util.Random(70);
+    String[] racks = new String[70];
+    for (int i = 0; i < racks.length; i++) racks[i] = String.format("rack-%02d", i);
+    CoordinatorGroups.Topics topics = CoordinatorGroups.topics(rnd, 12, 40, racks, 3, false);
+    List<Uuid> ids = topics.ids();
+    Map<Uuid, String> names = new HashMap<>(topics.names());
+    names.put(ids.get(0), "_rackplan.plans"); // one subscribed topic is the plan topic
+    RackplanServerAssignor a = RackplanServerAssignor.forTest(new PlanStore(), names);
+    Map<String, CoordinatorGroups.Member> members = new TreeMap<>();
+    for (int i = 0; i < 90; i++) {
+      Set<Uuid> subs = new HashSet<>();
+      for (Uuid id : ids) if (rnd.nextInt(3) > 0) subs.add(id);
+      subs.add(ids.get(0));
+      members.put(String.format("m%03d", i), new CoordinatorGroups.Member(racks[i % racks.length], subs));
     }
-    // In-rack when a balanced in-rack assignment exists: 3 members in 3 racks, 6 single-rack partitions.
-    Map<String, RackAwareUniform.Member> ms = new TreeMap<>();
-    for (int i = 0; i < 3; i++) ms.put("m" + i, new RackAwareUniform.Member(RACKS[i], Set.of("t"), Map.of("t", Set.of(i, i + 1))));
-    Map<String, Map<String, Set<Integer>>> out = RackAwareUniform.assign(ms, Map.of("t", 6), (t, p) -> Set.of(RACKS[p % 3]));
-    for (int i = 0; i < 3; i++) assertEquals(Set.of(i, i + 3), out.get("m" + i).get("t"));
+    GroupSpec spec = CoordinatorGroups.spec(members, Map.of());
+    Map<String, Map<Uuid, Set<Integer>>> got = CoordinatorGroups.plain(a.assign(spec, topics));
+    assertEquals(1, a.safeFallbackCount.get());
+    assertTrue(a.lastSafeReason.contains("70 racks"), a.lastSafeReason);
+    for (Map<Uuid, Set<Integer>> m : got.values()) assertTrue(!m.containsKey(ids.get(0)), "the plan topic was assigned");
+    Map<String, CoordinatorGroups.Member> withoutPlanTopic = new TreeMap<>();
+    for (Map.Entry<String, CoordinatorGroups.Member> e : members.entrySet()) {
+      Set<Uuid> subs = new HashSet<>(e.getValue().topics());
+      subs.remove(ids.get(0));
+      withoutPlanTopic.put(e.getKey(), new CoordinatorGroups.Member(e.getValue().rack(), subs));
+    }
+    Map<Uuid, List<Set<String>>> rest = new HashMap<>(topics.racks());
+    rest.remove(ids.get(0));
+    assertEquals(null, CoordinatorGroups.violation(withoutPlanTopic, new CoordinatorGroups.Topics(rest, names), got));
+    assertEquals(got, CoordinatorGroups.plain(a.assign(spec, topics)));
   }
 
   /**

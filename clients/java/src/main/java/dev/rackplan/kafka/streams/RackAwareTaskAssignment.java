@@ -1,5 +1,6 @@
 package dev.rackplan.kafka.streams;
 
+import dev.rackplan.kafka.MinCostFlow;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;

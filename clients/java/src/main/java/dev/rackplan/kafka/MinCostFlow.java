@@ -1,6 +1,8 @@
-package dev.rackplan.kafka.streams;
+package dev.rackplan.kafka;
 
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 
 /**
  * Min-cost flow by successive shortest paths (Dijkstra on reduced costs, Johnson potentials), every
@@ -14,8 +16,20 @@ import java.util.Arrays;
  * thread for a large group); most tasks share a few path lengths, and after one Dijkstra every path
  * of that length is made of edges of reduced cost zero, found by depth-first search with a
  * current-edge pointer per node (a dead end is not entered again in that phase).
+ *
+ * <p>Shared by both broker plugins: the Streams task assignment and the KIP-848 balance ({@link
+ * RackStickyBalancer}), which also needs
+ * <ul>
+ *   <li>convex edges ({@link #addConvex}): units at ascending run prices, the cheapest first. The
+ *       residual pair shows one run at a time (the next unit's price forward, the last unit's refund
+ *       backward), which are the tightest of the parallel unit edges it stands for, so reduced costs
+ *       stay non-negative and the method stays exact without an edge per unit;
+ *   <li>a work bound ({@link #workLimit}): the edges looked at, counted by every search, so the cost
+ *       on the coordinator's thread is bounded by the input's size, not by luck; past it {@link #run}
+ *       throws and the caller falls back. It counts steps, not time: every broker decides alike.
+ * </ul>
  */
-final class MinCostFlow {
+public final class MinCostFlow {
   private int n;
   private int m;
   private int[] head;
@@ -24,14 +38,44 @@ final class MinCostFlow {
   private long[] cap = new long[16];
   private long[] cost = new long[16];
 
-  MinCostFlow(int nodes) {
+  /** Convex edges by edge pair ({@code id >> 1}): index into {@link #convex}, or -1 (grown with the edges). */
+  private int[] convexOf = new int[8];
+  private final List<Convex> convex = new ArrayList<>();
+
+  /** Edges looked at by {@link #run} so far. */
+  public long work;
+  /** {@link #run} throws {@link IllegalStateException} once {@link #work} passes this. */
+  public long workLimit = Long.MAX_VALUE;
+
+  /** A convex edge's runs: {@code end[i] - end[i-1]} units at {@code price[i]}, prices ascending; its flow. */
+  private static final class Convex {
+    final long[] price;
+    final long[] end; // cumulative counts
+    long flow;
+
+    Convex(long[] price, long[] count) {
+      this.price = price.clone();
+      this.end = new long[count.length];
+      long sum = 0;
+      for (int i = 0; i < count.length; i++) end[i] = sum += count[i];
+    }
+
+    /** The run holding unit {@code u} (0-based). */
+    int runOf(long u) {
+      int i = Arrays.binarySearch(end, u + 1);
+      return i >= 0 ? i : -i - 1;
+    }
+  }
+
+  public MinCostFlow(int nodes) {
+    Arrays.fill(convexOf, -1);
     n = nodes;
     head = new int[nodes];
     Arrays.fill(head, -1);
   }
 
   /** Adds edge u->v and returns its id (its flow is read with {@link #flow}). */
-  int addEdge(int u, int v, long capacity, long edgeCost) {
+  public int addEdge(int u, int v, long capacity, long edgeCost) {
     if (edgeCost < 0) throw new IllegalArgumentException("negative edge cost " + edgeCost);
     if (m + 2 > to.length) {
       int len = to.length * 2;
@@ -39,6 +83,11 @@ final class MinCostFlow {
       to = Arrays.copyOf(to, len);
       cap = Arrays.copyOf(cap, len);
       cost = Arrays.copyOf(cost, len);
+    }
+    if ((m >> 1) >= convexOf.length) {
+      int old = convexOf.length;
+      convexOf = Arrays.copyOf(convexOf, Math.max(old * 2, (m >> 1) + 1));
+      Arrays.fill(convexOf, old, convexOf.length, -1);
     }
     int id = m;
     link(u, v, capacity, edgeCost);
@@ -54,25 +103,78 @@ final class MinCostFlow {
     head[u] = m++;
   }
 
-  /** Flow on edge {@code id} (as returned by {@link #addEdge}). */
-  long flow(int id) {
-    return cap[id ^ 1];
+  /**
+   * A convex edge u -> v: {@code count[i]} units at {@code price[i]} each (prices ascending and
+   * non-negative); the cheapest units are used first. Returns its id (for {@link #flow}).
+   */
+  public int addConvex(int u, int v, long[] price, long[] count) {
+    for (int i = 0; i < price.length; i++)
+      if (price[i] < 0 || (i > 0 && price[i] < price[i - 1])) throw new IllegalArgumentException("convex prices must ascend from 0");
+    int id = addEdge(u, v, 0, 0);
+    Convex c = new Convex(price, count);
+    convexOf[id >> 1] = convex.size();
+    convex.add(c);
+    refresh(id, c);
+    return id;
+  }
+
+  /** A convex edge's residual pair after its flow changed: the next unit's price, the last unit's refund. */
+  private void refresh(int e, Convex c) {
+    long total = c.end.length == 0 ? 0 : c.end[c.end.length - 1];
+    if (c.flow < total) {
+      int i = c.runOf(c.flow);
+      cap[e] = c.end[i] - c.flow;
+      cost[e] = c.price[i];
+    } else {
+      cap[e] = 0;
+    }
+    if (c.flow > 0) {
+      int j = c.runOf(c.flow - 1);
+      cap[e ^ 1] = c.flow - (j == 0 ? 0 : c.end[j - 1]);
+      cost[e ^ 1] = -c.price[j];
+    } else {
+      cap[e ^ 1] = 0;
+    }
+  }
+
+  /** Sends {@code push} units along residual edge {@code e} (a convex edge's pair is refreshed). */
+  private void send(int e, long push) {
+    int k = convexOf[e >> 1];
+    if (k < 0) {
+      cap[e] -= push;
+      cap[e ^ 1] += push;
+      return;
+    }
+    Convex c = convex.get(k);
+    c.flow += (e & 1) == 0 ? push : -push;
+    refresh(e & ~1, c);
+  }
+
+  /** Flow on edge {@code id} (as returned by {@link #addEdge} or {@link #addConvex}). */
+  public long flow(int id) {
+    int k = convexOf[id >> 1];
+    return k >= 0 ? convex.get(k).flow : cap[id ^ 1];
+  }
+
+  private void charge(long steps) {
+    work += steps;
+    if (work > workLimit) throw new IllegalStateException("the min-cost flow passed its work bound of " + workLimit + " edge steps");
   }
 
   /** Flow-carrying edges from nodes in [fromLo, fromHi) to nodes in [fromHi, toHi). */
-  void forEachFlow(int fromLo, int fromHi, int toHi, FlowVisitor visitor) {
+  public void forEachFlow(int fromLo, int fromHi, int toHi, FlowVisitor visitor) {
     for (int u = fromLo; u < fromHi; u++)
       for (int e = head[u]; e != -1; e = next[e])
         if ((e & 1) == 0 && to[e] >= fromHi && to[e] < toHi && flow(e) > 0) visitor.visit(u, to[e], flow(e));
   }
 
   /** One edge's flow. */
-  interface FlowVisitor {
+  public interface FlowVisitor {
     void visit(int from, int to, long flow);
   }
 
   /** Dijkstra runs of the last {@link #run} (its phases): how much work the primal-dual step saved. */
-  int phases;
+  public int phases;
 
   /**
    * Sends up to {@code want} units from s to t at least cost; returns {flow, cost}. Each Dijkstra stops
@@ -84,7 +186,7 @@ final class MinCostFlow {
    * no path (it never enters a node twice, so a zero-cost cycle can hide one) sends one unit along
    * the Dijkstra's own path. The heap is an array of node ids.
    */
-  long[] run(int s, int t, long want) {
+  public long[] run(int s, int t, long want) {
     long[] pot = new long[n];
     long[] dist = new long[n];
     int[] via = new int[n];
@@ -115,7 +217,9 @@ final class MinCostFlow {
         }
         done[u] = true;
         if (u == t) break;
+        long steps = 0;
         for (int e = head[u]; e != -1; e = next[e]) {
+          steps++;
           if (cap[e] <= 0) continue;
           int v = to[e];
           if (done[v]) continue;
@@ -130,6 +234,7 @@ final class MinCostFlow {
             siftUp(heap, where, dist, where[v]);
           }
         }
+        charge(steps);
       }
       if (!done[t]) break;
       phases++;
@@ -140,9 +245,8 @@ final class MinCostFlow {
         long push = want - flow;
         for (int v = t; v != s; v = to[via[v] ^ 1]) push = Math.min(push, cap[via[v]]);
         for (int v = t; v != s; v = to[via[v] ^ 1]) {
-          cap[via[v]] -= push;
-          cap[via[v] ^ 1] += push;
           total += push * cost[via[v]];
+          send(via[v], push);
         }
         flow += push;
       } else {
@@ -188,11 +292,14 @@ final class MinCostFlow {
       while (depth >= 0 && k.nodes[depth] != t) {
         int u = k.nodes[depth];
         int e = k.iter[u];
+        long steps = 1;
         while (e != -1) {
           int v = to[e];
           if (cap[e] > 0 && !k.onPath[v] && !k.dead[v] && cost[e] + pot[u] - pot[v] == 0) break;
           e = next[e];
+          steps++;
         }
+        charge(steps);
         k.iter[u] = e;
         if (e != -1) {
           k.edges[depth] = e;
@@ -209,10 +316,10 @@ final class MinCostFlow {
       for (int i = 0; i < depth; i++) push = Math.min(push, cap[k.edges[i]]);
       for (int i = 0; i < depth; i++) {
         int e = k.edges[i];
-        cap[e] -= push;
-        cap[e ^ 1] += push;
         spent += push * cost[e];
+        send(e, push);
       }
+      charge(depth);
       for (int i = 0; i <= depth; i++) k.onPath[k.nodes[i]] = false;
       sent += push;
     }
