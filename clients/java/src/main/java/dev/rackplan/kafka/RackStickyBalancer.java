@@ -394,7 +394,7 @@ public final class RackStickyBalancer {
    * The convex edge partition class -> crossing node of every class that may go both ways, priced by
    * its partitions' bytes/s lightest first ({@link TrafficRuns}): a unit costs its weight level x
    * big^2 + big, so bytes/s come first, then cross-rack partitions, then moves (at most {@code big - 1}
-   * each). Fills {@code lightFirst} and {@code convexEdge} of those classes.
+   * each). Fills {@code lightFirst} of those classes.
    */
   private static void convexEdges(
       MinCostFlow flow, List<PKey> pKeys, List<long[]> pMembers, int[] pSize, int[] crossNode, double[][] weight,
