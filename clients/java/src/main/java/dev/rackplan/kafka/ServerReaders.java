@@ -106,6 +106,27 @@ final class ServerReaders implements AutoCloseable {
     return Math.max(0, deadlineMs - System.currentTimeMillis());
   }
 
+  /**
+   * One round of topic names: every listed topic described, each on its own. A topic deleted between
+   * the listing and the describe ({@code UnknownTopicOrPartitionException}) is skipped: it failed the
+   * whole round before (a hunt found it), so no new topic was named until a round met no deletion,
+   * and the plugin withheld the new topics meanwhile. Any other failure still fails the round (the
+   * loop tries again), after the names that did answer are kept.
+   */
+  void refreshTopicNames(Admin a) throws Exception {
+    Set<String> names = a.listTopics().names().get(10, TimeUnit.SECONDS);
+    Exception failed = null;
+    for (Map.Entry<String, org.apache.kafka.common.KafkaFuture<TopicDescription>> e : a.describeTopics(names).topicNameValues().entrySet()) {
+      try {
+        TopicDescription td = e.getValue().get(10, TimeUnit.SECONDS);
+        topicNames.put(td.topicId(), td.name());
+      } catch (java.util.concurrent.ExecutionException x) {
+        if (!(x.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) failed = x;
+      }
+    }
+    if (failed != null) throw failed;
+  }
+
   private void refreshTopics(Map<String, Object> ac) {
     long last = 0;
     long answered = System.currentTimeMillis();
@@ -121,9 +142,7 @@ final class ServerReaders implements AutoCloseable {
           LOG.info("rackplan: no topic listing for {} s; admin client made anew", ADMIN_RENEW_MS / 1000);
         }
         if (refreshWanted || now - last > 30_000) {
-          Set<String> names = admin.listTopics().names().get(10, TimeUnit.SECONDS);
-          Map<String, TopicDescription> d = admin.describeTopics(names).allTopicNames().get(10, TimeUnit.SECONDS);
-          for (TopicDescription td : d.values()) topicNames.put(td.topicId(), td.name());
+          refreshTopicNames(admin);
           refreshWanted = false;
           last = now;
           answered = now;
