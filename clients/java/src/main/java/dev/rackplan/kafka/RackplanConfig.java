@@ -1,6 +1,7 @@
 package dev.rackplan.kafka;
 
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.clients.CommonClientConfigs;
@@ -75,7 +76,7 @@ public final class RackplanConfig {
         throw new ConfigException(k, configs.get(k), "unknown rackplan setting; known: " + new java.util.TreeSet<>(KNOWN));
     planTopic = str(PLAN_TOPIC, "_rackplan.plans");
     planTopicPattern = str(PLAN_TOPIC_PATTERN, null);
-    planTopicRegex = regex(PLAN_TOPIC_PATTERN, planTopicPattern);
+    planTopicRegex = planTopics(regex(PLAN_TOPIC_PATTERN, planTopicPattern));
     registrationsTopic = str(REGISTRATIONS_TOPIC, "_rackplan.registrations");
     registrationTtlMs = positive(REGISTRATION_TTL_MS, 300_000L);
     planPollMs = positive(PLAN_POLL_MS, 500L);
@@ -117,6 +118,26 @@ public final class RackplanConfig {
     String s = v.toString().trim();
     if (s.isEmpty()) throw new ConfigException(key, v, "must not be empty");
     return s;
+  }
+
+  /**
+   * Ordinary topic names a plan topic pattern must not match. The KIP-848 plugin never assigns a topic the
+   * pattern matches (it takes it for a plan topic), so {@code .*}, {@code .+} or {@code [a-z].*} would
+   * leave every application topic unassigned, silently (a hunt found {@code .*} accepted). Not a proof
+   * that no application topic matches: a guard against the patterns that match nearly everything.
+   */
+  static final List<String> ORDINARY_TOPICS = List.of(
+      "orders", "payments", "events", "input", "output", "test", "topic", "a", "0", "my-app-input", "app.changelog",
+      "__consumer_offsets", "_schemas");
+
+  private static java.util.regex.Pattern planTopics(java.util.regex.Pattern p) {
+    if (p == null) return null;
+    for (String name : ORDINARY_TOPICS)
+      if (p.matcher(name).matches())
+        throw new ConfigException(PLAN_TOPIC_PATTERN, p.pattern(), "matches ordinary topic names such as '" + name
+            + "': a KIP-848 group is never assigned a topic this pattern matches (it is taken for a plan topic);"
+            + " write one that matches only the agent's plan topics, such as _rackplan\\.plans.*");
+    return p;
   }
 
   private static java.util.regex.Pattern regex(String key, String s) {

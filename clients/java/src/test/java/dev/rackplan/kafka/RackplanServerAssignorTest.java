@@ -275,6 +275,23 @@ class RackplanServerAssignorTest {
     }
   }
 
+  /**
+   * A plan topic pattern that matches ordinary topic names (a hunt configured {@code .*}: accepted, and then
+   * no topic was ever assigned to a KIP-848 group, silently) is refused when the broker configures it,
+   * naming the key; a pattern for the agent's plan topics is accepted.
+   */
+  @Test
+  void aPlanTopicPatternMatchingOrdinaryTopicsIsRefused() {
+    for (String bad : List.of(".*", ".+", "[a-z].*", "(?i).*s", "orders|_rackplan.*")) {
+      org.apache.kafka.common.config.ConfigException e = org.junit.jupiter.api.Assertions.assertThrows(
+          org.apache.kafka.common.config.ConfigException.class,
+          () -> new RackplanServerAssignor().configure(Map.of("rackplan.plan.topic.pattern", bad)));
+      assertTrue(e.getMessage().contains("rackplan.plan.topic.pattern") && e.getMessage().contains("ordinary topic names"), e.getMessage());
+    }
+    for (String ok : List.of("_rackplan\\.plans.*", "_rackplan\\..*", "rackplan-plans-(eu|us)"))
+      assertEquals(ok, new RackplanConfig(Map.of("rackplan.plan.topic.pattern", ok)).planTopicRegex.pattern());
+  }
+
   /** A plan topic pattern that is no regex: a ConfigException naming the key when the broker configures it. */
   @Test
   void aBadPlanTopicPatternIsRefusedNamingTheKey() {
