@@ -108,7 +108,8 @@ public final class TrafficStore {
   public synchronized double[] weights(String topic, int numPartitions, long nowMs) {
     Entry e = topic == null ? null : latest.get(topic);
     if (e == null || e.bytesPerS.length != numPartitions) return null;
-    long limit = maxAgeMs > 0 ? maxAgeMs : 3 * e.windowMs;
+    // three windows, saturated: a window above about 3e15 s overflowed to a negative age limit (never fresh)
+    long limit = maxAgeMs > 0 ? maxAgeMs : Math.min(e.windowMs, Long.MAX_VALUE / 3) * 3;
     return nowMs - e.timestampMs > limit ? null : e.bytesPerS.clone();
   }
 

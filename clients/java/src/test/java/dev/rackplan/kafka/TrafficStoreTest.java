@@ -63,6 +63,21 @@ class TrafficStoreTest {
     assertNull(short_.weights("orders", 2, NOW + 10_001), "rackplan.traffic.max.age.ms");
   }
 
+  /**
+   * A very long window (found by a hunt: window_s above about 3e15 made three windows overflow to a
+   * negative age limit, so the figures were never fresh) keeps them fresh, as a long window means.
+   */
+  @Test
+  void aVeryLongWindowDoesNotOverflowTheAgeLimit() {
+    for (String window : new String[] {"4.0E15", "1.0E300"}) {
+      TrafficStore s = new TrafficStore(0);
+      byte[] value = v("{\"schema\":1,\"topic\":\"orders\",\"bytes_per_s\":[1.0,2.0],\"window_s\":" + window
+          + ",\"measured_at_ms\":" + NOW + "}");
+      assertEquals(TrafficStore.Outcome.APPLIED, s.apply(TOPIC, "traffic/orders", value, null, null, NOW));
+      assertArrayEquals(new double[] {1, 2}, s.weights("orders", 2, NOW + 86_400_000L), "window_s " + window);
+    }
+  }
+
   @Test
   void newestMeasurementWinsAndTombstoneForgets() {
     TrafficStore s = new TrafficStore(0);
