@@ -18,7 +18,7 @@ import org.apache.kafka.coordinator.group.api.assignor.SubscriptionType;
  * The KIP-848 plugin's last resort: Kafka's own {@code uniform} assignor, from the broker's classpath
  * (loaded by name: it is the coordinator's class, not an API), on the group with its plan topics and
  * unnamed topics taken out of every subscription. Used when {@link RackStickyBalancer} declines a group
- * (more than 63 racks, a flow past its work bound) or fails a postcondition: balanced by Kafka's own
+ * (a flow network past its size or work bound) or fails a postcondition: balanced by Kafka's own
  * rule and as fast as the default, rack-blind.
  */
 final class KafkaUniformFallback {

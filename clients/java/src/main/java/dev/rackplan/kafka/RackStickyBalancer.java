@@ -37,9 +37,6 @@ import java.util.Map;
 public final class RackStickyBalancer {
   private RackStickyBalancer() {}
 
-  /** More distinct racks than a rack mask holds: the caller falls back. */
-  public static final int MAX_RACKS = 63;
-
   /** Flow networks bigger than this (very many distinct subscriptions) are not solved on the coordinator. */
   static final int MAX_CLASS_EDGES = 400_000;
 
@@ -49,6 +46,8 @@ public final class RackStickyBalancer {
    * a second even at {@link #MAX_CLASS_EDGES}; past it the caller falls back to Kafka's {@code uniform}.
    */
   static final long WORK_PER_EDGE = 200;
+  /** The bound in use: {@link #WORK_PER_EDGE}; a test lowers it to see a group handed to {@code uniform}. */
+  static volatile long workPerEdge = WORK_PER_EDGE;
   static final long MIN_WORK_EDGES = 20_000;
 
   /**
@@ -75,6 +74,12 @@ public final class RackStickyBalancer {
    */
   public static int[][] assign(
       int[] memberRack, int[][] memberTopics, int[] numPartitions, long[][] rackMask, int[][] current, double[][] weight) {
+    return assign(memberRack, memberTopics, numPartitions, RackMasks.of(rackMask), current, weight);
+  }
+
+  /** As above, the replica racks as {@link RackMasks} (any number of racks). */
+  static int[][] assign(
+      int[] memberRack, int[][] memberTopics, int[] numPartitions, RackMasks masks, int[][] current, double[][] weight) {
     int n = memberRack.length;
     int topics = numPartitions.length;
     // Subscriptions as ids; subscribers per topic.
@@ -129,7 +134,7 @@ public final class RackStickyBalancer {
       int[][] blind = copy(valid);
       quota = counts(blind, n);
       fillLeastLoaded(blind, quota, subscribers, subscriberCount, numPartitions);
-      repair(blind, quota, subscribers, numPartitions, memberRack, rackMask);
+      repair(blind, quota, subscribers, numPartitions, memberRack, masks);
     }
     // Member classes: (subscription, rack) and, in a heterogeneous group, the member's count.
     Map<List<Integer>, Integer> classIds = new HashMap<>();
@@ -167,7 +172,7 @@ public final class RackStickyBalancer {
     } else if (n > 0) {
       for (int c = 0; c < classes; c++) base[c] = (long) classSize[c] * classQuota.get(c);
     }
-    // Partition classes: (subscribing subscriptions, rack mask, current owner's class).
+    // Partition classes: (subscribing subscriptions, rack set, current owner's class).
     Map<String, Integer> groupIds = new HashMap<>();
     int[] groupOf = new int[topics];
     List<boolean[]> groupSubs = new ArrayList<>();
@@ -187,34 +192,9 @@ public final class RackStickyBalancer {
       }
       groupOf[t] = g;
     }
-    // Rack masks as small ids (few distinct ones), so a partition class is one long key.
-    Map<Long, Integer> maskIds = new HashMap<>();
-    long[] seenMasks = new long[16]; // the first few masks, looked up by a scan
-    int[][] maskIdOf = new int[topics][];
-    for (int t = 0; t < topics; t++) {
-      maskIdOf[t] = new int[numPartitions[t]];
-      long lastMask = 0;
-      int lastId = -1;
-      for (int p = 0; p < numPartitions[t]; p++) {
-        long mask = rackMask[t][p];
-        if (lastId < 0 || mask != lastMask) {
-          int id = -1;
-          for (int i = 0; i < Math.min(seenMasks.length, maskIds.size()); i++) if (seenMasks[i] == mask) id = i;
-          if (id < 0) {
-            Integer known = maskIds.get(mask);
-            if (known == null) {
-              maskIds.put(mask, known = maskIds.size());
-              if (known < seenMasks.length) seenMasks[known] = mask;
-            }
-            id = known;
-          }
-          lastMask = mask;
-          lastId = id;
-        }
-        maskIdOf[t][p] = lastId;
-      }
-    }
-    long maskKinds = maskIds.size();
+    // Rack sets as small ids (few distinct ones), so a partition class is one long key.
+    int[][] maskIdOf = masks.idOf;
+    long maskKinds = masks.kinds();
     Map<Long, Integer> pIds = new HashMap<>();
     long codes = groupSubs.size() * maskKinds * (classes + 1L);
     int[] dense = null; // class id + 1 by code, when the codes are few
@@ -234,7 +214,7 @@ public final class RackStickyBalancer {
           k = pKeys.size();
           if (dense != null) dense[(int) code] = k + 1;
           else pIds.put(code, k);
-          pKeys.add(new PKey(groupOf[t], maskIdOf[t][p], rackMask[t][p], ownerClass));
+          pKeys.add(new PKey(groupOf[t], maskIdOf[t][p], ownerClass));
           pMembers.add(new long[4]);
           if (k == pSize.length) pSize = Arrays.copyOf(pSize, Math.max(16, k * 2));
         }
@@ -251,7 +231,7 @@ public final class RackStickyBalancer {
         // Kafka's rule, kept by construction: a member may hold a topic only if it holds at most one
         // partition more than the topic's least-loaded subscriber (counts are fixed in a heterogeneous group).
         allowed[g][c] = groupSubs.get(g)[classSub.get(c)] && (quota == null || classQuota.get(c) <= (long) groupMin.get(g) + 1);
-    // Cells: (subscribers, rack mask). A cell's local classes are the allowed ones reading its
+    // Cells: (subscribers, rack set). A cell's local classes are the allowed ones reading its
     // partitions in-rack; it may also cross when some allowed class reads them from another rack.
     Map<Long, Integer> cellIds = new HashMap<>();
     int[] cellOf = new int[pc];
@@ -269,7 +249,7 @@ public final class RackStickyBalancer {
         boolean crossing = false;
         for (int c = 0; c < classes; c++) {
           if (!allowed[key.group][c]) continue;
-          if (isCross(classRack.get(c), key.mask)) crossing = true;
+          if (masks.isCross(classRack.get(c), key.maskId)) crossing = true;
           else local[size++] = c;
         }
         cellLocal.add(Arrays.copyOf(local, size));
@@ -306,7 +286,7 @@ public final class RackStickyBalancer {
     if (edges > MAX_CLASS_EDGES)
       throw new IllegalStateException(edges + " class edges (" + classes + " member classes): more than " + MAX_CLASS_EDGES);
     MinCostFlow flow = new MinCostFlow(nodes);
-    flow.workLimit = WORK_PER_EDGE * Math.max(edges, MIN_WORK_EDGES);
+    flow.workLimit = workPerEdge * Math.max(edges, MIN_WORK_EDGES);
     long[][] lightFirst = new long[pc][];
     if (mixed > 0) convexEdges(flow, pKeys, pMembers, pSize, crossNode, weight, big, firstP, lightFirst, nodes);
     final long inf = Long.MAX_VALUE / 4;
@@ -320,7 +300,7 @@ public final class RackStickyBalancer {
       long crossPrice = crossNode[k] >= 0 ? 0 : big;
       direct[k] = toLocal[k] = toCross[k] = -1;
       if (o >= 0 && allowed[key.group][o])
-        direct[k] = isCross(classRack.get(o), key.mask)
+        direct[k] = masks.isCross(classRack.get(o), key.maskId)
             ? flow.addEdge(crossFrom, firstClass + o, inf, crossPrice)
             : flow.addEdge(firstP + k, firstClass + o, inf, 0);
       if (localHub[cellOf[k]] >= 0) toLocal[k] = flow.addEdge(firstP + k, localHub[cellOf[k]], inf, 1);
@@ -365,7 +345,7 @@ public final class RackStickyBalancer {
       for (int side = crossNode[k] >= 0 ? 0 : 1; side < 2; side++)
         for (long share : shares) {
           int c = (int) (share >>> 32);
-          if (crossNode[k] >= 0 && isCross(classRack.get(c), pKeys.get(k).mask) != (side == 0)) continue;
+          if (crossNode[k] >= 0 && masks.isCross(classRack.get(c), pKeys.get(k).maskId) != (side == 0)) continue;
           for (long i = 0, f = (int) share; i < f; i++) perClass[c][perSize[c]++] = parts[cursor++];
         }
     }
@@ -383,12 +363,7 @@ public final class RackStickyBalancer {
     return owner;
   }
 
-  private record PKey(int group, int maskId, long mask, int ownerClass) {}
-
-  /** A member of rack {@code rack} reads a partition with replicas in {@code mask} from another rack (unknown: no). */
-  static boolean isCross(int rack, long mask) {
-    return rack >= 0 && mask != 0 && (mask & (1L << rack)) == 0;
-  }
+  private record PKey(int group, int maskId, int ownerClass) {}
 
   /**
    * The convex edge partition class -> crossing node of every class that may go both ways, priced by
@@ -491,7 +466,7 @@ public final class RackStickyBalancer {
    * than some subscriber of t, one of its t partitions moves to the least-loaded subscriber (one in that
    * subscriber's rack if there is one). Each move lowers the sum of squared counts: it ends.
    */
-  static void repair(int[][] owner, int[] count, int[][] subscribers, int[] numPartitions, int[] memberRack, long[][] rackMask) {
+  static void repair(int[][] owner, int[] count, int[][] subscribers, int[] numPartitions, int[] memberRack, RackMasks masks) {
     boolean changed = true;
     while (changed) {
       changed = false;
@@ -511,7 +486,7 @@ public final class RackStickyBalancer {
             if (owner[t][p] != high) continue;
             if (pick < 0) pick = p;
             int r = memberRack[low];
-            if (r >= 0 && (rackMask[t][p] & (1L << r)) != 0) {
+            if (masks.has(masks.idOf[t][p], r)) {
               pick = p;
               break;
             }

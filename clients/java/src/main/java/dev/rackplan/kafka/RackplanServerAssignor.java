@@ -41,7 +41,7 @@ import org.slf4j.LoggerFactory;
  * RackStickyBalancer}: balanced by Kafka's rule, then the fewest cross-rack partitions, then the fewest
  * moves; when the agent publishes traffic ({@code rackplan.traffic.topic}, read by {@link TrafficReader}),
  * the fewest cross-rack bytes/s come before the fewest cross-rack partitions. Should that fail its
- * postconditions or decline the group (more than 63 racks, a flow network past its size or work bound
+ * postconditions or decline the group (a flow network past its size or work bound
  * on the coordinator's thread), Kafka's own {@code uniform} assigns ({@link KafkaUniformFallback}),
  * counted apart.
  *

@@ -75,41 +75,33 @@ final class ServerBalance {
     Map<Uuid, Integer> topicIndex = new HashMap<>(topics.length * 2);
     for (int i = 0; i < topics.length; i++) topicIndex.put(topics[i], i);
     int[] numPartitions = new int[topics.length];
-    // Rack names get bits in the order first seen (the coordinator hands out the same String per broker,
-    // so a scan by identity over the few names seen answers almost every lookup), renumbered by name below.
+    // Rack names get indexes in the order first seen (the coordinator hands out the same String per
+    // broker, so a scan by identity over the names seen last answers almost every lookup), and each
+    // partition's set of them an id (RackMasks: any number of racks); renumbered by name below.
     RackBits bits = new RackBits();
-    for (String r : rackNames) bits.bit(r);
-    long[][] masks = new long[topics.length][];
+    for (String r : rackNames) bits.index(r);
+    RackMasks.Builder sets = new RackMasks.Builder(topics.length);
+    long[] w = new long[1];
     for (int t = 0; t < topics.length; t++) {
       numPartitions[t] = describer.numPartitions(topics[t]);
-      masks[t] = new long[numPartitions[t]];
+      sets.topic(t, numPartitions[t]);
       for (int p = 0; p < numPartitions[t]; p++) {
-        long mask = 0;
-        for (String x : describer.racksForPartition(topics[t], p)) mask |= bits.bit(x);
-        masks[t][p] = mask;
+        Arrays.fill(w, 0);
+        for (String x : describer.racksForPartition(topics[t], p)) {
+          int i = bits.index(x);
+          if ((i >> 6) >= w.length) w = Arrays.copyOf(w, Math.max(w.length * 2, (i >> 6) + 1));
+          w[i >> 6] |= 1L << (i & 63);
+        }
+        sets.partition(t, p, w, w.length);
       }
     }
-    if (bits.names.size() > RackStickyBalancer.MAX_RACKS)
-      throw new IllegalStateException(bits.names.size() + " racks: more than " + RackStickyBalancer.MAX_RACKS);
     rackNames.addAll(bits.names);
     Map<String, Integer> rackIndex = new HashMap<>();
     for (String r : rackNames) rackIndex.put(r, rackIndex.size());
     int[] renumber = new int[bits.names.size()];
-    for (int i = 0; i < renumber.length; i++) renumber[i] = rackIndex.get(bits.names.get(i));
     boolean same = true;
-    for (int i = 0; i < renumber.length; i++) same &= renumber[i] == i;
-    Map<Long, Long> renumbered = new HashMap<>();
-    for (long[] row : same ? new long[0][] : masks)
-      for (int p = 0; p < row.length; p++) {
-        long m = row[p];
-        Long done = renumbered.get(m);
-        if (done == null) {
-          long out = 0;
-          for (int i = 0; i < renumber.length; i++) if ((m & (1L << i)) != 0) out |= 1L << renumber[i];
-          renumbered.put(m, done = out);
-        }
-        row[p] = done;
-      }
+    for (int i = 0; i < renumber.length; i++) same &= (renumber[i] = rackIndex.get(bits.names.get(i))) == i;
+    RackMasks masks = sets.build(same ? null : renumber);
     int[] memberRack = new int[n];
     int[][] memberTopics = new int[n][];
     Map<Uuid[], int[]> indexesOf = new IdentityHashMap<>();
@@ -168,20 +160,22 @@ final class ServerBalance {
     return w;
   }
 
-  /** Rack name -> bit, in the order first seen; {@code 0} past {@link RackStickyBalancer#MAX_RACKS} names. */
+  /** Rack name -> index, in the order first seen. */
   private static final class RackBits {
     final List<String> names = new ArrayList<>();
     private final Map<String, Integer> index = new HashMap<>();
+    private int last = -1;
 
-    long bit(String name) {
-      for (int i = 0; i < names.size(); i++) if (names.get(i) == name) return i < 64 ? 1L << i : 0;
+    int index(String name) {
+      if (last >= 0 && names.get(last) == name) return last;
+      for (int i = Math.max(0, names.size() - 8); i < names.size(); i++) if (names.get(i) == name) return last = i;
       Integer i = index.get(name);
       if (i == null) {
         i = names.size();
         names.add(name);
         index.put(name, i);
       }
-      return i < 64 ? 1L << i : 0;
+      return last = i;
     }
   }
 }

@@ -5,6 +5,7 @@ import static dev.rackplan.kafka.CoordinatorGroups.moves;
 import static dev.rackplan.kafka.CoordinatorGroups.plain;
 import static dev.rackplan.kafka.CoordinatorGroups.spec;
 import static dev.rackplan.kafka.CoordinatorGroups.violation;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -186,6 +187,55 @@ class RackStickyBalancerTest {
       reversed.putAll(members);
       assertEquals(plain(rackplan(topics).assign(spec(members, Map.of()), topics)),
           plain(rackplan(topics).assign(spec(reversed, Map.of()), topics)));
+    }
+  }
+
+  /**
+   * Racks past a long's 64 bits ({@link RackMasks}' words; before it the balancer declined groups with
+   * more than 63 racks): 500 random groups, heterogeneous or not, with current owners and unknown racks,
+   * give exactly the same assignment when every rack index r is moved to r + 130 (three words, the
+   * order of racks kept) as with one bit per rack.
+   */
+  @Test
+  void racksPastSixtyFourGiveTheSameAssignment() {
+    Random r = new Random(64);
+    for (int trial = 0; trial < 500; trial++) {
+      int n = 1 + r.nextInt(10), topics = 1 + r.nextInt(4);
+      int[] numPartitions = new int[topics];
+      long[][] masks = new long[topics][];
+      int[][] current = new int[topics][];
+      for (int t = 0; t < topics; t++) {
+        numPartitions[t] = 1 + r.nextInt(24);
+        masks[t] = new long[numPartitions[t]];
+        current[t] = new int[numPartitions[t]];
+        for (int p = 0; p < numPartitions[t]; p++) {
+          masks[t][p] = r.nextInt(8); // a subset of racks 0-2, sometimes none (unknown)
+          current[t][p] = r.nextInt(3) == 0 ? -1 : r.nextInt(n);
+        }
+      }
+      boolean homogeneous = r.nextBoolean();
+      int[] memberRack = new int[n], shiftedRack = new int[n];
+      int[][] memberTopics = new int[n][];
+      for (int m = 0; m < n; m++) {
+        memberRack[m] = r.nextInt(8) == 0 ? -1 : r.nextInt(3);
+        shiftedRack[m] = memberRack[m] < 0 ? -1 : memberRack[m] + 130;
+        List<Integer> ts = new ArrayList<>();
+        for (int t = 0; t < topics; t++) if (homogeneous || r.nextInt(3) > 0) ts.add(t);
+        if (ts.isEmpty()) ts.add(r.nextInt(topics));
+        memberTopics[m] = ts.stream().mapToInt(Integer::intValue).toArray();
+      }
+      RackMasks.Builder wide = new RackMasks.Builder(topics);
+      for (int t = 0; t < topics; t++) {
+        wide.topic(t, numPartitions[t]);
+        for (int p = 0; p < numPartitions[t]; p++) {
+          long[] w = new long[3];
+          for (int k = 0; k < 3; k++) if ((masks[t][p] & (1L << k)) != 0) w[(k + 130) >> 6] |= 1L << ((k + 130) & 63);
+          wide.partition(t, p, w, 3);
+        }
+      }
+      int[][] narrow = RackStickyBalancer.assign(memberRack, memberTopics, numPartitions, masks, current);
+      int[][] shifted = RackStickyBalancer.assign(shiftedRack, memberTopics, numPartitions, wide.build(), current, null);
+      for (int t = 0; t < topics; t++) assertArrayEquals(narrow[t], shifted[t], "trial " + trial + " topic " + t);
     }
   }
 }

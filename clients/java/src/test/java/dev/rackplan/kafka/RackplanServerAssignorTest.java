@@ -179,10 +179,10 @@ class RackplanServerAssignorTest {
   }
 
   /**
-   * A group the balancer declines (here 70 racks, more than a rack mask holds) is assigned by Kafka's
-   * own {@code uniform}, counted apart with its reason: balanced by Kafka's rule (the previous
-   * rack-aware fallback was not, on heterogeneous groups past 63 racks), every partition once, never
-   * the plan topic, the same answer twice.
+   * A group the balancer declines (here: its flow past a work bound lowered to nothing) is assigned by
+   * Kafka's own {@code uniform}, counted apart with its reason: balanced by Kafka's rule (the previous
+   * rack-aware fallback was not, on some heterogeneous groups), every partition once, never the plan
+   * topic, the same answer twice. With the bound as shipped the same group (70 racks) is the balancer's.
    */
   @Test
   void aDeclinedGroupIsAssignedByKafkasUniformBalancedWithoutThePlanTopic() {
@@ -202,9 +202,19 @@ class RackplanServerAssignorTest {
       members.put(String.format("m%03d", i), new CoordinatorGroups.Member(racks[i % racks.length], subs));
     }
     GroupSpec spec = CoordinatorGroups.spec(members, Map.of());
-    Map<String, Map<Uuid, Set<Integer>>> got = CoordinatorGroups.plain(a.assign(spec, topics));
-    assertEquals(1, a.safeFallbackCount.get());
-    assertTrue(a.lastSafeReason.contains("70 racks"), a.lastSafeReason);
+    Map<String, Map<Uuid, Set<Integer>>> balanced = CoordinatorGroups.plain(a.assign(spec, topics));
+    assertEquals(0, a.safeFallbackCount.get(), a.lastSafeReason);
+    Map<String, Map<Uuid, Set<Integer>>> got;
+    RackStickyBalancer.workPerEdge = 0;
+    try {
+      got = CoordinatorGroups.plain(a.assign(spec, topics));
+      assertEquals(got, CoordinatorGroups.plain(a.assign(spec, topics)));
+    } finally {
+      RackStickyBalancer.workPerEdge = RackStickyBalancer.WORK_PER_EDGE;
+    }
+    assertEquals(2, a.safeFallbackCount.get());
+    assertTrue(a.lastSafeReason.contains("work bound"), a.lastSafeReason);
+    assertTrue(CoordinatorGroups.crossRack(members, topics, balanced) < CoordinatorGroups.crossRack(members, topics, got));
     for (Map<Uuid, Set<Integer>> m : got.values()) assertTrue(!m.containsKey(ids.get(0)), "the plan topic was assigned");
     Map<String, CoordinatorGroups.Member> withoutPlanTopic = new TreeMap<>();
     for (Map.Entry<String, CoordinatorGroups.Member> e : members.entrySet()) {
@@ -215,7 +225,7 @@ class RackplanServerAssignorTest {
     Map<Uuid, List<Set<String>>> rest = new HashMap<>(topics.racks());
     rest.remove(ids.get(0));
     assertEquals(null, CoordinatorGroups.violation(withoutPlanTopic, new CoordinatorGroups.Topics(rest, names), got));
-    assertEquals(got, CoordinatorGroups.plain(a.assign(spec, topics)));
+    assertEquals(null, CoordinatorGroups.violation(withoutPlanTopic, new CoordinatorGroups.Topics(rest, names), balanced));
   }
 
   /**
