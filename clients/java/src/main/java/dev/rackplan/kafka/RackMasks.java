@@ -76,6 +76,11 @@ final class RackMasks {
         idOf[t][p] = lastId;
         return;
       }
+      for (int i = 0; i < Math.min(16, sets.size()); i++) // few distinct sets in most groups: a scan, no hashing
+        if (same(sets.get(i), w, len)) {
+          idOf[t][p] = lastId = i;
+          return;
+        }
       long h = len;
       for (int i = 0; i < len; i++) h = h * 1_000_003L ^ w[i];
       int[] ids = byHash.get(h);
