@@ -48,7 +48,9 @@ def classpath() -> str:
     return f"{TARGET / 'test-classes'}:{TARGET / 'classes'}:{cp_file.read_text().strip()}"
 
 
-def run(warmup: int, runs: int, shape: list[int] | None, traffic: bool = False, hard: bool = False) -> list[dict[str, Any]]:
+def run(
+    warmup: int, runs: int, shape: list[int] | None, traffic: bool = False, hard: bool = False
+) -> list[dict[str, Any]]:
     cmd = [
         "java",
         "-Xmx2g",
