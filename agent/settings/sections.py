@@ -441,7 +441,8 @@ class Settings(EnvFirstSettings):
     #: append a fleet snapshot (JSON lines, see docs/fleet.md) here at start and at every confirmed change
     archive_dir: Path | None = None
     #: the cluster's name: a label in snapshots (their id is Kafka's cluster id) and of metrics and alerts
-    cluster_name: str | None = None
+    #: (an empty name would label them with nothing: refused; leave it out instead)
+    cluster_name: str | None = Field(default=None, min_length=1)
 
     @field_validator("consumer_groups", "streams_apps", "rack_mapping", mode="before")
     @classmethod

@@ -123,6 +123,7 @@ def test_an_unknown_variable_and_a_bad_value_are_named_together(
         ({"zzz": 1}, "zzz: unknown key"),
         ({"http": {"port": "eighty"}}, "http.port: expected a whole number, got 'eighty'"),
         ({"ha": {"enabled": "maybe"}}, "ha.enabled: expected true or false, got 'maybe'"),
+        ({"cluster_name": ""}, "cluster_name: String should have at least 1 character"),
     ],
 )  # fmt: skip
 def test_a_mistake_is_said_in_the_docs_words(doc: dict[str, object], line: str) -> None:
