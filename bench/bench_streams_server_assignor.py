@@ -1,6 +1,6 @@
 """KIP-1071 Streams assignors on the broker, skewed traffic: Kafka's ``sticky`` against rackplan's plugin.
 
-    .venv/bin/python -m bench.bench_streams_server_assignor [--warmup 5] [--runs 9] [--shape TASKS MEMBERS]
+    .venv/bin/python -m bench.bench_streams_server_assignor [--warmup 5] [--runs 9] [--shape TASKS MEMBERS] [--tags]
 
 Needs Java 17 and Maven.  Compiles clients/java's tests and runs
 ``dev.rackplan.kafka.streams.StreamsAssignorBench`` in one JVM: for each shape (100 tasks on 10 members,
@@ -11,7 +11,8 @@ agent's traffic (a filled ``TrafficStore``) are timed on ``assign(GroupSpec, Top
 thread's CPU time, warmed up, the median of the timed runs), fresh and after a member joined (the group
 holding the assignor's own fresh answer).  Printed per case: both times, and after the join the actives'
 cross-rack partitions, cross-rack bytes/s (share of all they read) and moves.  docs/performance.md
-quotes a run.
+quotes a run.  ``--tags``: every member also carries the client tag ``zone`` (one of three, independent of
+its rack) and the group sets ``rack.aware.assignment.tags=zone``.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from typing import Any
 from bench.bench_server_assignor import classpath
 
 
-def run(warmup: int, runs: int, shape: list[int] | None) -> list[dict[str, Any]]:
+def run(warmup: int, runs: int, shape: list[int] | None, tags: bool = False) -> list[dict[str, Any]]:
     cmd = ["java", "-Xmx2g", "-cp", classpath(), "dev.rackplan.kafka.streams.StreamsAssignorBench"]
+    cmd += ["tags"] if tags else []
     cmd += [str(warmup), str(runs), *([str(shape[0]), str(shape[1])] if shape else [])]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
@@ -59,8 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--shape", type=int, nargs=2, metavar=("TASKS", "MEMBERS"))
+    p.add_argument("--tags", action="store_true", help="members with a client tag the group names")
     args = p.parse_args(argv)
-    print(table(run(args.warmup, args.runs, args.shape)))
+    print(table(run(args.warmup, args.runs, args.shape, args.tags)))
     return 0
 
 

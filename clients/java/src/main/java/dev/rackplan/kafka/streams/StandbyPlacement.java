@@ -16,12 +16,14 @@ import java.util.TreeSet;
  * members whose process holds no copy of the task; the first such member in the view's order on a tie.
  *
  * <p>Why a class: a scan of every member for every standby is members x standbys key computations,
- * most of a large group's assignment on the coordinator's thread. Without client tags a member's key
- * depends only on its rack, unless it has state of the task (its previous owner, or warm), so the
- * best of a rack is its first member (by load, then order) whose process is free: each rack keeps
- * its members ordered by (load, order), and only the few members with state are keyed one by one.
- * With tags every free least-loaded member is keyed, as the rule reads. Both give the rule's member
- * ({@code StandbyPlacementTest} checks them against the rule read literally).
+ * most of a large group's assignment on the coordinator's thread. A member's key depends only on its
+ * rack and its values of the client tags ({@code rack.aware.assignment.tags}), unless it has state of
+ * the task (its previous owner, or warm), so the best of such a class is its first member (by load,
+ * then order) whose process is free: each class keeps its members ordered by (load, order), and only
+ * the few members with state are keyed one by one. Until session 34 the classes were racks and, with
+ * tags, every free least-loaded member was keyed for every standby (1.3-3.1 s at 2,000 members, found
+ * by a hunt). It gives the rule's member ({@code StandbyPlacementTest} checks it against the rule read
+ * literally, with tags and without).
  */
 final class StandbyPlacement {
   private final GroupView g;
@@ -32,14 +34,16 @@ final class StandbyPlacement {
   private final int[] process;
   /** A member's rack number; members with no rack have the last one. */
   private final int[] slot;
+  /** A member's class: its rack and its values of the client tags. */
+  private final int[] klass;
   private final int noRack;
   private final int[] load;
   private final boolean[] held;
   private final boolean[] rackUsed;
   /** Members with state of the task being placed (its previous owner, warm ones): keyed one by one. */
   private final boolean[] stateful;
-  /** Per rack, its members as {@code load * nm + index}, ascending; null when tags are compared (the scan). */
-  private final List<TreeSet<Long>> byRack;
+  /** Per class, its members as {@code load * nm + index}, ascending. */
+  private final List<TreeSet<Long>> byClass = new ArrayList<>();
   /** The task being placed: its changelog partitions read across racks, per rack (-1: not asked yet). */
   private final int[] crossIn;
   private Task task;
@@ -65,13 +69,20 @@ final class StandbyPlacement {
     }
     noRack = rackIndex.size();
     for (int i = 0; i < nm; i++) if (slot[i] < 0) slot[i] = noRack;
+    klass = new int[nm];
+    Map<List<Object>, Integer> classIndex = new HashMap<>();
+    for (int i = 0; i < nm; i++) {
+      List<Object> key = new ArrayList<>(g.tagKeys.size() + 1);
+      key.add(slot[i]);
+      for (String tagKey : g.tagKeys) key.add(members.get(i).tags().get(tagKey));
+      klass[i] = classIndex.computeIfAbsent(key, k -> classIndex.size());
+    }
+    for (int c = 0; c < classIndex.size(); c++) byClass.add(new TreeSet<>());
     load = new int[nm];
     held = new boolean[processIndex.size()];
     rackUsed = new boolean[noRack + 1];
     stateful = new boolean[nm];
     crossIn = new int[noRack + 1];
-    byRack = g.tagKeys.isEmpty() ? new ArrayList<>() : null;
-    if (byRack != null) for (int r = 0; r <= noRack; r++) byRack.add(new TreeSet<>());
   }
 
   /** The loads after placing (actives and standbys) and each task's active owner: what evening out reads. */
@@ -88,7 +99,7 @@ final class StandbyPlacement {
       p.load[p.index.get(e.getKey())] = e.getValue().size();
       for (Task t : e.getValue()) activeOwner.put(t, e.getKey());
     }
-    if (p.byRack != null) for (int i = 0; i < p.nm; i++) p.byRack.get(p.slot[i]).add(p.entry(i));
+    for (int i = 0; i < p.nm; i++) p.byClass.get(p.klass[i]).add(p.entry(i));
     int[] holders = new int[replicas + 1];
     for (Task t : g.stateful) {
       int owner = p.index.get(activeOwner.get(t));
@@ -96,7 +107,7 @@ final class StandbyPlacement {
       holders[0] = owner;
       int placed = 0;
       for (int k = 0; k < replicas; k++) {
-        int best = p.byRack != null ? p.bestByRack() : p.bestByScan();
+        int best = p.best();
         if (best < 0) break;
         out.get(p.members.get(best).id()).add(t);
         p.take(best);
@@ -139,9 +150,9 @@ final class StandbyPlacement {
   }
 
   private void take(int best) {
-    if (byRack != null) byRack.get(slot[best]).remove(entry(best));
+    byClass.get(klass[best]).remove(entry(best));
     load[best]++;
-    if (byRack != null) byRack.get(slot[best]).add(entry(best));
+    byClass.get(klass[best]).add(entry(best));
     held[process[best]] = true;
     if (slot[best] != noRack) rackUsed[slot[best]] = true;
     usedTags.add(members.get(best).tags());
@@ -155,38 +166,21 @@ final class StandbyPlacement {
     for (int w : withState) stateful[w] = false;
   }
 
-  /** The member the rule picks, keying every free least-loaded member (tags are compared); -1 if none. */
-  private int bestByScan() {
-    int least = Integer.MAX_VALUE;
-    for (int i = 0; i < nm; i++) if (!held[process[i]]) least = Math.min(least, load[i]);
-    int best = -1;
-    long[] bestKey = null;
-    for (int i = 0; i < nm; i++) {
-      if (held[process[i]] || load[i] > least) continue; // Kafka's rule: a least loaded member
-      long[] key = key(i);
-      if (bestKey == null || Arrays.compare(key, bestKey) < 0) {
-        best = i;
-        bestKey = key;
-      }
-    }
-    return best;
-  }
-
   /**
-   * The member the rule picks without tags: per rack its first free member by (load, order) that has
-   * no state of the task, and each free member with state, keyed; the least key, then the first in
-   * order. -1 if no process is free.
+   * The member the rule picks: per class its first free member by (load, order) that has no state of
+   * the task, and each free member with state, keyed; the least key, then the first in order. -1 if no
+   * process is free.
    */
-  private int bestByRack() {
+  private int best() {
     int least = Integer.MAX_VALUE;
-    for (TreeSet<Long> rack : byRack) {
-      int first = firstFree(rack, false);
+    for (TreeSet<Long> cls : byClass) {
+      int first = firstFree(cls, false);
       if (first >= 0) least = Math.min(least, load[first]);
     }
     int best = -1;
     long[] bestKey = null;
-    for (TreeSet<Long> rack : byRack) {
-      int i = firstFree(rack, true);
+    for (TreeSet<Long> cls : byClass) {
+      int i = firstFree(cls, true);
       if (i >= 0 && load[i] == least) {
         long[] key = key(i);
         int c = bestKey == null ? -1 : Arrays.compare(key, bestKey);
@@ -208,9 +202,9 @@ final class StandbyPlacement {
     return best;
   }
 
-  /** A rack's first member by (load, order) whose process is free (and, if asked, with no state of the task). */
-  private int firstFree(TreeSet<Long> rack, boolean noState) {
-    for (long e : rack) {
+  /** A class's first member by (load, order) whose process is free (and, if asked, with no state of the task). */
+  private int firstFree(TreeSet<Long> cls, boolean noState) {
+    for (long e : cls) {
       int i = (int) (e % nm);
       if (!held[process[i]] && !(noState && stateful[i])) return i;
     }

@@ -16,7 +16,7 @@ import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 
 /**
- * The standby placement ({@link StandbyPlacement}: by rack without tags, a scan with them) is the
+ * The standby placement ({@link StandbyPlacement}: by class of rack and tag values) is the
  * rule itself: the oracle is the rule read literally (every member scanned for every standby, its key computed in full, the first
  * least key in the view's order), on random groups after churn with client tags, previous owners and
  * warm state; and the same for a sub-topology id that is not a number.
@@ -25,7 +25,7 @@ class StandbyPlacementTest {
   @Test
   void theIndexedPlacementIsTheLiteralRule() {
     Random rnd = new Random(29);
-    int[] withStandbys = new int[2]; // without tags (by rack), with tags (the scan)
+    int[] withStandbys = new int[2]; // without tags, with tags
     for (int i = 0; i < 400; i++) {
       KafkaStickyParityTest.Case c = KafkaStickyParityTest.randomCase(rnd);
       GroupView v = GroupView.of(c.spec(), c.describer(), 0);

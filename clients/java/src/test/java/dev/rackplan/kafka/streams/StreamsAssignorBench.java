@@ -29,14 +29,22 @@ import org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor;
  * <p>Apps: {@code subs} sub-topologies of {@code tasks / subs} partitions, half of them stateful
  * (a changelog each); every partition's one replica in one rack, the racks holding 50 / 30 / 20% of
  * them; Zipf-like bytes/s over each topic's partitions; members spread over the three racks, one
- * standby.
+ * standby. With {@code tags} first: every member also has the client tag {@code zone} (one of three,
+ * independent of its rack) and the group {@code rack.aware.assignment.tags=zone}.
  */
 public final class StreamsAssignorBench {
   private StreamsAssignorBench() {}
 
   static final List<String> RACKS = List.of("az-a", "az-b", "az-c");
 
+  /** Members carry the client tag zone and the group names it (main's first argument {@code tags}). */
+  static List<String> tagKeys = List.of();
+
   public static void main(String[] args) {
+    if (args.length > 0 && args[0].equals("tags")) {
+      tagKeys = List.of("zone");
+      args = java.util.Arrays.copyOfRange(args, 1, args.length);
+    }
     int warmup = Integer.parseInt(args.length > 0 ? args[0] : "5");
     int runs = Integer.parseInt(args.length > 1 ? args[1] : "9");
     int[][] shapes = {{100, 10}, {1_000, 50}, {2_000, 200}};
@@ -80,7 +88,8 @@ public final class StreamsAssignorBench {
     Map<String, Groups.M> members = new TreeMap<>();
     Set<String> processes = new TreeSet<>();
     for (int i = 0; i <= memberCount; i++) {
-      members.put(String.format("m%05d", i), Groups.M.of(String.format("p%05d", i), RACKS.get(i % 3)));
+      Groups.M m = Groups.M.of(String.format("p%05d", i), RACKS.get(i % 3));
+      members.put(String.format("m%05d", i), tagKeys.isEmpty() ? m : m.withTags(Map.of("zone", "zone-" + (i / 3) % 3)));
       processes.add(String.format("p%05d", i));
     }
     String joiner = String.format("m%05d", memberCount);
@@ -100,7 +109,7 @@ public final class StreamsAssignorBench {
     assignors.put("rackplan+traffic", plugin(catalog, store));
     for (Map.Entry<String, TaskAssignor> e : assignors.entrySet()) {
       TaskAssignor a = e.getValue();
-      GroupSpec fresh = Groups.spec(before, 1, List.of());
+      GroupSpec fresh = Groups.spec(before, 1, tagKeys);
       double[] freshMs = time(a, fresh, describer, warmup, runs);
       GroupAssignment first = a.assign(fresh, describer);
       Map<String, Groups.M> held = new TreeMap<>();
@@ -108,7 +117,7 @@ public final class StreamsAssignorBench {
         var got = first.members().get(m.getKey());
         held.put(m.getKey(), got == null ? m.getValue() : m.getValue().withActive(got.activeTasks()).withStandby(got.standbyTasks()));
       }
-      GroupSpec join = Groups.spec(held, 1, List.of());
+      GroupSpec join = Groups.spec(held, 1, tagKeys);
       double[] joinMs = time(a, join, describer, warmup, runs);
       GroupAssignment after = a.assign(join, describer);
       long cross = 0;
