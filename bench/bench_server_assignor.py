@@ -67,16 +67,21 @@ def run(
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
+def by_case(rows: list[dict[str, Any]], *fields: str) -> dict[tuple[Any, ...], dict[str, dict[str, Any]]]:
+    """The JSON lines grouped by case (the values of ``fields``), then by assignor, in the order printed."""
+    by: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(tuple(r[f] for f in fields), {})[r["assignor"]] = r
+    return by
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| members | partitions | subscriptions | uniform CPU ms (fresh / join) | range | rackplan | "
         "rackplan / uniform (join) | cross-rack uniform / rackplan | moves on join uniform / rackplan |",
         "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    by: dict[tuple[int, int, str], dict[str, dict[str, Any]]] = {}
-    for r in rows:
-        by.setdefault((r["members"], r["partitions"], r["subscriptions"]), {})[r["assignor"]] = r
-    for (m, p, s), a in by.items():
+    for (m, p, s), a in by_case(rows, "members", "partitions", "subscriptions").items():
         u, g, rp = a["uniform"], a["range"], a["rackplan"]
         lines.append(
             f"| {m:,} | {p:,} | {s} | {u['fresh_ms']:.1f} / {u['join_ms']:.1f} | "
@@ -96,10 +101,7 @@ def traffic_table(rows: list[dict[str, Any]]) -> str:
         "rackplan / +traffic | moves on join: rackplan / +traffic |",
         "|---:|---:|---|---:|---:|---:|---:|",
     ]
-    by: dict[tuple[int, int, str], dict[str, dict[str, Any]]] = {}
-    for r in rows:
-        by.setdefault((r["members"], r["partitions"], r["subscriptions"]), {})[r["assignor"]] = r
-    for (m, p, s), a in by.items():
+    for (m, p, s), a in by_case(rows, "members", "partitions", "subscriptions").items():
         u, c, t = a["uniform"], a["rackplan"], a["rackplan+traffic"]
         pct = [100 * x["cross_rack_bytes_per_s"] / max(x["bytes_per_s"], 1e-9) for x in (u, c, t)]
         lines.append(
@@ -119,10 +121,7 @@ def hard_table(rows: list[dict[str, Any]]) -> str:
         "moves uniform / rackplan | rackplan handed to uniform |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
-    by: dict[str, dict[str, dict[str, Any]]] = {}
-    for r in rows:
-        by.setdefault(r["shape"], {})[r["assignor"]] = r
-    for shape, a in by.items():
+    for (shape,), a in by_case(rows, "shape").items():
         u, rp = a["uniform"], a["rackplan"]
         lines.append(
             f"| {shape} | {u['cpu_ms']:.1f} | {rp['cpu_ms']:.1f} | {rp['cpu_ms'] / max(u['cpu_ms'], 1e-9):.1f}x | "

@@ -47,6 +47,17 @@ class MinCostFlowTest {
     }
   }
 
+  /** Tasks costing 0, 1 or 2 on each member (the cheapest placement: every task at cost 0), room for all. */
+  static MinCostFlow onePathLength(int tasks, int members) {
+    MinCostFlow f = new MinCostFlow(2 + tasks + members);
+    for (int t = 0; t < tasks; t++) {
+      f.addEdge(0, 2 + t, 1, 0);
+      for (int m = 0; m < members; m++) f.addEdge(2 + t, 2 + tasks + m, 1, (t + m) % 3);
+    }
+    for (int m = 0; m < members; m++) f.addEdge(2 + tasks + m, 1, tasks / members, 0);
+    return f;
+  }
+
   /**
    * The primal-dual step: units that share a path length go in one phase (one Dijkstra), not one
    * each. 600 tasks, three members of 200 slots, every task costing 0, 1 or 2 on each member: at most
@@ -56,12 +67,7 @@ class MinCostFlowTest {
   @Test
   void unitsOfOnePathLengthShareOneDijkstra() {
     int tasks = 600, members = 3;
-    MinCostFlow f = new MinCostFlow(2 + tasks + members);
-    for (int t = 0; t < tasks; t++) {
-      f.addEdge(0, 2 + t, 1, 0);
-      for (int m = 0; m < members; m++) f.addEdge(2 + t, 2 + tasks + m, 1, (t + m) % 3);
-    }
-    for (int m = 0; m < members; m++) f.addEdge(2 + tasks + m, 1, tasks / members, 0);
+    MinCostFlow f = onePathLength(tasks, members);
     long[] r = f.run(0, 1, tasks);
     assertEquals(tasks, r[0]);
     assertEquals(0, r[1]); // each member has 200 tasks at cost 0
@@ -113,12 +119,7 @@ class MinCostFlowTest {
   @Test
   void aFlowPastItsWorkBoundThrows() {
     int tasks = 600, members = 3;
-    MinCostFlow f = new MinCostFlow(2 + tasks + members);
-    for (int t = 0; t < tasks; t++) {
-      f.addEdge(0, 2 + t, 1, 0);
-      for (int m = 0; m < members; m++) f.addEdge(2 + t, 2 + tasks + m, 1, (t + m) % 3);
-    }
-    for (int m = 0; m < members; m++) f.addEdge(2 + tasks + m, 1, tasks / members, 0);
+    MinCostFlow f = onePathLength(tasks, members);
     f.workLimit = 1_000;
     IllegalStateException e = assertThrows(IllegalStateException.class, () -> f.run(0, 1, tasks));
     assertEquals("the min-cost flow passed its work bound of 1000 edge steps", e.getMessage());
