@@ -35,6 +35,18 @@ final class RackMasks {
     return rack >= 0 && (rack >> 6) < w.length && (w[rack >> 6] & (1L << (rack & 63))) != 0;
   }
 
+  /** The racks of set {@code id}, ascending (none: unknown). */
+  int[] racks(int id) {
+    long[] w = words[id];
+    int n = 0;
+    for (long x : w) n += Long.bitCount(x);
+    int[] out = new int[n];
+    n = 0;
+    for (int i = 0; i < w.length; i++)
+      for (long x = w[i]; x != 0; x &= x - 1) out[n++] = i * 64 + Long.numberOfTrailingZeros(x);
+    return out;
+  }
+
   /** Whether a member of rack {@code rack} (-1: none) reads set {@code id} from another rack (unknown set: no). */
   boolean isCross(int rack, int id) {
     return rack >= 0 && words[id].length > 0 && !has(id, rack);

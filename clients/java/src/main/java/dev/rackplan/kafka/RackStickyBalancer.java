@@ -233,26 +233,57 @@ public final class RackStickyBalancer {
         allowed[g][c] = groupSubs.get(g)[classSub.get(c)] && (quota == null || classQuota.get(c) <= (long) groupMin.get(g) + 1);
     // Cells: (subscribers, rack set). A cell's local classes are the allowed ones reading its
     // partitions in-rack; it may also cross when some allowed class reads them from another rack.
+    // Found through each subscriber set's allowed classes by rack: the work is the cells' local
+    // classes (the local hubs' edges, bounded below), not cells x classes.
+    int[][][] allowedByRack = new int[groups][][]; // [group][rack + 1]: allowed classes there (index 0: no rack)
+    int[] racked = new int[groups]; // allowed classes with a rack
+    int rackCount = 0;
+    for (int c = 0; c < classes; c++) rackCount = Math.max(rackCount, classRack.get(c) + 1);
+    for (int g = 0; g < groups; g++) {
+      int[] size = new int[rackCount + 1];
+      for (int c = 0; c < classes; c++) if (allowed[g][c]) size[classRack.get(c) + 1]++;
+      allowedByRack[g] = new int[rackCount + 1][];
+      for (int r = 0; r <= rackCount; r++) allowedByRack[g][r] = new int[size[r]];
+      int[] at = new int[rackCount + 1];
+      for (int c = 0; c < classes; c++) if (allowed[g][c]) allowedByRack[g][classRack.get(c) + 1][at[classRack.get(c) + 1]++] = c;
+      racked[g] = 0;
+      for (int r = 1; r <= rackCount; r++) racked[g] += size[r];
+    }
     Map<Long, Integer> cellIds = new HashMap<>();
     int[] cellOf = new int[pc];
     List<int[]> cellLocal = new ArrayList<>();
     List<Boolean> cellCross = new ArrayList<>();
     List<Integer> cellGroup = new ArrayList<>();
+    long localEdges = 0;
     for (int k = 0; k < pc; k++) {
       PKey key = pKeys.get(k);
       long code = key.group * maskKinds + key.maskId;
       Integer cell = cellIds.get(code);
       if (cell == null) {
         cellIds.put(code, cell = cellLocal.size());
-        int[] local = new int[classes];
-        int size = 0;
-        boolean crossing = false;
-        for (int c = 0; c < classes; c++) {
-          if (!allowed[key.group][c]) continue;
-          if (masks.isCross(classRack.get(c), key.maskId)) crossing = true;
-          else local[size++] = c;
+        int[][] byRack = allowedByRack[key.group];
+        int[] racks = masks.racks(key.maskId);
+        int[] local;
+        boolean crossing;
+        if (racks.length == 0) { // unknown racks: nobody reads them across racks
+          local = new int[0];
+          for (int[] rs : byRack) local = concat(local, rs);
+          crossing = false;
+        } else {
+          local = byRack[0]; // members without a rack are never cross
+          int inMask = 0;
+          for (int r : racks)
+            if (r < rackCount) {
+              local = concat(local, byRack[r + 1]);
+              inMask += byRack[r + 1].length;
+            }
+          crossing = inMask < racked[key.group];
         }
-        cellLocal.add(Arrays.copyOf(local, size));
+        Arrays.sort(local);
+        localEdges += local.length;
+        if (localEdges > MAX_CLASS_EDGES)
+          throw new IllegalStateException("more than " + MAX_CLASS_EDGES + " class edges to local hubs (" + classes + " member classes)");
+        cellLocal.add(local);
         cellCross.add(crossing);
         cellGroup.add(key.group);
       }
@@ -521,6 +552,13 @@ public final class RackStickyBalancer {
       }
     }
     if (!Arrays.equals(recount, count)) throw new IllegalStateException("member counts do not add up");
+  }
+
+  private static int[] concat(int[] a, int[] b) {
+    if (b.length == 0) return a;
+    int[] out = Arrays.copyOf(a, a.length + b.length);
+    System.arraycopy(b, 0, out, a.length, b.length);
+    return out;
   }
 
   private static int[][] copy(int[][] a) {

@@ -33,7 +33,8 @@ public final class ServerAssignorShapes {
       new Shape("a subscription per member", 3, 2, 0, 2_000, 10_000, false),
       new Shape("24 racks, joins uniform's", 24, 3, 1, 1_000, 20_000, true),
       new Shape("70 racks, joins uniform's", 70, 3, 1, 1_000, 10_000, true),
-      new Shape("70 racks, 10 subscriptions", 70, 3, 10, 1_000, 10_000, true));
+      new Shape("70 racks, 10 subscriptions", 70, 3, 10, 1_000, 10_000, true),
+      new Shape("500 racks, 10 subscriptions", 500, 3, 10, 5_000, 50_000, true));
 
   record Group(Topics topics, Map<String, Member> members, Map<String, Map<Uuid, Set<Integer>>> current) {}
 
