@@ -352,3 +352,74 @@ def test_compose_runs_the_kit_wired_to_the_agents() -> None:
             assert env["RACKPLAN_WEBHOOK__URL"] == "http://alertmanager:9093/api/v2/alerts"
             assert env["RACKPLAN_CLUSTER_NAME"] == json.loads(env["RACKPLAN_WEBHOOK__LABELS"])["cluster"]
     assert len(load_compose().nodes) == 6, "the Kafka part still loads for the local launcher"
+
+
+# ---- whose group series the dashboard shows ------------------------------------------------------------
+
+#: partitions per member rack, by agent, in three clusters of one job: a leader (a) and its standby (b, with
+#: series of an earlier term) in eu-1, an observer alone (o) in us-1, an observer (p) next to an acting agent
+#: (c) in ap-1.  Each agent: (cluster, rackplan_leader, rackplan_observe_only, local partitions).
+AGENTS = {
+    "a": ("eu-1", 1, 0, 10),
+    "b": ("eu-1", 0, 0, 7),
+    "o": ("us-1", 0, 1, 5),
+    "c": ("ap-1", 1, 0, 3),
+    "p": ("ap-1", 0, 1, 4),
+}
+
+
+def test_group_panels_show_the_leader_else_the_observer_never_the_standby(tmp_path: Path) -> None:
+    """An observe-only trial shows its group panels; an HA pair shows its leader's alone (no double count);
+    an observer next to an acting agent is not added to it.  promtool evaluates the dashboard's own query."""
+    (expr,) = [
+        t["expr"]
+        for p in dashboard()["panels"]
+        for t in p.get("targets", [])
+        if t["expr"].startswith("sum by (rack, locality) (rackplan_assigned_partitions")
+    ]
+    series = []
+    for name, (cluster, leader, observing, local) in AGENTS.items():
+        labels = f'job="rackplan", instance="{name}:9464", cluster="{cluster}"'
+        series += [
+            {"series": f"rackplan_leader{{{labels}}}", "values": f"{leader}x5"},
+            {"series": f"rackplan_observe_only{{{labels}}}", "values": f"{observing}x5"},
+            {
+                "series": f'rackplan_assigned_partitions{{{labels}, kind="consumer", group="g", rack="r1", '
+                'locality="local"}',
+                "values": f"{local}x5",
+            },
+        ]
+    shown = {"eu-1": 10, "us-1": 5, "ap-1": 3}
+    tests = [
+        {
+            "expr": grafana_to_promql(expr.replace("$cluster", cluster)),
+            "eval_time": "4m",
+            "exp_samples": [{"labels": '{locality="local", rack="r1"}', "value": value}],
+        }
+        for cluster, value in shown.items()
+    ]
+    path = tmp_path / "shown.test.yml"
+    path.write_text(
+        yaml.safe_dump({"tests": [{"interval": "1m", "input_series": series, "promql_expr_test": tests}]})
+    )
+    result = promtool.run("test", "rules", path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_group_query_selects_the_shown_agent_alike() -> None:
+    """Every dashboard query and alerting rule that picks agents by ``rackplan_leader`` picks them as the
+    query above does: the leader's series, an observer's where its job and cluster have no leader."""
+    (expr,) = [
+        t["expr"]
+        for p in dashboard()["panels"]
+        for t in p.get("targets", [])
+        if t["expr"].startswith("sum by (rack, locality) (rackplan_assigned_partitions")
+    ]
+    selector = expr[expr.index("and on (job, instance) (") :].removesuffix(")")
+    assert "rackplan_observe_only" in selector
+    group_exprs = [t["expr"] for p in dashboard()["panels"] for t in p.get("targets", [])]
+    group_exprs += [r["expr"] for r in rules() if "$labels.group" in r["annotations"]["summary"]]
+    picking = [e for e in group_exprs if "and on (job, instance) rackplan_leader" in e or selector in e]
+    assert len(picking) >= 15
+    for e in picking:
+        assert "and on (job, instance) rackplan_leader" not in e and selector in e, e
