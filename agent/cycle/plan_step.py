@@ -38,21 +38,30 @@ def rejoin_wanted(w: Wiring, term: Term) -> set[str]:
 
     At most once per 2 × ``followers.release_timeout_s`` per group, so
     followers that cannot come back (another consumer still in their group)
-    are not asked every cycle.
+    are not asked every cycle.  An observer (``mode: observe``) asks each
+    member back once while it stays in group subscription: its plans never
+    reach the followers, so asking again would only show handovers acting
+    would not make (found by a hunt: its generations climbed by two every gap).
     """
     out: set[str] = set()
     now = w.clock()
     gap = 2 * w.settings.followers.release_timeout_s
+    observing = w.settings.mode == "observe"
     for reg in term.regs:
         g = term.groups.get(reg.key)
         if reg.kind != CONSUMER or (g is not None and g.handover is not None):
             continue
         followers = term.store.followers(reg.kind, reg.name)
-        subscribed = any(st.mode == "subscription" for st in followers.values())
+        subscribed = frozenset(m for m, st in followers.items() if st.mode == "subscription")
+        if g is not None:  # a member seen out of subscription is asked again if it falls back
+            g.rejoin_asked &= subscribed
         if subscribed:
             g = term.group(reg.key)
+            if observing and subscribed <= g.rejoin_asked:
+                continue
             if now - g.rejoin_at >= gap:
                 g.rejoin_at = now
+                g.rejoin_asked |= subscribed
                 out.add(reg.key)
     return out
 

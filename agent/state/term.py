@@ -124,6 +124,8 @@ class GroupRecord:
     handover: Pending | None = None
     #: when the group's followers were last asked to come back from group subscription
     rejoin_at: float = -math.inf
+    #: observe mode: the members in group subscription already asked back (its plans never reach them)
+    rejoin_asked: frozenset[str] = frozenset()
     #: a handover whose target could not be published is retried after this
     handover_retry_at: float = -math.inf
     #: plan followers were seen in the group this term: its plans list what holders that left may still

@@ -87,3 +87,48 @@ def test_mode_is_a_setting_and_its_environment_variable(mode: str, monkeypatch: 
 def test_an_unknown_mode_is_refused() -> None:
     with pytest.raises(ValueError, match="mode"):
         Settings.model_validate({"mode": "dry-run"})
+
+
+def test_an_observer_brings_followers_in_group_subscription_back_once_not_every_timeout() -> None:
+    # Followers see no heartbeat from an observer, so they fall back to group subscription and stay there:
+    # they never read its plans.  The observer asked them back every 2 x followers.release_timeout_s (a
+    # revoking plan, a timed-out target, again), so its generations climbed without end and its handovers
+    # counted as timed out over and over: not what acting would do (one handover, the followers back).
+    from tests.agent.planning.test_handover import follow
+
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _pub, _log = make_agent(
+        admin, [], registrations={"ttl_s": 6000}, followers={"release_timeout_s": 10}, mode="observe"
+    )
+    follow(agent, "a", "az-a", mode="subscription")
+    follow(agent, "b", "az-b", mode="subscription")
+    reports = [cycle(agent) for _ in range(8)]
+    published = [(p.generation, p.state) for r in reports for p in r.completed + r.published]
+    assert published[:2] == [(1, "revoking"), (2, "proposed")]  # what acting would publish: both phases
+    assert published[2:] == [], "the same followers, still in subscription, are not asked back again"
+    assert agent.metrics.get("rackplan_handovers_total", {"result": "timed_out"}) == 1
+    follow(agent, "c", "az-c", mode="subscription")  # a member new to group subscription is brought back
+    assert [p.state for p in cycle(agent).published] == ["revoking"]
+    assert [p.state for p in cycle(agent).completed] == ["proposed"]
+    follow(agent, "a", "az-a", released=4, mode="plan")  # brought back (by an acting agent beside it)
+    assert cycle(agent).published == []
+    follow(agent, "a", "az-a", released=4, mode="subscription")  # fallen back again: asked back again
+    assert [p.state for p in cycle(agent).published] == ["revoking"]
+    agent.close()
+
+
+def test_an_acting_agent_still_asks_followers_in_subscription_back_after_its_gap() -> None:
+    from tests.agent.planning.test_handover import follow
+
+    admin = FakeAdmin({"t": [[1], [1], [2], [2], [3], [3]]})
+    agent, _pub, _log = make_agent(
+        admin, [], registrations={"ttl_s": 6000}, followers={"release_timeout_s": 10}
+    )
+    follow(agent, "a", "az-a", mode="subscription")
+    follow(agent, "b", "az-b", mode="subscription")
+    published = [
+        (p.generation, p.state) for _ in range(3) for r in [cycle(agent)] for p in r.completed + r.published
+    ]
+    # asked again: followers that could not come back (another consumer in the group) may come back later
+    assert published == [(1, "revoking"), (2, "proposed"), (3, "revoking"), (4, "proposed"), (5, "revoking")]
+    agent.close()
