@@ -37,6 +37,23 @@ def at_most(limit_s: float, why: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+def _cluster_name(name: str) -> str:
+    """``cluster_name`` as given, or ``ValueError``: it labels every metric sample, snapshot and alert, so a
+    blank one labelled them with nothing to tell the cluster by, and ``"eu-1 "`` another cluster than the
+    ``eu-1`` of an agent set without the space (the rules and dashboard group by it)."""
+    if not name.strip():
+        raise ValueError("empty: leave cluster_name out for no cluster label")
+    if name != name.strip():
+        raise ValueError(
+            f"leading or trailing whitespace: another agent's {name.strip()!r} would be another cluster"
+        )
+    return name
+
+
+#: the cluster's name (``cluster_name``): neither blank nor padded
+ClusterName = Annotated[str, AfterValidator(_cluster_name)]
+
+
 #: a duration the agent gives Admin API operations as their request timeout (plus 5 s)
 AdminRequestS = Annotated[
     float,

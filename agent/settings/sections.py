@@ -39,7 +39,7 @@ from .errors import SettingsError, describe_errors
 from .ha import HaSettings as HaSettings  # the ``ha:`` section, also importable from here
 from .headers import HeaderValueError, header_name_problem, header_problem, read_header_file
 from .hosts import bootstrap_problem, is_host
-from .section_base import AdminRequestS, check_named, own_topic, refuse_bool_as_number
+from .section_base import AdminRequestS, ClusterName, check_named, own_topic, refuse_bool_as_number
 from .section_base import Section as _Section
 from .traffic import CheckedTraffic, PriceSettings, TrafficSettings
 from .yaml_file import read_yaml_mapping
@@ -441,8 +441,8 @@ class Settings(EnvFirstSettings):
     #: append a fleet snapshot (JSON lines, see docs/fleet.md) here at start and at every confirmed change
     archive_dir: Path | None = None
     #: the cluster's name: a label in snapshots (their id is Kafka's cluster id) and of metrics and alerts
-    #: (an empty name would label them with nothing: refused; leave it out instead)
-    cluster_name: str | None = Field(default=None, min_length=1)
+    #: (a blank or padded name is refused: :data:`.section_base.ClusterName`; leave it out instead)
+    cluster_name: ClusterName | None = None
 
     @field_validator("consumer_groups", "streams_apps", "rack_mapping", mode="before")
     @classmethod

@@ -123,7 +123,9 @@ def test_an_unknown_variable_and_a_bad_value_are_named_together(
         ({"zzz": 1}, "zzz: unknown key"),
         ({"http": {"port": "eighty"}}, "http.port: expected a whole number, got 'eighty'"),
         ({"ha": {"enabled": "maybe"}}, "ha.enabled: expected true or false, got 'maybe'"),
-        ({"cluster_name": ""}, "cluster_name: String should have at least 1 character"),
+        ({"cluster_name": ""}, "cluster_name: empty: leave cluster_name out for no cluster label"),
+        ({"cluster_name": " \t"}, "cluster_name: empty: leave cluster_name out for no cluster label"),
+        ({"cluster_name": "eu-1 "}, "cluster_name: leading or trailing whitespace: another agent's 'eu-1' would be another cluster"),
     ],
 )  # fmt: skip
 def test_a_mistake_is_said_in_the_docs_words(doc: dict[str, object], line: str) -> None:
@@ -269,3 +271,16 @@ def test_the_cli_prints_every_line_and_exits_2_without_a_traceback(tmp_path: Pat
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [f"rackplan: error: settings: {line}" for line in THREE_LINES]
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_cluster_name_stops_the_agent_naming_the_key(tmp_path: Path, name: str) -> None:
+    # A blank name labelled every metric sample, snapshot and alert with nothing to tell the cluster by.
+    from tests.agent.runtime.test_startup import refused, run
+
+    config = tmp_path / "rackplan.yaml"
+    config.write_text(f'cluster_name: "{name}"\n', encoding="utf-8")
+    line = refused(run("agent", "run", "--no-supervisor", config=str(config)))
+    assert line == "rackplan: error: settings: cluster_name: empty: leave cluster_name out for no cluster label"
+    from_env = run("agent", "run", "--no-supervisor", env={"RACKPLAN_CLUSTER_NAME": name})
+    assert refused(from_env) == f"{line} (environment variable RACKPLAN_CLUSTER_NAME)"
