@@ -74,7 +74,13 @@ def cmd_plans(args: argparse.Namespace, command: str, live: LiveSource | None = 
     from ..settings.errors import describe_error
     from ..settings.sections import Settings
     from .plans_io import PlansProblem, PlansReader
+    from .plans_record import resolve_key
 
+    try:  # the argument first: a bad one needs no settings, no broker and no plan topic read
+        if command != "list":
+            resolve_key(args.group, ())
+    except PlanDecodeError as e:
+        return _err(f"GROUP: {e}", EXIT_BAD_INPUT)
     try:
         settings = Settings.load(args.config)
         configure(settings.log.format, "error", stream=sys.stderr)  # stdout holds the answer only

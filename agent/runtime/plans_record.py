@@ -133,7 +133,12 @@ def _plan_key(key: bytes | None) -> str | None:
 
 def resolve_key(name: str, keys: Iterable[str]) -> str:
     """The plan key a user means: ``consumer/<g>`` or ``streams/<a>`` as given; a bare name is the
-    consumer group of that name, else the Streams app of that name when only it has records."""
+    consumer group of that name, else the Streams app of that name when only it has records.
+    :class:`PlanDecodeError` when ``name`` can be no plan key (``plans`` checks it before reading)."""
+    if not name:
+        raise PlanDecodeError(
+            "empty: expected consumer/<group>, streams/<app> or a bare consumer group id", "bad_key"
+        )
     if "/" in name:
         return str(PlanKey.parse(name))
     known = set(keys)

@@ -264,6 +264,26 @@ def test_bad_input_exits_2_naming_it_and_a_missing_plan_exits_1(
     assert code == 1 and "consumer/nobody: no plan of record" in doc["stderr"]
 
 
+@pytest.mark.parametrize("command", ["show", "explain", "diff"])
+@pytest.mark.parametrize(
+    ("group", "said"),
+    [
+        ("", "GROUP: empty: expected consumer/<group>, streams/<app> or a bare consumer group id"),
+        ("consumer/", "GROUP: bad plan key 'consumer/': expected consumer/<group> or streams/<app>"),
+        ("kafka/x", "GROUP: bad plan key 'kafka/x': expected consumer/<group> or streams/<app>"),
+    ],
+)
+def test_a_bad_group_argument_exits_2_naming_it_before_any_broker_is_asked(
+    tmp_path: Path, command: str, group: str, said: str
+) -> None:
+    # `plans show ''` asked the brokers first (15 s against unreachable ones, then their error, not the
+    # argument's), and with brokers read the whole plan topic to say "bad plan key 'consumer/'".
+    path = tmp_path / "r.yaml"
+    path.write_text("kafka:\n  bootstrap_servers: 127.0.0.1:1\n  startup_timeout_s: 5\n")
+    code, doc, _ = run(path, command, group)
+    assert code == 2 and doc["stderr"] == f"rackplan: error: {said}\n"
+
+
 def test_unreachable_brokers_exit_2_naming_them(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
     path.write_text("kafka:\n  bootstrap_servers: 127.0.0.1:1\n  startup_timeout_s: 1\n")
