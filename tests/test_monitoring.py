@@ -358,19 +358,22 @@ def test_compose_runs_the_kit_wired_to_the_agents() -> None:
 
 #: partitions per member rack, by agent, in three clusters of one job: a leader (a) and its standby (b, with
 #: series of an earlier term) in eu-1, an observer alone (o) in us-1, an observer (p) next to an acting agent
-#: (c) in ap-1.  Each agent: (cluster, rackplan_leader, rackplan_observe_only, local partitions).
+#: (c) in ap-1, two observers (q, r: the chart's two replicas in observe mode) in sa-1.  Each agent: (cluster,
+#: rackplan_leader, rackplan_observe_only, local partitions).
 AGENTS = {
     "a": ("eu-1", 1, 0, 10),
     "b": ("eu-1", 0, 0, 7),
     "o": ("us-1", 0, 1, 5),
     "c": ("ap-1", 1, 0, 3),
     "p": ("ap-1", 0, 1, 4),
+    "q": ("sa-1", 0, 1, 6),
+    "r": ("sa-1", 0, 1, 6),
 }
 
 
 def test_group_panels_show_the_leader_else_the_observer_never_the_standby(tmp_path: Path) -> None:
-    """An observe-only trial shows its group panels; an HA pair shows its leader's alone (no double count);
-    an observer next to an acting agent is not added to it.  promtool evaluates the dashboard's own query."""
+    """An observe-only trial shows its group panels, an observer pair's once; an HA pair shows its leader's
+    alone (no double count); an observer next to an acting agent is not added to it.  promtool evaluates the dashboard's own query."""
     (expr,) = [
         t["expr"]
         for p in dashboard()["panels"]
@@ -389,7 +392,7 @@ def test_group_panels_show_the_leader_else_the_observer_never_the_standby(tmp_pa
                 "values": f"{local}x5",
             },
         ]
-    shown = {"eu-1": 10, "us-1": 5, "ap-1": 3}
+    shown = {"eu-1": 10, "us-1": 5, "ap-1": 3, "sa-1": 6}  # an observer pair's groups once, not 12
     tests = [
         {
             "expr": grafana_to_promql(expr.replace("$cluster", cluster)),
