@@ -281,6 +281,8 @@ def test_an_empty_cluster_name_stops_the_agent_naming_the_key(tmp_path: Path, na
     config = tmp_path / "rackplan.yaml"
     config.write_text(f'cluster_name: "{name}"\n', encoding="utf-8")
     line = refused(run("agent", "run", "--no-supervisor", config=str(config)))
-    assert line == "rackplan: error: settings: cluster_name: empty: leave cluster_name out for no cluster label"
+    assert (
+        line == "rackplan: error: settings: cluster_name: empty: leave cluster_name out for no cluster label"
+    )
     from_env = run("agent", "run", "--no-supervisor", env={"RACKPLAN_CLUSTER_NAME": name})
     assert refused(from_env) == f"{line} (environment variable RACKPLAN_CLUSTER_NAME)"
