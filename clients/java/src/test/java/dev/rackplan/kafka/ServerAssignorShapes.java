@@ -23,18 +23,32 @@ import org.apache.kafka.coordinator.group.assignor.UniformAssignor;
 public final class ServerAssignorShapes {
   private ServerAssignorShapes() {}
 
-  /** A group shape: racks, replicas per partition, subscriptions (0: one per member), members, partitions. */
-  record Shape(String name, int racks, int rf, int subscriptions, int members, int partitions, boolean joinsUniform) {}
+  /**
+   * A group shape: racks, replicas per partition, subscriptions (0: one per member), members, partitions,
+   * and what the group holds: nothing, {@code uniform}'s answer without the last member (it joins), or
+   * everything its first member subscribes (the others join at once: a scale-out from one pod).
+   */
+  record Shape(String name, int racks, int rf, int subscriptions, int members, int partitions, Start start, int topics) {
+    Shape(String name, int racks, int rf, int subscriptions, int members, int partitions, Start start) {
+      this(name, racks, rf, subscriptions, members, partitions, start, 100);
+    }
+  }
+
+  enum Start { FRESH, JOINS_UNIFORM, ONE_HELD_ALL }
+
+  static final Start FRESH = Start.FRESH, JOINS = Start.JOINS_UNIFORM;
 
   static final List<Shape> SHAPES = List.of(
-      new Shape("5 subscriptions, joins uniform's", 3, 2, 5, 2_000, 50_000, true),
-      new Shape("10 subscriptions, joins uniform's", 3, 2, 10, 100, 5_000, true),
-      new Shape("20 subscriptions, joins uniform's", 3, 2, 20, 2_000, 50_000, true),
-      new Shape("a subscription per member", 3, 2, 0, 2_000, 10_000, false),
-      new Shape("24 racks, joins uniform's", 24, 3, 1, 1_000, 20_000, true),
-      new Shape("70 racks, joins uniform's", 70, 3, 1, 1_000, 10_000, true),
-      new Shape("70 racks, 10 subscriptions", 70, 3, 10, 1_000, 10_000, true),
-      new Shape("500 racks, 10 subscriptions", 500, 3, 10, 5_000, 50_000, true));
+      new Shape("5 subscriptions, joins uniform's", 3, 2, 5, 2_000, 50_000, JOINS),
+      new Shape("10 subscriptions, joins uniform's", 3, 2, 10, 100, 5_000, JOINS),
+      new Shape("20 subscriptions, joins uniform's", 3, 2, 20, 2_000, 50_000, JOINS),
+      new Shape("a subscription per member", 3, 2, 0, 2_000, 10_000, FRESH),
+      new Shape("24 racks, joins uniform's", 24, 3, 1, 1_000, 20_000, JOINS),
+      new Shape("70 racks, joins uniform's", 70, 3, 1, 1_000, 10_000, JOINS),
+      new Shape("70 racks, 10 subscriptions", 70, 3, 10, 1_000, 10_000, JOINS),
+      new Shape("500 racks, 10 subscriptions", 500, 3, 10, 5_000, 50_000, JOINS),
+      new Shape("10 subscriptions, one member held all, 5,000 join", 3, 2, 10, 5_000, 50_000, Start.ONE_HELD_ALL),
+      new Shape("2 topics of 25,000, one member held all, 5,000 join", 3, 2, 3, 5_000, 50_000, Start.ONE_HELD_ALL, 2));
 
   record Group(Topics topics, Map<String, Member> members, Map<String, Map<Uuid, Set<Integer>>> current) {}
 
@@ -42,7 +56,7 @@ public final class ServerAssignorShapes {
     Random r = new Random(s.name().hashCode() * 31L + s.members());
     String[] racks = new String[s.racks()];
     for (int i = 0; i < racks.length; i++) racks[i] = String.format("az-%02d", i);
-    int topicCount = 100;
+    int topicCount = s.topics();
     Map<Uuid, List<Set<String>>> rk = new HashMap<>();
     Map<Uuid, String> names = new HashMap<>();
     List<Uuid> ids = new ArrayList<>();
@@ -73,7 +87,17 @@ public final class ServerAssignorShapes {
       members.put(String.format("member-%05d", i), new Member(racks[i % racks.length], subs));
     }
     Map<String, Map<Uuid, Set<Integer>>> current = Map.of();
-    if (s.joinsUniform()) {
+    if (s.start() == Start.ONE_HELD_ALL) {
+      String first = String.format("member-%05d", 0);
+      Map<Uuid, Set<Integer>> all = new HashMap<>();
+      for (Uuid t : members.get(first).topics()) {
+        Set<Integer> ps = new TreeSet<>();
+        for (int p = 0; p < topics.numPartitions(t); p++) ps.add(p);
+        all.put(t, ps);
+      }
+      current = Map.of(first, all);
+    }
+    if (s.start() == Start.JOINS_UNIFORM) {
       Map<String, Member> before = new TreeMap<>(members);
       before.remove(String.format("member-%05d", s.members()));
       current = CoordinatorGroups.plain(new UniformAssignor().assign(CoordinatorGroups.spec(before, Map.of()), topics));
