@@ -1,6 +1,7 @@
 """KIP-1071 Streams assignors on the broker, skewed traffic: Kafka's ``sticky`` against rackplan's plugin.
 
     .venv/bin/python -m bench.bench_streams_server_assignor [--warmup 5] [--runs 9] [--shape TASKS MEMBERS] [--tags]
+        [--host-tag] [--no-racks]
 
 Needs Java 17 and Maven.  Compiles clients/java's tests and runs
 ``dev.rackplan.kafka.streams.StreamsAssignorBench`` in one JVM: for each shape (100 tasks on 10 members,
@@ -12,7 +13,9 @@ thread's CPU time, warmed up, the median of the timed runs), fresh and after a m
 holding the assignor's own fresh answer).  Printed per case: both times, and after the join the actives'
 cross-rack partitions, cross-rack bytes/s (share of all they read) and moves.  docs/performance.md
 quotes a run.  ``--tags``: every member also carries the client tag ``zone`` (one of three, independent of
-its rack) and the group sets ``rack.aware.assignment.tags=zone``.
+its rack) and the group sets ``rack.aware.assignment.tags=zone``; ``--host-tag`` (with ``--tags``): also the
+tag ``host``, one value a member (``rack.aware.assignment.tags=zone,host``).  ``--no-racks``: no member has
+a rack.
 """
 
 from __future__ import annotations
@@ -25,9 +28,18 @@ from typing import Any
 from bench.bench_server_assignor import classpath
 
 
-def run(warmup: int, runs: int, shape: list[int] | None, tags: bool = False) -> list[dict[str, Any]]:
+def run(
+    warmup: int,
+    runs: int,
+    shape: list[int] | None,
+    tags: bool = False,
+    host: bool = False,
+    no_racks: bool = False,
+) -> list[dict[str, Any]]:
     cmd = ["java", "-Xmx2g", "-cp", classpath(), "dev.rackplan.kafka.streams.StreamsAssignorBench"]
     cmd += ["tags"] if tags else []
+    cmd += ["host"] if tags and host else []
+    cmd += ["norack"] if no_racks else []
     cmd += [str(warmup), str(runs), *([str(shape[0]), str(shape[1])] if shape else [])]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
@@ -62,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=9)
     p.add_argument("--shape", type=int, nargs=2, metavar=("TASKS", "MEMBERS"))
     p.add_argument("--tags", action="store_true", help="members with a client tag the group names")
+    p.add_argument("--host-tag", action="store_true", help="with --tags: also a tag with one value a member")
+    p.add_argument("--no-racks", action="store_true", help="no member has a rack")
     args = p.parse_args(argv)
-    print(table(run(args.warmup, args.runs, args.shape, args.tags)))
+    print(table(run(args.warmup, args.runs, args.shape, args.tags, args.host_tag, args.no_racks)))
     return 0
 
 

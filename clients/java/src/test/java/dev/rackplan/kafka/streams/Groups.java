@@ -93,6 +93,11 @@ final class Groups {
   record App(Map<String, Integer> partitions, Set<String> stateful, GroupTopology topology) {}
 
   static App app(Random rnd, List<String> racks, String groupId, Set<String> memberIds, Set<String> processIds) {
+    return app(rnd, racks, groupId, memberIds, processIds, 12);
+  }
+
+  /** 1 to 4 sub-topologies of 1 to {@code maxPartitions} partitions, two in three stateful. */
+  static App app(Random rnd, List<String> racks, String groupId, Set<String> memberIds, Set<String> processIds, int maxPartitions) {
     int subs = 1 + rnd.nextInt(4);
     Map<String, Integer> partitions = new TreeMap<>();
     Set<String> stateful = new TreeSet<>();
@@ -100,7 +105,7 @@ final class Groups {
     Map<String, List<Set<String>>> topicRacks = new TreeMap<>();
     for (int s = 0; s < subs; s++) {
       String id = Integer.toString(s);
-      int n = 1 + rnd.nextInt(12);
+      int n = 1 + rnd.nextInt(maxPartitions);
       partitions.put(id, n);
       boolean sf = rnd.nextInt(3) > 0;
       if (sf) stateful.add(id);

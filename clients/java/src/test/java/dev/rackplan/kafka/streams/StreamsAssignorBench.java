@@ -30,7 +30,9 @@ import org.apache.kafka.coordinator.group.streams.assignor.StickyTaskAssignor;
  * (a changelog each); every partition's one replica in one rack, the racks holding 50 / 30 / 20% of
  * them; Zipf-like bytes/s over each topic's partitions; members spread over the three racks, one
  * standby. With {@code tags} first: every member also has the client tag {@code zone} (one of three,
- * independent of its rack) and the group {@code rack.aware.assignment.tags=zone}.
+ * independent of its rack) and the group {@code rack.aware.assignment.tags=zone}; with {@code host}
+ * next, also the tag {@code host}, one value a member ({@code rack.aware.assignment.tags=zone,host}).
+ * With {@code norack} next: no member has a rack (the partitions' racks stay).
  */
 public final class StreamsAssignorBench {
   private StreamsAssignorBench() {}
@@ -40,9 +42,20 @@ public final class StreamsAssignorBench {
   /** Members carry the client tag zone and the group names it (main's first argument {@code tags}). */
   static List<String> tagKeys = List.of();
 
+  /** Members have no rack (argument {@code norack}, after {@code tags} and {@code host} if given). */
+  static boolean noRack = false;
+
   public static void main(String[] args) {
     if (args.length > 0 && args[0].equals("tags")) {
       tagKeys = List.of("zone");
+      args = java.util.Arrays.copyOfRange(args, 1, args.length);
+    }
+    if (args.length > 0 && args[0].equals("host")) {
+      tagKeys = List.of("zone", "host");
+      args = java.util.Arrays.copyOfRange(args, 1, args.length);
+    }
+    if (args.length > 0 && args[0].equals("norack")) {
+      noRack = true;
       args = java.util.Arrays.copyOfRange(args, 1, args.length);
     }
     int warmup = Integer.parseInt(args.length > 0 ? args[0] : "5");
@@ -88,8 +101,10 @@ public final class StreamsAssignorBench {
     Map<String, Groups.M> members = new TreeMap<>();
     Set<String> processes = new TreeSet<>();
     for (int i = 0; i <= memberCount; i++) {
-      Groups.M m = Groups.M.of(String.format("p%05d", i), RACKS.get(i % 3));
-      members.put(String.format("m%05d", i), tagKeys.isEmpty() ? m : m.withTags(Map.of("zone", "zone-" + (i / 3) % 3)));
+      Groups.M m = Groups.M.of(String.format("p%05d", i), noRack ? null : RACKS.get(i % 3));
+      Map<String, String> tags = tagKeys.size() > 1 ? Map.of("zone", "zone-" + (i / 3) % 3, "host", "h" + i)
+          : Map.of("zone", "zone-" + (i / 3) % 3);
+      members.put(String.format("m%05d", i), tagKeys.isEmpty() ? m : m.withTags(tags));
       processes.add(String.format("p%05d", i));
     }
     String joiner = String.format("m%05d", memberCount);
@@ -134,7 +149,7 @@ public final class StreamsAssignorBench {
             for (String topic : topics) {
               double w = bytes.get(topic)[p];
               all += w;
-              if (!topicRacks.get(topic).get(p).contains(rack)) {
+              if (rack == null || !topicRacks.get(topic).get(p).contains(rack)) {
                 cross++;
                 crossBytes += w;
               }
