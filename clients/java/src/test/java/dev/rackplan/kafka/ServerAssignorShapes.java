@@ -36,17 +36,15 @@ public final class ServerAssignorShapes {
 
   enum Start { FRESH, JOINS_UNIFORM, ONE_HELD_ALL }
 
-  static final Start FRESH = Start.FRESH, JOINS = Start.JOINS_UNIFORM;
-
   static final List<Shape> SHAPES = List.of(
-      new Shape("5 subscriptions, joins uniform's", 3, 2, 5, 2_000, 50_000, JOINS),
-      new Shape("10 subscriptions, joins uniform's", 3, 2, 10, 100, 5_000, JOINS),
-      new Shape("20 subscriptions, joins uniform's", 3, 2, 20, 2_000, 50_000, JOINS),
-      new Shape("a subscription per member", 3, 2, 0, 2_000, 10_000, FRESH),
-      new Shape("24 racks, joins uniform's", 24, 3, 1, 1_000, 20_000, JOINS),
-      new Shape("70 racks, joins uniform's", 70, 3, 1, 1_000, 10_000, JOINS),
-      new Shape("70 racks, 10 subscriptions", 70, 3, 10, 1_000, 10_000, JOINS),
-      new Shape("500 racks, 10 subscriptions", 500, 3, 10, 5_000, 50_000, JOINS),
+      new Shape("5 subscriptions, joins uniform's", 3, 2, 5, 2_000, 50_000, Start.JOINS_UNIFORM),
+      new Shape("10 subscriptions, joins uniform's", 3, 2, 10, 100, 5_000, Start.JOINS_UNIFORM),
+      new Shape("20 subscriptions, joins uniform's", 3, 2, 20, 2_000, 50_000, Start.JOINS_UNIFORM),
+      new Shape("a subscription per member", 3, 2, 0, 2_000, 10_000, Start.FRESH),
+      new Shape("24 racks, joins uniform's", 24, 3, 1, 1_000, 20_000, Start.JOINS_UNIFORM),
+      new Shape("70 racks, joins uniform's", 70, 3, 1, 1_000, 10_000, Start.JOINS_UNIFORM),
+      new Shape("70 racks, 10 subscriptions", 70, 3, 10, 1_000, 10_000, Start.JOINS_UNIFORM),
+      new Shape("500 racks, 10 subscriptions", 500, 3, 10, 5_000, 50_000, Start.JOINS_UNIFORM),
       new Shape("10 subscriptions, one member held all, 5,000 join", 3, 2, 10, 5_000, 50_000, Start.ONE_HELD_ALL),
       new Shape("2 topics of 25,000, one member held all, 5,000 join", 3, 2, 3, 5_000, 50_000, Start.ONE_HELD_ALL, 2));
 
