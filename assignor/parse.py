@@ -227,12 +227,13 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
             raise InputError(f"{path}.member_id", f"duplicate member id {mid!r}")
         seen.add(mid)
         topics: list[str] = read_list(read_required(m, "topics", path), f"{path}.topics")
-        # Names of the cluster's topics were checked there: strings naming one need nothing more.
-        if not (set(map(type, topics)) <= {str} and cluster.topics.keys() >= set(topics)):
+        subscription = _known_topics(topics, cluster)
+        if subscription is None:
             for k, t in enumerate(topics):
                 t = read_str(t, f"{path}.topics[{k}]")
                 if t not in cluster.topics:
                     raise InputError(f"{path}.topics[{k}]", f"unknown topic {t!r}")
+            subscription = tuple(sorted(set(topics)))
         generation = m.get("generation")
         instance = read_opt_str(m.get("group_instance_id"), f"{path}.group_instance_id")
         if instance is not None:
@@ -250,7 +251,7 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
             Member(
                 member_id=mid,
                 rack=read_rack(m.get("rack"), f"{path}.rack"),
-                topics=tuple(sorted(set(topics))),
+                topics=subscription,
                 owned=_owned(m.get("owned"), f"{path}.owned"),
                 generation=NO_GENERATION
                 if generation is None
@@ -260,6 +261,24 @@ def parse_consumer_group(doc: object, cluster: Cluster) -> ConsumerGroup:
         )
     group = ConsumerGroup(group_id, assignor, tuple(members), *_traffic_options(g, assignor))
     return _finite_loads(cluster, group)
+
+
+def _known_topics(topics: list[Any], cluster: Cluster) -> tuple[str, ...] | None:
+    """A member's ``topics`` sorted and without repeats, when each names a cluster topic; else None
+    (the caller then names the first bad entry).
+
+    Names of the cluster's topics were checked there, and only a string equals one (JSON has no other
+    value equal to a string), so a sort, one lookup per entry and a set's size suffice: no type pass,
+    and the set is built of a sorted list (about half the per-member cost: issue 29, 2,000 members of
+    50 topics each).
+    """
+    try:
+        ordered = sorted(topics)
+        if not all(map(cluster.topics.__contains__, ordered)):
+            return None
+    except TypeError:  # values that do not compare, or an unhashable one (array, object)
+        return None
+    return tuple(ordered) if len(set(ordered)) == len(ordered) else tuple(sorted(set(ordered)))
 
 
 def _finite_loads(cluster: Cluster, group: ConsumerGroup) -> ConsumerGroup:

@@ -112,6 +112,13 @@ BAD_DOCS = [
     (mutate("consumer_group.members", {}), "consumer_group.members"),
     (mutate("consumer_group.members.0.topics", ["nope"]), "consumer_group.members[0].topics[0]"),
     (mutate("consumer_group.members.0.topics", "orders"), "consumer_group.members[0].topics"),
+    # Entries the sorted fast path cannot take (mixed types, unhashable, non-strings that sort) are
+    # still named one by one, the first bad one.
+    (mutate("consumer_group.members.0.topics", ["orders", 1]), "consumer_group.members[0].topics[1]"),
+    (mutate("consumer_group.members.0.topics", ["orders", ["x"]]), "consumer_group.members[0].topics[1]"),
+    (mutate("consumer_group.members.0.topics", [2, 1]), "consumer_group.members[0].topics[0]"),
+    (mutate("consumer_group.members.0.topics", ["orders", None]), "consumer_group.members[0].topics[1]"),
+    (mutate("consumer_group.members.0.topics", ["orders", "zz"]), "consumer_group.members[0].topics[1]"),
     (mutate("consumer_group.members.0.member_id", ...), "consumer_group.members[0].member_id"),
     (mutate("consumer_group.members.0.owned", [["orders"]]), "consumer_group.members[0].owned[0]"),
     (mutate("consumer_group.members.0.owned", [["orders", -1]]), "consumer_group.members[0].owned[0][1]"),

@@ -170,3 +170,20 @@ def test_importing_the_package_imports_no_assignor() -> None:
     code = "import sys, rackplan.assignor; print(sorted(m for m in sys.modules if m.startswith('rackplan.assignor.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['rackplan.assignor.surface']"
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "é", "a-1"]), min_size=1, max_size=12))
+def test_a_members_topics_parse_sorted_without_repeats(topics: list[str]) -> None:
+    """The parser's sorted fast path (``parse._known_topics``) gives what the contract's set semantics say:
+    the distinct names, sorted, whatever order and repeats the document has."""
+    doc = {
+        "cluster": {
+            "brokers": [{"id": 1, "rack": "r"}],
+            "topics": {t: [[1]] for t in ("a", "b", "c", "é", "a-1")},
+        },
+        "consumer_group": {"group_id": "g", "members": [{"member_id": "m", "topics": topics}]},
+    }
+    _, group = parse_instance(doc)
+    assert isinstance(group, ConsumerGroup)
+    assert group.members[0].topics == tuple(sorted(set(topics)))
