@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer import run_assignor
@@ -187,3 +187,59 @@ def test_a_members_topics_parse_sorted_without_repeats(topics: list[str]) -> Non
     _, group = parse_instance(doc)
     assert isinstance(group, ConsumerGroup)
     assert group.members[0].topics == tuple(sorted(set(topics)))
+
+
+_ODD_VALUES: st.SearchStrategy[object] = st.sampled_from(
+    [None, "", "é", "\ud800", 7, -1, 2**31, True, 1.5, [], {}, "a", "r"]
+)
+
+
+@st.composite
+def _member_objects(draw: st.DrawFn) -> dict[str, object]:
+    """A valid member object (optional fields absent or not), then most often one field made odd."""
+    valid: dict[str, st.SearchStrategy[object]] = {
+        "member_id": st.sampled_from(["m", "m-2"]),
+        "topics": st.lists(st.sampled_from(["a", "b"]), max_size=4),
+        "rack": st.sampled_from(["r", "", None]),
+        "generation": st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)),
+        "owned": st.one_of(
+            st.none(),
+            st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3)).map(list), max_size=3),
+        ),
+    }
+    member = {k: draw(v) for k, v in valid.items() if k in ("member_id", "topics") or draw(st.booleans())}
+    if draw(st.booleans()):
+        field = draw(st.sampled_from([*valid, "group_instance_id"]))
+        odd = draw(
+            st.one_of(
+                _ODD_VALUES,
+                st.sampled_from([2**31, -(2**31) - 1]),  # just outside a Java int
+                st.integers(-(2**31) - 1, 2**31),
+                st.lists(
+                    st.one_of(st.sampled_from(["a", "zz"]), _ODD_VALUES, st.just(["a", -1])), max_size=3
+                ),
+            )
+        )
+        member[field] = odd
+    return member
+
+
+@settings(max_examples=300, deadline=None)
+@given(_member_objects())
+def test_the_plain_member_path_reads_what_the_careful_path_reads(member: dict[str, object]) -> None:
+    """``parse._plain_member`` (no path strings) answers None or exactly the member ``parse._member``
+    reads from the same object: the fast path never accepts what the careful one refuses, nor reads it
+    otherwise."""
+    from rackplan.assignor.fields import InputError
+    from rackplan.assignor.parse import _member, _plain_member
+
+    cluster = Cluster({1: "r"}, {"a": ((1,),), "b": ((1,),)})
+    plain = _plain_member(member, cluster)
+    event("plain path" if plain is not None else "careful path only")
+    if plain is None:
+        return
+    try:
+        careful = _member(member, 0, cluster, set(), {})
+    except InputError as e:
+        raise AssertionError(f"the plain path read {plain} where the careful one refused: {e}") from e
+    assert plain == careful
