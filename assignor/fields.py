@@ -1,19 +1,26 @@
 """The contract's field readers: one JSON value checked, or an :class:`InputError` naming where it is.
 
-Shared by every part of the input (:mod:`.parse`: cluster, consumer group, Streams app, traffic), so that
+Shared by every part of the input (:mod:`.parse`: cluster, consumer group, traffic; :mod:`.parse_streams`), so that
 one kind of value is refused with one wording wherever it appears, on one line (:func:`one_line`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
 
 if TYPE_CHECKING:
     from typing import Any
+
+#: Kafka's int32 range: broker ids and rack-aware cost weights are Java ``int``s.
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+#: Kafka's int64 range: offsets and lags are Java ``long``s.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -148,3 +155,30 @@ def read_choice(v: object, path: str, choices: tuple[str, ...], default: str | N
     if s not in choices:
         raise InputError(path, f"unknown value {s!r}; expected one of {', '.join(choices)}")
     return s
+
+
+def finite_sum(values: Iterable[float], path: str, what: str) -> None:
+    """Refuse bytes/s whose sum is no float: every traffic figure and weight is a sum of some of them.
+
+    Each value may be finite and the total still exceed the largest float (two of ``1e308``); the
+    statistics and the load rule's sums would then overflow, so the input is refused here, by name.
+    """
+    try:
+        total = math.fsum(values)
+    except OverflowError:
+        total = math.inf
+    if not math.isfinite(total):
+        raise InputError(path, f"{what} add up to more bytes/s than a float holds ({sys.float_info.max:.4g})")
+
+
+def absent_as(v: object, empty: object) -> object:
+    """``v``, or ``empty`` when it is null (absent): never ``v or empty``, which took ``false``, ``0``,
+    ``""`` and an empty container of the wrong type for the empty value and so accepted them silently."""
+    return empty if v is None else v
+
+
+def opt_int(
+    o: Mapping[str, Any], key: str, path: str, default: int, minimum: int = 0, maximum: int = INT32_MAX
+) -> int:
+    v = o.get(key)
+    return default if v is None else read_int(v, f"{path}.{key}", minimum=minimum, maximum=maximum)
