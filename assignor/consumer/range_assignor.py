@@ -38,6 +38,11 @@ from operator import or_
 
 from ..model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing at start-up (issue 29)
+
+if TYPE_CHECKING:
+    from ..flow.compiled import Core
+
 
 def _java_order(s: str) -> bytes:
     """A sort key that orders strings as Java's ``String.compareTo`` does (UTF-16 code units)."""
@@ -53,6 +58,20 @@ def _member_key(m: Member) -> tuple[int, bytes, bytes]:
     if m.group_instance_id is not None:
         return (0, _java_order(m.group_instance_id), _java_order(m.member_id))
     return (1, _java_order(m.member_id), b"")
+
+
+def _ascii_member_key(m: Member) -> tuple[int, str, str]:
+    """:func:`_member_key` for a group whose ids are all ASCII: there Java's UTF-16 order is the code-point
+    order ``str`` compares by, so no id is encoded (a third of a 23-member call's sorting: issue 29)."""
+    if m.group_instance_id is not None:
+        return (0, m.group_instance_id, m.member_id)
+    return (1, m.member_id, "")
+
+
+def kafka_member_order(members: Sequence[Member]) -> list[Member]:
+    """The members in Kafka's ``MemberInfo`` order (:func:`_member_key`)."""
+    ascii_ids = all(m.member_id.isascii() and (m.group_instance_id or "").isascii() for m in members)
+    return sorted(members, key=_ascii_member_key if ascii_ids else _member_key)
 
 
 class _TopicState:
@@ -89,22 +108,19 @@ class _TopicState:
 
 
 def _rack_pass_and_fill(
-    state: _TopicState, bits: Sequence[int], has_rack: Sequence[bool], keys: list[int]
+    state: _TopicState, bits: Sequence[int], has_rack: Sequence[bool], keys: list[int], core: Core | None
 ) -> None:
-    """:func:`_rack_pass_py` then :func:`_fill` on a fresh topic, compiled (``_flowcore.rack_and_fill``,
+    """:func:`_rack_pass_py` then :func:`_fill` on a fresh topic, compiled (``core.rack_and_fill``,
     ``assignor/flow/_range.c``) where this install has the core.
 
     ``keys`` per member: its rack bit, or -1 without a rack.  On a 50-partition topic with 30
     subscribers the call, state included, takes about a quarter of the Python passes' time (12 against
     46 microseconds); on small unequal groups these passes were half of the whole call (issue 29).
-    ``tests/assignor/test_range.py`` checks the two against each other.
+    ``tests/assignor/test_range.py`` checks the two against each other.  The caller imports ``core``
+    once per assignment: a relative import costs about a microsecond, a tenth of a small topic's turn.
     """
-    # Imported here: a group no rack pass runs for (most, with racks that hold every replica) does not
-    # load the flow package and its core, about 1.3 ms of a one-shot ``rackplan assign``.
-    from ..flow.compiled import CORE
-
-    if CORE is not None and not state.assigned:
-        got = CORE.rack_and_fill(state.masks, state.consumers, keys, state.per_member, state.extra)
+    if core is not None and not state.assigned:
+        got = core.rack_and_fill(state.masks, state.consumers, keys, state.per_member, state.extra)
         if got is not None:
             state.owner, counts, state.extra, state.assigned = got
             state.counts = dict(zip(state.consumers, counts, strict=True))
@@ -237,7 +253,7 @@ def range_assignment(
     the rack passes even when every partition has replicas on the same racks
     (kept so Kafka's test cases that set it can be reproduced).
     """
-    members = sorted(group.members, key=_member_key)
+    members = kafka_member_order(group.members)
     # Kafka drops an empty client.rack the same as an absent one.
     has_rack = [bool(m.rack) for m in members]
     bits = [cluster.member_bit(m.rack) if m.rack else 0 for m in members]
@@ -253,10 +269,15 @@ def range_assignment(
             states.append(_TopicState(t, masks, subscribers[t]))
 
     racked = [s for s in states if any(has_rack[c] for c in s.consumers)]
-    if any(_needs_rack_aware(s, bits, prefer_rack_aware) for s in racked):
+    needs = {s.topic for s in racked if _needs_rack_aware(s, bits, prefer_rack_aware)}  # once a topic
+    if needs:
         # Group by subscriber set, then by partition count.  Topics whose
         # subscribers have no rack take no part (Kafka groups them under a
         # partition count of 0, which assigns nothing).
+        # Imported here: a group no rack pass runs for (most, with racks that hold every replica) does not
+        # load the flow package and its core, about 1.3 ms of a one-shot ``rackplan assign``.
+        from ..flow.compiled import CORE
+
         keys = [b if r else -1 for b, r in zip(bits, has_rack, strict=True)]
         groups: dict[tuple[tuple[int, ...], int], list[_TopicState]] = {}
         for s in racked:
@@ -264,8 +285,8 @@ def range_assignment(
         for grouped in groups.values():
             if len(grouped) > 1:
                 _co_partitioned_pass(grouped, bits, has_rack)
-            elif _needs_rack_aware(grouped[0], bits, prefer_rack_aware):
-                _rack_pass_and_fill(grouped[0], bits, has_rack, keys)
+            elif grouped[0].topic in needs:
+                _rack_pass_and_fill(grouped[0], bits, has_rack, keys, CORE)
 
     result: dict[str, list[TopicPartition]] = {m.member_id: [] for m in members}
     lists = [result[m.member_id] for m in members]

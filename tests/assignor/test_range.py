@@ -19,10 +19,12 @@ from hypothesis import strategies as st
 from rackplan.assignor.consumer.range_assignor import (
     _co_partitioned_pass,
     _fill,
+    _member_key,
     _rack_pass_and_fill,
     _rack_pass_py,
     _TopicState,
     assign,
+    kafka_member_order,
     plain_ranges,
     range_assignment,
 )
@@ -677,6 +679,20 @@ def test_java_string_order_for_member_ids() -> None:
     assert range_assignment(cluster, group) == {"\U0001f600": [("t", 0)], "\uff5e": [("t", 1)]}
 
 
+_IDS = st.text(st.sampled_from("aZ09-_\u00e9\uff5e\U0001f600"), max_size=4)
+
+
+@given(members=st.lists(st.tuples(_IDS, st.none() | _IDS), max_size=8, unique_by=lambda m: m[0]))
+def test_kafkas_member_order_without_encoding_ascii_ids_is_java_order(
+    members: list[tuple[str, str | None]],
+) -> None:
+    """``kafka_member_order`` sorts ASCII-only groups by ``str`` (no UTF-16 encoding) and any other group
+    by Java's UTF-16 code units: both give Java's order, which the encoded key defines (static members
+    by instance id first, ties by member id)."""
+    group = [Member(mid, gid, ("t",)) for mid, gid in members]
+    assert kafka_member_order(group) == sorted(group, key=_member_key)
+
+
 @settings(max_examples=300, deadline=None)
 @given(n_parts=st.integers(0, 80), n_consumers=st.integers(1, 30))
 def test_plain_ranges_equal_kafkas_fill_on_a_fresh_topic(n_parts: int, n_consumers: int) -> None:
@@ -804,7 +820,7 @@ def test_the_compiled_passes_are_the_python_ones(
     _fill(slow)
     owner, counts, extra, assigned = got
     assert (owner, dict(zip(consumers, counts, strict=True)), extra, assigned) == state_of(slow)
-    _rack_pass_and_fill(fast, bits, has_rack, keys)  # the dispatcher writes the same state back
+    _rack_pass_and_fill(fast, bits, has_rack, keys, core)  # the dispatcher writes the same state back
     assert state_of(fast) == state_of(slow)
 
 
@@ -819,7 +835,7 @@ def test_the_compiled_passes_hand_back_what_they_cannot_take(core: Core) -> None
     assert core.rack_and_fill([1, 2], [0], [1], -1, 0) is None
     wide = _TopicState("t", [1 << 62, 1, 1 << 62], [0, 1])
     reference = _TopicState("t", [1 << 62, 1, 1 << 62], [0, 1])
-    _rack_pass_and_fill(wide, [1 << 62, 1], [True, True], [1 << 62, 1])
+    _rack_pass_and_fill(wide, [1 << 62, 1], [True, True], [1 << 62, 1], core)
     _rack_pass_py(reference, [1 << 62, 1], [True, True])
     _fill(reference)
     assert state_of(wide) == state_of(reference) == ([0, 1, 0], {0: 2, 1: 1}, 0, 3)
