@@ -241,9 +241,17 @@ def test_a_follower_back_from_its_fence_reads_to_the_end_before_it_takes(
     # 3. c is confirmed again, and follows no plan before it has read the plan topic to its end: it finds
     #    the plan without it there, although its incremental reads still see nothing (the agent's next
     #    plan, which names c again, is held back meanwhile).
+    #    Unfencing and following are two steps of c's cycle (the plan is applied after the fallback's
+    #    timers), so both are awaited: a c that followed its cached plan instead stays at the older
+    #    generation (the plan naming it again is held back) and times out here.
     held.clear()
-    wait_until(lambda: not c._cycle.fenced_self, 30, "c's refresh to be confirmed", 0.02)
-    assert c.generation >= without and c.assignment() == [], "c follows the newest plan, not its cached one"
+    wait_until(
+        lambda: not c._cycle.fenced_self and c.generation >= without,
+        30,
+        "c's refresh to be confirmed and c to follow the plan without it",
+        0.02,
+    )
+    assert c.assignment() == [], "c follows the newest plan, not its cached one"
     unfenced_at = time.monotonic()
     lagging.clear()
     s.gate.release()
