@@ -77,14 +77,13 @@ def exact_candidate(
     cross, owned = comp.cross, comp.owned
     weight = sum(sum(o.values()) for o in owned) + 1
     value = plan_value(comp, counts, weight)
-    key = (
-        tuple(comp.class_size),
-        tuple(comp.class_group),
-        tuple(map(tuple, comp.group_members)),
-        tuple(tuple(sorted(c.items())) for c in cross),
-    )
+    key = _key(comp)
     least = None if least_cross is None else least_cross.get(key)
     floor = value_floor(comp, weight)
+    if value == floor and least_cross is not None:
+        # No assignment, balanced or not, does better than ``start``, which is balanced: its cross-rack
+        # count is the least (``W`` exceeds any count of moves), proven as a solver's optimum would be.
+        least_cross[key] = sum(cross[m][k] * v for m, per in enumerate(counts) for k, v in per.items())
     if value == (floor if least is None else max(floor, weight * least)):
         return None  # no assignment, balanced or not (or no balanced one), does better
     size = estimated_nonzeros(comp)  # refused before anything is built
@@ -101,6 +100,24 @@ def exact_candidate(
     if plan_value(comp, best, weight) >= value:
         return None
     return _hand_out(prep, part_class, best)
+
+
+def least_known(prep: Prepared, holder: list[int], least_cross: dict[Hashable, int]) -> int | None:
+    """The least cross-rack count of the group's component recorded in ``least_cross``, if any
+    (``holder``: any complete holder of the group; the component does not depend on it)."""
+    if not least_cross or size_floor(prep) > EXACT_NONZEROS:
+        return None  # nothing recorded, or too large for one to have been
+    return least_cross.get(_key(_component(prep, holder)[0]))
+
+
+def _key(comp: Component) -> Hashable:
+    """What a component's least cross-rack count depends on: its classes, groups and racks, not owners."""
+    return (
+        tuple(comp.class_size),
+        tuple(comp.class_group),
+        tuple(map(tuple, comp.group_members)),
+        tuple(tuple(sorted(c.items())) for c in comp.cross),
+    )
 
 
 def estimated_nonzeros(comp: Component) -> int:

@@ -308,10 +308,8 @@ def _pool_edge_count(state: GeneralState, net: _Network, pooled: Pooled) -> int:
     with an owner one back to it while it may hold the topic and one to its spare-unit node while it
     may grow in it: counted per topic and per (owner, topic), not per pool."""
     cnt, min_sub, spare_of, grows = net.counts.cnt, net.counts.min_sub, net.spare_of, net.grows
-    hubs_of = [0] * state.n_topics
-    for t, _g in net.hubs:
-        hubs_of[t] += 1
-    total = len(net.graph.edges) + sum([u * h for u, h in zip(pooled.unpinned, hubs_of, strict=True)])
+    classes = net.topic_classes(state.n_topics)
+    total = len(net.graph.edges) + sum([u * len(c) for u, c in zip(pooled.unpinned, classes, strict=True)])
     for o, t, m in pooled.owned:
         total += m * ((0 < cnt[o] <= min_sub[t] + 1) + (o in spare_of and t in grows[o]))
     return total
@@ -365,22 +363,22 @@ def _apply(state: GeneralState, new_holder: list[int]) -> None:
 
 
 def _imbalance(state: GeneralState, holder: list[int], planned: list[int]) -> Repair | None:
-    """None if ``holder`` is balanced, else how to repair the first violation (see the module docstring)."""
+    """None if ``holder`` is balanced, else how to repair the first violation (see the module docstring).
+
+    A topic's partitions are numbered contiguously, so its highest holder is the first of the highest
+    in partition order: ``max`` over its slice of the holder."""
     cnt = [0] * state.n
     for i in holder:
         cnt[i] += 1
-    top: list[tuple[int, int]] = [(-1, -1)] * state.n_topics  # (count, member) of each topic's highest holder
-    for gp, i in enumerate(holder):
-        t = state.ptopic[gp]
-        if cnt[i] > top[t][0]:
-            top[t] = (cnt[i], i)
-    for t in range(state.n_topics):
-        c, h = top[t]
-        if not state.tm[t]:
+    at = cnt.__getitem__
+    off = state.prep.topic_offset
+    for t, subs in enumerate(state.tm):
+        if not subs or off[t] == off[t + 1]:
             continue
-        low = min(cnt[i] for i in state.tm[t])
-        if c > low + 1:
-            dropped = [i for i in state.tm[t] if cnt[i] == low and cnt[i] < planned[i]]
+        h = max(holder[off[t] : off[t + 1]], key=at)
+        low = min(map(at, subs))
+        if cnt[h] > low + 1:
+            dropped = [i for i in subs if cnt[i] == low and cnt[i] < planned[i]]
             if dropped:
                 return Repair("keep", dropped[0])
             return Repair("ban", h) if cnt[h] > planned[h] else Repair("lose", h)

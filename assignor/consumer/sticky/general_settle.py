@@ -27,7 +27,8 @@ are *verified*:
   cross-rack partition at :data:`CROSS_PRICES` moves when they land less
   locally or with more moves than the first answer promised, and the search
   started from what it finds with nothing owned (up to :data:`FRESH_LIMIT`
-  partitions), and the *exact candidate* (:mod:`.general_exact`: the optimum
+  partitions; not when a stable candidate already lands on a proven floor,
+  :meth:`_Round.least_reached`), and the *exact candidate* (:mod:`.general_exact`: the optimum
   over every balanced assignment, for small models), which is also the only
   thing that can overrule a first answer that withholds nothing and stays.  The
   stable one landing with the fewest cross-rack partitions, then the fewest
@@ -43,7 +44,7 @@ from ...flow.memo import FlowMemo
 from ...record import field, record, replace
 from .common import Prepared, cross_count
 from .general import assign_general_proven, keep_first_floor
-from .general_exact import exact_candidate
+from .general_exact import exact_candidate, least_known
 from .general_flow import SHIFT_WORK, Budget
 from .settling import CONTESTED, MAX_FOLLOW_UPS, Settlement, holders, kept
 
@@ -277,11 +278,24 @@ class _Round:
                 break
             self.explore(self.run(prep.owner, price=price)[0])
 
+    def least_reached(self) -> bool:
+        """Whether the best stable candidate lands on a floor no assignment goes below: the partitions
+        no subscriber is local to (:func:`unavoidable_cross`), or the least cross-rack count an exact
+        candidate of this settling proved for the component.  Then a candidate kept only when strictly
+        more local (the fresh start) is not run: the plan is the one it would have been."""
+        if not self.stable:
+            return False
+        best = min(self.stable)
+        if best[0] <= unavoidable_cross(self.prep):
+            return True
+        least = least_known(self.prep, best[4], self.work.least_cross)
+        return least is not None and best[0] <= least
+
     def fresh_start(self) -> None:
         """The search from nothing owned, when it reaches more local counts, restarted from there with the
         owners pricing the moves (small groups only)."""
         prep = self.prep
-        if prep.num_partitions > FRESH_LIMIT or not self.afford():
+        if prep.num_partitions > FRESH_LIMIT or self.least_reached() or not self.afford():
             return
         # The search keeps what is owned first, so the counts it reaches depend on the owners; from
         # nothing owned it can reach more local counts.  If so, the same search from that holder,
@@ -290,6 +304,19 @@ class _Round:
         best = min(self.stable)[0] if self.stable else prep.num_partitions + 1
         if cross_count(prep, fresh) < best and self.afford():
             self.explore(self.run(prep.owner, start=fresh)[0])
+
+
+def unavoidable_cross(prep: Prepared) -> int:
+    """Partitions of a topic none of whose subscribers is local to them: cross-rack in every assignment.
+
+    A floor no candidate can go below (see :meth:`_Round.least_reached`)."""
+    bits = prep.member_bits()
+    local_to = [0] * len(prep.topics)  # per topic: the replica bits some subscriber is local to
+    for t, subs in enumerate(prep.topic_members):
+        for m in subs:
+            local_to[t] |= bits[m]
+    ptopic = prep.part_topic
+    return sum(1 for gp, k in enumerate(prep.part_mask) if k and not k & local_to[ptopic[gp]])
 
 
 def _choose(

@@ -157,26 +157,29 @@ def _cross_holders(state: GeneralState) -> list[int]:
 
 def _avoidable_cross(state: GeneralState) -> bool:
     """Something a shift could still gain: a partition away from its (subscribed) owner, or a
-    cross-rack partition with a subscriber of its topic that is local to it."""
-    crossk, cls, masks, ptopic, tm, owner = (
-        state.crossk,
-        state.cls,
-        state.masks,
-        state.ptopic,
-        state.tm,
-        state.owner,
-    )
-    local_classes = [sorted({cls[i] for i in tm[t]}) for t in range(state.n_topics)]
+    cross-rack partition with a subscriber of its topic that is local to it.
+
+    A function of the holder, asked again and again at one (:func:`shift_counts` and
+    :func:`_free_shifts` between flows): kept per state version (every move bumps it)."""
+    known = state.avoidable
+    if known[0] == state.version:
+        return known[1]
+    crossk, cls, masks, ptopic, owner = state.crossk, state.cls, state.masks, state.ptopic, state.owner
+    local_classes = state.subscriber_classes()
     keep = state.keep_owned
+    found = False
     for gp, h in enumerate(state.holder):
         k = masks[gp]
         if 0 <= owner[gp] != h:
-            return True
+            found = True
+            break
         if keep and owner[gp] == h:
             continue  # a keep-first run never moves it
         if crossk[cls[h]][k] and any(not crossk[g][k] for g in local_classes[ptopic[gp]]):
-            return True
-    return False
+            found = True
+            break
+    state.avoidable = (state.version, found)
+    return found
 
 
 def _stranded(state: GeneralState, losers: frozenset[int]) -> frozenset[int]:
@@ -185,12 +188,14 @@ def _stranded(state: GeneralState, losers: frozenset[int]) -> frozenset[int]:
     for i in losers:
         cnt[i] -= 1
     out = set(losers)
+    at = cnt.__getitem__
+    tm, mt = state.tm, state.mt
     for _ in range(MAX_SHIFT_REPAIRS):
-        min_sub = [min(cnt[i] for i in state.tm[t]) if state.tm[t] else 0 for t in range(state.n_topics)]
+        min_sub = [min(map(at, subs)) if subs else 0 for subs in tm]
         more = [
             i
             for i in range(state.n)
-            if i not in out and cnt[i] > 0 and all(cnt[i] > min_sub[t] + 1 for t in state.mt[i])
+            if i not in out and cnt[i] > 0 and all(cnt[i] > min_sub[t] + 1 for t in mt[i])
         ]
         if not more:
             break
@@ -204,13 +209,13 @@ def _unique_minima(state: GeneralState, loser: int) -> list[int]:
     """Members other than ``loser`` that are, with ``loser`` one lower, the only subscriber at some topic's minimum."""
     cnt = list(state.cnt)
     cnt[loser] -= 1
+    at = cnt.__getitem__
     out: set[int] = set()
-    for t in range(state.n_topics):
-        subs = state.tm[t]
+    for subs in state.tm:
         if not subs:
             continue
-        low = min(cnt[i] for i in subs)
-        at = [i for i in subs if cnt[i] == low]
-        if len(at) == 1 and at[0] != loser:
-            out.add(at[0])
+        low = min(map(at, subs))
+        at_low = [i for i in subs if cnt[i] == low]
+        if len(at_low) == 1 and at_low[0] != loser:
+            out.add(at_low[0])
     return sorted(out)

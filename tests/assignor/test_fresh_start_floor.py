@@ -1,0 +1,94 @@
+"""cooperative-sticky's settling skips its fresh-start candidate once a stable candidate lands on a floor.
+
+Issue 29: the fresh start (:meth:`general_settle._Round.fresh_start`) is one or two runs of the
+general path, kept only when it lands strictly more locally than every stable candidate so far.  When
+the best of those already lands on a floor no assignment goes below (the partitions none of whose
+subscribers is local to them, or the least count an exact candidate of the settling proved), those runs
+cannot win and are not run.  The oracles: the definition of cross-rack per member and partition
+(``Prepared.cross``) for the floor, and the settling with the skip switched off for the plans.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.bench_exact_candidate import cliff, small_unequal
+from rackplan.assignor.consumer.sticky import assign, general_settle, settle_general
+from rackplan.assignor.consumer.sticky.common import cross_count, prepare
+from rackplan.assignor.consumer.sticky.general_settle import unavoidable_cross
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan
+from tests.assignor.test_sticky_work import joining
+
+
+def _unavoidable_by_definition(cluster: Cluster, group: ConsumerGroup) -> int:
+    """Partitions that every subscriber of their topic reads across racks (``Prepared.cross``, one by one)."""
+    prep = prepare(cluster, group)
+    return sum(
+        all(prep.cross(prep.member_class[m], mask) for m in prep.topic_members[prep.part_topic[gp]])
+        for gp, mask in enumerate(prep.part_mask)
+    )
+
+
+def _with_skip(cluster: Cluster, group: ConsumerGroup, skip: bool) -> tuple[ConsumerPlan, int]:
+    """The plan, and the runs its settling spent, with the fresh-start skip on or off."""
+    real = general_settle._Round.least_reached
+    if not skip:
+        general_settle._Round.least_reached = lambda self: False  # type: ignore[method-assign]
+    try:
+        return assign(cluster, group), settle_general(prepare(cluster, group)).follow_ups
+    finally:
+        general_settle._Round.least_reached = real  # type: ignore[method-assign]
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n_members=st.integers(3, 24), n_parts=st.integers(10, 150))
+def test_the_unavoidable_count_is_the_definitions_and_no_plan_goes_below_it(
+    seed: int, n_members: int, n_parts: int
+) -> None:
+    cluster, group = joining(seed, n_members, n_parts)
+    prep = prepare(cluster, group)
+    assert unavoidable_cross(prep) == _unavoidable_by_definition(cluster, group)
+    holder = settle_general(prep).holder
+    assert unavoidable_cross(prep) <= cross_count(prep, holder)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), n_members=st.integers(6, 24), n_parts=st.integers(30, 150))
+def test_the_skip_changes_no_plan_on_seven_rack_groups(seed: int, n_members: int, n_parts: int) -> None:
+    cluster, group = joining(seed, n_members, n_parts)
+    plan, runs = _with_skip(cluster, group, skip=True)
+    plan_all, runs_all = _with_skip(cluster, group, skip=False)
+    assert (plan.assignment, plan.revoked) == (plan_all.assignment, plan_all.revoked)
+    assert runs <= runs_all
+
+
+#: Seven-rack groups (seed, members, partitions) whose fresh-start candidate wins: the plan differs without
+#: it, so a skip taken where that candidate could still win changes their plans.
+FRESH_WINS = [(24, 23, 148), (31, 23, 148)]
+
+
+def test_the_skip_saves_runs_and_changes_no_plan_where_the_fresh_start_wins_or_not() -> None:
+    saved = 0
+    groups = [*cliff(6), *small_unequal(2), *(joining(*shape) for shape in FRESH_WINS)]
+    for cluster, group in groups:
+        plan, runs = _with_skip(cluster, group, skip=True)
+        plan_all, runs_all = _with_skip(cluster, group, skip=False)
+        assert (plan.assignment, plan.revoked) == (plan_all.assignment, plan_all.revoked)
+        assert runs <= runs_all
+        saved += runs_all - runs
+    assert saved > 0
+
+
+def test_the_fresh_start_wins_on_those_groups() -> None:
+    """What makes the test above able to fail: on these groups the fresh start changes the plan."""
+    real = general_settle._Round.fresh_start
+    for shape in FRESH_WINS:
+        cluster, group = joining(*shape)
+        plan = assign(cluster, group)
+        general_settle._Round.fresh_start = lambda self: None  # type: ignore[method-assign]
+        try:
+            without = assign(cluster, group)
+        finally:
+            general_settle._Round.fresh_start = real  # type: ignore[method-assign]
+        assert (plan.assignment, plan.revoked) != (without.assignment, without.revoked)
