@@ -10,12 +10,18 @@ cannot win and are not run.  The oracles: the definition of cross-rack per membe
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Hashable
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.bench_exact_candidate import cliff, small_unequal
-from rackplan.assignor.consumer.sticky import assign, general_settle, settle_general
-from rackplan.assignor.consumer.sticky.common import cross_count, prepare
+from bench.bench_highs_gate import FORMER_LIMIT
+from rackplan.assignor.consumer.rack_optimal import milp
+from rackplan.assignor.consumer.sticky import assign, general_exact, general_settle, settle_general
+from rackplan.assignor.consumer.sticky.common import Prepared, cross_count, prepare
 from rackplan.assignor.consumer.sticky.general_settle import unavoidable_cross
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan
 from tests.assignor.test_sticky_work import joining
@@ -92,3 +98,32 @@ def test_the_fresh_start_wins_on_those_groups() -> None:
         finally:
             general_settle._Round.fresh_start = real  # type: ignore[method-assign]
         assert (plan.assignment, plan.revoked) != (without.assignment, without.revoked)
+
+
+def test_a_least_count_the_skip_reads_is_the_components_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What :func:`general_exact.least_known` hands the skip is the fewest cross-rack partitions of any
+    balanced assignment of the group's component: HiGHS's proven optimum with no owners (moves then cost
+    nothing).  On the 9 x 96 family with the exact candidate's size limit lifted to its former value, so
+    that candidates build models and record counts."""
+    monkeypatch.setattr(general_exact, "EXACT_NONZEROS", FORMER_LIMIT)
+    read: list[tuple[milp.Component, list[dict[int, int]], int]] = []
+    real = general_exact.least_known
+
+    def watched(prep: Prepared, holder: list[int], least_cross: dict[Hashable, int]) -> int | None:
+        got = real(prep, holder, least_cross)
+        if got is not None:
+            comp, _, counts = general_exact._component(prep, holder)
+            read.append((comp, counts, got))
+        return got
+
+    monkeypatch.setattr(general_settle, "least_known", watched)
+    for cluster, group in itertools.islice(small_unequal(3), 0, 9):
+        assign(cluster, group)
+    assert read
+    for comp, counts, least in read:
+        unowned = milp.Component(
+            comp.class_size, comp.class_group, comp.group_members, comp.cross, [{} for _ in comp.cross]
+        )
+        best = milp.solve(unowned, counts, budget=10**9)
+        assert best.optimal
+        assert least == sum(comp.cross[m][k] * v for m, per in enumerate(best.counts) for k, v in per.items())

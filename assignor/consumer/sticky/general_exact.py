@@ -80,10 +80,6 @@ def exact_candidate(
     key = _key(comp)
     least = None if least_cross is None else least_cross.get(key)
     floor = value_floor(comp, weight)
-    if value == floor and least_cross is not None:
-        # No assignment, balanced or not, does better than ``start``, which is balanced: its cross-rack
-        # count is the least (``W`` exceeds any count of moves), proven as a solver's optimum would be.
-        least_cross[key] = sum(cross[m][k] * v for m, per in enumerate(counts) for k, v in per.items())
     if value == (floor if least is None else max(floor, weight * least)):
         return None  # no assignment, balanced or not (or no balanced one), does better
     size = estimated_nonzeros(comp)  # refused before anything is built
