@@ -81,6 +81,17 @@ class Prepared:
         bits = [bit if has_rack else -1 for has_rack, bit in self.classes]
         return [bits[g] for g in self.member_class]
 
+    def topic_local_bits(self) -> list[int]:
+        """Per topic, the replica-mask bits some subscriber is local to (-1 when one has no rack): a
+        partition of mask ``k`` is cross-rack whoever of its topic's subscribers holds it exactly when
+        ``k and not k & bits[t]`` (the same test as :meth:`member_bits`, over the topic's subscribers)."""
+        member = self.member_bits()
+        out = [0] * len(self.topics)
+        for t, subs in enumerate(self.topic_members):
+            for m in subs:
+                out[t] |= member[m]
+        return out
+
     def partition(self, gp: int) -> TopicPartition:
         t = self.part_topic[gp]
         return (self.topics[t], gp - self.topic_offset[t])

@@ -113,15 +113,22 @@ def keep_first_floor(prep: Prepared) -> int:
     """Cross-rack partitions a keep-first run (``prep.keep_owned``) ends with at least.
 
     Its first steps (fill, balance) are run: every partition then still with its owner is pinned for
-    the rest of the run, so the cross-rack ones among them stay.  Cheap next to the run's flows, and
-    exact as a bound, so :func:`rackplan.assignor.consumer.sticky._choose` skips a run that cannot win.
+    the rest of the run, so the cross-rack ones among them stay; of the others, those none of whose
+    topic's subscribers is local to them are cross-rack wherever they go.  Cheap next to the run's
+    flows, and exact as a bound, so :func:`rackplan.assignor.consumer.sticky._choose` skips a run that
+    cannot win (issue 29: on the cliff's shape the unpinned part is what lifts the floor above the
+    search's answer, and the run is a third of the call).
     """
     state = _General(prep)
     state.fill()
     state.reindex()
     balance(state)
-    crossk, cls, masks, owner = state.crossk, state.cls, state.masks, state.owner
-    return sum(crossk[cls[h]][masks[gp]] for gp, h in enumerate(state.holder) if owner[gp] == h)
+    crossk, cls, masks, owner, ptopic = state.crossk, state.cls, state.masks, state.owner, state.ptopic
+    local = prep.topic_local_bits()
+    return sum(
+        crossk[cls[h]][k] if owner[gp] == h else (1 if k and not k & local[ptopic[gp]] else 0)
+        for gp, (h, k) in enumerate(zip(state.holder, masks, strict=True))
+    )
 
 
 def assign_general(prep: Prepared) -> list[list[int]]:

@@ -310,13 +310,9 @@ def unavoidable_cross(prep: Prepared) -> int:
     """Partitions of a topic none of whose subscribers is local to them: cross-rack in every assignment.
 
     A floor no candidate can go below (see :meth:`_Round.least_reached`)."""
-    bits = prep.member_bits()
-    local_to = [0] * len(prep.topics)  # per topic: the replica bits some subscriber is local to
-    for t, subs in enumerate(prep.topic_members):
-        for m in subs:
-            local_to[t] |= bits[m]
+    local = prep.topic_local_bits()
     ptopic = prep.part_topic
-    return sum(1 for gp, k in enumerate(prep.part_mask) if k and not k & local_to[ptopic[gp]])
+    return sum(1 for gp, k in enumerate(prep.part_mask) if k and not k & local[ptopic[gp]])
 
 
 def _choose(
