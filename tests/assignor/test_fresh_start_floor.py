@@ -24,6 +24,8 @@ from rackplan.assignor.consumer.sticky import assign, general_exact, general_set
 from rackplan.assignor.consumer.sticky.common import Prepared, cross_count, prepare
 from rackplan.assignor.consumer.sticky.general_settle import unavoidable_cross
 from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan
+from tests.assignor.test_exact_least_cross import least_cross_by_highs
+from tests.assignor.test_keep_first_floor import saved_runs
 from tests.assignor.test_sticky_work import joining
 
 
@@ -75,15 +77,10 @@ FRESH_WINS = [(24, 23, 148), (31, 23, 148)]
 
 
 def test_the_skip_saves_runs_and_changes_no_plan_where_the_fresh_start_wins_or_not() -> None:
-    saved = 0
     groups = [*cliff(6), *small_unequal(2), *(joining(*shape) for shape in FRESH_WINS)]
-    for cluster, group in groups:
-        plan, runs = _with_skip(cluster, group, skip=True)
-        plan_all, runs_all = _with_skip(cluster, group, skip=False)
-        assert (plan.assignment, plan.revoked) == (plan_all.assignment, plan_all.revoked)
-        assert runs <= runs_all
-        saved += runs_all - runs
-    assert saved > 0
+    assert saved_runs(
+        groups, lambda c, g: _with_skip(c, g, skip=True), lambda c, g: _with_skip(c, g, skip=False)
+    )
 
 
 def test_the_fresh_start_wins_on_those_groups() -> None:
@@ -121,9 +118,4 @@ def test_a_least_count_the_skip_reads_is_the_components_optimum(monkeypatch: pyt
         assign(cluster, group)
     assert read
     for comp, counts, least in read:
-        unowned = milp.Component(
-            comp.class_size, comp.class_group, comp.group_members, comp.cross, [{} for _ in comp.cross]
-        )
-        best = milp.solve(unowned, counts, budget=10**9)
-        assert best.optimal
-        assert least == sum(comp.cross[m][k] * v for m, per in enumerate(best.counts) for k, v in per.items())
+        assert least == least_cross_by_highs(comp, counts)
