@@ -124,7 +124,7 @@ def keep_first_floor(prep: Prepared) -> int:
     state.reindex()
     balance(state)
     crossk, cls, masks, owner, ptopic = state.crossk, state.cls, state.masks, state.owner, state.ptopic
-    local = prep.topic_local_bits()
+    local = state.local_bits
     return sum(
         crossk[cls[h]][k] if owner[gp] == h else (1 if k and not k & local[ptopic[gp]] else 0)
         for gp, (h, k) in enumerate(zip(state.holder, masks, strict=True))

@@ -165,7 +165,7 @@ def _avoidable_cross(state: GeneralState) -> bool:
     if known[0] == state.version:
         return known[1]
     crossk, cls, masks, ptopic, owner = state.crossk, state.cls, state.masks, state.ptopic, state.owner
-    local_classes = state.subscriber_classes()
+    local = state.local_bits
     keep = state.keep_owned
     found = False
     for gp, h in enumerate(state.holder):
@@ -175,7 +175,7 @@ def _avoidable_cross(state: GeneralState) -> bool:
             break
         if keep and owner[gp] == h:
             continue  # a keep-first run never moves it
-        if crossk[cls[h]][k] and any(not crossk[g][k] for g in local_classes[ptopic[gp]]):
+        if crossk[cls[h]][k] and k & local[ptopic[gp]]:
             found = True
             break
     state.avoidable = (state.version, found)

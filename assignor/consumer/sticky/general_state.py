@@ -62,7 +62,8 @@ class GeneralState:
         self.free_shift_failed = (-1, 0)
         #: general_shift._avoidable_cross's answer, at the version it was asked (-1: never)
         self.avoidable = (-1, False)
-        self._subscriber_classes: list[list[int]] | None = None
+        #: per topic, the replica bits some subscriber is local to (Prepared.topic_local_bits)
+        self.local_bits = prep.topic_local_bits()
 
     def reindex(self) -> None:
         """Rebuild every index from ``holder`` and ``cnt`` (after filling, or after the flow re-placed partitions).
@@ -97,13 +98,6 @@ class GeneralState:
         for i, k in enumerate(self.free_total):
             if k:
                 self.free_hist.setdefault(self.cnt[i], set()).add(i)
-
-    def subscriber_classes(self) -> list[list[int]]:
-        """Per topic, the rack classes of its subscribers, ascending (fixed data: worked out once)."""
-        if self._subscriber_classes is None:
-            cls = self.cls
-            self._subscriber_classes = [sorted({cls[i] for i in subs}) for subs in self.tm]
-        return self._subscriber_classes
 
     @staticmethod
     def _hist_move(d: dict[int, set[int]], old: int, new: int, i: int) -> None:
