@@ -12,7 +12,6 @@ import time
 
 from ..fields import InputError
 from ..model import Cluster, StreamsApp
-from ..traffic import streams_traffic_stats
 from .rack import disabled_reason
 from .tasks import State, TaskModel, build_model
 
@@ -56,6 +55,8 @@ def streams_stats(model: TaskModel, state: State, app: StreamsApp, elapsed_ms: f
     loads = [state.active_load(c) for c in range(model.num_clients)]
     traffic: dict[str, float] = {}
     if model.has_traffic:  # the instance has traffic: the contract's additive figures
+        from ..traffic import streams_traffic_stats  # only here (issue 29: start-up)
+
         active_b = [
             model.active_cross_bytes[t][model.group_of[c]]
             for c in range(model.num_clients)

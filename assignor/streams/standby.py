@@ -155,30 +155,35 @@ class _ClassHeaps:
 
     def __init__(self, state: State, members: Mapping[tuple[str | None, ...], list[int]]) -> None:
         self.state = state
+        #: every client's load as :meth:`State.load` gives it, kept by :meth:`loaded` (the only change to
+        #: the loads while standbys are placed): read per heap entry, where the method call was most of
+        #: a choice's cost (issue 29)
+        self.load = [state.load(c) for c in range(len(state.active))]
         self.classes = list(members)
         self.class_of = [0] * len(state.active)
         self.heaps: list[list[tuple[float, int]]] = []
         for i, key in enumerate(self.classes):
             for c in members[key]:
                 self.class_of[c] = i
-            self.heaps.append([(state.load(c), c) for c in members[key]])
+            self.heaps.append([(self.load[c], c) for c in members[key]])
             heapq.heapify(self.heaps[-1])
         self.order = [(heap[0], i) for i, heap in enumerate(self.heaps)]
         heapq.heapify(self.order)
 
     def loaded(self, c: int) -> None:
         """Client ``c``'s load rose: its old entry is stale now (dropped when met), its new one goes in."""
-        heapq.heappush(self.heaps[self.class_of[c]], (self.state.load(c), c))
+        self.load[c] = load = self.state.load(c)
+        heapq.heappush(self.heaps[self.class_of[c]], (load, c))
 
     def least_loaded(self, t: int, used: list[set[str | None]], binding: list[int]) -> int | None:
         """The least-loaded client (ties: lowest index) not holding ``t`` with no used value on a binding key."""
-        state, order = self.state, self.order
+        state, order, load = self.state, self.order, self.load
         best: tuple[float, int] | None = None
         seen: list[tuple[tuple[float, int], int]] = []
         while order and (best is None or order[0][0] < best):
             bound, i = heapq.heappop(order)
             heap = self.heaps[i]
-            while state.load(heap[0][1]) != heap[0][0]:
+            while load[heap[0][1]] != heap[0][0]:
                 heapq.heappop(
                     heap
                 )  # stale entry: every client keeps one current entry, so the heap stays full
@@ -189,7 +194,7 @@ class _ClassHeaps:
             key = self.classes[i]
             if any(key[k] is None or key[k] in used[k] for k in binding):
                 continue
-            top = _top(state, heap, t)
+            top = _top(state, load, heap, t)
             if top is not None and (best is None or top < best):
                 best = top
         for item in seen:
@@ -197,13 +202,14 @@ class _ClassHeaps:
         return None if best is None else best[1]
 
 
-def _top(state: State, heap: list[tuple[float, int]], t: int) -> tuple[float, int] | None:
-    """The heap's least-loaded client not holding ``t``, left in place; stale entries are dropped."""
+def _top(state: State, loads: list[float], heap: list[tuple[float, int]], t: int) -> tuple[float, int] | None:
+    """The heap's least-loaded client not holding ``t``, left in place; stale entries (``loads``: the
+    clients' current loads) are dropped."""
     held: list[tuple[float, int]] = []
     top = None
     while heap:
         load, c = heap[0]
-        if load != state.load(c):
+        if load != loads[c]:
             heapq.heappop(heap)  # stale entry
             continue
         if state.holds(c, t):

@@ -8,7 +8,6 @@ clients of one rack, which is what lets the rack optimiser aggregate its graph.
 
 from __future__ import annotations
 
-from ..contract import subtopologies_of, task_partitions
 from ..model import (
     Cluster,
     IdKey,
@@ -20,7 +19,6 @@ from ..model import (
     task_key,
 )
 from ..record import record
-from ..traffic import crossing_bytes, crossing_weights
 
 
 @record(frozen=True)
@@ -122,17 +120,8 @@ def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
                 )
             )
     entries.sort(key=lambda e: e[0])
-    wanted = cluster.traffic is not None or app.rack_aware.weigh_by_traffic
-    pairs = _pairs(cluster, app, [e[1] for e in entries]) if wanted else []
-    if cluster.traffic is not None:
-        active_bytes = crossing_bytes(cluster, probes, [a for a, _ in pairs])
-        standby_bytes = crossing_bytes(cluster, probes, [s for _, s in pairs])
-    else:
-        active_bytes = standby_bytes = ()
-    weights, scale = (
-        crossing_weights(cluster, probes, [a for a, _ in pairs])
-        if app.rack_aware.weigh_by_traffic
-        else ((), 0)
+    active_bytes, standby_bytes, weights, scale = _traffic_figures(
+        cluster, app, probes, [e[1] for e in entries]
     )
     return TaskModel(
         tasks=tuple(e[1] for e in entries),
@@ -156,10 +145,35 @@ def build_model(cluster: Cluster, app: StreamsApp) -> TaskModel:
     )
 
 
+def _traffic_figures(
+    cluster: Cluster, app: StreamsApp, probes: list[tuple[str | None, int]], tasks: list[str]
+) -> tuple[tuple[tuple[float, ...], ...], tuple[tuple[float, ...], ...], tuple[tuple[int, ...], ...], int]:
+    """Per task and rack group: the bytes/s an active and a standby would read across racks (when the
+    cluster has traffic) and the active's crossing weights and their scale (when the app weighs by
+    traffic); empty otherwise.  The traffic and contract modules are imported only when one is asked
+    for: an instance without traffic does not load them (issue 29: start-up)."""
+    if cluster.traffic is None and not app.rack_aware.weigh_by_traffic:
+        return (), (), (), 0
+    from ..traffic import crossing_bytes, crossing_weights
+
+    pairs = _pairs(cluster, app, tasks)
+    active_bytes: tuple[tuple[float, ...], ...] = ()
+    standby_bytes: tuple[tuple[float, ...], ...] = ()
+    if cluster.traffic is not None:
+        active_bytes = crossing_bytes(cluster, probes, [a for a, _ in pairs])
+        standby_bytes = crossing_bytes(cluster, probes, [s for _, s in pairs])
+    if not app.rack_aware.weigh_by_traffic:
+        return active_bytes, standby_bytes, (), 0
+    weights, scale = crossing_weights(cluster, probes, [a for a, _ in pairs])
+    return active_bytes, standby_bytes, weights, scale
+
+
 def _pairs(
     cluster: Cluster, app: StreamsApp, tasks: list[str]
 ) -> list[tuple[list[TopicPartition], list[TopicPartition]]]:
     """Per task, the topic partitions it reads and writes as an active, and those its standby follows."""
+    from ..contract import subtopologies_of, task_partitions
+
     subs = subtopologies_of(app)
     return [
         (task_partitions(subs, cluster.topics, t), task_partitions(subs, cluster.topics, t, standby=True))

@@ -224,9 +224,11 @@ def test_the_baseline_placement_does_not_visit_every_value_per_copy() -> None:
     calls = [0]
     real = streams_standby._top
 
-    def counted(state: State, heap: list[tuple[float, int]], t: int) -> tuple[float, int] | None:
+    def counted(
+        state: State, loads: list[float], heap: list[tuple[float, int]], t: int
+    ) -> tuple[float, int] | None:
         calls[0] += 1
-        return real(state, heap, t)
+        return real(state, loads, heap, t)
 
     with mock.patch.object(streams_standby, "_top", counted):
         assign_standbys(model, state, 2, values, list(range(model.num_tasks)))
