@@ -111,9 +111,12 @@ class _Problem:
         nodes: dict[tuple[int, tuple[int, ...]], list[int]] = {}
         for t in tasks:
             cid = class_of.setdefault((sub_of[t] if balance else 0, vectors[t]), len(class_of))
-            fr = (
-                tuple(_free_clients(owner[t], previous[t] if previous else (), counts)) if non_overlap else ()
-            )
+            if not non_overlap:
+                fr: tuple[int, ...] = ()
+            elif previous and previous[t]:
+                fr = tuple(_free_clients(owner[t], previous[t], counts))
+            else:
+                fr = (owner[t],)  # what _free_clients gives without previous owners, without a sort per task
             nodes.setdefault((cid, fr), []).append(t)
         self.class_keys = list(class_of)
         self.class_size = [0] * len(class_of)
@@ -401,7 +404,9 @@ def optimise_active(
     groups = sorted(set(model.group_of))
     cross = model.active_cost  # crossings, or their bytes/s (weigh_by_traffic) in exact integers
     non_overlap *= model.move_unit  # in the same scale
-    vectors = {t: tuple(cross[t][g] for g in groups) for t in tasks}
+    # A task's row is already per rack group, and every group has a client (the groups are the
+    # clients' racks): the rows are the vectors, not rebuilt per task (issue 29).
+    vectors = {t: cross[t] for t in tasks}
     if traffic == 0 or all(min(v) == max(v) for v in vectors.values()):
         import logging  # only here (issue 29: start-up)
 
