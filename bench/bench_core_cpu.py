@@ -2,8 +2,9 @@
 
     .venv/bin/python -m bench.bench_core_cpu --only "cooperative-sticky, equal"
     .venv/bin/python -m bench.bench_core_cpu --only range --samples 15
+    .venv/bin/python -m bench.bench_core_cpu --only streams --large
 
-Each case (small and medium, ``bench/vs_kafka_cases.py``) is parsed once and its assignor called once
+Each case (small and medium, ``bench/vs_kafka_cases.py``; ``--large`` adds the large ones) is parsed once and its assignor called once
 untimed; then ``--samples`` times, as many calls as fit in 0.1 s of CPU, each sample giving CPU per
 call.  Prints the median per case in ms.  Run it on two trees alternately to compare them; Kafka's side
 is ``bench_vs_kafka``'s.
@@ -37,9 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--only", default="", help="the cases whose name contains this text")
     ap.add_argument("--samples", type=int, default=15)
+    ap.add_argument("--large", action="store_true", help="also the large cases (seconds each to build)")
     args = ap.parse_args(argv)
     print("| case | shape | core CPU ms (median) |\n|---|---|---|")
-    for case in selected(cases(), quick=True, huge=False, only=args.only):
+    for case in selected(cases(), quick=not args.large, huge=False, only=args.only):
         doc = case.build()
         call = assignor_call(doc)
         print(f"| {case.name} | {shape(doc)} | {per_call(call, args.samples) * 1e3:.3f} |", flush=True)

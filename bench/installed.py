@@ -50,14 +50,15 @@ def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("RACKPLAN_", "PYTHON"))}
 
 
-def build_wheel(scratch: Path) -> Path:
-    """The wheel built from a copy of the sources in ``scratch`` (raises with pip's output on failure)."""
+def build_wheel(scratch: Path, root: Path = ROOT) -> Path:
+    """The wheel built from a copy of the sources of the tree at ``root`` (this one by default) in
+    ``scratch`` (raises with pip's output on failure)."""
     src = scratch / "src"
     src.mkdir(parents=True)
     for name in SOURCES:
-        shutil.copy(ROOT / name, src / name)
+        shutil.copy(root / name, src / name)
     for pkg in PACKAGES:
-        shutil.copytree(ROOT / pkg, src / pkg, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(root / pkg, src / pkg, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
     dist = scratch / "dist"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(src)],
@@ -72,10 +73,10 @@ def build_wheel(scratch: Path) -> Path:
     return wheel
 
 
-def install(scratch: Path, wheel: Path | None = None) -> Installed:
-    """rackplan's wheel (``wheel``, else built here) installed into a fresh venv under ``scratch`` (see
-    the module docstring)."""
-    wheel = build_wheel(scratch) if wheel is None else wheel
+def install(scratch: Path, wheel: Path | None = None, root: Path = ROOT) -> Installed:
+    """rackplan's wheel (``wheel``, else built here from the tree at ``root``) installed into a fresh venv
+    under ``scratch`` (see the module docstring)."""
+    wheel = build_wheel(scratch, root) if wheel is None else wheel
     scratch.mkdir(parents=True, exist_ok=True)
     venv = scratch / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)

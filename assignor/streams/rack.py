@@ -111,12 +111,7 @@ class _Problem:
         nodes: dict[tuple[int, tuple[int, ...]], list[int]] = {}
         for t in tasks:
             cid = class_of.setdefault((sub_of[t] if balance else 0, vectors[t]), len(class_of))
-            if not non_overlap:
-                fr: tuple[int, ...] = ()
-            elif previous and previous[t]:
-                fr = tuple(_free_clients(owner[t], previous[t], counts))
-            else:
-                fr = (owner[t],)  # what _free_clients gives without previous owners, without a sort per task
+            fr = _free_clients(owner[t], previous[t] if previous else (), counts) if non_overlap else ()
             nodes.setdefault((cid, fr), []).append(t)
         self.class_keys = list(class_of)
         self.class_size = [0] * len(class_of)
@@ -489,12 +484,10 @@ def check_write_back(
             )
 
 
-def _free_clients(baseline: int, previous: Sequence[int], counts: Sequence[int]) -> list[int]:
-    out = [baseline]
-    for c in sorted(previous):
-        if c != baseline and counts[c]:
-            out.append(c)
-    return out
+def _free_clients(baseline: int, previous: Sequence[int], counts: Sequence[int]) -> tuple[int, ...]:
+    if not previous:
+        return (baseline,)  # most tasks: no sort, no list
+    return (baseline, *(c for c in sorted(previous) if c != baseline and counts[c]))
 
 
 def _distribute(
