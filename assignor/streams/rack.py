@@ -485,6 +485,7 @@ def check_write_back(
 
 
 def _free_clients(baseline: int, previous: Sequence[int], counts: Sequence[int]) -> tuple[int, ...]:
+    """Where a task costs no move: its baseline client, then its previous owners that hold some of these tasks."""
     if not previous:
         return (baseline,)  # most tasks: no sort, no list
     return (baseline, *(c for c in sorted(previous) if c != baseline and counts[c]))

@@ -120,14 +120,37 @@ def test_a_streams_app_with_one_spread_key_loads_neither_logging_nor_the_standby
 ) -> None:
     """bench_startup's high-availability app: its rack optimisation runs and its standbys have one spread
     key, so the stdlib's logging (for warnings it does not give) and the several-keys integer program
-    (``standby_milp``, HiGHS's door) stay unimported."""
+    (``standby_milp``, HiGHS's door) stay unimported; it has no traffic and does not weigh by it, so
+    neither do the traffic figures and the contract's task-partition map (session 37)."""
     from bench.bench_startup import cases
 
     modules = _imported(tmp_path, cases()["streams high-availability"])
     assert "rackplan.assignor.streams.ha" in modules
     assert [m for m in modules if m.split(".")[0] in SOLVERS] == []
-    for unused in ("logging", "rackplan.assignor.streams.standby_milp", "rackplan.assignor.flow.highs"):
+    for unused in (
+        "logging",
+        "rackplan.assignor.streams.standby_milp",
+        "rackplan.assignor.flow.highs",
+        "rackplan.assignor.traffic",
+        "rackplan.assignor.contract",
+    ):
         assert unused not in modules
+
+
+def test_a_streams_app_with_traffic_still_reports_its_bytes(tmp_path: Path) -> None:
+    """The other side of the lazy import: with traffic in the cluster the figures are computed (the
+    traffic module is loaded where they are) and the plan's statistics carry them."""
+    from bench.bench_startup import cases
+
+    doc = cases()["streams high-availability"]
+    doc["cluster"]["traffic"] = {"t": [1000.0, 2000.0]}
+    path = tmp_path / "instance.json"
+    path.write_text(json.dumps(doc))
+    run = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert "rackplan.assignor.traffic" in run.stderr.rsplit("@@", 1)[1].split()
+    stats = json.loads(run.stdout)["stats"]
+    assert {"active_cross_rack_bytes_per_s", "standby_cross_rack_bytes_per_s"} <= set(stats), stats
 
 
 #: What no small instance's path needs, and what it cost to import (issue 29, docs/performance.md):
