@@ -87,25 +87,10 @@ class Row:
     e2e_new: float
 
 
-def plan_bytes(side: Side, instance: Path) -> bytes:
-    """What ``rackplan assign INSTANCE`` writes on stdout (the ``stats`` timing field aside)."""
-    out = subprocess.run(
-        [side.python, "-c", bench_startup._ASSIGN, "assign", str(instance)],
-        capture_output=True,
-        cwd=side.cwd,
-        env=bench_startup.ENV,
-        check=True,
-        timeout=600,
-    ).stdout
-    doc = json.loads(out)
-    doc.get("stats", {}).pop("elapsed_ms", None)  # a measurement, different on every run
-    return json.dumps(doc, sort_keys=True).encode()
-
-
-def core_cpu(side: Side, instance: Path, samples: int) -> float:
-    """Median CPU seconds per assignor call on the parsed instance, in a fresh interpreter of ``side``."""
-    out = subprocess.run(
-        [side.python, "-c", _CORE, str(instance), str(samples)],
+def _child(side: Side, code: str, *args: str) -> str:
+    """The stdout of ``python -c code args`` in a fresh interpreter of ``side`` (raises if it fails)."""
+    return subprocess.run(
+        [side.python, "-c", code, *args],
         capture_output=True,
         text=True,
         cwd=side.cwd,
@@ -113,7 +98,18 @@ def core_cpu(side: Side, instance: Path, samples: int) -> float:
         check=True,
         timeout=600,
     ).stdout
-    return float(out.strip().splitlines()[-1])
+
+
+def plan_bytes(side: Side, instance: Path) -> bytes:
+    """What ``rackplan assign INSTANCE`` writes on stdout (the ``stats`` timing field aside)."""
+    doc = json.loads(_child(side, bench_startup._ASSIGN, "assign", str(instance)))
+    doc.get("stats", {}).pop("elapsed_ms", None)  # a measurement, different on every run
+    return json.dumps(doc, sort_keys=True).encode()
+
+
+def core_cpu(side: Side, instance: Path, samples: int) -> float:
+    """Median CPU seconds per assignor call on the parsed instance, in a fresh interpreter of ``side``."""
+    return float(_child(side, _CORE, str(instance), str(samples)).strip().splitlines()[-1])
 
 
 def compare(
