@@ -3,9 +3,9 @@
     .venv/bin/python -m bench.bench_revisions --base HEAD~2 --only streams --large
     .venv/bin/python -m bench.bench_revisions --base 5bcee6a --only "cooperative-sticky, unequal" --rounds 12
 
-Why: this machine's CPU speed drifts by tens of percent within minutes (a Firecracker VM beside other
-tenants): ``bench_core_cpu`` run on one tree and then the other compared two moments as much as two
-trees (session 37: the same tree read 10.8 and 17.9 ms on Streams 500 x 50 a minute apart).  Here the
+Why: this machine's CPU speed drifts by tens of percent within minutes, so ``bench_core_cpu`` run on
+one tree and then the other compares two moments as much as two trees (docs/performance.md, session
+37: in three runs on one tree, Streams 500 x 50 read 16.7, 14.3 and 14.5 ms of core).  Here the
 base revision (a ``git worktree`` of ``--base``) and this tree are each built into a wheel and
 installed as a user has them (:mod:`bench.installed`), and for each case of ``bench_vs_kafka``
 (``bench/vs_kafka_cases.py``; ``--only``, ``--large`` as ``bench_core_cpu`` takes them):
