@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench import bench_startup
-from bench.installed import ROOT, Installed, install
+from bench.installed import ROOT, install
 from bench.vs_kafka_cases import cases, selected, shape
 
 #: The child that times the core: parse once, one untimed call, then ``samples`` samples of as many
@@ -156,11 +156,6 @@ def _revision(rev: str) -> str:
     ).stdout.strip()
 
 
-def _installed(root: Path, scratch: Path) -> Installed:
-    """The wheel of the tree at ``root`` installed under ``scratch`` (:func:`bench.installed.install`)."""
-    return install(scratch, root=root)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--base", required=True, help="the revision to compare this tree with (git rev)")
@@ -180,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             bench_startup.use_bytecode(cache)
             bench_startup.ENV.pop("PYTHONPATH", None)
-            old, cur = _installed(tree, scratch / "base"), _installed(ROOT, scratch / "new")
+            old, cur = install(scratch / "base", root=tree), install(scratch / "new")
             base, new = Side(str(old.python), str(old.cwd)), Side(str(cur.python), str(cur.cwd))
             bench_startup.CHILD["cwd"] = new.cwd
             print(f"base {base_rev}, new: this tree (uncommitted changes included), from their wheels\n")
