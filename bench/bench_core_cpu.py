@@ -4,10 +4,11 @@
     .venv/bin/python -m bench.bench_core_cpu --only range --samples 15
     .venv/bin/python -m bench.bench_core_cpu --only streams --large
 
-Each case (small and medium, ``bench/vs_kafka_cases.py``; ``--large`` adds the large ones) is parsed once and its assignor called once
-untimed; then ``--samples`` times, as many calls as fit in 0.1 s of CPU, each sample giving CPU per
-call.  Prints the median per case in ms.  Run it on two trees alternately to compare them; Kafka's side
-is ``bench_vs_kafka``'s.
+Each case (small and medium, ``bench/vs_kafka_cases.py``; ``--large`` adds the large ones) is parsed
+once and its assignor called once untimed; then ``--samples`` times, as many calls as fit in 0.1 s of
+CPU, each sample giving CPU per call.  Prints the median per case in ms.  To compare two trees, ``bench_revisions`` runs this measure
+on both in turn, from their wheels, and checks their plans are the same; Kafka's side is
+``bench_vs_kafka``'s.
 """
 
 from __future__ import annotations

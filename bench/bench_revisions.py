@@ -38,8 +38,10 @@ from bench.installed import ROOT, install
 from bench.vs_kafka_cases import cases, selected, shape
 
 #: The child that times the core: parse once, one untimed call, then ``samples`` samples of as many
-#: calls as fit in 0.1 s of CPU; prints the median CPU seconds per call.  Only rackplan's own API, so it
-#: runs in an installed wheel's venv.
+#: calls as fit in 0.1 s of CPU; prints the median CPU seconds per call (``bench_core_cpu.per_call`` on
+#: ``bench_vs_kafka.assignor_call``, written out).  Only rackplan's own API: importing the bench package
+#: would time this tree, not the side's wheel (``bench_range`` and ``bench_streams`` put this tree first
+#: on ``sys.path`` when imported).
 _CORE = """
 import json, statistics, sys, time
 from functools import partial
