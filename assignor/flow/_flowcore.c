@@ -267,6 +267,166 @@ static PyObject *status_only(int status) {
     return Py_BuildValue("(iOO)", status, Py_None, Py_None);
 }
 
+/* The phases on a problem given as C arrays: edge[4 * i ..] is (tail, head, capacity, cost) of edge i.
+ * The checks of the module comment first (FALLBACK outside the core's domain); then SOLVED with the
+ * flow on each edge in flow_out and the cost in *a, CUT_OFF, or INFEASIBLE with (*a, *b) = (sent,
+ * need).  -1: out of memory (a Python error set).  solve() reads Python's lists into this; the
+ * compiled assignor paths (_constrained.c) build their graphs here directly. */
+int flowcore_phases(Py_ssize_t num_nodes, Py_ssize_t n_edges, const i64 *edge, const i64 *supply, int has_cutoff,
+                    i64 cutoff, i64 *flow_out, i64 *a, i64 *b) {
+    /* Checked first, as the Python does before it builds anything: supplies, then edges. */
+    i64 need = 0, balance = 0, sum_cost = 0;
+    Py_ssize_t n_supplied = 0;
+    for (Py_ssize_t v = 0; v < num_nodes; v++) {
+        i64 s = supply[v];
+        if (s >= LIMIT_60 || s <= -LIMIT_60) {
+            return FALLBACK;
+        }
+        balance += s; /* at most 2**60 * 2**31 entries' worth: no overflow before the check below */
+        if (s > 0) {
+            need += s;
+            if (need >= LIMIT_60) {
+                return FALLBACK;
+            }
+        }
+        if (balance >= LIMIT_61 || balance <= -LIMIT_61) {
+            return FALLBACK;
+        }
+        n_supplied += s != 0;
+    }
+    if (balance != 0) {
+        return FALLBACK;
+    }
+    for (Py_ssize_t i = 0; i < n_edges; i++) {
+        i64 u = edge[4 * i], v = edge[4 * i + 1], c = edge[4 * i + 2], w = edge[4 * i + 3];
+        if (u < 0 || u >= num_nodes || v < 0 || v >= num_nodes || c < 0 || c >= LIMIT_60 || w < 0 ||
+            w >= LIMIT_60) {
+            return FALLBACK;
+        }
+        sum_cost += w;
+        if (sum_cost >= LIMIT_60) {
+            return FALLBACK;
+        }
+    }
+    /* need * (sum_cost + 1) < 2**61, so every cost bound the phases compute fits. */
+    if (need > 0 && sum_cost + 1 > LIMIT_61 / need) {
+        return FALLBACK;
+    }
+
+    Graph g;
+    memset(&g, 0, sizeof g);
+    g.n = num_nodes + 2;
+    g.s = num_nodes;
+    g.t = g.s + 1;
+    g.n_input = 2 * n_edges;
+    g.arcs = g.n_input + 2 * n_supplied;
+    Py_ssize_t arcs = g.arcs > 0 ? g.arcs : 1, n = g.n;
+    g.head = PyMem_New(i64, arcs);
+    g.cap = PyMem_New(i64, arcs);
+    g.cost = PyMem_New(i64, arcs);
+    g.adj = PyMem_New(Py_ssize_t, arcs);
+    g.first = PyMem_New(Py_ssize_t, n + 1);
+    g.pot = PyMem_New(i64, n);
+    g.dist = PyMem_New(i64, n);
+    g.level = PyMem_New(i64, n);
+    g.it = PyMem_New(Py_ssize_t, n);
+    g.queue = PyMem_New(Py_ssize_t, n);
+    g.path = PyMem_New(Py_ssize_t, n);
+    g.heap_cap = arcs + 1; /* one entry per improvement: at most one per arc, and the source */
+    g.heap_d = PyMem_New(i64, g.heap_cap);
+    g.heap_v = PyMem_New(Py_ssize_t, g.heap_cap);
+    if (!g.head || !g.cap || !g.cost || !g.adj || !g.first || !g.pot || !g.dist || !g.level || !g.it ||
+        !g.queue || !g.path || !g.heap_d || !g.heap_v) {
+        graph_free(&g);
+        PyErr_NoMemory();
+        return -1;
+    }
+
+    /* The arcs, numbered as _Residual numbers them. */
+    for (Py_ssize_t i = 0; i < n_edges; i++) {
+        g.head[2 * i] = edge[4 * i + 1];
+        g.head[2 * i + 1] = edge[4 * i];
+        g.cap[2 * i] = edge[4 * i + 2];
+        g.cap[2 * i + 1] = 0;
+        g.cost[2 * i] = edge[4 * i + 3];
+        g.cost[2 * i + 1] = -edge[4 * i + 3];
+    }
+    Py_ssize_t e = g.n_input;
+    for (Py_ssize_t v = 0; v < num_nodes; v++) {
+        i64 s = supply[v];
+        if (s > 0) {
+            g.head[e] = v;
+            g.head[e + 1] = g.s;
+        } else if (s < 0) {
+            g.head[e] = g.t;
+            g.head[e + 1] = v;
+        } else {
+            continue;
+        }
+        g.cap[e] = s > 0 ? s : -s;
+        g.cap[e + 1] = 0;
+        g.cost[e] = g.cost[e + 1] = 0;
+        e += 2;
+    }
+    /* Each node's arcs in arc order: an arc leaves the head of its partner. */
+    memset(g.first, 0, (size_t)(n + 1) * sizeof(Py_ssize_t));
+    for (Py_ssize_t arc = 0; arc < g.arcs; arc++) {
+        g.first[g.head[arc ^ 1] + 1]++;
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        g.first[v + 1] += g.first[v];
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        g.it[v] = g.first[v];
+    }
+    for (Py_ssize_t arc = 0; arc < g.arcs; arc++) {
+        g.adj[g.it[g.head[arc ^ 1]]++] = arc;
+    }
+
+    /* The phases, as mincost._phases runs them. */
+    for (Py_ssize_t v = 0; v < n; v++) {
+        g.pot[v] = 0;
+    }
+    i64 sent = 0, spent = 0;
+    int status = SOLVED;
+    while (sent < need) {
+        i64 dt = dijkstra(&g);
+        if (dt < 0) {
+            status = INFEASIBLE;
+            break;
+        }
+        for (Py_ssize_t v = 0; v < n; v++) {
+            g.pot[v] += g.dist[v] < dt ? g.dist[v] : dt;
+        }
+        i64 pt = g.pot[g.t];
+        if (has_cutoff && spent + (need - sent) * pt >= cutoff) {
+            status = CUT_OFF;
+            break;
+        }
+        i64 pushed = blocking_flows(&g, need - sent);
+        sent += pushed;
+        spent += pushed * pt;
+        if (has_cutoff && sent < need && spent + (need - sent) * (pt + 1) >= cutoff) {
+            status = CUT_OFF;
+            break;
+        }
+    }
+    if (status == SOLVED && has_cutoff && spent >= cutoff) {
+        status = CUT_OFF;
+    }
+    if (status == SOLVED) {
+        for (Py_ssize_t i = 0; i < n_edges; i++) {
+            flow_out[i] = g.cap[2 * i + 1];
+        }
+        *a = spent;
+    } else if (status == INFEASIBLE) {
+        *a = sent;
+        *b = need;
+    }
+    graph_free(&g);
+    return status;
+}
+
 static PyObject *solve(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *num_obj, *edges_obj, *supply_obj, *cutoff_obj;
@@ -306,180 +466,55 @@ static PyObject *solve(PyObject *self, PyObject *args) {
     if (n_supply != num_nodes) {
         return status_only(FALLBACK);
     }
-
-    /* Checked first, as the Python does before it builds anything: supplies, then edges. */
-    i64 need = 0, balance = 0, sum_cost = 0;
-    Py_ssize_t n_supplied = 0;
-    for (Py_ssize_t v = 0; v < n_supply; v++) {
-        i64 b = small_int(supply_items[v], &ok);
-        if (!ok || b >= LIMIT_60 || b <= -LIMIT_60) {
-            return status_only(FALLBACK);
-        }
-        balance += b; /* at most 2**60 * 2**31 entries' worth: no overflow before the check below */
-        if (b > 0) {
-            need += b;
-            if (need >= LIMIT_60) {
-                return status_only(FALLBACK);
-            }
-        }
-        if (balance >= LIMIT_61 || balance <= -LIMIT_61) {
-            return status_only(FALLBACK);
-        }
-        n_supplied += b != 0;
-    }
-    if (balance != 0) {
-        return status_only(FALLBACK);
-    }
-    for (Py_ssize_t i = 0; i < n_edges; i++) {
-        PyObject *edge = edge_items[i];
-        if (!PyTuple_CheckExact(edge) || PyTuple_GET_SIZE(edge) != 4) {
-            return status_only(FALLBACK);
-        }
-        i64 u = small_int(PyTuple_GET_ITEM(edge, 0), &ok);
-        i64 v = small_int(PyTuple_GET_ITEM(edge, 1), &ok);
-        i64 c = small_int(PyTuple_GET_ITEM(edge, 2), &ok);
-        i64 w = small_int(PyTuple_GET_ITEM(edge, 3), &ok);
-        if (!ok || u < 0 || u >= num_nodes || v < 0 || v >= num_nodes || c < 0 || c >= LIMIT_60 || w < 0) {
-            return status_only(FALLBACK);
-        }
-        sum_cost += w;
-        if (sum_cost >= LIMIT_60) {
-            return status_only(FALLBACK);
-        }
-    }
-    /* need * (sum_cost + 1) < 2**61, so every cost bound the phases compute fits. */
-    if (need > 0 && sum_cost + 1 > LIMIT_61 / need) {
-        return status_only(FALLBACK);
-    }
-
-    Graph g;
-    memset(&g, 0, sizeof g);
-    g.n = (Py_ssize_t)num_nodes + 2;
-    g.s = (Py_ssize_t)num_nodes;
-    g.t = g.s + 1;
-    g.n_input = 2 * n_edges;
-    g.arcs = g.n_input + 2 * n_supplied;
-    Py_ssize_t arcs = g.arcs > 0 ? g.arcs : 1, n = g.n;
-    g.head = PyMem_New(i64, arcs);
-    g.cap = PyMem_New(i64, arcs);
-    g.cost = PyMem_New(i64, arcs);
-    g.adj = PyMem_New(Py_ssize_t, arcs);
-    g.first = PyMem_New(Py_ssize_t, n + 1);
-    g.pot = PyMem_New(i64, n);
-    g.dist = PyMem_New(i64, n);
-    g.level = PyMem_New(i64, n);
-    g.it = PyMem_New(Py_ssize_t, n);
-    g.queue = PyMem_New(Py_ssize_t, n);
-    g.path = PyMem_New(Py_ssize_t, n);
-    g.heap_cap = arcs + 1; /* one entry per improvement: at most one per arc, and the source */
-    g.heap_d = PyMem_New(i64, g.heap_cap);
-    g.heap_v = PyMem_New(Py_ssize_t, g.heap_cap);
-    if (!g.head || !g.cap || !g.cost || !g.adj || !g.first || !g.pot || !g.dist || !g.level || !g.it ||
-        !g.queue || !g.path || !g.heap_d || !g.heap_v) {
-        graph_free(&g);
+    /* Python's values as plain ints within 2**62 (the phases check the tighter bounds). */
+    i64 *supply = PyMem_New(i64, n_supply > 0 ? n_supply : 1);
+    i64 *edge = PyMem_New(i64, n_edges > 0 ? 4 * n_edges : 1);
+    i64 *flow = PyMem_New(i64, n_edges > 0 ? n_edges : 1);
+    if (!supply || !edge || !flow) {
+        PyMem_Free(supply);
+        PyMem_Free(edge);
+        PyMem_Free(flow);
         return PyErr_NoMemory();
     }
-
-    /* The arcs, numbered as _Residual numbers them. */
-    for (Py_ssize_t i = 0; i < n_edges; i++) {
-        PyObject *edge = edge_items[i];
-        i64 u = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 0));
-        i64 v = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 1));
-        i64 c = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 2));
-        i64 w = PyLong_AsLongLong(PyTuple_GET_ITEM(edge, 3));
-        g.head[2 * i] = v;
-        g.head[2 * i + 1] = u;
-        g.cap[2 * i] = c;
-        g.cap[2 * i + 1] = 0;
-        g.cost[2 * i] = w;
-        g.cost[2 * i + 1] = -w;
+    for (Py_ssize_t v = 0; v < n_supply && ok; v++) {
+        supply[v] = small_int(supply_items[v], &ok);
     }
-    Py_ssize_t e = g.n_input;
-    for (Py_ssize_t v = 0; v < n_supply; v++) {
-        i64 b = PyLong_AsLongLong(supply_items[v]);
-        if (b > 0) {
-            g.head[e] = v;
-            g.head[e + 1] = g.s;
-        } else if (b < 0) {
-            g.head[e] = g.t;
-            g.head[e + 1] = v;
-        } else {
-            continue;
-        }
-        g.cap[e] = b > 0 ? b : -b;
-        g.cap[e + 1] = 0;
-        g.cost[e] = g.cost[e + 1] = 0;
-        e += 2;
-    }
-    /* Each node's arcs in arc order: an arc leaves the head of its partner. */
-    memset(g.first, 0, (size_t)(n + 1) * sizeof(Py_ssize_t));
-    for (Py_ssize_t a = 0; a < g.arcs; a++) {
-        g.first[g.head[a ^ 1] + 1]++;
-    }
-    for (Py_ssize_t v = 0; v < n; v++) {
-        g.first[v + 1] += g.first[v];
-    }
-    for (Py_ssize_t v = 0; v < n; v++) {
-        g.it[v] = g.first[v];
-    }
-    for (Py_ssize_t a = 0; a < g.arcs; a++) {
-        g.adj[g.it[g.head[a ^ 1]]++] = a;
-    }
-
-    /* The phases, as mincost._phases runs them. */
-    for (Py_ssize_t v = 0; v < n; v++) {
-        g.pot[v] = 0;
-    }
-    i64 sent = 0, spent = 0;
-    int status = SOLVED;
-    while (sent < need) {
-        i64 dt = dijkstra(&g);
-        if (dt < 0) {
-            status = INFEASIBLE;
+    for (Py_ssize_t i = 0; i < n_edges && ok; i++) {
+        PyObject *item = edge_items[i];
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 4) {
+            ok = 0;
             break;
         }
-        for (Py_ssize_t v = 0; v < n; v++) {
-            g.pot[v] += g.dist[v] < dt ? g.dist[v] : dt;
-        }
-        i64 pt = g.pot[g.t];
-        if (has_cutoff && spent + (need - sent) * pt >= cutoff) {
-            status = CUT_OFF;
-            break;
-        }
-        i64 pushed = blocking_flows(&g, need - sent);
-        sent += pushed;
-        spent += pushed * pt;
-        if (has_cutoff && sent < need && spent + (need - sent) * (pt + 1) >= cutoff) {
-            status = CUT_OFF;
-            break;
+        for (int j = 0; j < 4; j++) {
+            edge[4 * i + j] = small_int(PyTuple_GET_ITEM(item, j), &ok);
         }
     }
-    if (status == SOLVED && has_cutoff && spent >= cutoff) {
-        status = CUT_OFF;
-    }
-
+    i64 a = 0, b = 0;
+    int status = ok ? flowcore_phases(num_nodes, n_edges, edge, supply, has_cutoff, cutoff, flow, &a, &b) : FALLBACK;
     PyObject *answer = NULL;
     if (status == SOLVED) {
-        PyObject *flow = PyList_New(n_edges);
-        if (flow) {
+        PyObject *flow_list = PyList_New(n_edges);
+        if (flow_list) {
             for (Py_ssize_t i = 0; i < n_edges; i++) {
-                PyObject *f = PyLong_FromLongLong(g.cap[2 * i + 1]);
+                PyObject *f = PyLong_FromLongLong(flow[i]);
                 if (!f) {
-                    Py_CLEAR(flow);
+                    Py_CLEAR(flow_list);
                     break;
                 }
-                PyList_SET_ITEM(flow, i, f);
+                PyList_SET_ITEM(flow_list, i, f);
             }
         }
-        if (flow) {
-            answer = Py_BuildValue("(iLN)", SOLVED, spent, flow);
+        if (flow_list) {
+            answer = Py_BuildValue("(iLN)", SOLVED, a, flow_list);
         }
     } else if (status == INFEASIBLE) {
-        answer = Py_BuildValue("(iLL)", INFEASIBLE, sent, need);
-    } else {
-        answer = status_only(CUT_OFF);
+        answer = Py_BuildValue("(iLL)", INFEASIBLE, a, b);
+    } else if (status >= 0) {
+        answer = status_only(status);
     }
-    graph_free(&g);
+    PyMem_Free(supply);
+    PyMem_Free(edge);
+    PyMem_Free(flow);
     return answer;
 }
 
@@ -728,6 +763,9 @@ static PyMethodDef methods[] = {
     {"rack_and_fill", flowcore_rack_and_fill, METH_VARARGS,
      "rack_and_fill(masks, consumers, keys, per, extra) -> (owner, counts, extra, assigned) | None: "
      "range_assignor._rack_pass_py then _fill on a fresh topic, compiled (see _range.c)."},
+    {"constrained", flowcore_constrained, METH_VARARGS,
+     "constrained(masks, owner, member_class, classes) -> list | None: sticky.constrained.assign_constrained's "
+     "holder per partition, compiled (see _constrained.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,6 +21,15 @@ static inline long long flowcore_int_in(PyObject *obj, long long lo, long long h
     return v;
 }
 
+/* _flowcore.c: the primal-dual phases on a problem given as C arrays (edge[4 * i ..]: tail, head, capacity,
+ * cost of edge i): 0 solved (flow_out, *a the cost), 1 cut off, 2 infeasible (*a sent, *b need), 3 outside
+ * the core's domain, as solve() answers; -1 out of memory, a Python error set. */
+int flowcore_phases(Py_ssize_t num_nodes, Py_ssize_t n_edges, const long long *edge, const long long *supply,
+                    int has_cutoff, long long cutoff, long long *flow_out, long long *a, long long *b);
+
+/* _constrained.c: sticky.constrained.assign_constrained compiled, as a holder per partition (issue 29). */
+PyObject *flowcore_constrained(PyObject *self, PyObject *args);
+
 /* _readback.c: sticky.general_readback.read_back_py compiled (issue 29). */
 PyObject *flowcore_read_back(PyObject *self, PyObject *args);
 

@@ -109,3 +109,9 @@ def rack_and_fill(
     """``range_assignor._rack_pass_py`` then ``_fill`` on a topic nothing is assigned in yet: ``(owner,
     counts, extra, assigned)``, counts in the order of ``consumers``; or None (anything it cannot take as
     the Python does)."""
+
+def constrained(
+    masks: list[int], owner: list[int], member_class: list[int], classes: list[tuple[bool, int]], /
+) -> list[int] | None:
+    """``sticky.constrained.assign_constrained``'s holder of each partition (``_constrained.c``), or None
+    (anything it cannot take as the Python does: the Python answers then, with its own result or error)."""

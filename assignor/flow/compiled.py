@@ -115,6 +115,15 @@ if TYPE_CHECKING:
             /,
         ) -> int | None: ...
 
+        def constrained(
+            self,
+            masks: list[int],
+            owner: list[int],
+            member_class: list[int],
+            classes: list[tuple[bool, int]],
+            /,
+        ) -> list[int] | None: ...
+
         def rack_and_fill(
             self, masks: Sequence[int], consumers: list[int], keys: list[int], per: int, extra: int, /
         ) -> tuple[list[int], list[int], int, int] | None: ...

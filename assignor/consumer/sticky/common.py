@@ -15,9 +15,8 @@ member's class and a partition's replica-rack mask.
 
 from __future__ import annotations
 
-from ...model import Cluster, ConsumerGroup, TopicPartition
+from ...model import Cluster, ConsumerGroup, Member, TopicPartition
 from ...record import field, record
-from ..owned import owners_and_contested
 
 
 @record()
@@ -36,13 +35,12 @@ class Prepared:
     topic_members: list[list[int]]  # sorted member numbers subscribed to each topic
     #: valid previous owner (see :mod:`rackplan.assignor.consumer.owned`) still subscribed to the topic, else -1
     owner: list[int]
-    #: every valid claim, subscribed or not: what cooperative withholding must respect
-    claims: dict[TopicPartition, str]
-    #: the member of each valid claim on a subscribed topic's partition, subscribed or not, else -1
+    #: the member of each valid claim on a subscribed topic's partition, subscribed or not, else -1: what
+    #: cooperative withholding must respect (claims on topics nobody subscribes to are never assigned)
     claim_owner: list[int]
-    #: partitions claimed by several members of the newest generation, with those members
-    #: (:func:`rackplan.assignor.consumer.owned.contested_partitions`, read in the same pass as ``claims``)
-    contested: dict[TopicPartition, list[str]] = field(default_factory=dict)
+    #: partitions claimed by several members of the newest generation, with those members in the order
+    #: they claimed it (:func:`rackplan.assignor.consumer.owned.contested_partitions`, numbered)
+    contested: dict[int, list[int]] = field(default_factory=dict)
     #: a holder (member per partition) whose cross-rack count is proven the fewest any balanced
     #: assignment with the same member counts can have (by an earlier run's flow; see settle)
     min_cross_holder: list[int] | None = None
@@ -101,7 +99,6 @@ def prepare(cluster: Cluster, group: ConsumerGroup) -> Prepared:
     """Number members and partitions, classify racks, and resolve previous owners."""
     members = sorted(group.members, key=lambda m: m.member_id)
     member_ids = [m.member_id for m in members]
-    index = {mid: i for i, mid in enumerate(member_ids)}
     topics = sorted({t for m in members for t in m.topics})
     topic_index = {t: i for i, t in enumerate(topics)}
 
@@ -128,17 +125,17 @@ def prepare(cluster: Cluster, group: ConsumerGroup) -> Prepared:
         for tn in ts:
             topic_members[tn].append(i)
 
-    claims, contested = owners_and_contested(cluster, group)
-    owner = [-1] * len(part_mask)
-    claim_owner = [-1] * len(part_mask)
-    subscribed = [set(ts) for ts in member_topics]
-    for (topic, p), mid in claims.items():
-        tk = topic_index.get(topic)
-        mk = index.get(mid)
-        if tk is not None and mk is not None:
-            claim_owner[topic_offset[tk] + p] = mk
-            if tk in subscribed[mk]:
-                owner[topic_offset[tk] + p] = mk
+    claim_owner, contested = _claims(members, group, topic_index, topic_offset)
+    if len({len(ts) for ts in member_topics}) == 1 and len(member_topics[0]) == len(topics):
+        owner = list(claim_owner)  # equal subscriptions: every claim on a subscribed topic is its claimer's
+    else:
+        subscribed = [set(ts) for ts in member_topics]
+        owner = [-1] * len(part_mask)
+        for tk in range(len(topics)):
+            for gp in range(topic_offset[tk], topic_offset[tk + 1]):
+                mk = claim_owner[gp]
+                if mk >= 0 and tk in subscribed[mk]:
+                    owner[gp] = mk
     return Prepared(
         member_ids=member_ids,
         member_class=member_class,
@@ -150,10 +147,48 @@ def prepare(cluster: Cluster, group: ConsumerGroup) -> Prepared:
         member_topics=member_topics,
         topic_members=topic_members,
         owner=owner,
-        claims=claims,
         claim_owner=claim_owner,
         contested=contested,
     )
+
+
+def _claims(
+    members: list[Member], group: ConsumerGroup, topic_index: dict[str, int], topic_offset: list[int]
+) -> tuple[list[int], dict[int, list[int]]]:
+    """The claimer of each subscribed partition (-1: none, or contested), and the contested ones.
+
+    :func:`rackplan.assignor.consumer.owned.owners_and_contested`'s rules (the newest generation only,
+    a partition claimed by two of its members has no owner, claims on partitions that do not exist are
+    ignored) read straight into member and partition numbers: a claim on a topic no member subscribes
+    to is never assigned, so it can be neither kept nor withheld.  Claimers of a contested partition
+    are listed in input order, as Kafka's protocol reports them.
+    """
+    claim_owner = [-1] * topic_offset[-1]
+    contested: dict[int, list[int]] = {}
+    if not members:
+        return claim_owner, contested
+    index = {m.member_id: i for i, m in enumerate(members)}
+    top = max(m.generation for m in members)
+    get = topic_index.get
+    for m in group.members:
+        if m.generation != top:
+            continue
+        mk = index[m.member_id]
+        for topic, p in m.owned:
+            tk = get(topic)
+            if tk is None or not 0 <= p < topic_offset[tk + 1] - topic_offset[tk]:
+                continue
+            gp = topic_offset[tk] + p
+            prev = claim_owner[gp]
+            if prev == -1:
+                claim_owner[gp] = mk
+            elif prev != mk:
+                who = contested.setdefault(gp, [prev])
+                if mk not in who:
+                    who.append(mk)
+    for gp in contested:
+        claim_owner[gp] = -1
+    return claim_owner, contested
 
 
 def cross_count(prep: Prepared, holder: list[int]) -> int:

@@ -14,7 +14,8 @@ unowned); an owned partition can only be kept if its owner still subscribes to
 the topic.  Cross-rack is the contract's notion (a partition with no known
 replica rack is never cross-rack), whether or not Kafka would switch its rack
 logic on.  We compute the whole target, then every partition changing owner is
-withheld and listed under ``revoked`` (:func:`rackplan.assignor.consumer.owned.withhold_moving`).
+withheld and listed under ``revoked`` (:func:`withhold`: the rule of
+:func:`rackplan.assignor.consumer.owned.withhold_moving` on numbers).
 Members are numbered in sorted-id order, partitions in (topic, partition)
 order, and ties go to the lowest number: the output is deterministic.
 
@@ -63,9 +64,8 @@ Settling: :mod:`.settling` (equal subscriptions), :mod:`.general_settle` (unequa
 from __future__ import annotations
 
 from ...flow import PostconditionError
-from ...model import Cluster, ConsumerGroup, ConsumerPlan, TopicPartition
-from ..owned import withhold_moving
-from .common import prepare
+from ...model import Cluster, ConsumerGroup, ConsumerPlan
+from .common import Prepared, prepare
 from .constrained import keeps_itself
 from .settling import settle, unproven
 
@@ -76,15 +76,12 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
         return ConsumerPlan(assignment={}, revoked={})
     prep = prepare(cluster, group)
     equal = len({m.topics for m in group.members}) == 1
-    contested = prep.contested
-    index = {t: i for i, t in enumerate(prep.topics)}
-    contested_gp = [prep.topic_offset[index[t]] + p for t, p in contested if t in index]
     if equal:
-        settled = settle(prep, unproven, contested_gp, keeps_itself)
+        settled = settle(prep, unproven, prep.contested, keeps_itself)
     else:  # the unequal path's modules are imported by the groups that take it (issue 29: start-up)
         from .general_settle import settle_general
 
-        settled = settle_general(prep, contested_gp)
+        settled = settle_general(prep, prep.contested)
     if not settled.fixed_point:
         import logging  # only here: ``rackplan assign`` on a consumer group never imports it otherwise
 
@@ -101,11 +98,37 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
             f"cooperative-sticky: {holder.count(-1)} of {prep.num_partitions} partitions have no holder "
             f"after settling (first: global partition {gp}); every subscribed partition must have one"
         )
-    per_member: list[list[int]] = [[] for _ in prep.member_ids]
-    for gp, i in enumerate(holder):
-        per_member[i].append(gp)
-    topics, offset, ptopic = prep.topics, prep.topic_offset, prep.part_topic
-    assignment: dict[str, list[TopicPartition]] = {}
-    for mid, parts in zip(prep.member_ids, per_member, strict=True):
-        assignment[mid] = [(topics[ptopic[gp]], gp - offset[ptopic[gp]]) for gp in sorted(parts)]
-    return withhold_moving(assignment, prep.claims, contested)
+    return withhold(prep, holder)
+
+
+def withhold(prep: Prepared, holder: list[int]) -> ConsumerPlan:
+    """The plan of a target ``holder``: :func:`rackplan.assignor.consumer.owned.withhold_moving` on numbers.
+
+    A partition whose valid claimer is another member is withheld and listed under that claimer's
+    ``revoked``; a contested one under every claimer's.  Partitions are visited in global order, which is
+    (topic, partition) order, so every list comes out sorted, and members are numbered in sorted-id order,
+    so ``revoked`` is sorted by member id: the same plan ``withhold_moving`` makes of the same target
+    (``tests/assignor/test_sticky_withhold.py``), without a lookup per partition in maps keyed by
+    (topic, partition) pairs.
+    """
+    n = len(prep.member_ids)
+    kept: list[list[int]] = [[] for _ in range(n)]
+    revoked: list[list[int]] = [[] for _ in range(n)]
+    claim, contested = prep.claim_owner, prep.contested
+    for gp, (h, prev) in enumerate(zip(holder, claim, strict=True)):
+        if prev == -1 or prev == h:
+            if prev == -1 and gp in contested:  # a contested partition has no valid claimer
+                for claimer in contested[gp]:
+                    revoked[claimer].append(gp)
+            else:
+                kept[h].append(gp)
+        else:
+            revoked[prev].append(gp)
+    offset = prep.topic_offset
+    pairs = [(t, p) for tk, t in enumerate(prep.topics) for p in range(offset[tk + 1] - offset[tk])]
+    pair = pairs.__getitem__
+    ids = prep.member_ids
+    return ConsumerPlan(
+        assignment={ids[i]: list(map(pair, gps)) for i, gps in enumerate(kept)},
+        revoked={ids[i]: list(map(pair, gps)) for i, gps in enumerate(revoked) if gps},
+    )

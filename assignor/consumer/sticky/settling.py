@@ -28,7 +28,7 @@ from collections.abc import Callable, Collection
 
 from ...record import record, replace
 from .common import Prepared, cross_count
-from .constrained import assign_constrained
+from .constrained import assign_constrained, compiled_holder
 
 #: Bound on follow-up simulations; each one that changes the target lowers its cost (see module docstring).
 MAX_FOLLOW_UPS = 16
@@ -46,17 +46,21 @@ def holders(per_member: list[list[int]], n_parts: int) -> list[int]:
     return holder
 
 
-#: An assignment algorithm: partitions per member, and the holder when its cross-rack count is proven minimal.
-Algorithm = Callable[[Prepared], tuple[list[list[int]], list[int] | None]]
+#: An assignment algorithm: the holder of each partition, and it again when its cross-rack count is proven minimal.
+Algorithm = Callable[[Prepared], tuple[list[int], list[int] | None]]
 
 #: A proof about an :data:`Algorithm`: True only when, every member owning what the holder gives it,
 #: the algorithm would return that holder (so settling need not run it to know).
 KeepsItself = Callable[[Prepared, list[int]], bool]
 
 
-def unproven(prep: Prepared) -> tuple[list[list[int]], list[int] | None]:
-    """The equal-subscription path as an :data:`Algorithm`: its one exact flow, no proof handed on."""
-    return assign_constrained(prep), None
+def unproven(prep: Prepared) -> tuple[list[int], list[int] | None]:
+    """The equal-subscription path as an :data:`Algorithm`: its one exact flow (compiled where the install
+    has the core), no proof handed on."""
+    holder = compiled_holder(prep)
+    if holder is None:
+        holder = holders(assign_constrained(prep), prep.num_partitions)
+    return holder, None
 
 
 @record(frozen=True)
@@ -147,14 +151,13 @@ def _settle_search(
     prep: Prepared, algorithm: Algorithm, contested: Collection[int], keeps_itself: KeepsItself | None
 ) -> Settlement:
     """:func:`settle` without the keep rule: follow-up rounds until the target is a fixed point."""
-    n_parts = prep.num_partitions
     proven: list[int] | None = None  # the last run's holder, if its cross-rack count is proven minimal
 
     def run(owner: list[int]) -> list[int]:
         nonlocal proven
         same = owner is prep.owner and proven is prep.min_cross_holder  # the first run: no copy needed
-        per_member, proven = algorithm(prep if same else replace(prep, owner=owner, min_cross_holder=proven))
-        return holders(per_member, n_parts)
+        holder, proven = algorithm(prep if same else replace(prep, owner=owner, min_cross_holder=proven))
+        return holder
 
     holder = run(prep.owner)
     claim = list(prep.claim_owner)
