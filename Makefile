@@ -10,7 +10,7 @@ BASE := $(VENV)/.installed-base
 # The demo needs the package alone; tests, lint and benchmarks need every extra. The install
 # compiles the flow core (assignor/flow/_flowcore.c, optional: skipped without a C compiler) in
 # place, so a change of its source reinstalls.
-$(BASE): pyproject.toml assignor/flow/_flowcore.c assignor/flow/_readback.c assignor/flow/_nodes.c assignor/flow/_shift.c assignor/flow/_range.c assignor/flow/_constrained.c assignor/flow/_flowcore.h
+$(BASE): pyproject.toml assignor/flow/_flowcore.c assignor/flow/_readback.c assignor/flow/_nodes.c assignor/flow/_shift.c assignor/flow/_range.c assignor/flow/_constrained.c assignor/flow/_withhold.c assignor/flow/_flowcore.h
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .

@@ -534,3 +534,129 @@ PyObject *flowcore_constrained(PyObject *self, PyObject *args) {
     arena_free(&arena);
     return answer;
 }
+
+/* ---- constrained_settle: settling.settle's search with this path, compiled (issue 29). ----------
+ *
+ * settling._settle_search step for step, with the path above as its algorithm: the first run on the
+ * owners; then each round the follow-up round's input (the target, a partition withheld where its
+ * claim is another member's or contested), its answer (the last one remembered), and when the target
+ * stays, the round with everything owned.  The Python spares that last run where keeps_itself proves
+ * its answer is the target; here the run itself is cheaper than the proof, and returns the same.
+ *
+ * constrained_settle(masks, owner, claim, member_class, classes, max_rounds) -> (holder, fixed_point,
+ * rounds) | None: claim as settling builds it (-1 none, -2 contested, else the claimer); None, having
+ * made nothing, where any run hands its input back (the Python settles then).
+ */
+
+/* One run of the path on owners ``owner``: 1 with ``out`` filled, 0 or -1 as run(). */
+static int run_on(Input *in, ix *owner, ix *out) {
+    Arena arena = {{NULL}, 0};
+    in->owner = owner;
+    for (ix gp = 0; gp < in->n_parts; gp++) {
+        out[gp] = -1;
+    }
+    int ok = run(&arena, in, out);
+    arena_free(&arena);
+    return ok;
+}
+
+static int same(const ix *a, const ix *b, ix n) {
+    return memcmp(a, b, (size_t)n * sizeof(ix)) == 0;
+}
+
+/* The search: 1 with (holder, *fixed, *rounds), or 0 / -1 as run(). */
+static int settle_search(Arena *arena, Input *in, const ix *claim, i64 max_rounds, ix *holder, int *fixed,
+                         i64 *rounds) {
+    ix P = in->n_parts;
+    ix *first = in->owner, *follow = arena_new(arena, (size_t)P, sizeof(ix));
+    ix *nxt = arena_new(arena, (size_t)P, sizeof(ix)), *seen_in = arena_new(arena, (size_t)P, sizeof(ix));
+    ix *seen_out = arena_new(arena, (size_t)P, sizeof(ix));
+    if (!follow || !nxt || !seen_in || !seen_out) {
+        return -1;
+    }
+    int ok = run_on(in, first, holder), seen = 0;
+    for (i64 r = 0; ok > 0 && r < max_rounds; r++) {
+        int moved = 0;
+        for (ix gp = 0; gp < P; gp++) {
+            follow[gp] = claim[gp] == -1 || claim[gp] == holder[gp] ? holder[gp] : -1;
+            moved |= follow[gp] != holder[gp];
+        }
+        memcpy(nxt, holder, (size_t)P * sizeof(ix));
+        if (moved) {
+            if (seen && same(seen_in, follow, P)) {
+                memcpy(nxt, seen_out, (size_t)P * sizeof(ix));
+            } else {
+                ok = run_on(in, follow, nxt);
+                memcpy(seen_in, follow, (size_t)P * sizeof(ix));
+                memcpy(seen_out, nxt, (size_t)P * sizeof(ix));
+                seen = 1;
+            }
+        }
+        if (ok > 0 && same(nxt, holder, P)) {
+            memcpy(follow, holder, (size_t)P * sizeof(ix)); /* everything owned */
+            ok = run_on(in, follow, nxt);
+        }
+        if (ok > 0 && same(nxt, holder, P)) {
+            *fixed = 1;
+            *rounds = r;
+            return 1;
+        }
+        memcpy(holder, nxt, (size_t)P * sizeof(ix));
+    }
+    *fixed = 0;
+    *rounds = max_rounds;
+    return ok;
+}
+
+PyObject *flowcore_constrained_settle(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *masks, *owner, *claim, *member_class, *classes, *max_obj;
+    if (!PyArg_ParseTuple(args, "OOOOOO", &masks, &owner, &claim, &member_class, &classes, &max_obj)) {
+        return NULL;
+    }
+    Arena arena = {{NULL}, 0};
+    Input in;
+    memset(&in, 0, sizeof in);
+    int ok = read_input(&arena, masks, owner, member_class, classes, &in);
+    ix *holder = NULL, *claims = NULL;
+    int fixed = 0;
+    i64 rounds = 0, max_rounds = flowcore_int_in(max_obj, 0, 1 << 20, &ok);
+    if (ok > 0 && (!PyList_CheckExact(claim) || PyList_GET_SIZE(claim) != in.n_parts)) {
+        ok = 0;
+    }
+    if (ok > 0) {
+        holder = arena_new(&arena, (size_t)in.n_parts, sizeof(ix));
+        claims = arena_new(&arena, (size_t)in.n_parts, sizeof(ix));
+        ok = holder && claims ? 1 : -1;
+        for (ix gp = 0; ok > 0 && gp < in.n_parts; gp++) {
+            claims[gp] = (ix)flowcore_int_in(PyList_GET_ITEM(claim, gp), -2, in.n, &ok);
+        }
+    }
+    if (ok > 0) {
+        ok = settle_search(&arena, &in, claims, max_rounds, holder, &fixed, &rounds);
+    }
+    PyObject *answer = NULL;
+    if (ok > 0) {
+        PyObject *list = PyList_New(in.n_parts);
+        for (ix gp = 0; list && gp < in.n_parts; gp++) {
+            PyObject *h = PyLong_FromSsize_t(holder[gp]);
+            if (!h) {
+                Py_CLEAR(list);
+                break;
+            }
+            PyList_SET_ITEM(list, gp, h);
+        }
+        if (list) {
+            answer = Py_BuildValue("(NOL)", list, fixed ? Py_True : Py_False, rounds);
+        }
+    } else if (ok < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+    } else {
+        Py_INCREF(Py_None);
+        answer = Py_None;
+    }
+    arena_free(&arena);
+    return answer;
+}

@@ -766,6 +766,12 @@ static PyMethodDef methods[] = {
     {"constrained", flowcore_constrained, METH_VARARGS,
      "constrained(masks, owner, member_class, classes) -> list | None: sticky.constrained.assign_constrained's "
      "holder per partition, compiled (see _constrained.c)."},
+    {"constrained_settle", flowcore_constrained_settle, METH_VARARGS,
+     "constrained_settle(masks, owner, claim, member_class, classes, max_rounds) -> (holder, fixed_point, rounds) "
+     "| None: settling._settle_search with the equal path, compiled (see _constrained.c)."},
+    {"withhold", flowcore_withhold, METH_VARARGS,
+     "withhold(holder, claim, contested, member_ids, topics, topic_offset) -> (assignment, revoked) | None: "
+     "sticky.plan.withhold_py compiled (see _withhold.c)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -29,6 +29,10 @@ int flowcore_phases(Py_ssize_t num_nodes, Py_ssize_t n_edges, const long long *e
 
 /* _constrained.c: sticky.constrained.assign_constrained compiled, as a holder per partition (issue 29). */
 PyObject *flowcore_constrained(PyObject *self, PyObject *args);
+PyObject *flowcore_constrained_settle(PyObject *self, PyObject *args);
+
+/* _withhold.c: sticky.plan.withhold_py compiled, the plan of a target (issue 29). */
+PyObject *flowcore_withhold(PyObject *self, PyObject *args);
 
 /* _readback.c: sticky.general_readback.read_back_py compiled (issue 29). */
 PyObject *flowcore_read_back(PyObject *self, PyObject *args);

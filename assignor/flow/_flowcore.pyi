@@ -115,3 +115,27 @@ def constrained(
 ) -> list[int] | None:
     """``sticky.constrained.assign_constrained``'s holder of each partition (``_constrained.c``), or None
     (anything it cannot take as the Python does: the Python answers then, with its own result or error)."""
+
+def withhold(
+    holder: list[int],
+    claim: list[int],
+    contested: dict[int, list[int]],
+    member_ids: list[str],
+    topics: list[str],
+    topic_offset: list[int],
+    /,
+) -> tuple[dict[str, list[tuple[str, int]]], dict[str, list[tuple[str, int]]]] | None:
+    """``sticky.plan.withhold_py``'s assignment and revoked (``_withhold.c``), or None (anything it cannot take
+    as the Python does: the Python answers then, with its own result or error)."""
+
+def constrained_settle(
+    masks: list[int],
+    owner: list[int],
+    claim: list[int],
+    member_class: list[int],
+    classes: list[tuple[bool, int]],
+    max_rounds: int,
+    /,
+) -> tuple[list[int], bool, int] | None:
+    """``sticky.settling``'s search with the equal path as its algorithm (``_constrained.c``): ``(holder,
+    fixed_point, rounds)``, or None (anything it cannot take as the Python does: the Python settles then)."""

@@ -124,6 +124,28 @@ if TYPE_CHECKING:
             /,
         ) -> list[int] | None: ...
 
+        def constrained_settle(
+            self,
+            masks: list[int],
+            owner: list[int],
+            claim: list[int],
+            member_class: list[int],
+            classes: list[tuple[bool, int]],
+            max_rounds: int,
+            /,
+        ) -> tuple[list[int], bool, int] | None: ...
+
+        def withhold(
+            self,
+            holder: list[int],
+            claim: list[int],
+            contested: dict[int, list[int]],
+            member_ids: list[str],
+            topics: list[str],
+            topic_offset: list[int],
+            /,
+        ) -> tuple[dict[str, list[tuple[str, int]]], dict[str, list[tuple[str, int]]]] | None: ...
+
         def rack_and_fill(
             self, masks: Sequence[int], consumers: list[int], keys: list[int], per: int, extra: int, /
         ) -> tuple[list[int], list[int], int, int] | None: ...

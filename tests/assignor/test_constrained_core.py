@@ -4,7 +4,9 @@
 equal groups with drawn previous owners, over-full members (one member owning most partitions) among
 them, the core answers, and its holder is the Python's partition for partition.  What the core cannot
 take as the Python does it hands back (None) and the Python answers: checked on a racked class whose
-bit is not one bit and on values of other types.  Whole plans are the same with the core and without.
+bit is not one bit and on values of other types.  Settling's whole search compiled
+(``constrained_settle``) lands on the Python search's holder, fixed point and rounds, capped or not,
+contested partitions among the claims.  Whole plans are the same with the core and without.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rackplan.assignor.consumer.sticky import constrained
+from rackplan.assignor.consumer.sticky import constrained, settling
 from rackplan.assignor.consumer.sticky.common import Prepared, prepare
+from rackplan.assignor.consumer.sticky.constrained import keeps_itself
 from rackplan.assignor.consumer.sticky.plan import assign
 from rackplan.assignor.consumer.sticky.settling import holders
 from rackplan.assignor.model import Cluster, ConsumerGroup, Member
@@ -39,7 +42,8 @@ def equal_preps(draw: st.DrawFn) -> Prepared:
     n, size = len(prep.member_ids), prep.num_partitions
     heavy = draw(st.integers(0, n - 1))
     who = st.one_of(st.integers(-1, n - 1), st.just(heavy), st.just(heavy))
-    return replace(prep, owner=draw(st.lists(who, min_size=size, max_size=size)))
+    owner = draw(st.lists(who, min_size=size, max_size=size))
+    return replace(prep, owner=owner, claim_owner=owner if draw(st.booleans()) else prep.claim_owner)
 
 
 @SETTINGS
@@ -48,6 +52,30 @@ def test_the_core_answers_every_equal_group_as_the_python_does(core: Core, prep:
     got = core.constrained(prep.part_mask, prep.owner, prep.member_class, prep.classes)
     assert got is not None
     assert got == holders(constrained.assign_constrained(prep), prep.num_partitions)
+
+
+@SETTINGS
+@given(equal_preps(), st.data(), st.sampled_from([None, 0, 1]))
+def test_the_compiled_search_settles_as_the_python_search_does(
+    core: Core, prep: Prepared, data: st.DataObject, cap: int | None
+) -> None:
+    size = prep.num_partitions
+    contested = data.draw(st.lists(st.integers(0, size - 1), unique=True, max_size=3)) if size else []
+    with pytest.MonkeyPatch.context() as m:
+        if cap is not None:
+            m.setattr(settling, "MAX_FOLLOW_UPS", cap)
+        python = settling.settle(prep, settling.unproven, contested, keeps_itself)
+        compiled = settling.settle(
+            prep, settling.unproven, contested, keeps_itself, constrained.compiled_search
+        )
+        claim = [settling.CONTESTED if gp in contested else c for gp, c in enumerate(prep.claim_owner)]
+        assert (
+            core.constrained_settle(
+                prep.part_mask, prep.owner, claim, prep.member_class, prep.classes, settling.MAX_FOLLOW_UPS
+            )
+            is not None
+        )
+    assert compiled == python
 
 
 def test_what_the_core_cannot_take_as_the_python_does_it_hands_back(core: Core) -> None:

@@ -33,6 +33,7 @@ from rackplan.assignor.consumer import cross_rack_count, subscribed_partitions
 from rackplan.assignor.consumer.owned import count_moved, previous_owners
 from rackplan.assignor.consumer.rack_optimal import assign as rack_optimal_assign
 from rackplan.assignor.consumer.sticky import assign, general_settle, settling
+from rackplan.assignor.consumer.sticky import plan as sticky_plan
 from rackplan.assignor.consumer.sticky.common import Prepared, cross_count, prepare
 from rackplan.assignor.consumer.sticky.constrained import assign_constrained
 from rackplan.assignor.flow import PostconditionError
@@ -627,7 +628,8 @@ def test_a_partition_left_without_holder_is_a_postcondition_failure() -> None:
         return [parts[1:] if i == 0 else parts for i, parts in enumerate(per_member)]
 
     with (
-        mock.patch.object(settling, "compiled_holder", lambda prep: None),  # the Python path, broken
+        mock.patch.object(sticky_plan, "compiled_search", lambda *_: None),  # the Python search, whose
+        mock.patch.object(settling, "compiled_holder", lambda prep: None),  # runs are the Python's, broken
         mock.patch.object(settling, "assign_constrained", dropping),
         pytest.raises(PostconditionError, match=r"1 of 4 partitions have no holder"),
     ):

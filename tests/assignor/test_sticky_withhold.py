@@ -5,20 +5,26 @@ assignor shares.
 Groups are drawn with what the shared strategy leaves out: members of older generations, a partition
 claimed by two or three members of the newest one (contested), claims on partitions that do not exist
 and on topics nobody subscribes to.  For every such group and any target, ``prepare`` numbers exactly
-the claims ``owners_and_contested`` believes, and ``withhold`` makes the plan ``withhold_moving`` makes.
+the claims ``owners_and_contested`` believes, and ``withhold`` makes the plan ``withhold_moving`` makes,
+from the compiled core (``_withhold.c``) and from its Python fallback (``withhold_py``) alike.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from rackplan.assignor.consumer.owned import owners_and_contested, withhold_moving
 from rackplan.assignor.consumer.sticky.common import prepare
-from rackplan.assignor.consumer.sticky.plan import withhold
-from rackplan.assignor.model import Cluster, ConsumerGroup, Member, TopicPartition
+from rackplan.assignor.consumer.sticky.plan import withhold, withhold_py
+from rackplan.assignor.model import Cluster, ConsumerGroup, ConsumerPlan, Member, TopicPartition
 from rackplan.assignor.record import replace
 from tests.strategies import clusters, consumer_groups
+
+if TYPE_CHECKING:
+    from rackplan.assignor.flow.compiled import Core
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -83,7 +89,38 @@ def test_withhold_makes_the_plan_withhold_moving_makes(
     want = withhold_moving(assignment, claims, contested)
     got = withhold(prep, holder)
     assert got == want
+    assert withhold_py(prep, holder) == want
     assert list(got.revoked) == sorted(got.revoked)
+    assert [list(v) for v in got.assignment.values()] == [list(v) for v in want.assignment.values()]
+
+
+@SETTINGS
+@given(claimed_groups(), st.data())
+def test_the_core_answers_every_target(
+    core: Core, inst: tuple[Cluster, ConsumerGroup], data: st.DataObject
+) -> None:
+    """Every drawn target is the core's to answer (None would hand it to the Python silently)."""
+    prep = prepare(*inst)
+    n, size = len(prep.member_ids), prep.num_partitions
+    holder = data.draw(st.lists(st.integers(0, n - 1), min_size=size, max_size=size))
+    got = core.withhold(
+        holder, prep.claim_owner, prep.contested, prep.member_ids, prep.topics, prep.topic_offset
+    )
+    assert got is not None
+    assert withhold_py(prep, holder) == ConsumerPlan(assignment=got[0], revoked=got[1])
+
+
+def test_what_the_core_cannot_take_it_hands_back(core: Core) -> None:
+    """A holder out of range, offsets that do not number the partitions, a contested partition out of
+    range: None, and nothing raised."""
+    ids, topics = ["a", "b"], ["t"]
+    assert core.withhold([0, 1], [-1, 0], {}, ids, topics, [0, 2]) == (
+        {"a": [("t", 0)], "b": []},
+        {"a": [("t", 1)]},
+    )
+    assert core.withhold([0, 2], [-1, 0], {}, ids, topics, [0, 2]) is None
+    assert core.withhold([0, 1], [-1, 0], {}, ids, topics, [0, 3]) is None
+    assert core.withhold([0, 1], [-1, 0], {5: [0, 1]}, ids, topics, [0, 2]) is None
 
 
 def test_a_contested_partition_is_withheld_from_every_claimer_and_listed_under_each() -> None:

@@ -77,6 +77,20 @@ def compiled_holder(prep: Prepared) -> list[int] | None:
     return CORE.constrained(prep.part_mask, prep.owner, prep.member_class, prep.classes)
 
 
+def compiled_search(prep: Prepared, claim: list[int], max_rounds: int) -> tuple[list[int], bool, int] | None:
+    """Settling's search (:func:`~.settling.settle` without its keep rule) with this path as its algorithm,
+    from the compiled core: ``(holder, fixed_point, rounds)``, the Python's, or None where this install has
+    no core or the core hands the input back.  ``claim`` is settling's (-2 marks a contested partition).
+
+    The whole search in C, not only its runs: on a 100-partition group the Python between them (the
+    follow-up round's input, :func:`keeps_itself`'s counts) cost as much as the runs (issue 29)."""
+    if CORE is None:
+        return None
+    return CORE.constrained_settle(
+        prep.part_mask, prep.owner, claim, prep.member_class, prep.classes, max_rounds
+    )
+
+
 def assign_constrained(prep: Prepared) -> list[list[int]]:
     """Partitions (global numbers) per member; see the module docstring.  The compiled core's oracle and
     fallback (:func:`compiled_holder`)."""

@@ -53,6 +53,11 @@ Algorithm = Callable[[Prepared], tuple[list[int], list[int] | None]]
 #: the algorithm would return that holder (so settling need not run it to know).
 KeepsItself = Callable[[Prepared, list[int]], bool]
 
+#: The search of :func:`settle` with an :data:`Algorithm`, compiled: given the prepared view, the claims
+#: as the search marks them and the cap on follow-ups, ``(holder, fixed_point, rounds)`` exactly as the
+#: Python search answers, or None to let the Python search.
+CompiledSearch = Callable[[Prepared, list[int], int], tuple[list[int], bool, int] | None]
+
 
 def unproven(prep: Prepared) -> tuple[list[int], list[int] | None]:
     """The equal-subscription path as an :data:`Algorithm`: its one exact flow (compiled where the install
@@ -111,6 +116,7 @@ def settle(
     algorithm: Algorithm,
     contested: Collection[int] = (),
     keeps_itself: KeepsItself | None = None,
+    compiled: CompiledSearch | None = None,
 ) -> Settlement:
     """The target holder of each partition, a fixed point of the follow-up round.
 
@@ -123,7 +129,8 @@ def settle(
     them unowned too; leaving them out of the simulation let the real
     follow-up re-place them and withhold again (issue 16).  ``keeps_itself``,
     when given, spares the last simulation where it proves its answer (the
-    equal path: :func:`~.constrained.keeps_itself`; the same target either way).
+    equal path: :func:`~.constrained.keeps_itself`; the same target either way).  ``compiled``, when given,
+    is the same search in C (the equal path: :func:`~.constrained.compiled_search`), tried first.
 
     *Keep rule*: when the previous assignment is complete and balanced
     (:func:`kept`) and the settled target is not strictly more local, the
@@ -137,7 +144,7 @@ def settle(
     keep = kept(prep)
     if keep is not None and not cross_count(prep, keep):
         return Settlement(keep, True, 0)  # nothing can be more local than no cross-rack partition
-    settled = _settle_search(prep, algorithm, contested, keeps_itself)
+    settled = _settle_search(prep, algorithm, contested, keeps_itself, compiled)
     if (
         keep is not None
         and settled.holder != keep
@@ -148,9 +155,20 @@ def settle(
 
 
 def _settle_search(
-    prep: Prepared, algorithm: Algorithm, contested: Collection[int], keeps_itself: KeepsItself | None
+    prep: Prepared,
+    algorithm: Algorithm,
+    contested: Collection[int],
+    keeps_itself: KeepsItself | None,
+    compiled: CompiledSearch | None = None,
 ) -> Settlement:
     """:func:`settle` without the keep rule: follow-up rounds until the target is a fixed point."""
+    claim = list(prep.claim_owner)
+    for gp in contested:
+        claim[gp] = CONTESTED
+    if compiled is not None:
+        answer = compiled(prep, claim, MAX_FOLLOW_UPS)
+        if answer is not None:
+            return Settlement(*answer)
     proven: list[int] | None = None  # the last run's holder, if its cross-rack count is proven minimal
 
     def run(owner: list[int]) -> list[int]:
@@ -160,9 +178,6 @@ def _settle_search(
         return holder
 
     holder = run(prep.owner)
-    claim = list(prep.claim_owner)
-    for gp in contested:
-        claim[gp] = CONTESTED
     seen: tuple[list[int], list[int]] | None = None  # last follow-up input and its answer
     for rounds in range(MAX_FOLLOW_UPS):
         follow_up = [h if claim[gp] == -1 or claim[gp] == h else -1 for gp, h in enumerate(holder)]
