@@ -71,7 +71,7 @@ def compiled_holder(prep: Prepared) -> list[int] | None:
     None where this install has no core or the core hands the input back (the Python answers then).
 
     The same profiles, graph, flow and write-back in C: on small groups the Python's fixed cost per call
-    was most of the path (issue 29: 36 of 75 us on 3 members x 12 partitions)."""
+    was most of the path (issue 29; docs/performance.md, session 38)."""
     if CORE is None:
         return None
     return CORE.constrained(prep.part_mask, prep.owner, prep.member_class, prep.classes)
@@ -82,8 +82,8 @@ def compiled_search(prep: Prepared, claim: list[int], max_rounds: int) -> tuple[
     from the compiled core: ``(holder, fixed_point, rounds)``, the Python's, or None where this install has
     no core or the core hands the input back.  ``claim`` is settling's (-2 marks a contested partition).
 
-    The whole search in C, not only its runs: on a 100-partition group the Python between them (the
-    follow-up round's input, :func:`keeps_itself`'s counts) cost as much as the runs (issue 29)."""
+    The whole search in C, not only its runs: on small groups the Python between them (the follow-up
+    round's input, :func:`keeps_itself`'s counts) cost about as much as the compiled runs (issue 29)."""
     if CORE is None:
         return None
     return CORE.constrained_settle(

@@ -104,7 +104,8 @@ def assign(cluster: Cluster, group: ConsumerGroup) -> ConsumerPlan:
 
 def withhold(prep: Prepared, holder: list[int]) -> ConsumerPlan:
     """The plan of a target ``holder`` (:func:`withhold_py`), from the compiled core where the install has
-    it (``_withhold.c``: the Python's lists cost 15 of the 70 us of a 100-partition group, issue 29)."""
+    it (``_withhold.c``: the Python's loop and pair per partition weigh on small groups' calls; issue 29,
+    docs/performance.md, session 38)."""
     if CORE is not None:
         lists = CORE.withhold(
             holder, prep.claim_owner, prep.contested, prep.member_ids, prep.topics, prep.topic_offset
