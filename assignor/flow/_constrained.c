@@ -115,6 +115,9 @@ typedef struct {
 } Arena;
 
 static void *arena_new(Arena *arena, size_t count, size_t size) {
+    if (arena->count >= (int)(sizeof arena->ptr / sizeof arena->ptr[0])) {
+        return NULL; /* more arrays than a run makes: reported as out of memory, never overrun */
+    }
     void *p = PyMem_Calloc(count ? count : 1, size);
     if (p) {
         arena->ptr[arena->count++] = p;
