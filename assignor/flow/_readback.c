@@ -194,7 +194,9 @@ static void one_pool(ReadBack *r, PyObject *holder, PyObject *pool, PyObject *ed
     if (r->ok <= 0) {
         return;
     }
-    qsort(r->keys, (size_t)size, sizeof(i64), cmp_i64);
+    if (size > 1) { /* qsort's array must not be NULL, even empty (C: undefined; UBSan says so) */
+        qsort(r->keys, (size_t)size, sizeof(i64), cmp_i64);
+    }
     Py_ssize_t kept = pos < size ? (Py_ssize_t)pos : size;
     for (Py_ssize_t i = 0; i < kept; i++) {
         hold(r, r->keys[i] & 0xFFFFFFFF, o_obj);
@@ -204,7 +206,9 @@ static void one_pool(ReadBack *r, PyObject *holder, PyObject *pool, PyObject *ed
     for (Py_ssize_t i = 0; i < rest; i++) {
         parts[i] &= 0xFFFFFFFF;
     }
-    qsort(parts, (size_t)rest, sizeof(i64), cmp_i64);
+    if (rest > 1) {
+        qsort(parts, (size_t)rest, sizeof(i64), cmp_i64);
+    }
     for (Py_ssize_t j = 0; j < n_hubs; j++) {
         r->counts[j] = flow_at(r, out + j);
     }
@@ -262,7 +266,9 @@ static Reach *reaches(ReadBack *r, PyObject *edges, Py_ssize_t limit, PyObject *
 
 /* Per hub that received, its partitions dealt to the members it reaches. */
 static void to_members(ReadBack *r, Reach *reach, Py_ssize_t n_reach) {
-    qsort(r->incoming, (size_t)r->n_incoming, sizeof(i64), cmp_i64);
+    if (r->n_incoming > 1) {
+        qsort(r->incoming, (size_t)r->n_incoming, sizeof(i64), cmp_i64);
+    }
     Py_ssize_t a = 0, b = 0;
     for (Py_ssize_t k = 0; k < r->n_hubs && r->ok > 0; k++) {
         Py_ssize_t a0 = a, b0 = b, n_members = 0;
