@@ -34,6 +34,11 @@ CORE_TESTS = [
     "tests/assignor/test_general_core_groups.py",
     "tests/assignor/test_general_readback.py",
     "tests/assignor/test_general_floor.py",
+    "tests/assignor/test_general_nodes.py",
+    "tests/assignor/test_general_spare.py",
+    "tests/assignor/test_general_edges.py",
+    "tests/assignor/test_range.py::test_the_compiled_passes_are_the_python_ones",
+    "tests/assignor/test_range.py::test_the_compiled_passes_hand_back_what_they_cannot_take",
 ]
 
 #: The child: the sanitized build registered as the core before rackplan imports it, then pytest.
