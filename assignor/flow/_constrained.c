@@ -493,6 +493,32 @@ static int run(Arena *arena, const Input *in, ix *holder) {
     return 1;
 }
 
+/* The holder as a Python list; NULL with the error set. */
+static PyObject *holder_list(const ix *holder, ix n_parts) {
+    PyObject *list = PyList_New(n_parts);
+    for (ix gp = 0; list && gp < n_parts; gp++) {
+        PyObject *h = PyLong_FromSsize_t(holder[gp]);
+        if (!h) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, gp, h);
+    }
+    return list;
+}
+
+/* An entry point's answer where the path did not finish: None (0: the Python answers then), or NULL
+ * with the error set (-1: out of memory). */
+static PyObject *not_answered(int ok) {
+    if (ok < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 PyObject *flowcore_constrained(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *masks, *owner, *member_class, *classes;
@@ -515,25 +541,7 @@ PyObject *flowcore_constrained(PyObject *self, PyObject *args) {
             ok = run(&arena, &in, holder);
         }
     }
-    PyObject *answer = NULL;
-    if (ok > 0) {
-        answer = PyList_New(in.n_parts);
-        for (ix gp = 0; answer && gp < in.n_parts; gp++) {
-            PyObject *h = PyLong_FromSsize_t(holder[gp]);
-            if (!h) {
-                Py_CLEAR(answer);
-                break;
-            }
-            PyList_SET_ITEM(answer, gp, h);
-        }
-    } else if (ok < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_NoMemory();
-        }
-    } else {
-        Py_INCREF(Py_None);
-        answer = Py_None;
-    }
+    PyObject *answer = ok > 0 ? holder_list(holder, in.n_parts) : not_answered(ok);
     arena_free(&arena);
     return answer;
 }
@@ -640,25 +648,10 @@ PyObject *flowcore_constrained_settle(PyObject *self, PyObject *args) {
     }
     PyObject *answer = NULL;
     if (ok > 0) {
-        PyObject *list = PyList_New(in.n_parts);
-        for (ix gp = 0; list && gp < in.n_parts; gp++) {
-            PyObject *h = PyLong_FromSsize_t(holder[gp]);
-            if (!h) {
-                Py_CLEAR(list);
-                break;
-            }
-            PyList_SET_ITEM(list, gp, h);
-        }
-        if (list) {
-            answer = Py_BuildValue("(NOL)", list, fixed ? Py_True : Py_False, rounds);
-        }
-    } else if (ok < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_NoMemory();
-        }
+        PyObject *list = holder_list(holder, in.n_parts);
+        answer = list ? Py_BuildValue("(NOL)", list, fixed ? Py_True : Py_False, rounds) : NULL;
     } else {
-        Py_INCREF(Py_None);
-        answer = Py_None;
+        answer = not_answered(ok);
     }
     arena_free(&arena);
     return answer;
