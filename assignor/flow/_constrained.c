@@ -190,307 +190,364 @@ static int matches(const Input *in, ix g, i64 k) {
     return !in->has_rack[g] || (k & in->bit[g]);
 }
 
-/* The path proper; 1 with holder filled, 0 where the Python must answer, -1 out of memory. */
-static int run(Arena *arena, const Input *in, ix *holder) {
-    ix n = in->n, P = in->n_parts, n_cls = in->n_cls;
-    i64 q = P / n, r = P % n, big = (i64)P + 1;
+/* One run's state, phase to phase: owned lists, profiles, graph, flow. */
+typedef struct {
+    const Input *in;
+    Arena *arena;
+    ix n, P, n_cls;
+    i64 q, r, big;
+    /* owned partitions per member, local (matching) and remote, each sorted by (mask, number); free ones */
+    ix *lstart, *rstart, n_free;
+    Part *lp, *rp, *fp;
+    /* profile keys, members sorted by them; their (mask, count) pairs */
+    Key *keys;
+    i64 *pairs;
+    /* the graph: free-mask sources, then per profile its node, extra edge, hub edge, pools */
+    ix nodes, edges, n_masks, n_prof;
+    i64 *supply, *edge, *flow;
+    ix *mask_start, *mask_edges, *prof_first, *prof_extra, *prof_pools;
+} Path;
 
-    /* Owned partitions per member, local (matching) and remote, each sorted by (mask, number). */
-    ix *lstart = arena_new(arena, (size_t)n + 1, sizeof(ix)), *rstart = arena_new(arena, (size_t)n + 1, sizeof(ix));
-    Part *lp = arena_new(arena, (size_t)P, sizeof(Part)), *rp = arena_new(arena, (size_t)P, sizeof(Part));
-    Part *fp = arena_new(arena, (size_t)P, sizeof(Part));
-    if (!lstart || !rstart || !lp || !rp || !fp) {
+/* Each member's owned partitions, local and remote, sorted by (mask, number); the unowned are free. */
+static int owned_lists(Path *w) {
+    const Input *in = w->in;
+    ix n = w->n, P = w->P;
+    w->lstart = arena_new(w->arena, (size_t)n + 1, sizeof(ix));
+    w->rstart = arena_new(w->arena, (size_t)n + 1, sizeof(ix));
+    w->lp = arena_new(w->arena, (size_t)P, sizeof(Part));
+    w->rp = arena_new(w->arena, (size_t)P, sizeof(Part));
+    w->fp = arena_new(w->arena, (size_t)P, sizeof(Part));
+    ix *lfill = arena_new(w->arena, (size_t)n, sizeof(ix)), *rfill = arena_new(w->arena, (size_t)n, sizeof(ix));
+    if (!w->lstart || !w->rstart || !w->lp || !w->rp || !w->fp || !lfill || !rfill) {
         return -1;
     }
-    ix n_free = 0;
     for (ix gp = 0; gp < P; gp++) {
         ix o = in->owner[gp];
         if (o < 0) {
-            fp[n_free++] = (Part){in->mask[gp], gp};
+            w->fp[w->n_free++] = (Part){in->mask[gp], gp};
         } else if (matches(in, in->cls[o], in->mask[gp])) {
-            lstart[o + 1]++;
+            w->lstart[o + 1]++;
         } else {
-            rstart[o + 1]++;
+            w->rstart[o + 1]++;
         }
     }
     for (ix i = 0; i < n; i++) {
-        lstart[i + 1] += lstart[i];
-        rstart[i + 1] += rstart[i];
-    }
-    ix *lfill = arena_new(arena, (size_t)n, sizeof(ix)), *rfill = arena_new(arena, (size_t)n, sizeof(ix));
-    if (!lfill || !rfill) {
-        return -1;
+        w->lstart[i + 1] += w->lstart[i];
+        w->rstart[i + 1] += w->rstart[i];
     }
     for (ix gp = 0; gp < P; gp++) {
         ix o = in->owner[gp];
         if (o >= 0) {
             if (matches(in, in->cls[o], in->mask[gp])) {
-                lp[lstart[o] + lfill[o]++] = (Part){in->mask[gp], gp};
+                w->lp[w->lstart[o] + lfill[o]++] = (Part){in->mask[gp], gp};
             } else {
-                rp[rstart[o] + rfill[o]++] = (Part){in->mask[gp], gp};
+                w->rp[w->rstart[o] + rfill[o]++] = (Part){in->mask[gp], gp};
             }
         }
     }
+    for (ix i = 0; i < n; i++) {
+        qsort(w->lp + w->lstart[i], (size_t)(w->lstart[i + 1] - w->lstart[i]), sizeof(Part), part_cmp);
+        qsort(w->rp + w->rstart[i], (size_t)(w->rstart[i + 1] - w->rstart[i]), sizeof(Part), part_cmp);
+    }
+    return 1;
+}
 
-    /* Profiles: an over-full member's remote partitions are free; its key counts its local ones. */
-    i64 *pairs = arena_new(arena, 2 * (size_t)P, sizeof(i64));
-    Key *keys = arena_new(arena, (size_t)n, sizeof(Key));
-    if (!pairs || !keys) {
+/* Profiles: an over-full member's remote partitions are free and its key counts its local ones;
+ * members sorted by key, then number; the free partitions sorted by (mask, number). */
+static int profiles(Path *w) {
+    w->pairs = arena_new(w->arena, 2 * (size_t)w->P, sizeof(i64));
+    w->keys = arena_new(w->arena, (size_t)w->n, sizeof(Key));
+    if (!w->pairs || !w->keys) {
         return -1;
     }
     ix n_pairs = 0;
-    for (ix i = 0; i < n; i++) {
-        ix n_local = lstart[i + 1] - lstart[i];
-        int over = n_local > q;
-        qsort(lp + lstart[i], (size_t)n_local, sizeof(Part), part_cmp);
-        qsort(rp + rstart[i], (size_t)(rstart[i + 1] - rstart[i]), sizeof(Part), part_cmp);
+    for (ix i = 0; i < w->n; i++) {
+        ix n_local = w->lstart[i + 1] - w->lstart[i], n_remote = w->rstart[i + 1] - w->rstart[i];
+        int over = n_local > w->q;
         if (over) {
-            for (ix a = rstart[i]; a < rstart[i + 1]; a++) {
-                fp[n_free++] = rp[a];
+            for (ix a = w->rstart[i]; a < w->rstart[i + 1]; a++) {
+                w->fp[w->n_free++] = w->rp[a];
             }
         }
-        const Part *seg = over ? lp + lstart[i] : rp + rstart[i];
-        ix seg_len = over ? n_local : rstart[i + 1] - rstart[i];
-        keys[i] = (Key){over, in->cls[i], over ? 0 : q - n_local, pairs + 2 * n_pairs, 0, i};
+        const Part *seg = over ? w->lp + w->lstart[i] : w->rp + w->rstart[i];
+        ix seg_len = over ? n_local : n_remote;
+        Key *k = &w->keys[i];
+        *k = (Key){over, w->in->cls[i], over ? 0 : w->q - n_local, w->pairs + 2 * n_pairs, 0, i};
         for (ix a = 0; a < seg_len; a++) {
             if (a == 0 || seg[a].key != seg[a - 1].key) {
-                pairs[2 * n_pairs] = seg[a].key;
-                pairs[2 * n_pairs + 1] = 0;
+                w->pairs[2 * n_pairs] = seg[a].key;
+                w->pairs[2 * n_pairs + 1] = 0;
                 n_pairs++;
-                keys[i].len++;
+                k->len++;
             }
-            pairs[2 * n_pairs - 1]++;
+            w->pairs[2 * n_pairs - 1]++;
         }
     }
-    qsort(fp, (size_t)n_free, sizeof(Part), part_cmp);
-    qsort(keys, (size_t)n, sizeof(Key), key_cmp);
+    qsort(w->fp, (size_t)w->n_free, sizeof(Part), part_cmp);
+    qsort(w->keys, (size_t)w->n, sizeof(Key), key_cmp);
+    return 1;
+}
 
-    /* The graph's size: free-mask sources, then per profile its node, extra edge, hub edge, pools. */
-    ix n_masks = 0;
-    for (ix a = 0; a < n_free; a++) {
-        n_masks += a == 0 || fp[a].key != fp[a - 1].key;
+/* The end of the profile starting at keys[a]: the first member with another key. */
+static ix profile_end(const Path *w, ix a) {
+    ix b = a + 1;
+    while (b < w->n && !key_cmp_profile(&w->keys[a], &w->keys[b])) {
+        b++;
     }
-    ix nodes = n_cls + 1 + n_masks, edges = n_masks * n_cls;
-    for (ix a = 0; a < n;) {
-        ix b = a + 1;
-        while (b < n && !key_cmp_profile(&keys[a], &keys[b])) {
-            b++;
-        }
-        nodes += 1 + keys[a].len;
-        edges += 1 + !keys[a].over + keys[a].len * (1 + n_cls);
-        a = b;
+    return b;
+}
+
+static void add_edge(Path *w, ix *e, i64 tail, i64 head, i64 capacity, i64 cost) {
+    i64 *at = w->edge + 4 * (*e)++;
+    at[0] = tail;
+    at[1] = head;
+    at[2] = capacity;
+    at[3] = cost;
+}
+
+/* The Python's graph, nodes and edges in its order: hubs, the extra node, one source per free mask
+ * (edges to every hub), then per profile its node, its extra edge, its hub edge unless over-full, and
+ * per owned mask a source with its stay edge and one edge to every hub. */
+static int build_graph(Path *w) {
+    const Input *in = w->in;
+    ix n_cls = w->n_cls;
+    for (ix a = 0; a < w->n_free; a++) {
+        w->n_masks += a == 0 || w->fp[a].key != w->fp[a - 1].key;
     }
-    i64 *supply = arena_new(arena, (size_t)nodes, sizeof(i64));
-    i64 *edge = arena_new(arena, 4 * (size_t)edges, sizeof(i64));
-    i64 *flow = arena_new(arena, (size_t)edges, sizeof(i64));
-    if (!supply || !edge || !flow) {
+    w->nodes = n_cls + 1 + w->n_masks;
+    w->edges = w->n_masks * n_cls;
+    for (ix a = 0; a < w->n; a = profile_end(w, a)) {
+        w->nodes += 1 + w->keys[a].len;
+        w->edges += 1 + !w->keys[a].over + w->keys[a].len * (1 + n_cls);
+    }
+    w->supply = arena_new(w->arena, (size_t)w->nodes, sizeof(i64));
+    w->edge = arena_new(w->arena, 4 * (size_t)w->edges, sizeof(i64));
+    w->flow = arena_new(w->arena, (size_t)w->edges, sizeof(i64));
+    w->mask_start = arena_new(w->arena, (size_t)w->n_masks + 1, sizeof(ix));
+    w->mask_edges = arena_new(w->arena, (size_t)w->n_masks, sizeof(ix));
+    w->prof_first = arena_new(w->arena, (size_t)w->n + 1, sizeof(ix));
+    w->prof_extra = arena_new(w->arena, (size_t)w->n, sizeof(ix));
+    w->prof_pools = arena_new(w->arena, (size_t)w->n, sizeof(ix));
+    if (!w->supply || !w->edge || !w->flow || !w->mask_start || !w->mask_edges || !w->prof_first ||
+        !w->prof_extra || !w->prof_pools) {
         return -1;
     }
-    ix v = 0, e = 0;
-#define ADD_EDGE(tail, head, capacity, cost)                                                                   \
-    do {                                                                                                       \
-        edge[4 * e] = (tail);                                                                                  \
-        edge[4 * e + 1] = (head);                                                                              \
-        edge[4 * e + 2] = (capacity);                                                                          \
-        edge[4 * e + 3] = (cost);                                                                              \
-        e++;                                                                                                   \
-    } while (0)
-    ix hub0 = v;
-    v += n_cls;
-    ix extra = v++;
-    supply[extra] = -r;
-    ix *mask_start = arena_new(arena, (size_t)n_masks + 1, sizeof(ix));
-    ix *mask_edges = arena_new(arena, (size_t)n_masks, sizeof(ix));
-    if (!mask_start || !mask_edges) {
-        return -1;
-    }
-    for (ix a = 0, m = 0; a < n_free; m++) {
+    ix hub0 = 0, extra = n_cls, v = n_cls + 1, e = 0;
+    w->supply[extra] = -w->r;
+    for (ix a = 0, m = 0; a < w->n_free; m++) {
         ix b = a + 1;
-        while (b < n_free && fp[b].key == fp[a].key) {
+        while (b < w->n_free && w->fp[b].key == w->fp[a].key) {
             b++;
         }
         ix f = v++;
-        supply[f] = b - a;
-        mask_start[m] = a;
-        mask_edges[m] = e;
+        w->supply[f] = b - a;
+        w->mask_start[m] = a;
+        w->mask_edges[m] = e;
         for (ix g = 0; g < n_cls; g++) {
-            ADD_EDGE(f, hub0 + g, b - a, big * cross(in, g, fp[a].key));
+            add_edge(w, &e, f, hub0 + g, b - a, w->big * cross(in, g, w->fp[a].key));
         }
         a = b;
     }
-    mask_start[n_masks] = n_free;
-    ix *prof_first = arena_new(arena, (size_t)n + 1, sizeof(ix));
-    ix *prof_extra = arena_new(arena, (size_t)n, sizeof(ix));
-    ix *prof_pools = arena_new(arena, (size_t)n, sizeof(ix));
-    if (!prof_first || !prof_extra || !prof_pools) {
-        return -1;
-    }
-    ix n_prof = 0;
-    for (ix a = 0; a < n;) {
-        ix b = a + 1;
-        while (b < n && !key_cmp_profile(&keys[a], &keys[b])) {
-            b++;
-        }
-        const Key *k = &keys[a];
-        i64 c = b - a;
+    w->mask_start[w->n_masks] = w->n_free;
+    for (ix a = 0; a < w->n; a = profile_end(w, a)) {
+        const Key *k = &w->keys[a];
+        i64 c = profile_end(w, a) - a;
         ix m_node = v++;
-        supply[m_node] = -(k->over ? c * q : c * k->room);
-        prof_first[n_prof] = a;
-        prof_extra[n_prof] = e;
-        ADD_EDGE(m_node, extra, c, 0);
+        w->supply[m_node] = -(k->over ? c * w->q : c * k->room);
+        w->prof_first[w->n_prof] = a;
+        w->prof_extra[w->n_prof] = e;
+        add_edge(w, &e, m_node, extra, c, 0);
         if (!k->over) {
-            ADD_EDGE(hub0 + k->cls, m_node, c * (k->room + 1), 0);
+            add_edge(w, &e, hub0 + k->cls, m_node, c * (k->room + 1), 0);
         }
-        prof_pools[n_prof] = e;
+        w->prof_pools[w->n_prof++] = e;
         for (ix p = 0; p < k->len; p++) {
             i64 mask = k->vec[2 * p], cnt = k->vec[2 * p + 1];
             ix src = v++;
-            supply[src] = c * cnt;
-            ADD_EDGE(src, m_node, c * cnt, k->over ? 0 : big * cross(in, k->cls, mask));
+            w->supply[src] = c * cnt;
+            add_edge(w, &e, src, m_node, c * cnt, k->over ? 0 : w->big * cross(in, k->cls, mask));
             for (ix h = 0; h < n_cls; h++) {
-                ADD_EDGE(src, hub0 + h, c * cnt, big * cross(in, h, mask) + 1);
+                add_edge(w, &e, src, hub0 + h, c * cnt, w->big * cross(in, h, mask) + 1);
             }
         }
-        n_prof++;
-        a = b;
     }
-    prof_first[n_prof] = n;
-#undef ADD_EDGE
-    i64 cost = 0, unused = 0;
-    int status = flowcore_phases(nodes, edges, edge, supply, 0, 0, flow, &cost, &unused);
-    if (status != 0) {
-        return status < 0 ? -1 : 0;
-    }
+    w->prof_first[w->n_prof] = w->n;
+    return 1;
+}
 
-    /* Write-back.  Incoming partitions per class as (class, partition); free slots as (class, member). */
-    Part *incoming = arena_new(arena, (size_t)P, sizeof(Part));
-    Part *slot_of = arena_new(arena, (size_t)n, sizeof(Part));
-    i64 *slot_left = arena_new(arena, (size_t)n, sizeof(i64));
-    ix *who = arena_new(arena, (size_t)(n > n_cls ? n : n_cls), sizeof(ix));
-    i64 *left = arena_new(arena, (size_t)(n > n_cls ? n : n_cls), sizeof(i64));
-    ix *out = arena_new(arena, (size_t)P, sizeof(ix));
-    Part *released = arena_new(arena, (size_t)P, sizeof(Part));
-    i64 *kept = arena_new(arena, 2 * (size_t)P + 1, sizeof(i64));
-    if (!incoming || !slot_of || !slot_left || !who || !left || !out || !released || !kept) {
-        return -1;
+/* The write-back's buffers: incoming partitions per class as (class, partition), free slots as
+ * (class, member) with their room, a deal's entries and answer, released partitions, kept amounts. */
+typedef struct {
+    Part *incoming, *slot_of, *released;
+    i64 *slot_left, *left, *kept;
+    ix *who, *out, n_in, n_slots;
+} Deals;
+
+/* Partitions parts[0 .. len) dealt to the classes by the flow on the edges from ``first``, one per
+ * class: appended to incoming.  0 where the Python raises. */
+static int deal_to_classes(const Path *w, Deals *d, const Part *parts, ix len, ix first) {
+    for (ix g = 0; g < w->n_cls; g++) {
+        d->who[g] = g;
+        d->left[g] = w->flow[first + g];
     }
-    ix n_in = 0, n_slots = 0;
-    for (ix m = 0; m < n_masks; m++) {
-        ix a = mask_start[m], len = mask_start[m + 1] - a;
-        for (ix g = 0; g < n_cls; g++) {
-            who[g] = g;
-            left[g] = flow[mask_edges[m] + g];
+    if (!deal(len, w->n_cls, d->who, d->left, d->out)) {
+        return 0;
+    }
+    for (ix j = 0; j < len; j++) {
+        d->incoming[d->n_in++] = (Part){d->out[j], parts[j].gp};
+    }
+    return 1;
+}
+
+/* One profile: what each member keeps (the flow's kept amounts split by constrained._cyclic), its free
+ * slots, and its released partitions dealt to the classes.  0 where the Python raises. */
+static int profile_back(const Path *w, Deals *d, ix pr, ix *holder) {
+    ix first = w->prof_first[pr], c = w->prof_first[pr + 1] - first, n_cls = w->n_cls;
+    const Key *k = &w->keys[first];
+    ix len = k->len, pools = w->prof_pools[pr]; /* pool p: its stay edge, then one edge to each hub */
+    i64 n_extra = w->flow[w->prof_extra[pr]], pos = 0;
+    memset(d->kept, 0, (size_t)(c * len) * sizeof(i64));
+    for (ix p = 0; p < len; p++) {
+        i64 amount = w->flow[pools + p * (1 + n_cls)];
+        if (!amount) {
+            continue;
         }
-        if (!deal(len, n_cls, who, left, out)) {
+        i64 base = amount / c, more = amount % c;
+        for (ix step = 0; step < c; step++) {
+            d->kept[((pos + step) % c) * len + p] += base + (step < more);
+        }
+        pos = (pos + amount) % c;
+    }
+    ix n_rel = 0;
+    for (ix j = 0; j < c; j++) {
+        ix i = w->keys[first + j].member;
+        i64 cap = w->q + (j < n_extra), have = 0;
+        if (!k->over) {
+            for (ix a = w->lstart[i]; a < w->lstart[i + 1]; a++) {
+                holder[w->lp[a].gp] = i;
+                have++;
+            }
+        }
+        const Part *seg = k->over ? w->lp + w->lstart[i] : w->rp + w->rstart[i];
+        for (ix p = 0, a = 0; p < len; p++) {
+            ix run_len = (ix)k->vec[2 * p + 1];
+            i64 keep = d->kept[j * len + p];
+            for (ix t = 0; t < run_len; t++, a++) {
+                if (t < keep) {
+                    holder[seg[a].gp] = i;
+                    have++;
+                } else {
+                    d->released[n_rel++] = (Part){p, seg[a].gp};
+                }
+            }
+        }
+        if (cap - have < 0) {
+            return 0; /* the Python raises: the profile's split went over a member's capacity */
+        }
+        if (cap - have) {
+            d->slot_of[d->n_slots] = (Part){k->cls, i};
+            d->slot_left[d->n_slots++] = cap - have;
+        }
+    }
+    qsort(d->released, (size_t)n_rel, sizeof(Part), part_cmp);
+    for (ix a = 0; a < n_rel;) {
+        ix b = a;
+        while (b < n_rel && d->released[b].key == d->released[a].key) {
+            b++;
+        }
+        ix p = (ix)d->released[a].key;
+        if (!deal_to_classes(w, d, d->released + a, b - a, pools + p * (1 + n_cls) + 1)) {
             return 0;
         }
-        for (ix j = 0; j < len; j++) {
-            incoming[n_in++] = (Part){out[j], fp[a + j].gp};
-        }
+        a = b;
     }
-    for (ix pr = 0; pr < n_prof; pr++) {
-        const Key *k = &keys[prof_first[pr]];
-        ix c = prof_first[pr + 1] - prof_first[pr], len = k->len;
-        i64 n_extra = flow[prof_extra[pr]];
-        ix pools = prof_pools[pr]; /* pool p: its stay edge, then one edge to each hub */
-        /* The kept amounts split among the profile's members (constrained._cyclic). */
-        memset(kept, 0, (size_t)(c * len) * sizeof(i64));
-        i64 pos = 0;
-        for (ix p = 0; p < len; p++) {
-            i64 amount = flow[pools + p * (1 + n_cls)];
-            if (!amount) {
-                continue;
-            }
-            i64 base = amount / c, more = amount % c;
-            for (ix step = 0; step < c; step++) {
-                ix j = (ix)((pos + step) % c);
-                kept[j * len + p] += base + (step < more);
-            }
-            pos = (pos + amount) % c;
-        }
-        ix n_rel = 0;
-        for (ix j = 0; j < c; j++) {
-            ix i = keys[prof_first[pr] + j].member;
-            i64 cap = q + (j < n_extra), have = 0;
-            if (!k->over) {
-                for (ix a = lstart[i]; a < lstart[i + 1]; a++) {
-                    holder[lp[a].gp] = i;
-                    have++;
-                }
-            }
-            const Part *seg = k->over ? lp + lstart[i] : rp + rstart[i];
-            ix a = 0;
-            for (ix p = 0; p < len; p++) {
-                ix run_len = (ix)k->vec[2 * p + 1];
-                i64 keep = kept[j * len + p];
-                for (ix t = 0; t < run_len; t++, a++) {
-                    if (t < keep) {
-                        holder[seg[a].gp] = i;
-                        have++;
-                    } else {
-                        released[n_rel++] = (Part){p, seg[a].gp};
-                    }
-                }
-            }
-            if (cap - have < 0) {
-                return 0; /* the Python raises: the profile's split went over a member's capacity */
-            }
-            if (cap - have) {
-                slot_of[n_slots] = (Part){k->cls, i};
-                slot_left[n_slots++] = cap - have;
-            }
-        }
-        qsort(released, (size_t)n_rel, sizeof(Part), part_cmp);
-        for (ix a = 0; a < n_rel;) {
-            ix b = a;
-            while (b < n_rel && released[b].key == released[a].key) {
-                b++;
-            }
-            ix p = (ix)released[a].key;
-            for (ix h = 0; h < n_cls; h++) {
-                who[h] = h;
-                left[h] = flow[pools + p * (1 + n_cls) + 1 + h];
-            }
-            if (!deal(b - a, n_cls, who, left, out)) {
-                return 0;
-            }
-            for (ix j = 0; j < b - a; j++) {
-                incoming[n_in++] = (Part){out[j], released[a + j].gp};
-            }
-            a = b;
-        }
-    }
-    /* Each class's incoming partitions, in order, dealt to its members' slots in member order. */
-    qsort(incoming, (size_t)n_in, sizeof(Part), part_cmp);
-    Part *order = arena_new(arena, (size_t)n_slots, sizeof(Part));
+    return 1;
+}
+
+/* Each class's incoming partitions, in order, dealt to its members' free slots in member order. */
+static int to_members(const Path *w, Deals *d, ix *holder) {
+    ix n_in = d->n_in, n_slots = d->n_slots;
+    qsort(d->incoming, (size_t)n_in, sizeof(Part), part_cmp);
+    Part *order = arena_new(w->arena, (size_t)n_slots, sizeof(Part));
     if (!order) {
         return -1;
     }
     for (ix s = 0; s < n_slots; s++) {
-        order[s] = (Part){slot_of[s].key * (i64)n + slot_of[s].gp, s};
+        order[s] = (Part){d->slot_of[s].key * (i64)w->n + d->slot_of[s].gp, s};
     }
     qsort(order, (size_t)n_slots, sizeof(Part), part_cmp);
-    ix a = 0, s = 0;
-    for (ix g = 0; g < n_cls; g++) {
-        ix b = a, t = s, n_who = 0;
-        while (b < n_in && incoming[b].key == g) {
+    for (ix g = 0, a = 0, s = 0; g < w->n_cls; g++) {
+        ix b = a, n_who = 0;
+        while (b < n_in && d->incoming[b].key == g) {
             b++;
         }
-        while (t < n_slots && slot_of[order[t].gp].key == g) {
-            who[n_who] = slot_of[order[t].gp].gp;
-            left[n_who++] = slot_left[order[t].gp];
-            t++;
+        for (; s < n_slots && d->slot_of[order[s].gp].key == g; s++) {
+            d->who[n_who] = d->slot_of[order[s].gp].gp;
+            d->left[n_who++] = d->slot_left[order[s].gp];
         }
-        if (!deal(b - a, n_who, who, left, out)) {
+        if (!deal(b - a, n_who, d->who, d->left, d->out)) {
             return 0;
         }
         for (ix j = 0; j < b - a; j++) {
-            holder[incoming[a + j].gp] = out[j];
+            holder[d->incoming[a + j].gp] = d->out[j];
         }
         a = b;
-        s = t;
     }
     return 1;
+}
+
+/* The flow read back into the holder: free partitions dealt to classes, each profile's members, then
+ * each class's incoming partitions to its members. */
+static int write_back(const Path *w, ix *holder) {
+    size_t P = (size_t)w->P, slots = (size_t)(w->n > w->n_cls ? w->n : w->n_cls);
+    Deals d = {
+        arena_new(w->arena, P, sizeof(Part)),      arena_new(w->arena, (size_t)w->n, sizeof(Part)),
+        arena_new(w->arena, P, sizeof(Part)),      arena_new(w->arena, (size_t)w->n, sizeof(i64)),
+        arena_new(w->arena, slots, sizeof(i64)),   arena_new(w->arena, 2 * P + 1, sizeof(i64)),
+        arena_new(w->arena, slots, sizeof(ix)),    arena_new(w->arena, P, sizeof(ix)),
+        0,                                         0,
+    };
+    if (!d.incoming || !d.slot_of || !d.released || !d.slot_left || !d.left || !d.kept || !d.who || !d.out) {
+        return -1;
+    }
+    for (ix m = 0; m < w->n_masks; m++) {
+        ix a = w->mask_start[m];
+        if (!deal_to_classes(w, &d, w->fp + a, w->mask_start[m + 1] - a, w->mask_edges[m])) {
+            return 0;
+        }
+    }
+    for (ix pr = 0; pr < w->n_prof; pr++) {
+        if (!profile_back(w, &d, pr, holder)) {
+            return 0;
+        }
+    }
+    return to_members(w, &d, holder);
+}
+
+/* The path proper; 1 with holder filled, 0 where the Python must answer, -1 out of memory. */
+static int run(Arena *arena, const Input *in, ix *holder) {
+    Path w;
+    memset(&w, 0, sizeof w);
+    w.in = in;
+    w.arena = arena;
+    w.n = in->n;
+    w.P = in->n_parts;
+    w.n_cls = in->n_cls;
+    w.q = w.P / w.n;
+    w.r = w.P % w.n;
+    w.big = (i64)w.P + 1;
+    int ok = owned_lists(&w);
+    ok = ok > 0 ? profiles(&w) : ok;
+    ok = ok > 0 ? build_graph(&w) : ok;
+    if (ok <= 0) {
+        return ok;
+    }
+    i64 cost = 0, unused = 0;
+    int status = flowcore_phases(w.nodes, w.edges, w.edge, w.supply, 0, 0, w.flow, &cost, &unused);
+    if (status != 0) {
+        return status < 0 ? -1 : 0;
+    }
+    return write_back(&w, holder);
 }
 
 /* The holder as a Python list; NULL with the error set. */
